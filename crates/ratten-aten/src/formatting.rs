@@ -1,0 +1,1 @@
+//! Printing tensors as torch prints them. (views helper)

@@ -1,0 +1,1 @@
+//! Factories: empty, zeros, ones, full, arange, eye, from data. (core helper)

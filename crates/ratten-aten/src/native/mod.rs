@@ -1,0 +1,4 @@
+//! Native kernels (aten/src/ATen/native).
+
+pub mod factory;
+pub mod view;

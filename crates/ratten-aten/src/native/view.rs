@@ -1,0 +1,1 @@
+//! View operators and their stride rules. (views helper)

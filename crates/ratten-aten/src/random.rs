@@ -1,0 +1,1 @@
+//! The CPU generator and random factories. (views helper)

@@ -1,0 +1,294 @@
+//! The 13 dtypes (c10::ScalarType) and the map between a dtype and its Rust element type.
+//!
+//! Names follow PyTorch: `ScalarType::Float` prints as `Float` (the c10 name used in error
+//! texts such as "result type Float can't be cast ..."), and `python_name()` gives `float32`.
+
+use std::fmt;
+
+use half::{bf16, f16};
+use num_complex::Complex;
+
+/// c10::ScalarType, restricted to the 13 dtypes ratten supports. The discriminants are
+/// PyTorch's, so an enum value means the same thing on both sides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ScalarType {
+    Byte = 0,
+    Char = 1,
+    Short = 2,
+    Int = 3,
+    Long = 4,
+    Half = 5,
+    Float = 6,
+    Double = 7,
+    ComplexHalf = 8,
+    ComplexFloat = 9,
+    ComplexDouble = 10,
+    Bool = 11,
+    BFloat16 = 15,
+}
+
+impl ScalarType {
+    /// Every dtype, in PyTorch's enum order.
+    pub const ALL: [ScalarType; 13] = [
+        ScalarType::Byte,
+        ScalarType::Char,
+        ScalarType::Short,
+        ScalarType::Int,
+        ScalarType::Long,
+        ScalarType::Half,
+        ScalarType::Float,
+        ScalarType::Double,
+        ScalarType::ComplexHalf,
+        ScalarType::ComplexFloat,
+        ScalarType::ComplexDouble,
+        ScalarType::Bool,
+        ScalarType::BFloat16,
+    ];
+
+    /// Size of one element in bytes (`c10::elementSize`).
+    pub const fn element_size(self) -> usize {
+        match self {
+            ScalarType::Bool | ScalarType::Byte | ScalarType::Char => 1,
+            ScalarType::Short | ScalarType::Half | ScalarType::BFloat16 => 2,
+            ScalarType::Int | ScalarType::Float | ScalarType::ComplexHalf => 4,
+            ScalarType::Long | ScalarType::Double | ScalarType::ComplexFloat => 8,
+            ScalarType::ComplexDouble => 16,
+        }
+    }
+
+    /// `c10::isFloatingType`: Half, BFloat16, Float, Double.
+    pub const fn is_floating_point(self) -> bool {
+        matches!(
+            self,
+            ScalarType::Half | ScalarType::BFloat16 | ScalarType::Float | ScalarType::Double
+        )
+    }
+
+    /// `c10::isComplexType`.
+    pub const fn is_complex(self) -> bool {
+        matches!(
+            self,
+            ScalarType::ComplexHalf | ScalarType::ComplexFloat | ScalarType::ComplexDouble
+        )
+    }
+
+    /// `c10::isIntegralType(t, include_bool)`.
+    pub const fn is_integral(self, include_bool: bool) -> bool {
+        match self {
+            ScalarType::Byte
+            | ScalarType::Char
+            | ScalarType::Short
+            | ScalarType::Int
+            | ScalarType::Long => true,
+            ScalarType::Bool => include_bool,
+            _ => false,
+        }
+    }
+
+    /// `c10::isSignedType` (`torch.dtype.is_signed`): false for Bool and Byte.
+    pub const fn is_signed(self) -> bool {
+        !matches!(self, ScalarType::Bool | ScalarType::Byte)
+    }
+
+    /// `c10::isReducedFloatingType`: Half and BFloat16.
+    pub const fn is_reduced_floating_point(self) -> bool {
+        matches!(self, ScalarType::Half | ScalarType::BFloat16)
+    }
+
+    /// `c10::toRealValueType`: the real type of a complex type, else itself.
+    pub const fn to_real(self) -> ScalarType {
+        match self {
+            ScalarType::ComplexHalf => ScalarType::Half,
+            ScalarType::ComplexFloat => ScalarType::Float,
+            ScalarType::ComplexDouble => ScalarType::Double,
+            other => other,
+        }
+    }
+
+    /// `c10::toComplexType` for the floating types (None for the others).
+    ///
+    /// PyTorch 2.15 maps BFloat16 to its new BComplex32, which ratten does not have; ratten keeps
+    /// the earlier rule BFloat16 -> ComplexFloat (a documented deviation).
+    pub const fn to_complex(self) -> Option<ScalarType> {
+        match self {
+            ScalarType::Half | ScalarType::ComplexHalf => Some(ScalarType::ComplexHalf),
+            ScalarType::Float | ScalarType::BFloat16 | ScalarType::ComplexFloat => {
+                Some(ScalarType::ComplexFloat)
+            }
+            ScalarType::Double | ScalarType::ComplexDouble => Some(ScalarType::ComplexDouble),
+            _ => None,
+        }
+    }
+
+    /// The c10 name, as PyTorch's error messages print it (`Float`, `Long`, `ComplexHalf`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScalarType::Byte => "Byte",
+            ScalarType::Char => "Char",
+            ScalarType::Short => "Short",
+            ScalarType::Int => "Int",
+            ScalarType::Long => "Long",
+            ScalarType::Half => "Half",
+            ScalarType::Float => "Float",
+            ScalarType::Double => "Double",
+            ScalarType::ComplexHalf => "ComplexHalf",
+            ScalarType::ComplexFloat => "ComplexFloat",
+            ScalarType::ComplexDouble => "ComplexDouble",
+            ScalarType::Bool => "Bool",
+            ScalarType::BFloat16 => "BFloat16",
+        }
+    }
+
+    /// The Python name without the `torch.` prefix (`float32`, `int64`, `complex32`).
+    pub const fn python_name(self) -> &'static str {
+        match self {
+            ScalarType::Byte => "uint8",
+            ScalarType::Char => "int8",
+            ScalarType::Short => "int16",
+            ScalarType::Int => "int32",
+            ScalarType::Long => "int64",
+            ScalarType::Half => "float16",
+            ScalarType::Float => "float32",
+            ScalarType::Double => "float64",
+            ScalarType::ComplexHalf => "complex32",
+            ScalarType::ComplexFloat => "complex64",
+            ScalarType::ComplexDouble => "complex128",
+            ScalarType::Bool => "bool",
+            ScalarType::BFloat16 => "bfloat16",
+        }
+    }
+
+    /// Parses a Python dtype name (`float32`, `torch.float`, `long`, `cfloat`, ...) or a c10
+    /// name (`Float`).
+    pub fn from_name(name: &str) -> Option<ScalarType> {
+        let n = name.strip_prefix("torch.").unwrap_or(name);
+        let t = match n {
+            "uint8" | "Byte" => ScalarType::Byte,
+            "int8" | "Char" => ScalarType::Char,
+            "int16" | "short" | "Short" => ScalarType::Short,
+            "int32" | "int" | "Int" => ScalarType::Int,
+            "int64" | "long" | "Long" => ScalarType::Long,
+            "float16" | "half" | "Half" => ScalarType::Half,
+            "float32" | "float" | "Float" => ScalarType::Float,
+            "float64" | "double" | "Double" => ScalarType::Double,
+            "complex32" | "chalf" | "ComplexHalf" => ScalarType::ComplexHalf,
+            "complex64" | "cfloat" | "ComplexFloat" => ScalarType::ComplexFloat,
+            "complex128" | "cdouble" | "ComplexDouble" => ScalarType::ComplexDouble,
+            "bool" | "Bool" => ScalarType::Bool,
+            "bfloat16" | "BFloat16" => ScalarType::BFloat16,
+            _ => return None,
+        };
+        Some(t)
+    }
+}
+
+impl fmt::Display for ScalarType {
+    /// Prints the c10 name, as `operator<<(ostream&, ScalarType)` does.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// ComplexHalf's element type: PyTorch's `c10::complex<c10::Half>`.
+#[allow(non_camel_case_types)]
+pub type c32 = Complex<f16>;
+/// `c10::complex<float>`.
+#[allow(non_camel_case_types)]
+pub type c64 = Complex<f32>;
+/// `c10::complex<double>`.
+#[allow(non_camel_case_types)]
+pub type c128 = Complex<f64>;
+
+/// A Rust type that is the element type of a dtype: the map from type to dtype. The map from
+/// dtype to type is [`dispatch_all_types!`](crate::dispatch_all_types).
+pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static {
+    const DTYPE: ScalarType;
+}
+
+macro_rules! impl_element {
+    ($($t:ty => $d:ident),* $(,)?) => {
+        $(impl Element for $t { const DTYPE: ScalarType = ScalarType::$d; })*
+    };
+}
+
+impl_element!(
+    u8 => Byte, i8 => Char, i16 => Short, i32 => Int, i64 => Long,
+    f16 => Half, f32 => Float, f64 => Double,
+    c32 => ComplexHalf, c64 => ComplexFloat, c128 => ComplexDouble,
+    bool => Bool, bf16 => BFloat16,
+);
+
+/// Runs `$body` with the type alias `$T` bound to the element type of `$dtype`, for all 13
+/// dtypes (the analogue of `AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(Bool, Half, BFloat16, ...)`
+/// with ComplexHalf added).
+///
+/// ```
+/// use ratten_core::{dispatch_all_types, ScalarType};
+/// let size = dispatch_all_types!(ScalarType::Short, T => std::mem::size_of::<T>());
+/// assert_eq!(size, 2);
+/// ```
+#[macro_export]
+macro_rules! dispatch_all_types {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        match $dtype {
+            $crate::ScalarType::Byte => { type $T = u8; $body }
+            $crate::ScalarType::Char => { type $T = i8; $body }
+            $crate::ScalarType::Short => { type $T = i16; $body }
+            $crate::ScalarType::Int => { type $T = i32; $body }
+            $crate::ScalarType::Long => { type $T = i64; $body }
+            $crate::ScalarType::Half => { type $T = $crate::half::f16; $body }
+            $crate::ScalarType::Float => { type $T = f32; $body }
+            $crate::ScalarType::Double => { type $T = f64; $body }
+            $crate::ScalarType::ComplexHalf => { type $T = $crate::dtype::c32; $body }
+            $crate::ScalarType::ComplexFloat => { type $T = $crate::dtype::c64; $body }
+            $crate::ScalarType::ComplexDouble => { type $T = $crate::dtype::c128; $body }
+            $crate::ScalarType::Bool => { type $T = bool; $body }
+            $crate::ScalarType::BFloat16 => { type $T = $crate::half::bf16; $body }
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_element_types_agree() {
+        for t in ScalarType::ALL {
+            let (size, dtype) = dispatch_all_types!(t, T => (std::mem::size_of::<T>(), T::DTYPE));
+            assert_eq!(size, t.element_size(), "{t}");
+            assert_eq!(dtype, t);
+        }
+    }
+
+    #[test]
+    fn predicates_follow_c10() {
+        use ScalarType::*;
+        let floats: Vec<_> = ScalarType::ALL
+            .into_iter()
+            .filter(|t| t.is_floating_point())
+            .collect();
+        assert_eq!(floats, vec![Half, Float, Double, BFloat16]);
+        assert!(ComplexHalf.is_complex() && !Float.is_complex());
+        assert!(Bool.is_integral(true) && !Bool.is_integral(false));
+        assert!(!Half.is_integral(true));
+        assert!(!Byte.is_signed() && !Bool.is_signed() && Char.is_signed());
+        assert!(Half.is_signed() && ComplexFloat.is_signed());
+        assert_eq!(ComplexFloat.to_real(), Float);
+        assert_eq!(Half.to_complex(), Some(ComplexHalf));
+        assert_eq!(Long.to_complex(), None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for t in ScalarType::ALL {
+            assert_eq!(ScalarType::from_name(t.python_name()), Some(t));
+            assert_eq!(ScalarType::from_name(&format!("torch.{}", t.python_name())), Some(t));
+            assert_eq!(ScalarType::from_name(t.name()), Some(t));
+        }
+        assert_eq!(ScalarType::from_name("cfloat"), Some(ScalarType::ComplexFloat));
+        assert_eq!(ScalarType::from_name("float128"), None);
+        assert_eq!(ScalarType::Float.to_string(), "Float");
+    }
+}

@@ -1,0 +1,1 @@
+//! ratten-dispatch: the dispatcher (c10/core/dispatch).

@@ -1,0 +1,1 @@
+//! ratten-gen: ratten's torchgen.

@@ -1,0 +1,1 @@
+//! ratten-schema: the model of PyTorch operator declarations (no tensors here).
