@@ -1,1 +1,400 @@
-//! The CPU generator and random factories. (views helper)
+//! The CPU generator and the random fills behind `rand`/`randn` (PyTorch's
+//! `CPUGeneratorImpl`, `at::mt19937`, core/TransformationHelper.h and
+//! native/cpu/DistributionTemplates.h), reproducing torch's sequences: the same engine, the
+//! same bits per sample, the same Box-Muller variants (per element with a cached second
+//! sample below 16 elements, `normal_fill` in blocks of 16 from 16 elements on).
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use half::{bf16, f16};
+
+/// PyTorch's `default_rng_seed_val`.
+pub const DEFAULT_RNG_SEED: u64 = 67280421310721;
+
+const MT_N: usize = 624;
+const MT_M: usize = 397;
+const MATRIX_A: u32 = 0x9908_b0df;
+const UPPER_MASK: u32 = 0x8000_0000;
+const LOWER_MASK: u32 = 0x7fff_ffff;
+
+/// The 32-bit Mersenne Twister, identical to `std::mt19937` and PyTorch's `at::mt19937`.
+#[derive(Clone)]
+pub struct Mt19937 {
+    state: [u32; MT_N],
+    index: usize,
+}
+
+impl Mt19937 {
+    /// Seeds as `at::mt19937(seed)`: only the low 32 bits of the seed enter the state.
+    pub fn new(seed: u64) -> Self {
+        let mut state = [0u32; MT_N];
+        state[0] = (seed & 0xffff_ffff) as u32;
+        for j in 1..MT_N {
+            let prev = state[j - 1];
+            state[j] = 1_812_433_253u32
+                .wrapping_mul(prev ^ (prev >> 30))
+                .wrapping_add(j as u32);
+        }
+        Mt19937 { state, index: MT_N }
+    }
+
+    fn twist(&mut self) {
+        for i in 0..MT_N {
+            let y = (self.state[i] & UPPER_MASK) | (self.state[(i + 1) % MT_N] & LOWER_MASK);
+            let mut v = self.state[(i + MT_M) % MT_N] ^ (y >> 1);
+            if y & 1 != 0 {
+                v ^= MATRIX_A;
+            }
+            self.state[i] = v;
+        }
+        self.index = 0;
+    }
+
+    /// The next 32 random bits.
+    pub fn next_u32(&mut self) -> u32 {
+        if self.index >= MT_N {
+            self.twist();
+        }
+        let mut y = self.state[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+}
+
+/// The state of a CPU generator (`CPUGeneratorImpl`): the engine, its seed and the cached
+/// second Box-Muller sample of `normal_distribution<double>` (the only one the CPU kernels use).
+#[derive(Clone)]
+pub struct CpuGeneratorImpl {
+    engine: Mt19937,
+    seed: u64,
+    next_double_normal_sample: Option<f64>,
+}
+
+impl CpuGeneratorImpl {
+    pub fn new(seed: u64) -> Self {
+        CpuGeneratorImpl {
+            engine: Mt19937::new(seed),
+            seed,
+            next_double_normal_sample: None,
+        }
+    }
+
+    /// `set_current_seed`: restarts the engine and drops the cached normal samples.
+    pub fn set_current_seed(&mut self, seed: u64) {
+        *self = CpuGeneratorImpl::new(seed);
+    }
+
+    pub fn current_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// `random()`: 32 bits.
+    pub fn random(&mut self) -> u32 {
+        self.engine.next_u32()
+    }
+
+    /// `random64()`: two draws, the first in the high half.
+    pub fn random64(&mut self) -> u64 {
+        let hi = self.engine.next_u32() as u64;
+        let lo = self.engine.next_u32() as u64;
+        (hi << 32) | lo
+    }
+
+    /// One sample of `at::normal_distribution<double>`, using and refilling the cached second
+    /// Box-Muller value as PyTorch does.
+    pub fn normal_double(&mut self, mean: f64, std: f64) -> f64 {
+        if let Some(v) = self.next_double_normal_sample.take() {
+            return v * std + mean;
+        }
+        let u1 = uniform_f64(self.random64());
+        let u2 = uniform_f64(self.random64());
+        let r = (-2.0 * (-u2).ln_1p()).sqrt();
+        let theta = 2.0 * std::f64::consts::PI * u1;
+        self.next_double_normal_sample = Some(r * theta.sin());
+        r * theta.cos() * std + mean
+    }
+}
+
+/// `uniform_real<double>` of [0, 1): the low 53 bits scaled by 2^-53.
+fn uniform_f64(bits: u64) -> f64 {
+    (bits & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A handle to a CPU generator (`torch.Generator`): clones share the state.
+#[derive(Clone)]
+pub struct Generator {
+    inner: Arc<Mutex<CpuGeneratorImpl>>,
+}
+
+impl Default for Generator {
+    fn default() -> Self {
+        Generator::new()
+    }
+}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Generator(device='cpu', initial_seed={})",
+            self.initial_seed()
+        )
+    }
+}
+
+impl Generator {
+    /// A new generator with PyTorch's default seed, as `torch.Generator()`.
+    pub fn new() -> Self {
+        Generator::with_seed(DEFAULT_RNG_SEED)
+    }
+
+    pub fn with_seed(seed: u64) -> Self {
+        Generator {
+            inner: Arc::new(Mutex::new(CpuGeneratorImpl::new(seed))),
+        }
+    }
+
+    /// Locks the state. A panic while the lock was held cannot leave the state invalid (every
+    /// update is a plain assignment), so a poisoned lock is taken over.
+    pub fn lock(&self) -> MutexGuard<'_, CpuGeneratorImpl> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `Generator.manual_seed(seed)`.
+    pub fn manual_seed(&self, seed: u64) -> &Self {
+        self.lock().set_current_seed(seed);
+        self
+    }
+
+    /// `Generator.initial_seed()`.
+    pub fn initial_seed(&self) -> u64 {
+        self.lock().current_seed()
+    }
+
+    /// `Generator.seed()`: reseeds from a non-deterministic source and returns the seed.
+    pub fn seed(&self) -> u64 {
+        let seed = nondeterministic_seed();
+        self.manual_seed(seed);
+        seed
+    }
+}
+
+/// A seed from the clock and the address space layout, as `c10::detail::getNonDeterministicRandom`
+/// falls back to when no hardware source is used.
+fn nondeterministic_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = RandomState::new().build_hasher();
+    if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(d.as_nanos());
+    }
+    h.finish()
+}
+
+/// The process-wide default CPU generator (`at::detail::getDefaultCPUGenerator()`).
+pub fn default_generator() -> &'static Generator {
+    static DEFAULT: OnceLock<Generator> = OnceLock::new();
+    DEFAULT.get_or_init(Generator::new)
+}
+
+/// `torch.manual_seed(seed)`: reseeds the default generator.
+pub fn manual_seed(seed: u64) {
+    default_generator().manual_seed(seed);
+}
+
+/// `torch.initial_seed()`.
+pub fn initial_seed() -> u64 {
+    default_generator().initial_seed()
+}
+
+/// A floating element type that `uniform_`/`normal_` fill, with PyTorch's bits per sample
+/// (`std::numeric_limits<T>::digits`) and accumulation type (`dist_acctype`).
+pub trait RandomFloat: Copy {
+    /// Draws one `uniform_real_distribution<T>(from, to)` sample.
+    fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self;
+    /// `normal_fill_16<T>` on 16 uniform values in place.
+    fn normal_fill_16(data: &mut [Self], mean: f64, std: f64);
+    fn from_f64(v: f64) -> Self;
+}
+
+impl RandomFloat for f32 {
+    fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
+        let x = (gen.random() & ((1 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32);
+        let (from, to) = (from as f32, to as f32);
+        x * (to - from) + from
+    }
+    fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
+        let (mean, std) = (mean as f32, std as f32);
+        for j in 0..8 {
+            let u1 = 1.0 - data[j];
+            let u2 = data[j + 8];
+            let radius = (-2.0 * u1.ln()).sqrt();
+            let theta = (2.0f64 * std::f64::consts::PI * u2 as f64) as f32;
+            data[j] = radius * theta.cos() * std + mean;
+            data[j + 8] = radius * theta.sin() * std + mean;
+        }
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+impl RandomFloat for f64 {
+    fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
+        uniform_f64(gen.random64()) * (to - from) + from
+    }
+    fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
+        for j in 0..8 {
+            let u1 = 1.0 - data[j];
+            let u2 = data[j + 8];
+            let radius = (-2.0 * u1.ln()).sqrt();
+            let theta = 2.0 * std::f64::consts::PI * u2;
+            data[j] = radius * theta.cos() * std + mean;
+            data[j + 8] = radius * theta.sin() * std + mean;
+        }
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+/// Half and BFloat16: float accumulation, rounding to the element type wherever PyTorch's
+/// code assigns to a `scalar_t`.
+macro_rules! reduced_random_float {
+    ($t:ty, $digits:expr) => {
+        impl RandomFloat for $t {
+            fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
+                let x =
+                    (gen.random() & ((1 << $digits) - 1)) as f32 * (1.0 / (1u32 << $digits) as f32);
+                let (from, to) = (<$t>::from_f64(from).to_f32(), <$t>::from_f64(to).to_f32());
+                <$t>::from_f32(x * (to - from) + from)
+            }
+            fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
+                let (mean, std) = (<$t>::from_f64(mean).to_f32(), <$t>::from_f64(std).to_f32());
+                let round = |v: f32| <$t>::from_f32(v).to_f32();
+                for j in 0..8 {
+                    let u1 = round(1.0 - data[j].to_f32());
+                    let u2 = data[j + 8].to_f32();
+                    let radius = round((-2.0 * u1.ln()).sqrt());
+                    let theta = round((2.0f64 * std::f64::consts::PI * u2 as f64) as f32);
+                    data[j] = <$t>::from_f32(radius * theta.cos() * std + mean);
+                    data[j + 8] = <$t>::from_f32(radius * theta.sin() * std + mean);
+                }
+            }
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+        }
+    };
+}
+reduced_random_float!(f16, 11);
+reduced_random_float!(bf16, 8);
+
+/// `uniform_(from, to)` on contiguous data, in order (PyTorch's serial CPU kernel).
+pub fn uniform_fill<T: RandomFloat>(
+    gen: &mut CpuGeneratorImpl,
+    data: &mut [T],
+    from: f64,
+    to: f64,
+) {
+    for x in data.iter_mut() {
+        *x = T::uniform(gen, from, to);
+    }
+}
+
+/// `normal_(mean, std)` on contiguous data: `normal_fill` (uniforms first, then Box-Muller in
+/// blocks of 16, the last block recomputed over the tail) from 16 elements on, else one
+/// `normal_distribution<double>` sample per element.
+pub fn normal_fill<T: RandomFloat>(
+    gen: &mut CpuGeneratorImpl,
+    data: &mut [T],
+    mean: f64,
+    std: f64,
+) {
+    let size = data.len();
+    if size >= 16 {
+        uniform_fill(gen, data, 0.0, 1.0);
+        let mut i = 0;
+        while i + 16 <= size {
+            T::normal_fill_16(&mut data[i..i + 16], mean, std);
+            i += 16;
+        }
+        if !size.is_multiple_of(16) {
+            let tail = &mut data[size - 16..];
+            uniform_fill(gen, tail, 0.0, 1.0);
+            T::normal_fill_16(tail, mean, std);
+        }
+    } else {
+        for x in data.iter_mut() {
+            *x = T::from_f64(gen.normal_double(mean, std));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mt19937_matches_std() {
+        // The C++ standard requires the 10000th output of a default-seeded (5489) mt19937.
+        let mut e = Mt19937::new(5489);
+        let mut last = 0;
+        for _ in 0..10000 {
+            last = e.next_u32();
+        }
+        assert_eq!(last, 4_123_659_995);
+        let mut e = Mt19937::new(0);
+        assert_eq!(e.next_u32(), 2_357_136_044);
+    }
+
+    #[test]
+    fn uniform_floats_follow_torch() {
+        let mut g = CpuGeneratorImpl::new(0);
+        let mut v = [0f32; 3];
+        uniform_fill(&mut g, &mut v, 0.0, 1.0);
+        let shown: Vec<String> = v.iter().map(|x| format!("{x:.4}")).collect();
+        assert_eq!(shown, ["0.4963", "0.7682", "0.0885"]);
+    }
+
+    fn shown<T: Copy + Into<f64>>(v: &[T]) -> Vec<String> {
+        v.iter().map(|&x| format!("{:.4}", x.into())).collect()
+    }
+
+    #[test]
+    fn normal_sequences_follow_torch() {
+        // torch.manual_seed(0); torch.randn(2, 3): per-element Box-Muller with the cached sine.
+        let mut g = CpuGeneratorImpl::new(0);
+        let mut v = [0f32; 6];
+        normal_fill(&mut g, &mut v, 0.0, 1.0);
+        assert_eq!(
+            shown(&v),
+            ["1.5410", "-0.2934", "-2.1788", "0.5684", "-1.0845", "-1.3986"]
+        );
+        // torch.manual_seed(0); torch.randn(4, 4): normal_fill over one block of 16.
+        let mut g = CpuGeneratorImpl::new(0);
+        let mut v = [0f32; 16];
+        normal_fill(&mut g, &mut v, 0.0, 1.0);
+        assert_eq!(
+            shown(&v),
+            [
+                "-1.1258", "-1.1524", "-0.2506", "-0.4339", "0.8487", "0.6920", "-0.3160",
+                "-2.1152", "0.3223", "-1.2633", "0.3500", "0.3081", "0.1198", "1.2377", "1.1168",
+                "-0.2473"
+            ]
+        );
+    }
+
+    #[test]
+    fn reseeding_clears_the_cached_normal() {
+        let g = Generator::with_seed(3);
+        let a = g.lock().normal_double(0.0, 1.0);
+        g.manual_seed(3);
+        let b = g.lock().normal_double(0.0, 1.0);
+        assert_eq!(a, b);
+        assert_eq!(g.initial_seed(), 3);
+    }
+}
