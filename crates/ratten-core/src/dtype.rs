@@ -219,6 +219,21 @@ impl_element!(
     bool => Bool, bf16 => BFloat16,
 );
 
+/// An element type for which every bit pattern is a valid value (all but `bool`). Only these
+/// may be viewed as slices of storage memory, whose bytes can come from any dtype.
+///
+/// # Safety
+/// Implementors must accept every bit pattern of their size.
+pub unsafe trait PodElement: Element {}
+
+macro_rules! impl_pod {
+    ($($t:ty),*) => { $(
+        // SAFETY: integers, IEEE floats and pairs of them accept every bit pattern.
+        unsafe impl PodElement for $t {}
+    )* };
+}
+impl_pod!(u8, i8, i16, i32, i64, f16, f32, f64, c32, c64, c128, bf16);
+
 /// Runs `$body` with the type alias `$T` bound to the element type of `$dtype`, for all 13
 /// dtypes (the analogue of `AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(Bool, Half, BFloat16, ...)`
 /// with ComplexHalf added).
@@ -232,19 +247,58 @@ impl_element!(
 macro_rules! dispatch_all_types {
     ($dtype:expr, $T:ident => $body:expr) => {{
         match $dtype {
-            $crate::ScalarType::Byte => { type $T = u8; $body }
-            $crate::ScalarType::Char => { type $T = i8; $body }
-            $crate::ScalarType::Short => { type $T = i16; $body }
-            $crate::ScalarType::Int => { type $T = i32; $body }
-            $crate::ScalarType::Long => { type $T = i64; $body }
-            $crate::ScalarType::Half => { type $T = $crate::half::f16; $body }
-            $crate::ScalarType::Float => { type $T = f32; $body }
-            $crate::ScalarType::Double => { type $T = f64; $body }
-            $crate::ScalarType::ComplexHalf => { type $T = $crate::dtype::c32; $body }
-            $crate::ScalarType::ComplexFloat => { type $T = $crate::dtype::c64; $body }
-            $crate::ScalarType::ComplexDouble => { type $T = $crate::dtype::c128; $body }
-            $crate::ScalarType::Bool => { type $T = bool; $body }
-            $crate::ScalarType::BFloat16 => { type $T = $crate::half::bf16; $body }
+            $crate::ScalarType::Byte => {
+                type $T = u8;
+                $body
+            }
+            $crate::ScalarType::Char => {
+                type $T = i8;
+                $body
+            }
+            $crate::ScalarType::Short => {
+                type $T = i16;
+                $body
+            }
+            $crate::ScalarType::Int => {
+                type $T = i32;
+                $body
+            }
+            $crate::ScalarType::Long => {
+                type $T = i64;
+                $body
+            }
+            $crate::ScalarType::Half => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::ScalarType::Float => {
+                type $T = f32;
+                $body
+            }
+            $crate::ScalarType::Double => {
+                type $T = f64;
+                $body
+            }
+            $crate::ScalarType::ComplexHalf => {
+                type $T = $crate::dtype::c32;
+                $body
+            }
+            $crate::ScalarType::ComplexFloat => {
+                type $T = $crate::dtype::c64;
+                $body
+            }
+            $crate::ScalarType::ComplexDouble => {
+                type $T = $crate::dtype::c128;
+                $body
+            }
+            $crate::ScalarType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::ScalarType::BFloat16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
         }
     }};
 }
@@ -284,10 +338,16 @@ mod tests {
     fn names_round_trip() {
         for t in ScalarType::ALL {
             assert_eq!(ScalarType::from_name(t.python_name()), Some(t));
-            assert_eq!(ScalarType::from_name(&format!("torch.{}", t.python_name())), Some(t));
+            assert_eq!(
+                ScalarType::from_name(&format!("torch.{}", t.python_name())),
+                Some(t)
+            );
             assert_eq!(ScalarType::from_name(t.name()), Some(t));
         }
-        assert_eq!(ScalarType::from_name("cfloat"), Some(ScalarType::ComplexFloat));
+        assert_eq!(
+            ScalarType::from_name("cfloat"),
+            Some(ScalarType::ComplexFloat)
+        );
         assert_eq!(ScalarType::from_name("float128"), None);
         assert_eq!(ScalarType::Float.to_string(), "Float");
     }

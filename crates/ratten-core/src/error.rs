@@ -153,7 +153,10 @@ mod tests {
         let e = check(11).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Index);
         assert_eq!(format!("{e:?}"), "IndexError: index 11 is out of bounds");
-        assert_eq!(ErrorKind::NotImplemented.python_name(), "NotImplementedError");
+        assert_eq!(
+            ErrorKind::NotImplemented.python_name(),
+            "NotImplementedError"
+        );
         assert_eq!(ErrorKind::Value.python_name(), "ValueError");
         assert_eq!(ErrorKind::Type.python_name(), "TypeError");
     }

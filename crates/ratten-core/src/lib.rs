@@ -3,18 +3,28 @@
 //!
 //! Nothing here dispatches; the operators live in `ratten-aten`.
 
+pub mod access;
+pub mod allocator;
 pub mod device;
 pub mod dispatch_key;
 pub mod dispatch_key_set;
 pub mod dtype;
 pub mod error;
 pub mod local_dispatch_key_set;
+pub mod options;
+pub mod storage;
+pub mod tensor_impl;
 
+pub use access::{AccessedTensor, StorageAccess, TensorAccess};
+pub use allocator::{Allocator, DataPtr};
 pub use device::{Device, DeviceType};
 pub use dispatch_key::{BackendComponent, DispatchKey};
 pub use dispatch_key_set::DispatchKeySet;
-pub use dtype::{Element, ScalarType};
+pub use dtype::{Element, PodElement, ScalarType};
 pub use error::{Error, ErrorKind, Result};
+pub use options::TensorOptions;
+pub use storage::Storage;
+pub use tensor_impl::{DimVec, TensorBase, TensorImpl, TensorMeta, VersionCounter};
 
 // Re-exported for `dispatch_all_types!` and for users who name element types.
 pub use half;

@@ -1,0 +1,427 @@
+//! The allocator interface (c10::Allocator) and the per-device allocators: a caching,
+//! huge-page-aware CPU allocator, the Meta allocator (no data), and a settable slot per device
+//! type (PrivateUse1 registers its own with [`set_allocator`]).
+//!
+//! Invariant every allocator keeps: all `capacity` bytes of a [`DataPtr`] are initialised
+//! (zeroed by the OS, by `alloc_zeroed`, or written before). Reading back a tensor made by
+//! `empty` therefore yields stale-but-defined values, never uninitialised memory, so safe code
+//! cannot observe undefined behaviour through `empty`.
+
+use std::alloc::Layout;
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::device::{Device, DeviceType};
+use crate::error::{Error, Result};
+
+/// Every allocation is aligned to at least this many bytes (a cache line, and AVX-512 loads).
+pub const ALIGNMENT: usize = 64;
+
+type Deleter = Box<dyn FnOnce(NonNull<u8>, usize) + Send + Sync>;
+
+/// An owning pointer to device memory with the function that frees it (c10::DataPtr).
+pub struct DataPtr {
+    ptr: Option<NonNull<u8>>,
+    capacity: usize,
+    deleter: Option<Deleter>,
+    zeroed: bool,
+    device: Device,
+}
+
+// SAFETY: a DataPtr owns its memory exclusively (like a Box<[u8]>); who may read or write the
+// memory is decided by the StorageImpl's access lock, not by the pointer.
+unsafe impl Send for DataPtr {}
+// SAFETY: shared references to a DataPtr only expose the pointer value, never the memory.
+unsafe impl Sync for DataPtr {}
+
+impl DataPtr {
+    /// A DataPtr that owns no memory (Meta tensors, zero-byte storages).
+    pub fn empty(device: Device) -> Self {
+        DataPtr {
+            ptr: None,
+            capacity: 0,
+            deleter: None,
+            zeroed: true,
+            device,
+        }
+    }
+
+    /// Wraps memory from a custom allocator.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `capacity` bytes until `deleter` is called,
+    /// aligned to [`ALIGNMENT`], and all `capacity` bytes must be initialised (zeroed if
+    /// `zeroed`). No one else may access the memory while the DataPtr lives.
+    pub unsafe fn from_raw(
+        ptr: NonNull<u8>,
+        capacity: usize,
+        deleter: impl FnOnce(NonNull<u8>, usize) + Send + Sync + 'static,
+        zeroed: bool,
+        device: Device,
+    ) -> Self {
+        DataPtr {
+            ptr: Some(ptr),
+            capacity,
+            deleter: Some(Box::new(deleter)),
+            zeroed,
+            device,
+        }
+    }
+
+    /// The start of the memory, or None when it owns none.
+    pub fn get(&self) -> Option<NonNull<u8>> {
+        self.ptr
+    }
+    /// Usable bytes (at least what was asked for).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    /// Whether the memory is known to be all zero bytes (fresh from the OS).
+    pub fn is_zeroed(&self) -> bool {
+        self.zeroed
+    }
+    pub fn device(&self) -> Device {
+        self.device
+    }
+}
+
+impl Drop for DataPtr {
+    fn drop(&mut self) {
+        if let (Some(ptr), Some(deleter)) = (self.ptr, self.deleter.take()) {
+            deleter(ptr, self.capacity);
+        }
+    }
+}
+
+impl std::fmt::Debug for DataPtr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPtr")
+            .field("ptr", &self.ptr)
+            .field("capacity", &self.capacity)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+/// c10::Allocator: hands out memory for storages of one device type.
+pub trait Allocator: Send + Sync {
+    /// At least `nbytes` initialised bytes, aligned to [`ALIGNMENT`].
+    fn allocate(&self, nbytes: usize) -> Result<DataPtr>;
+
+    /// At least `nbytes` zero bytes. The default clears an ordinary allocation.
+    fn allocate_zeroed(&self, nbytes: usize) -> Result<DataPtr> {
+        let mut d = self.allocate(nbytes)?;
+        if let (false, Some(p)) = (d.zeroed, d.ptr) {
+            // SAFETY: `p` is valid for `capacity` bytes and owned by `d` alone.
+            unsafe { std::ptr::write_bytes(p.as_ptr(), 0, d.capacity) };
+        }
+        d.zeroed = true;
+        Ok(d)
+    }
+}
+
+fn oom(nbytes: usize) -> Error {
+    Error::runtime(format!(
+        "DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes."
+    ))
+}
+
+/// Allocations from this size up go through the mmap + block cache path.
+pub const LARGE_ALLOCATION: usize = 1 << 20;
+const HUGE_PAGE: usize = 2 << 20;
+/// Default bound on the bytes the CPU cache keeps for reuse.
+pub const DEFAULT_CACHE_LIMIT: usize = 1 << 30;
+
+struct BlockCache {
+    /// Free blocks by size; the addresses are of 2 MiB-aligned mappings of exactly that size.
+    free: BTreeMap<usize, Vec<usize>>,
+    cached_bytes: usize,
+    limit: usize,
+}
+
+static CPU_CACHE: Mutex<BlockCache> = Mutex::new(BlockCache {
+    free: BTreeMap::new(),
+    cached_bytes: 0,
+    limit: DEFAULT_CACHE_LIMIT,
+});
+
+/// The CPU allocator. Small allocations use the global allocator (`alloc_zeroed`, 64-byte
+/// aligned). Large ones are 2 MiB-aligned anonymous mappings advised for transparent huge
+/// pages (one page fault per 2 MiB instead of per 4 KiB), and freed large blocks are kept in a
+/// bounded, thread-safe cache so that the next allocation of a similar size reuses memory
+/// whose pages are already mapped: no mmap, no page faults.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuAllocator;
+
+impl CpuAllocator {
+    fn small(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
+        let _ = zeroed_needed; // small blocks are always zeroed: cheap, and keeps the invariant
+        let layout = Layout::from_size_align(nbytes, ALIGNMENT).map_err(|_| oom(nbytes))?;
+        // SAFETY: nbytes > 0 (checked by the caller), so the layout is not zero-sized.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let p = NonNull::new(p).ok_or_else(|| oom(nbytes))?;
+        Ok(DataPtr {
+            ptr: Some(p),
+            capacity: nbytes,
+            // SAFETY (of the call inside): the block was allocated above with this layout.
+            deleter: Some(Box::new(move |p: NonNull<u8>, _| unsafe {
+                std::alloc::dealloc(p.as_ptr(), layout)
+            })),
+            zeroed: true,
+            device: Device::CPU,
+        })
+    }
+
+    fn large(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
+        let size = nbytes
+            .checked_add(HUGE_PAGE - 1)
+            .ok_or_else(|| oom(nbytes))?
+            & !(HUGE_PAGE - 1);
+        let reused = {
+            let mut cache = CPU_CACHE.lock();
+            // Best fit, wasting at most a quarter of the request.
+            let hit = cache
+                .free
+                .range(size..=size + size / 4)
+                .next()
+                .map(|(&k, _)| k);
+            hit.map(|k| {
+                let list = cache.free.get_mut(&k).expect("key found above");
+                let addr = list.pop().expect("lists in the map are non-empty");
+                if list.is_empty() {
+                    cache.free.remove(&k);
+                }
+                cache.cached_bytes -= k;
+                (addr, k)
+            })
+        };
+        let (addr, capacity, zeroed) = match reused {
+            Some((addr, k)) => {
+                if zeroed_needed {
+                    // SAFETY: the cached block is a live mapping of `k` bytes owned by no one.
+                    unsafe { std::ptr::write_bytes(addr as *mut u8, 0, nbytes) };
+                }
+                (addr, k, zeroed_needed)
+            }
+            None => (map_huge(size).ok_or_else(|| oom(nbytes))?, size, true),
+        };
+        Ok(DataPtr {
+            // SAFETY: mappings are never at address 0.
+            ptr: Some(unsafe { NonNull::new_unchecked(addr as *mut u8) }),
+            capacity,
+            deleter: Some(Box::new(release_large)),
+            zeroed,
+            device: Device::CPU,
+        })
+    }
+}
+
+/// Maps `size` bytes (a multiple of 2 MiB) at a 2 MiB boundary and advises huge pages.
+fn map_huge(size: usize) -> Option<usize> {
+    let len = size.checked_add(HUGE_PAGE)?;
+    // SAFETY: an anonymous private mapping with no address hint touches no existing memory.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let start = p as usize;
+    let aligned = (start + HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
+    let head = aligned - start;
+    let tail = len - head - size;
+    // SAFETY: head and tail are the unused ends of the mapping made above; the advice only
+    // affects that mapping and is a hint (its failure is harmless).
+    unsafe {
+        if head > 0 {
+            libc::munmap(p, head);
+        }
+        if tail > 0 {
+            libc::munmap((aligned + size) as *mut libc::c_void, tail);
+        }
+        libc::madvise(aligned as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+    }
+    Some(aligned)
+}
+
+fn release_large(p: NonNull<u8>, size: usize) {
+    let mut cache = CPU_CACHE.lock();
+    if cache.cached_bytes + size <= cache.limit {
+        cache.cached_bytes += size;
+        cache
+            .free
+            .entry(size)
+            .or_default()
+            .push(p.as_ptr() as usize);
+        return;
+    }
+    drop(cache);
+    // SAFETY: `p` is a mapping of `size` bytes made by `map_huge` that nobody uses any more.
+    unsafe { libc::munmap(p.as_ptr().cast(), size) };
+}
+
+/// Bytes currently held by the CPU block cache.
+pub fn cpu_cache_bytes() -> usize {
+    CPU_CACHE.lock().cached_bytes
+}
+
+/// Sets the bound on the CPU block cache (0 disables caching) and trims it to fit.
+pub fn set_cpu_cache_limit(limit: usize) {
+    let mut cache = CPU_CACHE.lock();
+    cache.limit = limit;
+    while cache.cached_bytes > limit {
+        let Some(mut entry) = cache.free.last_entry() else {
+            break;
+        };
+        let size = *entry.key();
+        let addr = entry
+            .get_mut()
+            .pop()
+            .expect("lists in the map are non-empty");
+        if entry.get().is_empty() {
+            entry.remove();
+        }
+        cache.cached_bytes -= size;
+        // SAFETY: a cached block is a mapping of `size` bytes that nobody uses.
+        unsafe { libc::munmap(addr as *mut libc::c_void, size) };
+    }
+}
+
+/// Returns every cached CPU block to the OS (like `torch.cuda.empty_cache` for the CPU).
+pub fn empty_cpu_cache() {
+    let limit = CPU_CACHE.lock().limit;
+    set_cpu_cache_limit(0);
+    CPU_CACHE.lock().limit = limit;
+}
+
+impl Allocator for CpuAllocator {
+    fn allocate(&self, nbytes: usize) -> Result<DataPtr> {
+        match nbytes {
+            0 => Ok(DataPtr::empty(Device::CPU)),
+            n if n < LARGE_ALLOCATION => Self::small(n, false),
+            n => Self::large(n, false),
+        }
+    }
+    fn allocate_zeroed(&self, nbytes: usize) -> Result<DataPtr> {
+        match nbytes {
+            0 => Ok(DataPtr::empty(Device::CPU)),
+            n if n < LARGE_ALLOCATION => Self::small(n, true),
+            n => Self::large(n, true),
+        }
+    }
+}
+
+/// The Meta allocator: storages of meta tensors have a size but no data.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MetaAllocator;
+
+impl Allocator for MetaAllocator {
+    fn allocate(&self, _nbytes: usize) -> Result<DataPtr> {
+        Ok(DataPtr::empty(Device::META))
+    }
+}
+
+static ALLOCATORS: RwLock<[Option<Arc<dyn Allocator>>; 4]> = RwLock::new([None, None, None, None]);
+
+fn slot(t: DeviceType) -> usize {
+    match t {
+        DeviceType::Cpu => 0,
+        DeviceType::Cuda => 1,
+        DeviceType::Meta => 2,
+        DeviceType::PrivateUse1 => 3,
+    }
+}
+
+/// `c10::SetAllocator`: installs the allocator for a device type (replacing the CPU one is
+/// allowed, as in PyTorch; Meta's cannot be replaced because meta tensors have no data).
+pub fn set_allocator(device_type: DeviceType, allocator: Arc<dyn Allocator>) -> Result<()> {
+    if device_type == DeviceType::Meta {
+        return Err(Error::runtime(
+            "set_allocator: the Meta device has no data and its allocator cannot be replaced",
+        ));
+    }
+    ALLOCATORS.write()[slot(device_type)] = Some(allocator);
+    Ok(())
+}
+
+/// `c10::GetAllocator`: the allocator for a device type.
+pub fn get_allocator(device_type: DeviceType) -> Result<Arc<dyn Allocator>> {
+    if let Some(a) = &ALLOCATORS.read()[slot(device_type)] {
+        return Ok(a.clone());
+    }
+    match device_type {
+        DeviceType::Cpu => Ok(Arc::new(CpuAllocator)),
+        DeviceType::Meta => Ok(Arc::new(MetaAllocator)),
+        DeviceType::Cuda => Err(Error::runtime("Torch not compiled with CUDA enabled")),
+        DeviceType::PrivateUse1 => Err(Error::runtime(
+            "no allocator is registered for the privateuseone device; register one with \
+             ratten_core::allocator::set_allocator(DeviceType::PrivateUse1, ...)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_large_allocations_are_aligned_and_zeroed() {
+        for n in [
+            1,
+            3,
+            64,
+            1000,
+            4096,
+            LARGE_ALLOCATION - 1,
+            LARGE_ALLOCATION,
+            5 << 20,
+        ] {
+            let d = CpuAllocator.allocate(n).unwrap();
+            let p = d.get().unwrap();
+            assert_eq!(p.as_ptr() as usize % ALIGNMENT, 0, "{n} bytes");
+            assert!(d.capacity() >= n);
+            // SAFETY: the DataPtr owns `capacity` initialised bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), d.capacity()) };
+            if d.is_zeroed() {
+                assert!(bytes.iter().all(|&b| b == 0), "{n} bytes");
+            }
+        }
+        assert!(CpuAllocator.allocate(0).unwrap().get().is_none());
+    }
+
+    #[test]
+    fn large_blocks_are_reused_and_zeroed_on_request() {
+        let n = 7 << 20;
+        let first = CpuAllocator.allocate(n).unwrap();
+        let addr = first.get().unwrap();
+        // SAFETY: `first` owns n bytes.
+        unsafe { std::ptr::write_bytes(addr.as_ptr(), 0xAB, n) };
+        drop(first);
+        // Other tests allocate concurrently; a reuse of some block of this size is enough,
+        // and whichever block comes back must be zero when asked.
+        let second = CpuAllocator.allocate_zeroed(n).unwrap();
+        let p = second.get().unwrap();
+        // SAFETY: `second` owns at least n bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        assert_eq!(p.as_ptr() as usize % HUGE_PAGE, 0);
+    }
+
+    #[test]
+    fn meta_has_no_data_and_cuda_is_refused() {
+        assert!(MetaAllocator.allocate(1 << 40).unwrap().get().is_none());
+        let e = get_allocator(DeviceType::Cuda).err().unwrap();
+        assert_eq!(e.message(), "Torch not compiled with CUDA enabled");
+        assert!(set_allocator(DeviceType::Meta, Arc::new(MetaAllocator)).is_err());
+    }
+}

@@ -1,0 +1,245 @@
+//! Storage (c10::Storage / StorageImpl): the memory that a tensor and all its views share.
+//!
+//! A StorageImpl carries its own reader-writer access lock (see [`crate::access`]): the data
+//! pointer is only handed out under that lock, and it only changes (a resize that needs more
+//! memory) under the exclusive lock. Storages only grow, so a view checked in bounds once stays
+//! in bounds for as long as the storage lives.
+
+use std::cell::UnsafeCell;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::lock_api::RawRwLock as _;
+use parking_lot::RawRwLock;
+
+use crate::access::StorageAccess;
+use crate::allocator::{get_allocator, Allocator, DataPtr};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// c10::StorageImpl.
+pub struct StorageImpl {
+    pub(crate) lock: RawRwLock,
+    /// Replaced only while `lock` is held exclusively; read only while it is held.
+    data: UnsafeCell<DataPtr>,
+    /// Logical size in bytes. Only grows; always <= data.capacity() (except meta storages,
+    /// which own no data).
+    nbytes: AtomicUsize,
+    allocator: Arc<dyn Allocator>,
+    resizable: bool,
+    device: Device,
+}
+
+// SAFETY: `data` is only mutated under the exclusive lock and only read under a lock, so
+// sharing a StorageImpl between threads cannot race on it; the rest are atomics or immutable.
+unsafe impl Sync for StorageImpl {}
+// SAFETY: DataPtr is Send; nothing in StorageImpl is tied to a thread.
+unsafe impl Send for StorageImpl {}
+
+/// A shared handle to a StorageImpl (cheap to clone).
+#[derive(Clone)]
+pub struct Storage(Arc<StorageImpl>);
+
+impl Storage {
+    /// A storage of `nbytes` bytes from the device's allocator (contents unspecified but
+    /// initialised).
+    pub fn new(nbytes: usize, device: Device) -> Result<Storage> {
+        let allocator = get_allocator(device.device_type)?;
+        Self::with_allocator(nbytes, allocator, device, false)
+    }
+
+    /// A storage of `nbytes` zero bytes.
+    pub fn new_zeroed(nbytes: usize, device: Device) -> Result<Storage> {
+        let allocator = get_allocator(device.device_type)?;
+        Self::with_allocator(nbytes, allocator, device, true)
+    }
+
+    /// A resizable storage from a given allocator.
+    pub fn with_allocator(
+        nbytes: usize,
+        allocator: Arc<dyn Allocator>,
+        device: Device,
+        zeroed: bool,
+    ) -> Result<Storage> {
+        if nbytes > isize::MAX as usize {
+            return Err(Error::runtime(format!(
+                "Storage size calculation overflowed: {nbytes} bytes"
+            )));
+        }
+        let data = if zeroed {
+            allocator.allocate_zeroed(nbytes)?
+        } else {
+            allocator.allocate(nbytes)?
+        };
+        Self::check_data(&data, nbytes, device)?;
+        Ok(Storage(Arc::new(StorageImpl {
+            lock: RawRwLock::INIT,
+            data: UnsafeCell::new(data),
+            nbytes: AtomicUsize::new(nbytes),
+            allocator,
+            resizable: true,
+            device,
+        })))
+    }
+
+    /// A storage over memory that is not resizable (like `at::from_blob` with a deleter).
+    pub fn from_data_ptr(data: DataPtr, nbytes: usize, device: Device) -> Result<Storage> {
+        Self::check_data(&data, nbytes, device)?;
+        let allocator = get_allocator(device.device_type)
+            .unwrap_or_else(|_| Arc::new(crate::allocator::MetaAllocator) as Arc<dyn Allocator>);
+        Ok(Storage(Arc::new(StorageImpl {
+            lock: RawRwLock::INIT,
+            data: UnsafeCell::new(data),
+            nbytes: AtomicUsize::new(nbytes),
+            allocator,
+            resizable: false,
+            device,
+        })))
+    }
+
+    fn check_data(data: &DataPtr, nbytes: usize, device: Device) -> Result<()> {
+        let has_room = data.capacity() >= nbytes || data.get().is_none() && device.is_meta();
+        if !has_room {
+            return Err(Error::runtime(format!(
+                "allocator for {device} returned {} bytes, fewer than the {nbytes} requested",
+                data.capacity()
+            )));
+        }
+        if let Some(p) = data.get() {
+            if !(p.as_ptr() as usize).is_multiple_of(crate::allocator::ALIGNMENT) {
+                return Err(Error::runtime(format!(
+                    "allocator for {device} returned memory not aligned to {} bytes",
+                    crate::allocator::ALIGNMENT
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Logical size in bytes (`storage.nbytes()`).
+    pub fn nbytes(&self) -> usize {
+        self.0.nbytes.load(Ordering::Acquire)
+    }
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+    pub fn resizable(&self) -> bool {
+        self.0.resizable
+    }
+    /// Whether the storage owns data (false for meta storages and empty ones).
+    pub fn has_data(&self) -> bool {
+        !self.0.device.is_meta()
+    }
+    /// `Storage::is_alias_of`: the same StorageImpl.
+    pub fn is_alias_of(&self, other: &Storage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// Number of handles to this StorageImpl.
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+    /// A stable identity for ordering lock acquisitions.
+    pub(crate) fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+    pub(crate) fn raw_lock(&self) -> &RawRwLock {
+        &self.0.lock
+    }
+
+    /// The data pointer.
+    ///
+    /// # Safety
+    /// The caller must hold this storage's access lock (shared or exclusive) for as long as it
+    /// uses the pointer.
+    pub(crate) unsafe fn data_ptr_locked(&self) -> Option<NonNull<u8>> {
+        // SAFETY: the caller holds the lock, so no one replaces `data` concurrently.
+        unsafe { (*self.0.data.get()).get() }
+    }
+
+    /// Grows the storage to at least `nbytes` (never shrinks), keeping its contents. Takes
+    /// the exclusive access lock, so it fails (rather than deadlocks) if this thread is
+    /// reading or writing the storage through a live access guard.
+    pub fn grow(&self, nbytes: usize) -> Result<()> {
+        if nbytes <= self.nbytes() {
+            return Ok(());
+        }
+        if !self.0.resizable {
+            return Err(Error::runtime(
+                "Trying to resize storage that is not resizable",
+            ));
+        }
+        if nbytes > isize::MAX as usize {
+            return Err(Error::runtime(format!(
+                "Storage size calculation overflowed: {nbytes} bytes"
+            )));
+        }
+        let guard = StorageAccess::acquire(&[], &[self])?;
+        let old = self.nbytes();
+        if nbytes <= old {
+            return Ok(());
+        }
+        // SAFETY: we hold the exclusive lock (guard), so nobody reads or writes `data`.
+        let data = unsafe { &mut *self.0.data.get() };
+        if self.0.device.is_meta() || data.capacity() >= nbytes {
+            self.0.nbytes.store(nbytes, Ordering::Release);
+            drop(guard);
+            return Ok(());
+        }
+        let new = self.0.allocator.allocate(nbytes)?;
+        Self::check_data(&new, nbytes, self.0.device)?;
+        if let (Some(src), Some(dst)) = (data.get(), new.get()) {
+            // SAFETY: both blocks are valid for `old` bytes (old <= capacity of each) and
+            // distinct allocations; we hold the exclusive lock on the source.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr(), old) };
+        }
+        *data = new;
+        self.0.nbytes.store(nbytes, Ordering::Release);
+        drop(guard);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("nbytes", &self.nbytes())
+            .field("device", &self.device())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_grows_and_keeps_contents() {
+        let s = Storage::new_zeroed(16, Device::CPU).unwrap();
+        {
+            let g = StorageAccess::acquire(&[], &[&s]).unwrap();
+            let p = g.data_ptr(&s).unwrap();
+            // SAFETY: 16 bytes, exclusive access.
+            unsafe { std::ptr::write_bytes(p.as_ptr(), 7, 16) };
+        }
+        s.grow(1 << 21).unwrap();
+        assert_eq!(s.nbytes(), 1 << 21);
+        let g = StorageAccess::acquire(&[&s], &[]).unwrap();
+        let p = g.data_ptr(&s).unwrap();
+        // SAFETY: 2 MiB valid bytes under a read lock.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 1 << 21) };
+        assert!(bytes[..16].iter().all(|&b| b == 7));
+        // A write while this thread reads would alias: refused, not deadlocked.
+        let e = s.grow(1 << 22).unwrap_err();
+        assert!(e.message().contains("already holds"), "{e}");
+    }
+
+    #[test]
+    fn meta_storage_has_size_but_no_data() {
+        let s = Storage::new(1 << 40, Device::META).unwrap();
+        assert_eq!(s.nbytes(), 1 << 40);
+        assert!(!s.has_data());
+        let g = StorageAccess::acquire(&[&s], &[]).unwrap();
+        assert!(g.data_ptr(&s).is_none());
+    }
+}

@@ -1,0 +1,777 @@
+//! TensorImpl and the `TensorBase` handle (c10::TensorImpl, at::TensorBase).
+//!
+//! Metadata that PyTorch mutates in place (resize_, as_strided_, set_) lives in one immutable
+//! [`TensorMeta`] snapshot behind an `ArcSwap`: reads are a wait-free pointer load that yields a
+//! consistent (storage, sizes, strides, offset) tuple; a write builds a new snapshot and swaps
+//! it in (writers serialise on a mutex). A reader holding an old snapshot keeps it valid: a
+//! kernel that started before a resize finishes on the old, still in-bounds, view. Unlike an
+//! RwLock, a held snapshot never blocks a writer, even on the same thread.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::access::TensorAccess;
+use crate::device::Device;
+use crate::dispatch_key_set::DispatchKeySet;
+use crate::dtype::{Element, ScalarType};
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// Sizes or strides: up to 6 dimensions inline, no heap allocation.
+pub type DimVec = SmallVec<[i64; 6]>;
+
+/// A consistent snapshot of a tensor's view of its storage.
+#[derive(Debug)]
+pub struct TensorMeta {
+    storage: Storage,
+    sizes: DimVec,
+    strides: DimVec,
+    storage_offset: i64,
+    numel: i64,
+    is_contiguous: bool,
+}
+
+impl TensorMeta {
+    fn new(storage: Storage, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Self {
+        TensorMeta {
+            storage,
+            numel: sizes.iter().product(),
+            is_contiguous: compute_contiguous(sizes, strides),
+            sizes: DimVec::from_slice(sizes),
+            strides: DimVec::from_slice(strides),
+            storage_offset,
+        }
+    }
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    pub fn sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
+    }
+    pub fn storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.is_contiguous
+    }
+}
+
+/// `TensorImpl::compute_contiguous`: row-major, ignoring dimensions of size 1; any tensor
+/// with no elements is contiguous.
+pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut expected = 1i64;
+    for (&size, &stride) in sizes.iter().zip(strides).rev() {
+        if size != 1 {
+            if stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(size);
+        }
+    }
+    true
+}
+
+/// Row-major strides for `sizes` (`c10::contiguous_strides`), treating 0 sizes as 1.
+pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
+    let mut strides: DimVec = smallvec::smallvec![1; sizes.len()];
+    for d in (0..sizes.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
+    }
+    strides
+}
+
+/// `check_size_nonnegative`.
+pub fn check_size_nonnegative(sizes: &[i64]) -> Result<()> {
+    if let Some(&x) = sizes.iter().find(|&&x| x < 0) {
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {x}: {sizes:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// `computeStorageNbytes(sizes, strides, itemsize, offset)`: bytes needed from the start of
+/// the storage, or None on overflow. 0 for a tensor with no elements.
+pub fn compute_storage_nbytes(
+    sizes: &[i64],
+    strides: &[i64],
+    itemsize: usize,
+    storage_offset: i64,
+) -> Option<u64> {
+    let mut extent: u64 = 1;
+    for (&size, &stride) in sizes.iter().zip(strides) {
+        if size == 0 {
+            return Some(0);
+        }
+        let span = (size as u64 - 1).checked_mul(stride as u64)?;
+        extent = extent.checked_add(span)?;
+    }
+    extent
+        .checked_add(storage_offset as u64)?
+        .checked_mul(itemsize as u64)
+}
+
+/// `checkInBoundsForStorage`, with PyTorch's message. Requires non-negative sizes, strides
+/// and offset (checked by the callers).
+pub fn check_in_bounds_for_storage(
+    sizes: &[i64],
+    strides: &[i64],
+    storage_offset: i64,
+    dtype: ScalarType,
+    storage: &Storage,
+) -> Result<()> {
+    let itemsize = dtype.element_size();
+    let overflow = || {
+        Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}"
+        ))
+    };
+    let without_offset =
+        compute_storage_nbytes(sizes, strides, itemsize, 0).ok_or_else(overflow)?;
+    if without_offset == 0 {
+        // A tensor with no elements may sit anywhere.
+        return Ok(());
+    }
+    let with_offset =
+        compute_storage_nbytes(sizes, strides, itemsize, storage_offset).ok_or_else(overflow)?;
+    let have = storage.nbytes() as u64;
+    if with_offset > have {
+        return Err(Error::runtime(format!(
+            "setStorage: sizes {sizes:?}, strides {strides:?}, storage offset {storage_offset}, \
+             and itemsize {itemsize} requiring a storage size of {with_offset} are out of \
+             bounds for storage of size {have}"
+        )));
+    }
+    Ok(())
+}
+
+/// `checkAsStridedArgs`.
+pub fn check_as_strided_args(sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<()> {
+    if sizes.len() != strides.len() {
+        return Err(Error::runtime("mismatch in length of strides and shape"));
+    }
+    if strides.iter().any(|&s| s < 0) {
+        return Err(Error::runtime(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: {strides:?}"
+        )));
+    }
+    if storage_offset < 0 {
+        return Err(Error::runtime(format!(
+            "Tensor: invalid storage offset {storage_offset}"
+        )));
+    }
+    check_size_nonnegative(sizes)
+}
+
+/// `c10::maybe_wrap_dim`: maps a possibly negative `dim` into `0..ndim`. A 0-dim tensor
+/// accepts dims -1 and 0 when `wrap_scalar`.
+pub fn maybe_wrap_dim(dim: i64, ndim: usize, wrap_scalar: bool) -> Result<usize> {
+    let mut n = ndim as i64;
+    if n == 0 {
+        if !wrap_scalar {
+            return Err(Error::index(format!(
+                "Dimension specified as {dim} but tensor has no dimensions"
+            )));
+        }
+        n = 1;
+    }
+    let (min, max) = (-n, n - 1);
+    if dim < min || dim > max {
+        return Err(Error::index(format!(
+            "Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})"
+        )));
+    }
+    Ok(if dim < 0 { dim + n } else { dim } as usize)
+}
+
+/// The version counter shared by a tensor and its views (c10::VariableVersion). In-place
+/// operations bump it; autograd compares it with the value it saved.
+#[derive(Clone, Debug, Default)]
+pub struct VersionCounter(Arc<AtomicU32>);
+
+impl VersionCounter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn current(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+    /// Whether two handles share one counter.
+    pub fn is_shared_with(&self, other: &VersionCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// c10::TensorImpl (strided layout).
+pub struct TensorImpl {
+    meta: ArcSwap<TensorMeta>,
+    meta_writer: Mutex<()>,
+    dtype: ScalarType,
+    device: Device,
+    key_set: DispatchKeySet,
+    version_counter: VersionCounter,
+    is_wrapped_number: AtomicBool,
+}
+
+impl TensorImpl {
+    fn new(
+        storage: Storage,
+        dtype: ScalarType,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+        version_counter: VersionCounter,
+    ) -> TensorImpl {
+        let device = storage.device();
+        TensorImpl {
+            meta: ArcSwap::from_pointee(TensorMeta::new(storage, sizes, strides, storage_offset)),
+            meta_writer: Mutex::new(()),
+            dtype,
+            device,
+            key_set: DispatchKeySet::for_tensor(device.device_type),
+            version_counter,
+            is_wrapped_number: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
+/// PyTorch's `Tensor b = a;` does); it never copies data.
+#[derive(Clone)]
+pub struct TensorBase(Arc<TensorImpl>);
+
+/// A borrowed metadata snapshot (see [`TensorBase::meta`]).
+pub type MetaRef = Guard<Arc<TensorMeta>>;
+
+impl TensorBase {
+    /// `at::empty`: a contiguous tensor of unspecified (but initialised) contents.
+    pub fn empty(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<TensorBase> {
+        Self::empty_impl(sizes, dtype, device, false)
+    }
+
+    /// A contiguous tensor of zero bytes (all-zero is 0, 0.0, false and 0+0j for every dtype).
+    pub fn zeros(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<TensorBase> {
+        Self::empty_impl(sizes, dtype, device, true)
+    }
+
+    fn empty_impl(
+        sizes: &[i64],
+        dtype: ScalarType,
+        device: Device,
+        zeroed: bool,
+    ) -> Result<TensorBase> {
+        check_size_nonnegative(sizes)?;
+        let overflow = || {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={sizes:?}"
+            ))
+        };
+        let numel = sizes
+            .iter()
+            .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64))
+            .ok_or_else(overflow)?;
+        let nbytes = numel
+            .checked_mul(dtype.element_size() as u64)
+            .filter(|&n| n <= isize::MAX as u64)
+            .ok_or_else(overflow)? as usize;
+        let storage = if zeroed {
+            Storage::new_zeroed(nbytes, device)?
+        } else {
+            Storage::new(nbytes, device)?
+        };
+        let strides = contiguous_strides(sizes);
+        Ok(Self::from_impl(TensorImpl::new(
+            storage,
+            dtype,
+            sizes,
+            &strides,
+            0,
+            VersionCounter::new(),
+        )))
+    }
+
+    /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
+    pub fn from_storage(
+        storage: Storage,
+        dtype: ScalarType,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+    ) -> Result<TensorBase> {
+        check_as_strided_args(sizes, strides, storage_offset)?;
+        check_in_bounds_for_storage(sizes, strides, storage_offset, dtype, &storage)?;
+        Ok(Self::from_impl(TensorImpl::new(
+            storage,
+            dtype,
+            sizes,
+            strides,
+            storage_offset,
+            VersionCounter::new(),
+        )))
+    }
+
+    /// A contiguous tensor holding a copy of `data` with shape `sizes`.
+    pub fn from_slice<T: Element>(data: &[T], sizes: &[i64]) -> Result<TensorBase> {
+        check_size_nonnegative(sizes)?;
+        let numel = sizes
+            .iter()
+            .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64));
+        if numel != Some(data.len() as u64) {
+            return Err(Error::runtime(format!(
+                "shape '{sizes:?}' is invalid for input of size {}",
+                data.len()
+            )));
+        }
+        let t = Self::empty(sizes, T::DTYPE, Device::CPU)?;
+        if !data.is_empty() {
+            let g = TensorAccess::write(&t)?;
+            let dst = g.output(0)?.data_ptr_mut::<T>()?;
+            // SAFETY: `dst` points at numel == data.len() contiguous elements of T, locked
+            // exclusively; the source is a distinct Rust slice.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        }
+        Ok(t)
+    }
+
+    /// Like [`from_slice`](Self::from_slice), taking the Vec.
+    pub fn from_vec<T: Element>(data: Vec<T>, sizes: &[i64]) -> Result<TensorBase> {
+        Self::from_slice(&data, sizes)
+    }
+
+    pub fn from_impl(imp: TensorImpl) -> TensorBase {
+        TensorBase(Arc::new(imp))
+    }
+
+    pub fn unsafe_get_tensor_impl(&self) -> &TensorImpl {
+        &self.0
+    }
+
+    /// A consistent snapshot of storage, sizes, strides and offset (wait-free).
+    pub fn meta(&self) -> MetaRef {
+        self.0.meta.load()
+    }
+
+    /// The snapshot as an owned Arc (what access guards keep).
+    pub fn meta_arc(&self) -> Arc<TensorMeta> {
+        self.0.meta.load_full()
+    }
+
+    pub fn sizes(&self) -> DimVec {
+        self.meta().sizes.clone()
+    }
+    pub fn strides(&self) -> DimVec {
+        self.meta().strides.clone()
+    }
+    /// `size(dim)`, with a negative dim counting from the end.
+    pub fn size(&self, dim: i64) -> Result<i64> {
+        let m = self.meta();
+        Ok(m.sizes[maybe_wrap_dim(dim, m.sizes.len(), false)?])
+    }
+    /// `stride(dim)`, with a negative dim counting from the end.
+    pub fn stride(&self, dim: i64) -> Result<i64> {
+        let m = self.meta();
+        Ok(m.strides[maybe_wrap_dim(dim, m.strides.len(), false)?])
+    }
+    pub fn storage_offset(&self) -> i64 {
+        self.meta().storage_offset
+    }
+    pub fn dim(&self) -> usize {
+        self.meta().sizes.len()
+    }
+    pub fn numel(&self) -> i64 {
+        self.meta().numel
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.meta().is_contiguous
+    }
+    pub fn storage(&self) -> Storage {
+        self.meta().storage.clone()
+    }
+    pub fn dtype(&self) -> ScalarType {
+        self.0.dtype
+    }
+    /// Same as [`dtype`](Self::dtype) (PyTorch's C++ name).
+    pub fn scalar_type(&self) -> ScalarType {
+        self.0.dtype
+    }
+    pub fn element_size(&self) -> usize {
+        self.0.dtype.element_size()
+    }
+    /// `numel * element_size`.
+    pub fn nbytes(&self) -> usize {
+        self.numel() as usize * self.element_size()
+    }
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+    pub fn is_cpu(&self) -> bool {
+        self.0.device.is_cpu()
+    }
+    pub fn is_meta(&self) -> bool {
+        self.0.device.is_meta()
+    }
+    pub fn key_set(&self) -> DispatchKeySet {
+        self.0.key_set
+    }
+    /// `_version`.
+    pub fn version(&self) -> u32 {
+        self.0.version_counter.current()
+    }
+    pub fn version_counter(&self) -> &VersionCounter {
+        &self.0.version_counter
+    }
+    /// Marks an in-place modification (ADInplaceOrView does this for every mutated tensor).
+    pub fn bump_version(&self) {
+        self.0.version_counter.bump()
+    }
+    /// Whether this 0-dim tensor was made from a Python/Rust number (type promotion treats
+    /// wrapped numbers like scalars).
+    pub fn is_wrapped_number(&self) -> bool {
+        self.0.is_wrapped_number.load(Ordering::Relaxed)
+    }
+    /// `set_wrapped_number`; only 0-dim tensors can be wrapped numbers.
+    pub fn set_wrapped_number(&self, value: bool) -> Result<()> {
+        if value && self.dim() != 0 {
+            return Err(Error::runtime(format!(
+                "set_wrapped_number: only a 0-dim tensor can be a wrapped number, got a \
+                 {}-dim tensor",
+                self.dim()
+            )));
+        }
+        self.0.is_wrapped_number.store(value, Ordering::Relaxed);
+        Ok(())
+    }
+    /// Whether both handles are the same TensorImpl (`is_same`).
+    pub fn is_same(&self, other: &TensorBase) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// Number of handles to this TensorImpl.
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
+    /// `as_strided`: a view of the same storage (sharing the version counter) with the given
+    /// geometry; `storage_offset` defaults to this tensor's. Bounds are checked.
+    pub fn as_strided(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<TensorBase> {
+        let m = self.meta();
+        let offset = storage_offset.unwrap_or(m.storage_offset);
+        check_as_strided_args(sizes, strides, offset)?;
+        check_in_bounds_for_storage(sizes, strides, offset, self.0.dtype, &m.storage)?;
+        let mut imp = TensorImpl::new(
+            m.storage.clone(),
+            self.0.dtype,
+            sizes,
+            strides,
+            offset,
+            self.0.version_counter.clone(),
+        );
+        imp.key_set = self.0.key_set;
+        Ok(Self::from_impl(imp))
+    }
+
+    /// A view with the same geometry as this tensor (`alias`): a new TensorImpl sharing
+    /// storage and version counter.
+    pub fn alias(&self) -> TensorBase {
+        let m = self.meta();
+        let mut imp = TensorImpl::new(
+            m.storage.clone(),
+            self.0.dtype,
+            &m.sizes,
+            &m.strides,
+            m.storage_offset,
+            self.0.version_counter.clone(),
+        );
+        imp.key_set = self.0.key_set;
+        Self::from_impl(imp)
+    }
+
+    fn replace_meta(&self, f: impl FnOnce(&TensorMeta) -> Result<TensorMeta>) -> Result<()> {
+        let _w = self.0.meta_writer.lock();
+        let new = f(&self.0.meta.load())?;
+        self.0.meta.store(Arc::new(new));
+        Ok(())
+    }
+
+    /// `as_strided_`: changes this tensor's geometry in place (bounds-checked).
+    pub fn as_strided_(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<()> {
+        self.replace_meta(|m| {
+            let offset = storage_offset.unwrap_or(m.storage_offset);
+            check_as_strided_args(sizes, strides, offset)?;
+            check_in_bounds_for_storage(sizes, strides, offset, self.0.dtype, &m.storage)?;
+            Ok(TensorMeta::new(m.storage.clone(), sizes, strides, offset))
+        })
+    }
+
+    /// `resize_`: new sizes with contiguous strides, keeping the storage offset; the storage
+    /// grows (under its exclusive lock) if it is too small. Same sizes: a no-op.
+    pub fn resize_(&self, sizes: &[i64]) -> Result<()> {
+        check_size_nonnegative(sizes)?;
+        self.replace_meta(|m| {
+            if m.sizes.as_slice() == sizes {
+                return Ok(TensorMeta::new(
+                    m.storage.clone(),
+                    &m.sizes,
+                    &m.strides,
+                    m.storage_offset,
+                ));
+            }
+            let strides = contiguous_strides(sizes);
+            let need = compute_storage_nbytes(
+                sizes,
+                &strides,
+                self.0.dtype.element_size(),
+                m.storage_offset,
+            )
+            .filter(|&n| n <= isize::MAX as u64)
+            .ok_or_else(|| {
+                Error::runtime(format!(
+                    "Storage size calculation overflowed with sizes={sizes:?}"
+                ))
+            })?;
+            m.storage.grow(need as usize)?;
+            Ok(TensorMeta::new(
+                m.storage.clone(),
+                sizes,
+                &strides,
+                m.storage_offset,
+            ))
+        })
+    }
+
+    /// `set_(source, storage_offset, size, stride)`: makes this tensor view `storage`.
+    pub fn set_(
+        &self,
+        storage: &Storage,
+        storage_offset: i64,
+        sizes: &[i64],
+        strides: &[i64],
+    ) -> Result<()> {
+        if storage.device() != self.0.device {
+            return Err(Error::runtime(format!(
+                "Attempted to set the storage of a tensor on device \"{}\" to a storage on \
+                 different device \"{}\".  This is no longer allowed; the devices must match.",
+                self.0.device,
+                storage.device()
+            )));
+        }
+        check_as_strided_args(sizes, strides, storage_offset)?;
+        check_in_bounds_for_storage(sizes, strides, storage_offset, self.0.dtype, storage)?;
+        self.replace_meta(|_| {
+            Ok(TensorMeta::new(
+                storage.clone(),
+                sizes,
+                strides,
+                storage_offset,
+            ))
+        })
+    }
+
+    /// `set_(source)`: makes this tensor share `source`'s storage and geometry.
+    pub fn set_from(&self, source: &TensorBase) -> Result<()> {
+        if source.dtype() != self.dtype() {
+            return Err(Error::runtime(format!(
+                "Could not set tensor of type {} to a tensor of type {}",
+                self.dtype(),
+                source.dtype()
+            )));
+        }
+        let m = source.meta();
+        self.set_(&m.storage, m.storage_offset, &m.sizes, &m.strides)
+    }
+
+    /// Reads the elements in row-major order. `T` must be the element type of the dtype.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::runtime(format!(
+                "expected scalar type {} but found {}",
+                T::DTYPE,
+                self.dtype()
+            )));
+        }
+        if !self.device().is_cpu() {
+            return Err(Error::runtime(format!(
+                "to_vec: expected a tensor on cpu, got one on {}",
+                self.device()
+            )));
+        }
+        let g = TensorAccess::read(self)?;
+        let t = g.input(0)?;
+        let n = t.numel() as usize;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let base = t.data_ptr::<T>()?;
+        let mut out = Vec::with_capacity(n);
+        let sizes = t.sizes();
+        let strides = t.strides();
+        let mut index: DimVec = smallvec::smallvec![0; sizes.len()];
+        let mut offset: isize = 0;
+        for _ in 0..n {
+            // SAFETY: `offset` is sum(index[d] * strides[d]) for an index inside `sizes`, an
+            // element of the bounds-checked view, read under the shared lock.
+            out.push(unsafe { read_element::<T>(base.offset(offset)) });
+            // Advance the row-major index, updating the offset incrementally.
+            for d in (0..sizes.len()).rev() {
+                index[d] += 1;
+                offset += strides[d] as isize;
+                if index[d] < sizes[d] {
+                    break;
+                }
+                offset -= strides[d] as isize * sizes[d] as isize;
+                index[d] = 0;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Reads one element. A `bool` is read as a byte and normalised (storage bytes may come from
+/// any dtype, and a byte other than 0 or 1 is not a valid `bool`).
+///
+/// # Safety
+/// `p` must be valid for reading one initialised `T`.
+pub(crate) unsafe fn read_element<T: Element>(p: *const T) -> T {
+    if T::DTYPE == ScalarType::Bool {
+        // SAFETY: the caller guarantees one readable byte; T is bool (checked through its
+        // dtype), so transmute_copy between bool and T is the identity.
+        unsafe {
+            let b = std::ptr::read(p as *const u8) != 0;
+            std::mem::transmute_copy::<bool, T>(&b)
+        }
+    } else {
+        // SAFETY: the caller guarantees a readable initialised T; every bit pattern is valid
+        // for the non-bool element types.
+        unsafe { std::ptr::read(p) }
+    }
+}
+
+impl std::fmt::Debug for TensorBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = self.meta();
+        f.debug_struct("TensorBase")
+            .field("sizes", &m.sizes.as_slice())
+            .field("strides", &m.strides.as_slice())
+            .field("storage_offset", &m.storage_offset)
+            .field("dtype", &self.0.dtype)
+            .field("device", &self.0.device)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_has_contiguous_strides() {
+        let t = TensorBase::empty(&[2, 3, 4], ScalarType::Float, Device::CPU).unwrap();
+        assert_eq!(t.sizes().as_slice(), &[2, 3, 4]);
+        assert_eq!(t.strides().as_slice(), &[12, 4, 1]);
+        assert_eq!((t.dim(), t.numel(), t.element_size()), (3, 24, 4));
+        assert!(t.is_contiguous());
+        assert_eq!(t.storage().nbytes(), 96);
+        let z = TensorBase::empty(&[0, 3], ScalarType::Long, Device::CPU).unwrap();
+        assert_eq!(z.strides().as_slice(), &[3, 1]);
+        let e = TensorBase::empty(&[2, -1], ScalarType::Float, Device::CPU).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Trying to create tensor with negative dimension -1: [2, -1]"
+        );
+        let e = TensorBase::empty(&[1 << 40, 1 << 40], ScalarType::Float, Device::CPU).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("Storage size calculation overflowed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn views_share_storage_and_version() {
+        let t = TensorBase::from_slice(&[1i64, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
+        let v = t.as_strided(&[3, 2], &[1, 3], Some(0)).unwrap();
+        assert_eq!(v.to_vec::<i64>().unwrap(), vec![1, 4, 2, 5, 3, 6]);
+        assert!(!v.is_contiguous());
+        assert!(v.storage().is_alias_of(&t.storage()));
+        v.bump_version();
+        assert_eq!(t.version(), 1);
+        let e = t.as_strided(&[2, 3], &[3, 1], Some(1)).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "setStorage: sizes [2, 3], strides [3, 1], storage offset 1, and itemsize 8 \
+             requiring a storage size of 56 are out of bounds for storage of size 48"
+        );
+        let e = t.as_strided(&[2], &[-1], None).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "as_strided: Negative strides are not supported at the moment, got strides: [-1]"
+        );
+        // An empty view may sit anywhere.
+        assert!(t.as_strided(&[0, 5], &[100, 100], Some(1000)).is_ok());
+    }
+
+    #[test]
+    fn resize_grows_storage_and_set_checks_devices() {
+        let t = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let view = t.alias();
+        t.resize_(&[2, 3]).unwrap();
+        assert_eq!(t.strides().as_slice(), &[3, 1]);
+        assert!(t.storage().nbytes() >= 24);
+        assert_eq!(&t.to_vec::<f32>().unwrap()[..2], &[1.0, 2.0]);
+        // The old view still sees its two elements.
+        assert_eq!(view.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        let meta = TensorBase::empty(&[4], ScalarType::Float, Device::META).unwrap();
+        let e = t.set_(&meta.storage(), 0, &[4], &[1]).unwrap_err();
+        assert!(
+            e.message().starts_with("Attempted to set the storage"),
+            "{e}"
+        );
+        t.set_from(&view).unwrap();
+        assert_eq!(t.sizes().as_slice(), &[2]);
+    }
+
+    #[test]
+    fn wrapped_numbers_are_zero_dim() {
+        let t = TensorBase::from_slice(&[3i64], &[]).unwrap();
+        t.set_wrapped_number(true).unwrap();
+        assert!(t.is_wrapped_number());
+        let u = TensorBase::from_slice(&[3i64], &[1]).unwrap();
+        assert!(u.set_wrapped_number(true).is_err());
+    }
+
+    #[test]
+    fn wrap_dim_messages() {
+        assert_eq!(maybe_wrap_dim(-1, 3, false).unwrap(), 2);
+        assert_eq!(
+            maybe_wrap_dim(3, 3, false).unwrap_err().message(),
+            "Dimension out of range (expected to be in range of [-3, 2], but got 3)"
+        );
+        assert_eq!(maybe_wrap_dim(-1, 0, true).unwrap(), 0);
+        assert!(maybe_wrap_dim(0, 0, false).is_err());
+    }
+}
