@@ -6,7 +6,15 @@
 //! `Display` impl for `Tensor` gathers that from the tensor and hands it here, so the layout
 //! can be tested against torch's text without building tensors.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+
+use half::{bf16, f16};
+use num_complex::Complex;
+use ratten_core::access::TensorAccess;
+use ratten_core::tensor_impl::TensorBase;
+use ratten_core::{DeviceType, Error, Result, ScalarType};
+
+use crate::Tensor;
 
 /// torch's default `PRINT_OPTS`.
 pub const PRECISION: usize = 4;
@@ -433,6 +441,145 @@ pub fn repr(meta: &ReprMeta<'_>, data: Option<&PrintData>) -> String {
         }
     };
     add_suffixes(&format!("{PREFIX}{body}"), &suffixes, indent)
+}
+
+/// Converts one element to what the formatter needs.
+trait PrintElement: Copy {
+    fn push(self, out: &mut PrintValues);
+}
+
+macro_rules! print_float {
+    ($($t:ty),*) => {$(
+        impl PrintElement for $t {
+            fn push(self, out: &mut PrintValues) {
+                if let PrintValues::Float(v) = out {
+                    v.push(f64::from(self));
+                }
+            }
+        }
+    )*};
+}
+print_float!(f32, f64, f16, bf16);
+
+macro_rules! print_complex {
+    ($($t:ty),*) => {$(
+        impl PrintElement for Complex<$t> {
+            fn push(self, out: &mut PrintValues) {
+                if let PrintValues::Complex(v) = out {
+                    v.push((f64::from(self.re), f64::from(self.im)));
+                }
+            }
+        }
+    )*};
+}
+print_complex!(f16, f32, f64);
+
+macro_rules! print_int {
+    ($($t:ty),*) => {$(
+        impl PrintElement for $t {
+            fn push(self, out: &mut PrintValues) {
+                if let PrintValues::Text(v) = out {
+                    v.push(self.to_string());
+                }
+            }
+        }
+    )*};
+}
+print_int!(u8, i8, i16, i32, i64);
+
+/// A `bool` element, read as its byte: storage bytes are not guaranteed to be 0 or 1.
+#[derive(Clone, Copy)]
+struct BoolByte(u8);
+
+impl PrintElement for BoolByte {
+    fn push(self, out: &mut PrintValues) {
+        if let PrintValues::Text(v) = out {
+            v.push(if self.0 != 0 { "True" } else { "False" }.to_string());
+        }
+    }
+}
+
+/// Reads the shown elements of a non-empty CPU tensor into `out`.
+fn gather<T: PrintElement>(t: &TensorBase, mut out: PrintValues) -> Result<PrintData> {
+    let g = TensorAccess::read(t)?;
+    let a = g.input(0)?;
+    let Some(p) = a.raw_data_ptr() else {
+        return Err(Error::runtime(format!(
+            "Cannot access data pointer of Tensor that doesn't have storage (device {})",
+            t.device()
+        )));
+    };
+    let p = p.as_ptr() as *const T;
+    let (sizes, cut) = for_each_shown_offset(a.sizes(), a.strides(), 0, |off| {
+        // SAFETY: `off` is sum(index[d] * strides[d]) for an index inside the tensor's sizes,
+        // relative to the element at the storage offset: an element of the view, which was
+        // bounds-checked against its storage, read under the guard's shared lock. `T` has the
+        // size and alignment of the dtype's element (BoolByte for bool).
+        let v = unsafe { std::ptr::read(p.offset(off as isize)) };
+        v.push(&mut out);
+    });
+    Ok(PrintData {
+        sizes,
+        cut,
+        values: out,
+    })
+}
+
+/// The values the printout of `t` shows (`None` for meta and empty tensors).
+pub fn print_data(t: &TensorBase) -> Result<Option<PrintData>> {
+    if t.is_meta() || t.numel() == 0 {
+        return Ok(None);
+    }
+    let float = || PrintValues::Float(Vec::new());
+    let complex = || PrintValues::Complex(Vec::new());
+    let text = || PrintValues::Text(Vec::new());
+    let d = match t.dtype() {
+        ScalarType::Float => gather::<f32>(t, float()),
+        ScalarType::Double => gather::<f64>(t, float()),
+        ScalarType::Half => gather::<f16>(t, float()),
+        ScalarType::BFloat16 => gather::<bf16>(t, float()),
+        ScalarType::ComplexHalf => gather::<Complex<f16>>(t, complex()),
+        ScalarType::ComplexFloat => gather::<Complex<f32>>(t, complex()),
+        ScalarType::ComplexDouble => gather::<Complex<f64>>(t, complex()),
+        ScalarType::Byte => gather::<u8>(t, text()),
+        ScalarType::Char => gather::<i8>(t, text()),
+        ScalarType::Short => gather::<i16>(t, text()),
+        ScalarType::Int => gather::<i32>(t, text()),
+        ScalarType::Long => gather::<i64>(t, text()),
+        ScalarType::Bool => gather::<BoolByte>(t, text()),
+    }?;
+    Ok(Some(d))
+}
+
+/// torch's `repr(t)` for a plain tensor.
+pub fn tensor_repr(t: &TensorBase) -> Result<String> {
+    let dtype = t.dtype();
+    let sizes = t.sizes();
+    let device = t.device();
+    let meta = ReprMeta {
+        sizes: &sizes,
+        dtype_name: dtype.python_name(),
+        has_default_dtype: matches!(
+            dtype,
+            ScalarType::Float | ScalarType::ComplexFloat | ScalarType::Long | ScalarType::Bool
+        ),
+        is_default_float: dtype == ScalarType::Float,
+        device: (device.device_type != DeviceType::Cpu).then(|| device.to_string()),
+        is_meta: t.is_meta(),
+    };
+    let data = print_data(t)?;
+    Ok(repr(&meta, data.as_ref()))
+}
+
+impl fmt::Display for Tensor {
+    /// torch's `repr`. A tensor whose storage this thread holds for writing cannot be read; it
+    /// prints the reason inside `tensor(<...>)` instead of failing the formatter.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match tensor_repr(self.base()) {
+            Ok(s) => f.write_str(&s),
+            Err(e) => write!(f, "tensor(<unreadable: {e}>)"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,13 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use half::{bf16, f16};
+use num_complex::Complex;
+use ratten_core::access::TensorAccess;
+use ratten_core::dtype::{c128, c32, c64};
+use ratten_core::tensor_impl::TensorBase;
+use ratten_core::{torch_check, Error, Result, ScalarType, TensorOptions};
+
+use crate::Tensor;
 
 /// PyTorch's `default_rng_seed_val`.
 pub const DEFAULT_RNG_SEED: u64 = 67280421310721;
@@ -332,6 +339,161 @@ pub fn normal_fill<T: RandomFloat>(
             *x = T::from_f64(gen.normal_double(mean, std));
         }
     }
+}
+
+/// The `AT_DISPATCH` refusal for a dtype a random kernel has no loop for.
+fn not_implemented(kernel: &str, dtype: ScalarType) -> Error {
+    Error::not_implemented(format!("\"{kernel}\" not implemented for '{dtype}'"))
+}
+
+/// Fills the contiguous tensor `t` (dtype checked by the caller) through `fill`, which gets the
+/// generator state and the real-valued element slice.
+fn fill_random(
+    t: &TensorBase,
+    generator: Option<&Generator>,
+    fill: &dyn Fn(&mut CpuGeneratorImpl, RealSlice<'_>),
+) -> Result<()> {
+    if t.is_meta() || t.numel() == 0 {
+        return Ok(());
+    }
+    let gen = generator.unwrap_or_else(|| default_generator());
+    let mut access = TensorAccess::write(t)?;
+    let mut state = gen.lock();
+    // Complex tensors are filled as their real view (`view_as_real`): 2 values per element.
+    let slice = match t.dtype() {
+        ScalarType::Float => RealSlice::F32(access.output_slice_mut::<f32>(0)?),
+        ScalarType::Double => RealSlice::F64(access.output_slice_mut::<f64>(0)?),
+        ScalarType::Half => RealSlice::F16(access.output_slice_mut::<f16>(0)?),
+        ScalarType::BFloat16 => RealSlice::BF16(access.output_slice_mut::<bf16>(0)?),
+        ScalarType::ComplexFloat => {
+            RealSlice::F32(complex_as_real(access.output_slice_mut::<c64>(0)?))
+        }
+        ScalarType::ComplexDouble => {
+            RealSlice::F64(complex_as_real(access.output_slice_mut::<c128>(0)?))
+        }
+        ScalarType::ComplexHalf => {
+            RealSlice::F16(complex_as_real(access.output_slice_mut::<c32>(0)?))
+        }
+        other => return Err(not_implemented("random fill", other)),
+    };
+    fill(&mut state, slice);
+    Ok(())
+}
+
+/// `view_as_real` of a contiguous complex slice.
+fn complex_as_real<R>(s: &mut [Complex<R>]) -> &mut [R] {
+    let len = s.len() * 2;
+    // SAFETY: num_complex::Complex<R> is #[repr(C)] { re: R, im: R }, so a slice of n complex
+    // values is a slice of 2n R values with the same alignment; the borrow is carried over.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut R, len) }
+}
+
+/// The real-valued elements a random kernel fills.
+enum RealSlice<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+    F16(&'a mut [f16]),
+    BF16(&'a mut [bf16]),
+}
+
+impl Tensor {
+    /// `uniform_(from, to, generator)`: fills this tensor with samples of U[from, to), in
+    /// PyTorch's order and precision. Floating and complex dtypes; the tensor must be
+    /// contiguous.
+    pub fn uniform_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<&Self> {
+        uniform_impl(self.base(), from, to, generator)?;
+        self.base().bump_version();
+        Ok(self)
+    }
+
+    /// `normal_(mean, std, generator)`: fills this tensor with samples of N(mean, std^2)
+    /// (complex tensors: real and imaginary parts each with std/sqrt(2), as PyTorch).
+    pub fn normal_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<&Self> {
+        normal_impl(self.base(), mean, std, generator)?;
+        self.base().bump_version();
+        Ok(self)
+    }
+
+    /// `torch.rand(sizes, dtype=, device=)`: uniform samples in [0, 1) from the default
+    /// generator (float32 on the CPU by default).
+    pub fn rand(sizes: &[i64], options: impl Into<TensorOptions>) -> Result<Tensor> {
+        Self::rand_with(sizes, options, None)
+    }
+
+    /// `torch.rand(sizes, generator=, dtype=, device=)`.
+    pub fn rand_with(
+        sizes: &[i64],
+        options: impl Into<TensorOptions>,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let t = Tensor::empty(sizes, options)?;
+        uniform_impl(t.base(), 0.0, 1.0, generator)?;
+        Ok(t)
+    }
+
+    /// `torch.randn(sizes, dtype=, device=)`: standard normal samples from the default
+    /// generator.
+    pub fn randn(sizes: &[i64], options: impl Into<TensorOptions>) -> Result<Tensor> {
+        Self::randn_with(sizes, options, None)
+    }
+
+    /// `torch.randn(sizes, generator=, dtype=, device=)`.
+    pub fn randn_with(
+        sizes: &[i64],
+        options: impl Into<TensorOptions>,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let t = Tensor::empty(sizes, options)?;
+        normal_impl(t.base(), 0.0, 1.0, generator)?;
+        Ok(t)
+    }
+}
+
+fn uniform_impl(t: &TensorBase, from: f64, to: f64, generator: Option<&Generator>) -> Result<()> {
+    let real = t.dtype().to_real();
+    if !real.is_floating_point() {
+        return Err(not_implemented("check_uniform_bounds", t.dtype()));
+    }
+    torch_check!(
+        from <= to,
+        "uniform_ expects to return a [from, to) range, but found from={} > to={}",
+        from,
+        to
+    );
+    torch_check!(
+        t.is_contiguous() || t.is_meta(),
+        "uniform_: ratten fills contiguous tensors only; call contiguous() first"
+    );
+    fill_random(t, generator, &|g, s| match s {
+        RealSlice::F32(d) => uniform_fill(g, d, from, to),
+        RealSlice::F64(d) => uniform_fill(g, d, from, to),
+        RealSlice::F16(d) => uniform_fill(g, d, from, to),
+        RealSlice::BF16(d) => uniform_fill(g, d, from, to),
+    })
+}
+
+fn normal_impl(t: &TensorBase, mean: f64, std: f64, generator: Option<&Generator>) -> Result<()> {
+    torch_check!(
+        std >= 0.0,
+        "normal expects std >= 0.0, but found std {}",
+        std
+    );
+    let mut std = std;
+    if t.dtype().is_complex() {
+        std /= std::f64::consts::SQRT_2;
+    } else if !t.dtype().is_floating_point() {
+        return Err(not_implemented("normal_kernel_cpu", t.dtype()));
+    }
+    torch_check!(
+        t.is_contiguous() || t.is_meta(),
+        "normal_: ratten fills contiguous tensors only; call contiguous() first"
+    );
+    fill_random(t, generator, &|g, s| match s {
+        RealSlice::F32(d) => normal_fill(g, d, mean, std),
+        RealSlice::F64(d) => normal_fill(g, d, mean, std),
+        RealSlice::F16(d) => normal_fill(g, d, mean, std),
+        RealSlice::BF16(d) => normal_fill(g, d, mean, std),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,292 @@
+//! View operators against the sizes, strides and offsets PyTorch gives, and their errors.
+
+use ratten_aten::Tensor;
+use ratten_core::{Device, Element, ErrorKind, ScalarType};
+
+fn from_vec<T: Element>(v: Vec<T>, sizes: &[i64]) -> Tensor {
+    Tensor::from_vec(v, sizes).unwrap()
+}
+fn vals<T: Element>(t: &Tensor) -> Vec<T> {
+    t.to_vec::<T>().unwrap()
+}
+fn sizes(t: &Tensor) -> Vec<i64> {
+    t.sizes().to_vec()
+}
+fn strides(t: &Tensor) -> Vec<i64> {
+    t.strides().to_vec()
+}
+fn offset(t: &Tensor) -> i64 {
+    t.storage_offset()
+}
+fn shares_storage(a: &Tensor, b: &Tensor) -> bool {
+    a.storage().is_alias_of(&b.storage())
+}
+
+/// A float tensor 0..n with the given shape.
+fn ar(sizes: &[i64]) -> Tensor {
+    let n: i64 = sizes.iter().product();
+    from_vec((0..n).map(|x| x as f32).collect(), sizes)
+}
+
+fn geom(t: &Tensor) -> (Vec<i64>, Vec<i64>, i64) {
+    (sizes(t), strides(t), offset(t))
+}
+
+type Op = fn(&Tensor) -> ratten_core::Result<Tensor>;
+/// (input shape, op, expected sizes, strides, storage offset).
+type Case = (&'static [i64], Op, &'static [i64], &'static [i64], i64);
+
+#[test]
+fn view_table_matches_pytorch_strides() {
+    // (input shape, op, expected sizes, strides, storage offset), as torch reports them.
+    let cases: Vec<Case> = vec![
+        (&[2, 3], |t| t.view(&[6]), &[6], &[1], 0),
+        (&[2, 3], |t| t.view(&[3, -1]), &[3, 2], &[2, 1], 0),
+        (
+            &[6],
+            |t| t.view(&[1, 2, 1, 3]),
+            &[1, 2, 1, 3],
+            &[6, 3, 3, 1],
+            0,
+        ),
+        (
+            &[4, 3],
+            |t| t.t()?.view(&[3, 2, 2]),
+            &[3, 2, 2],
+            &[1, 6, 3],
+            0,
+        ),
+        (&[2, 3], |t| t.reshape(&[3, 2]), &[3, 2], &[2, 1], 0),
+        (&[2, 3], |t| t.transpose(0, 1), &[3, 2], &[1, 3], 0),
+        (
+            &[2, 3, 4],
+            |t| t.transpose(-1, 0),
+            &[4, 3, 2],
+            &[1, 4, 12],
+            0,
+        ),
+        (&[3], |t| t.t(), &[3], &[1], 0),
+        (
+            &[2, 3, 4],
+            |t| t.permute(&[2, 0, 1]),
+            &[4, 2, 3],
+            &[1, 12, 4],
+            0,
+        ),
+        (
+            &[2, 3, 4],
+            |t| t.permute(&[-1, -3, 1]),
+            &[4, 2, 3],
+            &[1, 12, 4],
+            0,
+        ),
+        (&[3, 1], |t| t.expand(&[3, 4]), &[3, 4], &[1, 0], 0),
+        (&[3], |t| t.expand(&[2, 3]), &[2, 3], &[0, 1], 0),
+        (&[3, 1], |t| t.expand(&[-1, 4]), &[3, 4], &[1, 0], 0),
+        (
+            &[3, 1],
+            |t| t.expand(&[2, -1, 4]),
+            &[2, 3, 4],
+            &[0, 1, 0],
+            0,
+        ),
+        (&[3], |t| t.expand(&[1, 3]), &[1, 3], &[3, 1], 0),
+        (&[1, 3, 1], |t| t.squeeze(), &[3], &[1], 0),
+        (&[1, 3, 1], |t| t.squeeze_dim(0), &[3, 1], &[1, 1], 0),
+        (&[1, 3, 1], |t| t.squeeze_dim(1), &[1, 3, 1], &[3, 1, 1], 0),
+        (&[1, 3, 1], |t| t.squeeze_dims(&[0, -1]), &[3], &[1], 0),
+        (&[2, 3], |t| t.unsqueeze(0), &[1, 2, 3], &[6, 3, 1], 0),
+        (&[2, 3], |t| t.unsqueeze(1), &[2, 1, 3], &[3, 3, 1], 0),
+        (&[2, 3], |t| t.unsqueeze(-1), &[2, 3, 1], &[3, 1, 1], 0),
+        (&[4, 3], |t| t.narrow(0, 1, 2), &[2, 3], &[3, 1], 3),
+        (&[4, 3], |t| t.narrow(-1, -2, 2), &[4, 2], &[3, 1], 1),
+        (&[10], |t| t.slice(0, Some(2), Some(8), 3), &[2], &[3], 2),
+        (&[10], |t| t.slice(0, Some(-3), None, 1), &[3], &[1], 7),
+        (
+            &[10],
+            |t| t.slice(0, Some(-100), Some(100), 4),
+            &[3],
+            &[4],
+            0,
+        ),
+        (
+            &[4, 5],
+            |t| t.slice(1, Some(3), Some(1), 1),
+            &[4, 0],
+            &[5, 1],
+            3,
+        ),
+        (&[2, 3], |t| t.select(1, -1), &[2], &[3], 2),
+        (&[2, 3], |t| t.select(0, 1), &[3], &[1], 3),
+        (&[2, 3, 4], |t| t.flatten(1, 2), &[2, 12], &[12, 1], 0),
+        (&[2, 3, 4], |t| t.flatten(0, -1), &[24], &[1], 0),
+        (&[2, 3, 4], |t| t.select(2, 1)?.flatten(0, 1), &[6], &[4], 1),
+    ];
+    for (i, (shape, op, sz, st, off)) in cases.into_iter().enumerate() {
+        let base = ar(shape);
+        let v = op(&base).unwrap_or_else(|e| panic!("case {i}: {e:?}"));
+        assert_eq!(geom(&v), (sz.to_vec(), st.to_vec(), off), "case {i}");
+        assert!(
+            shares_storage(&v, &base),
+            "case {i}: a view shares its base's storage"
+        );
+    }
+}
+
+#[test]
+fn views_see_the_base_values() {
+    let x = ar(&[2, 3]);
+    assert_eq!(vals::<f32>(&x.t().unwrap()), [0., 3., 1., 4., 2., 5.]);
+    assert_eq!(vals::<f32>(&x.select(1, 2).unwrap()), [2., 5.]);
+    assert_eq!(
+        vals::<f32>(&x.expand(&[2, 2, 3]).unwrap()),
+        [0., 1., 2., 3., 4., 5., 0., 1., 2., 3., 4., 5.]
+    );
+    assert_eq!(
+        vals::<f32>(&ar(&[10]).slice(0, Some(1), None, 4).unwrap()),
+        [1., 5., 9.]
+    );
+}
+
+#[test]
+fn views_share_the_version_counter() {
+    let x = ar(&[2, 3]);
+    let v = x.t().unwrap().unsqueeze(0).unwrap();
+    assert!(x.version_counter().is_shared_with(v.version_counter()));
+    v.bump_version();
+    assert_eq!(x.version(), 1);
+}
+
+#[test]
+fn reshape_copies_only_when_it_must() {
+    let x = ar(&[2, 3]);
+    let r = x.reshape(&[-1]).unwrap();
+    assert!(shares_storage(&r, &x));
+    let xt = x.t().unwrap();
+    let r = xt.reshape(&[6]).unwrap();
+    assert!(!shares_storage(&r, &x));
+    assert_eq!(geom(&r), (vec![6], vec![1], 0));
+    assert_eq!(vals::<f32>(&r), [0., 3., 1., 4., 2., 5.]);
+    // flatten of a non-viewable tensor copies too
+    let f = xt.flatten(0, 1).unwrap();
+    assert!(!shares_storage(&f, &x));
+    assert_eq!(vals::<f32>(&f), [0., 3., 1., 4., 2., 5.]);
+    // 0-dim flatten gives shape [1]; start == end returns the tensor itself
+    let s = from_vec(vec![7i64], &[]);
+    assert_eq!(sizes(&s.flatten(0, -1).unwrap()), [1]);
+    assert!(x.flatten(1, 1).unwrap().is_same(&x));
+}
+
+#[test]
+fn contiguous_copies_strided_tensors_of_every_dtype() {
+    let x = ar(&[3, 4]);
+    assert!(x.contiguous().unwrap().is_same(&x));
+    let xt = x.t().unwrap();
+    assert!(!xt.is_contiguous());
+    let c = xt.contiguous().unwrap();
+    assert!(c.is_contiguous());
+    assert!(!shares_storage(&c, &x));
+    assert_eq!(geom(&c), (vec![4, 3], vec![3, 1], 0));
+    assert_eq!(vals::<f32>(&c), vals::<f32>(&xt));
+    // bool, int8 and complex128 move bytewise through the same copy
+    let b = from_vec(vec![true, false, false, true, true, false], &[2, 3]);
+    assert_eq!(
+        vals::<bool>(&b.t().unwrap().contiguous().unwrap()),
+        [true, true, false, true, false, false]
+    );
+    let i = from_vec(vec![1i8, -2, 3, -4], &[2, 2]);
+    assert_eq!(
+        vals::<i8>(&i.t().unwrap().contiguous().unwrap()),
+        [1, 3, -2, -4]
+    );
+    use num_complex::Complex;
+    let z = from_vec(
+        vec![Complex::new(1.0f64, 2.0), Complex::new(3.0, 4.0)],
+        &[2, 1],
+    );
+    let zc = z.expand(&[2, 2]).unwrap().contiguous().unwrap();
+    assert_eq!(vals::<Complex<f64>>(&zc)[1], Complex::new(1.0, 2.0));
+    // an expanded (stride 0) tensor is not contiguous; its copy is
+    let e = ar(&[3, 1]).expand(&[3, 2]).unwrap();
+    assert!(!e.is_contiguous());
+    assert_eq!(
+        vals::<f32>(&e.contiguous().unwrap()),
+        [0., 0., 1., 1., 2., 2.]
+    );
+}
+
+fn err(r: ratten_core::Result<Tensor>) -> (ErrorKind, String) {
+    match r {
+        Ok(t) => panic!("expected an error, got a tensor of sizes {:?}", sizes(&t)),
+        Err(e) => (e.kind(), e.message().to_string()),
+    }
+}
+
+#[test]
+fn errors_match_pytorch() {
+    use ErrorKind::{Index, Runtime};
+    let x = ar(&[2, 3]);
+    let cases: Vec<(ratten_core::Result<Tensor>, ErrorKind, &str)> = vec![
+        (x.t().unwrap().view(&[6]), Runtime, "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."),
+        (x.view(&[-1, -1]), Runtime, "only one dimension can be inferred"),
+        (x.view(&[2, 5]), Runtime, "shape '[2, 5]' is invalid for input of size 6"),
+        (x.reshape(&[4, -1]), Runtime, "shape '[4, -1]' is invalid for input of size 6"),
+        (x.transpose(0, 2), Index, "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+        (ar(&[2, 3, 4]).t(), Runtime, "t() expects a tensor with <= 2 dimensions, but self is 3D"),
+        (x.permute(&[0]), Runtime, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 2 is not equal to len(dims) = 1"),
+        (x.permute(&[1, 1]), Runtime, "permute(): duplicate dims are not allowed."),
+        (x.permute(&[0, -3]), Index, "Dimension out of range (expected to be in range of [-2, 1], but got -3)"),
+        (ar(&[3, 2]).expand(&[3, 4]), Runtime, "The expanded size of the tensor (4) must match the existing size (2) at non-singleton dimension 1.  Target sizes: [3, 4].  Tensor sizes: [3, 2]"),
+        (ar(&[3, 2]).expand(&[1]), Runtime, "expand(torch.FloatTensor{[3, 2]}, size=[1]): the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)"),
+        (ar(&[3]).expand(&[-1, 3]), Runtime, "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 0"),
+        (x.squeeze_dims(&[0, -2]), Runtime, "dim 0 appears multiple times in the list of dims"),
+        (x.unsqueeze(3), Index, "Dimension out of range (expected to be in range of [-3, 2], but got 3)"),
+        (x.narrow(0, 0, -1), Runtime, "narrow(): length must be non-negative."),
+        (x.narrow(0, 3, 0), Index, "start out of range (expected to be in range of [-2, 2], but got 3)"),
+        (x.narrow(0, 1, 2), Runtime, "start (1) + length (2) exceeds dimension size (2)."),
+        (from_vec(vec![1.0f32], &[]).narrow(0, 0, 0), Runtime, "narrow() cannot be applied to a 0-dim tensor."),
+        (x.slice(0, None, None, 0), Runtime, "slice step must be positive"),
+        (from_vec(vec![1.0f32], &[]).slice(0, None, None, 1), Index, "slice() cannot be applied to a 0-dim tensor."),
+        (x.select(0, 5), Index, "select(): index 5 out of range for tensor of size [2, 3] at dimension 0"),
+        (x.select(-1, -4), Index, "select(): index -4 out of range for tensor of size [2, 3] at dimension 1"),
+        (from_vec(vec![1.0f32], &[]).select(0, 0), Index, "select() cannot be applied to a 0-dim tensor."),
+        (ar(&[2, 3, 4]).flatten(2, 0), Runtime, "flatten() has invalid args: start_dim cannot come after end_dim"),
+    ];
+    for (i, (r, kind, msg)) in cases.into_iter().enumerate() {
+        assert_eq!(err(r), (kind, msg.to_string()), "case {i}");
+    }
+    // the type string names the dtype
+    let l = from_vec(vec![1i64, 2], &[2]);
+    assert!(err(l.expand(&[]))
+        .1
+        .starts_with("expand(torch.LongTensor{[2]}, size=[]):"));
+}
+
+#[test]
+fn zero_dim_and_empty_tensors() {
+    let s = from_vec(vec![2.5f32], &[]);
+    assert_eq!(sizes(&s.unsqueeze(0).unwrap()), [1]);
+    assert_eq!(sizes(&s.expand(&[2, 3]).unwrap()), [2, 3]);
+    assert_eq!(strides(&s.expand(&[2, 3]).unwrap()), [0, 0]);
+    assert_eq!(sizes(&s.transpose(0, -1).unwrap()), Vec::<i64>::new());
+    assert_eq!(sizes(&s.squeeze_dim(0).unwrap()), Vec::<i64>::new());
+    assert_eq!(sizes(&s.view(&[1, 1]).unwrap()), [1, 1]);
+    let e = Tensor::empty(&[0, 3], ScalarType::Float).unwrap();
+    assert_eq!(geom(&e.view(&[3, 0]).unwrap()), (vec![3, 0], vec![1, 1], 0));
+    assert_eq!(
+        err(e.view(&[-1, 0])).1,
+        "cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size -1 can be any value and is ambiguous"
+    );
+    assert_eq!(sizes(&e.reshape(&[3, 0, 1]).unwrap()), [3, 0, 1]);
+}
+
+#[test]
+fn meta_tensors_take_views_and_copies_without_data() {
+    let m = Tensor::empty(&[2, 3], (ScalarType::Float, Device::META)).unwrap();
+    let t = m.t().unwrap();
+    assert_eq!(geom(&t), (vec![3, 2], vec![1, 3], 0));
+    let r = t.reshape(&[6]).unwrap();
+    assert!(r.is_meta());
+    assert_eq!(geom(&r), (vec![6], vec![1], 0));
+    assert!(t.contiguous().unwrap().is_contiguous());
+}
