@@ -202,7 +202,12 @@ pub type c128 = Complex<f64>;
 
 /// A Rust type that is the element type of a dtype: the map from type to dtype. The map from
 /// dtype to type is [`dispatch_all_types!`](crate::dispatch_all_types).
-pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static {
+///
+/// Every element type converts from and to a [`Scalar`](crate::scalar::Scalar) with c10's
+/// checks ([`ScalarConvert`](crate::scalar::ScalarConvert)).
+pub trait Element:
+    Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static + crate::scalar::ScalarConvert
+{
     const DTYPE: ScalarType;
 }
 

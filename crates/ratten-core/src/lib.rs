@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod error;
 pub mod local_dispatch_key_set;
 pub mod options;
+pub mod scalar;
 pub mod storage;
 pub mod tensor_impl;
 
@@ -23,6 +24,7 @@ pub use dispatch_key_set::DispatchKeySet;
 pub use dtype::{Element, PodElement, ScalarType};
 pub use error::{Error, ErrorKind, Result};
 pub use options::TensorOptions;
+pub use scalar::{Scalar, ScalarConvert};
 pub use storage::Storage;
 pub use tensor_impl::{DimVec, TensorBase, TensorImpl, TensorMeta, VersionCounter};
 

@@ -19,6 +19,7 @@ use crate::device::Device;
 use crate::dispatch_key_set::DispatchKeySet;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
+use crate::scalar::{Scalar, ScalarConvert};
 use crate::storage::Storage;
 
 /// Sizes or strides: up to 6 dimensions inline, no heap allocation.
@@ -605,6 +606,35 @@ impl TensorBase {
         self.set_(&m.storage, m.storage_offset, &m.sizes, &m.strides)
     }
 
+    /// `item()`: the value of a one-element tensor as a Scalar (Bool, Int for integral
+    /// dtypes, Double for floating, ComplexDouble for complex).
+    pub fn item(&self) -> Result<Scalar> {
+        let numel = self.numel();
+        if numel != 1 {
+            return Err(Error::runtime(format!(
+                "a Tensor with {numel} elements cannot be converted to Scalar"
+            )));
+        }
+        if self.is_meta() {
+            return Err(Error::runtime(
+                "Tensor.item() cannot be called on meta tensors",
+            ));
+        }
+        if !self.device().is_cpu() {
+            return Err(Error::runtime(format!(
+                "item: expected a tensor on cpu, got one on {}",
+                self.device()
+            )));
+        }
+        let g = TensorAccess::read(self)?;
+        let t = g.input(0)?;
+        crate::dispatch_all_types!(self.dtype(), T => {
+            let p = t.data_ptr::<T>()?;
+            // SAFETY: a one-element view, bounds-checked, read under the shared lock.
+            Ok(unsafe { read_element::<T>(p) }.to_scalar())
+        })
+    }
+
     /// Reads the elements in row-major order. `T` must be the element type of the dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
@@ -762,6 +792,22 @@ mod tests {
         assert!(t.is_wrapped_number());
         let u = TensorBase::from_slice(&[3i64], &[1]).unwrap();
         assert!(u.set_wrapped_number(true).is_err());
+        assert_eq!(t.item().unwrap(), Scalar::Int(3));
+        let e = TensorBase::from_slice(&[1u8, 2], &[2])
+            .unwrap()
+            .item()
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "a Tensor with 2 elements cannot be converted to Scalar"
+        );
+        let m = TensorBase::empty(&[], ScalarType::Float, Device::META).unwrap();
+        assert_eq!(
+            m.item().unwrap_err().message(),
+            "Tensor.item() cannot be called on meta tensors"
+        );
+        let b = TensorBase::from_slice(&[true], &[]).unwrap();
+        assert_eq!(b.item().unwrap(), Scalar::Bool(true));
     }
 
     #[test]
