@@ -1,0 +1,150 @@
+//! rand/randn: torch's sequences for a seed, per-call generators, dtype errors.
+
+use ratten_aten::random::{manual_seed, Generator, DEFAULT_RNG_SEED};
+use ratten_aten::Tensor;
+use ratten_core::{Device, ErrorKind, ScalarType};
+
+fn shown(t: &Tensor) -> Vec<String> {
+    t.to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| format!("{v:.4}"))
+        .collect()
+}
+
+#[test]
+fn default_generator_reproduces_torch() {
+    // The only test here that touches the process-wide generator (tests run in parallel).
+    manual_seed(0);
+    assert_eq!(
+        Tensor::rand(&[3], ScalarType::Float).unwrap().to_string(),
+        "tensor([0.4963, 0.7682, 0.0885])"
+    );
+    manual_seed(0);
+    assert_eq!(
+        Tensor::rand(&[2, 3], ScalarType::Float)
+            .unwrap()
+            .to_string(),
+        "tensor([[0.4963, 0.7682, 0.0885],\n        [0.1320, 0.3074, 0.6341]])"
+    );
+    manual_seed(0);
+    assert_eq!(
+        Tensor::randn(&[3], ScalarType::Float).unwrap().to_string(),
+        "tensor([ 1.5410, -0.2934, -2.1788])"
+    );
+    assert_eq!(ratten_aten::random::initial_seed(), 0);
+}
+
+#[test]
+fn randn_uses_normal_fill_from_16_elements() {
+    // torch.manual_seed(0); torch.randn(4, 4)
+    let g = Generator::with_seed(0);
+    let t = Tensor::randn_with(&[4, 4], ScalarType::Float, Some(&g)).unwrap();
+    assert_eq!(
+        t.to_string(),
+        "tensor([[-1.1258, -1.1524, -0.2506, -0.4339],\n        \
+                 [ 0.8487,  0.6920, -0.3160, -2.1152],\n        \
+                 [ 0.3223, -1.2633,  0.3500,  0.3081],\n        \
+                 [ 0.1198,  1.2377,  1.1168, -0.2473]])"
+    );
+    // 17 elements: the last 16 are redrawn, element 0 stays the first Box-Muller value
+    g.manual_seed(0);
+    let t17 = Tensor::randn_with(&[17], ScalarType::Float, Some(&g)).unwrap();
+    assert_eq!(shown(&t17)[0], "-1.1258");
+    assert_ne!(shown(&t17)[1], "-1.1524");
+}
+
+#[test]
+fn generators_are_independent_and_reseedable() {
+    let a = Generator::with_seed(42);
+    let b = Generator::with_seed(42);
+    let x = Tensor::rand_with(&[100], ScalarType::Float, Some(&a)).unwrap();
+    let y = Tensor::rand_with(&[100], ScalarType::Float, Some(&b)).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), y.to_vec::<f32>().unwrap());
+    let z = Tensor::rand_with(&[100], ScalarType::Float, Some(&a)).unwrap();
+    assert_ne!(x.to_vec::<f32>().unwrap(), z.to_vec::<f32>().unwrap());
+    a.manual_seed(42);
+    let w = Tensor::rand_with(&[100], ScalarType::Float, Some(&a)).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), w.to_vec::<f32>().unwrap());
+    assert!(x
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| (0.0..1.0).contains(v)));
+    // a clone of a generator shares its state
+    let c = a.clone();
+    c.manual_seed(7);
+    assert_eq!(a.initial_seed(), 7);
+    assert_eq!(Generator::new().initial_seed(), DEFAULT_RNG_SEED);
+}
+
+#[test]
+fn every_float_dtype_and_complex() {
+    let g = Generator::with_seed(1);
+    for dtype in [
+        ScalarType::Half,
+        ScalarType::BFloat16,
+        ScalarType::Float,
+        ScalarType::Double,
+    ] {
+        let u = Tensor::rand_with(&[64], dtype, Some(&g)).unwrap();
+        let n = Tensor::randn_with(&[64], dtype, Some(&g)).unwrap();
+        assert_eq!(u.dtype(), dtype);
+        // uniform samples are never negative, normal ones are (64 of them)
+        let s = u.to_string();
+        assert!(!s.contains('-'), "{dtype}: {s}");
+        assert!(n.to_string().contains('-'), "{dtype}");
+    }
+    // float64 uses 53-bit samples: torch.manual_seed(0); torch.rand(1, dtype=torch.float64)
+    let g = Generator::with_seed(0);
+    let d = Tensor::rand_with(&[1], ScalarType::Double, Some(&g)).unwrap();
+    let first = ((2_357_136_044u64 << 32 | 2_546_248_239u64) & ((1 << 53) - 1)) as f64
+        / (1u64 << 53) as f64;
+    assert_eq!(d.to_vec::<f64>().unwrap(), [first]);
+    let z = Tensor::randn_with(&[3, 2], ScalarType::ComplexFloat, Some(&g)).unwrap();
+    assert_eq!(z.sizes().to_vec(), [3, 2]);
+    assert!(z.to_string().ends_with("j]])"));
+}
+
+#[test]
+fn integer_dtypes_are_refused_as_torch_does() {
+    let e = Tensor::rand(&[2], ScalarType::Long).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::NotImplemented);
+    assert_eq!(
+        e.message(),
+        "\"check_uniform_bounds\" not implemented for 'Long'"
+    );
+    let e = Tensor::randn(&[2], ScalarType::Int).err().unwrap();
+    assert_eq!(
+        e.message(),
+        "\"normal_kernel_cpu\" not implemented for 'Int'"
+    );
+    let e = Tensor::rand(&[2], ScalarType::Bool).err().unwrap();
+    assert_eq!(
+        e.message(),
+        "\"check_uniform_bounds\" not implemented for 'Bool'"
+    );
+}
+
+#[test]
+fn in_place_fills_bump_the_version_and_check_arguments() {
+    let g = Generator::with_seed(3);
+    let t = Tensor::zeros(&[4], ScalarType::Float).unwrap();
+    t.uniform_(-2.0, -1.0, Some(&g)).unwrap();
+    assert_eq!(t.version(), 1);
+    assert!(t
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| (-2.0..-1.0).contains(v)));
+    let e = t.uniform_(1.0, 0.0, Some(&g)).err().unwrap();
+    assert_eq!(
+        e.message(),
+        "uniform_ expects to return a [from, to) range, but found from=1 > to=0"
+    );
+    let e = t.normal_(0.0, -1.0, Some(&g)).err().unwrap();
+    assert_eq!(e.message(), "normal expects std >= 0.0, but found std -1");
+    // meta tensors get no data and no error
+    let m = Tensor::rand_with(&[2], (ScalarType::Float, Device::META), Some(&g)).unwrap();
+    assert_eq!(m.to_string(), "tensor(..., device='meta', size=(2,))");
+}
