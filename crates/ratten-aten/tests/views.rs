@@ -290,3 +290,55 @@ fn meta_tensors_take_views_and_copies_without_data() {
     assert_eq!(geom(&r), (vec![6], vec![1], 0));
     assert!(t.contiguous().unwrap().is_contiguous());
 }
+
+/// Random shapes, permutations and re-factorisations: whenever `view` succeeds on a permuted
+/// tensor it must show the same values, in the same order, as a copy reshaped.
+#[test]
+fn view_agrees_with_copy_on_random_geometries() {
+    let mut rng = ratten_aten::random::Mt19937::new(12345);
+    let mut pick = |n: u32| rng.next_u32() % n;
+    let mut viewed = 0;
+    for _ in 0..400 {
+        let ndim = 1 + pick(4) as usize;
+        let shape: Vec<i64> = (0..ndim).map(|_| 1 + pick(4) as i64).collect();
+        let x = ar(&shape);
+        let mut perm: Vec<i64> = (0..ndim as i64).collect();
+        for i in (1..ndim).rev() {
+            perm.swap(i, pick(i as u32 + 1) as usize);
+        }
+        let p = x.permute(&perm).unwrap();
+        // a new shape: the numel's prime factors dealt into 1..=4 dims
+        let mut numel: i64 = shape.iter().product();
+        let mut factors = Vec::new();
+        let mut f = 2;
+        while numel > 1 {
+            while numel % f == 0 {
+                factors.push(f);
+                numel /= f;
+            }
+            f += 1;
+        }
+        let mut target = vec![1i64; 1 + pick(4) as usize];
+        for fac in factors {
+            let k = pick(target.len() as u32) as usize;
+            target[k] *= fac;
+        }
+        let expected = vals::<f32>(&p.contiguous().unwrap());
+        let r = p.reshape(&target).unwrap();
+        assert_eq!(
+            vals::<f32>(&r),
+            expected,
+            "reshape {shape:?} perm {perm:?} -> {target:?}"
+        );
+        if let Ok(v) = p.view(&target) {
+            viewed += 1;
+            assert!(shares_storage(&v, &x));
+            assert_eq!(
+                vals::<f32>(&v),
+                expected,
+                "view {shape:?} perm {perm:?} -> {target:?}"
+            );
+        }
+    }
+    assert!(viewed > 100, "only {viewed} geometries were viewable");
+}

@@ -98,7 +98,9 @@ pub fn compute_stride(oldshape: &[i64], oldstride: &[i64], newshape: &[i64]) -> 
             newstride[view_d] = if view_d == newshape.len() - 1 {
                 1
             } else {
-                newshape[view_d + 1].max(1) * newstride[view_d + 1]
+                newshape[view_d + 1]
+                    .max(1)
+                    .saturating_mul(newstride[view_d + 1])
             };
         }
         return Some(newstride);
@@ -109,16 +111,16 @@ pub fn compute_stride(oldshape: &[i64], oldstride: &[i64], newshape: &[i64]) -> 
     let mut tensor_numel: i64 = 1;
     let mut view_numel: i64 = 1;
     for tensor_d in (0..oldshape.len()).rev() {
-        tensor_numel *= oldshape[tensor_d];
+        tensor_numel = tensor_numel.saturating_mul(oldshape[tensor_d]);
         // At the end of a chunk of old dims that are contiguous with each other, place the
         // new dims that cover the same elements.
         if tensor_d == 0
             || (oldshape[tensor_d - 1] != 1
-                && oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)
+                && oldstride[tensor_d - 1] != tensor_numel.saturating_mul(chunk_base_stride))
         {
             while view_d >= 0 && (view_numel < tensor_numel || newshape[view_d as usize] == 1) {
-                newstride[view_d as usize] = view_numel * chunk_base_stride;
-                view_numel *= newshape[view_d as usize];
+                newstride[view_d as usize] = view_numel.saturating_mul(chunk_base_stride);
+                view_numel = view_numel.saturating_mul(newshape[view_d as usize]);
                 view_d -= 1;
             }
             if view_numel != tensor_numel {
@@ -180,16 +182,8 @@ pub fn expand_geometry(
     let mut out_sizes = vec![0i64; ndim];
     let mut out_strides = vec![0i64; ndim];
     if tensor_dim == 0 {
-        // A 0-dim tensor expands with all strides 0 (the sizes are taken as given).
-        for (i, &s) in sizes.iter().enumerate() {
-            torch_check!(
-                s >= 0,
-                "The expanded size of the tensor ({}) isn't allowed in a leading, non-existing \
-                 dimension {}",
-                s,
-                i
-            );
-        }
+        // A 0-dim tensor takes the sizes as given, all strides 0 (as_strided then refuses
+        // negative sizes).
         return Ok((sizes.to_vec(), out_strides));
     }
     for i in (0..ndim).rev() {
@@ -203,7 +197,7 @@ pub fn expand_geometry(
         let mut stride = if dim >= 0 {
             tensor_strides[dim as usize]
         } else {
-            out_sizes[i + 1] * out_strides[i + 1]
+            out_sizes[i + 1].saturating_mul(out_strides[i + 1])
         };
         let mut target = sizes[i];
         if target == -1 {
@@ -351,7 +345,7 @@ pub fn unsqueeze_geometry(
     let new_stride = if d >= sizes.len() {
         1
     } else {
-        sizes[d] * strides[d]
+        sizes[d].saturating_mul(strides[d])
     };
     let (mut sz, mut st) = (sizes.to_vec(), strides.to_vec());
     sz.insert(d, 1);
@@ -400,7 +394,7 @@ pub fn slice_geometry(
     Ok(ViewGeometry {
         sizes: sz,
         strides: st,
-        storage_offset: storage_offset + start_val * strides[d],
+        storage_offset: storage_offset.saturating_add(start_val.saturating_mul(strides[d])),
     })
 }
 
@@ -473,7 +467,7 @@ pub fn select_geometry(
     Ok(ViewGeometry {
         sizes: sz,
         strides: st,
-        storage_offset: storage_offset + index * strides[d],
+        storage_offset: storage_offset.saturating_add(index.saturating_mul(strides[d])),
     })
 }
 
