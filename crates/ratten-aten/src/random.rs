@@ -233,15 +233,19 @@ impl RandomFloat for f32 {
         let (from, to) = (from as f32, to as f32);
         x * (to - from) + from
     }
+    /// Follows `normal_fill_16_AVX2`, the path x86 builds of PyTorch take for float: theta in
+    /// float from a float 2*pi, and a fused multiply-add for `* std + mean`. (Its vector log
+    /// and sincos approximations may differ from libm's in the last bit.)
     fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
         let (mean, std) = (mean as f32, std as f32);
+        let two_pi = (2.0f64 * std::f64::consts::PI) as f32;
         for j in 0..8 {
             let u1 = 1.0 - data[j];
             let u2 = data[j + 8];
             let radius = (-2.0 * u1.ln()).sqrt();
-            let theta = (2.0f64 * std::f64::consts::PI * u2 as f64) as f32;
-            data[j] = radius * theta.cos() * std + mean;
-            data[j + 8] = radius * theta.sin() * std + mean;
+            let theta = two_pi * u2;
+            data[j] = (radius * theta.cos()).mul_add(std, mean);
+            data[j + 8] = (radius * theta.sin()).mul_add(std, mean);
         }
     }
     fn from_f64(v: f64) -> Self {
