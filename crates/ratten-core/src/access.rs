@@ -256,14 +256,18 @@ impl AccessedTensor {
         self.writable
     }
 
-    /// Pointer to the element at the storage offset, untyped. None for meta tensors.
+    /// Pointer to the element at the storage offset, untyped. None for meta tensors. A
+    /// storage of zero bytes yields a dangling, aligned pointer (its views have no elements).
     pub fn raw_data_ptr(&self) -> Option<NonNull<u8>> {
-        let base = self.base?;
+        if self.device.is_meta() {
+            return None;
+        }
+        let base = self.base.unwrap_or(DANGLING);
         let off = self.meta.storage_offset() as usize * self.dtype.element_size();
-        // SAFETY: the view was bounds-checked against the storage when it was made (offset
-        // included, or it has no elements and off is within the allocation's capacity), and
-        // storages never shrink.
-        Some(unsafe { NonNull::new_unchecked(base.as_ptr().add(off)) })
+        // wrapping_add: an empty view may carry any offset; a view with elements was
+        // bounds-checked (offset included) against the storage, which never shrinks, so for
+        // it this is an in-bounds add.
+        NonNull::new(base.as_ptr().wrapping_add(off))
     }
 
     fn check_typed<T: Element>(&self) -> Result<NonNull<u8>> {
@@ -302,6 +306,12 @@ impl AccessedTensor {
         Ok(self.meta.numel() as usize)
     }
 }
+
+/// Stands in for the data of zero-byte storages: non-null and aligned for every dtype.
+const DANGLING: NonNull<u8> = NonNull::<CacheLine>::dangling().cast();
+
+#[repr(align(64))]
+struct CacheLine;
 
 fn no_data(device: Device) -> Error {
     Error::runtime(format!(

@@ -62,6 +62,13 @@ impl From<DeviceType> for TensorOptions {
     }
 }
 
+/// `()` means "all defaults": `Tensor::zeros(&[2, 3], ())`.
+impl From<()> for TensorOptions {
+    fn from(_: ()) -> Self {
+        TensorOptions::new()
+    }
+}
+
 impl From<(ScalarType, Device)> for TensorOptions {
     fn from((dtype, device): (ScalarType, Device)) -> Self {
         TensorOptions::new().dtype(dtype).device(device)
