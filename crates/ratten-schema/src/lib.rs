@@ -4,8 +4,11 @@
 //!   as c10 prints it.
 
 mod error;
+pub mod native;
 mod parser;
 mod schema;
+pub mod tags;
+pub mod yaml;
 
 pub use error::{DeclError, DeclErrors, Location, SchemaError};
 pub use parser::{parse_schema_or_name, SchemaOrName};
