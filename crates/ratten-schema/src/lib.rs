@@ -3,6 +3,7 @@
 //! - [`FunctionSchema`]: PyTorch's function schema language, parsed and printed exactly
 //!   as c10 prints it.
 
+pub mod derivatives;
 mod error;
 pub mod native;
 mod parser;

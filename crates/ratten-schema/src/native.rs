@@ -2055,3 +2055,272 @@ fn check_group(fs: &[NativeFunction], g: &NativeFunctionsGroup, errors: &mut Vec
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<NativeFunctions, DeclErrors> {
+        NativeFunctions::parse(text, Path::new("n.yaml"), None)
+    }
+
+    fn first_error(text: &str) -> DeclError {
+        parse(text).expect_err(text).0.remove(0)
+    }
+
+    const ADD: &str = "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  device_check: NoCheck
+  structured_delegate: add.out
+  variants: function, method
+  tags: [core, pointwise]
+
+- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+  variants: method
+  structured_delegate: add.out
+
+- func: add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+  structured: True
+  structured_inherits: TensorIteratorBase
+  ufunc_inner_loop:
+    Generic: add (AllAndComplex, BFloat16, Half, ComplexHalf)
+    ScalarOnly: add (Bool)
+  dispatch:
+    SparseCPU, SparseMeta: add_out_sparse_cpu
+    MkldnnCPU: mkldnn_add_out
+";
+
+    #[test]
+    fn every_key_is_read() {
+        let nf = parse(ADD).unwrap();
+        assert_eq!(nf.functions.len(), 3);
+        let add = &nf.functions[0];
+        assert_eq!(add.namespace, "aten");
+        assert_eq!(add.operator_name().to_string(), "aten::add.Tensor");
+        assert!(add.variants_function && add.variants_method);
+        assert_eq!(add.device_check, DeviceCheckType::NoCheck);
+        assert_eq!(
+            add.structured_delegate.as_ref().unwrap().to_string(),
+            "add.out"
+        );
+        assert!(add.tags.contains("core") && add.tags.contains("pointwise"));
+        assert!(add.is_abstract);
+        let out = &nf.functions[2];
+        assert!(out.structured);
+        assert_eq!(
+            out.structured_inherits.as_deref(),
+            Some("TensorIteratorBase")
+        );
+        assert_eq!(
+            out.ufunc_inner_loop[0].supported_dtypes,
+            ["AllAndComplex", "BFloat16", "Half", "ComplexHalf"]
+        );
+        let keys: Vec<&str> = out
+            .dispatch
+            .iter()
+            .map(|b| b.dispatch_key.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            ["SparseCPU", "SparseMeta", "MkldnnCPU", "CPU", "CUDA"]
+        );
+        assert!(out.kernel("CPU").unwrap().structured);
+        assert!(!out.kernel("SparseCPU").unwrap().structured);
+        assert_eq!(out.kind(), SchemaKind::Out);
+        assert_eq!(nf.functions[1].kind(), SchemaKind::Inplace);
+        let g: Vec<&NativeFunctionsGroup> = nf.groups().collect();
+        assert_eq!(
+            g,
+            [&NativeFunctionsGroup {
+                functional: 0,
+                inplace: Some(1),
+                mutable: None,
+                out: 2
+            }]
+        );
+        assert_eq!(nf.operator_count(), 2);
+    }
+
+    #[test]
+    fn implicit_dispatch_and_other_keys() {
+        let nf = parse(
+            "- func: ns::foo(Tensor self, int[1] dims=[], bool keep=False) -> Tensor
+  python_module: nn
+  category_override: dummy
+  cpp_no_default_args: ['keep']
+  manual_cpp_binding: True
+  device_guard: False
+  use_const_ref_for_mutable_tensors: False
+- func: bar(Tensor self) -> Tensor
+  manual_kernel_registration: True
+- func: baz(Tensor self) -> Tensor
+  dispatch:
+    CPU: custom::ns::baz_cpu
+",
+        )
+        .unwrap();
+        let foo = &nf.functions[0];
+        assert_eq!(foo.namespace, "ns");
+        assert_eq!(foo.func.name.name, "foo");
+        assert_eq!(
+            foo.kernel("CompositeImplicitAutograd").unwrap().kernel,
+            "foo"
+        );
+        assert!(!foo.is_abstract && !foo.device_guard && foo.manual_cpp_binding);
+        assert_eq!(foo.python_module.as_deref(), Some("nn"));
+        assert!(foo.cpp_no_default_args.contains("keep"));
+        let baz = nf.functions[2].kernel("CPU").unwrap();
+        assert_eq!(
+            (baz.kernel.as_str(), baz.cpp_namespace.as_str()),
+            ("baz_cpu", "custom::ns::native")
+        );
+    }
+
+    #[test]
+    fn autogen_generates_out_and_functional_variants() {
+        let nf = parse(
+            "- func: _foo_(Tensor(a!) self, Scalar s) -> Tensor(a!)
+  dispatch:
+    CPU: foo_
+  autogen: _foo, _foo.out
+- func: bar(Tensor self) -> (Tensor, Tensor)
+  dispatch:
+    CompositeExplicitAutograd: bar
+  autogen: bar.out
+",
+        )
+        .unwrap();
+        assert_eq!(nf.entry_count, 2);
+        let names: Vec<String> = nf.functions[2..]
+            .iter()
+            .map(|f| f.func.to_source_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "_foo.out(Tensor self, Scalar s, *, Tensor(a!) out) -> Tensor(a!)",
+                "_foo(Tensor self, Scalar s) -> Tensor",
+                "bar.out(Tensor self, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
+            ]
+        );
+        assert!(nf.functions[2].is_generated());
+        assert_eq!(
+            nf.functions[2]
+                .kernel("CompositeExplicitAutograd")
+                .unwrap()
+                .kernel,
+            "_foo_out"
+        );
+        assert_eq!(nf.groups().count(), 2);
+    }
+
+    #[test]
+    fn errors_name_file_line_column() {
+        let e = first_error("- func: f(Tensor self) -> Tensor\n  colour: red\n");
+        assert_eq!(e.location.to_string(), "n.yaml:2:3");
+        assert!(e.message.contains("unknown key 'colour'"));
+        let e = first_error("- func: f(Tensor self, Foo x) -> Tensor\n");
+        assert_eq!((e.location.line, e.location.column), (1, 24));
+        assert!(e.message.contains("unknown type specifier"));
+        let e = first_error("- variants: function\n");
+        assert!(e.message.contains("missing key 'func'"));
+        let e = first_error("- func: f(Tensor self) -> Tensor\n  structured: yes please\n");
+        assert!(e.message.contains("'structured' must be True or False"));
+        let e = first_error("- func: f(Tensor self) -> Tensor\n  variants: function, methods\n");
+        assert!(e.message.contains("illegal variant 'methods'"));
+        let e = first_error("- func: f(Tensor self) -> Tensor\n  dispatch:\n    CPUU: f\n");
+        assert!(e.message.contains("'CPUU'"));
+        let e = NativeFunctions::parse(
+            "- func: f(Tensor self) -> Tensor\n  tags: shiny\n",
+            Path::new("n.yaml"),
+            Some(&Tags::parse("- tag: core\n  desc: x\n", Path::new("t.yaml")).unwrap()),
+        )
+        .unwrap_err();
+        assert!(e.0[0].message.contains("illegal tag 'shiny'"));
+        assert!(parse("func: f\n").is_err());
+    }
+
+    #[test]
+    fn torchgen_invariants() {
+        let msg = |t: &str| first_error(t).message;
+        assert!(
+            msg("- func: f_(Tensor self) -> Tensor\n  dispatch:\n    CPU: f\n")
+                .contains("mutable 'Tensor(a!) self'")
+        );
+        assert!(msg("- func: f.out(Tensor self, *, Tensor(a!) out, int x) -> Tensor(a!)\n  dispatch:\n    CPU: f\n").contains("must come last"));
+        assert!(msg("- func: f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  variants: method\n  dispatch:\n    CPU: f\n").contains("only function variant"));
+        assert!(msg(
+            "- func: f(Tensor self) -> Tensor\n  structured: True\n  dispatch:\n    CPU: f\n"
+        )
+        .contains("did you mean structured_delegate"));
+        assert!(
+            msg("- func: f(Tensor self) -> Tensor\n  structured_delegate: g.out\n")
+                .contains("g.out is missing")
+        );
+        assert!(
+            msg("- func: f(Tensor self) -> Tensor\n  cpp_no_default_args: ['x']\n")
+                .contains("cpp_no_default_args")
+        );
+        assert!(
+            msg("- func: f(Tensor self) -> Tensor\n- func: f(Tensor self) -> Tensor\n")
+                .contains("duplicate function f")
+        );
+        assert!(msg(
+            "- func: f(Tensor self) -> Tensor\n  dispatch:\n    CompositeImplicitAutograd: f\n"
+        )
+        .contains("unnecessary dispatch table"));
+        assert!(msg("- func: new_f(Tensor self) -> Tensor\n")
+            .contains("CompositeExplicitAutograd dispatch entry"));
+        assert!(
+            msg("- func: f_out(Tensor self) -> Tensor\n  dispatch:\n    CPU: f\n")
+                .contains("_out suffix is reserved")
+        );
+        assert!(msg("- func: f(Tensor self) -> Tensor\n  precomputed:\n  - dim -> int dim\n  dispatch:\n    CPU: f\n").contains("only allowed on structured"));
+        assert!(msg(
+            "- func: f(Tensor self) -> Tensor\n  dispatch:\n    CPU: f\n    CompositeExplicitAutograd: g\n    CompositeImplicitAutograd: h\n"
+        )
+        .contains("more than one of CompositeExplicitAutograd"));
+        assert!(msg("- func: f(Tensor self) -> Tensor\n  dispatch:\n    CPU: f\n  autogen: f.out\n- func: f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: f\n")
+            .contains("autogen"));
+    }
+
+    #[test]
+    fn base_operator_names() {
+        let b = BaseOperatorName::parse("__iand__").unwrap();
+        assert!(b.inplace && b.dunder_method && b.base == "and");
+        assert_eq!(b.to_string(), "__iand__");
+        let b = BaseOperatorName::parse("__and__").unwrap();
+        assert!(!b.inplace && b.dunder_method);
+        let b = BaseOperatorName::parse("foo_functional").unwrap();
+        assert!(b.functional_overload && b.base == "foo");
+        assert!(BaseOperatorName::parse("foo_out").is_err());
+        assert!(
+            is_kernel_dispatch_key("SparseCsrCUDA")
+                && is_kernel_dispatch_key("CompositeImplicitAutograd")
+        );
+        assert!(!is_kernel_dispatch_key("AutogradCPU") && !is_kernel_dispatch_key("cpu"));
+    }
+
+    #[test]
+    fn signatures_group_variants() {
+        let f = |s: &str| FunctionSchema::parse(s).unwrap();
+        let a = signature(
+            &f("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
+            false,
+        )
+        .unwrap();
+        let b = signature(
+            &f("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)"),
+            false,
+        )
+        .unwrap();
+        let c = signature(&f("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"), false).unwrap();
+        assert_eq!(
+            a.to_source_string(),
+            "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        let parts = argument_parts(&f("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")).unwrap();
+        assert!(parts.tensor_options.is_some() && parts.self_arg.is_none());
+    }
+}

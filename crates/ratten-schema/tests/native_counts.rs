@@ -49,3 +49,40 @@ impl ParseOp for str {
         ratten_schema::OperatorName::parse(self).unwrap()
     }
 }
+
+#[test]
+fn derivatives_match_native_functions() {
+    use ratten_schema::derivatives::{Derivatives, FormulaKind};
+    let nf = load();
+    let d = Derivatives::load(&Path::new(SHARED).join("derivatives.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(d.entries.len(), 688);
+    let m = d.match_native(&nf);
+    for (_, e) in &m.unmatched {
+        eprintln!("unmatched: {e}");
+    }
+    assert_eq!(m.matched.len(), 688);
+    assert!(m.unmatched.is_empty());
+    // add.Tensor: AddBackward0, saving alpha and the scalar types.
+    let add = d
+        .entries
+        .iter()
+        .find(|e| e.name.starts_with("add.Tensor("))
+        .unwrap();
+    assert_eq!(add.definitions[0].op.as_deref(), Some("AddBackward0"));
+    let fwd = add.definitions[0]
+        .formulas
+        .iter()
+        .filter(|f| f.kind == FormulaKind::Forward)
+        .count();
+    assert_eq!(fwd, 1);
+    let mm = m
+        .matched
+        .iter()
+        .find(|x| d.entries[x.entry].name.starts_with("add.Tensor("))
+        .unwrap();
+    assert_eq!(
+        nf.functions[mm.canonical].func.name.to_string(),
+        "add.Tensor"
+    );
+}

@@ -45,3 +45,35 @@ fn every_native_schema_round_trips() {
     // normalises (1e-05, 'none', contiguous_format, Mean, ...) and Dimname -> str.
     assert!(c10_same_text > 2000, "{c10_same_text}");
 }
+
+#[test]
+fn every_derivatives_schema_round_trips() {
+    use ratten_schema::derivatives::Derivatives;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/pytorch/derivatives.yaml"
+    );
+    let d = Derivatives::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(d.entries.len(), 688);
+    for e in &d.entries {
+        let printed = e.schema.to_string();
+        let back = FunctionSchema::parse(&printed)
+            .unwrap_or_else(|err| panic!("{}: {printed}: {err}", e.loc));
+        assert_eq!(back, e.schema, "{}", e.loc);
+        assert_eq!(e.schema.to_source_string(), e.name, "{}", e.loc);
+    }
+}
+
+#[test]
+fn generated_schemas_round_trip() {
+    use ratten_schema::native::NativeFunctions;
+    let nf =
+        NativeFunctions::load(std::path::Path::new(NATIVE), None).unwrap_or_else(|e| panic!("{e}"));
+    for f in &nf.functions[nf.entry_count..] {
+        let q = f.qualified_schema();
+        let printed = q.to_string();
+        assert!(printed.starts_with("aten::"), "{printed}");
+        assert_eq!(FunctionSchema::parse(&printed).unwrap(), q, "{printed}");
+        assert_eq!(FunctionSchema::parse(&q.to_source_string()).unwrap(), q);
+    }
+}
