@@ -219,7 +219,7 @@ pub fn initial_seed() -> u64 {
 
 /// A floating element type that `uniform_`/`normal_` fill, with PyTorch's bits per sample
 /// (`std::numeric_limits<T>::digits`) and accumulation type (`dist_acctype`).
-pub trait RandomFloat: Copy {
+pub trait RandomFloat: Copy + Default {
     /// Draws one `uniform_real_distribution<T>(from, to)` sample.
     fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self;
     /// `normal_fill_16<T>` on 16 uniform values in place.
@@ -350,38 +350,175 @@ fn not_implemented(kernel: &str, dtype: ScalarType) -> Error {
     Error::not_implemented(format!("\"{kernel}\" not implemented for '{dtype}'"))
 }
 
-/// Fills the contiguous tensor `t` (dtype checked by the caller) through `fill`, which gets the
-/// generator state and the real-valued element slice.
-fn fill_random(
-    t: &TensorBase,
-    generator: Option<&Generator>,
-    fill: &dyn Fn(&mut CpuGeneratorImpl, RealSlice<'_>),
-) -> Result<()> {
+/// What a random kernel draws.
+#[derive(Clone, Copy)]
+enum Dist {
+    Uniform { from: f64, to: f64 },
+    Normal { mean: f64, std: f64 },
+}
+
+/// TensorIterator's traversal order for a single output (`reorder_dimensions`): `perm[0]` is
+/// the innermost dim. Dims are sorted by stride, smallest innermost, equal strides putting the
+/// smaller size inside, stride-0 dims left where they are; so a permuted dense tensor is
+/// visited in memory order, as PyTorch's serial random kernels visit it.
+pub fn iteration_order(sizes: &[i64], strides: &[i64]) -> Vec<usize> {
+    let ndim = sizes.len();
+    let mut perm: Vec<usize> = (0..ndim).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            0
+        } else if s0 < s1 {
+            -1
+        } else if s0 > s1 || sizes[d0] > sizes[d1] {
+            1
+        } else {
+            0
+        }
+    };
+    for i in 1..ndim {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            let c = should_swap(perm[dim0], perm[dim1]);
+            if c > 0 {
+                perm.swap(dim0, dim1);
+                dim1 = dim0;
+            } else if c < 0 {
+                break;
+            }
+        }
+    }
+    perm
+}
+
+/// Element offsets (relative to the first element) in [`iteration_order`].
+fn offsets_in_iteration_order(sizes: &[i64], strides: &[i64]) -> Vec<i64> {
+    let perm = iteration_order(sizes, strides);
+    let n: i64 = sizes.iter().product();
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    if n <= 0 {
+        return out;
+    }
+    let mut counter = vec![0i64; perm.len()];
+    let mut off = 0i64;
+    loop {
+        out.push(off);
+        // perm[0] is the fastest-moving dim.
+        let mut k = 0;
+        loop {
+            if k == perm.len() {
+                return out;
+            }
+            let d = perm[k];
+            counter[k] += 1;
+            off += strides[d];
+            if counter[k] < sizes[d] {
+                break;
+            }
+            off -= strides[d] * sizes[d];
+            counter[k] = 0;
+            k += 1;
+        }
+    }
+}
+
+/// Draws `dist` into `data` as PyTorch's kernel for a tensor of that layout would:
+/// `contiguous` selects the blocked `normal_fill` from 16 elements on.
+fn draw<T: RandomFloat>(gen: &mut CpuGeneratorImpl, data: &mut [T], dist: Dist, contiguous: bool) {
+    match dist {
+        Dist::Uniform { from, to } => uniform_fill(gen, data, from, to),
+        Dist::Normal { mean, std } if contiguous => normal_fill(gen, data, mean, std),
+        Dist::Normal { mean, std } => {
+            for x in data.iter_mut() {
+                *x = T::from_f64(gen.normal_double(mean, std));
+            }
+        }
+    }
+}
+
+/// `at::assert_no_internal_overlap` for a tensor about to be written.
+fn assert_no_internal_overlap(t: &TensorBase) -> Result<()> {
+    let (sizes, strides) = (t.sizes(), t.strides());
+    torch_check!(
+        !sizes
+            .iter()
+            .zip(strides.iter())
+            .any(|(&sz, &st)| st == 0 && sz > 1),
+        "unsupported operation: more than one element of the written-to tensor refers to a \
+         single memory location. Please clone() the tensor before performing the operation."
+    );
+    Ok(())
+}
+
+/// Fills `t` (a floating or complex tensor; complex ones through their real view) with `dist`.
+fn fill_random(t: &TensorBase, generator: Option<&Generator>, dist: Dist) -> Result<()> {
     if t.is_meta() || t.numel() == 0 {
         return Ok(());
     }
+    assert_no_internal_overlap(t)?;
     let gen = generator.unwrap_or_else(|| default_generator());
     let mut access = TensorAccess::write(t)?;
     let mut state = gen.lock();
-    // Complex tensors are filled as their real view (`view_as_real`): 2 values per element.
-    let slice = match t.dtype() {
-        ScalarType::Float => RealSlice::F32(access.output_slice_mut::<f32>(0)?),
-        ScalarType::Double => RealSlice::F64(access.output_slice_mut::<f64>(0)?),
-        ScalarType::Half => RealSlice::F16(access.output_slice_mut::<f16>(0)?),
-        ScalarType::BFloat16 => RealSlice::BF16(access.output_slice_mut::<bf16>(0)?),
-        ScalarType::ComplexFloat => {
-            RealSlice::F32(complex_as_real(access.output_slice_mut::<c64>(0)?))
+    let st = &mut *state;
+    if t.is_contiguous() {
+        // Complex tensors are filled as their real view (`view_as_real`): 2 values each.
+        match t.dtype() {
+            ScalarType::Float => draw(st, access.output_slice_mut::<f32>(0)?, dist, true),
+            ScalarType::Double => draw(st, access.output_slice_mut::<f64>(0)?, dist, true),
+            ScalarType::Half => draw(st, access.output_slice_mut::<f16>(0)?, dist, true),
+            ScalarType::BFloat16 => draw(st, access.output_slice_mut::<bf16>(0)?, dist, true),
+            ScalarType::ComplexFloat => {
+                let s = complex_as_real(access.output_slice_mut::<c64>(0)?);
+                draw(st, s, dist, true)
+            }
+            ScalarType::ComplexDouble => {
+                let s = complex_as_real(access.output_slice_mut::<c128>(0)?);
+                draw(st, s, dist, true)
+            }
+            ScalarType::ComplexHalf => {
+                let s = complex_as_real(access.output_slice_mut::<c32>(0)?);
+                draw(st, s, dist, true)
+            }
+            other => return Err(not_implemented("random fill", other)),
         }
-        ScalarType::ComplexDouble => {
-            RealSlice::F64(complex_as_real(access.output_slice_mut::<c128>(0)?))
-        }
-        ScalarType::ComplexHalf => {
-            RealSlice::F16(complex_as_real(access.output_slice_mut::<c32>(0)?))
-        }
-        other => return Err(not_implemented("random fill", other)),
+        return Ok(());
+    }
+    // Strided: draw in TensorIterator's order into a buffer, then scatter.
+    let out = access.output(0)?;
+    let (mut sizes, mut strides) = (out.sizes().to_vec(), out.strides().to_vec());
+    if t.dtype().is_complex() {
+        // view_as_real: strides in real elements, plus the (re, im) dim.
+        strides.iter_mut().for_each(|s| *s *= 2);
+        sizes.push(2);
+        strides.push(1);
+    }
+    let offsets = offsets_in_iteration_order(&sizes, &strides);
+    let Some(base) = out.raw_data_ptr() else {
+        return Ok(());
     };
-    fill(&mut state, slice);
+    match t.dtype().to_real() {
+        ScalarType::Float => scatter::<f32>(st, base.as_ptr(), &offsets, dist),
+        ScalarType::Double => scatter::<f64>(st, base.as_ptr(), &offsets, dist),
+        ScalarType::Half => scatter::<f16>(st, base.as_ptr(), &offsets, dist),
+        ScalarType::BFloat16 => scatter::<bf16>(st, base.as_ptr(), &offsets, dist),
+        other => return Err(not_implemented("random fill", other)),
+    }
     Ok(())
+}
+
+/// Draws `offsets.len()` values and writes them at `base + offsets[i]` (in `R` elements).
+fn scatter<R: RandomFloat>(gen: &mut CpuGeneratorImpl, base: *mut u8, offsets: &[i64], dist: Dist) {
+    let mut values = vec![R::default(); offsets.len()];
+    draw(gen, &mut values, dist, false);
+    let base = base as *mut R;
+    for (&off, v) in offsets.iter().zip(values) {
+        // SAFETY: each offset is sum(index[d] * strides[d]) over the tensor's (real-view)
+        // sizes, an element of the view, which was bounds-checked against its storage; `base`
+        // is the element at the storage offset of a tensor this thread holds for writing
+        // (TensorAccess::write). R is the dtype's real element type, so the address is
+        // aligned. An overlapping view just writes one location twice.
+        unsafe { base.offset(off as isize).write(v) };
+    }
 }
 
 /// `view_as_real` of a contiguous complex slice.
@@ -392,18 +529,10 @@ fn complex_as_real<R>(s: &mut [Complex<R>]) -> &mut [R] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut R, len) }
 }
 
-/// The real-valued elements a random kernel fills.
-enum RealSlice<'a> {
-    F32(&'a mut [f32]),
-    F64(&'a mut [f64]),
-    F16(&'a mut [f16]),
-    BF16(&'a mut [bf16]),
-}
-
 impl Tensor {
     /// `uniform_(from, to, generator)`: fills this tensor with samples of U[from, to), in
-    /// PyTorch's order and precision. Floating and complex dtypes; the tensor must be
-    /// contiguous.
+    /// PyTorch's order and precision (a strided tensor in TensorIterator's order). Floating
+    /// and complex dtypes.
     pub fn uniform_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<&Self> {
         uniform_impl(self.base(), from, to, generator)?;
         self.base().bump_version();
@@ -464,16 +593,7 @@ fn uniform_impl(t: &TensorBase, from: f64, to: f64, generator: Option<&Generator
         from,
         to
     );
-    torch_check!(
-        t.is_contiguous() || t.is_meta(),
-        "uniform_: ratten fills contiguous tensors only; call contiguous() first"
-    );
-    fill_random(t, generator, &|g, s| match s {
-        RealSlice::F32(d) => uniform_fill(g, d, from, to),
-        RealSlice::F64(d) => uniform_fill(g, d, from, to),
-        RealSlice::F16(d) => uniform_fill(g, d, from, to),
-        RealSlice::BF16(d) => uniform_fill(g, d, from, to),
-    })
+    fill_random(t, generator, Dist::Uniform { from, to })
 }
 
 fn normal_impl(t: &TensorBase, mean: f64, std: f64, generator: Option<&Generator>) -> Result<()> {
@@ -488,16 +608,7 @@ fn normal_impl(t: &TensorBase, mean: f64, std: f64, generator: Option<&Generator
     } else if !t.dtype().is_floating_point() {
         return Err(not_implemented("normal_kernel_cpu", t.dtype()));
     }
-    torch_check!(
-        t.is_contiguous() || t.is_meta(),
-        "normal_: ratten fills contiguous tensors only; call contiguous() first"
-    );
-    fill_random(t, generator, &|g, s| match s {
-        RealSlice::F32(d) => normal_fill(g, d, mean, std),
-        RealSlice::F64(d) => normal_fill(g, d, mean, std),
-        RealSlice::F16(d) => normal_fill(g, d, mean, std),
-        RealSlice::BF16(d) => normal_fill(g, d, mean, std),
-    })
+    fill_random(t, generator, Dist::Normal { mean, std })
 }
 
 #[cfg(test)]
@@ -552,6 +663,20 @@ mod tests {
                 "-0.2473"
             ]
         );
+    }
+
+    #[test]
+    fn iteration_order_follows_strides() {
+        assert_eq!(iteration_order(&[2, 3], &[3, 1]), [1, 0]);
+        assert_eq!(iteration_order(&[2, 3], &[1, 2]), [0, 1]);
+        assert_eq!(iteration_order(&[4, 3, 2], &[1, 8, 4]), [0, 2, 1]);
+        // stride 0 leaves the order alone
+        assert_eq!(iteration_order(&[2, 3], &[0, 1]), [1, 0]);
+        assert_eq!(
+            offsets_in_iteration_order(&[2, 3], &[1, 2]),
+            [0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(offsets_in_iteration_order(&[2, 2], &[4, 2]), [0, 2, 4, 6]);
     }
 
     #[test]
