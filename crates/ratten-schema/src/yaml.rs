@@ -30,7 +30,10 @@ pub enum Node {
 impl Node {
     pub fn mark(&self) -> Mark {
         match self {
-            Node::Scalar { mark, .. } | Node::Seq(_, mark) | Node::Map(_, mark) => *mark,
+            // yaml-rust2 marks a block mapping at its first ':'; its first key is where a
+            // reader sees it start.
+            Node::Map(entries, mark) => entries.first().map_or(*mark, |(k, _)| k.mark()),
+            Node::Scalar { mark, .. } | Node::Seq(_, mark) => *mark,
         }
     }
 
@@ -188,6 +191,7 @@ mod tests {
             panic!("expected a list")
         };
         assert_eq!(m, Mark { line: 1, column: 1 });
+        assert_eq!(items[0].mark(), Mark { line: 1, column: 3 });
         let Node::Map(entries, _) = &items[0] else {
             panic!("expected a mapping")
         };
