@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 use crate::device::Device;
 use crate::dtype::{Element, PodElement, ScalarType};
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{Storage, StorageImpl};
 use crate::tensor_impl::{TensorBase, TensorMeta};
 
 #[derive(Clone, Copy)]
@@ -47,15 +47,19 @@ thread_local! {
 /// kernel may share `&guard` (and slices borrowed from it) with its worker threads.
 type NotSend = PhantomData<std::sync::MutexGuard<'static, ()>>;
 
+/// One locked storage. The pointer is kept alive by the owner of the [`LockSet`]
+/// (StorageAccess keeps Storage handles, TensorAccess the metadata snapshots that hold them),
+/// which drops the LockSet first; holding no refcount here saves two atomic operations per
+/// storage on every kernel call.
 struct Entry {
-    storage: Storage,
+    imp: *const StorageImpl,
     write: bool,
     /// False when this thread already held the storage and we only counted a re-entry.
     locked: bool,
 }
 
-/// Locks on a set of storages, held until drop.
-pub struct StorageAccess {
+/// The locks a guard holds, released on drop.
+struct LockSet {
     entries: SmallVec<[Entry; 4]>,
     _not_send: NotSend,
 }
@@ -68,16 +72,10 @@ fn describe(write: bool) -> &'static str {
     }
 }
 
-impl StorageAccess {
-    /// Locks `reads` shared and `writes` exclusively (a storage in both is written).
-    pub fn acquire(reads: &[&Storage], writes: &[&Storage]) -> Result<StorageAccess> {
-        let mut wanted: SmallVec<[(usize, &Storage, bool); 4]> = SmallVec::new();
-        for s in writes {
-            wanted.push((s.addr(), s, true));
-        }
-        for s in reads {
-            wanted.push((s.addr(), s, false));
-        }
+impl LockSet {
+    /// Locks the storages in `wanted` (address, storage, write). The caller must keep every
+    /// storage alive until the LockSet is dropped.
+    fn acquire(wanted: &mut SmallVec<[(usize, &StorageImpl, bool); 4]>) -> Result<LockSet> {
         // Sort by address, writers first among equals, then keep the first of each address:
         // "write wins".
         wanted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.2.cmp(&a.2)));
@@ -85,35 +83,39 @@ impl StorageAccess {
 
         HELD.with(|held| {
             let mut held = held.borrow_mut();
-            let max_held = held.iter().map(|h| h.addr).max();
-            let mut entries: SmallVec<[Entry; 4]> = SmallVec::with_capacity(wanted.len());
             // Decide first, so a refusal leaves nothing half-acquired.
-            for &(addr, _, write) in &wanted {
-                if let Some(h) = held.iter().find(|h| h.addr == addr) {
-                    if h.write || write {
-                        return Err(Error::runtime(format!(
-                            "storage access: this thread already holds a storage for {} and \
-                             a nested access for {} would alias it; acquire all tensors of a \
-                             kernel in one TensorAccess",
-                            describe(h.write),
-                            describe(write)
-                        )));
+            let mut max_held = None;
+            if !held.is_empty() {
+                for &(addr, _, write) in wanted.iter() {
+                    if let Some(h) = held.iter().find(|h| h.addr == addr) {
+                        if h.write || write {
+                            return Err(Error::runtime(format!(
+                                "storage access: this thread already holds a storage for {} \
+                                 and a nested access for {} would alias it; acquire all \
+                                 tensors of a kernel in one TensorAccess",
+                                describe(h.write),
+                                describe(write)
+                            )));
+                        }
                     }
                 }
+                max_held = held.iter().map(|h| h.addr).max();
             }
-            let out_of_order = |addr: usize| max_held.is_some_and(|m| addr < m);
-            for &(addr, storage, write) in &wanted {
-                let reentry = held.iter().any(|h| h.addr == addr);
+            let mut entries: SmallVec<[Entry; 4]> = SmallVec::new();
+            for &(addr, storage, write) in wanted.iter() {
+                let reentry = max_held.is_some() && held.iter().any(|h| h.addr == addr);
                 if reentry {
                     entries.push(Entry {
-                        storage: storage.clone(),
+                        imp: storage,
                         write,
                         locked: false,
                     });
                     continue;
                 }
                 let lock = storage.raw_lock();
-                let ok = if out_of_order(addr) {
+                // Waiting is only safe in global (address) order; a nested acquisition below
+                // a storage this thread holds may only try.
+                let ok = if max_held.is_some_and(|m| addr < m) {
                     if write {
                         lock.try_lock_exclusive()
                     } else {
@@ -129,7 +131,8 @@ impl StorageAccess {
                 };
                 if !ok {
                     for e in &entries {
-                        unlock(e);
+                        // SAFETY: the storages are alive (caller) and locked by us.
+                        unsafe { unlock(e) };
                     }
                     return Err(Error::runtime(
                         "storage access: a nested access on this thread would wait for a \
@@ -138,13 +141,13 @@ impl StorageAccess {
                     ));
                 }
                 entries.push(Entry {
-                    storage: storage.clone(),
+                    imp: storage,
                     write,
                     locked: true,
                 });
             }
             for e in &entries {
-                let addr = e.storage.addr();
+                let addr = e.imp as usize;
                 match held.iter_mut().find(|h| h.addr == addr) {
                     Some(h) => h.count += 1,
                     None => held.push(Held {
@@ -154,58 +157,47 @@ impl StorageAccess {
                     }),
                 }
             }
-            Ok(StorageAccess {
+            Ok(LockSet {
                 entries,
                 _not_send: PhantomData,
             })
         })
     }
 
-    /// The data pointer of a storage this guard holds (None for meta or empty storages, or a
-    /// storage the guard does not hold).
-    pub fn data_ptr(&self, storage: &Storage) -> Option<NonNull<u8>> {
-        let held = self.entries.iter().any(|e| e.storage.is_alias_of(storage));
-        if !held {
-            return None;
-        }
-        // SAFETY: this guard holds the storage's lock until it is dropped, and the returned
-        // pointer's use is bounded by the caller's borrow of the guard where it matters
-        // (TensorAccess); a raw pointer is inert until dereferenced in unsafe code.
-        unsafe { storage.data_ptr_locked() }
-    }
-
-    /// Whether the guard holds `storage` for writing.
-    pub fn is_writing(&self, storage: &Storage) -> bool {
-        self.entries
-            .iter()
-            .any(|e| e.write && e.storage.is_alias_of(storage))
+    fn holds(&self, storage: &StorageImpl) -> Option<&Entry> {
+        self.entries.iter().find(|e| std::ptr::eq(e.imp, storage))
     }
 }
 
-fn unlock(e: &Entry) {
+/// # Safety
+/// `e.imp` must be alive, and locked by `e` if `e.locked`.
+unsafe fn unlock(e: &Entry) {
     if !e.locked {
         return;
     }
-    // SAFETY: this entry took exactly this lock in this mode and has not released it.
+    // SAFETY: the caller guarantees the storage is alive and that this entry holds exactly
+    // this lock in this mode.
     unsafe {
+        let lock = (*e.imp).raw_lock();
         if e.write {
-            e.storage.raw_lock().unlock_exclusive()
+            lock.unlock_exclusive()
         } else {
-            e.storage.raw_lock().unlock_shared()
+            lock.unlock_shared()
         }
     }
 }
 
-impl Drop for StorageAccess {
+impl Drop for LockSet {
     fn drop(&mut self) {
         // Release in reverse order of acquisition.
         for e in self.entries.iter().rev() {
-            unlock(e);
+            // SAFETY: the owner keeps the storages alive until after this drop.
+            unsafe { unlock(e) };
         }
         let _ = HELD.try_with(|held| {
             let mut held = held.borrow_mut();
             for e in &self.entries {
-                let addr = e.storage.addr();
+                let addr = e.imp as usize;
                 if let Some(i) = held.iter().position(|h| h.addr == addr) {
                     held[i].count -= 1;
                     if held[i].count == 0 {
@@ -214,6 +206,45 @@ impl Drop for StorageAccess {
                 }
             }
         });
+    }
+}
+
+/// Locks on a set of storages, held until drop.
+pub struct StorageAccess {
+    // Declared first: dropped (unlocked) before the handles that keep the storages alive.
+    locks: LockSet,
+    _storages: SmallVec<[Storage; 4]>,
+}
+
+impl StorageAccess {
+    /// Locks `reads` shared and `writes` exclusively (a storage in both is written).
+    pub fn acquire(reads: &[&Storage], writes: &[&Storage]) -> Result<StorageAccess> {
+        let mut wanted: SmallVec<[(usize, &StorageImpl, bool); 4]> = SmallVec::new();
+        for (list, write) in [(writes, true), (reads, false)] {
+            for s in list {
+                wanted.push((s.addr(), s.as_impl(), write));
+            }
+        }
+        let locks = LockSet::acquire(&mut wanted)?;
+        let storages = writes.iter().chain(reads).map(|s| (*s).clone()).collect();
+        Ok(StorageAccess {
+            locks,
+            _storages: storages,
+        })
+    }
+
+    /// The data pointer of a storage this guard holds (None for meta or empty storages, or a
+    /// storage the guard does not hold).
+    pub fn data_ptr(&self, storage: &Storage) -> Option<NonNull<u8>> {
+        self.locks.holds(storage.as_impl())?;
+        // SAFETY: this guard holds the storage's lock until it is dropped; a raw pointer is
+        // inert until dereferenced in unsafe code, whose author must not outlive the guard.
+        unsafe { storage.as_impl().data_ptr_locked() }
+    }
+
+    /// Whether the guard holds `storage` for writing.
+    pub fn is_writing(&self, storage: &Storage) -> bool {
+        self.locks.holds(storage.as_impl()).is_some_and(|e| e.write)
     }
 }
 
@@ -321,46 +352,53 @@ fn no_data(device: Device) -> Error {
 
 /// The guard a kernel takes on all its tensors at once (see the module docs).
 pub struct TensorAccess {
+    // Declared first: unlocked before the snapshots that keep the storages alive are dropped.
+    _locks: LockSet,
     tensors: SmallVec<[AccessedTensor; 4]>,
     n_reads: usize,
-    _storages: StorageAccess,
 }
+
+// SAFETY: a shared TensorAccess only hands out metadata, raw pointer values and shared
+// slices of storages it holds locked; the locks are released by the owning thread's drop
+// (the guard stays !Send), so kernels may share `&guard` with their worker threads.
+unsafe impl Sync for TensorAccess {}
 
 impl TensorAccess {
     /// Acquires `reads` for reading and `writes` for writing, in one step.
     pub fn new(reads: &[&TensorBase], writes: &[&TensorBase]) -> Result<TensorAccess> {
         // Snapshot each tensor's metadata once: storage, sizes, strides and offset stay
         // consistent for the guard's lifetime even if another thread resizes the tensor.
-        let metas: SmallVec<[(Arc<TensorMeta>, &TensorBase, bool); 4]> = reads
+        let mut tensors: SmallVec<[AccessedTensor; 4]> = reads
             .iter()
-            .map(|t| (t.meta_arc(), *t, false))
-            .chain(writes.iter().map(|t| (t.meta_arc(), *t, true)))
-            .collect();
-        let read_storages: SmallVec<[&Storage; 4]> = metas
-            .iter()
-            .filter(|m| !m.2)
-            .map(|m| m.0.storage())
-            .collect();
-        let write_storages: SmallVec<[&Storage; 4]> = metas
-            .iter()
-            .filter(|m| m.2)
-            .map(|m| m.0.storage())
-            .collect();
-        let storages = StorageAccess::acquire(&read_storages, &write_storages)?;
-        let tensors = metas
-            .iter()
-            .map(|(meta, t, writable)| AccessedTensor {
-                base: storages.data_ptr(meta.storage()),
-                meta: meta.clone(),
+            .map(|t| (t, false))
+            .chain(writes.iter().map(|t| (t, true)))
+            .map(|(t, writable)| AccessedTensor {
+                meta: t.meta_arc(),
                 dtype: t.dtype(),
                 device: t.device(),
-                writable: *writable,
+                base: None,
+                writable,
             })
             .collect();
+        let locks = {
+            let mut wanted: SmallVec<[(usize, &StorageImpl, bool); 4]> = tensors
+                .iter()
+                .map(|t| {
+                    let s = t.meta.storage();
+                    (s.addr(), s.as_impl(), t.writable)
+                })
+                .collect();
+            LockSet::acquire(&mut wanted)?
+        };
+        for t in tensors.iter_mut() {
+            // SAFETY: `locks` holds this storage's lock (every tensor's storage was acquired)
+            // for as long as the guard lives.
+            t.base = unsafe { t.meta.storage().as_impl().data_ptr_locked() };
+        }
         Ok(TensorAccess {
+            _locks: locks,
             tensors,
             n_reads: reads.len(),
-            _storages: storages,
         })
     }
 

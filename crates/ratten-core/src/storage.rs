@@ -143,18 +143,8 @@ impl Storage {
     pub(crate) fn addr(&self) -> usize {
         Arc::as_ptr(&self.0) as usize
     }
-    pub(crate) fn raw_lock(&self) -> &RawRwLock {
-        &self.0.lock
-    }
-
-    /// The data pointer.
-    ///
-    /// # Safety
-    /// The caller must hold this storage's access lock (shared or exclusive) for as long as it
-    /// uses the pointer.
-    pub(crate) unsafe fn data_ptr_locked(&self) -> Option<NonNull<u8>> {
-        // SAFETY: the caller holds the lock, so no one replaces `data` concurrently.
-        unsafe { (*self.0.data.get()).get() }
+    pub(crate) fn as_impl(&self) -> &StorageImpl {
+        &self.0
     }
 
     /// Grows the storage to at least `nbytes` (never shrinks), keeping its contents. Takes
@@ -197,6 +187,22 @@ impl Storage {
         self.0.nbytes.store(nbytes, Ordering::Release);
         drop(guard);
         Ok(())
+    }
+}
+
+impl StorageImpl {
+    pub(crate) fn raw_lock(&self) -> &RawRwLock {
+        &self.lock
+    }
+
+    /// The data pointer.
+    ///
+    /// # Safety
+    /// The caller must hold this storage's access lock (shared or exclusive) while it calls
+    /// this and for as long as it uses the pointer.
+    pub(crate) unsafe fn data_ptr_locked(&self) -> Option<NonNull<u8>> {
+        // SAFETY: the caller holds the lock, so no one replaces `data` concurrently.
+        unsafe { (*self.data.get()).get() }
     }
 }
 

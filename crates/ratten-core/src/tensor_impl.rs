@@ -533,16 +533,12 @@ impl TensorBase {
     /// grows (under its exclusive lock) if it is too small. Same sizes: a no-op.
     pub fn resize_(&self, sizes: &[i64]) -> Result<()> {
         check_size_nonnegative(sizes)?;
-        self.replace_meta(|m| {
+        let strides = contiguous_strides(sizes);
+        loop {
+            let m = self.meta_arc();
             if m.sizes.as_slice() == sizes {
-                return Ok(TensorMeta::new(
-                    m.storage.clone(),
-                    &m.sizes,
-                    &m.strides,
-                    m.storage_offset,
-                ));
+                return Ok(());
             }
-            let strides = contiguous_strides(sizes);
             let need = compute_storage_nbytes(
                 sizes,
                 &strides,
@@ -555,14 +551,24 @@ impl TensorBase {
                     "Storage size calculation overflowed with sizes={sizes:?}"
                 ))
             })?;
+            // Grow before taking the metadata writer lock: waiting for the storage lock while
+            // holding it could deadlock against a thread that holds the storage and wants to
+            // change this tensor's metadata.
             m.storage.grow(need as usize)?;
-            Ok(TensorMeta::new(
+            let _w = self.0.meta_writer.lock();
+            let now = self.0.meta.load();
+            if !now.storage.is_alias_of(&m.storage) || now.storage_offset != m.storage_offset {
+                // A concurrent set_/as_strided_ moved the tensor: redo with the new storage.
+                continue;
+            }
+            self.0.meta.store(Arc::new(TensorMeta::new(
                 m.storage.clone(),
                 sizes,
                 &strides,
                 m.storage_offset,
-            ))
-        })
+            )));
+            return Ok(());
+        }
     }
 
     /// `set_(source, storage_offset, size, stride)`: makes this tensor view `storage`.

@@ -1,0 +1,35 @@
+//! The cost of the storage access guard: acquire + release for a kernel's tensors.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ratten_core::{Device, ScalarType, StorageAccess, TensorAccess, TensorBase};
+
+fn bench(c: &mut Criterion) {
+    let t = |n| TensorBase::empty(&[n], ScalarType::Float, Device::CPU).unwrap();
+    let (a, b, out) = (t(1024), t(1024), t(1024));
+    let view = a.as_strided(&[512], &[2], Some(0)).unwrap();
+    let mut g = c.benchmark_group("access_guard");
+    g.bench_function("tensor_access_2_reads_1_write", |bch| {
+        bch.iter(|| black_box(TensorAccess::new(&[&a, &b], &[&out]).unwrap()))
+    });
+    g.bench_function("tensor_access_in_place_3_tensors_2_storages", |bch| {
+        // a += view-of-a * b: three tensors, two distinct storages after deduplication.
+        bch.iter(|| black_box(TensorAccess::new(&[&view, &b], &[&a]).unwrap()))
+    });
+    g.bench_function("tensor_access_1_read", |bch| {
+        bch.iter(|| black_box(TensorAccess::read(&a).unwrap()))
+    });
+    let (sa, sb, so) = (a.storage(), b.storage(), out.storage());
+    g.bench_function("storage_access_3_storages", |bch| {
+        bch.iter(|| black_box(StorageAccess::acquire(&[&sa, &sb], &[&so]).unwrap()))
+    });
+    // Baseline: what a kernel does anyway (read metadata snapshots of three tensors).
+    g.bench_function("baseline_3_meta_snapshots", |bch| {
+        bch.iter(|| black_box((a.meta_arc(), b.meta_arc(), out.meta_arc())))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
