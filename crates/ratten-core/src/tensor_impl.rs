@@ -40,7 +40,8 @@ impl TensorMeta {
     fn new(storage: Storage, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Self {
         TensorMeta {
             storage,
-            numel: sizes.iter().product(),
+            // Checked by every constructor (safe_compute_numel); saturate rather than wrap.
+            numel: safe_compute_numel(sizes).unwrap_or(i64::MAX),
             is_contiguous: compute_contiguous(sizes, strides),
             sizes: DimVec::from_slice(sizes),
             strides: DimVec::from_slice(strides),
@@ -159,6 +160,18 @@ pub fn check_in_bounds_for_storage(
     Ok(())
 }
 
+/// `safe_compute_numel`: the product of the sizes, refusing overflow (an expanded view can
+/// have more elements than its storage has bytes).
+pub fn safe_compute_numel(sizes: &[i64]) -> Result<i64> {
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
+    sizes
+        .iter()
+        .try_fold(1i64, |acc, &s| acc.checked_mul(s))
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))
+}
+
 /// `checkAsStridedArgs`.
 pub fn check_as_strided_args(sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<()> {
     if sizes.len() != strides.len() {
@@ -174,7 +187,8 @@ pub fn check_as_strided_args(sizes: &[i64], strides: &[i64], storage_offset: i64
             "Tensor: invalid storage offset {storage_offset}"
         )));
     }
-    check_size_nonnegative(sizes)
+    check_size_nonnegative(sizes)?;
+    safe_compute_numel(sizes).map(|_| ())
 }
 
 /// `c10::maybe_wrap_dim`: maps a possibly negative `dim` into `0..ndim`. A 0-dim tensor
@@ -416,7 +430,7 @@ impl TensorBase {
     }
     /// `numel * element_size`.
     pub fn nbytes(&self) -> usize {
-        self.numel() as usize * self.element_size()
+        (self.numel() as usize).saturating_mul(self.element_size())
     }
     pub fn device(&self) -> Device {
         self.0.device
@@ -663,7 +677,13 @@ impl TensorBase {
             return Ok(Vec::new());
         }
         let base = t.data_ptr::<T>()?;
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| {
+            Error::runtime(format!(
+                "to_vec: not enough memory for {n} elements of {}",
+                self.dtype()
+            ))
+        })?;
         let sizes = t.sizes();
         let strides = t.strides();
         let mut index: DimVec = smallvec::smallvec![0; sizes.len()];
@@ -769,6 +789,14 @@ mod tests {
         );
         // An empty view may sit anywhere.
         assert!(t.as_strided(&[0, 5], &[100, 100], Some(1000)).is_ok());
+        // Stride 0 views can have more elements than bytes, but not more than i64 holds.
+        let e = t
+            .as_strided(&[1 << 40, 1 << 40], &[0, 0], Some(0))
+            .unwrap_err();
+        assert_eq!(e.message(), "numel: integer multiplication overflow");
+        let big = t.as_strided(&[1 << 30, 1 << 30], &[0, 0], Some(0)).unwrap();
+        assert_eq!(big.numel(), 1 << 60);
+        assert!(big.to_vec::<i64>().is_err()); // 8 EiB: an error, not an abort
     }
 
     #[test]
