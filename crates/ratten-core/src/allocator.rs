@@ -418,6 +418,19 @@ mod tests {
     }
 
     #[test]
+    fn the_block_cache_is_bounded() {
+        // Other tests allocate concurrently; only the bound is checked here.
+        set_cpu_cache_limit(6 << 20);
+        let blocks: Vec<_> = (0..4)
+            .map(|_| CpuAllocator.allocate(3 << 20).unwrap())
+            .collect();
+        drop(blocks);
+        assert!(cpu_cache_bytes() <= 6 << 20);
+        empty_cpu_cache();
+        set_cpu_cache_limit(DEFAULT_CACHE_LIMIT);
+    }
+
+    #[test]
     fn meta_has_no_data_and_cuda_is_refused() {
         assert!(MetaAllocator.allocate(1 << 40).unwrap().get().is_none());
         let e = get_allocator(DeviceType::Cuda).err().unwrap();
