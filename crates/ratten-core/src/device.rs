@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
@@ -40,14 +41,44 @@ const C10_DEVICE_TYPE_NAMES: [&str; 20] = [
     "privateuseone",
 ];
 
+static PRIVATEUSE1_NAME: OnceLock<&'static str> = OnceLock::new();
+
+/// `c10::register_privateuse1_backend`: gives the PrivateUse1 device type a name (`"npu"`), used
+/// when parsing and printing devices. Set once per process; the same name again is fine.
+pub fn register_privateuse1_backend(name: &str) -> Result<()> {
+    const IN_TREE: [&str; 6] = ["cpu", "cuda", "hip", "mps", "xpu", "mtia"];
+    if IN_TREE.contains(&name) {
+        return Err(Error::runtime(format!(
+            "Cannot register privateuse1 backend with in-tree device name: {name}"
+        )));
+    }
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphabetic() || c == b'_') {
+        return Err(Error::runtime(format!(
+            "Invalid privateuse1 backend name: '{name}'"
+        )));
+    }
+    let current = *PRIVATEUSE1_NAME.get_or_init(|| Box::leak(name.to_string().into_boxed_str()));
+    if current != name {
+        return Err(Error::runtime(format!(
+            "torch.register_privateuse1_backend() has already been set! Current backend: {current}"
+        )));
+    }
+    Ok(())
+}
+
+/// `c10::get_privateuse1_backend()`: the registered name, or `privateuseone`.
+pub fn get_privateuse1_backend() -> &'static str {
+    PRIVATEUSE1_NAME.get().copied().unwrap_or("privateuseone")
+}
+
 impl DeviceType {
-    /// `DeviceTypeName(type, /*lower_case=*/true)`.
-    pub const fn name(self) -> &'static str {
+    /// `DeviceTypeName(type, /*lower_case=*/true)` (PrivateUse1 prints its registered name).
+    pub fn name(self) -> &'static str {
         match self {
             DeviceType::Cpu => "cpu",
             DeviceType::Cuda => "cuda",
             DeviceType::Meta => "meta",
-            DeviceType::PrivateUse1 => "privateuseone",
+            DeviceType::PrivateUse1 => get_privateuse1_backend(),
         }
     }
 
@@ -58,6 +89,7 @@ impl DeviceType {
             "cuda" => Ok(DeviceType::Cuda),
             "meta" => Ok(DeviceType::Meta),
             "privateuseone" => Ok(DeviceType::PrivateUse1),
+            other if other == get_privateuse1_backend() => Ok(DeviceType::PrivateUse1),
             other if C10_DEVICE_TYPE_NAMES.contains(&other) => Err(Error::runtime(format!(
                 "ratten does not support the '{other}' device type (supported: cpu, cuda, \
                  meta, privateuseone)"
