@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod allocator;
+pub mod default_dtype;
 pub mod device;
 pub mod dispatch_key;
 pub mod dispatch_key_set;
@@ -15,9 +16,11 @@ pub mod options;
 pub mod scalar;
 pub mod storage;
 pub mod tensor_impl;
+pub mod type_promotion;
 
 pub use access::{AccessedTensor, StorageAccess, TensorAccess};
 pub use allocator::{Allocator, DataPtr};
+pub use default_dtype::{get_default_complex_dtype, get_default_dtype, set_default_dtype};
 pub use device::{Device, DeviceType};
 pub use dispatch_key::{BackendComponent, DispatchKey};
 pub use dispatch_key_set::DispatchKeySet;
@@ -27,6 +30,7 @@ pub use options::TensorOptions;
 pub use scalar::{Scalar, ScalarConvert};
 pub use storage::Storage;
 pub use tensor_impl::{DimVec, TensorBase, TensorImpl, TensorMeta, VersionCounter};
+pub use type_promotion::{can_cast, promote_types};
 
 // Re-exported for `dispatch_all_types!` and for users who name element types.
 pub use half;
