@@ -5,6 +5,7 @@
 pub mod formatting;
 pub mod native;
 pub mod random;
+pub mod structured;
 pub mod tensor;
 
 pub use tensor::Tensor;

@@ -1,0 +1,890 @@
+//! Structured kernels (PyTorch's `structured: True`, torchgen's `StructuredRegisterDispatchKey`)
+//! and the small runtime the generated operator code stands on.
+//!
+//! # The structured-kernel contract
+//!
+//! A structured operator group is one `out=` function declared `structured: True` (for example
+//! `add.out`) plus its functional and in-place forms declared `structured_delegate: add.out`.
+//! The kernel author writes two functions; the generator writes everything else.
+//!
+//! * **meta** — PyTorch's `TORCH_META_FUNC(add, Tensor)`. One per group, shared by every
+//!   backend and by the Meta key. It is found at `<kernel module>::<name>_meta`, where `<name>`
+//!   is the functional overload's unambiguous name in snake case (`add.Tensor` ->
+//!   `add_tensor_meta`, `neg` -> `neg_meta`):
+//!
+//!   ```ignore
+//!   pub fn add_tensor_meta(m: &mut dyn MetaBase, self_: &Tensor, other: &Tensor, alpha: &Scalar)
+//!       -> Result<State>
+//!   ```
+//!
+//!   It checks the arguments, computes each output's sizes, strides and dtype, and announces
+//!   them with [`MetaBase::set_output_raw_strided`] / [`MetaBase::set_output_strided`] /
+//!   [`MetaBase::set_output_contiguous`] (exactly once per output). Before that it may look at
+//!   the outputs it was given ([`MetaBase::maybe_get_output`]: `None` for the functional form,
+//!   `self` for the in-place form, `out` for the out= form), as PyTorch's
+//!   `build_borrowing_binary_op(maybe_get_output(), self, other)` does. What it returns is the
+//!   state handed to `impl` (PyTorch's meta class object): `()` when there is none, a struct of
+//!   `precomputed:` values, or a **TensorIterator**. With `structured_inherits: X` the generated
+//!   code annotates the state with the Rust type configured for `X` (for ratten-aten,
+//!   `TensorIteratorBase` -> `crate::tensor_iterator::TensorIteratorBase`), so a meta that
+//!   returns another type does not compile.
+//!
+//! * **impl** — PyTorch's `TORCH_IMPL_FUNC(add_out)`. One per backend, named by the out=
+//!   entry's `dispatch:` (`CPU: add_out` -> `<kernel module>::add_out`):
+//!
+//!   ```ignore
+//!   pub fn add_out(state: &mut State, self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor)
+//!       -> Result<()>
+//!   ```
+//!
+//!   `out` is the tensor to write: freshly allocated (functional), `self` (in-place), the
+//!   user's `out` after resizing, or a proxy with the strides meta asked for (see below). A
+//!   TensorIterator state already holds the same outputs, so its impl just runs a DispatchStub
+//!   over `state`.
+//!
+//! ## How a TensorIterator meta fits
+//!
+//! In PyTorch the meta class inherits `TensorIteratorBase`, which inherits `MetaBase`; the
+//! generated wrapper class overrides `set_output_raw_strided`, so when `build()` decides an
+//! output's geometry it calls the wrapper, which allocates (functional), checks (in-place) or
+//! resizes (out=), and the iterator then reads the tensor back with `maybe_get_output`. ratten
+//! has no inheritance, so the wrapper is passed in instead: the meta passes its
+//! `m: &mut dyn MetaBase` to the iterator's build (`TensorIteratorConfig::build(m)`), the
+//! iterator calls `m.set_output_raw_strided(i, sizes, strides, options)` followed by
+//! `m.maybe_get_output(i)` for each output it allocates, and the meta returns the built
+//! iterator as the state. `set_output_raw_strided` never makes a proxy (the iterator copes with
+//! any output strides, as in PyTorch); `set_output_strided` does.
+//!
+//! ## What the generated wrappers do per variant (torchgen's `gen_class_set_output_body`)
+//!
+//! * functional ([`StructuredFunctional`]): allocate each output with the given sizes, strides
+//!   and options, on the device in the options (so Meta inputs give Meta outputs).
+//! * in-place ([`StructuredInplace`]): [`check_inplace`] (same dtype, device and sizes as
+//!   `self`, PyTorch's "Bad in-place call" errors); `set_output_strided` with strides that
+//!   differ from self's computes into a proxy that is copied back.
+//! * out= ([`StructuredOut`]): [`resize_out`] — dtype and device must match, a shape mismatch
+//!   resizes `out` ([`resize_output`], with PyTorch's deprecation warning through [`warn`]
+//!   when `out` had elements) and restrides it to the requested strides; an `out` of the right
+//!   shape but other strides gets a proxy (`set_output_strided` only) that
+//!   [`StructuredOut::finish`] copies back.
+//!
+//! The same meta runs under the Meta dispatch key with no impl: every structured operator
+//! works on `device="meta"` without code written for it.
+
+use std::cell::RefCell;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::RwLock;
+use ratten_core::tensor_impl::{compute_storage_nbytes, contiguous_strides};
+use ratten_core::{
+    Device, Error, Result, Scalar, ScalarType, TensorAccess, TensorBase, TensorOptions,
+};
+use ratten_dispatch::{IValue, KernelValue, TensorLike};
+use ratten_schema::Type;
+
+use crate::Tensor;
+
+// ---------------------------------------------------------------------------------------------
+// Warnings (c10::Warning, c10::WarningHandler).
+
+/// A warning raised by a kernel (`TORCH_WARN`). The Python layer turns these into
+/// `UserWarning`s by installing a handler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub message: String,
+    /// `TORCH_WARN_DEPRECATION` sets this; PyTorch maps it to `DeprecationWarning`.
+    pub deprecation: bool,
+}
+
+/// Receives warnings (c10::WarningHandler).
+pub type WarningHandler = Arc<dyn Fn(&Warning) + Send + Sync>;
+
+fn global_handler() -> &'static RwLock<Option<WarningHandler>> {
+    static H: OnceLock<RwLock<Option<WarningHandler>>> = OnceLock::new();
+    H.get_or_init(|| RwLock::new(None))
+}
+
+thread_local! {
+    // Scoped handlers (c10::WarningUtils::WarningHandlerGuard); the innermost wins.
+    static LOCAL_HANDLERS: RefCell<Vec<WarningHandler>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Sets the process-wide handler (`None`: print to stderr, as c10's default handler does).
+pub fn set_warning_handler(handler: Option<WarningHandler>) {
+    *global_handler().write() = handler;
+}
+
+/// Runs `f` with `handler` receiving this thread's warnings (the innermost scope wins).
+pub fn with_warning_handler<T>(handler: WarningHandler, f: impl FnOnce() -> T) -> T {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            LOCAL_HANDLERS.with(|h| h.borrow_mut().pop());
+        }
+    }
+    LOCAL_HANDLERS.with(|h| h.borrow_mut().push(handler));
+    let _pop = Pop;
+    f()
+}
+
+/// Runs `f` and returns what it warned, in order (for tests).
+pub fn capture_warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<Warning>) {
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let r = with_warning_handler(Arc::new(move |w: &Warning| sink.lock().push(w.clone())), f);
+    let ws = std::mem::take(&mut *seen.lock());
+    (r, ws)
+}
+
+/// `TORCH_WARN(message)`.
+pub fn warn(message: impl Into<String>) {
+    emit(Warning {
+        message: message.into(),
+        deprecation: false,
+    });
+}
+
+fn emit(w: Warning) {
+    let local = LOCAL_HANDLERS.with(|h| h.borrow().last().cloned());
+    if let Some(h) = local {
+        return h(&w);
+    }
+    let global = global_handler().read().clone();
+    match global {
+        Some(h) => h(&w),
+        None => eprintln!("Warning: {}", w.message),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MetaBase and the three wrappers.
+
+/// What a structured kernel's meta function talks to (PyTorch's `at::impl::MetaBase`). The
+/// generated code passes one of [`StructuredFunctional`], [`StructuredInplace`] or
+/// [`StructuredOut`]; a TensorIterator's build calls it for each output it decides.
+pub trait MetaBase {
+    /// Announces output `idx` with exactly these strides. No proxy is ever made: the caller
+    /// (TensorIterator) handles whatever strides the output ends up with.
+    fn set_output_raw_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()>;
+
+    /// Announces output `idx`; an in-place or out= output whose strides differ from `strides`
+    /// is computed into a proxy with these strides and copied back afterwards.
+    fn set_output_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()>;
+
+    /// `set_output_contiguous`: `set_output_strided` with contiguous strides.
+    fn set_output_contiguous(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        let strides = contiguous_strides(sizes);
+        self.set_output_strided(idx, sizes, &strides, options)
+    }
+
+    /// The tensor output `idx` will be written to: the proxy if there is one, else the given
+    /// `self`/`out`, else (functional) the allocated output; `None` before a functional
+    /// output is allocated.
+    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor>;
+
+    /// How many outputs the operator has.
+    fn num_outputs(&self) -> usize;
+}
+
+fn no_output(idx: usize, n: usize) -> Error {
+    Error::runtime(format!(
+        "structured kernel: output {idx} was never set by the meta function (the operator has {n} outputs)"
+    ))
+}
+
+fn check_idx(idx: usize, n: usize) -> Result<()> {
+    if idx >= n {
+        return Err(Error::index(format!(
+            "structured kernel: output index {idx} is out of range for an operator with {n} outputs"
+        )));
+    }
+    Ok(())
+}
+
+/// The functional wrapper: allocates each output (torchgen's `create_out`).
+pub struct StructuredFunctional {
+    outputs: Vec<Option<Tensor>>,
+}
+
+impl StructuredFunctional {
+    pub fn new(num_outputs: usize) -> Self {
+        StructuredFunctional {
+            outputs: vec![None; num_outputs],
+        }
+    }
+
+    /// The allocated output `idx` (an error if meta did not set it).
+    pub fn output(&self, idx: usize) -> Result<&Tensor> {
+        check_idx(idx, self.outputs.len())?;
+        self.outputs[idx]
+            .as_ref()
+            .ok_or_else(|| no_output(idx, self.outputs.len()))
+    }
+
+    /// Takes output `idx` out of the wrapper.
+    pub fn take(&mut self, idx: usize) -> Result<Tensor> {
+        check_idx(idx, self.outputs.len())?;
+        let n = self.outputs.len();
+        self.outputs[idx].take().ok_or_else(|| no_output(idx, n))
+    }
+}
+
+impl MetaBase for StructuredFunctional {
+    fn set_output_raw_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        check_idx(idx, self.outputs.len())?;
+        self.outputs[idx] = Some(create_out(sizes, strides, options)?);
+        Ok(())
+    }
+    fn set_output_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)
+    }
+    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
+        self.outputs.get(idx).and_then(Option::as_ref)
+    }
+    fn num_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+}
+
+/// The state shared by the in-place and out= wrappers: the given outputs and their proxies.
+struct GivenOutputs {
+    outputs: Vec<Tensor>,
+    proxies: Vec<Option<Tensor>>,
+}
+
+impl GivenOutputs {
+    fn new(outputs: &[&Tensor]) -> Self {
+        GivenOutputs {
+            outputs: outputs.iter().map(|t| (*t).clone()).collect(),
+            proxies: vec![None; outputs.len()],
+        }
+    }
+    fn output(&self, idx: usize) -> Result<&Tensor> {
+        check_idx(idx, self.outputs.len())?;
+        Ok(self.proxies[idx].as_ref().unwrap_or(&self.outputs[idx]))
+    }
+    fn maybe_proxy(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        if let Some(p) = maybe_create_proxy(&self.outputs[idx], sizes, strides, options)? {
+            self.proxies[idx] = Some(p);
+        }
+        Ok(())
+    }
+    /// Copies every proxy back into its output.
+    fn finish(&mut self) -> Result<()> {
+        for (out, proxy) in self.outputs.iter().zip(self.proxies.iter_mut()) {
+            if let Some(p) = proxy.take() {
+                copy_same_dtype(out, &p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The in-place wrapper: checks the computed outputs against `self` (torchgen's
+/// `check_inplace`), with a proxy when `set_output_strided` asks for other strides.
+pub struct StructuredInplace {
+    given: GivenOutputs,
+}
+
+impl StructuredInplace {
+    pub fn new(outputs: &[&Tensor]) -> Self {
+        StructuredInplace {
+            given: GivenOutputs::new(outputs),
+        }
+    }
+    /// Where impl writes output `idx` (a proxy or `self`).
+    pub fn output(&self, idx: usize) -> Result<&Tensor> {
+        self.given.output(idx)
+    }
+    /// Copies proxies back; call after impl.
+    pub fn finish(&mut self) -> Result<()> {
+        self.given.finish()
+    }
+}
+
+impl MetaBase for StructuredInplace {
+    fn set_output_raw_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        _strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        check_idx(idx, self.given.outputs.len())?;
+        check_inplace(&self.given.outputs[idx], sizes, options)
+    }
+    fn set_output_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)?;
+        self.given.maybe_proxy(idx, sizes, strides, options)
+    }
+    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
+        self.given.output(idx).ok()
+    }
+    fn num_outputs(&self) -> usize {
+        self.given.outputs.len()
+    }
+}
+
+/// The out= wrapper: resizes `out` when its shape differs (torchgen's `resize_out`), with a
+/// proxy when `set_output_strided` asks for strides `out` does not have.
+pub struct StructuredOut {
+    given: GivenOutputs,
+}
+
+impl StructuredOut {
+    pub fn new(outputs: &[&Tensor]) -> Self {
+        StructuredOut {
+            given: GivenOutputs::new(outputs),
+        }
+    }
+    /// Where impl writes output `idx` (a proxy or `out`).
+    pub fn output(&self, idx: usize) -> Result<&Tensor> {
+        self.given.output(idx)
+    }
+    /// Copies proxies back; call after impl.
+    pub fn finish(&mut self) -> Result<()> {
+        self.given.finish()
+    }
+}
+
+impl MetaBase for StructuredOut {
+    fn set_output_raw_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        check_idx(idx, self.given.outputs.len())?;
+        resize_out(&self.given.outputs[idx], sizes, strides, options)
+    }
+    fn set_output_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)?;
+        self.given.maybe_proxy(idx, sizes, strides, options)
+    }
+    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
+        self.given.output(idx).ok()
+    }
+    fn num_outputs(&self) -> usize {
+        self.given.outputs.len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The helpers of the wrappers (RegisterDispatchKey.cpp's create_out, check_inplace, resize_out,
+// maybe_create_proxy; Resize.cpp's resize_output).
+
+/// `at::empty_strided(sizes, strides, options)`: a fresh tensor with exactly these strides.
+pub fn empty_strided(sizes: &[i64], strides: &[i64], options: TensorOptions) -> Result<Tensor> {
+    if sizes.len() != strides.len() {
+        return Err(Error::runtime(format!(
+            "empty_strided: sizes {sizes:?} and strides {strides:?} have different lengths"
+        )));
+    }
+    let dtype = options.dtype_or_default();
+    let device = options.device_or_default();
+    if strides == contiguous_strides(sizes).as_slice() {
+        return Ok(Tensor::from_base(TensorBase::empty(sizes, dtype, device)?));
+    }
+    if strides.iter().any(|&s| s < 0) {
+        return Err(Error::runtime(format!(
+            "empty_strided: negative strides {strides:?} are not supported"
+        )));
+    }
+    let nbytes =
+        compute_storage_nbytes(sizes, strides, dtype.element_size(), 0).ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}"
+            ))
+        })?;
+    let elems = (nbytes / dtype.element_size() as u64) as i64;
+    let t = TensorBase::empty(&[elems], dtype, device)?;
+    t.as_strided_(sizes, strides, Some(0))?;
+    Ok(Tensor::from_base(t))
+}
+
+/// torchgen's `create_out`: an empty tensor (contiguous when `strides` is empty).
+pub fn create_out(sizes: &[i64], strides: &[i64], options: TensorOptions) -> Result<Tensor> {
+    if strides.is_empty() {
+        let s = contiguous_strides(sizes);
+        return empty_strided(sizes, &s, options);
+    }
+    empty_strided(sizes, strides, options)
+}
+
+/// The name `caffe2::TypeMeta` prints for a dtype (PyTorch's out=/in-place errors print it).
+pub fn type_meta_name(t: ScalarType) -> &'static str {
+    match t {
+        ScalarType::Byte => "unsigned char",
+        ScalarType::Char => "signed char",
+        ScalarType::Short => "short int",
+        ScalarType::Int => "int",
+        ScalarType::Long => "long int",
+        ScalarType::Half => "c10::Half",
+        ScalarType::Float => "float",
+        ScalarType::Double => "double",
+        ScalarType::ComplexHalf => "c10::complex<c10::Half>",
+        ScalarType::ComplexFloat => "c10::complex<float>",
+        ScalarType::ComplexDouble => "c10::complex<double>",
+        ScalarType::Bool => "bool",
+        ScalarType::BFloat16 => "c10::BFloat16",
+    }
+}
+
+/// torchgen's `check_inplace`, with PyTorch's messages.
+pub fn check_inplace(self_: &Tensor, sizes: &[i64], options: TensorOptions) -> Result<()> {
+    let dtype = options.dtype_or_default();
+    let device = options.device_or_default();
+    if dtype != self_.dtype() {
+        return Err(Error::runtime(format!(
+            "Bad in-place call: input tensor dtype {} and output tensor dtype {} should match",
+            type_meta_name(self_.dtype()),
+            type_meta_name(dtype)
+        )));
+    }
+    if device != self_.device() {
+        return Err(Error::runtime(format!(
+            "Bad in-place call: input tensor device {} and output tensor device {} should match",
+            self_.device(),
+            device
+        )));
+    }
+    if sizes != self_.sizes().as_slice() {
+        return Err(Error::runtime(format!(
+            "Bad in-place call: input tensor size {:?} and output tensor size {:?} should match",
+            self_.sizes().as_slice(),
+            sizes
+        )));
+    }
+    Ok(())
+}
+
+/// `at::native::resize_output_check`: whether `output` needs resizing to `shape`, warning
+/// (PyTorch's deprecation text) when it had elements.
+pub fn resize_output_check(output: &Tensor, shape: &[i64]) -> bool {
+    let sizes = output.sizes();
+    if sizes.as_slice() == shape {
+        return false;
+    }
+    if output.numel() != 0 {
+        warn(format!(
+            "An output with one or more elements was resized since it had shape {:?}, which does not match the required output shape {:?}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            sizes.as_slice(),
+            shape
+        ));
+    }
+    true
+}
+
+/// `at::native::resize_output`: resizes `output` to `shape` when it differs; whether it did.
+pub fn resize_output(output: &Tensor, shape: &[i64]) -> Result<bool> {
+    if resize_output_check(output, shape) {
+        output.resize_(shape)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// torchgen's `resize_out`: dtype and device must match; a resize restrides to `strides`.
+pub fn resize_out(
+    out: &Tensor,
+    sizes: &[i64],
+    strides: &[i64],
+    options: TensorOptions,
+) -> Result<()> {
+    let dtype = options.dtype_or_default();
+    let device = options.device_or_default();
+    if dtype != out.dtype() {
+        return Err(Error::runtime(format!(
+            "Expected out tensor to have dtype {}, but got {} instead",
+            type_meta_name(dtype),
+            type_meta_name(out.dtype())
+        )));
+    }
+    if device != out.device() {
+        return Err(Error::runtime(format!(
+            "Expected out tensor to have device {device}, but got {} instead",
+            out.device()
+        )));
+    }
+    // Only restride if a resize occurred; otherwise the strides from meta are advisory and the
+    // output keeps its own (torchgen's comment).
+    if resize_output(out, sizes)? && !strides.is_empty() {
+        out.as_strided_(sizes, strides, None)?;
+    }
+    Ok(())
+}
+
+/// torchgen's `maybe_create_proxy`: a fresh tensor with the requested strides when `out` has
+/// other strides.
+pub fn maybe_create_proxy(
+    out: &Tensor,
+    sizes: &[i64],
+    strides: &[i64],
+    options: TensorOptions,
+) -> Result<Option<Tensor>> {
+    if !strides.is_empty() && out.strides().as_slice() != strides {
+        return Ok(Some(empty_strided(sizes, strides, options)?));
+    }
+    Ok(None)
+}
+
+/// `dst.copy_(src)` for tensors of one dtype and one shape (proxy copy-back; generated out=
+/// variants). Casting copies belong to the TensorIterator-based `copy_`.
+pub fn copy_same_dtype(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.dtype() != src.dtype() || dst.sizes() != src.sizes() {
+        return Err(Error::runtime(format!(
+            "copy: expected a source of dtype {} and shape {:?}, got dtype {} and shape {:?}",
+            dst.dtype(),
+            dst.sizes().as_slice(),
+            src.dtype(),
+            src.sizes().as_slice()
+        )));
+    }
+    if dst.device() != src.device() {
+        return Err(Error::runtime(format!(
+            "copy: expected a source on device {}, got {}",
+            dst.device(),
+            src.device()
+        )));
+    }
+    if dst.is_meta() || dst.numel() == 0 || dst.is_same(src) {
+        return Ok(());
+    }
+    let g = TensorAccess::new(&[src], &[dst])?;
+    let (s, d) = (g.input(0)?, g.output(0)?);
+    let (Some(sp), Some(dp)) = (s.raw_data_ptr(), d.raw_data_ptr()) else {
+        return Ok(());
+    };
+    let sizes = s.sizes();
+    let (ss, ds) = (s.strides(), d.strides());
+    match dst.element_size() {
+        1 => copy_words::<u8>(sp.as_ptr(), dp.as_ptr(), sizes, ss, ds),
+        2 => copy_words::<u16>(sp.as_ptr(), dp.as_ptr(), sizes, ss, ds),
+        4 => copy_words::<u32>(sp.as_ptr(), dp.as_ptr(), sizes, ss, ds),
+        8 => copy_words::<u64>(sp.as_ptr(), dp.as_ptr(), sizes, ss, ds),
+        _ => copy_words::<u128>(sp.as_ptr(), dp.as_ptr(), sizes, ss, ds),
+    }
+    Ok(())
+}
+
+/// Strided-to-strided element copy over `W`-sized words (dtype-agnostic).
+fn copy_words<W: Copy>(src: *const u8, dst: *mut u8, sizes: &[i64], ss: &[i64], ds: &[i64]) {
+    let n: i64 = sizes.iter().product();
+    let ndim = sizes.len();
+    let mut index = vec![0i64; ndim];
+    let (mut so, mut dof): (isize, isize) = (0, 0);
+    let (src, dst) = (src as *const W, dst as *mut W);
+    for _ in 0..n {
+        // SAFETY: `so`/`dof` are sum(index[d] * stride[d]) for an index inside `sizes`, i.e.
+        // elements of the two views, which were bounds-checked against their storages when the
+        // views were made; the caller's TensorAccess holds the source shared and the
+        // destination exclusively. Unaligned accesses because W may be wider than the element
+        // type's alignment.
+        unsafe {
+            let v = std::ptr::read_unaligned(src.offset(so));
+            std::ptr::write_unaligned(dst.offset(dof), v);
+        }
+        for d in (0..ndim).rev() {
+            index[d] += 1;
+            so += ss[d] as isize;
+            dof += ds[d] as isize;
+            if index[d] < sizes[d] {
+                break;
+            }
+            so -= (ss[d] * sizes[d]) as isize;
+            dof -= (ds[d] * sizes[d]) as isize;
+            index[d] = 0;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boxing glue: how generated code passes ratten-aten's types through the dispatcher.
+
+impl TensorLike for Tensor {
+    #[inline]
+    fn as_tensor_base(&self) -> &TensorBase {
+        self.base()
+    }
+    #[inline]
+    fn from_tensor_base(t: TensorBase) -> Self {
+        Tensor::from_base(t)
+    }
+}
+
+/// A schema argument type that ratten-dispatch has no `KernelValue` for (`Scalar`, `Scalar?`,
+/// `ScalarType?`, `float?`, `bool?`). The orphan rule forbids implementing the foreign trait
+/// for the foreign types, so generated typed signatures name `Arg<Scalar>` while kernels and
+/// callers see the plain borrowed form (`&Scalar`, `Option<&Scalar>`, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg<T>(pub T);
+
+fn expected(what: &str, got: &IValue) -> Error {
+    Error::runtime(format!("Expected {what} but got {}", got.tag_kind()))
+}
+
+fn scalar_to_ivalue(s: &Scalar) -> IValue {
+    match *s {
+        Scalar::Bool(b) => IValue::Bool(b),
+        Scalar::Int(i) => IValue::Int(i),
+        Scalar::Double(d) => IValue::Double(d),
+        Scalar::ComplexDouble(z) => IValue::ComplexDouble(z),
+    }
+}
+
+fn scalar_from_ivalue(v: IValue) -> Result<Scalar> {
+    match v {
+        IValue::Bool(b) => Ok(Scalar::Bool(b)),
+        IValue::Int(i) => Ok(Scalar::Int(i)),
+        IValue::Double(d) => Ok(Scalar::Double(d)),
+        IValue::ComplexDouble(z) => Ok(Scalar::ComplexDouble(z)),
+        other => Err(expected("Scalar", &other)),
+    }
+}
+
+impl KernelValue for Arg<Scalar> {
+    type Ref<'a> = &'a Scalar;
+    fn schema_type() -> Type {
+        Type::Scalar
+    }
+    fn ref_to_ivalue(r: &&Scalar) -> IValue {
+        scalar_to_ivalue(r)
+    }
+    fn into_ivalue(self) -> IValue {
+        scalar_to_ivalue(&self.0)
+    }
+    fn from_ivalue(v: IValue) -> Result<Self> {
+        scalar_from_ivalue(v).map(Arg)
+    }
+    fn borrow(&self) -> &Scalar {
+        &self.0
+    }
+}
+
+impl KernelValue for Arg<Option<Scalar>> {
+    type Ref<'a> = Option<&'a Scalar>;
+    fn schema_type() -> Type {
+        Type::optional(Type::Scalar)
+    }
+    fn ref_to_ivalue(r: &Option<&Scalar>) -> IValue {
+        r.map_or(IValue::None, scalar_to_ivalue)
+    }
+    fn into_ivalue(self) -> IValue {
+        self.0.as_ref().map_or(IValue::None, scalar_to_ivalue)
+    }
+    fn from_ivalue(v: IValue) -> Result<Self> {
+        match v {
+            IValue::None => Ok(Arg(None)),
+            v => scalar_from_ivalue(v).map(|s| Arg(Some(s))),
+        }
+    }
+    fn borrow(&self) -> Option<&Scalar> {
+        self.0.as_ref()
+    }
+}
+
+macro_rules! optional_copy_arg {
+    ($t:ty, $schema:expr, $what:expr, $variant:ident) => {
+        impl KernelValue for Arg<Option<$t>> {
+            type Ref<'a> = Option<$t>;
+            fn schema_type() -> Type {
+                Type::optional($schema)
+            }
+            fn ref_to_ivalue(r: &Option<$t>) -> IValue {
+                r.map_or(IValue::None, |x| <$t as KernelValue>::into_ivalue(x))
+            }
+            fn into_ivalue(self) -> IValue {
+                Self::ref_to_ivalue(&self.0)
+            }
+            fn from_ivalue(v: IValue) -> Result<Self> {
+                match v {
+                    IValue::None => Ok(Arg(None)),
+                    v @ IValue::$variant(_) => {
+                        <$t as KernelValue>::from_ivalue(v).map(|x| Arg(Some(x)))
+                    }
+                    other => Err(expected($what, &other)),
+                }
+            }
+            fn borrow(&self) -> Option<$t> {
+                self.0
+            }
+        }
+    };
+}
+
+optional_copy_arg!(ScalarType, Type::ScalarType, "ScalarType?", Int);
+optional_copy_arg!(f64, Type::Float, "float?", Double);
+optional_copy_arg!(bool, Type::Bool, "bool?", Bool);
+optional_copy_arg!(Device, Type::Device, "Device?", Device);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(sizes: &[i64], dtype: ScalarType) -> Tensor {
+        Tensor::from_base(TensorBase::zeros(sizes, dtype, Device::CPU).unwrap())
+    }
+
+    #[test]
+    fn functional_allocates_with_requested_strides() {
+        let mut w = StructuredFunctional::new(1);
+        assert!(w.maybe_get_output(0).is_none());
+        w.set_output_raw_strided(0, &[2, 3], &[1, 2], ScalarType::Long.into())
+            .unwrap();
+        let o = w.take(0).unwrap();
+        assert_eq!(
+            (o.sizes().as_slice(), o.strides().as_slice()),
+            (&[2i64, 3][..], &[1i64, 2][..])
+        );
+        assert_eq!(o.dtype(), ScalarType::Long);
+        let err = StructuredFunctional::new(1).output(0).unwrap_err();
+        assert!(err.message().contains("never set"), "{err}");
+    }
+
+    #[test]
+    fn inplace_checks_dtype_and_size() {
+        let s = t(&[3], ScalarType::Float);
+        let mut w = StructuredInplace::new(&[&s]);
+        let e = w
+            .set_output_contiguous(0, &[2, 3], ScalarType::Float.into())
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Bad in-place call: input tensor size [3] and output tensor size [2, 3] should match"
+        );
+        let e = w
+            .set_output_contiguous(0, &[3], ScalarType::Long.into())
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Bad in-place call: input tensor dtype float and output tensor dtype long int should match"
+        );
+        w.set_output_contiguous(0, &[3], ScalarType::Float.into())
+            .unwrap();
+        assert!(w.output(0).unwrap().is_same(&s));
+    }
+
+    #[test]
+    fn out_resizes_with_the_deprecation_warning() {
+        let out = t(&[2], ScalarType::Float);
+        let mut w = StructuredOut::new(&[&out]);
+        let (r, ws) =
+            capture_warnings(|| w.set_output_contiguous(0, &[3], ScalarType::Float.into()));
+        r.unwrap();
+        assert_eq!(out.sizes().as_slice(), &[3]);
+        assert_eq!(ws.len(), 1);
+        assert!(ws[0].message.starts_with(
+            "An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. This behavior is deprecated"
+        ));
+        // A zero-element out is resized silently.
+        let empty = t(&[0], ScalarType::Float);
+        let (r, ws) = capture_warnings(|| resize_output(&empty, &[4]));
+        assert!(r.unwrap());
+        assert!(ws.is_empty());
+        let e = StructuredOut::new(&[&out])
+            .set_output_contiguous(0, &[3], ScalarType::Double.into())
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Expected out tensor to have dtype double, but got float instead"
+        );
+    }
+
+    #[test]
+    fn out_with_other_strides_gets_a_proxy_copied_back() {
+        let base = Tensor::from_base(TensorBase::from_slice(&[0i64; 6], &[3, 2]).unwrap());
+        let out = Tensor::from_base(base.base().as_strided(&[2, 3], &[1, 2], None).unwrap());
+        let mut w = StructuredOut::new(&[&out]);
+        w.set_output_contiguous(0, &[2, 3], ScalarType::Long.into())
+            .unwrap();
+        let p = w.output(0).unwrap().clone();
+        assert!(!p.is_same(&out));
+        assert_eq!(p.strides().as_slice(), &[3, 1]);
+        {
+            let mut g = TensorAccess::write(&p).unwrap();
+            g.output_slice_mut::<i64>(0)
+                .unwrap()
+                .copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+        }
+        w.finish().unwrap();
+        // out[i][j] lives at storage index i + 2j.
+        assert_eq!(base.to_vec::<i64>().unwrap(), vec![1, 4, 2, 5, 3, 6]);
+        // The raw-strided form never proxies.
+        let mut w = StructuredOut::new(&[&out]);
+        w.set_output_raw_strided(0, &[2, 3], &[3, 1], ScalarType::Long.into())
+            .unwrap();
+        assert!(w.output(0).unwrap().is_same(&out));
+    }
+
+    #[test]
+    fn scalar_args_box_and_unbox() {
+        let v = Arg(Scalar::Double(2.5)).into_ivalue();
+        assert!(matches!(v, IValue::Double(x) if x == 2.5));
+        assert_eq!(
+            Arg::<Scalar>::from_ivalue(IValue::Int(3)).unwrap().0,
+            Scalar::Int(3)
+        );
+        let e = Arg::<Scalar>::from_ivalue(IValue::None).unwrap_err();
+        assert_eq!(e.message(), "Expected Scalar but got None");
+        assert_eq!(
+            Arg::<Option<ScalarType>>::from_ivalue(IValue::None)
+                .unwrap()
+                .0,
+            None
+        );
+        assert_eq!(
+            Arg::<Option<ScalarType>>::from_ivalue(IValue::Int(6))
+                .unwrap()
+                .0,
+            Some(ScalarType::Float)
+        );
+    }
+}
