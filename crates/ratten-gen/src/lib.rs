@@ -2,3 +2,4 @@
 //! (`ratten-gen check`); code generation builds on the same loaded model.
 
 pub mod check;
+pub mod codegen;

@@ -32,11 +32,58 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         derivatives: Option<PathBuf>,
     },
+    /// Generate the operator API (handles, functions, methods, backend functions, structured
+    /// wrappers, registrations) from a native_functions.yaml into a directory of Rust files.
+    Generate {
+        /// native_functions.yaml
+        #[arg(long, value_name = "PATH")]
+        native: PathBuf,
+        /// tags.yaml (unchecked when absent)
+        #[arg(long, value_name = "PATH")]
+        tags: Option<PathBuf>,
+        /// The directory the files are written to (e.g. src/generated)
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// ratten-aten's own code (inherent Tensor methods, `crate` paths)
+        #[arg(long)]
+        aten: bool,
+        /// The module holding the kernels the yaml names (out of tree)
+        #[arg(long, default_value = "crate::kernels")]
+        kernel_module: String,
+        /// The extension trait carrying the Tensor methods (out of tree)
+        #[arg(long, default_value = "TensorExt")]
+        extension_trait: String,
+        /// `structured_inherits` base=RustType, repeatable
+        #[arg(long, value_name = "BASE=TYPE")]
+        inherits: Vec<String>,
+        /// Only check that the files in --out are up to date (exit 1 if not)
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Generate {
+            native,
+            tags,
+            out,
+            aten,
+            kernel_module,
+            extension_trait,
+            inherits,
+            check,
+        } => generate(GenerateArgs {
+            native,
+            tags,
+            out,
+            aten,
+            kernel_module,
+            extension_trait,
+            inherits,
+            check,
+        }),
         Command::Check {
             native,
             tags,
@@ -58,6 +105,66 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+struct GenerateArgs {
+    native: PathBuf,
+    tags: Option<PathBuf>,
+    out: PathBuf,
+    aten: bool,
+    kernel_module: String,
+    extension_trait: String,
+    inherits: Vec<String>,
+    check: bool,
+}
+
+fn generate(a: GenerateArgs) -> ExitCode {
+    use ratten_gen::codegen::{generate_from_path, stale_files, write_files, GenOptions};
+    let mut opts = if a.aten {
+        GenOptions::aten()
+    } else {
+        GenOptions::out_of_tree("", &a.kernel_module, &a.extension_trait)
+    };
+    if !a.aten {
+        opts.source_label = a.native.display().to_string();
+    }
+    for kv in &a.inherits {
+        let Some((k, v)) = kv.split_once('=') else {
+            eprintln!("--inherits expects BASE=TYPE, got {kv}");
+            return ExitCode::FAILURE;
+        };
+        opts.inherits.insert(k.to_string(), v.to_string());
+    }
+    let files = match generate_from_path(&a.native, a.tags.as_deref(), &opts) {
+        Ok(f) => f,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    if a.check {
+        let stale = stale_files(&files, &a.out);
+        if stale.is_empty() {
+            println!("{} files up to date in {}", files.len(), a.out.display());
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("stale generated files in {}: {}", a.out.display(), stale.join(", "));
+        return ExitCode::FAILURE;
+    }
+    match write_files(&files, &a.out) {
+        Ok(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cannot write to {}: {e}", a.out.display());
+            ExitCode::FAILURE
         }
     }
 }

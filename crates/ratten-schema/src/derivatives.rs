@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::error::{DeclError, DeclErrors, Location};
-use crate::native::{argument_parts, signature, NativeFunctions};
+use crate::native::{argument_parts, NativeFunctions};
 use crate::schema::FunctionSchema;
 use crate::yaml::{self, Mark, Node};
 
@@ -231,21 +231,23 @@ impl Derivatives {
     /// Pairs every entry with the native function its `name:` names (torchgen matches
     /// the schema text exactly) and with its family's canonical function.
     pub fn match_native(&self, nf: &NativeFunctions) -> DerivativeMatches {
-        let mut by_schema: HashMap<String, usize> = HashMap::with_capacity(nf.functions.len());
-        let mut by_signature: HashMap<String, Vec<usize>> = HashMap::new();
+        // An entry names one function by its schema; look it up by name, then compare the
+        // whole schema text as torchgen does.
+        let mut by_name: HashMap<&crate::schema::OperatorName, usize> =
+            HashMap::with_capacity(nf.functions.len());
+        let mut by_base: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, f) in nf.functions.iter().enumerate() {
-            by_schema.insert(f.func.to_source_string(), i);
-            if let Ok(sig) = signature(&f.func, false) {
-                by_signature
-                    .entry(sig.to_source_string())
-                    .or_default()
-                    .push(i);
-            }
+            by_name.insert(&f.func.name, i);
+            by_base.entry(f.root_name()).or_default().push(i);
         }
         let mut out = DerivativeMatches::default();
         for (ei, e) in self.entries.iter().enumerate() {
             let key = e.schema.to_source_string();
-            let Some(&fi) = by_schema.get(&key) else {
+            let found = by_name
+                .get(&e.schema.name)
+                .copied()
+                .filter(|&i| nf.functions[i].func.to_source_string() == key);
+            let Some(fi) = found else {
                 let avail: Vec<String> = nf
                     .functions
                     .iter()
@@ -264,10 +266,17 @@ impl Derivatives {
                 ));
                 continue;
             };
-            let sig = signature(&nf.functions[fi].func, false)
-                .map(|s| s.to_source_string())
-                .unwrap_or_default();
-            let family = by_signature.get(&sig).cloned().unwrap_or_else(|| vec![fi]);
+            // The function's family: the functions of its root name with the same signature.
+            let sig = nf.functions[fi].signature_key();
+            let family: Vec<usize> = by_base
+                .get(&nf.functions[fi].root_name())
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|&i| nf.functions[i].signature_key() == sig)
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![fi]);
             let defn = e.defn_name();
             let canonical = family
                 .iter()
@@ -662,114 +671,113 @@ fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-/// Byte offsets where `ident` occurs bounded by non-word characters (torchgen's
-/// IDENT_REGEX `(^|\W){}($|\W)`).
-fn ident_positions(text: &str, ident: &str) -> Vec<usize> {
+/// The identifiers of a formula (maximal runs of word characters) with their offsets:
+/// a name occurs where torchgen's IDENT_REGEX `(^|\W){}($|\W)` finds it exactly when it
+/// is one of these.
+fn identifiers(text: &str) -> Vec<(usize, &str)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(p) = text[from..].find(ident) {
-        let s = from + p;
-        let e = s + ident.len();
-        if (s == 0 || !is_word(b[s - 1])) && (e == b.len() || !is_word(b[e])) {
-            out.push(s);
+    let mut i = 0;
+    while i < b.len() {
+        if is_word(b[i]) {
+            let s = i;
+            while i < b.len() && is_word(b[i]) {
+                i += 1;
+            }
+            out.push((s, &text[s..i]));
+        } else {
+            i += 1;
         }
-        from = s + 1;
     }
     out
 }
 
-fn mentions(text: &str, ident: &str) -> bool {
-    !ident_positions(text, ident).is_empty()
+/// Byte offsets where `ident` occurs bounded by non-word characters.
+fn ident_positions(text: &str, ident: &str) -> Vec<usize> {
+    identifiers(text)
+        .into_iter()
+        .filter(|(_, t)| *t == ident)
+        .map(|(p, _)| p)
+        .collect()
 }
 
 /// The expressions torchgen evaluates in the forward instead of saving the whole
-/// variable: (pattern with `{}` for the name, suffix of the saved name).
-const REPLACEMENTS: &[(&str, &str)] = &[
-    ("{}.sym_sizes()", "_sym_sizes"),
-    ("{}->sym_sizes()", "_sym_sizes_opt"),
-    ("{}.sym_blocksize()", "_self_sym_blocksize_opt"),
-    ("{}.options()", "_options"),
-    ("zeros_like({})", "_info"),
-    ("{}.numel()", "_numel"),
-    ("{}.sym_numel()", "_sym_numel"),
-    ("to_args_sizes({})", "_args_sizes"),
-    ("to_args_sizes_symint({})", "_args_sizes_symint"),
-    ("to_args_scalartypes({})", "_args_scalartypes"),
-    ("TensorGeometry({})", "_geometry"),
-    ("{}.scalar_type()", "_scalar_type"),
-    ("{}.dim()", "_dim"),
-    ("{}.sym_strides()", "_sym_strides"),
-    ("{}.layout()", "_layout"),
-    ("{}.is_conj()", "_conjugate"),
+/// variable: (text before the name, text after it, suffix of the saved name).
+const REPLACEMENTS: &[(&str, &str, &str)] = &[
+    ("", ".sym_sizes()", "_sym_sizes"),
+    ("", "->sym_sizes()", "_sym_sizes_opt"),
+    ("", ".sym_blocksize()", "_self_sym_blocksize_opt"),
+    ("", ".options()", "_options"),
+    ("zeros_like(", ")", "_info"),
+    ("", ".sym_size(", "_sym_argsize_"),
+    ("", ".numel()", "_numel"),
+    ("", ".sym_numel()", "_sym_numel"),
+    ("to_args_sizes(", ")", "_args_sizes"),
+    ("to_args_sizes_symint(", ")", "_args_sizes_symint"),
+    ("to_args_scalartypes(", ")", "_args_scalartypes"),
+    ("TensorGeometry(", ")", "_geometry"),
+    ("", ".scalar_type()", "_scalar_type"),
+    ("", ".dim()", "_dim"),
+    ("", ".sym_strides()", "_sym_strides"),
+    ("", ".layout()", "_layout"),
+    ("", ".is_conj()", "_conjugate"),
 ];
 
-/// Replaces the patterns for `name` in `formula`, recording what is saved; then saves
-/// the whole variable if it is still mentioned.
-fn saved_values(formula: &mut String, name: &str, saved: &mut Vec<SavedValue>) {
-    for (pattern, suffix) in REPLACEMENTS {
-        let pat = pattern.replace("{}", name);
-        let mut from = 0;
-        while let Some(p) = formula[from..].find(&pat) {
-            let s = from + p;
-            let e = s + pat.len();
-            let b = formula.as_bytes();
-            // The name must be a whole identifier.
-            let name_at = s + pat.find(name).unwrap_or(0);
-            let bounded = (name_at == 0 || !is_word(b[name_at - 1]))
-                && !is_word(*b.get(name_at + name.len()).unwrap_or(&b' '));
-            if !bounded {
-                from = s + 1;
-                continue;
-            }
-            let saved_name = format!("{name}{suffix}");
-            let replacement = if *suffix == "_info" {
-                format!("{name}_info.zeros()")
-            } else {
-                saved_name.clone()
-            };
-            if !saved.iter().any(|v| v.name == saved_name) {
-                saved.push(SavedValue {
-                    name: saved_name,
-                    of: name.to_string(),
-                    expr: pat.clone(),
-                });
-            }
-            formula.replace_range(s..e, &replacement);
-            from = s + replacement.len();
-        }
-    }
-    // `x.sym_size(N)` saves one size.
-    let pat = format!("{name}.sym_size(");
-    let mut from = 0;
-    while let Some(p) = formula[from..].find(&pat) {
-        let s = from + p;
-        let b = formula.as_bytes();
-        if s > 0 && is_word(b[s - 1]) {
-            from = s + 1;
-            continue;
-        }
-        let arg_start = s + pat.len();
-        let Some(close) = formula[arg_start..].find(')') else {
-            break;
-        };
-        let arg = formula[arg_start..arg_start + close].to_string();
-        if arg.is_empty() || !arg.trim_start_matches('-').bytes().all(is_word) {
-            from = s + 1;
-            continue;
-        }
-        let saved_name = format!("{name}_sym_argsize_{}", arg.replace('-', "minus_"));
-        if !saved.iter().any(|v| v.name == saved_name) {
-            saved.push(SavedValue {
-                name: saved_name.clone(),
-                of: name.to_string(),
-                expr: format!("{name}.sym_size({arg})"),
+/// What `name` needs saved for `formula`: each use inside one of the expressions above
+/// saves that expression's value; any other use saves the whole variable. (torchgen
+/// rewrites the formula pattern by pattern; the uses are disjoint, so one pass over the
+/// occurrences finds the same values, kept in torchgen's order.)
+fn saved_values(formula: &str, idents: &[(usize, &str)], name: &str, saved: &mut Vec<SavedValue>) {
+    let mut found: Vec<(usize, usize, SavedValue)> = Vec::new();
+    let mut whole = false;
+    for p in idents.iter().filter(|(_, t)| *t == name).map(|(p, _)| *p) {
+        let before = &formula[..p];
+        let after = &formula[p + name.len()..];
+        let hit = REPLACEMENTS
+            .iter()
+            .enumerate()
+            .find_map(|(k, (pre, post, suffix))| {
+                if !before.ends_with(pre) || !after.starts_with(post) {
+                    return None;
+                }
+                if *suffix == "_sym_argsize_" {
+                    // `x.sym_size(N)` saves that one size.
+                    let rest = &after[post.len()..];
+                    let close = rest.find(')')?;
+                    let arg = &rest[..close];
+                    if arg.is_empty() || !arg.trim_start_matches('-').bytes().all(is_word) {
+                        return None;
+                    }
+                    return Some((
+                        k,
+                        SavedValue {
+                            name: format!("{name}{suffix}{}", arg.replace('-', "minus_")),
+                            of: name.to_string(),
+                            expr: format!("{name}.sym_size({arg})"),
+                        },
+                    ));
+                }
+                Some((
+                    k,
+                    SavedValue {
+                        name: format!("{name}{suffix}"),
+                        of: name.to_string(),
+                        expr: format!("{pre}{name}{post}"),
+                    },
+                ))
             });
+        match hit {
+            Some((k, v)) => found.push((k, p, v)),
+            None => whole = true,
         }
-        formula.replace_range(s..arg_start + close + 1, &saved_name);
-        from = s + saved_name.len();
     }
-    if mentions(formula, name) && !saved.iter().any(|v| v.name == name) {
+    found.sort_by_key(|(k, p, _)| (*k, *p));
+    for (_, _, v) in found {
+        if !saved.iter().any(|x| x.name == v.name) {
+            saved.push(v);
+        }
+    }
+    if whole && !saved.iter().any(|v| v.name == name) {
         saved.push(SavedValue {
             name: name.to_string(),
             of: name.to_string(),
@@ -787,16 +795,22 @@ fn analyze(
     rets: &[String],
     named_grads: &[String],
 ) -> Formula {
-    let inputs_used = args.iter().filter(|a| mentions(text, a)).cloned().collect();
-    let outputs_used = rets.iter().filter(|r| mentions(text, r)).cloned().collect();
+    let idents = identifiers(text);
+    let mentions = |name: &str| idents.iter().any(|(_, t)| *t == name);
+    let inputs_used = args.iter().filter(|a| mentions(a)).cloned().collect();
+    let outputs_used = rets.iter().filter(|r| mentions(r)).cloned().collect();
     let mut grads_used: Vec<String> = ["grad", "grads"]
         .iter()
-        .filter(|g| mentions(text, g))
+        .filter(|g| mentions(g))
         .map(|g| g.to_string())
         .collect();
-    grads_used.extend(named_grads.iter().filter(|g| mentions(text, g)).cloned());
+    grads_used.extend(named_grads.iter().filter(|g| mentions(g)).cloned());
     let mut grad_indices = Vec::new();
-    for s in ident_positions(text, "grads") {
+    for s in idents
+        .iter()
+        .filter(|(_, t)| *t == "grads")
+        .map(|(p, _)| *p)
+    {
         let rest = &text[s + 5..];
         if let Some(inner) = rest.strip_prefix('[') {
             let digits: String = inner.chars().take_while(char::is_ascii_digit).collect();
@@ -813,20 +827,24 @@ fn analyze(
     let mut primals_used = Vec::new();
     match kind {
         FormulaKind::Backward => {
-            let mut work = text.to_string();
             for a in args {
-                saved_values(&mut work, a, &mut saved_inputs);
+                saved_values(text, &idents, a, &mut saved_inputs);
             }
             for r in rets {
-                saved_values(&mut work, r, &mut saved_outputs);
+                saved_values(text, &idents, r, &mut saved_outputs);
             }
         }
         FormulaKind::Forward => {
             for a in args {
-                if mentions(text, &format!("{a}_t")) {
+                let with = |suffix: &str| {
+                    idents.iter().any(|(_, t)| {
+                        t.len() == a.len() + 2 && t.starts_with(a.as_str()) && t.ends_with(suffix)
+                    })
+                };
+                if with("_t") {
                     tangents_used.push(a.clone());
                 }
-                if mentions(text, &format!("{a}_p")) {
+                if with("_p") {
                     primals_used.push(a.clone());
                 }
             }
@@ -991,6 +1009,19 @@ mod tests {
             .map(|s| s.name.as_str())
             .collect();
         assert_eq!(saved, ["self_sym_sizes", "self_sym_numel"]);
+        let mut v = Vec::new();
+        let f = "f(self.sym_size(-1), self.dim(), TensorGeometry(self), self)";
+        saved_values(f, &identifiers(f), "self", &mut v);
+        let names: Vec<&str> = v.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "self_sym_argsize_minus_1",
+                "self_geometry",
+                "self_dim",
+                "self"
+            ]
+        );
         assert_eq!(
             d.entries[1].definitions[0].op.as_deref(),
             Some("MeanBackward1")

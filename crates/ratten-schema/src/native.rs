@@ -389,6 +389,84 @@ pub fn signature(s: &FunctionSchema, keep_return_names: bool) -> Result<Function
     })
 }
 
+/// The text of `signature(s, false).to_source_string()`, written without building the
+/// signature (grouping computes it for every function).
+fn signature_key(s: &FunctionSchema) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let parts = argument_parts(s)?;
+    let base = BaseOperatorName::parse(s.name.unqualified_name())?;
+    let mut out = String::with_capacity(160);
+    if base.dunder_method {
+        let _ = write!(out, "__{}__(", base.base);
+    } else {
+        out.push_str(&base.base);
+        out.push('(');
+    }
+    let bernoulli_p = s.name.unqualified_name() == "bernoulli" && s.name.overload_name == "p";
+    let mut first = true;
+    let mut seen_kwarg = false;
+    let positional = parts
+        .pre_self_positional
+        .iter()
+        .chain(parts.self_arg.iter())
+        .chain(parts.post_self_positional.iter());
+    let kwarg = parts
+        .pre_tensor_options_kwarg_only
+        .iter()
+        .chain(parts.post_tensor_options_kwarg_only.iter());
+    for (&i, kw) in positional
+        .map(|i| (i, false))
+        .chain(kwarg.map(|i| (i, true)))
+    {
+        let a = &s.arguments[i];
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        if kw && !seen_kwarg {
+            out.push_str("*, ");
+            seen_kwarg = true;
+        }
+        let _ = crate::schema::write_arg_type(&mut out, &a.ty, None, true);
+        out.push(' ');
+        out.push_str(&a.name);
+        if bernoulli_p && a.name == "p" && a.ty == Type::Float && a.default_text.is_none() {
+            out.push_str("=0.5");
+        } else if let Some(d) = &a.default_text {
+            out.push('=');
+            out.push_str(d);
+        }
+    }
+    out.push_str(") -> ");
+    let mutated: Vec<&Type> = parts
+        .self_arg
+        .iter()
+        .chain(parts.out.iter())
+        .chain(parts.post_self_positional.iter())
+        .map(|&i| &s.arguments[i])
+        .filter(|a| a.is_write() && !s.returns.iter().any(|r| r.alias_info == a.alias_info))
+        .map(|a| &a.ty)
+        .collect();
+    let rets: Vec<&Type> = s.returns.iter().map(|r| &r.ty).chain(mutated).collect();
+    let mut single = String::new();
+    if rets.len() == 1 {
+        let _ = crate::schema::write_arg_type(&mut single, rets[0], None, true);
+    }
+    if rets.len() == 1 && !single.starts_with('(') {
+        out.push_str(&single);
+    } else {
+        out.push('(');
+        for (i, t) in rets.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = crate::schema::write_arg_type(&mut out, t, None, true);
+        }
+        out.push(')');
+    }
+    Ok(out)
+}
+
 /// How a function's devices are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceCheckType {
@@ -469,9 +547,19 @@ pub struct NativeFunction {
     pub has_composite_implicit_autograd_nested_tensor_kernel: bool,
     pub has_composite_explicit_autograd_kernel: bool,
     pub has_composite_explicit_autograd_non_functional_kernel: bool,
+    /// Computed once: the schema kind and the text of the family signature.
+    schema_kind: SchemaKind,
+    signature_key: String,
 }
 
 impl NativeFunction {
+    /// Fills in the cached kind and signature (after the schema is final).
+    fn with_caches(mut self) -> Result<Self, String> {
+        self.schema_kind = schema_kind(&self.func)?;
+        self.signature_key = format!("{}::{}", self.namespace, signature_key(&self.func)?);
+        Ok(self)
+    }
+
     /// The qualified operator name, `aten::add.Tensor`.
     pub fn operator_name(&self) -> OperatorName {
         OperatorName::new(
@@ -505,7 +593,13 @@ impl NativeFunction {
     }
 
     pub fn kind(&self) -> SchemaKind {
-        schema_kind(&self.func).unwrap_or(SchemaKind::Functional)
+        self.schema_kind
+    }
+
+    /// The text of its family signature ([`signature`]), prefixed by the namespace:
+    /// functions with equal keys are variants of one function.
+    pub fn signature_key(&self) -> &str {
+        &self.signature_key
     }
 
     pub fn is_generated(&self) -> bool {
@@ -698,6 +792,18 @@ impl NativeFunctions {
     }
 }
 
+/// The values of an entry's keys, by key name.
+struct Fields<'n>([Option<&'n Node>; NATIVE_KEYS.len()]);
+
+impl<'n> Fields<'n> {
+    fn get(&self, key: &str) -> Option<&'n Node> {
+        NATIVE_KEYS
+            .iter()
+            .position(|n| *n == key)
+            .and_then(|i| self.0[i])
+    }
+}
+
 struct EntryCtx<'a> {
     file: &'a Path,
     errors: Vec<DeclError>,
@@ -797,25 +903,29 @@ fn parse_entry(
         );
         return Err(cx.errors);
     };
-    let mut fields: HashMap<&str, &Node> = HashMap::new();
+    // One slot per key of NATIVE_KEYS (cheaper than a map for 2,600 entries).
+    let mut slots: [Option<&Node>; NATIVE_KEYS.len()] = [None; NATIVE_KEYS.len()];
     for (k, v) in entries {
         match k.as_str() {
-            Some(key) if NATIVE_KEYS.contains(&key) => {
-                if fields.insert(key, v).is_some() {
-                    cx.err(k.mark(), format!("duplicate key '{key}'"));
+            Some(key) => match NATIVE_KEYS.iter().position(|n| *n == key) {
+                Some(i) => {
+                    if slots[i].replace(v).is_some() {
+                        cx.err(k.mark(), format!("duplicate key '{key}'"));
+                    }
                 }
-            }
-            Some(key) => cx.err(
-                k.mark(),
-                format!(
-                    "unknown key '{key}' (expected one of: {})",
-                    NATIVE_KEYS.join(", ")
+                None => cx.err(
+                    k.mark(),
+                    format!(
+                        "unknown key '{key}' (expected one of: {})",
+                        NATIVE_KEYS.join(", ")
+                    ),
                 ),
-            ),
+            },
             None => cx.err(k.mark(), "expected a string key"),
         }
     }
-    let Some(func_node) = fields.get("func").copied() else {
+    let fields = Fields(slots);
+    let Some(func_node) = fields.get("func") else {
         cx.err(item.mark(), "missing key 'func'");
         return Err(cx.errors);
     };
@@ -958,7 +1068,7 @@ fn parse_entry(
     if let Some(v) = fields.get("tags") {
         let list: Vec<&Node> = match v {
             Node::Seq(xs, _) => xs.iter().collect(),
-            _ => vec![*v],
+            _ => vec![v],
         };
         for t in list {
             if let Some(name) = cx.string("tags", t) {
@@ -1183,6 +1293,15 @@ fn parse_entry(
         cpp_no_default_args,
         use_const_ref_for_mutable_tensors,
         is_abstract,
+        schema_kind: SchemaKind::Functional,
+        signature_key: String::new(),
+    };
+    let f = match f.with_caches() {
+        Ok(f) => f,
+        Err(e) => {
+            cx.err(fm, e);
+            return Err(cx.errors);
+        }
     };
     let (errs, warns) = function_invariants(&f);
     for msg in errs {
@@ -1548,16 +1667,9 @@ fn pre_group(fs: &[NativeFunction], errors: &mut Vec<DeclError>) -> PreGroups {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut groups: PreGroups = Vec::new();
     for (i, f) in fs.iter().enumerate() {
-        let sig = match signature(&f.func, false) {
-            Ok(s) => s.to_source_string(),
-            Err(e) => {
-                errors.push(DeclError::new(f.loc.clone(), e));
-                continue;
-            }
-        };
-        let key = format!("{}::{sig}", f.namespace);
+        let key = &f.signature_key;
         let gi = *index.entry(key.clone()).or_insert_with(|| {
-            groups.push((key, Vec::new()));
+            groups.push((key.clone(), Vec::new()));
             groups.len() - 1
         });
         let kind = f.kind();
@@ -1762,7 +1874,7 @@ fn generate_function(
         .cloned()
         .collect();
     tags.insert("generated".to_string());
-    Ok(NativeFunction {
+    NativeFunction {
         namespace: f.namespace.clone(),
         func,
         loc: f.loc.clone(),
@@ -1795,7 +1907,10 @@ fn generate_function(
         has_composite_implicit_autograd_nested_tensor_kernel: false,
         has_composite_explicit_autograd_kernel: true,
         has_composite_explicit_autograd_non_functional_kernel: false,
-    })
+        schema_kind: SchemaKind::Functional,
+        signature_key: String::new(),
+    }
+    .with_caches()
 }
 
 /// torchgen's `add_generated_native_functions`.
@@ -2281,6 +2396,20 @@ mod tests {
         .contains("more than one of CompositeExplicitAutograd"));
         assert!(msg("- func: f(Tensor self) -> Tensor\n  dispatch:\n    CPU: f\n  autogen: f.out\n- func: f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: f\n")
             .contains("autogen"));
+    }
+
+    #[test]
+    fn signature_key_matches_signature() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/pytorch/native_functions.yaml"
+        ))
+        .unwrap();
+        let nf = parse(&text).unwrap();
+        for f in &nf.functions {
+            let a = signature(&f.func, false).unwrap().to_source_string();
+            assert_eq!(signature_key(&f.func).unwrap(), a, "{}", f.func.name);
+        }
     }
 
     #[test]

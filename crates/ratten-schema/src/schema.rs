@@ -603,7 +603,7 @@ impl Argument {
 
 /// c10's Argument printing of the type part: `Type(alias)?`, list element annotations
 /// before the brackets.
-fn write_arg_type(
+pub(crate) fn write_arg_type(
     f: &mut impl fmt::Write,
     ty: &Type,
     alias: Option<&AliasInfo>,
