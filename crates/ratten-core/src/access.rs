@@ -76,6 +76,16 @@ impl LockSet {
     /// Locks the storages in `wanted` (address, storage, write). The caller must keep every
     /// storage alive until the LockSet is dropped.
     fn acquire(wanted: &mut SmallVec<[(usize, &StorageImpl, bool); 4]>) -> Result<LockSet> {
+        let mut set = LockSet {
+            entries: SmallVec::new(),
+            _not_send: PhantomData,
+        };
+        set.lock_all(wanted)?;
+        Ok(set)
+    }
+
+    /// Locks `wanted` into `self.entries` (which must be empty). On error nothing is held.
+    fn lock_all(&mut self, wanted: &mut SmallVec<[(usize, &StorageImpl, bool); 4]>) -> Result<()> {
         // Sort by address, writers first among equals, then keep the first of each address:
         // "write wins".
         wanted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.2.cmp(&a.2)));
@@ -101,7 +111,7 @@ impl LockSet {
                 }
                 max_held = held.iter().map(|h| h.addr).max();
             }
-            let mut entries: SmallVec<[Entry; 4]> = SmallVec::new();
+            let entries = &mut self.entries;
             for &(addr, storage, write) in wanted.iter() {
                 let reentry = max_held.is_some() && held.iter().any(|h| h.addr == addr);
                 if reentry {
@@ -130,10 +140,11 @@ impl LockSet {
                     true
                 };
                 if !ok {
-                    for e in &entries {
+                    for e in entries.iter() {
                         // SAFETY: the storages are alive (caller) and locked by us.
                         unsafe { unlock(e) };
                     }
+                    entries.clear();
                     return Err(Error::runtime(
                         "storage access: a nested access on this thread would wait for a \
                          storage out of lock order and could deadlock; acquire all tensors of \
@@ -146,7 +157,7 @@ impl LockSet {
                     locked: true,
                 });
             }
-            for e in &entries {
+            for e in entries.iter() {
                 let addr = e.imp as usize;
                 match held.iter_mut().find(|h| h.addr == addr) {
                     Some(h) => h.count += 1,
@@ -157,10 +168,7 @@ impl LockSet {
                     }),
                 }
             }
-            Ok(LockSet {
-                entries,
-                _not_send: PhantomData,
-            })
+            Ok(())
         })
     }
 
@@ -366,40 +374,43 @@ unsafe impl Sync for TensorAccess {}
 impl TensorAccess {
     /// Acquires `reads` for reading and `writes` for writing, in one step.
     pub fn new(reads: &[&TensorBase], writes: &[&TensorBase]) -> Result<TensorAccess> {
-        // Snapshot each tensor's metadata once: storage, sizes, strides and offset stay
-        // consistent for the guard's lifetime even if another thread resizes the tensor.
-        let mut tensors: SmallVec<[AccessedTensor; 4]> = reads
-            .iter()
-            .map(|t| (t, false))
-            .chain(writes.iter().map(|t| (t, true)))
-            .map(|(t, writable)| AccessedTensor {
-                meta: t.meta_arc(),
-                dtype: t.dtype(),
-                device: t.device(),
-                base: None,
-                writable,
-            })
-            .collect();
-        let locks = {
-            let mut wanted: SmallVec<[(usize, &StorageImpl, bool); 4]> = tensors
-                .iter()
-                .map(|t| {
-                    let s = t.meta.storage();
-                    (s.addr(), s.as_impl(), t.writable)
-                })
-                .collect();
-            LockSet::acquire(&mut wanted)?
+        // Built in place (the guard is a few hundred bytes; moving it costs more than the
+        // locking). Each tensor's metadata is snapshotted once: storage, sizes, strides and
+        // offset stay consistent for the guard's lifetime even if another thread resizes it.
+        let mut access = TensorAccess {
+            _locks: LockSet {
+                entries: SmallVec::new(),
+                _not_send: PhantomData,
+            },
+            tensors: SmallVec::new(),
+            n_reads: reads.len(),
         };
-        for t in tensors.iter_mut() {
-            // SAFETY: `locks` holds this storage's lock (every tensor's storage was acquired)
-            // for as long as the guard lives.
+        for (list, writable) in [(reads, false), (writes, true)] {
+            for t in list {
+                access.tensors.push(AccessedTensor {
+                    meta: t.meta_arc(),
+                    dtype: t.dtype(),
+                    device: t.device(),
+                    base: None,
+                    writable,
+                });
+            }
+        }
+        {
+            let mut wanted: SmallVec<[(usize, &StorageImpl, bool); 4]> = SmallVec::new();
+            for t in &access.tensors {
+                let s = t.meta.storage();
+                wanted.push((s.addr(), s.as_impl(), t.writable));
+            }
+            // The snapshots in `access.tensors` keep the storages alive.
+            access._locks.lock_all(&mut wanted)?;
+        }
+        for t in access.tensors.iter_mut() {
+            // SAFETY: the guard holds this storage's lock (every tensor's storage was
+            // acquired) for as long as it lives.
             t.base = unsafe { t.meta.storage().as_impl().data_ptr_locked() };
         }
-        Ok(TensorAccess {
-            _locks: locks,
-            tensors,
-            n_reads: reads.len(),
-        })
+        Ok(access)
     }
 
     /// A guard that only reads one tensor.
