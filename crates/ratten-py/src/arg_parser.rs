@@ -1,0 +1,845 @@
+//! PythonArgParser (torch/csrc/utils/python_arg_parser.cpp), without the Python runtime.
+//!
+//! A [`Signature`] is made from a `FunctionSchema`; the Python layer describes each argument
+//! it received as an [`ArgKind`] (cheap: only the shape of the value matters for matching),
+//! and [`Parser::parse`] picks the first signature that accepts them, returning where each
+//! parameter's value comes from. Keeping the matching here means it is unit-tested in Rust,
+//! and the pyo3 layer only converts values.
+
+use ratten_schema::{DefaultValue, FunctionSchema, Type};
+
+/// What one Python argument looks like, for matching.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgKind {
+    /// A `ratten.Tensor`, with its number of dimensions.
+    Tensor {
+        dim: usize,
+    },
+    Int,
+    Float,
+    Bool,
+    Complex,
+    Str,
+    None,
+    Dtype,
+    Device,
+    /// A tuple or list (`container` is `tuple`/`list`), with its elements.
+    Seq {
+        container: &'static str,
+        elems: Vec<ArgKind>,
+    },
+    /// Anything else, by its Python type name.
+    Other(String),
+}
+
+impl ArgKind {
+    /// The name torch prints for an argument of this kind ("got (Tensor, int)").
+    pub fn type_name(&self) -> String {
+        match self {
+            ArgKind::Tensor { .. } => "Tensor".into(),
+            ArgKind::Int => "int".into(),
+            ArgKind::Float => "float".into(),
+            ArgKind::Bool => "bool".into(),
+            ArgKind::Complex => "complex".into(),
+            ArgKind::Str => "str".into(),
+            ArgKind::None => "NoneType".into(),
+            ArgKind::Dtype => "ratten.dtype".into(),
+            ArgKind::Device => "ratten.device".into(),
+            ArgKind::Seq { container, elems } => {
+                // torch: "tuple of (int, str)" for mixed, "tuple of ints" when uniform.
+                if elems.is_empty() {
+                    return container.to_string();
+                }
+                let names: Vec<String> = elems.iter().map(|e| e.type_name()).collect();
+                if names.iter().all(|n| n == &names[0]) {
+                    format!("{container} of {}s", names[0])
+                } else {
+                    format!("{container} of ({})", names.join(", "))
+                }
+            }
+            ArgKind::Other(n) => n.clone(),
+        }
+    }
+
+    fn is_number(&self) -> bool {
+        matches!(
+            self,
+            ArgKind::Int | ArgKind::Float | ArgKind::Bool | ArgKind::Complex
+        )
+    }
+}
+
+/// torch's ParameterType.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamType {
+    Tensor,
+    Scalar,
+    Int,
+    Float,
+    Complex,
+    Bool,
+    Str,
+    ScalarType,
+    Device,
+    IntList {
+        size: Option<u32>,
+    },
+    FloatList,
+    TensorList,
+    /// Generator, Layout, MemoryFormat and other types ratten's Python layer does not make:
+    /// only their default (None) can be passed.
+    Opaque(String),
+}
+
+impl ParamType {
+    fn from_schema(t: &Type) -> ParamType {
+        match t {
+            Type::Tensor => ParamType::Tensor,
+            Type::Scalar => ParamType::Scalar,
+            Type::Int | Type::SymInt | Type::DeviceIndex => ParamType::Int,
+            Type::Float | Type::SymFloat => ParamType::Float,
+            Type::Complex => ParamType::Complex,
+            Type::Bool | Type::SymBool => ParamType::Bool,
+            Type::Str | Type::Dimname => ParamType::Str,
+            Type::ScalarType => ParamType::ScalarType,
+            Type::Device => ParamType::Device,
+            Type::List { elem, size } => match elem.as_ref() {
+                Type::Int | Type::SymInt => ParamType::IntList { size: *size },
+                Type::Float => ParamType::FloatList,
+                Type::Tensor => ParamType::TensorList,
+                Type::Optional(inner) if **inner == Type::Tensor => ParamType::TensorList,
+                other => ParamType::Opaque(format!("{other}[]")),
+            },
+            Type::Optional(inner) => ParamType::from_schema(inner),
+            other => ParamType::Opaque(other.to_string()),
+        }
+    }
+
+    /// torch's type names in signatures ("Number", "tuple of ints", "torch.dtype").
+    pub fn name(&self) -> String {
+        match self {
+            ParamType::Tensor => "Tensor".into(),
+            ParamType::Scalar => "Number".into(),
+            ParamType::Int => "int".into(),
+            ParamType::Float => "float".into(),
+            ParamType::Complex => "complex".into(),
+            ParamType::Bool => "bool".into(),
+            ParamType::Str => "str".into(),
+            ParamType::ScalarType => "ratten.dtype".into(),
+            ParamType::Device => "ratten.device".into(),
+            ParamType::IntList { .. } => "tuple of ints".into(),
+            ParamType::FloatList => "tuple of floats".into(),
+            ParamType::TensorList => "tuple of Tensors".into(),
+            ParamType::Opaque(n) => n.clone(),
+        }
+    }
+}
+
+/// One parameter of a Python signature.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub ty: ParamType,
+    /// `T?` or a None default: accepts None.
+    pub allow_none: bool,
+    pub default: Option<DefaultValue>,
+    pub kwarg_only: bool,
+    /// Python numbers are accepted for this Tensor parameter (torch's
+    /// `should_allow_numbers_as_tensors`) and become wrapped-number tensors.
+    pub allow_numbers_as_tensor: bool,
+    /// The schema argument this parameter fills (None for the merged `out`).
+    pub schema_index: Option<usize>,
+}
+
+impl Param {
+    /// torch: only a default makes a parameter optional; `T?` alone only admits None.
+    fn is_optional(&self) -> bool {
+        self.default.is_some()
+    }
+
+    /// Whether a value of `kind` fits (None is handled by the caller).
+    pub fn accepts(&self, kind: &ArgKind) -> bool {
+        match (&self.ty, kind) {
+            (ParamType::Tensor, ArgKind::Tensor { .. }) => true,
+            (ParamType::Tensor, k) => self.allow_numbers_as_tensor && k.is_number(),
+            // torch accepts a Tensor for a Scalar (it calls item()); ratten requires 0-dim.
+            (ParamType::Scalar, k) => k.is_number() || matches!(k, ArgKind::Tensor { dim: 0 }),
+            // THPUtils_checkLong excludes bool.
+            (ParamType::Int, k) => matches!(k, ArgKind::Int),
+            (ParamType::Float, k) => matches!(k, ArgKind::Int | ArgKind::Float | ArgKind::Bool),
+            (ParamType::Complex, k) => k.is_number(),
+            (ParamType::Bool, k) => matches!(k, ArgKind::Bool),
+            (ParamType::Str, k) => matches!(k, ArgKind::Str),
+            (ParamType::ScalarType, k) => matches!(k, ArgKind::Dtype),
+            (ParamType::Device, k) => matches!(k, ArgKind::Device | ArgKind::Str | ArgKind::Int),
+            (ParamType::IntList { size }, k) => match k {
+                ArgKind::Seq { elems, .. } => elems.iter().all(|e| matches!(e, ArgKind::Int)),
+                // `int[2] stride=1` also takes a single int.
+                ArgKind::Int => size.is_some_and(|s| s > 0),
+                _ => false,
+            },
+            (ParamType::FloatList, ArgKind::Seq { elems, .. }) => elems
+                .iter()
+                .all(|e| matches!(e, ArgKind::Int | ArgKind::Float)),
+            (ParamType::TensorList, ArgKind::Seq { elems, .. }) => {
+                elems.iter().all(|e| matches!(e, ArgKind::Tensor { .. }))
+            }
+            _ => false,
+        }
+    }
+
+    /// The text torch prints for the parameter: `Number alpha = 1`.
+    pub fn signature_text(&self) -> String {
+        let mut s = format!("{} {}", self.ty.name(), self.name);
+        if let Some(d) = &self.default {
+            s.push_str(" = ");
+            s.push_str(&default_text(d));
+        }
+        s
+    }
+}
+
+fn default_text(d: &DefaultValue) -> String {
+    match d {
+        DefaultValue::None => "None".into(),
+        DefaultValue::Bool(b) => if *b { "True" } else { "False" }.into(),
+        DefaultValue::Int(i) => i.to_string(),
+        DefaultValue::Float(f) => ratten_schema::format_double(*f),
+        DefaultValue::Str(s) => format!("\"{s}\""),
+        DefaultValue::IntList(v) => format!(
+            "[{}]",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// torch's `should_allow_numbers_as_tensors`: the ops whose Tensor arguments take numbers.
+pub fn allow_numbers_as_tensors(name: &str) -> bool {
+    const OPS: &[&str] = &[
+        "add",
+        "add_",
+        "__radd__",
+        "sub",
+        "sub_",
+        "__rsub__",
+        "mul",
+        "mul_",
+        "__rmul__",
+        "div",
+        "div_",
+        "__rdiv__",
+        "__rtruediv__",
+        "true_divide",
+        "true_divide_",
+        "floor_divide",
+        "floor_divide_",
+        "__rfloordiv__",
+        "remainder",
+        "remainder_",
+        "fmod",
+        "fmod_",
+        "pow",
+        "pow_",
+        "__rpow__",
+        "eq",
+        "eq_",
+        "ne",
+        "ne_",
+        "lt",
+        "lt_",
+        "le",
+        "le_",
+        "gt",
+        "gt_",
+        "ge",
+        "ge_",
+        "bitwise_and",
+        "bitwise_and_",
+        "__and__",
+        "__iand__",
+        "bitwise_or",
+        "bitwise_or_",
+        "__or__",
+        "__ior__",
+        "bitwise_xor",
+        "bitwise_xor_",
+        "__xor__",
+        "__ixor__",
+        "bitwise_left_shift",
+        "bitwise_right_shift",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "maximum",
+        "minimum",
+        "atan2",
+        "hypot",
+        "copysign",
+        "where",
+        "rsub",
+    ];
+    OPS.contains(&name)
+}
+
+/// Where a parameter's value comes from after parsing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slot {
+    /// The i-th positional argument.
+    Positional(usize),
+    /// Positional arguments `start..` packed into an int list (`view(2, 3)`).
+    VarArgs(usize),
+    /// The keyword argument at this index of the given keyword list.
+    Keyword(usize),
+    /// Not given: the parameter's default (or None).
+    Default,
+}
+
+/// One Python signature (one overload, with its out= form merged in).
+#[derive(Clone, Debug)]
+pub struct Signature {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// Index into the caller's overload list of the functional schema.
+    pub overload: usize,
+    /// The out= overload merged into this signature (called when `out` is given).
+    pub out_overload: Option<usize>,
+    /// Parsed as a Tensor method: `self` is bound, not a parameter.
+    pub method: bool,
+}
+
+impl Signature {
+    /// Builds the Python signature of `schema`. For a method the `self` argument is dropped;
+    /// for a function it is called `input`, as torch's generated bindings do. Out arguments
+    /// become one keyword-only `out` parameter.
+    pub fn from_schema(schema: &FunctionSchema, overload: usize, method: bool) -> Signature {
+        let name = schema.name.unqualified_name().to_string();
+        let numbers = allow_numbers_as_tensors(&name);
+        let mut params = Vec::new();
+        let mut has_out = false;
+        for (i, a) in schema.arguments.iter().enumerate() {
+            if a.is_out() {
+                has_out = true;
+                continue;
+            }
+            if method && i == 0 && a.name == "self" {
+                continue;
+            }
+            let pname = if a.name == "self" {
+                "input".to_string()
+            } else {
+                a.name.clone()
+            };
+            params.push(Param {
+                name: pname,
+                ty: ParamType::from_schema(&a.ty),
+                allow_none: a.ty.is_optional() || a.default == Some(DefaultValue::None),
+                default: a.default.clone(),
+                kwarg_only: a.kwarg_only,
+                allow_numbers_as_tensor: numbers && !a.ty.is_optional(),
+                schema_index: Some(i),
+            });
+        }
+        let mut sig = Signature {
+            name,
+            params,
+            overload,
+            out_overload: None,
+            method,
+        };
+        if has_out {
+            sig.push_out_param(schema);
+            sig.out_overload = Some(overload);
+        }
+        sig
+    }
+
+    fn push_out_param(&mut self, out_schema: &FunctionSchema) {
+        let n_out = out_schema.out_arguments().count();
+        self.params.push(Param {
+            name: "out".into(),
+            ty: if n_out == 1 {
+                ParamType::Tensor
+            } else {
+                ParamType::TensorList
+            },
+            allow_none: true,
+            default: Some(DefaultValue::None),
+            kwarg_only: true,
+            allow_numbers_as_tensor: false,
+            schema_index: None,
+        });
+    }
+
+    /// Merges the out= overload `out_schema` into this (functional) signature.
+    pub fn merge_out(&mut self, out_schema: &FunctionSchema, out_overload: usize) {
+        self.push_out_param(out_schema);
+        self.out_overload = Some(out_overload);
+    }
+
+    /// `(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)`.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        let mut star = false;
+        for p in &self.params {
+            if p.kwarg_only && !star {
+                parts.push("*".to_string());
+                star = true;
+            }
+            parts.push(p.signature_text());
+        }
+        format!("({})", parts.join(", "))
+    }
+
+    fn max_positional(&self) -> usize {
+        self.params.iter().filter(|p| !p.kwarg_only).count()
+    }
+
+    fn min_positional(&self) -> usize {
+        self.params
+            .iter()
+            .filter(|p| !p.kwarg_only && !p.is_optional())
+            .count()
+    }
+
+    /// Tries to bind the arguments; on failure says why, as torch's single-signature errors do.
+    pub fn bind(
+        &self,
+        args: &[ArgKind],
+        kwargs: &[(String, ArgKind)],
+    ) -> Result<Vec<Slot>, BindError> {
+        let max_pos = self.max_positional();
+        // torch: an int list that is the first positional parameter also takes varargs.
+        let varargs_first = matches!(
+            self.params.first(),
+            Some(Param {
+                ty: ParamType::IntList { .. },
+                kwarg_only: false,
+                ..
+            })
+        );
+        let fixed_size = matches!(
+            self.params.first().map(|p| &p.ty),
+            Some(ParamType::IntList { size: Some(s) }) if *s > 0
+        );
+        let varargs = varargs_first
+            && !args.is_empty()
+            && args.iter().all(|a| matches!(a, ArgKind::Int))
+            && (args.len() > 1 || !fixed_size);
+        if !varargs && args.len() > max_pos {
+            return Err(BindError::TooMany {
+                min: self.min_positional(),
+                max: max_pos,
+                given: args.len(),
+            });
+        }
+        let mut used_kw = vec![false; kwargs.len()];
+        let mut slots = Vec::with_capacity(self.params.len());
+        let mut bad: Vec<BadArg> = Vec::new();
+        let mut pos = 0usize;
+        let mut missing = Vec::new();
+        for (pi, p) in self.params.iter().enumerate() {
+            let kw = kwargs.iter().position(|(n, _)| n == &p.name);
+            if pi == 0 && varargs {
+                if kw.is_some() {
+                    return Err(BindError::MultipleValues(p.name.clone()));
+                }
+                slots.push(Slot::VarArgs(0));
+                pos = args.len();
+                continue;
+            }
+            let (given, slot, position) = if !p.kwarg_only && pos < args.len() {
+                if kw.is_some() {
+                    return Err(BindError::MultipleValues(p.name.clone()));
+                }
+                pos += 1;
+                (Some(&args[pos - 1]), Slot::Positional(pos - 1), Some(pos))
+            } else if let Some(k) = kw {
+                used_kw[k] = true;
+                (Some(&kwargs[k].1), Slot::Keyword(k), None)
+            } else {
+                (None, Slot::Default, None)
+            };
+            match given {
+                None => {
+                    if !p.is_optional() {
+                        missing.push(p.name.clone());
+                    }
+                    slots.push(Slot::Default);
+                }
+                Some(ArgKind::None) if p.allow_none => slots.push(slot),
+                Some(k) if p.accepts(k) => slots.push(slot),
+                Some(k) => {
+                    bad.push(BadArg {
+                        param: p.name.clone(),
+                        expected: p.ty.name(),
+                        got: k.type_name(),
+                        position,
+                    });
+                    slots.push(slot);
+                }
+            }
+        }
+        if let Some(k) = used_kw.iter().position(|u| !u) {
+            return Err(BindError::UnexpectedKeyword(kwargs[k].0.clone()));
+        }
+        if !bad.is_empty() {
+            return Err(BindError::BadTypes(bad));
+        }
+        if !missing.is_empty() {
+            return Err(BindError::Missing(missing));
+        }
+        Ok(slots)
+    }
+}
+
+/// A parameter whose argument had the wrong type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BadArg {
+    pub param: String,
+    pub expected: String,
+    pub got: String,
+    /// 1-based position (positional arguments only).
+    pub position: Option<usize>,
+}
+
+/// Why one signature did not accept the arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindError {
+    TooMany {
+        min: usize,
+        max: usize,
+        given: usize,
+    },
+    Missing(Vec<String>),
+    UnexpectedKeyword(String),
+    MultipleValues(String),
+    BadTypes(Vec<BadArg>),
+}
+
+impl BindError {
+    /// torch's message for a function with one signature.
+    pub fn message(&self, name: &str) -> String {
+        match self {
+            BindError::TooMany { min, max, given } => {
+                let range = if min == max {
+                    format!("{max}")
+                } else {
+                    format!("from {min} to {max}")
+                };
+                let s = if *max == 1 { "" } else { "s" };
+                let were = if *given == 1 { "was" } else { "were" };
+                format!("{name}() takes {range} positional argument{s} but {given} {were} given")
+            }
+            BindError::Missing(names) => {
+                // torch's text pluralises exactly when one is missing; kept as torch prints it.
+                let s = if names.len() == 1 { "s" } else { "" };
+                let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+                format!(
+                    "{name}() missing {} required positional argument{s}: {}",
+                    names.len(),
+                    quoted.join(", ")
+                )
+            }
+            BindError::UnexpectedKeyword(k) => {
+                format!("{name}() got an unexpected keyword argument '{k}'")
+            }
+            BindError::MultipleValues(k) => {
+                format!("{name}() got multiple values for argument '{k}'")
+            }
+            BindError::BadTypes(bad) => {
+                let b = &bad[0];
+                match b.position {
+                    Some(p) => format!(
+                        "{name}(): argument '{}' (position {p}) must be {}, not {}",
+                        b.param, b.expected, b.got
+                    ),
+                    None => format!(
+                        "{name}(): argument '{}' must be {}, not {}",
+                        b.param, b.expected, b.got
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of parsing: which signature, and where each of its parameters comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed {
+    pub signature: usize,
+    pub slots: Vec<Slot>,
+}
+
+/// PythonArgParser: the signatures of one Python-visible name, tried in order.
+#[derive(Clone, Debug, Default)]
+pub struct Parser {
+    pub name: String,
+    pub signatures: Vec<Signature>,
+}
+
+impl Parser {
+    /// Builds the parser for the overloads of one operator name. Out= overloads merge into the
+    /// functional overload with the same other arguments; `X.Scalar` overloads that duplicate
+    /// an `X.Tensor` one are hidden (numbers are accepted as tensors there), as torch's
+    /// binding generator does.
+    pub fn from_schemas(name: &str, schemas: &[FunctionSchema], method: bool) -> Parser {
+        let mut sigs: Vec<Signature> = Vec::new();
+        let overload_names: Vec<&str> = schemas
+            .iter()
+            .map(|s| s.name.overload_name.as_str())
+            .collect();
+        let mut outs = Vec::new();
+        for (i, s) in schemas.iter().enumerate() {
+            if method
+                && s.arguments
+                    .first()
+                    .is_none_or(|a| a.name != "self" || a.ty != Type::Tensor)
+            {
+                continue;
+            }
+            let ov = s.name.overload_name.as_str();
+            if ov.ends_with("Scalar") && allow_numbers_as_tensors(name) {
+                let tensor_twin = ov.replace("Scalar", "Tensor");
+                if overload_names.contains(&tensor_twin.as_str()) {
+                    continue;
+                }
+            }
+            if s.out_arguments().next().is_some() {
+                outs.push(i);
+            } else {
+                sigs.push(Signature::from_schema(s, i, method));
+            }
+        }
+        for i in outs {
+            let s = &schemas[i];
+            let non_out: Vec<_> = s.arguments.iter().filter(|a| !a.is_out()).collect();
+            let twin = sigs.iter_mut().find(|sig| {
+                let f = &schemas[sig.overload];
+                sig.out_overload.is_none()
+                    && f.arguments.len() == non_out.len()
+                    && f.arguments
+                        .iter()
+                        .zip(&non_out)
+                        .all(|(a, b)| a.name == b.name && a.ty == b.ty)
+            });
+            match twin {
+                Some(sig) => sig.merge_out(s, i),
+                None => sigs.push(Signature::from_schema(s, i, method)),
+            }
+        }
+        Parser {
+            name: name.to_string(),
+            signatures: sigs,
+        }
+    }
+
+    /// Picks the first signature that binds, or torch's TypeError text.
+    pub fn parse(&self, args: &[ArgKind], kwargs: &[(String, ArgKind)]) -> Result<Parsed, String> {
+        let mut errors = Vec::with_capacity(self.signatures.len());
+        for (i, sig) in self.signatures.iter().enumerate() {
+            match sig.bind(args, kwargs) {
+                Ok(slots) => {
+                    return Ok(Parsed {
+                        signature: i,
+                        slots,
+                    })
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if self.signatures.len() == 1 {
+            return Err(errors[0].message(&self.name));
+        }
+        Err(self.invalid_combination(args, kwargs, &errors))
+    }
+
+    /// torch's "received an invalid combination of arguments" text.
+    fn invalid_combination(
+        &self,
+        args: &[ArgKind],
+        kwargs: &[(String, ArgKind)],
+        errors: &[BindError],
+    ) -> String {
+        let mut got: Vec<String> = args.iter().map(|a| a.type_name()).collect();
+        got.extend(kwargs.iter().map(|(n, k)| format!("{n}={}", k.type_name())));
+        let mut s = format!(
+            "{}() received an invalid combination of arguments - got ({}), but expected one of:\n",
+            self.name,
+            got.join(", ")
+        );
+        for (sig, err) in self.signatures.iter().zip(errors) {
+            s.push_str(&format!(" * {}\n", sig.text()));
+            if let BindError::BadTypes(bad) = err {
+                let mut marked: Vec<String> = Vec::new();
+                for (i, a) in args.iter().enumerate() {
+                    let is_bad = bad.iter().any(|b| b.position == Some(i + 1));
+                    let t = a.type_name();
+                    marked.push(if is_bad { format!("!{t}!") } else { t });
+                }
+                for (n, k) in kwargs {
+                    let t = format!("{n}={}", k.type_name());
+                    let is_bad = bad.iter().any(|b| b.position.is_none() && &b.param == n);
+                    marked.push(if is_bad { format!("!{t}!") } else { t });
+                }
+                s.push_str(&format!(
+                    "      didn't match because some of the arguments have invalid types: ({})\n",
+                    marked.join(", ")
+                ));
+            } else if let BindError::UnexpectedKeyword(k) = err {
+                s.push_str(&format!(
+                    "      didn't match because some of the keywords were incorrect: {k}\n"
+                ));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(s: &str) -> FunctionSchema {
+        FunctionSchema::parse(s).unwrap()
+    }
+
+    fn add_parser(method: bool) -> Parser {
+        let schemas = vec![
+            schema("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
+            schema("aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"),
+            schema("aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"),
+        ];
+        Parser::from_schemas("add", &schemas, method)
+    }
+
+    const T: ArgKind = ArgKind::Tensor { dim: 1 };
+
+    #[test]
+    fn add_merges_out_and_hides_scalar_overload() {
+        let p = add_parser(false);
+        assert_eq!(p.signatures.len(), 1);
+        assert_eq!(
+            p.signatures[0].text(),
+            "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)"
+        );
+        assert_eq!(p.signatures[0].out_overload, Some(2));
+        let m = add_parser(true);
+        assert_eq!(
+            m.signatures[0].text(),
+            "(Tensor other, *, Number alpha = 1, Tensor out = None)"
+        );
+    }
+
+    #[test]
+    fn binds_positional_keyword_defaults_and_wrapped_numbers() {
+        let p = add_parser(false);
+        let r = p.parse(&[T, ArgKind::Int], &[]).unwrap();
+        assert_eq!(
+            r.slots,
+            vec![
+                Slot::Positional(0),
+                Slot::Positional(1),
+                Slot::Default,
+                Slot::Default
+            ]
+        );
+        let r = p
+            .parse(
+                &[T, T],
+                &[("alpha".into(), ArgKind::Float), ("out".into(), T)],
+            )
+            .unwrap();
+        assert_eq!(
+            r.slots,
+            vec![
+                Slot::Positional(0),
+                Slot::Positional(1),
+                Slot::Keyword(0),
+                Slot::Keyword(1)
+            ]
+        );
+        // keyword-only: alpha cannot be positional
+        let e = p.parse(&[T, T, ArgKind::Int], &[]).unwrap_err();
+        assert_eq!(e, "add() takes 2 positional arguments but 3 were given");
+    }
+
+    #[test]
+    fn single_signature_errors_are_torchs() {
+        let p = add_parser(false);
+        assert_eq!(
+            p.parse(&[T, ArgKind::Str], &[]).unwrap_err(),
+            "add(): argument 'other' (position 2) must be Tensor, not str"
+        );
+        assert_eq!(
+            p.parse(&[T], &[]).unwrap_err(),
+            "add() missing 1 required positional arguments: \"other\""
+        );
+        assert_eq!(
+            p.parse(&[T, T], &[("beta".into(), ArgKind::Int)])
+                .unwrap_err(),
+            "add() got an unexpected keyword argument 'beta'"
+        );
+        assert_eq!(
+            p.parse(&[T, T], &[("alpha".into(), ArgKind::Str)])
+                .unwrap_err(),
+            "add(): argument 'alpha' must be Number, not str"
+        );
+        assert_eq!(
+            p.parse(&[T, T], &[("other".into(), T)]).unwrap_err(),
+            "add() got multiple values for argument 'other'"
+        );
+    }
+
+    #[test]
+    fn several_signatures_list_them_all() {
+        let schemas = vec![
+            schema("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"),
+            schema("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"),
+        ];
+        let p = Parser::from_schemas("sum", &schemas, false);
+        let e = p.parse(&[ArgKind::Str], &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "sum() received an invalid combination of arguments - got (str), but expected one of:\n \
+             * (Tensor input, *, ratten.dtype dtype = None)\n      didn't match because some of the \
+             arguments have invalid types: (!str!)\n * (Tensor input, tuple of ints dim, bool keepdim \
+             = False, *, ratten.dtype dtype = None)\n      didn't match because some of the arguments \
+             have invalid types: (!str!)\n"
+        );
+        // int[1] takes a single int
+        let r = p.parse(&[T, ArgKind::Int], &[]).unwrap();
+        assert_eq!(r.signature, 1);
+        // bool is not an int
+        assert!(p.parse(&[T, ArgKind::Bool], &[]).is_err());
+    }
+
+    #[test]
+    fn int_list_takes_varargs() {
+        let schemas = vec![schema(
+            "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+        )];
+        let p = Parser::from_schemas("view", &schemas, true);
+        let r = p.parse(&[ArgKind::Int, ArgKind::Int], &[]).unwrap();
+        assert_eq!(r.slots, vec![Slot::VarArgs(0)]);
+        let seq = ArgKind::Seq {
+            container: "tuple",
+            elems: vec![ArgKind::Int; 2],
+        };
+        let r = p.parse(&[seq], &[]).unwrap();
+        assert_eq!(r.slots, vec![Slot::Positional(0)]);
+        let r = p.parse(&[ArgKind::Int], &[]).unwrap();
+        assert_eq!(r.slots, vec![Slot::VarArgs(0)]);
+        let bad = ArgKind::Seq {
+            container: "list",
+            elems: vec![ArgKind::Int, ArgKind::Str],
+        };
+        assert_eq!(
+            p.parse(&[bad], &[]).unwrap_err(),
+            "view(): argument 'size' (position 1) must be tuple of ints, not list of (int, str)"
+        );
+    }
+}

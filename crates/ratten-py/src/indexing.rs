@@ -1,0 +1,213 @@
+//! Basic indexing (torch/csrc/autograd/python_variable_indexing.cpp's `applySlicing`):
+//! integers, slices, None and Ellipsis become a sequence of views.
+
+use ratten_aten::Tensor;
+use ratten_core::{Error, Result};
+
+/// One element of an index tuple.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum IndexItem {
+    Int(i64),
+    /// A Python slice, unpacked (`None` for absent bounds).
+    Slice {
+        start: Option<i64>,
+        stop: Option<i64>,
+        step: Option<i64>,
+    },
+    None,
+    Ellipsis,
+}
+
+/// A view step that indexing applies, in order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ViewStep {
+    Select {
+        dim: i64,
+        index: i64,
+    },
+    Slice {
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    },
+    Unsqueeze {
+        dim: i64,
+    },
+}
+
+/// Plans the views for `items` on a tensor of `ndim` dimensions.
+pub fn plan(items: &[IndexItem], ndim: usize) -> Result<Vec<ViewStep>> {
+    let specified = items
+        .iter()
+        .filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. }))
+        .count();
+    if ndim == 0 && specified > 0 {
+        return Err(Error::index(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or \
+             `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        ));
+    }
+    if specified > ndim {
+        return Err(Error::index(format!(
+            "too many indices for tensor of dimension {ndim}"
+        )));
+    }
+    if items
+        .iter()
+        .filter(|i| matches!(i, IndexItem::Ellipsis))
+        .count()
+        > 1
+    {
+        return Err(Error::index(
+            "an index can only have a single ellipsis ('...')",
+        ));
+    }
+    let mut steps = Vec::with_capacity(items.len());
+    let mut dim: i64 = 0;
+    for item in items {
+        match *item {
+            IndexItem::Int(index) => steps.push(ViewStep::Select { dim, index }),
+            IndexItem::Slice { start, stop, step } => {
+                let step = step.unwrap_or(1);
+                if step == 0 {
+                    return Err(Error::value("slice step cannot be zero"));
+                }
+                if step < 0 {
+                    return Err(Error::value("step must be greater than zero"));
+                }
+                steps.push(ViewStep::Slice {
+                    dim,
+                    start,
+                    end: stop,
+                    step,
+                });
+                dim += 1;
+            }
+            IndexItem::None => {
+                steps.push(ViewStep::Unsqueeze { dim });
+                dim += 1;
+            }
+            IndexItem::Ellipsis => dim += (ndim - specified) as i64,
+        }
+    }
+    Ok(steps)
+}
+
+/// Applies the planned views. A 0-dim result of integer indexing is still a tensor (as torch).
+pub fn apply(t: &Tensor, steps: &[ViewStep]) -> Result<Tensor> {
+    let mut r = t.clone();
+    for s in steps {
+        r = match *s {
+            ViewStep::Select { dim, index } => {
+                // applySelect's own check and text (the select op words it differently).
+                let size = r.size(dim)?;
+                if index < -size || index >= size {
+                    return Err(Error::index(format!(
+                        "index {index} is out of bounds for dimension {dim} with size {size}"
+                    )));
+                }
+                r.select(dim, index)?
+            }
+            ViewStep::Slice {
+                dim,
+                start,
+                end,
+                step,
+            } => r.slice(dim, start, end, step)?,
+            ViewStep::Unsqueeze { dim } => r.unsqueeze(dim)?,
+        };
+    }
+    // `t[...]` and `t[:]` are new tensor objects viewing the same memory, as in torch.
+    if steps.is_empty() {
+        r = r.alias();
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratten_core::ScalarType;
+
+    fn slice(a: Option<i64>, b: Option<i64>) -> IndexItem {
+        IndexItem::Slice {
+            start: a,
+            stop: b,
+            step: None,
+        }
+    }
+
+    #[test]
+    fn ints_slices_none_and_ellipsis() {
+        let t = Tensor::arange(24, ScalarType::Long)
+            .unwrap()
+            .view(&[2, 3, 4])
+            .unwrap();
+        let r = apply(
+            &t,
+            &plan(&[IndexItem::Int(1), slice(Some(1), None)], 3).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r.sizes().as_slice(), &[2, 4]);
+        assert_eq!(
+            r.to_vec::<i64>().unwrap(),
+            vec![16, 17, 18, 19, 20, 21, 22, 23]
+        );
+        let r = apply(
+            &t,
+            &plan(&[IndexItem::Ellipsis, IndexItem::Int(-1)], 3).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r.sizes().as_slice(), &[2, 3]);
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![3, 7, 11, 15, 19, 23]);
+        let r = apply(
+            &t,
+            &plan(&[IndexItem::None, IndexItem::Ellipsis, IndexItem::None], 3).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r.sizes().as_slice(), &[1, 2, 3, 4, 1]);
+        let r = apply(
+            &t,
+            &plan(
+                &[
+                    IndexItem::Int(0),
+                    IndexItem::Int(2),
+                    IndexItem::Slice {
+                        start: None,
+                        stop: None,
+                        step: Some(2),
+                    },
+                ],
+                3,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![8, 10]);
+    }
+
+    #[test]
+    fn errors_are_torchs() {
+        let e = plan(&[IndexItem::Int(0); 4], 3).unwrap_err();
+        assert_eq!(e.kind(), ratten_core::ErrorKind::Index);
+        assert_eq!(e.message(), "too many indices for tensor of dimension 3");
+        let e = plan(
+            &[IndexItem::Slice {
+                start: None,
+                stop: None,
+                step: Some(-1),
+            }],
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ratten_core::ErrorKind::Value);
+        let t = Tensor::zeros(&[3], ScalarType::Float).unwrap();
+        let e = apply(&t, &plan(&[IndexItem::Int(3)], 1).unwrap()).unwrap_err();
+        assert_eq!(e.kind(), ratten_core::ErrorKind::Index);
+        assert_eq!(
+            e.message(),
+            "index 3 is out of bounds for dimension 0 with size 3"
+        );
+    }
+}
