@@ -1,0 +1,239 @@
+//! DispatchStub (aten/src/ATen/native/DispatchStub.{h,cpp}): one kernel slot per device; on the
+//! CPU, one kernel per instruction set (DEFAULT, AVX2, AVX512), chosen at run time from the
+//! CPU's features. `RATTEN_CPU_CAPABILITY` (or PyTorch's `ATEN_CPU_CAPABILITY`) =
+//! `default` / `avx2` / `avx512` caps the choice; [`get_cpu_capability`] reports it (as
+//! `torch.backends.cpu.get_cpu_capability()` does).
+//!
+//! The CPU kernels are written once, generic over an [`Isa`] marker; the three variants are
+//! the same code monomorphised three times, with their hot loops compiled under
+//! `#[target_feature(enable = ...)]` for that ISA so LLVM vectorises each for its width.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use parking_lot::RwLock;
+use ratten_core::{DeviceType, Error, Result};
+
+/// `at::native::CPUCapability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CpuCapability {
+    Default,
+    Avx2,
+    Avx512,
+}
+
+impl CpuCapability {
+    /// The name `torch.backends.cpu.get_cpu_capability()` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuCapability::Default => "DEFAULT",
+            CpuCapability::Avx2 => "AVX2",
+            CpuCapability::Avx512 => "AVX512",
+        }
+    }
+
+    fn parse(s: &str) -> Option<CpuCapability> {
+        match s.to_ascii_lowercase().as_str() {
+            "default" => Some(CpuCapability::Default),
+            "avx2" => Some(CpuCapability::Avx2),
+            "avx512" => Some(CpuCapability::Avx512),
+            _ => None,
+        }
+    }
+}
+
+/// What this CPU supports (PyTorch needs avx512f/bw/vl/dq for AVX512 and avx2+fma for AVX2).
+pub fn detected_cpu_capability() -> CpuCapability {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+        {
+            return CpuCapability::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return CpuCapability::Avx2;
+        }
+    }
+    CpuCapability::Default
+}
+
+/// `compute_cpu_capability`: the environment variable, capped at what the CPU supports (an
+/// unknown value is ignored, as PyTorch warns and ignores it).
+fn compute_cpu_capability() -> CpuCapability {
+    let detected = detected_cpu_capability();
+    let env = std::env::var("RATTEN_CPU_CAPABILITY")
+        .or_else(|_| std::env::var("ATEN_CPU_CAPABILITY"))
+        .ok();
+    match env.as_deref().and_then(CpuCapability::parse) {
+        Some(requested) => requested.min(detected),
+        None => {
+            if let Some(v) = env {
+                crate::structured::warn(format!(
+                    "ignoring invalid value for ATEN_CPU_CAPABILITY: {v}"
+                ));
+            }
+            detected
+        }
+    }
+}
+
+static CAPABILITY: OnceLock<CpuCapability> = OnceLock::new();
+
+/// The capability every CPU stub uses (fixed at first use).
+pub fn get_cpu_capability() -> CpuCapability {
+    *CAPABILITY.get_or_init(compute_cpu_capability)
+}
+
+/// A kernel slot per device (`DispatchStub<FnPtr>`), declared as a `static`. The CPU
+/// kernels are given at the declaration (one per capability); other devices register theirs at
+/// run time with [`register`](Self::register) (`REGISTER_DISPATCH`).
+pub struct DispatchStub<F: Copy + Send + Sync + 'static> {
+    name: &'static str,
+    cpu_default: F,
+    cpu_avx2: F,
+    cpu_avx512: F,
+    others: OnceLock<RwLock<HashMap<DeviceType, F>>>,
+}
+
+impl<F: Copy + Send + Sync + 'static> DispatchStub<F> {
+    pub const fn new(name: &'static str, cpu_default: F, cpu_avx2: F, cpu_avx512: F) -> Self {
+        DispatchStub {
+            name,
+            cpu_default,
+            cpu_avx2,
+            cpu_avx512,
+            others: OnceLock::new(),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The CPU kernel for a capability.
+    pub fn cpu_kernel(&self, cap: CpuCapability) -> F {
+        match cap {
+            CpuCapability::Default => self.cpu_default,
+            CpuCapability::Avx2 => self.cpu_avx2,
+            CpuCapability::Avx512 => self.cpu_avx512,
+        }
+    }
+
+    /// `REGISTER_DISPATCH` for a non-CPU device (replaces an earlier registration).
+    pub fn register(&self, device: DeviceType, kernel: F) -> Result<()> {
+        if device == DeviceType::Cpu {
+            return Err(Error::runtime(format!(
+                "DispatchStub {}: CPU kernels are fixed at the declaration",
+                self.name
+            )));
+        }
+        self.others
+            .get_or_init(|| RwLock::new(HashMap::new()))
+            .write()
+            .insert(device, kernel);
+        Ok(())
+    }
+
+    /// The kernel for `device` (`DispatchStub::get_call_ptr`).
+    pub fn get(&self, device: DeviceType) -> Result<F> {
+        if device == DeviceType::Cpu {
+            return Ok(self.cpu_kernel(get_cpu_capability()));
+        }
+        self.others
+            .get()
+            .and_then(|m| m.read().get(&device).copied())
+            .ok_or_else(|| {
+                Error::runtime(format!(
+                    "DispatchStub: missing kernel for {device} (stub {})",
+                    self.name
+                ))
+            })
+    }
+}
+
+/// The instruction set a kernel variant is compiled for (a type-level [`CpuCapability`]).
+pub trait Isa: Send + Sync + 'static {
+    const CAP: CpuCapability;
+}
+pub struct IsaDefault;
+pub struct IsaAvx2;
+pub struct IsaAvx512;
+impl Isa for IsaDefault {
+    const CAP: CpuCapability = CpuCapability::Default;
+}
+impl Isa for IsaAvx2 {
+    const CAP: CpuCapability = CpuCapability::Avx2;
+}
+impl Isa for IsaAvx512 {
+    const CAP: CpuCapability = CpuCapability::Avx512;
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Runs `f` compiled for `I`'s instruction set: `f` (an `#[inline(always)]` closure whose
+/// callees are `#[inline(always)]`) is inlined into a `#[target_feature]` trampoline, so its
+/// loops are vectorised for that ISA.
+///
+/// Only called through a stub whose capability was checked against the CPU
+/// ([`get_cpu_capability`] never exceeds [`detected_cpu_capability`]).
+#[inline(always)]
+pub fn run_isa<I: Isa, R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match I::CAP {
+            CpuCapability::Default => f(),
+            // SAFETY: a kernel compiled for AVX2/AVX512 is only selected when the CPU has
+            // those features (the capability is capped at the detected one), and the
+            // tests call variants only after checking `detected_cpu_capability`.
+            CpuCapability::Avx2 => unsafe { run_avx2(f) },
+            // SAFETY: as above.
+            CpuCapability::Avx512 => unsafe { run_avx512(f) },
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        f()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k<I: Isa>() -> CpuCapability {
+        run_isa::<I, _>(|| I::CAP)
+    }
+    static STUB: DispatchStub<fn() -> CpuCapability> =
+        DispatchStub::new("test_stub", k::<IsaDefault>, k::<IsaAvx2>, k::<IsaAvx512>);
+
+    #[test]
+    fn picks_the_cpu_kernel_and_reports_missing_devices() {
+        let cap = get_cpu_capability();
+        assert!(cap <= detected_cpu_capability());
+        assert_eq!((STUB.get(DeviceType::Cpu).unwrap())(), cap);
+        let e = STUB.get(DeviceType::Cuda).unwrap_err();
+        assert!(e.message().contains("missing kernel for cuda"), "{e}");
+        STUB.register(DeviceType::Cuda, k::<IsaDefault>).unwrap();
+        assert_eq!(
+            (STUB.get(DeviceType::Cuda).unwrap())(),
+            CpuCapability::Default
+        );
+        assert!(STUB.register(DeviceType::Cpu, k::<IsaDefault>).is_err());
+        assert_eq!(CpuCapability::parse("AVX512"), Some(CpuCapability::Avx512));
+        assert_eq!(CpuCapability::Avx2.name(), "AVX2");
+    }
+}

@@ -1,0 +1,1531 @@
+//! TensorIterator (aten/src/ATen/TensorIterator.{h,cpp}): the engine under every pointwise
+//! operator. It broadcasts the operands, computes the common dtype, checks memory overlap and
+//! safe casting, allocates or resizes outputs with the strides PyTorch would give them,
+//! reorders and coalesces dimensions, and then drives a 2-D inner loop over **byte** strides,
+//! split across threads above [`GRAIN_SIZE`].
+//!
+//! The build pipeline is PyTorch's: populate operands, mark outputs, memory overlaps, shape,
+//! resize marks, types, fast setup or (strides, reorder, allocate, coalesce).
+//!
+//! Deliberate difference from PyTorch on the CPU: no temporaries are made for inputs or outputs
+//! whose dtype differs from the common dtype. Each operand keeps its own dtype
+//! ([`TensorIteratorBase::dtype`]) and the kernels cast while they stream (in L1-sized blocks),
+//! so `int32 + float32 -> float32` is one pass over memory. The result is the same: inputs are
+//! cast to the common dtype, the op computes in it, and the result is cast to each output.
+//!
+//! Outputs are created through a [`MetaBase`] (PyTorch's `set_output_raw_strided` virtual):
+//! a structured meta passes its generated wrapper to [`TensorIteratorConfig::build`];
+//! [`TensorIteratorConfig::build_standalone`] uses [`StandaloneOutputs`], the plain
+//! `TensorIterator`'s behaviour (create with `empty_strided`, resize an `out=`).
+
+pub mod overlap;
+pub mod parallel;
+
+use std::sync::Arc;
+
+use ratten_core::tensor_impl::{DimVec, TensorMeta};
+use ratten_core::{
+    can_cast, get_default_dtype, Device, Error, Result, ScalarType, TensorAccess, TensorBase,
+    TensorOptions,
+};
+use smallvec::SmallVec;
+
+use crate::native::type_properties::{
+    result_type_of_state, update_result_type_state, ResultTypeState,
+};
+use crate::structured::{create_out, resize_output, MetaBase};
+use crate::Tensor;
+pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE};
+
+/// Operand lists: outputs first, then inputs; up to 4 inline.
+type OpVec<T> = SmallVec<[T; 4]>;
+
+/// Formats sizes as PyTorch prints an IntArrayRef: `[2, 3]`.
+pub(crate) fn fmt_sizes(s: &[i64]) -> String {
+    let v: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", v.join(", "))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output creation (MetaBase::set_output_raw_strided)
+// ---------------------------------------------------------------------------------------------
+
+/// The plain TensorIterator's outputs (`TensorIteratorBase::set_output_raw_strided` of the
+/// non-structured `TensorIterator`): an undefined output is created with `empty_strided`, a
+/// defined one is resized when its shape differs (with the deprecation warning) and then takes
+/// the requested strides. Unlike the structured out= wrapper it accepts an output of any dtype
+/// (the kernels cast into it).
+#[derive(Clone, Debug, Default)]
+pub struct StandaloneOutputs {
+    pub outputs: Vec<Option<Tensor>>,
+}
+
+impl MetaBase for StandaloneOutputs {
+    fn set_output_raw_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        if self.outputs.len() <= idx {
+            self.outputs.resize(idx + 1, None);
+        }
+        match &self.outputs[idx] {
+            None => self.outputs[idx] = Some(create_out(sizes, strides, options)?),
+            Some(t) => {
+                if resize_output(t, sizes)? && !strides.is_empty() {
+                    t.as_strided_(sizes, strides, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn set_output_strided(
+        &mut self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)
+    }
+    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
+        self.outputs.get(idx).and_then(Option::as_ref)
+    }
+    fn num_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Config
+// ---------------------------------------------------------------------------------------------
+
+/// `TensorIteratorConfig`: operands and flags. Outputs must be added before inputs.
+#[derive(Clone, Debug)]
+pub struct TensorIteratorConfig {
+    tensors: OpVec<Option<TensorBase>>,
+    is_const: OpVec<bool>,
+    num_outputs: usize,
+    num_inputs: usize,
+    static_shape: Option<DimVec>,
+    static_dtype: Option<ScalarType>,
+    static_device: Option<Device>,
+    check_mem_overlap: bool,
+    allow_cpu_scalars: bool,
+    is_reduction: bool,
+    resize_outputs: bool,
+    check_all_same_dtype: bool,
+    check_all_same_device: bool,
+    enforce_safe_casting_to_output: bool,
+    enforce_linear_iteration: bool,
+    promote_inputs_to_common_dtype: bool,
+    promote_integer_inputs_to_float: bool,
+    cast_common_dtype_to_outputs: bool,
+}
+
+impl Default for TensorIteratorConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TensorIteratorConfig {
+    pub fn new() -> Self {
+        TensorIteratorConfig {
+            tensors: OpVec::new(),
+            is_const: OpVec::new(),
+            num_outputs: 0,
+            num_inputs: 0,
+            static_shape: None,
+            static_dtype: None,
+            static_device: None,
+            check_mem_overlap: true,
+            allow_cpu_scalars: false,
+            is_reduction: false,
+            resize_outputs: true,
+            check_all_same_dtype: true,
+            check_all_same_device: true,
+            enforce_safe_casting_to_output: false,
+            enforce_linear_iteration: false,
+            promote_inputs_to_common_dtype: false,
+            promote_integer_inputs_to_float: false,
+            cast_common_dtype_to_outputs: false,
+        }
+    }
+
+    /// `add_output` (an undefined output, `None`, is allocated by the iterator).
+    pub fn add_output(mut self, t: Option<&TensorBase>) -> Result<Self> {
+        if self.num_inputs != 0 {
+            return Err(Error::runtime(
+                "Keep in mind that you have to add all outputs first before adding any input. \
+                 For more details, see https://github.com/pytorch/pytorch/wiki/How-to-use-TensorIterator.",
+            ));
+        }
+        self.tensors.push(t.cloned());
+        self.is_const.push(false);
+        self.num_outputs += 1;
+        Ok(self)
+    }
+    /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
+    pub fn add_input(mut self, t: &TensorBase) -> Self {
+        self.tensors.push(Some(t.clone()));
+        self.is_const.push(true);
+        self.num_inputs += 1;
+        self
+    }
+    pub fn add_const_input(self, t: &TensorBase) -> Self {
+        self.add_input(t)
+    }
+    pub fn set_check_mem_overlap(mut self, v: bool) -> Self {
+        self.check_mem_overlap = v;
+        self
+    }
+    pub fn check_all_same_dtype(mut self, v: bool) -> Self {
+        self.check_all_same_dtype = v;
+        self
+    }
+    pub fn check_all_same_device(mut self, v: bool) -> Self {
+        self.check_all_same_device = v;
+        self
+    }
+    /// Also turns off `check_all_same_dtype`, as PyTorch does.
+    pub fn promote_inputs_to_common_dtype(mut self, v: bool) -> Self {
+        self.promote_inputs_to_common_dtype = v;
+        if v {
+            self.check_all_same_dtype = false;
+        }
+        self
+    }
+    pub fn promote_integer_inputs_to_float(mut self, v: bool) -> Self {
+        self.promote_integer_inputs_to_float = v;
+        self
+    }
+    /// Also turns off `check_all_same_dtype`, as PyTorch does.
+    pub fn cast_common_dtype_to_outputs(mut self, v: bool) -> Self {
+        self.cast_common_dtype_to_outputs = v;
+        if v {
+            self.check_all_same_dtype = false;
+        }
+        self
+    }
+    pub fn enforce_safe_casting_to_output(mut self, v: bool) -> Self {
+        self.enforce_safe_casting_to_output = v;
+        self
+    }
+    pub fn enforce_linear_iteration(mut self, v: bool) -> Self {
+        self.enforce_linear_iteration = v;
+        self
+    }
+    pub fn allow_cpu_scalars(mut self, v: bool) -> Self {
+        self.allow_cpu_scalars = v;
+        self
+    }
+    pub fn resize_outputs(mut self, v: bool) -> Self {
+        self.resize_outputs = v;
+        self
+    }
+    pub fn is_reduction(mut self, v: bool) -> Self {
+        self.is_reduction = v;
+        self
+    }
+    /// `declare_static_dtype(dtype)`: outputs get this dtype; requires
+    /// `check_all_same_dtype(false)` first, as in PyTorch.
+    pub fn declare_static_dtype(mut self, dtype: ScalarType) -> Result<Self> {
+        if self.check_all_same_dtype {
+            return Err(Error::runtime(
+                "check_all_same_dtype(false) must be called before declare_static_dtype(...)",
+            ));
+        }
+        self.static_dtype = Some(dtype);
+        Ok(self)
+    }
+    pub fn declare_static_device(mut self, device: Device) -> Self {
+        self.static_device = Some(device);
+        self
+    }
+    pub fn declare_static_dtype_and_device(
+        self,
+        dtype: ScalarType,
+        device: Device,
+    ) -> Result<Self> {
+        Ok(self
+            .declare_static_dtype(dtype)?
+            .declare_static_device(device))
+    }
+    /// `declare_static_shape(shape)`: no broadcasting, no resizing.
+    pub fn declare_static_shape(mut self, shape: &[i64]) -> Self {
+        self.static_shape = Some(DimVec::from_slice(shape));
+        self.resize_outputs = false;
+        self
+    }
+
+    /// Builds with the plain TensorIterator's outputs (PyTorch's `TensorIteratorConfig::build()`
+    /// returning a `TensorIterator`).
+    pub fn build_standalone(self) -> Result<TensorIterator> {
+        let outputs = self.tensors[..self.num_outputs]
+            .iter()
+            .map(|t| t.clone().map(Tensor::from_base))
+            .collect();
+        let mut sink = StandaloneOutputs { outputs };
+        let base = TensorIteratorBase::build(self, &mut sink)?;
+        Ok(TensorIterator { base })
+    }
+
+    /// Builds, announcing outputs to `m` (a structured kernel's generated wrapper): the
+    /// iterator calls `m.set_output_raw_strided(i, ..)` then `m.maybe_get_output(i)`.
+    pub fn build(self, m: &mut dyn MetaBase) -> Result<TensorIteratorBase> {
+        TensorIteratorBase::build(self, m)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The iterator
+// ---------------------------------------------------------------------------------------------
+
+/// `OperandInfo`.
+#[derive(Clone, Debug)]
+pub struct OperandInfo {
+    /// The tensor (None only for an output not yet allocated during the build).
+    pub tensor: Option<TensorBase>,
+    /// Byte strides in iteration order (broadcast dims 0); after the build, `ndim()` long.
+    pub stride_bytes: DimVec,
+    /// The dtype the operand should have (the common dtype for allocated outputs).
+    pub target_dtype: Option<ScalarType>,
+    /// The operand tensor's actual dtype: what the kernels read or write.
+    pub current_dtype: Option<ScalarType>,
+    pub device: Option<Device>,
+    pub is_output: bool,
+    pub will_resize: bool,
+    pub is_read_write: bool,
+    pub is_const: bool,
+}
+
+impl OperandInfo {
+    fn new(tensor: Option<TensorBase>, is_const: bool) -> Self {
+        let dtype = tensor.as_ref().map(|t| t.dtype());
+        let device = tensor.as_ref().map(|t| t.device());
+        OperandInfo {
+            tensor,
+            stride_bytes: DimVec::new(),
+            target_dtype: dtype,
+            current_dtype: dtype,
+            device,
+            is_output: false,
+            will_resize: false,
+            is_read_write: false,
+            is_const,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FastSetupType {
+    None,
+    Contiguous,
+    ChannelsLast,
+    NonOverlappingDense,
+}
+
+/// `TensorIteratorBase`: the built iterator.
+#[derive(Clone, Debug)]
+pub struct TensorIteratorBase {
+    operands: OpVec<OperandInfo>,
+    num_outputs: usize,
+    shape: DimVec,
+    perm: DimVec,
+    has_coalesced_dimensions: bool,
+    common_dtype: Option<ScalarType>,
+    common_device: Device,
+    all_ops_same_shape: bool,
+    all_ops_are_scalars: bool,
+    is_reduction: bool,
+    is_meta: bool,
+    /// The metadata snapshot of each operand at the end of the build: the geometry the strides
+    /// were computed from, checked again when the loop acquires the storages.
+    metas: OpVec<Arc<TensorMeta>>,
+}
+
+/// The plain `TensorIterator` (outputs created by the iterator itself).
+#[derive(Clone, Debug)]
+pub struct TensorIterator {
+    base: TensorIteratorBase,
+}
+
+impl std::ops::Deref for TensorIterator {
+    type Target = TensorIteratorBase;
+    fn deref(&self) -> &TensorIteratorBase {
+        &self.base
+    }
+}
+impl std::ops::DerefMut for TensorIterator {
+    fn deref_mut(&mut self) -> &mut TensorIteratorBase {
+        &mut self.base
+    }
+}
+impl TensorIterator {
+    pub fn into_base(self) -> TensorIteratorBase {
+        self.base
+    }
+
+    /// `TensorIterator::binary_op(out, a, b)`, out undefined = allocated.
+    pub fn binary_op(out: Option<&TensorBase>, a: &TensorBase, b: &TensorBase) -> Result<Self> {
+        binary_op_config(out, a, b)?.build_standalone()
+    }
+    /// `TensorIterator::binary_float_op`.
+    pub fn binary_float_op(
+        out: Option<&TensorBase>,
+        a: &TensorBase,
+        b: &TensorBase,
+    ) -> Result<Self> {
+        binary_op_config(out, a, b)?
+            .promote_integer_inputs_to_float(true)
+            .build_standalone()
+    }
+    /// `TensorIterator::comparison_op`.
+    pub fn comparison_op(out: Option<&TensorBase>, a: &TensorBase, b: &TensorBase) -> Result<Self> {
+        comparison_op_config(out, a, b)?.build_standalone()
+    }
+    /// `TensorIterator::unary_op`.
+    pub fn unary_op(out: Option<&TensorBase>, a: &TensorBase) -> Result<Self> {
+        unary_op_config(out, a)?.build_standalone()
+    }
+    /// `TensorIterator::unary_float_op`.
+    pub fn unary_float_op(out: Option<&TensorBase>, a: &TensorBase) -> Result<Self> {
+        unary_float_op_config(out, a)?.build_standalone()
+    }
+    /// `TensorIterator::nullary_op`.
+    pub fn nullary_op(out: &TensorBase) -> Result<Self> {
+        nullary_op_config(out)?.build_standalone()
+    }
+    /// `TensorIterator::borrowing_nullary_op`-style ternary config (`build_ternary_op`).
+    pub fn ternary_op(
+        out: Option<&TensorBase>,
+        a: &TensorBase,
+        b: &TensorBase,
+        c: &TensorBase,
+    ) -> Result<Self> {
+        ternary_op_config(out, a, b, c)?.build_standalone()
+    }
+
+    /// The i-th output (allocated by the build when it was undefined).
+    pub fn output(&self, i: usize) -> Result<TensorBase> {
+        self.base.output(i)
+    }
+}
+
+/// `BINARY_OP_CONFIG` with the operands added.
+pub fn binary_op_config(
+    out: Option<&TensorBase>,
+    a: &TensorBase,
+    b: &TensorBase,
+) -> Result<TensorIteratorConfig> {
+    Ok(TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .allow_cpu_scalars(true)
+        .promote_inputs_to_common_dtype(true)
+        .cast_common_dtype_to_outputs(true)
+        .enforce_safe_casting_to_output(true)
+        .add_output(out)?
+        .add_const_input(a)
+        .add_const_input(b))
+}
+
+/// `BINARY_FLOAT_OP_CONFIG`.
+pub fn binary_float_op_config(
+    out: Option<&TensorBase>,
+    a: &TensorBase,
+    b: &TensorBase,
+) -> Result<TensorIteratorConfig> {
+    Ok(binary_op_config(out, a, b)?.promote_integer_inputs_to_float(true))
+}
+
+/// `build_comparison_op`: a bool output unless `out` says otherwise ("Note [special-case bool
+/// outputs]": a bool `out` is written directly, another dtype gets the cast).
+pub fn comparison_op_config(
+    out: Option<&TensorBase>,
+    a: &TensorBase,
+    b: &TensorBase,
+) -> Result<TensorIteratorConfig> {
+    let mut config = TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .allow_cpu_scalars(true)
+        .promote_inputs_to_common_dtype(true);
+    match out {
+        None => config = config.declare_static_dtype(ScalarType::Bool)?,
+        Some(o) if o.dtype() != ScalarType::Bool => {
+            config = config.cast_common_dtype_to_outputs(true)
+        }
+        Some(_) => {}
+    }
+    Ok(config
+        .add_output(out)?
+        .add_const_input(a)
+        .add_const_input(b))
+}
+
+/// `UNARY_OP_CONFIG`.
+pub fn unary_op_config(out: Option<&TensorBase>, a: &TensorBase) -> Result<TensorIteratorConfig> {
+    Ok(TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .cast_common_dtype_to_outputs(false)
+        .enforce_safe_casting_to_output(false)
+        .check_all_same_dtype(true)
+        .add_output(out)?
+        .add_const_input(a))
+}
+
+/// `UNARY_FLOAT_OP_CONFIG`.
+pub fn unary_float_op_config(
+    out: Option<&TensorBase>,
+    a: &TensorBase,
+) -> Result<TensorIteratorConfig> {
+    Ok(TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .promote_inputs_to_common_dtype(true)
+        .cast_common_dtype_to_outputs(true)
+        .enforce_safe_casting_to_output(true)
+        .promote_integer_inputs_to_float(true)
+        .add_output(out)?
+        .add_const_input(a))
+}
+
+/// `NULLARY_OP_CONFIG`.
+pub fn nullary_op_config(out: &TensorBase) -> Result<TensorIteratorConfig> {
+    TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .check_all_same_dtype(false)
+        .resize_outputs(false)
+        .add_output(Some(out))
+}
+
+/// `build_ternary_op`.
+pub fn ternary_op_config(
+    out: Option<&TensorBase>,
+    a: &TensorBase,
+    b: &TensorBase,
+    c: &TensorBase,
+) -> Result<TensorIteratorConfig> {
+    Ok(TensorIteratorConfig::new()
+        .promote_inputs_to_common_dtype(true)
+        .cast_common_dtype_to_outputs(true)
+        .enforce_safe_casting_to_output(true)
+        .add_output(out)?
+        .add_const_input(a)
+        .add_const_input(b)
+        .add_const_input(c))
+}
+
+/// The 2-D inner loop: `(data, strides, size0, size1)`. `data[k]` points at operand k's first
+/// element; `strides[k]` is its byte stride along the inner dimension and
+/// `strides[ntensors + k]` along the outer one. Element `(i, j)` of operand k is at
+/// `data[k] + i * strides[k] + j * strides[ntensors + k]`.
+pub type Loop2d<'a> = dyn Fn(&[*mut u8], &[isize], usize, usize) + Sync + 'a;
+
+/// Base pointers that may cross to worker threads. Sound because the TensorAccess guard that
+/// produced them outlives the parallel region and holds every written storage exclusively.
+struct SharedPtrs(OpVec<*mut u8>);
+// SAFETY: see the type's doc: the pointers are only dereferenced inside the guard's lifetime,
+// and distinct chunks write disjoint elements (outputs have no internal overlap).
+unsafe impl Send for SharedPtrs {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPtrs {}
+
+impl SharedPtrs {
+    fn get(&self) -> &[*mut u8] {
+        &self.0
+    }
+}
+
+impl TensorIteratorBase {
+    /// `TensorIteratorBase::build(config)`.
+    pub fn build(config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
+        let mut it = TensorIteratorBase {
+            operands: OpVec::new(),
+            num_outputs: config.num_outputs,
+            shape: DimVec::new(),
+            perm: DimVec::new(),
+            has_coalesced_dimensions: false,
+            common_dtype: None,
+            common_device: Device::CPU,
+            all_ops_same_shape: false,
+            all_ops_are_scalars: false,
+            is_reduction: config.is_reduction,
+            is_meta: false,
+            metas: OpVec::new(),
+        };
+        it.populate_operands(&config);
+        it.mark_outputs();
+        it.compute_mem_overlaps(&config)?;
+        it.compute_shape(&config)?;
+        it.mark_resize_outputs(&config)?;
+        it.compute_types(&config)?;
+        if !it.fast_set_up(&config, sink)? {
+            it.compute_strides();
+            it.reorder_dimensions(&config);
+            it.allocate_or_resize_outputs(sink)?;
+            if !it.is_meta {
+                it.coalesce_dimensions();
+            }
+        }
+        // Every operand exists now; snapshot the geometry the strides were computed from.
+        for op in &it.operands {
+            let t = op.tensor.as_ref().ok_or_else(|| {
+                Error::runtime("TensorIterator: an output was not allocated by the output sink")
+            })?;
+            it.metas.push(t.meta_arc());
+        }
+        Ok(it)
+    }
+
+    fn populate_operands(&mut self, config: &TensorIteratorConfig) {
+        for (i, t) in config.tensors.iter().enumerate() {
+            let op = OperandInfo::new(t.clone(), config.is_const[i]);
+            if t.as_ref().is_some_and(|t| t.is_meta()) {
+                self.is_meta = true;
+            }
+            self.operands.push(op);
+        }
+    }
+
+    fn mark_outputs(&mut self) {
+        for i in 0..self.num_outputs {
+            self.operands[i].is_output = true;
+            let Some(out) = self.operands[i].tensor.clone() else {
+                continue;
+            };
+            // An input that is the same tensor as an output makes it read-write.
+            for j in self.num_outputs..self.operands.len() {
+                if self.operands[j]
+                    .tensor
+                    .as_ref()
+                    .is_some_and(|t| t.is_same(&out))
+                {
+                    self.operands[i].is_read_write = true;
+                }
+            }
+        }
+    }
+
+    fn compute_mem_overlaps(&self, config: &TensorIteratorConfig) -> Result<()> {
+        if !config.check_mem_overlap {
+            return Ok(());
+        }
+        for i in 0..self.num_outputs {
+            let Some(out) = &self.operands[i].tensor else {
+                continue;
+            };
+            overlap::assert_no_internal_overlap(out)?;
+            for j in self.num_outputs..self.operands.len() {
+                let input = self.operands[j]
+                    .tensor
+                    .as_ref()
+                    .expect("inputs are defined");
+                if !input.is_same(out) {
+                    overlap::assert_no_partial_overlap(out, input)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn compute_shape(&mut self, config: &TensorIteratorConfig) -> Result<()> {
+        if let Some(s) = &config.static_shape {
+            self.shape = s.clone();
+            return Ok(());
+        }
+        self.all_ops_same_shape = true;
+        let mut has_scalars = false;
+        let mut has_tensors = false;
+        let mut first = true;
+        for op in &self.operands {
+            let Some(t) = &op.tensor else { continue };
+            // Outputs being resized do not take part in the shape ("This preserves the legacy
+            // behavior where torch.add(..., out=dst) resizes the destination tensor").
+            if config.resize_outputs && op.is_output {
+                continue;
+            }
+            let sizes = t.sizes();
+            if sizes.is_empty() {
+                has_scalars = true;
+            } else {
+                has_tensors = true;
+            }
+            if has_scalars && has_tensors {
+                self.all_ops_same_shape = false;
+            }
+            if first {
+                self.shape = sizes.clone();
+                first = false;
+            } else if self.shape != sizes {
+                self.all_ops_same_shape = false;
+                self.shape = infer_size(&self.shape, &sizes)?;
+            }
+        }
+        self.all_ops_are_scalars = !has_tensors;
+        Ok(())
+    }
+
+    fn mark_resize_outputs(&mut self, config: &TensorIteratorConfig) -> Result<()> {
+        if config.static_shape.is_some() {
+            return Ok(());
+        }
+        for i in 0..self.num_outputs {
+            let op = &mut self.operands[i];
+            let Some(t) = &op.tensor else { continue };
+            let sizes = t.sizes();
+            if sizes != self.shape {
+                if config.resize_outputs && !op.is_read_write {
+                    op.will_resize = true;
+                    continue;
+                }
+                // For reductions, output size does not match the shape: that is fine.
+                if !self.is_reduction {
+                    return Err(Error::runtime(format!(
+                        "output with shape {} doesn't match the broadcast shape {}",
+                        fmt_sizes(&sizes),
+                        fmt_sizes(&self.shape)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn compute_common_dtype(&self) -> Option<ScalarType> {
+        let mut state = ResultTypeState::default();
+        for op in &self.operands[self.num_outputs..] {
+            if let Some(t) = &op.tensor {
+                update_result_type_state(t, &mut state);
+            }
+        }
+        result_type_of_state(&state)
+    }
+
+    fn compute_types(&mut self, config: &TensorIteratorConfig) -> Result<()> {
+        let mut common_device = Device::CPU;
+        let mut common_dtype: Option<ScalarType> = None;
+        let mut output_dtype: Option<ScalarType> = None;
+        let mut has_different_input_dtypes = false;
+        let mut has_different_output_dtypes = false;
+        let mut has_undefined_outputs = false;
+
+        for op in self.operands.iter_mut() {
+            if op.target_dtype.is_none() {
+                // An undefined output: its dtype is static or inferred below.
+                if let Some(d) = config.static_dtype {
+                    op.target_dtype = Some(d);
+                } else {
+                    has_undefined_outputs = true;
+                }
+                if let Some(d) = config.static_device {
+                    op.device = Some(d);
+                }
+                if has_undefined_outputs || op.device.is_none() {
+                    continue;
+                }
+            }
+            let Some(t) = &op.tensor else { continue };
+            if common_device.is_cpu() && !t.is_cpu() {
+                common_device = t.device();
+            }
+            if !op.is_output {
+                // The common dtype starts as the first defined input's dtype.
+                if op.target_dtype != common_dtype {
+                    if common_dtype.is_none() {
+                        common_dtype = op.target_dtype;
+                    } else {
+                        has_different_input_dtypes = true;
+                    }
+                }
+            } else if op.target_dtype != output_dtype {
+                if output_dtype.is_none() {
+                    output_dtype = op.target_dtype;
+                } else {
+                    has_different_output_dtypes = true;
+                }
+            }
+        }
+
+        if config.check_all_same_dtype
+            && (has_different_input_dtypes
+                || has_different_output_dtypes
+                || (common_dtype != output_dtype && output_dtype.is_some()))
+        {
+            for op in &self.operands {
+                if op.tensor.is_none() {
+                    continue;
+                }
+                if op.target_dtype != common_dtype {
+                    return Err(Error::runtime(format!(
+                        "Found dtype {} but expected {}",
+                        op.target_dtype.map_or("Undefined", |d| d.name()),
+                        common_dtype.map_or("Undefined", |d| d.name())
+                    )));
+                }
+            }
+        }
+
+        if !has_undefined_outputs
+            && !config.check_all_same_device
+            && !config.promote_inputs_to_common_dtype
+            && !config.cast_common_dtype_to_outputs
+            && !config.enforce_safe_casting_to_output
+        {
+            self.common_dtype = if has_different_input_dtypes {
+                None
+            } else {
+                common_dtype
+            };
+            self.common_device = common_device;
+            return Ok(());
+        }
+
+        if (has_different_input_dtypes || self.all_ops_are_scalars)
+            && config.promote_inputs_to_common_dtype
+        {
+            common_dtype = self.compute_common_dtype();
+        }
+        if config.promote_integer_inputs_to_float
+            && common_dtype.is_some_and(|d| d.is_integral(true))
+        {
+            common_dtype = Some(get_default_dtype());
+        }
+        if has_different_input_dtypes && !config.promote_inputs_to_common_dtype {
+            // Nothing to compute in: PyTorch asserts this cannot be reached through its configs.
+            if has_undefined_outputs
+                || config.enforce_safe_casting_to_output
+                || config.cast_common_dtype_to_outputs
+            {
+                return Err(Error::runtime(
+                    "TensorIterator: inputs of different dtypes need promote_inputs_to_common_dtype",
+                ));
+            }
+        }
+        self.common_dtype = common_dtype;
+        self.common_device = common_device;
+
+        let max_cpu_scalars = usize::from(config.allow_cpu_scalars);
+        let mut cpu_scalars = 0usize;
+        for op in self.operands.iter_mut() {
+            let type_defined = op.target_dtype.is_some();
+            let device_defined = op.device.is_some();
+            if !type_defined {
+                op.target_dtype = common_dtype;
+            }
+            if !device_defined {
+                op.device = Some(common_device);
+            }
+            if !type_defined && !device_defined {
+                continue;
+            }
+            let Some(t) = &op.tensor else { continue };
+            if config.check_all_same_device {
+                let dev = op.device.unwrap_or(common_device);
+                if !common_device.is_cpu()
+                    && config.allow_cpu_scalars
+                    && !op.is_output
+                    && t.dim() == 0
+                    && t.is_cpu()
+                {
+                    if cpu_scalars >= max_cpu_scalars {
+                        return Err(Error::runtime(
+                            "Trying to pass too many CPU scalars to non-CPU kernel!",
+                        ));
+                    }
+                    cpu_scalars += 1;
+                } else if dev != common_device {
+                    return Err(Error::runtime(format!(
+                        "Expected all tensors to be on the same device, but found at least two \
+                         devices, {common_device} and {dev}!"
+                    )));
+                }
+            }
+            if config.enforce_safe_casting_to_output && op.is_output {
+                if let (Some(common), Some(cur)) = (common_dtype, op.current_dtype) {
+                    if cur != common && !can_cast(common, cur) {
+                        return Err(Error::runtime(format!(
+                            "result type {common} can't be cast to the desired output type {cur}"
+                        )));
+                    }
+                }
+            }
+            // CPU temporaries: none. Inputs keep their dtype and the kernels cast while they
+            // stream (see the module docs); an output keeps its dtype and receives the cast
+            // result.
+        }
+        Ok(())
+    }
+
+    fn compute_fast_setup_type(&self, config: &TensorIteratorConfig) -> FastSetupType {
+        if self.is_reduction || !self.all_ops_same_shape {
+            return FastSetupType::None;
+        }
+        let defined: OpVec<&TensorBase> = self
+            .operands
+            .iter()
+            .filter(|op| !op.will_resize)
+            .filter_map(|op| op.tensor.as_ref())
+            .collect();
+        if config.enforce_linear_iteration {
+            return if defined.iter().all(|t| t.is_contiguous()) {
+                FastSetupType::Contiguous
+            } else {
+                FastSetupType::None
+            };
+        }
+        if defined.iter().all(|t| t.is_contiguous()) {
+            return FastSetupType::Contiguous;
+        }
+        if defined.iter().all(|t| is_channels_last_contiguous(t)) {
+            return FastSetupType::ChannelsLast;
+        }
+        // All non-overlapping-and-dense with identical strides.
+        let mut prev_strides: Option<DimVec> = None;
+        for t in &defined {
+            let m = t.meta();
+            if !overlap::is_non_overlapping_and_dense(m.sizes(), m.strides()) {
+                return FastSetupType::None;
+            }
+            let s = DimVec::from_slice(m.strides());
+            if let Some(p) = &prev_strides {
+                if *p != s {
+                    return FastSetupType::None;
+                }
+            }
+            prev_strides = Some(s);
+        }
+        FastSetupType::NonOverlappingDense
+    }
+
+    /// `fast_set_up`: when every operand has the same shape and the same dense layout, the
+    /// iteration is one flat dimension.
+    fn fast_set_up(
+        &mut self,
+        config: &TensorIteratorConfig,
+        sink: &mut dyn MetaBase,
+    ) -> Result<bool> {
+        let setup = self.compute_fast_setup_type(config);
+        if setup == FastSetupType::None {
+            return Ok(false);
+        }
+        let shape = self.shape.clone();
+        match setup {
+            FastSetupType::Contiguous | FastSetupType::ChannelsLast => {
+                let strides: DimVec = if setup == FastSetupType::Contiguous {
+                    DimVec::new()
+                } else {
+                    channels_last_strides(&shape)
+                };
+                for i in 0..self.num_outputs {
+                    self.set_output(sink, i, &shape, &strides)?;
+                }
+            }
+            FastSetupType::NonOverlappingDense => {
+                // Outputs take the strides of the last defined input (searched from the back).
+                let strides = self
+                    .operands
+                    .iter()
+                    .rev()
+                    .find(|op| op.tensor.is_some() && !op.is_output)
+                    .or_else(|| self.operands.iter().rev().find(|op| op.tensor.is_some()))
+                    .and_then(|op| op.tensor.as_ref())
+                    .map(|t| t.strides())
+                    .unwrap_or_default();
+                for i in 0..self.num_outputs {
+                    self.set_output(sink, i, &shape, &strides)?;
+                }
+            }
+            FastSetupType::None => unreachable!("handled above"),
+        }
+        // Collapse to one dimension.
+        let numel: i64 = self.shape.iter().product();
+        if self.shape.len() > 1 {
+            self.has_coalesced_dimensions = true;
+        }
+        if !self.shape.is_empty() {
+            self.shape = DimVec::from_slice(&[numel]);
+            self.perm = DimVec::from_slice(&[0]);
+            for op in self.operands.iter_mut() {
+                let es = op
+                    .current_dtype
+                    .or(op.target_dtype)
+                    .map_or(1, |d| d.element_size());
+                op.stride_bytes = DimVec::from_slice(&[es as i64]);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Calls the sink for output `i` and adopts the tensor it made.
+    fn set_output(
+        &mut self,
+        sink: &mut dyn MetaBase,
+        i: usize,
+        sizes: &[i64],
+        strides: &[i64],
+    ) -> Result<()> {
+        let op = &self.operands[i];
+        // A given output is announced with its own dtype (PyTorch's `original_options(op)`);
+        // a new one with the target dtype.
+        let dtype = match &op.tensor {
+            Some(t) => t.dtype(),
+            None => op.target_dtype.ok_or_else(|| {
+                Error::runtime("TensorIterator: output dtype could not be inferred")
+            })?,
+        };
+        let device = match &op.tensor {
+            Some(t) => t.device(),
+            None => op.device.unwrap_or(self.common_device),
+        };
+        let (sizes, strides): (DimVec, DimVec) = match (&op.tensor, op.will_resize) {
+            // A defined output that keeps its shape is passed with its own sizes (the
+            // structured wrapper checks it).
+            (Some(t), false) => (t.sizes(), DimVec::new()),
+            _ => (DimVec::from_slice(sizes), DimVec::from_slice(strides)),
+        };
+        let options = TensorOptions::new().dtype(dtype).device(device);
+        sink.set_output_raw_strided(i, &sizes, &strides, options)?;
+        let t = sink
+            .maybe_get_output(i)
+            .map(|t| t.base().clone())
+            .ok_or_else(|| {
+                Error::runtime(format!(
+                    "TensorIterator: output {i} was not created by set_output"
+                ))
+            })?;
+        let op = &mut self.operands[i];
+        if op.tensor.is_none() {
+            op.current_dtype = Some(t.dtype());
+        }
+        op.tensor = Some(t);
+        if op.current_dtype.is_none() {
+            op.current_dtype = op.target_dtype;
+        }
+        Ok(())
+    }
+
+    /// `compute_strides`: byte strides aligned to the broadcast shape (0 for broadcast dims).
+    fn compute_strides(&mut self) {
+        let ndim = self.shape.len();
+        for op in self.operands.iter_mut() {
+            let Some(t) = &op.tensor else { continue };
+            if op.will_resize {
+                continue;
+            }
+            let m = t.meta();
+            let (sizes, strides) = (m.sizes(), m.strides());
+            let es = t.element_size() as i64;
+            let offset = ndim - sizes.len();
+            let mut sb = DimVec::from_elem(0, ndim);
+            for i in 0..sizes.len() {
+                sb[offset + i] = if sizes[i] == 1 && self.shape[offset + i] != 1 {
+                    0
+                } else {
+                    strides[i] * es
+                };
+            }
+            op.stride_bytes = sb;
+        }
+    }
+
+    /// `reorder_dimensions`: fastest-moving dimension first (by the inputs' strides, in the
+    /// order they were added), so outputs follow the layout of the first input.
+    fn reorder_dimensions(&mut self, config: &TensorIteratorConfig) {
+        let ndim = self.shape.len();
+        self.perm = (0..ndim).rev().map(|d| d as i64).collect();
+        if config.enforce_linear_iteration || ndim <= 1 {
+            if ndim > 1 {
+                self.permute_dimensions();
+            }
+            return;
+        }
+        // should_swap(dim0, dim1): 1 = swap, -1 = keep, 0 = ambiguous.
+        let should_swap = |it: &Self, dim0: usize, dim1: usize| -> i32 {
+            for op in &it.operands {
+                if op.tensor.is_none() || op.will_resize {
+                    continue;
+                }
+                let s0 = op.stride_bytes[dim0];
+                let s1 = op.stride_bytes[dim1];
+                if it.is_reduction && op.is_output {
+                    // Reduced dimensions move to the front.
+                    if (s0 == 0) != (s1 == 0) {
+                        return if s1 == 0 { 1 } else { -1 };
+                    }
+                }
+                if s0 == 0 || s1 == 0 {
+                    continue;
+                }
+                if s0 < s1 {
+                    return -1;
+                }
+                if s0 > s1 {
+                    return 1;
+                }
+                if it.shape[dim0] > it.shape[dim1] {
+                    return 1;
+                }
+            }
+            0
+        };
+        // Insertion sort with support for ambiguous comparisons.
+        for i in 1..ndim {
+            let mut dim1 = i;
+            let mut dim0 = i as i64 - 1;
+            while dim0 >= 0 {
+                let c = should_swap(
+                    self,
+                    self.perm[dim0 as usize] as usize,
+                    self.perm[dim1] as usize,
+                );
+                if c > 0 {
+                    self.perm.swap(dim0 as usize, dim1);
+                    dim1 = dim0 as usize;
+                } else if c < 0 {
+                    break;
+                }
+                dim0 -= 1;
+            }
+        }
+        self.permute_dimensions();
+    }
+
+    /// Applies `perm` to the shape and every operand's strides.
+    fn permute_dimensions(&mut self) {
+        let perm = self.perm.clone();
+        let apply = |v: &DimVec| -> DimVec { perm.iter().map(|&p| v[p as usize]).collect() };
+        self.shape = apply(&self.shape);
+        for op in self.operands.iter_mut() {
+            if op.stride_bytes.len() == perm.len() {
+                op.stride_bytes = apply(&op.stride_bytes);
+            }
+        }
+    }
+
+    /// `invert_perm`: from iteration order back to the tensor's dimension order.
+    fn invert_perm(&self, input: &[i64]) -> DimVec {
+        let mut res = DimVec::from_elem(0, input.len());
+        for (dim, &p) in self.perm.iter().enumerate() {
+            res[p as usize] = input[dim];
+        }
+        res
+    }
+
+    /// `allocate_or_resize_outputs`.
+    fn allocate_or_resize_outputs(&mut self, sink: &mut dyn MetaBase) -> Result<()> {
+        let ndim = self.shape.len();
+        for i in 0..self.num_outputs {
+            let op = &self.operands[i];
+            if op.tensor.is_none() || op.will_resize {
+                let dtype = op.target_dtype.ok_or_else(|| {
+                    Error::runtime("TensorIterator: output dtype could not be inferred")
+                })?;
+                let es = dtype.element_size() as i64;
+                // Contiguous strides in iteration order.
+                let mut stride_bytes = DimVec::from_elem(0, ndim);
+                let mut next = es;
+                for d in 0..ndim {
+                    stride_bytes[d] = next;
+                    next *= self.shape[d].max(1);
+                }
+                let inverted = self
+                    .perm
+                    .iter()
+                    .enumerate()
+                    .all(|(j, &p)| p as usize == ndim - j - 1);
+                let tensor_shape = self.invert_perm(&self.shape);
+                if inverted {
+                    self.set_output(sink, i, &tensor_shape, &[])?;
+                } else {
+                    let mut tensor_stride = self.invert_perm(&stride_bytes);
+                    for s in tensor_stride.iter_mut() {
+                        *s /= es;
+                    }
+                    self.set_output(sink, i, &tensor_shape, &tensor_stride)?;
+                }
+                let op = &mut self.operands[i];
+                let t = op.tensor.as_ref().expect("set_output adopted the tensor");
+                // The sink may have been given an out= tensor of another dtype (it keeps its
+                // dtype: the kernels cast into it); recompute its byte strides from the tensor.
+                let tes = t.element_size() as i64;
+                let ts = t.strides();
+                let tsz = t.sizes();
+                let mut sb = DimVec::from_elem(0, ndim);
+                for d in 0..ndim {
+                    let td = self.perm[d] as usize;
+                    sb[d] = if tsz[td] == 1 { 0 } else { ts[td] * tes };
+                }
+                op.stride_bytes = sb;
+                op.current_dtype = Some(t.dtype());
+            } else {
+                let t = op.tensor.clone().expect("checked above");
+                self.set_output(sink, i, &t.sizes(), &[])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `coalesce_dimensions`: merges adjacent dimensions that are contiguous with each other
+    /// in every operand (`shape[n] * stride[n] == stride[n + 1]`, or a size-1 dimension).
+    fn coalesce_dimensions(&mut self) {
+        let ndim = self.shape.len();
+        if ndim <= 1 {
+            return;
+        }
+        let can_coalesce = |it: &Self, dim0: usize, dim1: usize| -> bool {
+            let (s0, s1) = (it.shape[dim0], it.shape[dim1]);
+            if s0 == 1 || s1 == 1 {
+                return true;
+            }
+            it.operands
+                .iter()
+                .all(|op| s0 * op.stride_bytes[dim0] == op.stride_bytes[dim1])
+        };
+        let mut prev_dim = 0usize;
+        for dim in 1..ndim {
+            if can_coalesce(self, prev_dim, dim) {
+                if self.shape[prev_dim] == 1 {
+                    for op in self.operands.iter_mut() {
+                        op.stride_bytes[prev_dim] = op.stride_bytes[dim];
+                    }
+                }
+                self.shape[prev_dim] *= self.shape[dim];
+            } else {
+                prev_dim += 1;
+                if prev_dim != dim {
+                    for op in self.operands.iter_mut() {
+                        op.stride_bytes[prev_dim] = op.stride_bytes[dim];
+                    }
+                    self.shape[prev_dim] = self.shape[dim];
+                }
+            }
+        }
+        self.shape.truncate(prev_dim + 1);
+        for op in self.operands.iter_mut() {
+            op.stride_bytes.truncate(prev_dim + 1);
+        }
+        self.has_coalesced_dimensions = true;
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Accessors
+    // -----------------------------------------------------------------------------------------
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// The iteration shape (after reordering and coalescing: fastest dimension first).
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+    pub fn numel(&self) -> i64 {
+        self.shape.iter().product()
+    }
+    pub fn ntensors(&self) -> usize {
+        self.operands.len()
+    }
+    pub fn noutputs(&self) -> usize {
+        self.num_outputs
+    }
+    pub fn ninputs(&self) -> usize {
+        self.operands.len() - self.num_outputs
+    }
+    pub fn operand(&self, i: usize) -> &OperandInfo {
+        &self.operands[i]
+    }
+    /// The byte strides of operand `arg` in iteration order.
+    pub fn strides(&self, arg: usize) -> &[i64] {
+        &self.operands[arg].stride_bytes
+    }
+    /// The dtype operand `arg` holds (what a kernel reads or writes there).
+    pub fn dtype(&self, arg: usize) -> ScalarType {
+        let op = &self.operands[arg];
+        op.current_dtype
+            .or(op.target_dtype)
+            .expect("every operand has a dtype after the build")
+    }
+    /// The dtype the op computes in (None when the inputs differ and no promotion was asked).
+    pub fn common_dtype(&self) -> Option<ScalarType> {
+        self.common_dtype
+    }
+    /// `common_dtype()` or an error naming the op (for kernels that need one).
+    pub fn computation_dtype(&self) -> Result<ScalarType> {
+        self.common_dtype
+            .ok_or_else(|| Error::runtime("TensorIterator: the inputs have no common dtype"))
+    }
+    pub fn input_dtype(&self, i: usize) -> ScalarType {
+        self.dtype(self.num_outputs + i)
+    }
+    pub fn device(&self) -> Device {
+        self.common_device
+    }
+    pub fn is_meta(&self) -> bool {
+        self.is_meta
+    }
+    pub fn has_coalesced_dimensions(&self) -> bool {
+        self.has_coalesced_dimensions
+    }
+    /// The i-th output tensor.
+    pub fn output(&self, i: usize) -> Result<TensorBase> {
+        self.operands
+            .get(i)
+            .filter(|op| op.is_output)
+            .and_then(|op| op.tensor.clone())
+            .ok_or_else(|| Error::index(format!("TensorIterator: no output {i}")))
+    }
+    /// The i-th input tensor.
+    pub fn input(&self, i: usize) -> Result<TensorBase> {
+        self.operands
+            .get(self.num_outputs + i)
+            .and_then(|op| op.tensor.clone())
+            .ok_or_else(|| Error::index(format!("TensorIterator: no input {i}")))
+    }
+    /// Whether operand `arg` is a 0-dim CPU tensor (a scalar a kernel may read once).
+    pub fn is_cpu_scalar(&self, arg: usize) -> bool {
+        self.operands[arg]
+            .tensor
+            .as_ref()
+            .is_some_and(|t| t.dim() == 0 && t.is_cpu())
+    }
+    /// Whether operand `arg` is the same value at every position (all strides 0).
+    pub fn is_scalar(&self, arg: usize) -> bool {
+        self.operands[arg].stride_bytes.iter().all(|&s| s == 0)
+    }
+    /// Whether every operand is contiguous in the single iteration dimension.
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 1 {
+            return true;
+        }
+        if self.ndim() != 1 {
+            return false;
+        }
+        (0..self.ntensors())
+            .all(|i| self.operands[i].stride_bytes[0] == self.dtype(i).element_size() as i64)
+    }
+
+    /// Removes operand `arg` (PyTorch's `remove_operand`, used to drop a scalar input after
+    /// reading it).
+    pub fn remove_operand(&mut self, arg: usize) {
+        self.operands.remove(arg);
+        if arg < self.metas.len() {
+            self.metas.remove(arg);
+        }
+        if arg < self.num_outputs {
+            self.num_outputs -= 1;
+        }
+    }
+
+    /// Reads the value of a CPU scalar operand as a `Scalar` (`scalar_value`).
+    pub fn scalar_value(&self, arg: usize) -> Result<ratten_core::Scalar> {
+        self.operands[arg]
+            .tensor
+            .as_ref()
+            .ok_or_else(|| Error::runtime("TensorIterator: undefined operand"))?
+            .item()
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Loops
+    // -----------------------------------------------------------------------------------------
+
+    /// Acquires every operand's storage (inputs read, outputs written) and checks that no
+    /// operand changed its geometry since the build.
+    fn acquire(&self) -> Result<(TensorAccess, OpVec<*mut u8>)> {
+        let reads: OpVec<&TensorBase> = self.operands[self.num_outputs..]
+            .iter()
+            .map(|op| op.tensor.as_ref().expect("built"))
+            .collect();
+        let writes: OpVec<&TensorBase> = self.operands[..self.num_outputs]
+            .iter()
+            .map(|op| op.tensor.as_ref().expect("built"))
+            .collect();
+        let g = TensorAccess::new(&reads, &writes)?;
+        let mut ptrs = OpVec::new();
+        for k in 0..self.operands.len() {
+            let acc = if k < self.num_outputs {
+                g.output(k)?
+            } else {
+                g.input(k - self.num_outputs)?
+            };
+            let built = &self.metas[k];
+            if acc.sizes() != built.sizes()
+                || acc.strides() != built.strides()
+                || acc.storage_offset() != built.storage_offset()
+            {
+                return Err(Error::runtime(
+                    "TensorIterator: an operand was resized or restrided after the iterator was \
+                     built",
+                ));
+            }
+            let p = acc.raw_data_ptr().ok_or_else(|| {
+                Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
+            })?;
+            ptrs.push(p.as_ptr());
+        }
+        Ok((g, ptrs))
+    }
+
+    /// The strides passed to a 2-D loop (always at least 2-D).
+    fn loop_strides(&self) -> SmallVec<[isize; 8]> {
+        let nt = self.ntensors();
+        let mut s = SmallVec::from_elem(0isize, 2 * nt);
+        for (k, op) in self.operands.iter().enumerate() {
+            s[k] = op.stride_bytes.first().copied().unwrap_or(0) as isize;
+            s[nt + k] = op.stride_bytes.get(1).copied().unwrap_or(0) as isize;
+        }
+        s
+    }
+
+    /// `for_each(loop, grain_size)`: runs `loop` over every element, in parallel chunks when
+    /// there are at least `grain_size` elements and more than one thread. A no-op for meta
+    /// tensors and empty iterations.
+    pub fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
+        let numel = self.numel();
+        if numel == 0 || self.is_meta {
+            return Ok(());
+        }
+        let (guard, ptrs) = self.acquire()?;
+        let shared = SharedPtrs(ptrs);
+        if numel < grain_size || get_num_threads() == 1 {
+            // SAFETY: the pointers come from `guard`, alive for this call, and address the
+            // operands' elements at the iterator's strides (checked geometry).
+            unsafe { self.serial_for_each_ptrs(shared.get(), loop2d, 0, numel) };
+        } else {
+            parallel_for(0, numel, grain_size, |b, e| {
+                // SAFETY: as above; `guard` outlives the parallel region, and chunks are
+                // disjoint ranges of the outputs.
+                unsafe { self.serial_for_each_ptrs(shared.get(), loop2d, b, e) };
+            })?;
+        }
+        drop(guard);
+        Ok(())
+    }
+
+    /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
+    pub fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
+        if end <= begin || self.is_meta {
+            return Ok(());
+        }
+        if begin < 0 || end > self.numel() {
+            return Err(Error::index(format!(
+                "serial_for_each: range [{begin}, {end}) is outside [0, {})",
+                self.numel()
+            )));
+        }
+        let (guard, ptrs) = self.acquire()?;
+        // SAFETY: pointers from the live guard; range checked above.
+        unsafe { self.serial_for_each_ptrs(&ptrs, loop2d, begin, end) };
+        drop(guard);
+        Ok(())
+    }
+
+    /// # Safety
+    /// `base` must hold the operands' data pointers under a live access guard.
+    unsafe fn serial_for_each_ptrs(
+        &self,
+        base: &[*mut u8],
+        loop2d: &Loop2d<'_>,
+        begin: i64,
+        end: i64,
+    ) {
+        let nt = self.ntensors();
+        let strides = self.loop_strides();
+        let mut ptrs: OpVec<*mut u8> = OpVec::from_elem(std::ptr::null_mut(), nt);
+        let ndim = self.ndim();
+        if ndim <= 1 {
+            for k in 0..nt {
+                ptrs[k] = base[k].wrapping_offset(begin as isize * strides[k]);
+            }
+            loop2d(&ptrs, &strides, (end - begin) as usize, 1);
+            return;
+        }
+        // DimCounter.
+        let shape = &self.shape;
+        let mut values: DimVec = DimVec::from_elem(0, ndim);
+        let mut rem = begin;
+        for d in 0..ndim {
+            values[d] = rem % shape[d];
+            rem /= shape[d];
+        }
+        let mut offset = begin;
+        while offset < end {
+            for k in 0..nt {
+                let sb = &self.operands[k].stride_bytes;
+                let mut off = 0isize;
+                for d in 0..ndim {
+                    off += (values[d] * sb[d]) as isize;
+                }
+                ptrs[k] = base[k].wrapping_offset(off);
+            }
+            let step0 = (shape[0] - values[0]).min(end - offset);
+            let mut step1 = 1;
+            if step0 == shape[0] {
+                step1 = (shape[1] - values[1]).min((end - offset) / shape[0]);
+            }
+            loop2d(&ptrs, &strides, step0 as usize, step1 as usize);
+            // increment
+            offset += step0 * step1;
+            let (mut i, mut overflow) = (0usize, step0);
+            if step1 != 1 {
+                i = 1;
+                overflow = step1;
+            }
+            while i < ndim && overflow > 0 {
+                let mut value = values[i] + overflow;
+                if value >= shape[i] {
+                    overflow = 1;
+                    value -= shape[i];
+                } else {
+                    overflow = 0;
+                }
+                values[i] = value;
+                i += 1;
+            }
+        }
+    }
+}
+
+/// `infer_size` (ExpandUtils.cpp): NumPy broadcasting aligned from the right, with PyTorch's
+/// error text.
+pub fn infer_size(a: &[i64], b: &[i64]) -> Result<DimVec> {
+    let ndim = a.len().max(b.len());
+    let mut out = DimVec::from_elem(0, ndim);
+    for i in (0..ndim).rev() {
+        let offset = ndim - 1 - i;
+        let da = a.len() as i64 - 1 - offset as i64;
+        let db = b.len() as i64 - 1 - offset as i64;
+        let sa = if da >= 0 { a[da as usize] } else { 1 };
+        let sb = if db >= 0 { b[db as usize] } else { 1 };
+        if sa != sb && sa != 1 && sb != 1 {
+            return Err(Error::runtime(format!(
+                "The size of tensor a ({sa}) must match the size of tensor b ({sb}) at \
+                 non-singleton dimension {i}"
+            )));
+        }
+        out[i] = if sa == 1 { sb } else { sa };
+    }
+    Ok(out)
+}
+
+fn channels_last_strides(sizes: &[i64]) -> DimVec {
+    if sizes.len() != 4 {
+        return DimVec::new();
+    }
+    let (c, h, w) = (sizes[1].max(1), sizes[2].max(1), sizes[3].max(1));
+    DimVec::from_slice(&[h * w * c, 1, w * c, c])
+}
+
+fn is_channels_last_contiguous(t: &TensorBase) -> bool {
+    let sizes = t.sizes();
+    if sizes.len() != 4 {
+        return false;
+    }
+    let strides = t.strides();
+    let expected = channels_last_strides(&sizes);
+    (0..4).all(|d| sizes[d] == 1 || strides[d] == expected[d])
+}
+
+#[cfg(test)]
+mod tests;
