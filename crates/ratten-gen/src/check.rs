@@ -4,10 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use ratten_schema::derivatives::Derivatives;
-use ratten_schema::native::NativeFunctions;
-use ratten_schema::tags::Tags;
-use ratten_schema::{DeclError, FunctionSchema};
+use ratten_schema::{load_declarations, DeclError, FunctionSchema};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -112,11 +109,13 @@ fn round_trips(s: &FunctionSchema) -> Result<(), String> {
 /// Runs the check.
 pub fn check(opts: &CheckOptions) -> Result<CheckReport, CheckFailure> {
     let fail = |errors: Vec<DeclError>| CheckFailure { errors };
-    let tags = match &opts.tags {
-        Some(p) => Some(Tags::load(p).map_err(|e| fail(e.0))?),
-        None => None,
-    };
-    let nf = NativeFunctions::load(&opts.native, tags.as_ref()).map_err(|e| fail(e.0))?;
+    let decls = load_declarations(
+        &opts.native,
+        opts.tags.as_deref(),
+        opts.derivatives.as_deref(),
+    )
+    .map_err(|e| fail(e.0))?;
+    let nf = &decls.native;
     let mut errors = Vec::new();
     let mut round_tripped = 0;
     for f in &nf.functions {
@@ -146,29 +145,23 @@ pub fn check(opts: &CheckOptions) -> Result<CheckReport, CheckFailure> {
             .filter(|f| f.structured_delegate.is_some())
             .count(),
         schemas_round_tripped: round_tripped,
-        tags: tags.as_ref().map(|t| t.tags.len()),
+        tags: decls.tags.as_ref().map(|t| t.tags.len()),
         warnings: nf.warnings.iter().map(|w| w.to_string()).collect(),
         ..CheckReport::default()
     };
-    if let Some(p) = &opts.derivatives {
-        match Derivatives::load(p) {
-            Ok(d) => {
-                for e in &d.entries {
-                    if let Err(msg) = round_trips(&e.schema) {
-                        errors.push(DeclError::new(
-                            e.loc.clone(),
-                            format!("schema round trip failed: {msg}"),
-                        ));
-                    }
-                }
-                let m = d.match_native(&nf);
-                report.derivative_entries = Some(d.entries.len());
-                report.derivatives_matched = Some(m.matched.len());
-                report.derivatives_unmatched = Some(m.unmatched.len());
-                errors.extend(m.unmatched.into_iter().map(|(_, e)| e));
+    if let (Some(d), Some(m)) = (&decls.derivatives, decls.matches) {
+        for e in &d.entries {
+            if let Err(msg) = round_trips(&e.schema) {
+                errors.push(DeclError::new(
+                    e.loc.clone(),
+                    format!("schema round trip failed: {msg}"),
+                ));
             }
-            Err(e) => errors.extend(e.0),
         }
+        report.derivative_entries = Some(d.entries.len());
+        report.derivatives_matched = Some(m.matched.len());
+        report.derivatives_unmatched = Some(m.unmatched.len());
+        errors.extend(m.unmatched.into_iter().map(|(_, e)| e));
     }
     if errors.is_empty() {
         Ok(report)

@@ -152,7 +152,11 @@ fn generate(a: GenerateArgs) -> ExitCode {
             println!("{} files up to date in {}", files.len(), a.out.display());
             return ExitCode::SUCCESS;
         }
-        eprintln!("stale generated files in {}: {}", a.out.display(), stale.join(", "));
+        eprintln!(
+            "stale generated files in {}: {}",
+            a.out.display(),
+            stale.join(", ")
+        );
         return ExitCode::FAILURE;
     }
     match write_files(&files, &a.out) {

@@ -306,6 +306,9 @@ struct Parser<'a> {
     depth: usize,
 }
 
+/// The largest fixed list size whose single default (`int[N] x=1`) is repeated N times.
+const MAX_BROADCAST_DEFAULT: u32 = 1 << 16;
+
 /// No real schema nests types more than a few levels.
 const MAX_TYPE_DEPTH: usize = 64;
 
@@ -958,6 +961,11 @@ impl<'a> Parser<'a> {
                     Ok(DefaultValue::None)
                 } else if let (Some(n), false) = (size, self.cur().kind == Tok::Punct(b'[')) {
                     // `int[2] stride=1` means `[1, 1]`.
+                    if n > MAX_BROADCAST_DEFAULT {
+                        return Err(self.err(format!(
+                            "a single default for a list of size {n} (more than {MAX_BROADCAST_DEFAULT}) is not supported"
+                        )));
+                    }
                     let v = self.parse_single_constant(ek)?;
                     let reps = vec![v; n as usize];
                     self.convert_to_list(ek, &at, reps)
@@ -1381,6 +1389,9 @@ mod tests {
         assert!(err("f(str x='abc) -> ()").message.contains("closing quote"));
         assert!(err("f(str x='\\x41') -> ()").message.contains("hex"));
         assert!(err("f(int[a] x) -> ()").message.contains("list size"));
+        assert!(err("f(int[4000000000] x=1) -> ()")
+            .message
+            .contains("not supported"));
         assert!(err("f(Tensor(a x) -> ()").message.contains("')'"));
         assert!(err("f(Tensor x) -> ()\u{e9}")
             .message

@@ -26,11 +26,19 @@ pub fn key_module(key: &str) -> String {
 
 /// Every dispatch key some overload has a kernel for, sorted.
 pub fn keys(model: &Model) -> BTreeSet<String> {
-    model.ops.iter().flat_map(|o| o.kernels.keys().cloned()).collect()
+    model
+        .ops
+        .iter()
+        .flat_map(|o| o.kernels.keys().cloned())
+        .collect()
 }
 
 fn output_idents(op: &OpInfo) -> Vec<String> {
-    op.args.iter().filter(|a| a.is_out).map(|a| a.ident.clone()).collect()
+    op.args
+        .iter()
+        .filter(|a| a.is_out)
+        .map(|a| a.ident.clone())
+        .collect()
 }
 
 fn structured_body(
@@ -40,11 +48,18 @@ fn structured_body(
     impl_path: Option<&str>,
     state_type: Option<&str>,
 ) {
-    let inputs: Vec<String> = op.args.iter().filter(|a| !a.is_out).map(|a| a.ident.clone()).collect();
+    let inputs: Vec<String> = op
+        .args
+        .iter()
+        .filter(|a| !a.is_out)
+        .map(|a| a.ident.clone())
+        .collect();
     let n_out = op.rets.len();
     let wrapper = match op.kind {
         SchemaKind::Functional => {
-            w.line(format!("let mut op = structured::StructuredFunctional::new({n_out});"));
+            w.line(format!(
+                "let mut op = structured::StructuredFunctional::new({n_out});"
+            ));
             "functional"
         }
         SchemaKind::Inplace => {
@@ -59,13 +74,24 @@ fn structured_body(
             "out"
         }
     };
-    let state = if impl_path.is_some() { "mut state" } else { "_state" };
+    let state = if impl_path.is_some() {
+        "mut state"
+    } else {
+        "_state"
+    };
     let annot = state_type.map(|t| format!(": {t}")).unwrap_or_default();
     let sep = if inputs.is_empty() { "" } else { ", " };
-    w.line(format!("let {state}{annot} = {meta_path}(&mut op{sep}{})?;", inputs.join(", ")));
+    w.line(format!(
+        "let {state}{annot} = {meta_path}(&mut op{sep}{})?;",
+        inputs.join(", ")
+    ));
     if let Some(ip) = impl_path {
         let outs: Vec<String> = (0..n_out).map(|i| format!("op.output({i})?")).collect();
-        w.line(format!("{ip}(&mut state, {}, {})?;", inputs.join(", "), outs.join(", ")));
+        w.line(format!(
+            "{ip}(&mut state, {}, {})?;",
+            inputs.join(", "),
+            outs.join(", ")
+        ));
     }
     match wrapper {
         "functional" => {
@@ -98,22 +124,54 @@ fn kernel_body(w: &mut Writer, model: &Model, op: &OpInfo, k: &KernelImpl) {
         KernelImpl::Plain { path } => {
             w.line(format!("{path}({})", op.arg_idents()));
         }
-        KernelImpl::Structured { meta_path, impl_path, state_type, .. } => {
-            structured_body(w, op, meta_path, impl_path.as_deref(), state_type.as_deref());
+        KernelImpl::Structured {
+            meta_path,
+            impl_path,
+            state_type,
+            ..
+        } => {
+            structured_body(
+                w,
+                op,
+                meta_path,
+                impl_path.as_deref(),
+                state_type.as_deref(),
+            );
         }
         KernelImpl::GeneratedOut { functional } => {
-            let f = model.op(*functional).map(|f| f.handle_mod.clone()).unwrap_or_default();
-            let inputs: Vec<String> = op.args.iter().filter(|a| !a.is_out).map(|a| a.ident.clone()).collect();
+            let f = model
+                .op(*functional)
+                .map(|f| f.handle_mod.clone())
+                .unwrap_or_default();
+            let inputs: Vec<String> = op
+                .args
+                .iter()
+                .filter(|a| !a.is_out)
+                .map(|a| a.ident.clone())
+                .collect();
             let outs = output_idents(op);
-            w.line("// torchgen's generated out= kernel: the functional result, copied into `out`.");
-            w.line(format!("let result = operators::{f}::call({})?;", inputs.join(", ")));
+            w.line(
+                "// torchgen's generated out= kernel: the functional result, copied into `out`.",
+            );
+            w.line(format!(
+                "let result = operators::{f}::call({})?;",
+                inputs.join(", ")
+            ));
             if outs.len() == 1 {
-                w.line(format!("structured::resize_output({}, &result.sizes())?;", outs[0]));
-                w.line(format!("structured::copy_same_dtype({}, &result)?;", outs[0]));
+                w.line(format!(
+                    "structured::resize_output({}, &result.sizes())?;",
+                    outs[0]
+                ));
+                w.line(format!(
+                    "structured::copy_same_dtype({}, &result)?;",
+                    outs[0]
+                ));
                 w.line(format!("Ok({}.clone())", outs[0]));
             } else {
                 for (i, o) in outs.iter().enumerate() {
-                    w.line(format!("structured::resize_output({o}, &result.{i}.sizes())?;"));
+                    w.line(format!(
+                        "structured::resize_output({o}, &result.{i}.sizes())?;"
+                    ));
                     w.line(format!("structured::copy_same_dtype({o}, &result.{i})?;"));
                 }
                 let c: Vec<String> = outs.iter().map(|o| format!("{o}.clone()")).collect();
@@ -121,14 +179,23 @@ fn kernel_body(w: &mut Writer, model: &Model, op: &OpInfo, k: &KernelImpl) {
             }
         }
         KernelImpl::GeneratedFunctional { inplace } => {
-            let f = model.op(*inplace).map(|f| f.handle_mod.clone()).unwrap_or_default();
+            let f = model
+                .op(*inplace)
+                .map(|f| f.handle_mod.clone())
+                .unwrap_or_default();
             w.line("// torchgen's generated functional kernel: the in-place operator on a copy.");
             w.line("let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;");
             w.line("structured::copy_same_dtype(&copy, self_)?;");
             let args: Vec<String> = op
                 .args
                 .iter()
-                .map(|a| if a.name == "self" { "&copy".to_string() } else { a.ident.clone() })
+                .map(|a| {
+                    if a.name == "self" {
+                        "&copy".to_string()
+                    } else {
+                        a.ident.clone()
+                    }
+                })
                 .collect();
             w.line(format!("operators::{f}::call({})?;", args.join(", ")));
             w.line("Ok(copy)");
@@ -148,7 +215,9 @@ pub fn emit(model: &Model, opts: &GenOptions) -> String {
         w.block(format!("pub mod {} {{", key_module(&key)), "}", |w| {
             w.line("use super::*;");
             for op in &model.ops {
-                let Some(k) = op.kernels.get(&key) else { continue };
+                let Some(k) = op.kernels.get(&key) else {
+                    continue;
+                };
                 w.blank();
                 w.line(format!("/// `{}`", op.doc));
                 w.block(

@@ -28,14 +28,25 @@ fn render(op: &OpInfo, name: &str, all_args: bool, form: Form) -> Rendered {
     let mut order: Vec<usize> = (0..op.args.len()).filter(|&i| op.args[i].is_out).collect();
     order.extend((0..op.args.len()).filter(|&i| !op.args[i].is_out));
     let provided = |i: usize| all_args || op.args[i].default.is_none();
-    let receiver = if form == Form::Method { op.self_arg } else { None };
+    let receiver = if form == Form::Method {
+        op.self_arg
+    } else {
+        None
+    };
 
     // Lifetimes for the arguments returns alias.
     let aliased: Vec<usize> = op.rets.iter().filter_map(|r| r.aliases_arg).collect();
     let lifetime = |i: usize| -> Option<String> {
-        aliased.iter().position(|&a| a == i).map(|k| format!("'{}", (b'a' + k as u8) as char))
+        aliased
+            .iter()
+            .position(|&a| a == i)
+            .map(|k| format!("'{}", (b'a' + k as u8) as char))
     };
-    let mut generics: Vec<String> = aliased.iter().enumerate().map(|(k, _)| format!("'{}", (b'a' + k as u8) as char)).collect();
+    let mut generics: Vec<String> = aliased
+        .iter()
+        .enumerate()
+        .map(|(k, _)| format!("'{}", (b'a' + k as u8) as char))
+        .collect();
     generics.dedup();
 
     let mut params = Vec::new();
@@ -64,7 +75,11 @@ fn render(op: &OpInfo, name: &str, all_args: bool, form: Form) -> Rendered {
     let mut body = Vec::new();
     let mut call_args = Vec::new();
     for (i, a) in op.args.iter().enumerate() {
-        let id = if Some(i) == receiver { "self".to_string() } else { a.ident.clone() };
+        let id = if Some(i) == receiver {
+            "self".to_string()
+        } else {
+            a.ident.clone()
+        };
         if provided(i) {
             match a.ty.conversion {
                 Conversion::None => call_args.push(id),
@@ -84,13 +99,23 @@ fn render(op: &OpInfo, name: &str, all_args: bool, form: Form) -> Rendered {
             }
         }
     }
-    let call = format!("operators::{}::call({})", op.handle_mod, call_args.join(", "));
+    let call = format!(
+        "operators::{}::call({})",
+        op.handle_mod,
+        call_args.join(", ")
+    );
 
     let ret_ty;
     if !aliased.is_empty() && aliased.len() == op.rets.len() {
         let names: Vec<String> = aliased
             .iter()
-            .map(|&i| if Some(i) == receiver { "self".to_string() } else { op.args[i].ident.clone() })
+            .map(|&i| {
+                if Some(i) == receiver {
+                    "self".to_string()
+                } else {
+                    op.args[i].ident.clone()
+                }
+            })
             .collect();
         let tys: Vec<String> = aliased
             .iter()
@@ -112,9 +137,16 @@ fn render(op: &OpInfo, name: &str, all_args: bool, form: Form) -> Rendered {
             body.push(call);
         }
     }
-    let generics = if generics.is_empty() { String::new() } else { format!("<{}>", generics.join(", ")) };
+    let generics = if generics.is_empty() {
+        String::new()
+    } else {
+        format!("<{}>", generics.join(", "))
+    };
     Rendered {
-        signature: format!("pub fn {name}{generics}({}) -> Result<{ret_ty}>", params.join(", ")),
+        signature: format!(
+            "pub fn {name}{generics}({}) -> Result<{ret_ty}>",
+            params.join(", ")
+        ),
         body,
     }
 }
@@ -128,7 +160,11 @@ fn doc_lines(w: &mut Writer, op: &OpInfo, all_args: bool) {
         let omitted: Vec<String> = op
             .args
             .iter()
-            .filter_map(|a| a.default.as_ref().map(|d| format!("`{}` = `{}`", a.name, d.trim_start_matches("Scalar::"))))
+            .filter_map(|a| {
+                a.default
+                    .as_ref()
+                    .map(|d| format!("`{}` = `{}`", a.name, d.trim_start_matches("Scalar::")))
+            })
             .collect();
         w.line("///");
         w.line(format!("/// Defaults: {}.", omitted.join(", ")));
@@ -146,7 +182,10 @@ fn forms(op: &OpInfo) -> Vec<(String, bool)> {
 /// `functions.rs`: a free function per overload with `variants: function`.
 pub fn emit_functions(model: &Model, opts: &GenOptions) -> String {
     let mut w = Writer::new();
-    w.line(header(opts, "The operator functions (PyTorch's `at::add`): every form returns `Result`."));
+    w.line(header(
+        opts,
+        "The operator functions (PyTorch's `at::add`): every form returns `Result`.",
+    ));
     w.line(prelude(opts));
     for op in model.ops.iter().filter(|o| o.function) {
         for (name, all) in forms(op) {
@@ -166,7 +205,10 @@ pub fn emit_functions(model: &Model, opts: &GenOptions) -> String {
 /// `methods.rs`: Tensor methods for `variants: method` (an extension trait out of tree).
 pub fn emit_methods(model: &Model, opts: &GenOptions) -> String {
     let mut w = Writer::new();
-    w.line(header(opts, "The Tensor methods (PyTorch's `TensorBody.h`) of `variants: method` overloads."));
+    w.line(header(
+        opts,
+        "The Tensor methods (PyTorch's `TensorBody.h`) of `variants: method` overloads.",
+    ));
     w.line(prelude(opts));
     let methods: Vec<&OpInfo> = model
         .ops
@@ -209,11 +251,15 @@ pub fn emit_methods(model: &Model, opts: &GenOptions) -> String {
                 for op in &methods {
                     for (name, all) in forms(op) {
                         let r = render(op, &name, all, Form::Method);
-                        w.block(format!("{} {{", r.signature.trim_start_matches("pub ")), "}", |w| {
-                            for l in &r.body {
-                                w.line(l);
-                            }
-                        });
+                        w.block(
+                            format!("{} {{", r.signature.trim_start_matches("pub ")),
+                            "}",
+                            |w| {
+                                for l in &r.body {
+                                    w.line(l);
+                                }
+                            },
+                        );
                     }
                 }
             });

@@ -88,19 +88,44 @@ pub struct GeneratedFile {
 }
 
 /// Generates every file from a loaded declaration file.
-pub fn generate(nf: &NativeFunctions, opts: &GenOptions) -> Result<Vec<GeneratedFile>, Vec<String>> {
+pub fn generate(
+    nf: &NativeFunctions,
+    opts: &GenOptions,
+) -> Result<Vec<GeneratedFile>, Vec<String>> {
     let model = Model::build(nf, opts)?;
     let mut files = vec![
-        GeneratedFile { name: "mod.rs".into(), contents: emit_mod(&model, opts) },
-        GeneratedFile { name: "operators.rs".into(), contents: operators::emit(&model, opts) },
-        GeneratedFile { name: "functions.rs".into(), contents: functions::emit_functions(&model, opts) },
-        GeneratedFile { name: "methods.rs".into(), contents: functions::emit_methods(&model, opts) },
-        GeneratedFile { name: "backends.rs".into(), contents: backends::emit(&model, opts) },
-        GeneratedFile { name: "registration.rs".into(), contents: registration::emit(&model, opts) },
+        GeneratedFile {
+            name: "mod.rs".into(),
+            contents: emit_mod(&model, opts),
+        },
+        GeneratedFile {
+            name: "operators.rs".into(),
+            contents: operators::emit(&model, opts),
+        },
+        GeneratedFile {
+            name: "functions.rs".into(),
+            contents: functions::emit_functions(&model, opts),
+        },
+        GeneratedFile {
+            name: "methods.rs".into(),
+            contents: functions::emit_methods(&model, opts),
+        },
+        GeneratedFile {
+            name: "backends.rs".into(),
+            contents: backends::emit(&model, opts),
+        },
+        GeneratedFile {
+            name: "registration.rs".into(),
+            contents: registration::emit(&model, opts),
+        },
     ];
     for f in &mut files {
         // One trailing newline, no trailing spaces: what rustfmt would leave.
-        let mut s: String = f.contents.lines().map(|l| l.trim_end().to_string() + "\n").collect();
+        let mut s: String = f
+            .contents
+            .lines()
+            .map(|l| l.trim_end().to_string() + "\n")
+            .collect();
         while s.ends_with("\n\n") {
             s.pop();
         }
@@ -139,7 +164,9 @@ pub fn write_files(files: &[GeneratedFile], dir: &Path) -> std::io::Result<Vec<P
 pub fn stale_files(files: &[GeneratedFile], dir: &Path) -> Vec<String> {
     files
         .iter()
-        .filter(|f| std::fs::read_to_string(dir.join(&f.name)).ok().as_deref() != Some(f.contents.as_str()))
+        .filter(|f| {
+            std::fs::read_to_string(dir.join(&f.name)).ok().as_deref() != Some(f.contents.as_str())
+        })
         .map(|f| f.name.clone())
         .collect()
 }

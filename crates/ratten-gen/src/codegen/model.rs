@@ -126,7 +126,14 @@ impl OpInfo {
         match self.rets.len() {
             0 => "()".to_string(),
             1 => self.rets[0].owned.clone(),
-            _ => format!("({})", self.rets.iter().map(|r| r.owned.clone()).collect::<Vec<_>>().join(", ")),
+            _ => format!(
+                "({})",
+                self.rets
+                    .iter()
+                    .map(|r| r.owned.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 
@@ -141,7 +148,11 @@ impl OpInfo {
 
     /// `self_, other, alpha`.
     pub fn arg_idents(&self) -> String {
-        self.args.iter().map(|a| a.ident.clone()).collect::<Vec<_>>().join(", ")
+        self.args
+            .iter()
+            .map(|a| a.ident.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// `(self_, other, alpha)` as the handle's `Refs` tuple.
@@ -275,7 +286,9 @@ fn float_literal(f: f64) -> String {
 /// A default as a Rust expression of the borrowed form (Scalar defaults are owned `Scalar`
 /// values, bound by a `let` before the call).
 fn default_expr(arg: &Argument) -> Result<Option<String>, String> {
-    let Some(d) = &arg.default else { return Ok(None) };
+    let Some(d) = &arg.default else {
+        return Ok(None);
+    };
     let scalar = matches!(arg.ty, Type::Scalar);
     let e = match d {
         DefaultValue::None => "None".to_string(),
@@ -307,7 +320,10 @@ fn default_expr(arg: &Argument) -> Result<Option<String>, String> {
         DefaultValue::BoolList(v) => format!("&{v:?}"),
         DefaultValue::FloatList(v) => format!(
             "&[{}]",
-            v.iter().map(|f| float_literal(*f)).collect::<Vec<_>>().join(", ")
+            v.iter()
+                .map(|f| float_literal(*f))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         DefaultValue::Str(s) => format!("{s:?}"),
         other => {
@@ -334,7 +350,13 @@ fn rust_names(f: &NativeFunction) -> (String, String, String) {
         overload = overload
             .strip_suffix("_out")
             .map(str::to_string)
-            .unwrap_or_else(|| if overload == "out" { String::new() } else { overload.clone() });
+            .unwrap_or_else(|| {
+                if overload == "out" {
+                    String::new()
+                } else {
+                    overload.clone()
+                }
+            });
     }
     let suffix = if PRIMARY_OVERLOADS.contains(&overload.as_str()) {
         String::new()
@@ -350,7 +372,11 @@ fn rust_names(f: &NativeFunction) -> (String, String, String) {
     } else {
         (name.clone(), format!("{name}_with"))
     };
-    let backend = if is_out { format!("{name}f") } else { api.clone() };
+    let backend = if is_out {
+        format!("{name}f")
+    } else {
+        api.clone()
+    };
     (api, with, backend)
 }
 
@@ -446,14 +472,23 @@ fn structured_kernels(
     }
     kernels.insert(
         "Meta".to_string(),
-        KernelImpl::Structured { meta_path, impl_path: None, state_type, out_fn: out_index },
+        KernelImpl::Structured {
+            meta_path,
+            impl_path: None,
+            state_type,
+            out_fn: out_index,
+        },
     );
     Ok(kernels)
 }
 
 /// The unambiguous name of the functional member of `out`'s group (torchgen names the meta
 /// class after it); the out= function's own name when it has no functional sibling.
-fn functional_unambiguous(nf: &NativeFunctions, out_index: usize, fallback: &NativeFunction) -> String {
+fn functional_unambiguous(
+    nf: &NativeFunctions,
+    out_index: usize,
+    fallback: &NativeFunction,
+) -> String {
     for g in nf.groups() {
         if g.out == out_index {
             return unambiguous_name(&nf.functions[g.functional]);
@@ -504,23 +539,36 @@ fn op_info(
     for r in &f.func.returns {
         let owned = match &r.ty {
             Type::Tensor => "Tensor".to_string(),
-            Type::List { elem, .. } if matches!(elem.as_ref(), Type::Tensor) => "Vec<Tensor>".to_string(),
+            Type::List { elem, .. } if matches!(elem.as_ref(), Type::Tensor) => {
+                "Vec<Tensor>".to_string()
+            }
             Type::Int => "i64".into(),
             Type::Float => "f64".into(),
             Type::Bool => "bool".into(),
             Type::Scalar => "Arg<Scalar>".into(),
-            other => return Err(format!("the Rust emitter does not support the return type `{other}` yet")),
+            other => {
+                return Err(format!(
+                    "the Rust emitter does not support the return type `{other}` yet"
+                ))
+            }
         };
         let aliases_arg = r
             .alias_info
             .as_ref()
             .filter(|x| x.is_write)
             .and_then(|x| x.before_sets.first())
-            .and_then(|set| args.iter().position(|a| a.write_alias.as_deref() == Some(set.as_str())));
+            .and_then(|set| {
+                args.iter()
+                    .position(|a| a.write_alias.as_deref() == Some(set.as_str()))
+            });
         rets.push(RetInfo { owned, aliases_arg });
     }
     let (api_name, with_name, backend_name) = rust_names(f);
-    let self_arg = f.func.arguments.iter().position(|a| a.name == "self" && !a.kwarg_only);
+    let self_arg = f
+        .func
+        .arguments
+        .iter()
+        .position(|a| a.name == "self" && !a.kwarg_only);
     if f.variants_method && self_arg.is_none() {
         return Err("`variants: method` needs a positional `self` argument".into());
     }
@@ -544,17 +592,23 @@ fn op_info(
                 .groups()
                 .find(|g| g.out == index)
                 .map(|g| g.functional)
-                .ok_or_else(|| "a generated out= function without a functional sibling".to_string())?;
+                .ok_or_else(|| {
+                    "a generated out= function without a functional sibling".to_string()
+                })?;
             KernelImpl::GeneratedOut { functional }
         } else if f.is_generated() && f.kind() == SchemaKind::Functional {
             let inplace = nf
                 .groups()
                 .find(|g| g.functional == index)
                 .and_then(|g| g.inplace)
-                .ok_or_else(|| "a generated functional function without an in-place sibling".to_string())?;
+                .ok_or_else(|| {
+                    "a generated functional function without an in-place sibling".to_string()
+                })?;
             KernelImpl::GeneratedFunctional { inplace }
         } else {
-            KernelImpl::Plain { path: format!("{}::{}", opts.kernel_module, b.kernel) }
+            KernelImpl::Plain {
+                path: format!("{}::{}", opts.kernel_module, b.kernel),
+            }
         };
         kernels.insert(b.dispatch_key.clone(), k);
     }
@@ -565,7 +619,10 @@ fn op_info(
         name_with_overload: f.func.name.to_string(),
         schema_source: f.func.to_source_string(),
         handle_mod: unambiguous_name(f),
-        with_name: args.iter().any(|a| a.default.is_some()).then_some(with_name),
+        with_name: args
+            .iter()
+            .any(|a| a.default.is_some())
+            .then_some(with_name),
         api_name,
         backend_name,
         kind: f.kind(),

@@ -7,7 +7,10 @@ use super::{header, prelude, GenOptions};
 
 pub fn emit(model: &Model, opts: &GenOptions) -> String {
     let mut w = Writer::new();
-    w.line(header(opts, "Operator handles: one module per overload (PyTorch's `at::_ops`)."));
+    w.line(header(
+        opts,
+        "Operator handles: one module per overload (PyTorch's `at::_ops`).",
+    ));
     w.line(prelude(opts));
     for op in &model.ops {
         w.line(format!("/// `{}`", op.doc));

@@ -22,11 +22,15 @@ pub fn emit(model: &Model, opts: &GenOptions) -> String {
     });
     w.blank();
     let ns = &model.namespace;
-    w.block(format!("ratten_dispatch::torch_library!({ns}, |m| {{"), "});", |w| {
-        for op in &model.ops {
-            w.line(format!("m.def({:?})?;", op.schema_source));
-        }
-    });
+    w.block(
+        format!("ratten_dispatch::torch_library!({ns}, |m| {{"),
+        "});",
+        |w| {
+            for op in &model.ops {
+                w.line(format!("m.def({:?})?;", op.schema_source));
+            }
+        },
+    );
     for key in keys(model) {
         w.blank();
         w.block(

@@ -32,7 +32,12 @@ impl Writer {
     }
 
     /// Writes `open` (ending in `{`), runs `f` one level deeper, then `close`.
-    pub fn block(&mut self, open: impl AsRef<str>, close: &str, f: impl FnOnce(&mut Writer)) -> &mut Self {
+    pub fn block(
+        &mut self,
+        open: impl AsRef<str>,
+        close: &str,
+        f: impl FnOnce(&mut Writer),
+    ) -> &mut Self {
         self.line(open);
         self.depth += 1;
         f(self);
