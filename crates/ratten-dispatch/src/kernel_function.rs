@@ -1,0 +1,323 @@
+//! KernelFunction (ATen/core/boxing/KernelFunction.h): a kernel callable boxed (on a stack
+//! of IValues) and, when it was registered typed, unboxed.
+//!
+//! Note [Typed calls]
+//! A typed kernel is stored as a `Box<dyn TypedKernel<A, R>>` behind an erased pointer, with
+//! the `TypeId` of `(A, R)`. A typed call compares that id with its own (a constant) and
+//! makes one virtual call; on a mismatch (a boxed kernel, or a kernel registered with other
+//! Rust types for the same schema) it boxes its arguments and calls the boxed function.
+//! A boxed call of a typed kernel pops the arguments, borrows them and calls it typed.
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use ratten_core::{DispatchKeySet, Error, Result};
+use ratten_schema::{Argument, FunctionSchema, OperatorName, Return, Type};
+
+use crate::dispatcher::OperatorHandle;
+use crate::ivalue::{KernelArgs, KernelReturn, Stack};
+
+/// The boxed calling convention: the operator, the dispatch key set of this call, the stack.
+pub type BoxedKernelFn =
+    dyn Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync;
+
+/// A kernel taking typed arguments `A` and returning `R`. Implemented for closures and fns
+/// taking the borrowed argument forms (`Fn(&TensorBase, i64) -> Result<TensorBase>`), and for
+/// [`WithKeySet`] around ones that also take the call's `DispatchKeySet` first.
+pub trait TypedKernel<A: KernelArgs, R>: Send + Sync + 'static {
+    fn call(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R>;
+}
+
+/// Marks a kernel whose first parameter is the call's `DispatchKeySet` (for redispatch), like
+/// PyTorch kernels taking `c10::DispatchKeySet` first.
+pub struct WithKeySet<F>(pub F);
+
+macro_rules! typed_kernel_impls {
+    ($($a:ident $x:ident),*) => {
+        impl<F, R, $($a),*> TypedKernel<($($a,)*), R> for F
+        where
+            F: for<'a> Fn($($a::Ref<'a>),*) -> Result<R> + Send + Sync + 'static,
+            $($a: crate::ivalue::KernelValue,)*
+        {
+            #[inline(always)]
+            fn call(&self, _ks: DispatchKeySet, args: <($($a,)*) as KernelArgs>::Refs<'_>) -> Result<R> {
+                let ($($x,)*) = args;
+                self($($x),*)
+            }
+        }
+        impl<F, R, $($a),*> TypedKernel<($($a,)*), R> for WithKeySet<F>
+        where
+            F: for<'a> Fn(DispatchKeySet, $($a::Ref<'a>),*) -> Result<R> + Send + Sync + 'static,
+            $($a: crate::ivalue::KernelValue,)*
+        {
+            #[inline(always)]
+            fn call(&self, ks: DispatchKeySet, args: <($($a,)*) as KernelArgs>::Refs<'_>) -> Result<R> {
+                let ($($x,)*) = args;
+                (self.0)(ks, $($x),*)
+            }
+        }
+    };
+}
+
+typed_kernel_impls!();
+typed_kernel_impls!(A0 a0);
+typed_kernel_impls!(A0 a0, A1 a1);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2, A3 a3);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5, A6 a6);
+typed_kernel_impls!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5, A6 a6, A7 a7);
+
+/// The unboxed half of a kernel: the signature id and a pointer to the
+/// `Box<dyn TypedKernel<A, R>>` kept alive by `_keep`.
+#[derive(Clone)]
+struct Unboxed {
+    sig: TypeId,
+    ptr: *const (),
+    _keep: Arc<dyn Any + Send + Sync>,
+}
+
+// SAFETY: `ptr` points into `_keep`, which is Send + Sync and immutable; the pointee is a
+// `Box<dyn TypedKernel>` whose trait requires Send + Sync.
+unsafe impl Send for Unboxed {}
+// SAFETY: as above.
+unsafe impl Sync for Unboxed {}
+
+/// PyTorch's KernelFunction: invalid (missing), fallthrough, boxed, or boxed + unboxed.
+#[derive(Clone, Default)]
+pub struct KernelFunction {
+    boxed: Option<Arc<BoxedKernelFn>>,
+    unboxed: Option<Unboxed>,
+    fallthrough: bool,
+}
+
+const FALLTHROUGH_CALLED: &str = "fallthrough_kernel was executed but it should have been short-circuited by the dispatcher. This could occur if you registered a fallthrough kernel as a override for a specific operator (as opposed to a backend fallback); this is NOT currently supported, and we do not intend to add support for it in the near future.  If you do find yourself in need of this, let us know in the bug tracker.";
+
+impl KernelFunction {
+    /// The invalid kernel (`missingKernel()`): calling it reports the missing-kernel error.
+    pub fn missing() -> Self {
+        KernelFunction::default()
+    }
+
+    /// `makeFallthrough()`: the dispatcher skips keys whose entry is a fallthrough.
+    pub fn fallthrough() -> Self {
+        KernelFunction {
+            boxed: Some(Arc::new(
+                |_: &OperatorHandle, _: DispatchKeySet, _: &mut Stack| {
+                    Err(Error::runtime(FALLTHROUGH_CALLED))
+                },
+            )),
+            unboxed: None,
+            fallthrough: true,
+        }
+    }
+
+    /// A boxed kernel from a closure (`makeFromBoxedFunction`). Serves typed calls too.
+    pub fn from_boxed(
+        f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        KernelFunction {
+            boxed: Some(Arc::new(f)),
+            unboxed: None,
+            fallthrough: false,
+        }
+    }
+
+    /// A typed kernel (`makeFromUnboxedFunctor`): callable unboxed with exactly `(A, R)` and
+    /// boxed from any stack.
+    pub fn from_typed<A, R, F>(f: F) -> Self
+    where
+        A: KernelArgs,
+        R: KernelReturn,
+        F: TypedKernel<A, R>,
+    {
+        let typed: Arc<Box<dyn TypedKernel<A, R>>> = Arc::new(Box::new(f));
+        let boxed_typed = typed.clone();
+        let boxed =
+            move |_: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                let args = A::pop(stack)?;
+                let r = boxed_typed.call(ks, args.borrow())?;
+                r.push(stack);
+                Ok(())
+            };
+        let ptr = Arc::as_ptr(&typed) as *const ();
+        KernelFunction {
+            boxed: Some(Arc::new(boxed)),
+            unboxed: Some(Unboxed {
+                sig: TypeId::of::<(A, R)>(),
+                ptr,
+                _keep: typed,
+            }),
+            fallthrough: false,
+        }
+    }
+
+    /// `isValid()`.
+    pub fn is_valid(&self) -> bool {
+        self.boxed.is_some()
+    }
+    /// `isFallthrough()`.
+    pub fn is_fallthrough(&self) -> bool {
+        self.fallthrough
+    }
+    pub fn has_unboxed(&self) -> bool {
+        self.unboxed.is_some()
+    }
+
+    /// `dumpState()`: `fallthrough `, `boxed `, `unboxed ` as present.
+    pub fn dump_state(&self) -> String {
+        let mut s = String::new();
+        if self.fallthrough {
+            s.push_str("fallthrough ");
+        }
+        if self.boxed.is_some() {
+            s.push_str("boxed ");
+        }
+        if self.unboxed.is_some() {
+            s.push_str("unboxed ");
+        }
+        s
+    }
+
+    /// Calls boxed. An invalid kernel reports the operator's missing-kernel error.
+    pub fn call_boxed(
+        &self,
+        op: &OperatorHandle,
+        ks: DispatchKeySet,
+        stack: &mut Stack,
+    ) -> Result<()> {
+        match &self.boxed {
+            Some(b) => b(op, ks, stack),
+            None => Err(op.report_error(ks.highest_priority_type_id())),
+        }
+    }
+
+    /// Calls typed: one virtual call when the kernel was registered with `(A, R)`, else
+    /// through the boxed function.
+    #[inline(always)]
+    pub fn call_typed<A: KernelArgs, R: KernelReturn>(
+        &self,
+        op: &OperatorHandle,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
+        if let Some(u) = &self.unboxed {
+            if u.sig == TypeId::of::<(A, R)>() {
+                // SAFETY: `sig` equals the TypeId of `(A, R)`, so `ptr` was made by
+                // `from_typed::<A, R, _>` from an `Arc<Box<dyn TypedKernel<A, R>>>` that `_keep`
+                // holds alive for as long as `self` lives.
+                let k = unsafe { &*(u.ptr as *const Box<dyn TypedKernel<A, R>>) };
+                return k.call(ks, args);
+            }
+        }
+        self.call_typed_via_boxed::<A, R>(op, ks, args)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn call_typed_via_boxed<A: KernelArgs, R: KernelReturn>(
+        &self,
+        op: &OperatorHandle,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
+        let mut stack = Stack::with_capacity(A::LEN.max(R::LEN));
+        A::push(&args, &mut stack);
+        self.call_boxed(op, ks, &mut stack)?;
+        if stack.len() != R::LEN {
+            return Err(Error::runtime(format!(
+                "{}: the kernel left {} values on the stack but the typed call expects {} returns",
+                op.operator_name(),
+                stack.len(),
+                R::LEN
+            )));
+        }
+        R::pop(&mut stack)
+    }
+
+    /// Whether two kernel functions are the same registration (for invariant checks).
+    pub(crate) fn same_as(&self, other: &KernelFunction) -> bool {
+        let b = match (&self.boxed, &other.boxed) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        b && self.fallthrough == other.fallthrough
+    }
+}
+
+/// `inferFunctionSchemaFromFunctor`: the anonymous schema of a typed kernel, arguments and
+/// returns named `_0`, `_1`, ... (`(Tensor _0) -> Tensor _0`).
+pub fn infer_function_schema<A: KernelArgs, R: KernelReturn>() -> FunctionSchema {
+    let arguments = A::schema_types()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| Argument::new(format!("_{i}"), t))
+        .collect();
+    let returns = R::schema_types()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut r = Return::new(t);
+            r.name = Some(format!("_{i}"));
+            r
+        })
+        .collect();
+    FunctionSchema {
+        name: OperatorName::new("", ""),
+        arguments,
+        returns,
+        is_vararg: false,
+        is_varret: false,
+    }
+}
+
+/// `findSchemaDifferences(lhs, rhs)`: PyTorch's reason text, or `None` when they match.
+pub fn find_schema_differences(lhs: &FunctionSchema, rhs: &FunctionSchema) -> Option<String> {
+    if lhs.arguments.len() != rhs.arguments.len() {
+        return Some(format!(
+            "The number of arguments is different. {} vs {}.",
+            lhs.arguments.len(),
+            rhs.arguments.len()
+        ));
+    }
+    if lhs.returns.len() != rhs.returns.len() {
+        return Some(format!(
+            "The number of returns is different. {} vs {}.",
+            lhs.returns.len(),
+            rhs.returns.len()
+        ));
+    }
+    for (i, (l, r)) in lhs.arguments.iter().zip(&rhs.arguments).enumerate() {
+        if real_type(&l.ty) != real_type(&r.ty) {
+            return Some(format!(
+                "Type mismatch in argument {}: {} vs {}",
+                i + 1,
+                l.ty,
+                r.ty
+            ));
+        }
+    }
+    for (i, (l, r)) in lhs.returns.iter().zip(&rhs.returns).enumerate() {
+        if real_type(&l.ty) != real_type(&r.ty) {
+            return Some(format!(
+                "Type mismatch in return {}: {} vs {}",
+                i + 1,
+                l.ty,
+                r.ty
+            ));
+        }
+    }
+    None
+}
+
+/// `cloneWithRealTypes`: the type c10 compares, with SymInt as int and list sizes dropped.
+fn real_type(t: &Type) -> Type {
+    match t.real() {
+        Type::SymInt => Type::Int,
+        Type::Optional(e) => Type::optional(real_type(&e)),
+        Type::List { elem, .. } => Type::list(real_type(&elem)),
+        other => other,
+    }
+}
