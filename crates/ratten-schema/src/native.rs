@@ -1518,6 +1518,19 @@ fn function_invariants(f: &NativeFunction) -> (Vec<String>, Vec<String>) {
             )),
         }
     }
+    if !base.inplace && parts.out.is_empty() {
+        if let Some(a) = parts
+            .self_arg
+            .map(|i| &s.arguments[i])
+            .filter(|a| a.is_write())
+        {
+            if s.returns.iter().any(|r| r.alias_info == a.alias_info) {
+                errs.push(format!(
+                    "'{name}' mutates and returns self, so it is an in-place op and its name must end in '_'"
+                ));
+            }
+        }
+    }
     if parts.tensor_options.is_some() && kind != SchemaKind::Functional {
         errs.push(
             "tensor options arguments are only allowed for factory functions (functional schemas)"
@@ -2410,6 +2423,13 @@ mod tests {
             let a = signature(&f.func, false).unwrap().to_source_string();
             assert_eq!(signature_key(&f.func).unwrap(), a, "{}", f.func.name);
         }
+    }
+
+    #[test]
+    fn mutating_self_and_returning_it_needs_an_inplace_name() {
+        let e = first_error("- func: f(Tensor(a!) self) -> Tensor(a!)\n  dispatch:\n    CPU: f\n");
+        assert!(e.message.contains("must end in '_'"), "{e}");
+        assert!(parse("- func: f(Tensor(a!) self) -> ()\n  dispatch:\n    CPU: f\n").is_ok());
     }
 
     #[test]
