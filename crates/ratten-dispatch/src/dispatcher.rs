@@ -31,7 +31,9 @@ use ratten_core::{DispatchKey, DispatchKeySet, Error, Result};
 use ratten_schema::{FunctionSchema, OperatorName};
 
 use crate::ivalue::{KernelArgs, KernelReturn, Stack};
-use crate::kernel_function::{find_schema_differences, infer_function_schema, KernelFunction};
+use crate::kernel_function::{
+    clone_with_real_types, find_schema_differences, infer_function_schema, KernelFunction,
+};
 use crate::library::{CppFunction, Library, LibraryKind, StaticLibraryInit};
 
 /// c10::AliasAnalysisKind.
@@ -528,7 +530,9 @@ fn check_schema(
     inferred: &FunctionSchema,
     inferred_debug: &str,
 ) -> Result<()> {
-    match find_schema_differences(from_def, inferred) {
+    let from_def = clone_with_real_types(from_def);
+    let inferred = clone_with_real_types(inferred);
+    match find_schema_differences(&from_def, &inferred) {
         None => Ok(()),
         Some(reason) => Err(Error::runtime(format!(
             "Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n  operator: {name}\n  expected schema: {from_def}\n    {from_def_debug}\n  inferred schema: {inferred}\n    {inferred_debug}\n  reason: {reason}"
@@ -822,6 +826,43 @@ impl Dispatcher {
             let st = e.state.lock();
             e.update_table(&st, ds, key);
         }
+    }
+
+    /// `torch._C._dispatch_dump(name)`: `dumpState()` of `ns::op[.overload]`, "" if absent.
+    pub fn dump_state_by_name(&self, name: &str) -> Result<String> {
+        Ok(self
+            .find_op(&parse_operator_name(name)?)
+            .map_or(String::new(), |h| h.dump_state()))
+    }
+
+    /// `torch._C._dispatch_dump_table(name)`: `dumpComputedTable()`, "" if absent.
+    pub fn dump_table_by_name(&self, name: &str) -> Result<String> {
+        Ok(self
+            .find_op(&parse_operator_name(name)?)
+            .map_or(String::new(), |h| h.dump_computed_table()))
+    }
+
+    /// `torch._C._dispatch_check_invariants(name)`.
+    pub fn check_invariants_by_name(&self, name: &str) -> Result<()> {
+        match self.find_op(&parse_operator_name(name)?) {
+            Some(h) => h.check_invariants(),
+            None => Ok(()),
+        }
+    }
+
+    /// `torch._C._dispatch_print_registrations_for_dispatch_key(key="")`: one operator
+    /// name per line.
+    pub fn registrations_for_dispatch_key_str(&self, key: &str) -> Result<String> {
+        let k = if key.is_empty() {
+            None
+        } else {
+            Some(DispatchKey::parse(key)?)
+        };
+        Ok(self
+            .get_registrations_for_dispatch_key(k)
+            .into_iter()
+            .map(|n| n + "\n")
+            .collect())
     }
 
     /// `_dispatch_check_all_invariants`.
@@ -1249,3 +1290,9 @@ framework_fallback!(
     AutogradMTIA AutogradMAIA AutogradXLA AutogradLazy AutogradMPS AutogradMeta AutogradHPU
     AutogradPrivateUse1
 );
+
+/// `torch::jit::parseName`: `ns::op` or `ns::op.overload`.
+pub fn parse_operator_name(name: &str) -> Result<OperatorName> {
+    OperatorName::parse(name)
+        .map_err(|e| Error::runtime(format!("could not parse operator name '{name}': {e}")))
+}

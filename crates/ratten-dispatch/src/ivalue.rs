@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use num_complex::Complex64;
-use ratten_core::{Device, DispatchKeySet, Error, Result, ScalarType, TensorBase};
+use ratten_core::{Device, DispatchKeySet, Error, Result, Scalar, ScalarType, TensorBase};
 use ratten_schema::Type;
 
 /// The dispatcher's boxed value. Like PyTorch, a `ScalarType` travels as an `Int`.
@@ -394,6 +394,128 @@ impl KernelValue for Option<i64> {
     }
 }
 
+impl KernelValue for Scalar {
+    type Ref<'a> = Scalar;
+    fn schema_type() -> Type {
+        Type::Scalar
+    }
+    fn ref_to_ivalue(r: &Scalar) -> IValue {
+        (*r).into_ivalue()
+    }
+    /// As PyTorch: a Scalar travels as Int, Double, ComplexDouble or Bool.
+    fn into_ivalue(self) -> IValue {
+        match self {
+            Scalar::Bool(b) => IValue::Bool(b),
+            Scalar::Int(i) => IValue::Int(i),
+            Scalar::Double(d) => IValue::Double(d),
+            Scalar::ComplexDouble(c) => IValue::ComplexDouble(Complex64::new(c.re, c.im)),
+        }
+    }
+    fn from_ivalue(v: IValue) -> Result<Scalar> {
+        match v {
+            IValue::Bool(b) => Ok(Scalar::Bool(b)),
+            IValue::Int(i) => Ok(Scalar::Int(i)),
+            IValue::Double(d) => Ok(Scalar::Double(d)),
+            IValue::ComplexDouble(c) => Ok(Scalar::ComplexDouble(c)),
+            other => Err(expected("Scalar", &other)),
+        }
+    }
+    fn borrow(&self) -> Scalar {
+        *self
+    }
+}
+
+macro_rules! optional_copy_value {
+    ($t:ty, $what:expr) => {
+        impl KernelValue for Option<$t> {
+            type Ref<'a> = Option<$t>;
+            fn schema_type() -> Type {
+                Type::optional(<$t as KernelValue>::schema_type())
+            }
+            fn ref_to_ivalue(r: &Option<$t>) -> IValue {
+                r.map_or(IValue::None, |x| x.into_ivalue())
+            }
+            fn into_ivalue(self) -> IValue {
+                self.map_or(IValue::None, |x| x.into_ivalue())
+            }
+            fn from_ivalue(v: IValue) -> Result<Option<$t>> {
+                match v {
+                    IValue::None => Ok(None),
+                    other => <$t as KernelValue>::from_ivalue(other)
+                        .map(Some)
+                        .map_err(|_| Error::runtime(concat!("Expected ", $what, " or None"))),
+                }
+            }
+            fn borrow(&self) -> Option<$t> {
+                *self
+            }
+        }
+    };
+}
+
+optional_copy_value!(f64, "Double");
+optional_copy_value!(bool, "Bool");
+optional_copy_value!(Scalar, "Scalar");
+optional_copy_value!(ScalarType, "Int");
+optional_copy_value!(Device, "Device");
+
+impl KernelValue for Option<Vec<i64>> {
+    type Ref<'a> = Option<&'a [i64]>;
+    fn schema_type() -> Type {
+        Type::optional(Type::list(Type::Int))
+    }
+    fn ref_to_ivalue(r: &Option<&[i64]>) -> IValue {
+        r.map_or(IValue::None, |x| IValue::IntList(x.to_vec()))
+    }
+    fn into_ivalue(self) -> IValue {
+        self.map_or(IValue::None, IValue::IntList)
+    }
+    fn from_ivalue(v: IValue) -> Result<Option<Vec<i64>>> {
+        match v {
+            IValue::None => Ok(None),
+            IValue::IntList(x) => Ok(Some(x)),
+            other => Err(expected("int[]?", &other)),
+        }
+    }
+    fn borrow(&self) -> Option<&[i64]> {
+        self.as_deref()
+    }
+}
+
+impl<T: TensorLike> KernelValue for Vec<Option<T>> {
+    type Ref<'a> = &'a [Option<T>];
+    fn schema_type() -> Type {
+        Type::list(Type::optional(Type::Tensor))
+    }
+    fn ref_to_ivalue(r: &&[Option<T>]) -> IValue {
+        IValue::OptionalTensorList(
+            r.iter()
+                .map(|t| t.as_ref().map(|t| t.as_tensor_base().clone()))
+                .collect(),
+        )
+    }
+    fn into_ivalue(self) -> IValue {
+        Self::ref_to_ivalue(&self.as_slice())
+    }
+    fn from_ivalue(v: IValue) -> Result<Vec<Option<T>>> {
+        match v {
+            IValue::OptionalTensorList(x) => {
+                Ok(x.into_iter().map(|t| t.map(T::from_tensor_base)).collect())
+            }
+            other => Err(expected("OptionalTensorList", &other)),
+        }
+    }
+    fn borrow(&self) -> &[Option<T>] {
+        self
+    }
+    #[inline]
+    fn ref_key_set(r: &&[Option<T>]) -> DispatchKeySet {
+        r.iter().flatten().fold(DispatchKeySet::empty(), |a, t| {
+            a | t.as_tensor_base().key_set()
+        })
+    }
+}
+
 impl KernelValue for IValue {
     type Ref<'a> = &'a IValue;
     fn schema_type() -> Type {
@@ -546,3 +668,67 @@ return_tuple!(2; A0 0, A1 1);
 return_tuple!(3; A0 0, A1 1, A2 2);
 return_tuple!(4; A0 0, A1 1, A2 2, A3 3);
 return_tuple!(5; A0 0, A1 1, A2 2, A3 3, A4 4);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_types_and_round_trips() {
+        assert_eq!(
+            <(i64, Vec<i64>, Option<f64>) as KernelArgs>::schema_types().len(),
+            3
+        );
+        assert_eq!(<Option<Vec<i64>>>::schema_type().to_string(), "int[]?");
+        assert_eq!(
+            <Vec<Option<TensorBase>>>::schema_type().to_string(),
+            "Tensor?[]"
+        );
+        assert_eq!(Scalar::schema_type().to_string(), "Scalar");
+        assert_eq!(ScalarType::schema_type().to_string(), "ScalarType");
+        let mut st: Stack = Vec::new();
+        <(i64, f64, bool) as KernelArgs>::push(&(3, 2.5, true), &mut st);
+        let (a, b, c) = <(i64, f64, bool) as KernelArgs>::pop(&mut st).unwrap();
+        assert_eq!((a, b, c), (3, 2.5, true));
+        assert!(st.is_empty());
+        let e = <(i64,) as KernelArgs>::pop(&mut st).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Expected 1 arguments on the stack but found only 0"
+        );
+        assert_eq!(
+            ScalarType::from_ivalue(ScalarType::Half.into_ivalue()).unwrap(),
+            ScalarType::Half
+        );
+        assert_eq!(
+            Scalar::from_ivalue(Scalar::Double(1.5).into_ivalue()).unwrap(),
+            Scalar::Double(1.5)
+        );
+        assert_eq!(Option::<bool>::from_ivalue(IValue::None).unwrap(), None);
+        assert_eq!(
+            i64::from_ivalue(IValue::String("x".into()))
+                .unwrap_err()
+                .to_string(),
+            "Expected Int but got String"
+        );
+        let (p, q) = <(i64, String) as KernelReturn>::pop(&mut vec![
+            IValue::Int(1),
+            IValue::String("s".into()),
+        ])
+        .unwrap();
+        assert_eq!((p, q.as_str()), (1, "s"));
+    }
+
+    #[test]
+    fn tensor_values_carry_key_sets() {
+        let t = TensorBase::empty(&[1], ScalarType::Float, Device::META).unwrap();
+        let v = IValue::TensorList(vec![t.clone()]);
+        assert_eq!(v.key_set(), t.key_set());
+        assert_eq!(
+            <Vec<TensorBase>>::ref_key_set(&[t.clone()].as_slice()),
+            t.key_set()
+        );
+        assert!(<Option<TensorBase>>::ref_key_set(&None).is_empty());
+        assert_eq!(IValue::Int(1).key_set(), DispatchKeySet::empty());
+    }
+}

@@ -274,6 +274,7 @@ pub fn infer_function_schema<A: KernelArgs, R: KernelReturn>() -> FunctionSchema
 }
 
 /// `findSchemaDifferences(lhs, rhs)`: PyTorch's reason text, or `None` when they match.
+/// Types are compared as c10's real types (SymInt as int, Dimname as str; list sizes aside).
 pub fn find_schema_differences(lhs: &FunctionSchema, rhs: &FunctionSchema) -> Option<String> {
     if lhs.arguments.len() != rhs.arguments.len() {
         return Some(format!(
@@ -290,34 +291,114 @@ pub fn find_schema_differences(lhs: &FunctionSchema, rhs: &FunctionSchema) -> Op
         ));
     }
     for (i, (l, r)) in lhs.arguments.iter().zip(&rhs.arguments).enumerate() {
-        if real_type(&l.ty) != real_type(&r.ty) {
+        if unsized_type(&l.ty) != unsized_type(&r.ty) {
             return Some(format!(
                 "Type mismatch in argument {}: {} vs {}",
                 i + 1,
-                l.ty,
-                r.ty
+                real_type(&l.ty),
+                real_type(&r.ty)
             ));
         }
     }
     for (i, (l, r)) in lhs.returns.iter().zip(&rhs.returns).enumerate() {
-        if real_type(&l.ty) != real_type(&r.ty) {
+        if unsized_type(&l.ty) != unsized_type(&r.ty) {
             return Some(format!(
                 "Type mismatch in return {}: {} vs {}",
                 i + 1,
-                l.ty,
-                r.ty
+                real_type(&l.ty),
+                real_type(&r.ty)
             ));
         }
     }
     None
 }
 
-/// `cloneWithRealTypes`: the type c10 compares, with SymInt as int and list sizes dropped.
+/// `cloneWithRealTypes()`: the schema with SymInt as int (kernels here are not symbolic).
+pub fn clone_with_real_types(s: &FunctionSchema) -> FunctionSchema {
+    let mut c = s.clone();
+    for a in &mut c.arguments {
+        a.ty = real_type(&a.ty);
+    }
+    for r in &mut c.returns {
+        r.ty = real_type(&r.ty);
+    }
+    c
+}
+
+/// c10's real type, keeping a list's fixed size (printed as `int[2]`).
 fn real_type(t: &Type) -> Type {
     match t.real() {
         Type::SymInt => Type::Int,
         Type::Optional(e) => Type::optional(real_type(&e)),
-        Type::List { elem, .. } => Type::list(real_type(&elem)),
+        Type::List { elem, size } => Type::List {
+            elem: Box::new(real_type(&elem)),
+            size,
+        },
         other => other,
+    }
+}
+
+/// The real type without list sizes: what two schemas must agree on.
+fn unsized_type(t: &Type) -> Type {
+    match real_type(t) {
+        Type::Optional(e) => Type::optional(unsized_type(&e)),
+        Type::List { elem, .. } => Type::list(unsized_type(&elem)),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratten_core::TensorBase;
+
+    #[test]
+    fn inferred_schema_prints_as_pytorch() {
+        let s = infer_function_schema::<(TensorBase,), TensorBase>();
+        assert_eq!(s.to_string(), "(Tensor _0) -> Tensor _0");
+        let s = infer_function_schema::<
+            (TensorBase, i64, Option<TensorBase>),
+            (TensorBase, TensorBase),
+        >();
+        assert_eq!(
+            s.to_string(),
+            "(Tensor _0, int _1, Tensor? _2) -> (Tensor _0, Tensor _1)"
+        );
+        assert_eq!(infer_function_schema::<(), ()>().to_string(), "() -> ()");
+    }
+
+    #[test]
+    fn schema_differences_use_pytorch_reasons() {
+        let def = FunctionSchema::parse("test::foo(Tensor x, SymInt n) -> Tensor").unwrap();
+        let ok = infer_function_schema::<(TensorBase, i64), TensorBase>();
+        assert_eq!(find_schema_differences(&def, &ok), None);
+        let one = infer_function_schema::<(TensorBase,), TensorBase>();
+        assert_eq!(
+            find_schema_differences(&def, &one).unwrap(),
+            "The number of arguments is different. 2 vs 1."
+        );
+        let wrong = infer_function_schema::<(TensorBase, f64), TensorBase>();
+        assert_eq!(
+            find_schema_differences(&def, &wrong).unwrap(),
+            "Type mismatch in argument 2: int vs float"
+        );
+        let rets = infer_function_schema::<(TensorBase, i64), ()>();
+        assert_eq!(
+            find_schema_differences(&def, &rets).unwrap(),
+            "The number of returns is different. 1 vs 0."
+        );
+    }
+
+    #[test]
+    fn kernel_function_states() {
+        assert_eq!(KernelFunction::missing().dump_state(), "");
+        assert!(!KernelFunction::missing().is_valid());
+        assert_eq!(
+            KernelFunction::fallthrough().dump_state(),
+            "fallthrough boxed "
+        );
+        let k = KernelFunction::from_typed::<(i64,), i64, _>(|x: i64| Ok(x + 1));
+        assert_eq!(k.dump_state(), "boxed unboxed ");
+        assert!(k.has_unboxed() && !k.is_fallthrough());
     }
 }

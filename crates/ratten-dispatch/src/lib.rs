@@ -13,12 +13,14 @@ pub mod kernel_function;
 pub mod library;
 
 pub use dispatcher::{
-    capture_dispatch_trace, debug_string, set_show_dispatch_trace, show_dispatch_trace,
-    AliasAnalysisKind, Dispatcher, OperatorHandle, RegistrationHandle, TypedOperatorHandle,
+    capture_dispatch_trace, debug_string, parse_operator_name, set_show_dispatch_trace,
+    show_dispatch_trace, AliasAnalysisKind, Dispatcher, OperatorHandle, RegistrationHandle,
+    TypedOperatorHandle,
 };
 pub use ivalue::{IValue, KernelArgs, KernelReturn, KernelValue, Stack, TensorLike};
 pub use kernel_function::{
-    find_schema_differences, infer_function_schema, KernelFunction, TypedKernel, WithKeySet,
+    clone_with_real_types, find_schema_differences, infer_function_schema, KernelFunction,
+    TypedKernel, WithKeySet,
 };
 pub use library::{CppFunction, Library, LibraryKind, StaticLibraryInit};
 pub use ratten_core::{DispatchKey, DispatchKeySet, Error, Result};
