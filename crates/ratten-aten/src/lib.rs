@@ -4,10 +4,15 @@
 
 pub mod dispatch_stub;
 pub mod formatting;
+// Generated from native_functions.yaml by `ratten-gen generate` (see the note in mod.rs).
+#[rustfmt::skip]
+pub mod generated;
 pub mod native;
+pub mod ops;
 pub mod random;
 pub mod structured;
 pub mod tensor;
 pub mod tensor_iterator;
 
+pub use generated::{backends, functions, operators};
 pub use tensor::Tensor;

@@ -3,3 +3,12 @@
 pub mod factory;
 pub mod type_properties;
 pub mod view;
+pub mod simple_binary;
+pub mod simple_loops;
+pub mod simple_reduce;
+pub mod simple_unary;
+
+// The kernels `native_functions.yaml` names (`crate::native::<kernel>`).
+pub use simple_binary::*;
+pub use simple_reduce::*;
+pub use simple_unary::*;
