@@ -1296,3 +1296,47 @@ pub fn parse_operator_name(name: &str) -> Result<OperatorName> {
     OperatorName::parse(name)
         .map_err(|e| Error::runtime(format!("could not parse operator name '{name}': {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_analysis_kinds_and_debug_strings() {
+        assert_eq!(
+            AliasAnalysisKind::parse("").unwrap(),
+            AliasAnalysisKind::FromSchema
+        );
+        assert_eq!(
+            AliasAnalysisKind::parse("PURE_FUNCTION")
+                .unwrap()
+                .to_string(),
+            "PURE_FUNCTION"
+        );
+        assert!(AliasAnalysisKind::parse("pure").is_err());
+        assert_eq!(
+            debug_string("", "/dev/null", 0),
+            "registered at /dev/null:0"
+        );
+        assert_eq!(debug_string("fn_cpu", "/dev/null", 0), "fn_cpu");
+        assert_eq!(
+            parse_operator_name("aten::add.Tensor").unwrap(),
+            OperatorName::new("aten::add", "Tensor")
+        );
+    }
+
+    #[test]
+    fn fallback_to_non_runtime_key_is_rejected() {
+        let d = Dispatcher::singleton();
+        let e = d
+            .register_fallback(
+                DispatchKey::Autograd,
+                KernelFunction::fallthrough(),
+                "x".into(),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("not a runtime dispatch key"), "{e}");
+        assert_eq!(d.dump_state_by_name("__nothing__::here").unwrap(), "");
+        assert!(d.registrations_for_dispatch_key_str("nope").is_err());
+    }
+}

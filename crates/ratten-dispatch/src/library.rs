@@ -512,3 +512,60 @@ macro_rules! torch_library_impl {
         };
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_and_print_as_pytorch() {
+        assert_eq!(
+            LibraryKind::parse("DEF").unwrap().to_string(),
+            "TORCH_LIBRARY"
+        );
+        assert_eq!(
+            LibraryKind::parse("IMPL").unwrap().to_string(),
+            "TORCH_LIBRARY_IMPL"
+        );
+        assert_eq!(
+            LibraryKind::parse("FRAGMENT").unwrap().to_string(),
+            "TORCH_LIBRARY_FRAGMENT"
+        );
+        assert!(LibraryKind::parse("def").is_err());
+        assert_eq!(parse_optional_key("").unwrap(), None);
+        assert_eq!(
+            parse_optional_key("AutogradCPU").unwrap(),
+            Some(DispatchKey::AutogradCPU)
+        );
+        assert_eq!(
+            parse_optional_key("bogus").unwrap_err().to_string(),
+            "could not parse dispatch key: bogus"
+        );
+    }
+
+    #[test]
+    fn fallbacks_need_a_global_impl_block() {
+        let mut frag =
+            Library::new(LibraryKind::Fragment, "__lib_unit__", None, "/dev/null", 0).unwrap();
+        let e = frag.fallback(CppFunction::fallthrough()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fallback(...): Cannot define an operator inside of a TORCH_LIBRARY_FRAGMENT block.  All fallback()s should be placed inside of a TORCH_LIBRARY_IMPL block.  (Error occurred while processing TORCH_LIBRARY_FRAGMENT block at /dev/null:0)"
+        );
+        let e = frag.def("bad(").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("def(\"bad(\"): could not parse the schema"),
+            "{e}"
+        );
+        let e = frag
+            .def_fn("noschema", CppFunction::fallthrough())
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("Cannot infer operator schema"),
+            "{e}"
+        );
+        let e = frag.def("other::x(Tensor a) -> Tensor").unwrap_err();
+        assert!(e.to_string().contains("Explicitly provided namespace (other) in schema string does not match namespace of enclosing TORCH_LIBRARY_FRAGMENT block (__lib_unit__)"), "{e}");
+    }
+}
