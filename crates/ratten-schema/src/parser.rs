@@ -874,7 +874,16 @@ impl<'a> Parser<'a> {
                     "contiguous_format" => 0,
                     _ => return Err(self.err_at(&t, "invalid numeric default value")),
                 };
-                Ok(DefaultValue::Int(v))
+                // c10 keeps an int even for a float argument (`float x=Mean`), which then
+                // prints as `1` and reads back as `1.`: store it as the argument's kind.
+                Ok(match kind {
+                    Kind::Float => DefaultValue::Float(v as f64),
+                    Kind::Complex => DefaultValue::Complex {
+                        re: v as f64,
+                        im: 0.0,
+                    },
+                    _ => DefaultValue::Int(v),
+                })
             }
             _ => self.parse_number(kind),
         }
@@ -1406,6 +1415,23 @@ mod tests {
         let e = err("f(Tensor a,\n  Foo b) -> ()");
         assert_eq!((e.line, e.column), (2, 3));
         assert!(err("").message.contains("operator name"));
+    }
+
+    #[test]
+    fn enum_defaults_take_the_argument_kind() {
+        // Found by the fuzzer: printing must be stable.
+        let s =
+            FunctionSchema::parse("cosjne_loss(Tensor it, float redction=Mean) -> Tensor").unwrap();
+        assert_eq!(s.arguments[1].default, Some(DefaultValue::Float(1.0)));
+        let printed = s.to_string();
+        assert_eq!(
+            printed,
+            "cosjne_loss(Tensor it, float redction=1.) -> Tensor"
+        );
+        assert_eq!(
+            FunctionSchema::parse(&printed).unwrap().to_string(),
+            printed
+        );
     }
 
     #[test]
