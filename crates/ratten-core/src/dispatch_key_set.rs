@@ -179,7 +179,9 @@ impl DispatchKeySet {
     /// `getDispatchTableIndexForDispatchKeySet`: the slot (0..137) of the highest-priority key.
     #[inline]
     pub fn get_dispatch_table_index(self) -> usize {
-        let functionality_idx = bit_width(self.repr >> NUM_BACKENDS) as usize;
+        // The table is padded to 64 entries so that the index needs no bounds check; the
+        // padding maps the impossible bits 62 and 63 to slot 0.
+        let functionality_idx = bit_width(self.repr >> NUM_BACKENDS) as usize & 63;
         let (offset, mask) = OFFSETS_AND_MASKS[functionality_idx];
         let backend_idx = bit_width((self.repr & mask) >> 1) as usize;
         offset as usize + backend_idx
@@ -211,8 +213,8 @@ impl DispatchKeySet {
 }
 
 /// `offsetsAndMasks()`: per functionality index, the first table slot and the backend mask.
-const OFFSETS_AND_MASKS: [(u16, u64); NUM_FUNCTIONALITY_KEYS as usize] = {
-    let mut t = [(0u16, 0u64); NUM_FUNCTIONALITY_KEYS as usize];
+const OFFSETS_AND_MASKS: [(u16, u64); 64] = {
+    let mut t = [(0u16, 0u64); 64];
     let mut i = 1;
     while i < NUM_FUNCTIONALITY_KEYS as usize {
         let prev = t[i - 1];
