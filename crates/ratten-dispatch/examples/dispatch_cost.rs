@@ -20,18 +20,35 @@ fn trivial(a: &TensorBase, b: &TensorBase) -> Result<i64> {
 
 fn main() -> Result<()> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "typed".into());
-    let n: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let mut d = Library::new(LibraryKind::Def, "cost", None, file!(), line!())?;
     d.def("one(Tensor a, Tensor b) -> int")?;
-    let mut cpu = Library::new(LibraryKind::Impl, "cost", Some(DispatchKey::CPU), file!(), line!())?;
+    let mut cpu = Library::new(
+        LibraryKind::Impl,
+        "cost",
+        Some(DispatchKey::CPU),
+        file!(),
+        line!(),
+    )?;
     cpu.impl_("one", CppFunction::typed::<T2, i64, _>(trivial))?;
     let one = TypedOperatorHandle::<T2, i64>::find("cost::one", "")?;
-    let mut ag = Library::new(LibraryKind::Impl, "cost", Some(DispatchKey::AutogradCPU), file!(), line!())?;
+    let mut ag = Library::new(
+        LibraryKind::Impl,
+        "cost",
+        Some(DispatchKey::AutogradCPU),
+        file!(),
+        line!(),
+    )?;
     ag.impl_(
         "one",
-        CppFunction::typed_with_keyset::<T2, i64, _>(move |ks: DispatchKeySet, a: &TensorBase, b: &TensorBase| {
-            one.redispatch(ks & AFTER_AUTOGRAD_KEYSET, (a, b))
-        }),
+        CppFunction::typed_with_keyset::<T2, i64, _>(
+            move |ks: DispatchKeySet, a: &TensorBase, b: &TensorBase| {
+                one.redispatch(ks & AFTER_AUTOGRAD_KEYSET, (a, b))
+            },
+        ),
     )?;
     let a = TensorBase::empty(&[2], ScalarType::Float, Device::CPU)?;
     let b = TensorBase::empty(&[2], ScalarType::Float, Device::CPU)?;

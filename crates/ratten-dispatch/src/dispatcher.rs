@@ -103,6 +103,8 @@ struct EntryState {
     schema: Option<AnnotatedSchema>,
     /// Kernels per DispatchKey value, newest first.
     kernels: Vec<Vec<AnnotatedKernel>>,
+    /// The non-alias keys with kernels (few), so `hasKernelForAnyDispatchKey` is cheap.
+    kernel_keys: Vec<DispatchKey>,
     def_count: usize,
     def_and_impl_count: usize,
 }
@@ -208,7 +210,7 @@ impl OperatorEntry {
     }
 
     fn has_kernel_for_any_dispatch_key(st: &EntryState, ks: DispatchKeySet) -> bool {
-        DispatchKey::all().any(|k| !k.is_alias() && !st.kernels[k as usize].is_empty() && ks.has(k))
+        st.kernel_keys.iter().any(|k| ks.has(*k))
     }
 
     /// `computeDispatchTableEntryWithDebug`: PyTorch's precedence, see
@@ -757,6 +759,9 @@ impl Dispatcher {
         }
         let id = ds.next_id;
         ds.next_id += 1;
+        if st.kernels[dk as usize].is_empty() && !dk.is_alias() {
+            st.kernel_keys.push(dk);
+        }
         st.kernels[dk as usize].insert(
             0,
             AnnotatedKernel {
@@ -777,7 +782,11 @@ impl Dispatcher {
             let list = &mut st.kernels[dk as usize];
             if let Some(pos) = list.iter().position(|a| a.id == id) {
                 let removed = list.remove(pos);
+                let now_empty = list.is_empty();
                 ds.graveyard.push(removed.kernel);
+                if now_empty {
+                    st.kernel_keys.retain(|k| *k != dk);
+                }
             }
             entry.update_table(&st, &ds, dk);
             st.def_and_impl_count -= 1;
