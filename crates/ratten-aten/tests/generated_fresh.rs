@@ -1,0 +1,20 @@
+//! src/generated/ is checked in; this fails when it no longer matches what `ratten-gen
+//! generate` makes from native_functions.yaml (regenerate with the command in the message).
+
+use std::path::Path;
+
+use ratten_gen::codegen::{generate_from_path, stale_files, GenOptions};
+
+#[test]
+fn generated_code_is_fresh() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = generate_from_path(&root.join("native_functions.yaml"), None, &GenOptions::aten())
+        .unwrap_or_else(|e| panic!("native_functions.yaml does not generate: {e:?}"));
+    assert_eq!(files.len(), 6);
+    let stale = stale_files(&files, &root.join("src/generated"));
+    assert!(
+        stale.is_empty(),
+        "src/generated is stale ({}); regenerate with:\n  cargo run -p ratten-gen -- generate --aten --native crates/ratten-aten/native_functions.yaml --out crates/ratten-aten/src/generated",
+        stale.join(", ")
+    );
+}
