@@ -1147,12 +1147,19 @@ impl<A: KernelArgs, R: KernelReturn> TypedOperatorHandle<A, R> {
     pub fn call(&self, args: A::Refs<'_>) -> Result<R> {
         let e = self.op.entry;
         let ks = e.compute_dispatch_key_set(A::key_set(&args));
-        let kernel = e.lookup(ks);
         if SHOW_DISPATCH_TRACE.load(Ordering::Relaxed) {
-            let _g = TraceGuard::enter("[call]", &e.name_str, ks);
-            return kernel.call_typed::<A, R>(&self.op, ks, args);
+            return self.call_traced("[call]", ks, args);
         }
-        kernel.call_typed::<A, R>(&self.op, ks, args)
+        e.lookup(ks).call_typed::<A, R>(&self.op, ks, args)
+    }
+
+    /// The traced path, out of line so the fast path stays small.
+    #[cold]
+    #[inline(never)]
+    fn call_traced(&self, label: &'static str, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        let e = self.op.entry;
+        let _g = TraceGuard::enter(label, &e.name_str, ks);
+        e.lookup(ks).call_typed::<A, R>(&self.op, ks, args)
     }
 
     /// `Dispatcher::redispatch`: calls the kernel for the highest key of `ks` as given.
@@ -1160,13 +1167,13 @@ impl<A: KernelArgs, R: KernelReturn> TypedOperatorHandle<A, R> {
     /// `ks.remove(K)`).
     #[inline]
     pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
-        let e = self.op.entry;
-        let kernel = e.lookup(ks);
         if SHOW_DISPATCH_TRACE.load(Ordering::Relaxed) {
-            let _g = TraceGuard::enter("[redispatch]", &e.name_str, ks);
-            return kernel.call_typed::<A, R>(&self.op, ks, args);
+            return self.call_traced("[redispatch]", ks, args);
         }
-        kernel.call_typed::<A, R>(&self.op, ks, args)
+        self.op
+            .entry
+            .lookup(ks)
+            .call_typed::<A, R>(&self.op, ks, args)
     }
 }
 
