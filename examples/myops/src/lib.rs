@@ -1,0 +1,22 @@
+//! myops: an operator library outside ratten. It declares `myops::scaled_add` (functional,
+//! in-place and out=, structured) in its own `native_functions.yaml`, writes one meta and one
+//! CPU kernel (src/kernels.rs), and gets from `ratten-gen generate` the operator handles, the
+//! functions, the Tensor methods (the [`TensorMyopsExt`] extension trait, since `Tensor` lives
+//! in ratten-aten), the structured wrappers, Meta support, and the static registration with
+//! ratten's dispatcher.
+//!
+//! ```
+//! use myops::TensorMyopsExt;
+//! use ratten_aten::Tensor;
+//! let a = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+//! let b = Tensor::from_slice(&[10.0f32, 20.0], &[2]).unwrap();
+//! assert_eq!(a.scaled_add_with(&b, 0.5).unwrap().to_vec::<f32>().unwrap(), vec![6.0, 12.0]);
+//! ```
+
+// Generated from native_functions.yaml by `ratten-gen generate`.
+#[rustfmt::skip]
+pub mod generated;
+pub mod kernels;
+
+pub use generated::functions::*;
+pub use generated::TensorMyopsExt;
