@@ -1,13 +1,18 @@
 //! TensorOptions (c10::TensorOptions), for dtype and device only: the options a factory
 //! takes. Unset fields take torch's defaults (float32, cpu).
 
+#[cfg(doc)]
+use crate::default_dtype::get_default_complex_dtype;
+use crate::default_dtype::get_default_dtype;
 use crate::device::{Device, DeviceType};
 use crate::dtype::ScalarType;
 
-/// `torch.get_default_dtype()`; ratten's default is fixed at float32.
+/// The initial `torch.get_default_dtype()`; factories read the current setting
+/// ([`get_default_dtype`]).
 pub const DEFAULT_DTYPE: ScalarType = ScalarType::Float;
 
-/// The complex type that goes with the default dtype (`torch.full(.., 1j)` gives complex64).
+/// The initial default complex dtype (`torch.full(.., 1j)` gives complex64); factories read
+/// the current setting ([`get_default_complex_dtype`]).
 pub const DEFAULT_COMPLEX_DTYPE: ScalarType = ScalarType::ComplexFloat;
 
 /// Options for factories: `TensorOptions::new().dtype(ScalarType::Long).device(Device::META)`.
@@ -34,9 +39,9 @@ impl TensorOptions {
         self.device = Some(device);
         self
     }
-    /// The dtype, or float32.
+    /// The dtype, or the default dtype (`torch.get_default_dtype()`, float32 unless changed).
     pub fn dtype_or_default(&self) -> ScalarType {
-        self.dtype.unwrap_or(DEFAULT_DTYPE)
+        self.dtype.unwrap_or_else(get_default_dtype)
     }
     /// The device, or cpu.
     pub fn device_or_default(&self) -> Device {

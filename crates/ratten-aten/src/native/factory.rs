@@ -5,8 +5,8 @@
 //! Dtype defaults follow torch: float32 unless the values say otherwise (`full` with an int
 //! fill is int64, `arange` over integers is int64).
 
+use ratten_core::default_dtype::{get_default_complex_dtype, get_default_dtype};
 use ratten_core::dtype::PodElement;
-use ratten_core::options::{DEFAULT_COMPLEX_DTYPE, DEFAULT_DTYPE};
 use ratten_core::scalar::format_g;
 use ratten_core::{
     dispatch_all_types, AccessedTensor, Device, Element, Error, Result, Scalar, ScalarConvert,
@@ -90,7 +90,8 @@ impl Tensor {
     }
 
     /// `torch.full(sizes, fill_value)`. Without a dtype, it is inferred from the value: bool
-    /// -> bool, integer -> int64, complex -> complex64, float -> float32.
+    /// -> bool, integer -> int64, complex -> the default complex dtype (complex64), float ->
+    /// the default dtype (float32).
     pub fn full(
         sizes: &[i64],
         fill_value: impl Into<Scalar>,
@@ -102,8 +103,8 @@ impl Tensor {
             o.dtype = Some(match value {
                 Scalar::Bool(_) => ScalarType::Bool,
                 Scalar::Int(_) => ScalarType::Long,
-                Scalar::ComplexDouble(_) => DEFAULT_COMPLEX_DTYPE,
-                Scalar::Double(_) => DEFAULT_DTYPE,
+                Scalar::ComplexDouble(_) => get_default_complex_dtype(),
+                Scalar::Double(_) => get_default_dtype(),
             });
         }
         let t = Self::empty(sizes, o)?;
