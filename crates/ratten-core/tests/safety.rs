@@ -235,3 +235,54 @@ fn privateuse1_uses_the_registered_allocator() {
     // SAFETY: 4 zeroed floats under the read lock.
     assert_eq!(unsafe { *p.add(3) }, 0.0);
 }
+
+mod random_views {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever geometry is asked for, an accepted view (and any view of it) only
+        /// addresses bytes inside its storage.
+        #[test]
+        fn accepted_views_stay_inside_the_storage(
+            numel in 0i64..64,
+            sizes in proptest::collection::vec(0i64..6, 0..4),
+            strides in proptest::collection::vec(-2i64..12, 0..4),
+            offset in -2i64..70,
+            dtype_index in 0usize..13,
+        ) {
+            let dtype = ScalarType::ALL[dtype_index];
+            let t = TensorBase::empty(&[numel], dtype, Device::CPU).unwrap();
+            let n = sizes.len().min(strides.len());
+            let (sizes, strides) = (&sizes[..n], &strides[..n]);
+            if let Ok(v) = t.as_strided(sizes, strides, Some(offset)) {
+                let storage_bytes = t.storage().nbytes() as i64;
+                if v.numel() > 0 {
+                    let last: i64 = offset
+                        + sizes.iter().zip(strides).map(|(s, st)| (s - 1) * st).sum::<i64>();
+                    prop_assert!(strides.iter().all(|&s| s >= 0) && offset >= 0);
+                    prop_assert!((last + 1) * dtype.element_size() as i64 <= storage_bytes);
+                    // Reading it back touches every element through the guard.
+                    let read = ratten_core::dispatch_all_types!(dtype, T => v.to_vec::<T>().unwrap().len());
+                    prop_assert_eq!(read as i64, v.numel());
+                } else {
+                    prop_assert!(sizes.contains(&0));
+                }
+            } else {
+                // Refused: then it really would reach outside, or is malformed.
+                let malformed = strides.iter().any(|&s| s < 0) || offset < 0;
+                let empty = sizes.contains(&0);
+                let last: i64 = offset
+                    + sizes.iter().zip(strides).map(|(s, st)| (s - 1) * st).sum::<i64>();
+                prop_assert!(
+                    malformed
+                        || (!empty
+                            && (last + 1) * dtype.element_size() as i64
+                                > t.storage().nbytes() as i64)
+                );
+            }
+        }
+    }
+}
