@@ -715,7 +715,8 @@ impl NativeFunctions {
         file: &Path,
         tags: Option<&Tags>,
     ) -> Result<NativeFunctions, DeclErrors> {
-        let root = yaml::parse(text, file)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let root = yaml::parse_parallel(text, file, threads)?;
         let loc_of = |m: Mark| Location {
             file: file.to_path_buf(),
             line: m.line,
@@ -734,8 +735,33 @@ impl NativeFunctions {
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
         let mut functions = Vec::with_capacity(items.len() * 6 / 5);
-        for item in items {
-            match parse_entry(item, file, tags) {
+        // Entries are independent: check them on several threads, keeping file order.
+        let chunk = items.len().div_ceil(threads).max(256);
+        let results: Vec<EntryResult> = std::thread::scope(|s| {
+            let handles: Vec<_> = items
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|item| parse_entry(item, file, tags))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        vec![Err(vec![DeclError::new(
+                            loc_of(root.mark()),
+                            "a checking thread panicked",
+                        )])]
+                    })
+                })
+                .collect()
+        });
+        for r in results {
+            match r {
                 Ok((f, mut w)) => {
                     functions.push(f);
                     warnings.append(&mut w);
@@ -882,6 +908,8 @@ fn schema_error_mark(v: &Node, line: usize, column: usize) -> Mark {
         }
     }
 }
+
+type EntryResult = Result<(NativeFunction, Vec<DeclError>), Vec<DeclError>>;
 
 fn parse_entry(
     item: &Node,

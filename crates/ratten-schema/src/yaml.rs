@@ -180,6 +180,113 @@ pub fn parse(text: &str, file: &Path) -> Result<Node, DeclError> {
     }))
 }
 
+/// Adds `lines` to every mark of a tree parsed from a later part of a file.
+fn shift_lines(n: &mut Node, lines: usize) {
+    match n {
+        Node::Scalar { mark, .. } => mark.line += lines,
+        Node::Seq(items, mark) => {
+            mark.line += lines;
+            items.iter_mut().for_each(|i| shift_lines(i, lines));
+        }
+        Node::Map(entries, mark) => {
+            mark.line += lines;
+            for (k, v) in entries {
+                shift_lines(k, lines);
+                shift_lines(v, lines);
+            }
+        }
+    }
+}
+
+/// Byte offsets where a top-level sequence may be cut into pieces that are YAML
+/// documents of their own: lines starting with `- ` at column 0 when the document is a
+/// top-level block sequence (block scalars and continuation lines inside an item are
+/// indented, so such a line always starts a new item).
+fn item_starts(text: &str) -> Option<Vec<usize>> {
+    let first = text
+        .lines()
+        .map(str::trim_end)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    if !(first == "-" || first.starts_with("- ")) || text.contains("\n---") || text.contains('\t') {
+        return None;
+    }
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("- ") || line.trim_end() == "-" {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    Some(starts)
+}
+
+/// Parses a YAML document like [`parse`], using up to `threads` threads for a large
+/// top-level sequence (cut between items). Any error is reported by a whole-file parse,
+/// so messages and marks are the same as [`parse`]'s.
+pub fn parse_parallel(text: &str, file: &Path, threads: usize) -> Result<Node, DeclError> {
+    let starts = match item_starts(text) {
+        Some(s) if threads > 1 && text.len() > 64 * 1024 && s.len() >= threads * 8 => s,
+        _ => return parse(text, file),
+    };
+    // Cut points: the item starts nearest to equal shares of the text.
+    let mut cuts = vec![0];
+    for k in 1..threads {
+        let target = text.len() * k / threads;
+        let i = starts.partition_point(|&s| s < target);
+        if let Some(&c) = starts.get(i) {
+            if c > *cuts.last().unwrap_or(&0) {
+                cuts.push(c);
+            }
+        }
+    }
+    cuts.push(text.len());
+    let pieces: Vec<(usize, &str)> = cuts
+        .windows(2)
+        .map(|w| (text[..w[0]].matches('\n').count(), &text[w[0]..w[1]]))
+        .collect();
+    let results: Vec<Result<Node, DeclError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = pieces
+            .iter()
+            .map(|&(line0, piece)| {
+                s.spawn(move || {
+                    let mut n = parse(piece, file)?;
+                    shift_lines(&mut n, line0);
+                    Ok(n)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(DeclError::new(
+                        Location::default(),
+                        "YAML parser thread panicked",
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut items = Vec::new();
+    let mut mark = None;
+    for r in results {
+        match r {
+            Ok(Node::Seq(mut xs, m)) => {
+                mark.get_or_insert(m);
+                items.append(&mut xs);
+            }
+            // A piece that is not a sequence, or any error: let the whole-file parse
+            // decide and report.
+            _ => return parse(text, file),
+        }
+    }
+    Ok(Node::Seq(
+        items,
+        mark.unwrap_or(Mark { line: 1, column: 1 }),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +316,30 @@ mod tests {
         let e = parse("- &x a\n- *x\n", Path::new("alias.yaml")).unwrap_err();
         assert!(e.message.contains("aliases"));
         assert_eq!(e.location.line, 2);
+    }
+
+    #[test]
+    fn parallel_parse_matches_whole_parse() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/pytorch/native_functions.yaml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let a = parse(&text, Path::new("n")).unwrap();
+        let b = parse_parallel(&text, Path::new("n"), 4).unwrap();
+        let (Node::Seq(xa, _), Node::Seq(xb, _)) = (&a, &b) else {
+            panic!("expected sequences")
+        };
+        assert_eq!(xa.len(), xb.len());
+        for (x, y) in xa.iter().zip(xb) {
+            assert_eq!(x.mark(), y.mark());
+            assert_eq!(format!("{x:?}"), format!("{y:?}"));
+        }
+        // Errors come from the whole-file parse.
+        let bad = format!("{text}\n- func: [unclosed\n");
+        let e1 = parse(&bad, Path::new("n")).unwrap_err();
+        let e2 = parse_parallel(&bad, Path::new("n"), 4).unwrap_err();
+        assert_eq!(e1, e2);
     }
 
     #[test]
