@@ -18,10 +18,17 @@ fuzz_target!(|data: &[u8]| {
     };
     let printed = schema.to_string();
     if let Ok(back) = FunctionSchema::parse(&printed) {
-        assert_eq!(back.to_string(), printed, "printing is not stable for {text:?}");
+        assert_eq!(
+            back.to_string(),
+            printed,
+            "printing is not stable for {text:?}"
+        );
     }
     let source = schema.to_source_string();
     if let Ok(back) = FunctionSchema::parse(&source) {
-        assert_eq!(back, schema, "the declaration spelling {source:?} of {text:?} reads back differently");
+        assert_eq!(
+            back, schema,
+            "the declaration spelling {source:?} of {text:?} reads back differently"
+        );
     }
 });
