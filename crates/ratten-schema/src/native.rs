@@ -87,7 +87,7 @@ pub const UFUNC_DISPATCH_KEYS: &[&str] = &["CPU", "CUDA"];
 
 /// torchgen's BaseOperatorName: `add_` is `add` in-place, `__iand__` the in-place dunder
 /// `and`, `_fused_moving_avg_obs_fq_helper_functional` the functional overload.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct BaseOperatorName {
     pub base: String,
     pub inplace: bool,
@@ -271,6 +271,14 @@ pub fn argument_parts(s: &FunctionSchema) -> Result<ArgumentParts, String> {
 pub fn schema_kind(s: &FunctionSchema) -> Result<SchemaKind, String> {
     let parts = argument_parts(s)?;
     let base = BaseOperatorName::parse(s.name.unqualified_name())?;
+    kind_from_parts(s, &parts, &base)
+}
+
+fn kind_from_parts(
+    s: &FunctionSchema,
+    parts: &ArgumentParts,
+    base: &BaseOperatorName,
+) -> Result<SchemaKind, String> {
     let is_out = !parts.out.is_empty();
     let is_scratch = parts
         .out
@@ -391,10 +399,19 @@ pub fn signature(s: &FunctionSchema, keep_return_names: bool) -> Result<Function
 
 /// The text of `signature(s, false).to_source_string()`, written without building the
 /// signature (grouping computes it for every function).
+#[cfg(test)]
 fn signature_key(s: &FunctionSchema) -> Result<String, String> {
-    use std::fmt::Write as _;
     let parts = argument_parts(s)?;
     let base = BaseOperatorName::parse(s.name.unqualified_name())?;
+    Ok(signature_key_from(s, &parts, &base))
+}
+
+fn signature_key_from(
+    s: &FunctionSchema,
+    parts: &ArgumentParts,
+    base: &BaseOperatorName,
+) -> String {
+    use std::fmt::Write as _;
     let mut out = String::with_capacity(160);
     if base.dunder_method {
         let _ = write!(out, "__{}__(", base.base);
@@ -464,7 +481,7 @@ fn signature_key(s: &FunctionSchema) -> Result<String, String> {
         }
         out.push(')');
     }
-    Ok(out)
+    out
 }
 
 /// How a function's devices are checked.
@@ -547,7 +564,10 @@ pub struct NativeFunction {
     pub has_composite_implicit_autograd_nested_tensor_kernel: bool,
     pub has_composite_explicit_autograd_kernel: bool,
     pub has_composite_explicit_autograd_non_functional_kernel: bool,
-    /// Computed once: the schema kind and the text of the family signature.
+    /// Computed once: the argument split, the split name, the schema kind and the text of
+    /// the family signature.
+    parts: ArgumentParts,
+    base: BaseOperatorName,
     schema_kind: SchemaKind,
     signature_key: String,
 }
@@ -555,9 +575,17 @@ pub struct NativeFunction {
 impl NativeFunction {
     /// Fills in the cached kind and signature (after the schema is final).
     fn with_caches(mut self) -> Result<Self, String> {
-        self.schema_kind = schema_kind(&self.func)?;
-        self.signature_key = format!("{}::{}", self.namespace, signature_key(&self.func)?);
+        self.parts = argument_parts(&self.func)?;
+        self.base = BaseOperatorName::parse(self.func.name.unqualified_name())?;
+        self.schema_kind = kind_from_parts(&self.func, &self.parts, &self.base)?;
+        let key = signature_key_from(&self.func, &self.parts, &self.base);
+        self.signature_key = format!("{}::{key}", self.namespace);
         Ok(self)
+    }
+
+    /// The argument split (self, TensorOptions, out=).
+    pub fn argument_parts(&self) -> &ArgumentParts {
+        &self.parts
     }
 
     /// The qualified operator name, `aten::add.Tensor`.
@@ -578,18 +606,12 @@ impl NativeFunction {
 
     /// The split name (`add_` is the in-place `add`).
     pub fn base_name(&self) -> BaseOperatorName {
-        // Validated when the function was loaded.
-        BaseOperatorName::parse(self.func.name.unqualified_name()).unwrap_or(BaseOperatorName {
-            base: self.func.name.name.clone(),
-            inplace: false,
-            dunder_method: false,
-            functional_overload: false,
-        })
+        self.base.clone()
     }
 
     /// The root name shared by its variants (`add` for `add_.Tensor`).
     pub fn root_name(&self) -> String {
-        self.base_name().base
+        self.base.base.clone()
     }
 
     pub fn kind(&self) -> SchemaKind {
@@ -1321,6 +1343,8 @@ fn parse_entry(
         cpp_no_default_args,
         use_const_ref_for_mutable_tensors,
         is_abstract,
+        parts: ArgumentParts::default(),
+        base: BaseOperatorName::default(),
         schema_kind: SchemaKind::Functional,
         signature_key: String::new(),
     };
@@ -1468,15 +1492,9 @@ fn function_invariants(f: &NativeFunction) -> (Vec<String>, Vec<String>) {
     let mut warnings = Vec::new();
     let s = &f.func;
     let name = s.name.to_string();
-    let parts = match argument_parts(s) {
-        Ok(p) => p,
-        Err(e) => return (vec![e], warnings),
-    };
-    let kind = match schema_kind(s) {
-        Ok(k) => k,
-        Err(e) => return (vec![e], warnings),
-    };
-    let base = f.base_name();
+    let parts = &f.parts;
+    let kind = f.schema_kind;
+    let base = &f.base;
     for (&i, r) in parts.out.iter().zip(&s.returns) {
         if s.arguments[i].alias_info != r.alias_info {
             errs.push("out arguments must have matching return Tensor; furthermore, the ith-argument needs to correspond to the ith return".to_string());
@@ -1948,6 +1966,8 @@ fn generate_function(
         has_composite_implicit_autograd_nested_tensor_kernel: false,
         has_composite_explicit_autograd_kernel: true,
         has_composite_explicit_autograd_non_functional_kernel: false,
+        parts: ArgumentParts::default(),
+        base: BaseOperatorName::default(),
         schema_kind: SchemaKind::Functional,
         signature_key: String::new(),
     }
