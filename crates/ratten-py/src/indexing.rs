@@ -65,9 +65,17 @@ pub fn plan(items: &[IndexItem], ndim: usize) -> Result<Vec<ViewStep>> {
     }
     let mut steps = Vec::with_capacity(items.len());
     let mut dim: i64 = 0;
+    let mut real_dim: i64 = 0;
     for item in items {
         match *item {
-            IndexItem::Int(index) => steps.push(ViewStep::Select { dim, index }),
+            IndexItem::Int(index) => {
+                steps.push(ViewStep::Select {
+                    dim,
+                    real_dim,
+                    index,
+                });
+                real_dim += 1;
+            }
             IndexItem::Slice { start, stop, step } => {
                 let step = step.unwrap_or(1);
                 if step == 0 {
@@ -83,12 +91,16 @@ pub fn plan(items: &[IndexItem], ndim: usize) -> Result<Vec<ViewStep>> {
                     step,
                 });
                 dim += 1;
+                real_dim += 1;
             }
             IndexItem::None => {
                 steps.push(ViewStep::Unsqueeze { dim });
                 dim += 1;
             }
-            IndexItem::Ellipsis => dim += (ndim - specified) as i64,
+            IndexItem::Ellipsis => {
+                dim += (ndim - specified) as i64;
+                real_dim += (ndim - specified) as i64;
+            }
         }
     }
     Ok(steps)
@@ -99,12 +111,16 @@ pub fn apply(t: &Tensor, steps: &[ViewStep]) -> Result<Tensor> {
     let mut r = t.clone();
     for s in steps {
         r = match *s {
-            ViewStep::Select { dim, index } => {
+            ViewStep::Select {
+                dim,
+                real_dim,
+                index,
+            } => {
                 // applySelect's own check and text (the select op words it differently).
                 let size = r.size(dim)?;
                 if index < -size || index >= size {
                     return Err(Error::index(format!(
-                        "index {index} is out of bounds for dimension {dim} with size {size}"
+                        "index {index} is out of bounds for dimension {real_dim} with size {size}"
                     )));
                 }
                 r.select(dim, index)?

@@ -7,3 +7,6 @@
 pub mod arg_parser;
 pub mod data;
 pub mod indexing;
+
+#[cfg(feature = "python")]
+pub mod python;

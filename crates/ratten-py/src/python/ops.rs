@@ -1,0 +1,568 @@
+//! Operators from Python: the functions and Tensor methods of every operator the dispatcher
+//! has a schema for, parsed by [`crate::arg_parser`] against those schemas at run time and
+//! called boxed with the GIL released.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use num_complex::Complex64;
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
+use ratten_aten::Tensor;
+use ratten_core::{Device, Scalar, ScalarType};
+use ratten_dispatch::{Dispatcher, IValue, OperatorHandle};
+use ratten_schema::{DefaultValue, FunctionSchema, OperatorName};
+
+use super::tensor::{wrap, PyTensor};
+use super::types::{parse_device, PyDevice, PyDtype};
+use super::IntoPy;
+use crate::arg_parser::{ArgKind, Param, ParamType, Parser, Slot};
+
+/// Describes a Python value for the parser (its kind only).
+pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return ArgKind::Tensor {
+            dim: t.get().t.dim(),
+        };
+    }
+    if obj.is_none() {
+        ArgKind::None
+    } else if obj.is_instance_of::<PyBool>() {
+        ArgKind::Bool
+    } else if obj.is_instance_of::<PyInt>() {
+        ArgKind::Int
+    } else if obj.is_instance_of::<PyFloat>() {
+        ArgKind::Float
+    } else if obj.is_instance_of::<PyComplex>() {
+        ArgKind::Complex
+    } else if obj.is_instance_of::<PyString>() {
+        ArgKind::Str
+    } else if obj.is_instance_of::<PyDtype>() {
+        ArgKind::Dtype
+    } else if obj.is_instance_of::<PyDevice>() {
+        ArgKind::Device
+    } else if let Ok(t) = obj.downcast::<PyTuple>() {
+        ArgKind::Seq {
+            container: "tuple",
+            elems: t.iter().map(|e| classify(&e)).collect(),
+        }
+    } else if let Ok(l) = obj.downcast::<PyList>() {
+        ArgKind::Seq {
+            container: "list",
+            elems: l.iter().map(|e| classify(&e)).collect(),
+        }
+    } else {
+        ArgKind::Other(
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "object".into()),
+        )
+    }
+}
+
+/// A Python number as a Scalar (bool, int, float, complex, or a one-element tensor).
+pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return t.get().t.item().py();
+    }
+    if let Ok(b) = obj.downcast::<PyBool>() {
+        return Ok(Scalar::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<i64>()
+            .map(Scalar::Int)
+            .map_err(|_| PyRuntimeError::new_err("Overflow when unpacking long"));
+    }
+    if let Ok(c) = obj.downcast::<PyComplex>() {
+        return Ok(Scalar::ComplexDouble(Complex64::new(c.real(), c.imag())));
+    }
+    if let Ok(f) = obj.extract::<f64>() {
+        return Ok(Scalar::Double(f));
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected a number, got {}",
+        obj.get_type().name()?
+    )))
+}
+
+pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<PyObject> {
+    match s {
+        Scalar::Bool(b) => b.into_py_any(py),
+        Scalar::Int(i) => i.into_py_any(py),
+        Scalar::Double(d) => d.into_py_any(py),
+        Scalar::ComplexDouble(c) => PyComplex::from_doubles(py, c.re, c.im).into_py_any(py),
+    }
+}
+
+fn scalar_ivalue(s: Scalar) -> IValue {
+    match s {
+        Scalar::Bool(b) => IValue::Bool(b),
+        Scalar::Int(i) => IValue::Int(i),
+        Scalar::Double(d) => IValue::Double(d),
+        Scalar::ComplexDouble(c) => IValue::ComplexDouble(c),
+    }
+}
+
+/// A Tensor argument: a tensor, or a Python number as a wrapped-number tensor (which type
+/// promotion treats as weaker than any tensor, as in torch).
+fn tensor_arg(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return Ok(t.get().t.clone());
+    }
+    let s = to_scalar(obj)?;
+    Tensor::wrapped_scalar_tensor(s, Device::CPU).py()
+}
+
+fn default_ivalue(p: &Param) -> PyResult<IValue> {
+    let Some(d) = &p.default else {
+        return Ok(IValue::None);
+    };
+    Ok(match (d, &p.ty) {
+        (DefaultValue::None, _) => IValue::None,
+        (DefaultValue::Bool(b), _) => IValue::Bool(*b),
+        (DefaultValue::Int(i), ParamType::Float) => IValue::Double(*i as f64),
+        (DefaultValue::Int(i), ParamType::IntList { size }) => {
+            IValue::IntList(vec![*i; size.unwrap_or(1) as usize])
+        }
+        (DefaultValue::Int(i), _) => IValue::Int(*i),
+        (DefaultValue::Float(f), _) => IValue::Double(*f),
+        (DefaultValue::Complex { re, im }, _) => IValue::ComplexDouble(Complex64::new(*re, *im)),
+        (DefaultValue::Str(s), _) => IValue::String(s.as_str().into()),
+        (DefaultValue::IntList(v), _) => IValue::IntList(v.clone()),
+        (DefaultValue::FloatList(v), _) => IValue::DoubleList(v.clone()),
+        (DefaultValue::BoolList(v), _) => IValue::BoolList(v.clone()),
+        (DefaultValue::Device(s), _) => IValue::Device(Device::parse(s).py()?),
+        (DefaultValue::ComplexList(_), _) => {
+            return Err(PyTypeError::new_err(format!(
+                "default of parameter '{}' is not supported from Python",
+                p.name
+            )))
+        }
+    })
+}
+
+/// Converts a parsed argument (already checked by the parser) to the dispatcher's value.
+fn to_ivalue(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<IValue> {
+    if obj.is_none() {
+        return Ok(IValue::None);
+    }
+    Ok(match &p.ty {
+        ParamType::Tensor => IValue::Tensor(tensor_arg(obj)?.into_base()),
+        ParamType::Scalar | ParamType::Complex => scalar_ivalue(to_scalar(obj)?),
+        ParamType::Int => IValue::Int(obj.extract()?),
+        ParamType::Float => IValue::Double(obj.extract()?),
+        ParamType::Bool => IValue::Bool(obj.extract()?),
+        ParamType::Str => IValue::String(obj.extract::<String>()?.into()),
+        ParamType::ScalarType => IValue::Int(obj.downcast::<PyDtype>()?.get().st as i64),
+        ParamType::Device => IValue::Device(parse_device(obj)?),
+        ParamType::IntList { size } => match obj.extract::<i64>() {
+            Ok(v) if !obj.is_instance_of::<PyBool>() => {
+                IValue::IntList(vec![v; size.unwrap_or(1) as usize])
+            }
+            _ => IValue::IntList(obj.extract()?),
+        },
+        ParamType::FloatList => IValue::DoubleList(obj.extract()?),
+        ParamType::TensorList => {
+            let mut v = Vec::new();
+            for e in obj.try_iter()? {
+                v.push(tensor_arg(&e?)?.into_base());
+            }
+            IValue::TensorList(v)
+        }
+        ParamType::Opaque(t) => {
+            return Err(PyTypeError::new_err(format!(
+                "argument '{}' of type {t} can only be None from Python",
+                p.name
+            )))
+        }
+    })
+}
+
+/// A dispatcher value as a Python object.
+pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<PyObject> {
+    Ok(match v {
+        IValue::None => py.None(),
+        IValue::Bool(b) => b.into_py_any(py)?,
+        IValue::Int(i) => i.into_py_any(py)?,
+        IValue::Double(d) => d.into_py_any(py)?,
+        IValue::ComplexDouble(c) => PyComplex::from_doubles(py, c.re, c.im).into_py_any(py)?,
+        IValue::String(s) => s.as_ref().into_py_any(py)?,
+        IValue::Device(d) => Py::new(py, PyDevice { d })?.into_any(),
+        IValue::Tensor(t) => wrap(py, Tensor::from_base(t))?.into_any(),
+        IValue::IntList(v) => v.into_py_any(py)?,
+        IValue::DoubleList(v) => v.into_py_any(py)?,
+        IValue::BoolList(v) => v.into_py_any(py)?,
+        IValue::TensorList(v) => {
+            let items = v
+                .into_iter()
+                .map(|t| wrap(py, Tensor::from_base(t)).map(|o| o.into_any()))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any().unbind()
+        }
+        IValue::OptionalTensorList(v) => {
+            let items = v
+                .into_iter()
+                .map(|t| match t {
+                    Some(t) => wrap(py, Tensor::from_base(t)).map(|o| o.into_any()),
+                    None => Ok(py.None()),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any().unbind()
+        }
+        IValue::GenericList(v) => {
+            let items = v
+                .into_iter()
+                .map(|x| ivalue_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any().unbind()
+        }
+        IValue::Tuple(v) => {
+            let items = v
+                .into_iter()
+                .map(|x| ivalue_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any().unbind()
+        }
+    })
+}
+
+/// A Python object as a dispatcher value, by its own type (for Python kernels' returns).
+pub fn py_to_ivalue_any(obj: &Bound<'_, PyAny>) -> PyResult<IValue> {
+    if obj.is_none() {
+        return Ok(IValue::None);
+    }
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return Ok(IValue::Tensor(t.get().t.clone().into_base()));
+    }
+    if let Ok(d) = obj.downcast::<PyDtype>() {
+        return Ok(IValue::Int(d.get().st as i64));
+    }
+    if let Ok(d) = obj.downcast::<PyDevice>() {
+        return Ok(IValue::Device(d.get().d));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(IValue::String(s.to_str()?.into()));
+    }
+    if obj.is_instance_of::<PyBool>()
+        || obj.is_instance_of::<PyInt>()
+        || obj.is_instance_of::<PyFloat>()
+        || obj.is_instance_of::<PyComplex>()
+    {
+        return Ok(scalar_ivalue(to_scalar(obj)?));
+    }
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        let items = obj
+            .try_iter()?
+            .map(|e| py_to_ivalue_any(&e?))
+            .collect::<PyResult<Vec<_>>>()?;
+        if items.iter().all(|i| matches!(i, IValue::Tensor(_))) && !items.is_empty() {
+            return Ok(IValue::TensorList(
+                items
+                    .into_iter()
+                    .filter_map(|i| match i {
+                        IValue::Tensor(t) => Some(t),
+                        _ => None,
+                    })
+                    .collect(),
+            ));
+        }
+        return Ok(IValue::Tuple(items));
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot pass a {} to the dispatcher",
+        obj.get_type().name()?
+    )))
+}
+
+/// The overloads of one operator name and their parsers.
+pub struct OpEntry {
+    pub schemas: Vec<FunctionSchema>,
+    pub handles: Vec<OperatorHandle>,
+    pub function: Parser,
+    pub method: Parser,
+}
+
+type OpCache = HashMap<String, Option<Arc<OpEntry>>>;
+static OP_CACHE: Mutex<Option<OpCache>> = Mutex::new(None);
+
+/// Forgets the parsers built so far (after a registration from Python).
+pub fn invalidate_op_cache() {
+    if let Ok(mut c) = OP_CACHE.lock() {
+        *c = None;
+    }
+}
+
+/// Sort key: overloads taking Scalars after those taking Tensors at the same place, as
+/// torch's binding generator orders them; then by overload name.
+fn overload_order(s: &FunctionSchema) -> (usize, String) {
+    let scalars = s
+        .arguments
+        .iter()
+        .filter(|a| *a.ty.unwrap_optional() == ratten_schema::Type::Scalar)
+        .count();
+    (scalars, s.name.overload_name.clone())
+}
+
+/// The overloads of `name` (`add`, or `ns::op` for another namespace), or None.
+pub fn op_entry(name: &str) -> Option<Arc<OpEntry>> {
+    let qualified = if name.contains("::") {
+        name.to_string()
+    } else {
+        format!("aten::{name}")
+    };
+    let mut guard = OP_CACHE.lock().ok()?;
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(e) = cache.get(&qualified) {
+        return e.clone();
+    }
+    let d = Dispatcher::singleton();
+    let mut found: Vec<(FunctionSchema, OperatorHandle)> = d
+        .get_all_op_names()
+        .into_iter()
+        .filter(|n: &OperatorName| n.name == qualified)
+        .filter_map(|n| {
+            let h = d.find_schema(&n)?;
+            Some((h.schema()?, h))
+        })
+        .collect();
+    found.sort_by_key(|(s, _)| overload_order(s));
+    let entry = if found.is_empty() {
+        None
+    } else {
+        let short = qualified
+            .rsplit("::")
+            .next()
+            .unwrap_or(&qualified)
+            .to_string();
+        let (schemas, handles): (Vec<_>, Vec<_>) = found.into_iter().unzip();
+        Some(Arc::new(OpEntry {
+            function: Parser::from_schemas(&short, &schemas, false),
+            method: Parser::from_schemas(&short, &schemas, true),
+            schemas,
+            handles,
+        }))
+    };
+    cache.insert(qualified, entry.clone());
+    entry
+}
+
+/// Calls operator `name` with Python arguments; `self_obj` is the tensor for a method call.
+pub fn call_op(
+    py: Python<'_>,
+    name: &str,
+    self_obj: Option<&Bound<'_, PyAny>>,
+    args: &[Bound<'_, PyAny>],
+    kwargs: &[(String, Bound<'_, PyAny>)],
+) -> PyResult<PyObject> {
+    let entry = op_entry(name).ok_or_else(|| {
+        PyAttributeError::new_err(format!("module 'ratten' has no attribute '{name}'"))
+    })?;
+    call_entry(py, &entry, self_obj, args, kwargs)
+}
+
+/// [`call_op`] with the operator's overloads already looked up.
+pub fn call_entry(
+    py: Python<'_>,
+    entry: &OpEntry,
+    self_obj: Option<&Bound<'_, PyAny>>,
+    args: &[Bound<'_, PyAny>],
+    kwargs: &[(String, Bound<'_, PyAny>)],
+) -> PyResult<PyObject> {
+    let parser = if self_obj.is_some() {
+        &entry.method
+    } else {
+        &entry.function
+    };
+    let kinds: Vec<ArgKind> = args.iter().map(classify).collect();
+    let kw_kinds: Vec<(String, ArgKind)> = kwargs
+        .iter()
+        .map(|(n, o)| (n.clone(), classify(o)))
+        .collect();
+    let parsed = parser
+        .parse(&kinds, &kw_kinds)
+        .map_err(PyTypeError::new_err)?;
+    let sig = &parser.signatures[parsed.signature];
+
+    // The value of each parameter (None for defaults).
+    let mut out_obj: Option<Bound<'_, PyAny>> = None;
+    let mut values: Vec<(usize, &Param, Option<Bound<'_, PyAny>>)> = Vec::new();
+    for (p, slot) in sig.params.iter().zip(&parsed.slots) {
+        let obj = match slot {
+            Slot::Positional(i) => Some(args[*i].clone()),
+            Slot::VarArgs(start) => Some(PyTuple::new(py, &args[*start..])?.into_any()),
+            Slot::Keyword(k) => Some(kwargs[*k].1.clone()),
+            Slot::Default => None,
+        };
+        match p.schema_index {
+            Some(i) => values.push((i, p, obj)),
+            None => out_obj = obj.filter(|o| !o.is_none()),
+        }
+    }
+    let overload = match (&out_obj, sig.out_overload) {
+        (Some(_), Some(o)) => o,
+        _ => sig.overload,
+    };
+    let schema = &entry.schemas[overload];
+    let handle = entry.handles[overload];
+
+    let n = schema.arguments.len();
+    let mut stack: Vec<IValue> = vec![IValue::None; n];
+    let mut arg_objs: Vec<Option<Bound<'_, PyAny>>> = vec![None; n];
+    if let Some(s) = self_obj {
+        stack[0] = IValue::Tensor(s.downcast::<PyTensor>()?.get().t.clone().into_base());
+        arg_objs[0] = Some(s.clone());
+    }
+    for (i, p, obj) in values {
+        stack[i] = match &obj {
+            Some(o) => to_ivalue(o, p)?,
+            None => default_ivalue(p)?,
+        };
+        arg_objs[i] = obj;
+    }
+    if let Some(out) = &out_obj {
+        let out_idx: Vec<usize> = (0..n).filter(|&i| schema.arguments[i].is_out()).collect();
+        if out_idx.len() == 1 {
+            stack[out_idx[0]] = IValue::Tensor(tensor_arg(out)?.into_base());
+            arg_objs[out_idx[0]] = Some(out.clone());
+        } else {
+            let items: Vec<Bound<'_, PyAny>> = out.try_iter()?.collect::<PyResult<_>>()?;
+            if items.len() != out_idx.len() {
+                return Err(PyTypeError::new_err(format!(
+                    "{}(): argument 'out' must be a tuple of {} Tensors",
+                    parser.name,
+                    out_idx.len()
+                )));
+            }
+            for (i, o) in out_idx.iter().zip(items) {
+                stack[*i] = IValue::Tensor(tensor_arg(&o)?.into_base());
+                arg_objs[*i] = Some(o);
+            }
+        }
+    }
+    // The kernel runs without the GIL (other Python threads go on meanwhile).
+    py.allow_threads(|| handle.call_boxed(&mut stack)).py()?;
+    returns_to_py(py, schema, stack, &arg_objs)
+}
+
+/// The results of a call; a return that aliases a written argument (`Tensor(a!)`) is that
+/// argument's Python object, as torch returns `self` from in-place ops and `out` from out=.
+fn returns_to_py(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    stack: Vec<IValue>,
+    arg_objs: &[Option<Bound<'_, PyAny>>],
+) -> PyResult<PyObject> {
+    let mut results = Vec::with_capacity(schema.returns.len());
+    for (r, v) in schema.returns.iter().zip(stack) {
+        let aliased = r.alias_info.as_ref().filter(|a| a.is_write).and_then(|a| {
+            schema.arguments.iter().position(|arg| {
+                arg.alias_info
+                    .as_ref()
+                    .is_some_and(|b| b.is_write && b.before_sets == a.before_sets)
+            })
+        });
+        match aliased.and_then(|i| arg_objs[i].as_ref()) {
+            Some(o) => results.push(o.clone().unbind()),
+            None => results.push(ivalue_to_py(py, v)?),
+        }
+    }
+    match results.len() {
+        0 => Ok(py.None()),
+        1 => Ok(results.pop().unwrap_or_else(|| py.None())),
+        _ => Ok(PyTuple::new(py, results)?.into_any().unbind()),
+    }
+}
+
+fn split_kwargs<'py>(
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let mut v = Vec::new();
+    if let Some(k) = kwargs {
+        for (name, val) in k.iter() {
+            v.push((name.extract::<String>()?, val));
+        }
+    }
+    Ok(v)
+}
+
+/// `ratten._C._call_op(name, *args, **kwargs)`: the function form of an operator.
+#[pyfunction]
+#[pyo3(signature = (name, *args, **kwargs))]
+fn _call_op(
+    py: Python<'_>,
+    name: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyObject> {
+    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    call_op(py, name, None, &args, &split_kwargs(kwargs)?)
+}
+
+/// `ratten._C._has_op(name)`: whether the dispatcher has a schema for `name`.
+#[pyfunction]
+fn _has_op(name: &str) -> bool {
+    op_entry(name).is_some()
+}
+
+/// `ratten._C._op_signatures(name, method=False)`: the Python signatures of `name`.
+#[pyfunction]
+#[pyo3(signature = (name, method=false))]
+fn _op_signatures(name: &str, method: bool) -> Vec<String> {
+    op_entry(name)
+        .map(|e| {
+            let p = if method { &e.method } else { &e.function };
+            p.signatures.iter().map(|s| s.text()).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Tensor method bound to its tensor (`t.add`), made on attribute lookup.
+#[pyclass(name = "BoundOp", module = "ratten")]
+pub struct BoundOp {
+    pub name: String,
+    pub this: PyObject,
+}
+
+#[pymethods]
+impl BoundOp {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyObject> {
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let this = self.this.bind(py);
+        call_op(py, &self.name, Some(this), &args, &split_kwargs(kwargs)?)
+    }
+    fn __repr__(&self) -> String {
+        format!("<bound method Tensor.{}>", self.name)
+    }
+}
+
+/// Whether `name` is an aten operator with a `self` overload (a Tensor method).
+pub fn has_method(name: &str) -> bool {
+    op_entry(name).is_some_and(|e| !e.method.signatures.is_empty())
+}
+
+/// The dtype argument of a factory: a `ratten.dtype` or None.
+pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ScalarType>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => Ok(Some(o.downcast::<PyDtype>()?.get().st)),
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BoundOp>()?;
+    m.add_function(wrap_pyfunction!(_call_op, m)?)?;
+    m.add_function(wrap_pyfunction!(_has_op, m)?)?;
+    m.add_function(wrap_pyfunction!(_op_signatures, m)?)?;
+    Ok(())
+}

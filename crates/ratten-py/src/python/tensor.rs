@@ -1,0 +1,1074 @@
+//! `ratten.Tensor` and the factory functions.
+
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::pyclass::CompareOp;
+use pyo3::types::{
+    PyBool, PyComplex, PyDict, PyEllipsis, PyFloat, PyInt, PyList, PySlice, PyTuple,
+};
+use pyo3::IntoPyObjectExt;
+use ratten_aten::Tensor;
+use ratten_core::allocator::DataPtr;
+use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorOptions};
+use ratten_schema::FunctionSchema;
+
+use super::ops::{
+    call_entry, call_op, classify, has_method, op_entry, opt_dtype, scalar_to_py, to_scalar,
+    BoundOp,
+};
+use super::types::{dtype_object, parse_device, PyDevice, PyDtype};
+use super::IntoPy;
+use crate::arg_parser::{Parser, Slot};
+use crate::data;
+use crate::indexing::{self, IndexItem};
+
+/// `torch.Tensor`.
+#[pyclass(name = "Tensor", module = "ratten", frozen, weakref)]
+pub struct PyTensor {
+    pub t: Tensor,
+}
+
+pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
+    Py::new(py, PyTensor { t })
+}
+
+fn is_number(o: &Bound<'_, PyAny>) -> bool {
+    o.is_instance_of::<PyInt>() || o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyComplex>()
+}
+
+/// An operand a binary operator accepts; anything else gives NotImplemented, as torch.
+fn operand(o: &Bound<'_, PyAny>) -> bool {
+    o.is_instance_of::<PyTensor>() || is_number(o)
+}
+
+/// Sizes from `f(2, 3)` or `f((2, 3))` / `f([2, 3])`.
+fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
+    if args.len() == 1 {
+        let a = args.get_item(0)?;
+        if !a.is_instance_of::<PyInt>() {
+            return a.extract::<Vec<i64>>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "expected a tuple of ints, got {}",
+                    classify(&a).type_name()
+                ))
+            });
+        }
+    }
+    args.iter()
+        .map(|a| {
+            if a.is_instance_of::<PyBool>() || !a.is_instance_of::<PyInt>() {
+                Err(PyTypeError::new_err(format!(
+                    "expected ints as sizes, got {}",
+                    classify(&a).type_name()
+                )))
+            } else {
+                a.extract::<i64>()
+            }
+        })
+        .collect()
+}
+
+fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    let one = |o: &Bound<'_, PyAny>| -> PyResult<IndexItem> {
+        if o.is_none() {
+            return Ok(IndexItem::None);
+        }
+        if o.is_instance_of::<PyEllipsis>() {
+            return Ok(IndexItem::Ellipsis);
+        }
+        if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() {
+            return Ok(IndexItem::Int(o.extract()?));
+        }
+        if let Ok(s) = o.downcast::<PySlice>() {
+            let get = |n: &str| -> PyResult<Option<i64>> {
+                let v = s.getattr(n)?;
+                if v.is_none() {
+                    Ok(None)
+                } else {
+                    // Out-of-range bounds clamp, as PySlice_Unpack does.
+                    Ok(Some(v.extract::<i64>().unwrap_or(if v.lt(0)? {
+                        i64::MIN
+                    } else {
+                        i64::MAX
+                    })))
+                }
+            };
+            return Ok(IndexItem::Slice {
+                start: get("start")?,
+                stop: get("stop")?,
+                step: get("step")?,
+            });
+        }
+        if o.is_instance_of::<PyTensor>()
+            || o.is_instance_of::<PyBool>()
+            || o.is_instance_of::<PyList>()
+        {
+            return Err(PyNotImplementedError::new_err(
+                "ratten supports basic indexing only (integers, slices, None, Ellipsis); \
+                 advanced indexing with tensors, lists or bools is not implemented",
+            ));
+        }
+        Err(PyIndexError::new_err(format!(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are \
+             valid indices (got {})",
+            o.get_type().name()?
+        )))
+    };
+    match index.downcast::<PyTuple>() {
+        Ok(t) => t.iter().map(|o| one(&o)).collect(),
+        Err(_) => Ok(vec![one(index)?]),
+    }
+}
+
+/// Copies `src` into `dst` (same shape after broadcasting `src`), converting the dtype.
+fn copy_into(dst: &Tensor, src: &Tensor) -> ratten_core::Result<()> {
+    let src = src.expand(&dst.sizes())?;
+    let src = if src.dtype() == dst.dtype() {
+        src
+    } else {
+        let vals = data::tensor_to_scalars(&src)?;
+        data::tensor_from_scalars(&vals, &dst.sizes(), dst.dtype())?
+    };
+    ratten_aten::structured::copy_same_dtype(dst, &src)
+}
+
+/// The owner numpy keeps as an array's base: it holds the tensor (so its storage) alive.
+#[pyclass(name = "_NumpyExport", module = "ratten", frozen)]
+struct NumpyExport {
+    t: Tensor,
+    ptr: usize,
+}
+
+#[pymethods]
+impl NumpyExport {
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let item = self.t.element_size() as i64;
+        let sizes: Vec<i64> = self.t.sizes().to_vec();
+        let strides: Vec<i64> = self.t.strides().iter().map(|s| s * item).collect();
+        d.set_item("shape", PyTuple::new(py, sizes)?)?;
+        d.set_item("strides", PyTuple::new(py, strides)?)?;
+        d.set_item("typestr", data::numpy_typestr(self.t.dtype()).py()?)?;
+        d.set_item("data", (self.ptr, false))?;
+        d.set_item("version", 3)?;
+        Ok(d)
+    }
+}
+
+fn numpy_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("numpy")
+}
+
+/// `tensor.numpy()`: an array sharing the tensor's memory (the array keeps it alive).
+fn to_numpy(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
+    if !t.is_cpu() {
+        return Err(PyTypeError::new_err(format!(
+            "can't convert {} device type tensor to numpy. Copy the tensor to host memory first.",
+            t.device()
+        )));
+    }
+    data::numpy_typestr(t.dtype()).py()?;
+    let storage = t.storage();
+    let ptr = if t.numel() == 0 {
+        // numpy wants a non-null, aligned pointer even for no elements.
+        NonNull::<u64>::dangling().as_ptr() as usize
+    } else {
+        let g = StorageAccess::acquire(&[&storage], &[]).py()?;
+        let base = g
+            .data_ptr(&storage)
+            .ok_or_else(|| PyRuntimeError::new_err("tensor has no data"))?;
+        // The pointer outlives the guard: the export holds the tensor, so the storage, whose
+        // memory moves only if a resize grows it (the same hazard as torch's `.numpy()`).
+        base.as_ptr() as usize + t.storage_offset() as usize * t.element_size()
+    };
+    let owner = Py::new(py, NumpyExport { t: t.clone(), ptr })?;
+    Ok(numpy_module(py)?
+        .call_method1("asarray", (owner,))?
+        .unbind())
+}
+
+/// `ratten.from_numpy(a)`: a tensor sharing the array's memory when it is aligned as ratten's
+/// storages must be (64 bytes); otherwise a copy.
+#[pyfunction]
+fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let np = numpy_module(py)?;
+    if !arr.is_instance(&np.getattr("ndarray")?)? {
+        return Err(PyTypeError::new_err(format!(
+            "expected np.ndarray (got {})",
+            arr.get_type().name()?
+        )));
+    }
+    let iface = arr.getattr("__array_interface__")?;
+    let typestr: String = iface.get_item("typestr")?.extract()?;
+    let np_name: String = arr.getattr("dtype")?.str()?.extract()?;
+    let dtype = data::dtype_from_typestr(&typestr, &np_name).py()?;
+    let sizes: Vec<i64> = arr.getattr("shape")?.extract()?;
+    let itemsize = dtype.element_size() as i64;
+    let byte_strides: Vec<i64> = arr.getattr("strides")?.extract()?;
+    let strides = data::element_strides(&byte_strides, itemsize).py()?;
+    let (addr, _readonly): (usize, bool) = iface.get_item("data")?.extract()?;
+    let span = data::span_bytes(&sizes, &strides, itemsize) as usize;
+    if span > 0 && data::can_share(addr) {
+        let keep: Py<PyAny> = arr.clone().unbind();
+        let ptr = NonNull::new(addr as *mut u8)
+            .ok_or_else(|| PyValueError::new_err("numpy array has a null data pointer"))?;
+        // SAFETY: numpy's buffer is valid for `span` bytes (the extent of its strides) and
+        // initialised (numpy hands out no uninitialised memory to Python code that reads it),
+        // aligned to ALIGNMENT (checked); the deleter drops our reference to the array, which
+        // keeps the buffer alive until then. Python code may still write the array
+        // concurrently, as with torch.from_numpy.
+        let dp =
+            unsafe { DataPtr::from_raw(ptr, span, move |_, _| drop(keep), false, Device::CPU) };
+        let storage = Storage::from_data_ptr(dp, span, Device::CPU).py()?;
+        let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, 0).py()?;
+        return wrap(py, Tensor::from_base(t));
+    }
+    // Unaligned (or empty): copy the bytes in C order.
+    let bytes: Vec<u8> = arr.call_method0("tobytes")?.extract()?;
+    let t = Tensor::empty(&sizes, dtype).py()?;
+    if !bytes.is_empty() {
+        let g = ratten_core::TensorAccess::write(t.base()).py()?;
+        let dst = g.output(0).py()?.data_ptr_mut::<u8>();
+        let dst = match dst {
+            Ok(p) => p,
+            Err(_) => g
+                .output(0)
+                .py()?
+                .raw_data_ptr()
+                .ok_or_else(|| PyRuntimeError::new_err("tensor has no data"))?
+                .as_ptr(),
+        };
+        // SAFETY: `dst` is the start of a fresh contiguous tensor of exactly bytes.len() bytes
+        // (numel * itemsize), held for writing by `g`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+    }
+    wrap(py, t)
+}
+
+/// The nested list / number of a tensor's values.
+fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
+    let vals = py.allow_threads(|| data::tensor_to_scalars(t)).py()?;
+    let sizes = t.sizes().to_vec();
+    fn build(py: Python<'_>, vals: &[Scalar], sizes: &[i64]) -> PyResult<PyObject> {
+        if sizes.is_empty() {
+            return scalar_to_py(py, vals[0]);
+        }
+        let n = sizes[0] as usize;
+        let chunk = if n == 0 { 0 } else { vals.len() / n };
+        let items = (0..n)
+            .map(|i| build(py, &vals[i * chunk..(i + 1) * chunk], &sizes[1..]))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)?.into_py_any(py)
+    }
+    build(py, &vals, &sizes)
+}
+
+/// Flattens a nested Python sequence of numbers (torch's `tensor_new` data walk).
+fn flatten_data(obj: &Bound<'_, PyAny>, out: &mut data::Flat, depth: usize) -> PyResult<()> {
+    let seq: Option<Vec<Bound<'_, PyAny>>> = if let Ok(l) = obj.downcast::<PyList>() {
+        Some(l.iter().collect())
+    } else if let Ok(t) = obj.downcast::<PyTuple>() {
+        Some(t.iter().collect())
+    } else {
+        None
+    };
+    match seq {
+        Some(items) => {
+            let n = items.len() as i64;
+            if depth == out.sizes.len() {
+                if !out.values.is_empty() {
+                    return Err(PyValueError::new_err(format!(
+                        "expected sequence of length {} at dim {} (got {n})",
+                        0, depth
+                    )));
+                }
+                out.sizes.push(n);
+            } else if out.sizes[depth] != n {
+                return Err(PyValueError::new_err(format!(
+                    "expected sequence of length {} at dim {depth} (got {n})",
+                    out.sizes[depth]
+                )));
+            }
+            for it in &items {
+                flatten_data(it, out, depth + 1)?;
+            }
+            Ok(())
+        }
+        None => {
+            if depth != out.sizes.len() {
+                return Err(PyTypeError::new_err(format!(
+                    "not a sequence: expected a sequence at dim {depth}, got {}",
+                    obj.get_type().name()?
+                )));
+            }
+            if let Ok(t) = obj.downcast::<PyTensor>() {
+                if t.get().t.dim() == 0 {
+                    out.values.push(t.get().t.item().py()?);
+                    return Ok(());
+                }
+                return Err(PyValueError::new_err(
+                    "only one element tensors can be converted to Python scalars",
+                ));
+            }
+            if !(is_number(obj) || obj.is_instance_of::<PyBool>()) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "Could not infer dtype of {}",
+                    obj.get_type().name()?
+                )));
+            }
+            out.values.push(to_scalar(obj)?);
+            Ok(())
+        }
+    }
+}
+
+/// `ratten.tensor(data, *, dtype=None, device=None)`.
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None))]
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    let dtype = opt_dtype(dtype)?;
+    if let Some(d) = device.filter(|d| !d.is_none()) {
+        let d = parse_device(d)?;
+        if !d.is_cpu() {
+            return Err(PyRuntimeError::new_err(format!(
+                "ratten.tensor: only cpu tensors can be made from Python data, not {d}"
+            )));
+        }
+    }
+    let np = numpy_module(py).ok();
+    if let Some(np) = np {
+        if data.is_instance(&np.getattr("ndarray")?)? {
+            let list = data.call_method0("tolist")?;
+            return tensor(
+                py,
+                &list,
+                dtype
+                    .map(|st| dtype_object(py, st))
+                    .transpose()?
+                    .map(|o| o.into_bound(py).into_any())
+                    .as_ref(),
+                None,
+            );
+        }
+    }
+    let mut flat = data::Flat::default();
+    flatten_data(data, &mut flat, 0)?;
+    let st = dtype.unwrap_or_else(|| data::infer_dtype(&flat.values));
+    let t = data::tensor_from_scalars(&flat.values, &flat.sizes, st).py()?;
+    wrap(py, t)
+}
+
+/// Factory schemas (torch's Python signatures of them); parsed with the argument parser.
+const FACTORY_SCHEMAS: &[&str] = &[
+    "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::empty(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+];
+
+fn factory_parsers() -> &'static Vec<(String, Parser)> {
+    static P: OnceLock<Vec<(String, Parser)>> = OnceLock::new();
+    P.get_or_init(|| {
+        let schemas: Vec<FunctionSchema> = FACTORY_SCHEMAS
+            .iter()
+            .filter_map(|s| FunctionSchema::parse(s).ok())
+            .collect();
+        let mut names: Vec<String> = schemas
+            .iter()
+            .map(|s| s.name.unqualified_name().to_string())
+            .collect();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|n| {
+                let group: Vec<FunctionSchema> = schemas
+                    .iter()
+                    .filter(|s| s.name.unqualified_name() == n)
+                    .cloned()
+                    .collect();
+                let p = Parser::from_schemas(&n, &group, false);
+                (n, p)
+            })
+            .collect()
+    })
+}
+
+/// `ratten._C._factory(name, *args, **kwargs)`: zeros, ones, empty, full, arange, rand, randn.
+#[pyfunction]
+#[pyo3(signature = (name, *args, **kwargs))]
+fn _factory(
+    py: Python<'_>,
+    name: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyTensor>> {
+    let (_, parser) = factory_parsers()
+        .iter()
+        .find(|(n, _)| n == name)
+        .ok_or_else(|| PyTypeError::new_err(format!("no factory named {name}")))?;
+    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let mut kw: Vec<(String, Bound<'_, PyAny>)> = Vec::new();
+    if let Some(k) = kwargs {
+        for (n, v) in k.iter() {
+            kw.push((n.extract()?, v));
+        }
+    }
+    let kinds: Vec<_> = args.iter().map(classify).collect();
+    let kw_kinds: Vec<_> = kw.iter().map(|(n, o)| (n.clone(), classify(o))).collect();
+    let parsed = parser
+        .parse(&kinds, &kw_kinds)
+        .map_err(PyTypeError::new_err)?;
+    let sig = &parser.signatures[parsed.signature];
+    let get = |pname: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        let Some(i) = sig.params.iter().position(|p| p.name == pname) else {
+            return Ok(None);
+        };
+        Ok(match &parsed.slots[i] {
+            Slot::Positional(j) => Some(args[*j].clone()),
+            Slot::VarArgs(s) => Some(PyTuple::new(py, &args[*s..])?.into_any()),
+            Slot::Keyword(k) => Some(kw[*k].1.clone()),
+            Slot::Default => None,
+        }
+        .filter(|o| !o.is_none()))
+    };
+    let mut options = TensorOptions::new();
+    if let Some(d) = opt_dtype(get("dtype")?.as_ref())? {
+        options = options.dtype(d);
+    }
+    if let Some(d) = get("device")? {
+        options = options.device(parse_device(&d)?);
+    }
+    if get("layout")?.is_some()
+        || get("pin_memory")?.is_some_and(|p| p.is_truthy().unwrap_or(false))
+    {
+        return Err(PyNotImplementedError::new_err(format!(
+            "{name}(): ratten has only strided, unpinned tensors"
+        )));
+    }
+    let size = || -> PyResult<Vec<i64>> {
+        let s = get("size")?.ok_or_else(|| PyTypeError::new_err("size is required"))?;
+        match s.extract::<i64>() {
+            Ok(v) => Ok(vec![v]),
+            Err(_) => s.extract(),
+        }
+    };
+    let scalar =
+        |n: &str| -> PyResult<Option<Scalar>> { get(n)?.map(|o| to_scalar(&o)).transpose() };
+    let t = match name {
+        "zeros" => {
+            let s = size()?;
+            py.allow_threads(|| Tensor::zeros(&s, options))
+        }
+        "ones" => {
+            let s = size()?;
+            py.allow_threads(|| Tensor::ones(&s, options))
+        }
+        "empty" => {
+            let s = size()?;
+            py.allow_threads(|| Tensor::empty(&s, options))
+        }
+        "rand" => {
+            let s = size()?;
+            py.allow_threads(|| Tensor::rand(&s, options))
+        }
+        "randn" => {
+            let s = size()?;
+            py.allow_threads(|| Tensor::randn(&s, options))
+        }
+        "full" => {
+            let s = size()?;
+            let v = scalar("fill_value")?.unwrap_or_default();
+            py.allow_threads(|| Tensor::full(&s, v, options))
+        }
+        _ => {
+            // arange: (end) | (start, end) | (start, end, step)
+            let end = scalar("end")?.unwrap_or_default();
+            let start = scalar("start")?.unwrap_or(Scalar::Int(0));
+            let step = scalar("step")?.unwrap_or(Scalar::Int(1));
+            py.allow_threads(|| Tensor::arange_start_step(start, end, step, options))
+        }
+    }
+    .py()?;
+    wrap(py, t)
+}
+
+#[pyfunction]
+fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
+    // torch takes any int, reducing it modulo 2**64 (negative seeds wrap).
+    let s: i128 = seed.extract()?;
+    ratten_aten::random::manual_seed(s.rem_euclid(1i128 << 64) as u64);
+    Ok(())
+}
+
+#[pyfunction]
+fn initial_seed() -> u64 {
+    ratten_aten::random::initial_seed()
+}
+
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    ratten_aten::tensor_iterator::set_num_threads(n).py()
+}
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    ratten_aten::tensor_iterator::get_num_threads()
+}
+
+#[pyfunction]
+fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyTensor>()
+}
+
+impl PyTensor {
+    fn binary(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        name: &str,
+        reflected: bool,
+    ) -> PyResult<PyObject> {
+        let py = slf.py();
+        if !operand(other) && !other.is_instance_of::<PyBool>() {
+            return Ok(py.NotImplemented());
+        }
+        let entry = op_entry(name).ok_or_else(|| missing_op(name))?;
+        if reflected {
+            let args = [other.clone(), slf.clone().into_any()];
+            call_entry(py, &entry, None, &args, &[])
+        } else {
+            call_entry(
+                py,
+                &entry,
+                Some(slf.as_any()),
+                std::slice::from_ref(other),
+                &[],
+            )
+        }
+    }
+
+    fn inplace(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+        if !operand(other) && !other.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err(format!(
+                "unsupported operand type for {name}: 'Tensor' and '{}'",
+                other.get_type().name()?
+            )));
+        }
+        if op_entry(name).is_none() {
+            return Err(missing_op(name));
+        }
+        call_op(
+            slf.py(),
+            name,
+            Some(slf.as_any()),
+            std::slice::from_ref(other),
+            &[],
+        )?;
+        Ok(())
+    }
+
+    fn unary(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
+        if op_entry(name).is_none() {
+            return Err(missing_op(name));
+        }
+        call_op(slf.py(), name, Some(slf.as_any()), &[], &[])
+    }
+}
+
+fn missing_op(name: &str) -> PyErr {
+    PyNotImplementedError::new_err(format!(
+        "the dispatcher has no operator aten::{name} (not registered in this build of ratten)"
+    ))
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let s = py
+            .allow_threads(|| ratten_aten::formatting::tensor_repr(self.t.base()))
+            .py()?;
+        Ok(s.replace("dtype=torch.", "dtype=ratten."))
+    }
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        self.__repr__(py)
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        if self.t.dim() == 0 {
+            return Err(PyTypeError::new_err("len() of a 0-d tensor"));
+        }
+        Ok(self.t.sizes()[0] as usize)
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.t.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if self.t.numel() == 0 {
+                    "no"
+                } else {
+                    "more than one"
+                }
+            )));
+        }
+        Ok(self.t.item().py()?.to_bool())
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        self.t.item().py()?.to_double().py()
+    }
+    fn __int__(&self) -> PyResult<i64> {
+        let s = self.t.item().py()?;
+        match s {
+            Scalar::Double(d) => Ok(d.trunc() as i64),
+            other => other.to_long().py(),
+        }
+    }
+    fn __index__(&self) -> PyResult<i64> {
+        if !self.t.dtype().is_integral(true) || self.t.numel() != 1 {
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
+        }
+        self.t.item().py()?.to_long().py()
+    }
+    fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyComplex>> {
+        let c = self.t.item().py()?.to_complex_double().py()?;
+        Ok(PyComplex::from_doubles(py, c.re, c.im))
+    }
+
+    // ---- metadata -------------------------------------------------------------------------
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.t.sizes().iter().copied())
+    }
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDtype>> {
+        dtype_object(py, self.t.dtype())
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice { d: self.t.device() }
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t.dim()
+    }
+    #[getter]
+    fn is_cpu(&self) -> bool {
+        self.t.is_cpu()
+    }
+    #[getter]
+    fn is_meta(&self) -> bool {
+        self.t.is_meta()
+    }
+    #[getter(T)]
+    fn t_prop(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        // torch's .T reverses all dims.
+        let n = self.t.dim() as i64;
+        let dims: Vec<i64> = (0..n).rev().collect();
+        wrap(py, self.t.permute(&dims).py()?)
+    }
+    fn dim(&self) -> usize {
+        self.t.dim()
+    }
+    fn ndimension(&self) -> usize {
+        self.t.dim()
+    }
+    fn numel(&self) -> i64 {
+        self.t.numel()
+    }
+    fn nelement(&self) -> i64 {
+        self.t.numel()
+    }
+    fn element_size(&self) -> usize {
+        self.t.element_size()
+    }
+    fn storage_offset(&self) -> i64 {
+        self.t.storage_offset()
+    }
+    fn is_contiguous(&self) -> bool {
+        self.t.is_contiguous()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.t.dtype().is_floating_point()
+    }
+    fn is_complex(&self) -> bool {
+        self.t.dtype().is_complex()
+    }
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<PyObject> {
+        match dim {
+            Some(d) => self.t.size(d).py()?.into_py_any(py),
+            None => self.shape(py)?.into_py_any(py),
+        }
+    }
+    #[pyo3(signature = (dim=None))]
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<PyObject> {
+        match dim {
+            Some(d) => self.t.stride(d).py()?.into_py_any(py),
+            None => PyTuple::new(py, self.t.strides().iter().copied())?.into_py_any(py),
+        }
+    }
+    fn _version(&self) -> u32 {
+        self.t.version()
+    }
+    fn _is_view_of(&self, other: &PyTensor) -> bool {
+        self.t.storage().is_alias_of(&other.t.storage())
+    }
+
+    // ---- views ----------------------------------------------------------------------------
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        if shape.len() == 1 {
+            if let Ok(d) = shape.get_item(0)?.downcast::<PyDtype>() {
+                return Err(PyNotImplementedError::new_err(format!(
+                    "view(dtype={}) is not implemented in ratten",
+                    d.get().__repr__()
+                )));
+            }
+        }
+        wrap(py, self.t.view(&size_args(shape)?).py()?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.reshape(&size_args(shape)?).py()?)
+    }
+    fn view_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.view_as(&other.t).py()?)
+    }
+    fn reshape_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.reshape_as(&other.t).py()?)
+    }
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.transpose(dim0, dim1).py()?)
+    }
+    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.t().py()?)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.permute(&size_args(dims)?).py()?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.expand(&size_args(sizes)?).py()?)
+    }
+    fn expand_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.expand_as(&other.t).py()?)
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let r = match dim {
+            None => self.t.squeeze(),
+            Some(d) if d.is_instance_of::<PyInt>() => self.t.squeeze_dim(d.extract()?),
+            Some(d) => self.t.squeeze_dims(&d.extract::<Vec<i64>>()?),
+        };
+        wrap(py, r.py()?)
+    }
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.unsqueeze(dim).py()?)
+    }
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.narrow(dim, start, length).py()?)
+    }
+    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.select(dim, index).py()?)
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.flatten(start_dim, end_dim).py()?)
+    }
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let me = slf.get();
+        if me.t.is_contiguous() {
+            return Ok(slf.clone().unbind());
+        }
+        wrap(slf.py(), me.t.contiguous().py()?)
+    }
+    #[pyo3(signature = (size, stride, storage_offset=None))]
+    fn as_strided(
+        &self,
+        py: Python<'_>,
+        size: Vec<i64>,
+        stride: Vec<i64>,
+        storage_offset: Option<i64>,
+    ) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.as_strided(&size, &stride, storage_offset).py()?)
+    }
+    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let t = py
+            .allow_threads(|| {
+                let out = Tensor::empty(&self.t.sizes(), (self.t.dtype(), self.t.device()))?;
+                ratten_aten::structured::copy_same_dtype(&out, &self.t)?;
+                Ok(out)
+            })
+            .py()?;
+        wrap(py, t)
+    }
+
+    // ---- in-place fills -------------------------------------------------------------------
+    fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = to_scalar(value)?;
+        let t = &slf.get().t;
+        slf.py().allow_threads(|| t.fill_(v).map(|_| ())).py()?;
+        Ok(slf.clone().unbind())
+    }
+    fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let t = &slf.get().t;
+        slf.py().allow_threads(|| t.zero_().map(|_| ())).py()?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (from_=0.0, to=1.0))]
+    fn uniform_(slf: &Bound<'_, Self>, from_: f64, to: f64) -> PyResult<Py<PyTensor>> {
+        let t = &slf.get().t;
+        slf.py()
+            .allow_threads(|| t.uniform_(from_, to, None).map(|_| ()))
+            .py()?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (mean=0.0, std=1.0))]
+    fn normal_(slf: &Bound<'_, Self>, mean: f64, std: f64) -> PyResult<Py<PyTensor>> {
+        let t = &slf.get().t;
+        slf.py()
+            .allow_threads(|| t.normal_(mean, std, None).map(|_| ()))
+            .py()?;
+        Ok(slf.clone().unbind())
+    }
+
+    // ---- Python values --------------------------------------------------------------------
+    fn item(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let s = self.t.item().py()?;
+        scalar_to_py(py, s)
+    }
+    fn tolist(&self, py: Python<'_>) -> PyResult<PyObject> {
+        to_list(py, &self.t)
+    }
+    fn numpy(&self, py: Python<'_>) -> PyResult<PyObject> {
+        to_numpy(py, &self.t)
+    }
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__(
+        &self,
+        py: Python<'_>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<PyObject> {
+        let mut a = to_numpy(py, &self.t)?.into_bound(py);
+        if let Some(d) = dtype.filter(|d| !d.is_none()) {
+            a = a.call_method1("astype", (d,))?;
+        }
+        if copy == Some(true) {
+            a = a.call_method0("copy")?;
+        }
+        Ok(a.unbind())
+    }
+
+    // ---- indexing -------------------------------------------------------------------------
+    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let items = index_items(index)?;
+        let steps = indexing::plan(&items, self.t.dim()).py()?;
+        wrap(py, indexing::apply(&self.t, &steps).py()?)
+    }
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let items = index_items(index)?;
+        let steps = indexing::plan(&items, self.t.dim()).py()?;
+        let dst = indexing::apply(&self.t, &steps).py()?;
+        if let Ok(src) = value.downcast::<PyTensor>() {
+            let src = src.get().t.clone();
+            return py.allow_threads(|| copy_into(&dst, &src)).py();
+        }
+        let v = to_scalar(value)?;
+        py.allow_threads(|| dst.fill_(v).map(|_| ())).py()
+    }
+
+    // ---- operators ------------------------------------------------------------------------
+    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "add", false)
+    }
+    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "add", true)
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "add_")
+    }
+    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "sub", false)
+    }
+    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "sub", true)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "sub_")
+    }
+    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "mul", false)
+    }
+    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "mul", true)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "mul_")
+    }
+    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "div", false)
+    }
+    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "div", true)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "div_")
+    }
+    fn __floordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "floor_divide", false)
+    }
+    fn __rfloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "floor_divide", true)
+    }
+    fn __ifloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "floor_divide_")
+    }
+    fn __mod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "remainder", false)
+    }
+    fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "remainder", true)
+    }
+    fn __imod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "remainder_")
+    }
+    fn __pow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        Self::binary(slf, o, "pow", false)
+    }
+    fn __rpow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        Self::binary(slf, o, "pow", true)
+    }
+    fn __ipow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        Self::inplace(slf, o, "pow_")
+    }
+    fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        if !o.is_instance_of::<PyTensor>() {
+            return Ok(slf.py().NotImplemented());
+        }
+        Self::binary(slf, o, "matmul", false)
+    }
+    fn __and__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_and", false)
+    }
+    fn __rand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_and", true)
+    }
+    fn __iand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "bitwise_and_")
+    }
+    fn __or__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_or", false)
+    }
+    fn __ror__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_or", true)
+    }
+    fn __ior__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "bitwise_or_")
+    }
+    fn __xor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_xor", false)
+    }
+    fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_xor", true)
+    }
+    fn __ixor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, "bitwise_xor_")
+    }
+    fn __lshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_left_shift", false)
+    }
+    fn __rshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        Self::binary(slf, o, "bitwise_right_shift", false)
+    }
+    fn __neg__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        Self::unary(slf, "neg")
+    }
+    fn __pos__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        Self::unary(slf, "positive")
+    }
+    fn __abs__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        Self::unary(slf, "abs")
+    }
+    fn __invert__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        Self::unary(slf, "bitwise_not")
+    }
+    fn __richcmp__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        op: CompareOp,
+    ) -> PyResult<PyObject> {
+        let name = match op {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        };
+        Self::binary(slf, o, name, false)
+    }
+
+    /// Operators the dispatcher knows that have a `self` overload are methods (`t.add(u)`).
+    fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<BoundOp> {
+        if !name.starts_with("__") && has_method(name) {
+            return Ok(BoundOp {
+                name: name.to_string(),
+                this: slf.clone().into_any().unbind(),
+            });
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+            "'Tensor' object has no attribute '{name}'"
+        )))
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTensor>()?;
+    m.add_class::<NumpyExport>()?;
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(_factory, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(is_tensor, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! `ratten.dtype` and `ratten.device`.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use ratten_core::{Device, ScalarType};
+
+use super::IntoPy;
+
+/// `torch.dtype`: one object per dtype, module attributes `ratten.float32`, ...
+#[pyclass(name = "dtype", module = "ratten", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDtype {
+    pub st: ScalarType,
+}
+
+#[pymethods]
+impl PyDtype {
+    pub fn __repr__(&self) -> String {
+        format!("ratten.{}", self.st.python_name())
+    }
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.st.is_floating_point()
+    }
+    #[getter]
+    fn is_complex(&self) -> bool {
+        self.st.is_complex()
+    }
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.st.is_signed()
+    }
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.st.element_size()
+    }
+    fn to_real(&self) -> PyDtype {
+        PyDtype {
+            st: self.st.to_real(),
+        }
+    }
+    fn to_complex(&self) -> PyResult<PyDtype> {
+        self.st
+            .to_complex()
+            .map(|st| PyDtype { st })
+            .ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "to_complex is not supported for {}",
+                    self.__repr__()
+                ))
+            })
+    }
+}
+
+/// `torch.device`. Strings are accepted wherever a device is expected.
+#[pyclass(name = "device", module = "ratten", frozen)]
+#[derive(Clone, Copy)]
+pub struct PyDevice {
+    pub d: Device,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    #[pyo3(signature = (spec, index=None))]
+    fn new(spec: &Bound<'_, PyAny>, index: Option<i64>) -> PyResult<PyDevice> {
+        let mut d = parse_device(spec)?;
+        if let Some(i) = index {
+            let i = i8::try_from(i).map_err(|_| {
+                pyo3::exceptions::PyRuntimeError::new_err(format!("Device index {i} out of range"))
+            })?;
+            d = Device::new(d.device_type, i).py()?;
+        }
+        Ok(PyDevice { d })
+    }
+    #[getter]
+    fn r#type(&self) -> String {
+        self.d.device_type.to_string()
+    }
+    #[getter]
+    fn index(&self) -> Option<i64> {
+        self.d.has_index().then_some(self.d.index as i64)
+    }
+    fn __repr__(&self) -> String {
+        self.d.repr()
+    }
+    fn __str__(&self) -> String {
+        self.d.to_string()
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        parse_device(other).is_ok_and(|o| o == self.d)
+    }
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.d.to_string().hash(&mut h);
+        h.finish()
+    }
+}
+
+/// A device from a `ratten.device`, a string (`"cpu"`, `"cuda:1"`) or an index.
+pub fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(d) = obj.downcast::<PyDevice>() {
+        return Ok(d.get().d);
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Device::parse(s.to_str()?).py();
+    }
+    if let Ok(i) = obj.extract::<i64>() {
+        // torch: a bare index means a CUDA device.
+        let i = i8::try_from(i)
+            .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("Device index out of range"))?;
+        return Device::cuda(i).py();
+    }
+    Err(PyTypeError::new_err(format!(
+        "Expected a torch.device, a string or an int, got {}",
+        obj.get_type().name()?
+    )))
+}
+
+static DTYPES: pyo3::sync::GILOnceCell<Vec<(ScalarType, Py<PyDtype>)>> =
+    pyo3::sync::GILOnceCell::new();
+
+/// The one `ratten.dtype` object of `st` (so `t.dtype is ratten.float32`).
+pub fn dtype_object(py: Python<'_>, st: ScalarType) -> PyResult<Py<PyDtype>> {
+    let all = DTYPES.get_or_try_init(py, || {
+        ScalarType::ALL
+            .iter()
+            .map(|&st| Ok((st, Py::new(py, PyDtype { st })?)))
+            .collect::<PyResult<Vec<_>>>()
+    })?;
+    all.iter()
+        .find(|(s, _)| *s == st)
+        .map(|(_, o)| o.clone_ref(py))
+        .ok_or_else(|| PyTypeError::new_err(format!("no dtype object for {st}")))
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDtype>()?;
+    m.add_class::<PyDevice>()?;
+    let py = m.py();
+    let dtypes = pyo3::types::PyDict::new(py);
+    for st in ScalarType::ALL {
+        dtypes.set_item(st.python_name(), dtype_object(py, st)?)?;
+    }
+    // torch's aliases.
+    for (alias, name) in [
+        ("float", "float32"),
+        ("double", "float64"),
+        ("half", "float16"),
+        ("short", "int16"),
+        ("int", "int32"),
+        ("long", "int64"),
+        ("cfloat", "complex64"),
+        ("cdouble", "complex128"),
+        ("chalf", "complex32"),
+    ] {
+        let st = ScalarType::from_name(name)
+            .ok_or_else(|| PyTypeError::new_err(format!("unknown dtype {name}")))?;
+        dtypes.set_item(alias, dtype_object(py, st)?)?;
+    }
+    m.add("_dtypes", dtypes)?;
+    Ok(())
+}

@@ -1,0 +1,165 @@
+"""ratten vs numpy (and torch, when installed), timed in one run.
+
+    python python/bench/bench.py [--quick]
+
+Cases: `a + b` and `add(a, b, out=c)` on 1-element tensors (the binding's overhead), and the
+large cases of the TensorIterator issue (16M-element f32 add into out and functional,
+4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
+broadcast), with 1 and 2 threads. Prints the best time of several repeats per case and the
+ratios ratten/numpy and ratten/torch.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import ratten
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def best(fn, number, repeat):
+    """Best mean time per call over `repeat` runs of `number` calls, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return min(times)
+
+
+def fmt(t):
+    if t is None:
+        return "n/a"
+    if t < 1e-3:
+        return f"{t * 1e6:8.2f} us"
+    return f"{t * 1e3:8.2f} ms"
+
+
+def ratio(a, b):
+    return "n/a" if a is None or b is None else f"{a / b:5.2f}x"
+
+
+def run_case(name, make, number, repeat):
+    """make(lib) -> callable or None (lib in 'ratten', 'numpy', 'torch')."""
+    res = {}
+    for lib in ("ratten", "numpy", "torch"):
+        if lib == "torch" and torch is None:
+            res[lib] = None
+            continue
+        try:
+            fn = make(lib)
+        except NotImplementedError as e:
+            print(f"  [{lib}] {name}: {e}", file=sys.stderr)
+            fn = None
+        res[lib] = None if fn is None else best(fn, number, repeat)
+    print(
+        f"{name:44s} ratten {fmt(res['ratten'])}  numpy {fmt(res['numpy'])}  torch {fmt(res['torch'])}"
+        f"   ratten/numpy {ratio(res['ratten'], res['numpy'])}  ratten/torch {ratio(res['ratten'], res['torch'])}"
+    )
+    return res
+
+
+NP = {"float32": np.float32, "int32": np.int32, "float16": np.float16}
+
+
+def arrays(lib, shapes_dtypes, transpose_second=False):
+    out = []
+    for i, (shape, dt) in enumerate(shapes_dtypes):
+        if dt == "bfloat16":
+            # numpy has no bfloat16: a constant tensor times the same.
+            mod = ratten if lib == "ratten" else torch
+            out.append(mod.full(shape, 3.0, dtype=mod.bfloat16))
+            continue
+        a = (np.arange(int(np.prod(shape))) % 7).astype(NP.get(dt, np.float32)).reshape(shape)
+        if lib == "numpy":
+            x = a
+        elif lib == "torch":
+            x = torch.from_numpy(a)
+        else:
+            x = ratten.from_numpy(a)
+        if transpose_second and i == 1:
+            x = x.T if lib == "numpy" else x.t()
+        out.append(x)
+    return out
+
+
+def add_fn(lib, a, b, out=None):
+    if lib == "numpy":
+        return (lambda: np.add(a, b, out=out)) if out is not None else (lambda: a + b)
+    mod = ratten if lib == "ratten" else torch
+    if lib == "ratten" and not ratten._C._has_op("add"):
+        raise NotImplementedError("aten::add is not registered in this build of ratten")
+    return (lambda: mod.add(a, b, out=out)) if out is not None else (lambda: a + b)
+
+
+def empty(lib, shape, dt):
+    if lib == "numpy":
+        return np.empty(shape, dtype=NP[dt])
+    mod = ratten if lib == "ratten" else torch
+    return mod.empty(*shape, dtype=getattr(mod, dt))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    args = p.parse_args()
+    rep_small, rep_large = (3, 2) if args.quick else (7, 5)
+    n_small = 20000 if not args.quick else 2000
+
+    print(f"ratten vs numpy {np.__version__}" + (f" vs torch {torch.__version__}" if torch else " (torch not installed)"))
+    print("== 1-element tensors (binding overhead)")
+    run_case("a + b (float32, 1 element)", lambda lib: add_fn(lib, *arrays(lib, [((1,), "float32")] * 2)), n_small, rep_small)
+
+    def small_out(lib):
+        a, b = arrays(lib, [((1,), "float32")] * 2)
+        return add_fn(lib, a, b, out=empty(lib, (1,), "float32"))
+
+    run_case("add(a, b, out=c) (float32, 1 element)", small_out, n_small, rep_small)
+
+    n = 16 * 1024 * 1024
+    for threads in (1, 2):
+        ratten.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
+        print(f"== large cases, {threads} thread(s) (numpy is single-threaded)")
+
+        def c_out(lib, dt_a="float32", dt_b="float32", dt_out="float32"):
+            a, b = arrays(lib, [((n,), dt_a), ((n,), dt_b)])
+            return add_fn(lib, a, b, out=empty(lib, (n,), dt_out))
+
+        run_case("f32 add 16M into out", c_out, 1, rep_large)
+        run_case("f32 add 16M functional", lambda lib: add_fn(lib, *arrays(lib, [((n,), "float32")] * 2)), 1, rep_large)
+
+        def transposed(lib):
+            a, b = arrays(lib, [((4096, 4096), "float32")] * 2, transpose_second=True)
+            return add_fn(lib, a, b, out=empty(lib, (4096, 4096), "float32"))
+
+        run_case("4096x4096 + transposed into out", transposed, 1, rep_large)
+        run_case("int32 + float32 16M into out", lambda lib: c_out(lib, "int32", "float32"), 1, rep_large)
+        run_case("float16 16M into out", lambda lib: c_out(lib, "float16", "float16", "float16"), 1, rep_large)
+
+        def bf16(lib):
+            if lib == "numpy":
+                return None  # numpy has no bfloat16
+            a, b = arrays(lib, [((n,), "bfloat16")] * 2)
+            mod = ratten if lib == "ratten" else torch
+            return add_fn(lib, a, b, out=mod.empty(n, dtype=mod.bfloat16))
+
+        run_case("bfloat16 16M into out", bf16, 1, rep_large)
+
+        def bcast(lib):
+            a, b = arrays(lib, [((4096, 1), "float32"), ((1, 4096), "float32")])
+            return add_fn(lib, a, b, out=empty(lib, (4096, 4096), "float32"))
+
+        run_case("4096x1 + 1x4096 broadcast into out", bcast, 1, rep_large)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""ratten: PyTorch's operator system in Rust, with a torch-like Python API.
+
+The native part is ``ratten._C`` (crates/ratten-py). Operators are not listed here: every
+operator the dispatcher has a schema for is a function of this module (``ratten.add``) and,
+when it takes ``Tensor self``, a method of ``Tensor`` (``t.add``), parsed against its
+schemas at run time by ratten's PythonArgParser.
+"""
+
+from . import _C
+from ._C import (
+    Tensor,
+    device,
+    dtype,
+    from_numpy,
+    get_num_threads,
+    initial_seed,
+    is_tensor,
+    manual_seed,
+    set_num_threads,
+    tensor,
+)
+
+# Dtypes as module attributes: ratten.float32, ratten.long, ...
+globals().update(_C._dtypes)
+
+__all__ = [
+    "Tensor",
+    "arange",
+    "device",
+    "dtype",
+    "empty",
+    "from_numpy",
+    "full",
+    "get_num_threads",
+    "initial_seed",
+    "is_tensor",
+    "manual_seed",
+    "ones",
+    "rand",
+    "randn",
+    "set_num_threads",
+    "tensor",
+    "zeros",
+] + sorted(_C._dtypes)
+
+
+def zeros(*args, **kwargs):
+    """zeros(*size, *, dtype=None, device=None) -> Tensor"""
+    return _C._factory("zeros", *args, **kwargs)
+
+
+def ones(*args, **kwargs):
+    """ones(*size, *, dtype=None, device=None) -> Tensor"""
+    return _C._factory("ones", *args, **kwargs)
+
+
+def empty(*args, **kwargs):
+    """empty(*size, *, dtype=None, device=None) -> Tensor"""
+    return _C._factory("empty", *args, **kwargs)
+
+
+def full(*args, **kwargs):
+    """full(size, fill_value, *, dtype=None, device=None) -> Tensor"""
+    return _C._factory("full", *args, **kwargs)
+
+
+def arange(*args, **kwargs):
+    """arange(end) / arange(start, end) / arange(start, end, step=1), *, dtype=None, device=None"""
+    return _C._factory("arange", *args, **kwargs)
+
+
+def rand(*args, **kwargs):
+    """rand(*size, *, dtype=None, device=None) -> Tensor: uniform [0, 1), torch's sequence."""
+    return _C._factory("rand", *args, **kwargs)
+
+
+def randn(*args, **kwargs):
+    """randn(*size, *, dtype=None, device=None) -> Tensor: standard normal, torch's sequence."""
+    return _C._factory("randn", *args, **kwargs)
+
+
+class _OpFunction:
+    """A module-level operator function (``ratten.add``) bound by name to the dispatcher."""
+
+    __slots__ = ("__name__", "_qualified")
+
+    def __init__(self, name, qualified):
+        self.__name__ = name
+        self._qualified = qualified
+
+    def __call__(self, *args, **kwargs):
+        return _C._call_op(self._qualified, *args, **kwargs)
+
+    def __repr__(self):
+        return f"<built-in method {self.__name__} of ratten>"
+
+    @property
+    def __doc__(self):
+        sigs = _C._op_signatures(self._qualified)
+        return "\n".join(f"{self.__name__}{s}" for s in sigs)
+
+
+def __getattr__(name):
+    # Operators registered with the dispatcher (statically or at run time) are looked up by
+    # name on first use.
+    if not name.startswith("__") and _C._has_op(name):
+        return _OpFunction(name, name)
+    raise AttributeError(f"module 'ratten' has no attribute '{name}'")
+
+
+class _Namespace:
+    """``ratten.ops.<ns>.<op>``: operators of any namespace, as torch.ops."""
+
+    def __init__(self, ns):
+        self._ns = ns
+
+    def __getattr__(self, name):
+        q = f"{self._ns}::{name}"
+        if _C._has_op(q):
+            return _OpFunction(name, q)
+        raise AttributeError(f"'_OpNamespace' '{self._ns}' object has no attribute '{name}'")
+
+
+class _Ops:
+    def __getattr__(self, ns):
+        if ns.startswith("__"):
+            raise AttributeError(ns)
+        return _Namespace(ns)
+
+
+ops = _Ops()
