@@ -1,7 +1,12 @@
 //! Native kernels (aten/src/ATen/native).
 
+pub mod binary_ops;
+pub mod copy;
+pub mod cpu;
 pub mod factory;
+pub mod pointwise;
 pub mod type_properties;
+pub mod unary_ops;
 pub mod view;
 pub mod simple_binary;
 pub mod simple_loops;

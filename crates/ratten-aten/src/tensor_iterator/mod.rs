@@ -1261,6 +1261,10 @@ impl TensorIteratorBase {
     pub fn device(&self) -> Device {
         self.common_device
     }
+    /// The device type a DispatchStub selects its kernel by.
+    pub fn device_type(&self) -> ratten_core::DeviceType {
+        self.common_device.device_type
+    }
     pub fn is_meta(&self) -> bool {
         self.is_meta
     }

@@ -1,0 +1,625 @@
+//! Binary pointwise kernels (BinaryOpsKernel.cpp) and their DispatchStubs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ratten_core::dtype::{c128, c64};
+use ratten_core::{Error, Result, Scalar, ScalarType};
+
+use super::{cast, cpu_binary, not_implemented, Elem};
+use crate::dispatch_opmath;
+use crate::dispatch_stub::{DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
+use crate::tensor_iterator::TensorIteratorBase;
+
+/// `structured_binary_fn_alpha`.
+pub type BinaryFnAlpha = fn(&TensorIteratorBase, &Scalar) -> Result<()>;
+/// `structured_binary_fn`.
+pub type BinaryFn = fn(&TensorIteratorBase) -> Result<()>;
+
+/// Declares a stub whose three CPU variants are `$kernel` compiled for each ISA.
+macro_rules! stub {
+    ($(#[$m:meta])* $name:ident, $str:literal, $ty:ty, $kernel:ident) => {
+        $(#[$m])*
+        pub static $name: DispatchStub<$ty> = DispatchStub::new(
+            $str,
+            $kernel::<IsaDefault>,
+            $kernel::<IsaAvx2>,
+            $kernel::<IsaAvx512>,
+        );
+    };
+}
+pub(crate) use stub;
+
+/// Arithmetic in the computation type: wrapping for integers (C++'s two's-complement
+/// behaviour), IEEE for floats, `or`/`and` for bool.
+pub trait Arith: Elem {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+}
+
+macro_rules! arith_int {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+        }
+    )*};
+}
+arith_int!(u8, i8, i16, i32, i64);
+macro_rules! arith_float {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+        }
+    )*};
+}
+arith_float!(f32, f64, c64, c128);
+impl Arith for bool {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self ^ o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self & o
+    }
+}
+
+/// The alpha scalar in the computation type (`alpha.to<opmath_t>()`).
+fn scalar_as<M: Elem>(s: &Scalar) -> M {
+    match *s {
+        Scalar::Bool(b) => M::from_bool(b),
+        Scalar::Int(i) => M::from_i64(i),
+        Scalar::Double(d) => M::from_f64(d),
+        Scalar::ComplexDouble(z) => M::from_c(z),
+    }
+}
+
+fn add_kernel<I: Isa>(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    dispatch_opmath!(dt, M => {
+        let a: M = scalar_as(alpha);
+        if a == M::from_i64(1) {
+            cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.add(y))
+        } else {
+            cpu_binary::<I, M, M>(iter, #[inline(always)] move |x, y| x.add(a.mul(y)))
+        }
+    })
+}
+stub!(
+    /// `add_stub` (sub runs it with `-alpha`, as PyTorch does).
+    ADD_STUB, "add_stub", BinaryFnAlpha, add_kernel
+);
+
+fn mul_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    dispatch_opmath!(dt, M => cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.mul(y)))
+}
+stub!(MUL_STUB, "mul_stub", BinaryFn, mul_kernel);
+
+/// Float and complex division.
+pub trait FloatDiv: Elem {
+    fn div(self, o: Self) -> Self;
+}
+impl FloatDiv for f32 {
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+}
+impl FloatDiv for f64 {
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+}
+impl FloatDiv for c64 {
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        let r: c128 = cast::<c64, c128>(self) / cast::<c64, c128>(o);
+        cast(r)
+    }
+}
+impl FloatDiv for c128 {
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+}
+
+fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x / y),
+        ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |x, y| x.div(y)),
+        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |x, y| x / y),
+        _ => Err(not_implemented("div_true_cpu", dt)),
+    }
+}
+stub!(DIV_TRUE_STUB, "div_true_stub", BinaryFn, div_true_kernel);
+
+/// Integer division helpers with PyTorch's semantics (trunc / floor, and the C++ remainder).
+pub trait IntDiv: Elem {
+    fn is_zero(self) -> bool;
+    fn div_trunc(self, o: Self) -> Self;
+    fn floor_div(self, o: Self) -> Self;
+    /// Python's `%` (sign of the divisor).
+    fn remainder(self, o: Self) -> Self;
+    /// C's `%` (sign of the dividend).
+    fn fmod(self, o: Self) -> Self;
+}
+macro_rules! int_div {
+    ($($t:ty),*) => {$(
+        impl IntDiv for $t {
+            #[inline(always)] fn is_zero(self) -> bool { self == 0 }
+            #[inline(always)] fn div_trunc(self, o: Self) -> Self { self.wrapping_div(o) }
+            #[inline(always)] fn floor_div(self, o: Self) -> Self {
+                let q = self.wrapping_div(o);
+                let r = self.wrapping_rem(o);
+                #[allow(unused_comparisons)]
+                if r != 0 && ((r < 0) != (o < 0)) { q.wrapping_sub(1) } else { q }
+            }
+            #[inline(always)] fn remainder(self, o: Self) -> Self {
+                let r = self.wrapping_rem(o);
+                #[allow(unused_comparisons)]
+                if r != 0 && ((r < 0) != (o < 0)) { r.wrapping_add(o) } else { r }
+            }
+            #[inline(always)] fn fmod(self, o: Self) -> Self { self.wrapping_rem(o) }
+        }
+    )*};
+}
+int_div!(u8, i8, i16, i32, i64);
+
+/// Float `floor_divide` with PyTorch's `div_floor_floating` (Python's `//`).
+#[inline(always)]
+fn div_floor_f64(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
+    }
+}
+#[inline(always)]
+fn div_floor_f32(a: f32, b: f32) -> f32 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f32.copysign(a / b)
+    }
+}
+#[inline(always)]
+fn remainder_f64(a: f64, b: f64) -> f64 {
+    let m = a % b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        m + b
+    } else {
+        m
+    }
+}
+#[inline(always)]
+fn remainder_f32(a: f32, b: f32) -> f32 {
+    let m = a % b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        m + b
+    } else {
+        m
+    }
+}
+
+/// Runs an integer kernel that may divide by zero; PyTorch raises `ZeroDivisionError` (a
+/// RuntimeError with that text) from inside the loop.
+fn int_div_loop<I: Isa, M: IntDiv>(
+    iter: &TensorIteratorBase,
+    f: impl Fn(M, M) -> M + Sync,
+) -> Result<()> {
+    let zero = AtomicBool::new(false);
+    cpu_binary::<I, M, M>(iter, |x, y| {
+        if y.is_zero() {
+            zero.store(true, Ordering::Relaxed);
+            M::default()
+        } else {
+            f(x, y)
+        }
+    })?;
+    if zero.load(Ordering::Relaxed) {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+macro_rules! int_dispatch {
+    ($dt:expr, $name:expr, $M:ident => $body:expr) => {
+        match $dt {
+            ScalarType::Byte => {
+                type $M = u8;
+                $body
+            }
+            ScalarType::Char => {
+                type $M = i8;
+                $body
+            }
+            ScalarType::Short => {
+                type $M = i16;
+                $body
+            }
+            ScalarType::Int => {
+                type $M = i32;
+                $body
+            }
+            ScalarType::Long => {
+                type $M = i64;
+                $body
+            }
+            other => Err(not_implemented($name, other)),
+        }
+    };
+}
+
+fn div_trunc_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| (x / y).trunc()),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| (x / y).trunc()),
+        ScalarType::Bool => Err(not_implemented("div_trunc_cpu", dt)),
+        _ => {
+            int_dispatch!(dt, "div_trunc_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.div_trunc(y)))
+        }
+    }
+}
+stub!(DIV_TRUNC_STUB, "div_trunc_stub", BinaryFn, div_trunc_kernel);
+
+fn div_floor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, div_floor_f32),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, div_floor_f64),
+        ScalarType::Bool => Err(not_implemented("div_floor_cpu", dt)),
+        _ => {
+            int_dispatch!(dt, "div_floor_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.floor_div(y)))
+        }
+    }
+}
+stub!(DIV_FLOOR_STUB, "div_floor_stub", BinaryFn, div_floor_kernel);
+
+fn remainder_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, remainder_f32),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, remainder_f64),
+        ScalarType::Bool => Err(not_implemented("remainder_cpu", dt)),
+        _ => {
+            int_dispatch!(dt, "remainder_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.remainder(y)))
+        }
+    }
+}
+stub!(REMAINDER_STUB, "remainder_stub", BinaryFn, remainder_kernel);
+
+fn fmod_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x % y),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x % y),
+        ScalarType::Bool => Err(not_implemented("fmod_cpu", dt)),
+        _ => int_dispatch!(dt, "fmod_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.fmod(y))),
+    }
+}
+stub!(FMOD_STUB, "fmod_stub", BinaryFn, fmod_kernel);
+
+/// Ordering for comparisons and maximum/minimum (real types).
+pub trait Real: Elem + PartialOrd {
+    fn is_nan(self) -> bool;
+}
+macro_rules! real {
+    ($($t:ty: $nan:expr),*) => {$(
+        impl Real for $t {
+            #[inline(always)] fn is_nan(self) -> bool { let f: fn($t) -> bool = $nan; f(self) }
+        }
+    )*};
+}
+real!(u8: |_| false, i8: |_| false, i16: |_| false, i32: |_| false, i64: |_| false,
+      bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan());
+
+macro_rules! real_dispatch {
+    ($dt:expr, $name:expr, $M:ident => $body:expr) => {
+        match super::opmath_dtype($dt) {
+            ScalarType::Byte => {
+                type $M = u8;
+                $body
+            }
+            ScalarType::Char => {
+                type $M = i8;
+                $body
+            }
+            ScalarType::Short => {
+                type $M = i16;
+                $body
+            }
+            ScalarType::Int => {
+                type $M = i32;
+                $body
+            }
+            ScalarType::Long => {
+                type $M = i64;
+                $body
+            }
+            ScalarType::Bool => {
+                type $M = bool;
+                $body
+            }
+            ScalarType::Float => {
+                type $M = f32;
+                $body
+            }
+            ScalarType::Double => {
+                type $M = f64;
+                $body
+            }
+            _ => Err(not_implemented($name, $dt)),
+        }
+    };
+}
+pub(crate) use real_dispatch;
+
+fn maximum_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    real_dispatch!(dt, "maximum_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| {
+        if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
+    }))
+}
+stub!(MAXIMUM_STUB, "maximum_stub", BinaryFn, maximum_kernel);
+
+fn minimum_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    real_dispatch!(dt, "minimum_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| {
+        if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
+    }))
+}
+stub!(MINIMUM_STUB, "minimum_stub", BinaryFn, minimum_kernel);
+
+/// Which comparison a kernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Comparison kernels write bool (or, with a non-bool out=, the cast of the bool).
+fn compare<I: Isa>(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    let complex = |f: fn(c128, c128) -> bool| cpu_binary::<I, c128, bool>(iter, f);
+    if dt.is_complex() {
+        return match op {
+            CmpOp::Eq => complex(|a, b| a == b),
+            CmpOp::Ne => complex(|a, b| a != b),
+            _ => Err(not_implemented(name, dt)),
+        };
+    }
+    real_dispatch!(dt, name, M => match op {
+        CmpOp::Eq => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a == b),
+        CmpOp::Ne => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a != b),
+        CmpOp::Lt => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a < b),
+        CmpOp::Le => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a <= b),
+        CmpOp::Gt => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a > b),
+        CmpOp::Ge => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a >= b),
+    })
+}
+fn eq_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Eq, "eq_cpu")
+}
+fn ne_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Ne, "ne_cpu")
+}
+fn lt_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Lt, "lt_cpu")
+}
+fn le_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Le, "le_cpu")
+}
+fn gt_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Gt, "gt_cpu")
+}
+fn ge_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    compare::<I>(iter, CmpOp::Ge, "ge_cpu")
+}
+stub!(EQ_STUB, "eq_stub", BinaryFn, eq_kernel);
+stub!(NE_STUB, "ne_stub", BinaryFn, ne_kernel);
+stub!(LT_STUB, "lt_stub", BinaryFn, lt_kernel);
+stub!(LE_STUB, "le_stub", BinaryFn, le_kernel);
+stub!(GT_STUB, "gt_stub", BinaryFn, gt_kernel);
+stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
+
+/// Logical ops read every input as bool (any dtype, cast by the driver) and write bool or the
+/// output's dtype. The iterator for them does not promote, so inputs keep their dtypes.
+fn logical<I: Isa>(iter: &TensorIteratorBase, f: fn(bool, bool) -> bool) -> Result<()> {
+    cpu_binary::<I, bool, bool>(iter, f)
+}
+fn logical_and_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    logical::<I>(iter, |a, b| a & b)
+}
+fn logical_or_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    logical::<I>(iter, |a, b| a | b)
+}
+fn logical_xor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    logical::<I>(iter, |a, b| a ^ b)
+}
+stub!(
+    LOGICAL_AND_STUB,
+    "logical_and_stub",
+    BinaryFn,
+    logical_and_kernel
+);
+stub!(
+    LOGICAL_OR_STUB,
+    "logical_or_stub",
+    BinaryFn,
+    logical_or_kernel
+);
+stub!(
+    LOGICAL_XOR_STUB,
+    "logical_xor_stub",
+    BinaryFn,
+    logical_xor_kernel
+);
+
+/// Bitwise ops: integral and bool dtypes only.
+pub trait Bits: Elem {
+    fn and(self, o: Self) -> Self;
+    fn or(self, o: Self) -> Self;
+    fn xor(self, o: Self) -> Self;
+    fn not(self) -> Self;
+}
+macro_rules! bits {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline(always)] fn and(self, o: Self) -> Self { self & o }
+            #[inline(always)] fn or(self, o: Self) -> Self { self | o }
+            #[inline(always)] fn xor(self, o: Self) -> Self { self ^ o }
+            #[inline(always)] fn not(self) -> Self { !self }
+        }
+    )*};
+}
+bits!(u8, i8, i16, i32, i64, bool);
+
+macro_rules! bits_dispatch {
+    ($dt:expr, $name:expr, $M:ident => $body:expr) => {
+        match $dt {
+            ScalarType::Byte => {
+                type $M = u8;
+                $body
+            }
+            ScalarType::Char => {
+                type $M = i8;
+                $body
+            }
+            ScalarType::Short => {
+                type $M = i16;
+                $body
+            }
+            ScalarType::Int => {
+                type $M = i32;
+                $body
+            }
+            ScalarType::Long => {
+                type $M = i64;
+                $body
+            }
+            ScalarType::Bool => {
+                type $M = bool;
+                $body
+            }
+            other => Err(not_implemented($name, other)),
+        }
+    };
+}
+pub(crate) use bits_dispatch;
+
+fn bitwise_and_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    bits_dispatch!(dt, "bitwise_and_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.and(b)))
+}
+fn bitwise_or_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    bits_dispatch!(dt, "bitwise_or_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.or(b)))
+}
+fn bitwise_xor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    bits_dispatch!(dt, "bitwise_xor_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.xor(b)))
+}
+stub!(
+    BITWISE_AND_STUB,
+    "bitwise_and_stub",
+    BinaryFn,
+    bitwise_and_kernel
+);
+stub!(
+    BITWISE_OR_STUB,
+    "bitwise_or_stub",
+    BinaryFn,
+    bitwise_or_kernel
+);
+stub!(
+    BITWISE_XOR_STUB,
+    "bitwise_xor_stub",
+    BinaryFn,
+    bitwise_xor_kernel
+);
+
+/// `pow` for floats and complex (integer powers are computed by repeated squaring).
+fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |a, b| a.powf(b)),
+        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |a, b| a.powf(b)),
+        ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |a, b| {
+            cast::<c128, c64>(cast::<c64, c128>(a).powc(cast::<c64, c128>(b)))
+        }),
+        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |a, b| a.powc(b)),
+        ScalarType::Bool => Err(not_implemented("pow", dt)),
+        _ => int_dispatch!(dt, "pow", M => {
+            let zero = AtomicBool::new(false);
+            cpu_binary::<I, M, M>(iter, |a: M, b: M| {
+                let (base, mut exp) = (a.to_i64(), b.to_i64());
+                if exp < 0 {
+                    // PyTorch: a negative integer power is 1 for base 1, (+-1) for -1, else 0
+                    // (and an error for base 0, checked in the front end).
+                    return M::from_i64(match base {
+                        1 => 1,
+                        -1 => if exp % 2 == 0 { 1 } else { -1 },
+                        0 => { zero.store(true, Ordering::Relaxed); 0 }
+                        _ => 0,
+                    });
+                }
+                let (mut result, mut b2) = (1i64, base);
+                while exp > 0 {
+                    if exp & 1 == 1 { result = result.wrapping_mul(b2); }
+                    b2 = b2.wrapping_mul(b2);
+                    exp >>= 1;
+                }
+                M::from_i64(result)
+            })?;
+            if zero.load(Ordering::Relaxed) {
+                return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+            }
+            Ok(())
+        }),
+    }
+}
+stub!(POW_STUB, "pow_tensor_tensor_stub", BinaryFn, pow_kernel);

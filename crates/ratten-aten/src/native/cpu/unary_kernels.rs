@@ -1,0 +1,387 @@
+//! Unary, ternary and copy kernels (UnaryOpsKernel.cpp, PointwiseOpsKernel.cpp,
+//! TensorCompareKernel.cpp, Copy.cpp) and their DispatchStubs.
+
+use ratten_core::dtype::{c128, c64};
+use ratten_core::{Result, Scalar, ScalarType};
+
+use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
+use super::{cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, Elem};
+use crate::dispatch_opmath;
+use crate::dispatch_stub::{DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
+use crate::tensor_iterator::TensorIteratorBase;
+
+/// `unary_fn` (the stubs of the unary family).
+pub type UnaryFn = fn(&TensorIteratorBase) -> Result<()>;
+/// Kernels that take a scalar (fill, lerp weight, addcmul value).
+pub type ScalarFn = fn(&TensorIteratorBase, &Scalar) -> Result<()>;
+/// `clamp_scalar_stub`: optional min and max.
+pub type ClampScalarFn = fn(&TensorIteratorBase, Option<&Scalar>, Option<&Scalar>) -> Result<()>;
+
+fn scalar_as<M: Elem>(s: &Scalar) -> M {
+    match *s {
+        Scalar::Bool(b) => M::from_bool(b),
+        Scalar::Int(i) => M::from_i64(i),
+        Scalar::Double(d) => M::from_f64(d),
+        Scalar::ComplexDouble(z) => M::from_c(z),
+    }
+}
+
+/// `copy_` (with dtype conversion): the driver's casts do the work; the computation type is
+/// the destination's opmath type so a same-dtype copy is a straight memory copy.
+fn copy_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dst = iter.dtype(0);
+    let src = iter.dtype(1);
+    if dst == src && !dst.is_reduced_floating_point() && dst != ScalarType::ComplexHalf {
+        dispatch_opmath!(dst, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+    } else if src.is_complex() && dst.is_complex() {
+        cpu_unary::<I, c128, c128>(iter, |x| x)
+    } else {
+        // Through the wider of the two opmath types, so no precision is lost on the way.
+        match (opmath_rank(src) >= opmath_rank(dst), src) {
+            (true, s) => {
+                dispatch_opmath!(s, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+            }
+            (false, _) => {
+                dispatch_opmath!(dst, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+            }
+        }
+    }
+}
+stub!(COPY_STUB, "copy_stub", UnaryFn, copy_kernel);
+
+/// Orders opmath types so a conversion through the wider one is exact for both ends.
+fn opmath_rank(d: ScalarType) -> u8 {
+    match d {
+        ScalarType::Bool => 0,
+        ScalarType::Byte | ScalarType::Char => 1,
+        ScalarType::Short => 2,
+        ScalarType::Int => 3,
+        ScalarType::Half | ScalarType::BFloat16 | ScalarType::Float => 4,
+        ScalarType::Long => 5,
+        ScalarType::Double => 6,
+        ScalarType::ComplexHalf | ScalarType::ComplexFloat => 7,
+        ScalarType::ComplexDouble => 8,
+    }
+}
+
+/// `fill_stub`: a nullary loop writing one value (converted by c10's checked conversion in the
+/// front end).
+fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+    let dt = iter.dtype(0);
+    ratten_core::dispatch_all_types!(dt, T => {
+        let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
+        iter.for_each(&|data, strides, n0, n1| {
+            for j in 0..n1 {
+                for i in 0..n0 {
+                    let p = data[0]
+                        .wrapping_offset(i as isize * strides[0] + j as isize * strides[1]);
+                    // SAFETY: element (i, j) of the output of a valid 2-D loop.
+                    unsafe { p.cast::<T>().write(v) };
+                }
+            }
+        }, crate::tensor_iterator::GRAIN_SIZE)
+    })
+}
+stub!(FILL_STUB, "fill_stub", ScalarFn, fill_kernel);
+
+fn neg_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    if dt == ScalarType::Bool {
+        return Err(not_implemented("neg_cpu", dt));
+    }
+    dispatch_opmath!(dt, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| M::default().sub(x)))
+}
+stub!(NEG_STUB, "neg_stub", UnaryFn, neg_kernel);
+
+fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    if dt.is_complex() {
+        return Err(not_implemented("abs_cpu", dt));
+    }
+    real_dispatch!(dt, "abs_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
+        if x < M::default() { M::default().sub(x) } else { x }
+    }))
+}
+stub!(ABS_STUB, "abs_stub", UnaryFn, abs_kernel);
+
+fn sign_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    real_dispatch!(dt, "sign_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
+        let z = M::default();
+        let pos = M::from_bool(z < x);
+        let neg = M::from_bool(x < z);
+        if x.is_nan() { x } else { pos.sub(neg) }
+    }))
+}
+stub!(SIGN_STUB, "sign_stub", UnaryFn, sign_kernel);
+
+fn bitwise_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    bits_dispatch!(dt, "bitwise_not_cpu", M => cpu_unary::<I, M, M>(iter, |x: M| x.not()))
+}
+stub!(
+    BITWISE_NOT_STUB,
+    "bitwise_not_stub",
+    UnaryFn,
+    bitwise_not_kernel
+);
+
+fn logical_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    cpu_unary::<I, bool, bool>(iter, |x| !x)
+}
+stub!(
+    LOGICAL_NOT_STUB,
+    "logical_not_stub",
+    UnaryFn,
+    logical_not_kernel
+);
+
+/// The floating unary family: each op for f32 and f64 (half and bfloat16 through f32), and
+/// for complex where it is defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatUnary {
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Sigmoid,
+}
+
+impl FloatUnary {
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatUnary::Exp => "exp_vml_cpu",
+            FloatUnary::Log => "log_vml_cpu",
+            FloatUnary::Log1p => "log1p_vml_cpu",
+            FloatUnary::Expm1 => "expm1_vml_cpu",
+            FloatUnary::Sqrt => "sqrt_vml_cpu",
+            FloatUnary::Rsqrt => "rsqrt_cpu",
+            FloatUnary::Sin => "sin_vml_cpu",
+            FloatUnary::Cos => "cos_vml_cpu",
+            FloatUnary::Tan => "tan_vml_cpu",
+            FloatUnary::Tanh => "tanh_vml_cpu",
+            FloatUnary::Sigmoid => "sigmoid_cpu",
+        }
+    }
+}
+
+macro_rules! float_fn {
+    ($op:expr, $t:ty) => {{
+        let f: fn($t) -> $t = match $op {
+            FloatUnary::Exp => |x| x.exp(),
+            FloatUnary::Log => |x| x.ln(),
+            FloatUnary::Log1p => |x| x.ln_1p(),
+            FloatUnary::Expm1 => |x| x.exp_m1(),
+            FloatUnary::Sqrt => |x| x.sqrt(),
+            FloatUnary::Rsqrt => |x| 1.0 / x.sqrt(),
+            FloatUnary::Sin => |x| x.sin(),
+            FloatUnary::Cos => |x| x.cos(),
+            FloatUnary::Tan => |x| x.tan(),
+            FloatUnary::Tanh => |x| x.tanh(),
+            FloatUnary::Sigmoid => |x| 1.0 / (1.0 + (-x).exp()),
+        };
+        f
+    }};
+}
+
+fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
+    Some(match op {
+        FloatUnary::Exp => |x: c128| x.exp(),
+        FloatUnary::Log => |x: c128| x.ln(),
+        FloatUnary::Sqrt => |x: c128| x.sqrt(),
+        FloatUnary::Rsqrt => |x: c128| 1.0 / x.sqrt(),
+        FloatUnary::Sin => |x: c128| x.sin(),
+        FloatUnary::Cos => |x: c128| x.cos(),
+        FloatUnary::Tan => |x: c128| x.tan(),
+        FloatUnary::Tanh => |x: c128| x.tanh(),
+        FloatUnary::Sigmoid => |x: c128| 1.0 / (1.0 + (-x).exp()),
+        FloatUnary::Log1p => |x: c128| (x + 1.0).ln(),
+        FloatUnary::Expm1 => |x: c128| x.exp() - 1.0,
+    })
+}
+
+/// Runs one op of the floating unary family.
+pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_unary::<I, f32, f32>(iter, float_fn!(op, f32)),
+        ScalarType::Double => cpu_unary::<I, f64, f64>(iter, float_fn!(op, f64)),
+        ScalarType::ComplexFloat => match complex_fn(op) {
+            Some(f) => cpu_unary::<I, c64, c64>(iter, move |x| cast(f(cast::<c64, c128>(x)))),
+            None => Err(not_implemented(op.name(), dt)),
+        },
+        ScalarType::ComplexDouble => match complex_fn(op) {
+            Some(f) => cpu_unary::<I, c128, c128>(iter, f),
+            None => Err(not_implemented(op.name(), dt)),
+        },
+        _ => Err(not_implemented(op.name(), dt)),
+    }
+}
+
+macro_rules! float_unary_stub {
+    ($($stub:ident, $name:literal, $kernel:ident, $op:ident;)*) => {$(
+        fn $kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+            float_unary::<I>(iter, FloatUnary::$op)
+        }
+        stub!($stub, $name, UnaryFn, $kernel);
+    )*};
+}
+float_unary_stub! {
+    EXP_STUB, "exp_stub", exp_kernel, Exp;
+    LOG_STUB, "log_stub", log_kernel, Log;
+    LOG1P_STUB, "log1p_stub", log1p_kernel, Log1p;
+    EXPM1_STUB, "expm1_stub", expm1_kernel, Expm1;
+    SQRT_STUB, "sqrt_stub", sqrt_kernel, Sqrt;
+    RSQRT_STUB, "rsqrt_stub", rsqrt_kernel, Rsqrt;
+    SIN_STUB, "sin_stub", sin_kernel, Sin;
+    COS_STUB, "cos_stub", cos_kernel, Cos;
+    TAN_STUB, "tan_stub", tan_kernel, Tan;
+    TANH_STUB, "tanh_stub", tanh_kernel, Tanh;
+    SIGMOID_STUB, "sigmoid_stub", sigmoid_kernel, Sigmoid;
+}
+
+/// `clamp_scalar_stub` (also relu = clamp_min(0)): NaN propagates, as in PyTorch.
+fn clamp_scalar_kernel<I: Isa>(
+    iter: &TensorIteratorBase,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    real_dispatch!(dt, "clamp_scalar_cpu", M => {
+        let lo: Option<M> = min.map(scalar_as);
+        let hi: Option<M> = max.map(scalar_as);
+        cpu_unary::<I, M, M>(iter, move |x: M| {
+            if x.is_nan() {
+                return x;
+            }
+            let mut r = x;
+            if let Some(l) = lo { if r < l || l.is_nan() { r = l; } }
+            if let Some(h) = hi { if r > h || h.is_nan() { r = h; } }
+            r
+        })
+    })
+}
+stub!(
+    CLAMP_SCALAR_STUB,
+    "clamp_scalar_stub",
+    ClampScalarFn,
+    clamp_scalar_kernel
+);
+
+/// `clamp_stub` with tensor bounds: operands (out, self, min, max).
+fn clamp_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    real_dispatch!(dt, "clamp_cpu", M => cpu_ternary::<I, M, M>(iter, |x: M, l: M, h: M| {
+        if x.is_nan() { return x; }
+        let lo = if x < l || l.is_nan() { l } else { x };
+        if lo > h || h.is_nan() { h } else { lo }
+    }))
+}
+stub!(CLAMP_STUB, "clamp_stub", UnaryFn, clamp_kernel);
+
+/// `where_kernel`: operands (out, condition, self, other); condition is read as bool and the
+/// values are in the common dtype of self and other (the front end checked it).
+fn where_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.dtype(0);
+    dispatch_opmath!(dt, M => cpu_ternary::<I, M, M>(iter, |c: M, a: M, b: M| {
+        if c.to_bool() { a } else { b }
+    }))
+}
+stub!(WHERE_STUB, "where_stub", UnaryFn, where_kernel);
+
+/// `lerp_kernel_scalar_weight`: operands (out, self, end); `self + weight * (end - self)`
+/// with PyTorch's two-sided formula for accuracy near weight 1.
+fn lerp_scalar_kernel<I: Isa>(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => {
+            let w: f32 = scalar_as(weight);
+            cpu_binary::<I, f32, f32>(iter, move |s, e| lerp_f32(s, e, w))
+        }
+        ScalarType::Double => {
+            let w: f64 = scalar_as(weight);
+            cpu_binary::<I, f64, f64>(iter, move |s, e| lerp_f64(s, e, w))
+        }
+        _ => Err(not_implemented("lerp_kernel_scalar", dt)),
+    }
+}
+stub!(
+    LERP_SCALAR_STUB,
+    "lerp_kernel_scalar_weight",
+    ScalarFn,
+    lerp_scalar_kernel
+);
+
+#[inline(always)]
+fn lerp_f32(s: f32, e: f32, w: f32) -> f32 {
+    if w.abs() < 0.5 {
+        s + w * (e - s)
+    } else {
+        e - (e - s) * (1.0 - w)
+    }
+}
+#[inline(always)]
+fn lerp_f64(s: f64, e: f64, w: f64) -> f64 {
+    if w.abs() < 0.5 {
+        s + w * (e - s)
+    } else {
+        e - (e - s) * (1.0 - w)
+    }
+}
+
+/// `lerp_kernel_tensor_weight`: operands (out, self, end, weight).
+fn lerp_tensor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_ternary::<I, f32, f32>(iter, lerp_f32),
+        ScalarType::Double => cpu_ternary::<I, f64, f64>(iter, lerp_f64),
+        _ => Err(not_implemented("lerp_kernel_tensor", dt)),
+    }
+}
+stub!(
+    LERP_TENSOR_STUB,
+    "lerp_kernel_tensor_weight",
+    UnaryFn,
+    lerp_tensor_kernel
+);
+
+/// `addcmul_stub`: operands (out, self, tensor1, tensor2); `self + value * t1 * t2`.
+fn addcmul_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    if dt == ScalarType::Bool {
+        return Err(not_implemented("addcmul_cpu_out", dt));
+    }
+    dispatch_opmath!(dt, M => {
+        let v: M = scalar_as(value);
+        cpu_ternary::<I, M, M>(iter, move |s: M, a: M, b: M| s.add(v.mul(a).mul(b)))
+    })
+}
+stub!(ADDCMUL_STUB, "addcmul_stub", ScalarFn, addcmul_kernel);
+
+/// `addcdiv_stub`: `self + value * t1 / t2` (floating and complex; the front end refuses
+/// integer inputs with PyTorch's message).
+fn addcdiv_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+    let dt = iter.computation_dtype()?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => {
+            let v: f32 = scalar_as(value);
+            cpu_ternary::<I, f32, f32>(iter, move |s, a, b| s + v * a / b)
+        }
+        ScalarType::Double => {
+            let v: f64 = scalar_as(value);
+            cpu_ternary::<I, f64, f64>(iter, move |s, a, b| s + v * a / b)
+        }
+        ScalarType::ComplexFloat | ScalarType::ComplexDouble => {
+            let v: c128 = scalar_as(value);
+            cpu_ternary::<I, c128, c128>(iter, move |s, a, b| s + v * a / b)
+        }
+        _ => Err(not_implemented("addcdiv_cpu_out", dt)),
+    }
+}
+stub!(ADDCDIV_STUB, "addcdiv_stub", ScalarFn, addcdiv_kernel);

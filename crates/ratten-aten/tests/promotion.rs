@@ -1,0 +1,115 @@
+//! The whole 13x13 promote_types table against torch 2.15's (shared/reference/promote_types.json),
+//! can_cast, and result_type's wrapped-number / 0-dim rules including the default dtype.
+
+use ratten_aten::native::type_properties::{result_type, result_type_scalar, result_type_scalars};
+use ratten_core::{
+    can_cast, get_default_dtype, promote_types, set_default_dtype, Device, Scalar, ScalarType,
+    TensorBase,
+};
+
+const TABLE: &str = include_str!("../../../../shared/reference/promote_types.json");
+
+#[test]
+fn table_matches_torch() {
+    let body = TABLE.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut n = 0;
+    for entry in body.split(',') {
+        let (k, v) = entry.split_once(':').expect("key: value");
+        let k = k.trim().trim_matches('"');
+        let v = v.trim().trim_matches('"');
+        let (a, b) = k.split_once('|').expect("A|B");
+        let (a, b, want) = (
+            ScalarType::from_name(a).unwrap(),
+            ScalarType::from_name(b).unwrap(),
+            ScalarType::from_name(v).unwrap(),
+        );
+        assert_eq!(promote_types(a, b), want, "{a} {b}");
+        n += 1;
+    }
+    assert_eq!(n, 169);
+}
+
+fn t(sizes: &[i64], d: ScalarType) -> TensorBase {
+    TensorBase::zeros(sizes, d, Device::CPU).unwrap()
+}
+
+#[test]
+fn default_dtype_decides_float_scalars() {
+    // One test changes the process-wide default, so everything that depends on it is here.
+    use ScalarType::*;
+    assert_eq!(get_default_dtype(), Float);
+    assert_eq!(
+        result_type_scalar(&t(&[3], Byte), &Scalar::Double(5.5)),
+        Float
+    );
+    assert_eq!(
+        result_type_scalar(&t(&[], Long), &Scalar::Double(2.5)),
+        Float
+    );
+    assert_eq!(
+        result_type_scalars(&Scalar::Int(5), &Scalar::Double(2.5)),
+        Float
+    );
+    let j = Scalar::ComplexDouble(num_complex::Complex::new(0.0, 1.0));
+    assert_eq!(result_type_scalar(&t(&[2], Int), &j), ComplexFloat);
+    set_default_dtype(Double).unwrap();
+    assert_eq!(
+        result_type_scalar(&t(&[3], Byte), &Scalar::Double(5.5)),
+        Double
+    );
+    assert_eq!(
+        result_type_scalars(&Scalar::Int(5), &Scalar::Double(2.5)),
+        Double
+    );
+    assert_eq!(result_type_scalar(&t(&[2], Int), &j), ComplexDouble);
+    // A float tensor keeps its dtype whatever the default.
+    assert_eq!(
+        result_type_scalar(&t(&[2], Half), &Scalar::Double(1.0)),
+        Half
+    );
+    // int / int divides in the default dtype.
+    let i = ratten_aten::Tensor::from_base(t(&[2], Int));
+    let r = ratten_aten::native::binary_ops::div(&i, &i, None).unwrap();
+    assert_eq!(r.dtype(), Double);
+    set_default_dtype(Float).unwrap();
+    let r = ratten_aten::native::binary_ops::div(&i, &i, None).unwrap();
+    assert_eq!(r.dtype(), Float);
+}
+
+#[test]
+fn zero_dim_and_wrapped_rules() {
+    use ScalarType::*;
+    assert_eq!(result_type(&t(&[3], Byte), &t(&[], Double)), Double);
+    assert_eq!(result_type(&t(&[3], Float), &t(&[], Double)), Float);
+    assert_eq!(result_type(&t(&[2], Char), &t(&[], Long)), Char);
+    assert_eq!(result_type(&t(&[2], Byte), &t(&[], Char)), Byte);
+    assert_eq!(result_type(&t(&[2], Byte), &t(&[2], Short)), Short);
+    assert_eq!(result_type(&t(&[2], Half), &t(&[], Double)), Half);
+    assert_eq!(result_type(&t(&[], Int), &t(&[], Half)), Half);
+    assert_eq!(result_type(&t(&[], BFloat16), &t(&[], Half)), Float);
+    assert_eq!(
+        result_type(&t(&[], ComplexHalf), &t(&[], BFloat16)),
+        ComplexFloat
+    );
+    assert_eq!(
+        result_type(&t(&[2], ComplexFloat), &t(&[], ComplexDouble)),
+        ComplexFloat
+    );
+    assert_eq!(result_type(&t(&[], Float), &t(&[2], Double)), Double);
+    assert_eq!(result_type_scalar(&t(&[3], Byte), &Scalar::Int(1000)), Byte);
+    assert_eq!(result_type_scalar(&t(&[2], Bool), &Scalar::Int(5)), Long);
+    assert_eq!(
+        result_type_scalar(&t(&[2], Bool), &Scalar::Bool(true)),
+        Bool
+    );
+    assert_eq!(
+        result_type_scalars(&Scalar::Bool(true), &Scalar::Int(5)),
+        Long
+    );
+    // A wrapped number tensor counts as a number.
+    let w = t(&[], Double);
+    w.set_wrapped_number(true).unwrap();
+    assert_eq!(result_type(&t(&[2], Int), &w), Float);
+    assert!(can_cast(Long, Byte) && can_cast(Double, Half));
+    assert!(!can_cast(Float, Long) && !can_cast(ComplexFloat, Float) && !can_cast(Byte, Bool));
+}
