@@ -21,8 +21,10 @@ pub enum IndexItem {
 /// A view step that indexing applies, in order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ViewStep {
+    /// `real_dim` is the dimension of the indexed tensor, named in the error message.
     Select {
         dim: i64,
+        real_dim: i64,
         index: i64,
     },
     Slice {

@@ -619,11 +619,11 @@ impl PyTensor {
     fn __bool__(&self) -> PyResult<bool> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
+                "Boolean value of Tensor with {} is ambiguous",
                 if self.t.numel() == 0 {
-                    "no"
+                    "no values"
                 } else {
-                    "more than one"
+                    "more than one value"
                 }
             )));
         }
