@@ -1,0 +1,206 @@
+//! Pointwise kernels against the peers (candle-core, ndarray), with the machine's memory
+//! bandwidth measured in the same run as the ceiling (a 64 MB memcpy).
+//!
+//! Run: `cargo bench -p ratten-aten --bench pointwise`; `crates/ratten-aten/benches/summary.py`
+//! (or reading `target/criterion/*/new/estimates.json`) gives the medians. Every ratten case is
+//! run with 1 and 2 intra-op threads.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use half::{bf16, f16};
+use ratten_aten::native::binary_ops as bo;
+use ratten_aten::native::copy::to_dtype;
+use ratten_aten::tensor_iterator::set_num_threads;
+use ratten_aten::Tensor;
+use ratten_core::{Scalar, ScalarType};
+
+const N: usize = 16 * 1024 * 1024;
+const SIDE: usize = 4096;
+
+fn f32_tensor(shape: &[i64], n: usize) -> Tensor {
+    let v: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    Tensor::from_slice(&v, shape).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let one = Scalar::Int(1);
+    let mut g = c.benchmark_group("pointwise");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+
+    // The ceiling: copying 64 MB reads 64 MB and writes 64 MB (add moves 1.5x that).
+    let src = vec![1.0f32; N];
+    let mut dst = vec![0.0f32; N];
+    g.bench_function("ceiling/memcpy_64MB", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(&src));
+            black_box(&dst);
+        })
+    });
+    drop((src, dst));
+
+    let a = f32_tensor(&[N as i64], N);
+    let bt = f32_tensor(&[N as i64], N);
+    let out = Tensor::empty(&[N as i64], ScalarType::Float).unwrap();
+    let a2 = f32_tensor(&[SIDE as i64, SIDE as i64], N);
+    let b2 = f32_tensor(&[SIDE as i64, SIDE as i64], N);
+    let b2t = b2.t().unwrap();
+    let out2 = Tensor::empty(&[SIDE as i64, SIDE as i64], ScalarType::Float).unwrap();
+    let ai = to_dtype(&a, ScalarType::Int).unwrap();
+    let ah = to_dtype(&a, ScalarType::Half).unwrap();
+    let outh = Tensor::empty(&[N as i64], ScalarType::Half).unwrap();
+    let ab = to_dtype(&a, ScalarType::BFloat16).unwrap();
+    let outb = Tensor::empty(&[N as i64], ScalarType::BFloat16).unwrap();
+    let col = f32_tensor(&[SIDE as i64, 1], SIDE);
+    let row = f32_tensor(&[1, SIDE as i64], SIDE);
+    let s1 = f32_tensor(&[1], 1);
+
+    for threads in [1i64, 2] {
+        set_num_threads(threads).unwrap();
+        let id = |name: &str| BenchmarkId::new(format!("ratten/{name}"), threads);
+        g.bench_function(id("add_out_f32_16M"), |b| {
+            b.iter(|| bo::add_out(&a, &bt, &one, &out).unwrap())
+        });
+        g.bench_function(id("add_f32_16M_functional"), |b| {
+            b.iter(|| black_box(bo::add(&a, &bt, &one).unwrap()))
+        });
+        g.bench_function(id("add_out_4096sq_transposed"), |b| {
+            b.iter(|| bo::add_out(&a2, &b2t, &one, &out2).unwrap())
+        });
+        g.bench_function(id("add_out_i32_f32_16M"), |b| {
+            b.iter(|| bo::add_out(&ai, &bt, &one, &out).unwrap())
+        });
+        g.bench_function(id("add_out_f16_16M"), |b| {
+            b.iter(|| bo::add_out(&ah, &ah, &one, &outh).unwrap())
+        });
+        g.bench_function(id("add_out_bf16_16M"), |b| {
+            b.iter(|| bo::add_out(&ab, &ab, &one, &outb).unwrap())
+        });
+        g.bench_function(id("add_out_bcast_4096x1_1x4096"), |b| {
+            b.iter(|| bo::add_out(&col, &row, &one, &out2).unwrap())
+        });
+        g.bench_function(id("add_1elem_functional"), |b| {
+            b.iter(|| black_box(bo::add(&s1, &s1, &one).unwrap()))
+        });
+    }
+    set_num_threads(1).unwrap();
+
+    // ndarray (single-threaded: Zip without its rayon feature).
+    {
+        use ndarray::{Array1, Array2, Zip};
+        let x: Array1<f32> = Array1::from_iter((0..N).map(|i| (i % 1000) as f32 * 0.5));
+        let y = x.clone();
+        let mut o = Array1::<f32>::zeros(N);
+        g.bench_function("ndarray/add_out_f32_16M", |b| {
+            b.iter(|| {
+                Zip::from(&mut o)
+                    .and(&x)
+                    .and(&y)
+                    .for_each(|o, &p, &q| *o = p + q)
+            })
+        });
+        g.bench_function("ndarray/add_f32_16M_functional", |b| {
+            b.iter(|| black_box(&x + &y))
+        });
+        let xi: Array1<i32> = x.mapv(|v| v as i32);
+        g.bench_function("ndarray/add_out_i32_f32_16M", |b| {
+            b.iter(|| {
+                Zip::from(&mut o)
+                    .and(&xi)
+                    .and(&y)
+                    .for_each(|o, &p, &q| *o = p as f32 + q)
+            })
+        });
+        let xh: Array1<f16> = x.mapv(f16::from_f32);
+        let mut oh = Array1::<f16>::from_elem(N, f16::ZERO);
+        g.bench_function("ndarray/add_out_f16_16M", |b| {
+            b.iter(|| {
+                Zip::from(&mut oh)
+                    .and(&xh)
+                    .and(&xh)
+                    .for_each(|o, &p, &q| *o = p + q)
+            })
+        });
+        let xb: Array1<bf16> = x.mapv(bf16::from_f32);
+        let mut ob = Array1::<bf16>::from_elem(N, bf16::ZERO);
+        g.bench_function("ndarray/add_out_bf16_16M", |b| {
+            b.iter(|| {
+                Zip::from(&mut ob)
+                    .and(&xb)
+                    .and(&xb)
+                    .for_each(|o, &p, &q| *o = p + q)
+            })
+        });
+        let m: Array2<f32> = x.clone().into_shape_with_order((SIDE, SIDE)).unwrap();
+        let n2 = m.clone();
+        let mut o2 = Array2::<f32>::zeros((SIDE, SIDE));
+        g.bench_function("ndarray/add_out_4096sq_transposed", |b| {
+            b.iter(|| {
+                Zip::from(&mut o2)
+                    .and(&m)
+                    .and(n2.t())
+                    .for_each(|o, &p, &q| *o = p + q)
+            })
+        });
+        let c = Array2::<f32>::ones((SIDE, 1));
+        let r = Array2::<f32>::ones((1, SIDE));
+        g.bench_function("ndarray/add_out_bcast_4096x1_1x4096", |b| {
+            b.iter(|| {
+                Zip::from(&mut o2)
+                    .and_broadcast(&c)
+                    .and_broadcast(&r)
+                    .for_each(|o, &p, &q| *o = p + q)
+            })
+        });
+        let e = Array1::<f32>::ones(1);
+        g.bench_function("ndarray/add_1elem_functional", |b| {
+            b.iter(|| black_box(&e + &e))
+        });
+    }
+
+    // candle (functional only: candle has no out=; int32 is not a candle dtype, so
+    // int32 + float32 is timed as u32 -> f32 conversion plus add).
+    {
+        use candle_core::{DType, Device, Tensor as CTensor};
+        let dev = Device::Cpu;
+        let v: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 * 0.5).collect();
+        let x = CTensor::from_vec(v.clone(), N, &dev).unwrap();
+        let y = x.clone();
+        g.bench_function("candle/add_f32_16M_functional", |b| {
+            b.iter(|| black_box(x.add(&y).unwrap()))
+        });
+        let xu = x.to_dtype(DType::U32).unwrap();
+        g.bench_function("candle/add_u32_f32_16M_functional", |b| {
+            b.iter(|| black_box(xu.to_dtype(DType::F32).unwrap().add(&y).unwrap()))
+        });
+        let xh = x.to_dtype(DType::F16).unwrap();
+        g.bench_function("candle/add_f16_16M_functional", |b| {
+            b.iter(|| black_box(xh.add(&xh).unwrap()))
+        });
+        let xb = x.to_dtype(DType::BF16).unwrap();
+        g.bench_function("candle/add_bf16_16M_functional", |b| {
+            b.iter(|| black_box(xb.add(&xb).unwrap()))
+        });
+        let m = CTensor::from_vec(v, (SIDE, SIDE), &dev).unwrap();
+        let mt = m.t().unwrap();
+        g.bench_function("candle/add_4096sq_transposed_functional", |b| {
+            b.iter(|| black_box(m.add(&mt).unwrap()))
+        });
+        let c = CTensor::ones((SIDE, 1), DType::F32, &dev).unwrap();
+        let r = CTensor::ones((1, SIDE), DType::F32, &dev).unwrap();
+        g.bench_function("candle/add_bcast_4096x1_1x4096_functional", |b| {
+            b.iter(|| black_box(c.broadcast_add(&r).unwrap()))
+        });
+        let e = CTensor::ones(1, DType::F32, &dev).unwrap();
+        g.bench_function("candle/add_1elem_functional", |b| {
+            b.iter(|| black_box(e.add(&e).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
