@@ -260,7 +260,7 @@ fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
             return scalar_to_py(py, vals[0]);
         }
         let n = sizes[0] as usize;
-        let chunk = if n == 0 { 0 } else { vals.len() / n };
+        let chunk = vals.len().checked_div(n).unwrap_or(0);
         let items = (0..n)
             .map(|i| build(py, &vals[i * chunk..(i + 1) * chunk], &sizes[1..]))
             .collect::<PyResult<Vec<_>>>()?;

@@ -35,11 +35,14 @@ impl PyDtype {
     fn itemsize(&self) -> usize {
         self.st.element_size()
     }
+    // torch's method names; a pyclass method cannot take `self` by value.
+    #[allow(clippy::wrong_self_convention)]
     fn to_real(&self) -> PyDtype {
         PyDtype {
             st: self.st.to_real(),
         }
     }
+    #[allow(clippy::wrong_self_convention)]
     fn to_complex(&self) -> PyResult<PyDtype> {
         self.st
             .to_complex()
