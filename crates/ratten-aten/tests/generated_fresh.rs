@@ -8,8 +8,12 @@ use ratten_gen::codegen::{generate_from_path, stale_files, GenOptions};
 #[test]
 fn generated_code_is_fresh() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let files = generate_from_path(&root.join("native_functions.yaml"), None, &GenOptions::aten())
-        .unwrap_or_else(|e| panic!("native_functions.yaml does not generate: {e:?}"));
+    let files = generate_from_path(
+        &root.join("native_functions.yaml"),
+        None,
+        &GenOptions::aten(),
+    )
+    .unwrap_or_else(|e| panic!("native_functions.yaml does not generate: {e:?}"));
     assert_eq!(files.len(), 6);
     let stale = stale_files(&files, &root.join("src/generated"));
     assert!(

@@ -60,7 +60,7 @@ fn alpha_check(dtype: ScalarType, alpha: &Scalar) -> Result<()> {
             "Boolean alpha only supported for Boolean results.",
         ));
     }
-    if !(dtype.is_floating_point() || dtype.is_complex()) && !alpha.is_integral(true) {
+    if !dtype.is_floating_point() && !dtype.is_complex() && !alpha.is_integral(true) {
         return Err(Error::runtime(
             "For integral input tensors, argument alpha must not be a floating point number.",
         ));

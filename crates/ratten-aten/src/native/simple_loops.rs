@@ -316,7 +316,7 @@ pub fn read_values(t: &Tensor, compute: ScalarType) -> Result<Vec<Value>> {
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    for (i, o) in out.iter_mut().enumerate() {
         let da = (i + a.len()).checked_sub(n).map(|j| a[j]).unwrap_or(1);
         let db = (i + b.len()).checked_sub(n).map(|j| b[j]).unwrap_or(1);
         if da != db && da != 1 && db != 1 {
@@ -324,7 +324,7 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
                 "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
             )));
         }
-        out[i] = if da == 1 { db } else { da };
+        *o = if da == 1 { db } else { da };
     }
     Ok(out)
 }
