@@ -602,9 +602,15 @@ impl Parser {
                 continue;
             }
             let ov = s.name.overload_name.as_str();
-            if ov.ends_with("Scalar") && allow_numbers_as_tensors(name) {
+            // `Scalar` and `Scalar_out` hide behind `Tensor` and `out`.
+            if ov.contains("Scalar") && allow_numbers_as_tensors(name) {
                 let tensor_twin = ov.replace("Scalar", "Tensor");
-                if overload_names.contains(&tensor_twin.as_str()) {
+                let twin = if tensor_twin == "Tensor_out" {
+                    "out"
+                } else {
+                    tensor_twin.as_str()
+                };
+                if overload_names.contains(&twin) {
                     continue;
                 }
             }
@@ -712,6 +718,7 @@ mod tests {
             schema("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
             schema("aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"),
             schema("aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"),
+            schema("aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)"),
         ];
         Parser::from_schemas("add", &schemas, method)
     }
