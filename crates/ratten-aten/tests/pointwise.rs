@@ -13,7 +13,7 @@ use ratten_core::{dispatch_all_types, ErrorKind, Scalar, ScalarType};
 
 /// The values of any tensor, in row-major order, as f64 (complex: the real part).
 fn values(t: &Tensor) -> Vec<f64> {
-    dispatch_all_types!(t.dtype(), T => t.to_vec::<T>().unwrap().into_iter().map(|x| Elem::to_f64(x)).collect())
+    dispatch_all_types!(t.dtype(), T => t.to_vec::<T>().unwrap().into_iter().map(Elem::to_f64).collect())
 }
 
 /// A tensor of `dtype` with these values (row-major) in the given layout.

@@ -1,5 +1,9 @@
 //! Binary pointwise kernels (BinaryOpsKernel.cpp) and their DispatchStubs.
 
+// The generic kernels compare values of the computation type, which is `bool` for the bool
+// dtype; clippy's bool-comparison lint fires on those instantiations.
+#![allow(clippy::bool_comparison)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ratten_core::dtype::{c128, c64};

@@ -898,7 +898,14 @@ mod tests {
         assert_eq!(cast::<c128, f32>(Complex::new(2.5, 1.0)), 2.5);
         assert_eq!(cast::<i32, f32>(16777217), 16777216.0);
         assert_eq!(cast::<f32, bf16>(1.0), bf16::from_f32(1.0));
-        for v in [1.0f32, -3.3, 1e30, 65504.0, 1.00390625, f32::INFINITY] {
+        for v in [
+            1.0f32,
+            -3.3,
+            1e30,
+            65504.0,
+            1.0 + 1.0 / 256.0,
+            f32::INFINITY,
+        ] {
             assert_eq!(f32_to_bf16(v), bf16::from_f32(v), "{v}");
         }
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());

@@ -1,13 +1,17 @@
 //! Unary, ternary and copy kernels (UnaryOpsKernel.cpp, PointwiseOpsKernel.cpp,
 //! TensorCompareKernel.cpp, Copy.cpp) and their DispatchStubs.
 
+// The generic kernels compare values of the computation type, which is `bool` for the bool
+// dtype; clippy's bool-comparison lint fires on those instantiations.
+#![allow(clippy::bool_comparison)]
+
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Result, Scalar, ScalarType};
 
 use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
 use super::{cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, Elem};
 use crate::dispatch_opmath;
-use crate::dispatch_stub::{DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
+use crate::dispatch_stub::{run_isa, DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
 use crate::tensor_iterator::TensorIteratorBase;
 
 /// `unary_fn` (the stubs of the unary family).
@@ -70,7 +74,7 @@ fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> 
     let dt = iter.dtype(0);
     ratten_core::dispatch_all_types!(dt, T => {
         let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
-        iter.for_each(&|data, strides, n0, n1| {
+        iter.for_each(&|data, strides, n0, n1| run_isa::<I, _>(|| {
             for j in 0..n1 {
                 for i in 0..n0 {
                     let p = data[0]
@@ -79,7 +83,7 @@ fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> 
                     unsafe { p.cast::<T>().write(v) };
                 }
             }
-        }, crate::tensor_iterator::GRAIN_SIZE)
+        }), crate::tensor_iterator::GRAIN_SIZE)
     })
 }
 stub!(FILL_STUB, "fill_stub", ScalarFn, fill_kernel);
