@@ -5,13 +5,13 @@ pub mod copy;
 pub mod cpu;
 pub mod factory;
 pub mod pointwise;
-pub mod type_properties;
-pub mod unary_ops;
-pub mod view;
 pub mod simple_binary;
 pub mod simple_loops;
 pub mod simple_reduce;
 pub mod simple_unary;
+pub mod type_properties;
+pub mod unary_ops;
+pub mod view;
 
 // The kernels `native_functions.yaml` names (`crate::native::<kernel>`).
 pub use simple_binary::*;
