@@ -136,7 +136,7 @@ fn inplace_forms_write_self_and_check() {
 fn out_forms_resize_with_the_warning() {
     let a = f32s(&[1., 2., 3.], &[3]);
     let out = Tensor::empty(&[2], ScalarType::Float).unwrap();
-    let (r, warnings) = capture_warnings(|| functions::add_out(&out, &a, &a).map(|t| t.clone()));
+    let (r, warnings) = capture_warnings(|| functions::add_out(&out, &a, &a).cloned());
     assert!(r.unwrap().is_same(&out));
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![2., 4., 6.]);
     assert_eq!(warnings.len(), 1);
