@@ -9,6 +9,14 @@ use ratten_core::{
 
 const TABLE: &str = include_str!("../../../../shared/reference/promote_types.json");
 
+/// The default dtype is process-wide and tests run on parallel threads: every test that sets
+/// it, or whose result depends on it, holds this lock.
+static DEFAULT_DTYPE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn default_dtype_lock() -> std::sync::MutexGuard<'static, ()> {
+    DEFAULT_DTYPE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn table_matches_torch() {
     let body = TABLE.trim().trim_start_matches('{').trim_end_matches('}');
@@ -35,6 +43,7 @@ fn t(sizes: &[i64], d: ScalarType) -> TensorBase {
 
 #[test]
 fn default_dtype_decides_float_scalars() {
+    let _lock = default_dtype_lock();
     // One test changes the process-wide default, so everything that depends on it is here.
     use ScalarType::*;
     assert_eq!(get_default_dtype(), Float);
@@ -78,6 +87,7 @@ fn default_dtype_decides_float_scalars() {
 
 #[test]
 fn zero_dim_and_wrapped_rules() {
+    let _lock = default_dtype_lock();
     use ScalarType::*;
     assert_eq!(result_type(&t(&[3], Byte), &t(&[], Double)), Double);
     assert_eq!(result_type(&t(&[3], Float), &t(&[], Double)), Float);
