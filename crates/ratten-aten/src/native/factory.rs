@@ -9,8 +9,8 @@ use ratten_core::default_dtype::{get_default_complex_dtype, get_default_dtype};
 use ratten_core::dtype::PodElement;
 use ratten_core::scalar::format_g;
 use ratten_core::{
-    dispatch_all_types, AccessedTensor, Device, Element, Error, Result, Scalar, ScalarConvert,
-    ScalarType, TensorAccess, TensorBase, TensorOptions,
+    dispatch_all_types, Device, Element, Error, Result, Scalar, ScalarConvert, ScalarType,
+    TensorAccess, TensorBase, TensorOptions,
 };
 
 use crate::Tensor;
@@ -18,44 +18,6 @@ use crate::Tensor;
 /// The `AT_DISPATCH` error for a dtype a kernel does not handle (NotImplementedError).
 fn dispatch_error(kernel: &str, dtype: ScalarType) -> Error {
     Error::not_implemented(format!("\"{kernel}\" not implemented for '{dtype}'"))
-}
-
-/// Writes `value` at every element of the (possibly strided) tensor behind `t`.
-///
-/// # Safety
-/// `t` must come from a live TensorAccess that holds its storage for writing.
-unsafe fn fill_strided<T: Element>(t: &AccessedTensor, value: T) -> Result<()> {
-    let n = t.numel() as usize;
-    if n == 0 {
-        return Ok(());
-    }
-    let base = t.data_ptr_mut::<T>()?;
-    if t.is_contiguous() {
-        for i in 0..n {
-            // SAFETY: a contiguous view of n elements, bounds-checked, held exclusively.
-            unsafe { base.add(i).write(value) };
-        }
-        return Ok(());
-    }
-    let sizes = t.sizes();
-    let strides = t.strides();
-    let mut index = vec![0i64; sizes.len()];
-    let mut offset = 0isize;
-    for _ in 0..n {
-        // SAFETY: offset = sum(index * strides) addresses an element of the bounds-checked
-        // view; the storage is held exclusively.
-        unsafe { base.offset(offset).write(value) };
-        for d in (0..sizes.len()).rev() {
-            index[d] += 1;
-            offset += strides[d] as isize;
-            if index[d] < sizes[d] {
-                break;
-            }
-            offset -= (strides[d] * sizes[d]) as isize;
-            index[d] = 0;
-        }
-    }
-    Ok(())
 }
 
 /// Writes `f(i)` at the i-th element of a contiguous tensor.
@@ -260,20 +222,15 @@ impl Tensor {
     }
 
     /// `fill_(value)`: writes `value` (converted with c10's overflow checks) into every
-    /// element. A no-op for meta tensors.
+    /// element, through TensorIterator's nullary loop (`native::copy::fill_`). A no-op for
+    /// meta tensors.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
         let value = value.into();
-        let dtype = self.dtype();
         // Convert first: an overflow leaves the tensor untouched.
-        dispatch_all_types!(dtype, T => {
-            let v = T::from_scalar(&value)?;
-            if self.is_meta() {
-                return Ok(self);
-            }
-            let g = TensorAccess::write(self)?;
-            // SAFETY: `g` holds the storage for writing for the duration of the call.
-            unsafe { fill_strided::<T>(g.output(0)?, v)? };
-        });
+        dispatch_all_types!(self.dtype(), T => { T::from_scalar(&value)?; });
+        if !self.is_meta() {
+            crate::native::copy::fill_(self, &value)?;
+        }
         Ok(self)
     }
 
