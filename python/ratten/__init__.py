@@ -1,9 +1,10 @@
 """ratten: PyTorch's operator system in Rust, with a torch-like Python API.
 
-The native part is ``ratten._C`` (crates/ratten-py). Operators are not listed here: every
-operator the dispatcher has a schema for is a function of this module (``ratten.add``) and,
-when it takes ``Tensor self``, a method of ``Tensor`` (``t.add``), parsed against its
-schemas at run time by ratten's PythonArgParser.
+The native part is ``ratten._C`` (crates/ratten-py). Operators are not listed here: the
+module functions (``ratten.add``) and Tensor methods (``t.add``) are generated from ratten-aten's
+native_functions.yaml (crates/ratten-py/src/generated, torch's python_torch_functions /
+python_variable_methods) and installed below. Operators registered at run time (from
+``_C._dispatch_library``) are found by name, parsed against the dispatcher's schemas.
 """
 
 from . import _C
@@ -22,6 +23,17 @@ from ._C import (
 
 # Dtypes as module attributes: ratten.float32, ratten.long, ...
 globals().update(_C._dtypes)
+
+# The generated module functions; hand-written ones of the same name (factories) win.
+for _name, _fn in _C._generated_functions().items():
+    globals().setdefault(_name, _fn)
+
+# The generated Tensor methods, as descriptors on the class; native methods (views, fill_,
+# item, ...) keep precedence.
+for _name, _m in _C._generated_methods().items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _m)
+del _name, _fn, _m
 
 __all__ = [
     "Tensor",

@@ -59,6 +59,9 @@ enum Command {
         /// Only check that the files in --out are up to date (exit 1 if not)
         #[arg(long)]
         check: bool,
+        /// Generate ratten-py's Python bindings (signatures.rs, dispatch.rs) instead
+        #[arg(long)]
+        python: bool,
     },
 }
 
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
             extension_trait,
             inherits,
             check,
+            python,
         } => generate(GenerateArgs {
             native,
             tags,
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
             extension_trait,
             inherits,
             check,
+            python,
         }),
         Command::Check {
             native,
@@ -118,10 +123,13 @@ struct GenerateArgs {
     extension_trait: String,
     inherits: Vec<String>,
     check: bool,
+    python: bool,
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
-    use ratten_gen::codegen::{generate_from_path, stale_files, write_files, GenOptions};
+    use ratten_gen::codegen::{
+        generate_from_path, generate_python_from_path, stale_files, write_files, GenOptions,
+    };
     let mut opts = if a.aten {
         GenOptions::aten()
     } else {
@@ -137,7 +145,12 @@ fn generate(a: GenerateArgs) -> ExitCode {
         };
         opts.inherits.insert(k.to_string(), v.to_string());
     }
-    let files = match generate_from_path(&a.native, a.tags.as_deref(), &opts) {
+    let generated = if a.python {
+        generate_python_from_path(&a.native, a.tags.as_deref())
+    } else {
+        generate_from_path(&a.native, a.tags.as_deref(), &opts)
+    };
+    let files = match generated {
         Ok(f) => f,
         Err(errors) => {
             for e in errors {

@@ -85,6 +85,7 @@ pub enum ParamType {
         size: Option<u32>,
     },
     FloatList,
+    BoolList,
     TensorList,
     /// Generator, Layout, MemoryFormat and other types ratten's Python layer does not make:
     /// only their default (None) can be passed.
@@ -106,6 +107,7 @@ impl ParamType {
             Type::List { elem, size } => match elem.as_ref() {
                 Type::Int | Type::SymInt => ParamType::IntList { size: *size },
                 Type::Float => ParamType::FloatList,
+                Type::Bool => ParamType::BoolList,
                 Type::Tensor => ParamType::TensorList,
                 Type::Optional(inner) if **inner == Type::Tensor => ParamType::TensorList,
                 other => ParamType::Opaque(format!("{other}[]")),
@@ -129,6 +131,7 @@ impl ParamType {
             ParamType::Device => "ratten.device".into(),
             ParamType::IntList { .. } => "tuple of ints".into(),
             ParamType::FloatList => "tuple of floats".into(),
+            ParamType::BoolList => "tuple of bools".into(),
             ParamType::TensorList => "tuple of Tensors".into(),
             ParamType::Opaque(n) => n.clone(),
         }
@@ -181,6 +184,9 @@ impl Param {
             (ParamType::FloatList, ArgKind::Seq { elems, .. }) => elems
                 .iter()
                 .all(|e| matches!(e, ArgKind::Int | ArgKind::Float)),
+            (ParamType::BoolList, ArgKind::Seq { elems, .. }) => {
+                elems.iter().all(|e| matches!(e, ArgKind::Bool))
+            }
             (ParamType::TensorList, ArgKind::Seq { elems, .. }) => {
                 elems.iter().all(|e| matches!(e, ArgKind::Tensor { .. }))
             }
@@ -283,6 +289,14 @@ pub fn allow_numbers_as_tensors(name: &str) -> bool {
         "rsub",
     ];
     OPS.contains(&name)
+}
+
+/// One Python-visible name of the generated bindings and its signature strings, in torch's
+/// format (`crate::generated::signatures`).
+#[derive(Clone, Copy, Debug)]
+pub struct Binding {
+    pub name: &'static str,
+    pub signatures: &'static [&'static str],
 }
 
 /// Where a parameter's value comes from after parsing.
@@ -493,6 +507,179 @@ impl Signature {
             return Err(BindError::Missing(missing));
         }
         Ok(slots)
+    }
+}
+
+/// Splits `text` at top-level commas (not inside `[]`, `<>`, `()` or quotes).
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0usize);
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '<' | '(') => depth += 1,
+            (None, ']' | '>' | ')') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = text[start..].trim();
+    if !last.is_empty() {
+        parts.push(last);
+    }
+    parts
+}
+
+/// A default as torch writes it in signature strings: `None`, `True`, `1`, `1.5`, `"mean"`,
+/// `[0, 1]`.
+fn parse_default(text: &str) -> Result<DefaultValue, String> {
+    let t = text.trim();
+    Ok(match t {
+        "None" | "nullptr" | "c10::nullopt" | "::std::nullopt" => DefaultValue::None,
+        "True" | "true" => DefaultValue::Bool(true),
+        "False" | "false" => DefaultValue::Bool(false),
+        _ if t.starts_with('[') && t.ends_with(']') => {
+            let inner = &t[1..t.len() - 1];
+            let items = split_top_level(inner);
+            if items.iter().all(|i| i.parse::<i64>().is_ok()) {
+                DefaultValue::IntList(items.iter().filter_map(|i| i.parse().ok()).collect())
+            } else if items.iter().all(|i| *i == "True" || *i == "False") {
+                DefaultValue::BoolList(items.iter().map(|i| *i == "True").collect())
+            } else {
+                let v: Result<Vec<f64>, _> = items.iter().map(|i| i.parse::<f64>()).collect();
+                DefaultValue::FloatList(v.map_err(|_| format!("bad list default `{t}`"))?)
+            }
+        }
+        _ if t.len() >= 2
+            && ((t.starts_with('"') && t.ends_with('"'))
+                || (t.starts_with('\'') && t.ends_with('\''))) =>
+        {
+            DefaultValue::Str(t[1..t.len() - 1].to_string())
+        }
+        _ => {
+            if let Ok(i) = t.parse::<i64>() {
+                DefaultValue::Int(i)
+            } else if let Ok(f) = t.parse::<f64>() {
+                DefaultValue::Float(f)
+            } else {
+                match t {
+                    "inf" => DefaultValue::Float(f64::INFINITY),
+                    "-inf" => DefaultValue::Float(f64::NEG_INFINITY),
+                    // Enum-like defaults (`contiguous_format`): only meaningful to the kernel.
+                    _ => DefaultValue::Str(t.to_string()),
+                }
+            }
+        }
+    })
+}
+
+impl ParamType {
+    /// A type name of torch's signature strings (python_arg_parser.cpp's `type_map`), without
+    /// `?` and `[N]`.
+    pub fn from_torch_name(name: &str, size: Option<u32>) -> ParamType {
+        match name {
+            "Tensor" => ParamType::Tensor,
+            "Scalar" => ParamType::Scalar,
+            "int64_t" | "SymInt" | "DeviceIndex" => ParamType::Int,
+            "double" => ParamType::Float,
+            "complex" => ParamType::Complex,
+            "bool" => ParamType::Bool,
+            "c10::string_view" | "std::string" | "std::string_view" | "Dimname" => ParamType::Str,
+            "ScalarType" => ParamType::ScalarType,
+            "Device" => ParamType::Device,
+            "IntArrayRef" | "SymIntArrayRef" => ParamType::IntList { size },
+            "ArrayRef<double>" => ParamType::FloatList,
+            "ArrayRef<bool>" => ParamType::BoolList,
+            "TensorList" | "c10::List<::std::optional<Tensor>>" => ParamType::TensorList,
+            other => ParamType::Opaque(other.to_string()),
+        }
+    }
+}
+
+impl Signature {
+    /// Parses one of torch's signature strings,
+    /// `add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)`. Parameter `i`
+    /// gets `schema_index: Some(i)`; the caller reads values by parameter position.
+    pub fn parse(text: &str, overload: usize, method: bool) -> Result<Signature, String> {
+        let text = text.split('|').next().unwrap_or(text).trim();
+        let open = text
+            .find('(')
+            .ok_or_else(|| format!("signature `{text}`: expected `(`"))?;
+        if !text.ends_with(')') {
+            return Err(format!("signature `{text}`: expected `)` at the end"));
+        }
+        let name = text[..open].trim().to_string();
+        let numbers = allow_numbers_as_tensors(&name);
+        let mut params = Vec::new();
+        let mut kwarg_only = false;
+        for part in split_top_level(&text[open + 1..text.len() - 1]) {
+            if part == "*" {
+                kwarg_only = true;
+                continue;
+            }
+            let (decl, default) = match part.split_once('=') {
+                Some((d, v)) => (d.trim(), Some(parse_default(v)?)),
+                None => (part, None),
+            };
+            let (ty, pname) = decl
+                .rsplit_once(' ')
+                .ok_or_else(|| format!("signature `{text}`: parameter `{part}` has no name"))?;
+            let (ty, optional) = match ty.strip_suffix('?') {
+                Some(t) => (t, true),
+                None => (ty, false),
+            };
+            let (ty, size) =
+                match ty.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
+                    Some((t, n)) => (
+                        t,
+                        Some(n.parse::<u32>().map_err(|_| {
+                            format!("signature `{text}`: bad list size in `{part}`")
+                        })?),
+                    ),
+                    None => (ty, None),
+                };
+            let pty = ParamType::from_torch_name(ty, size);
+            params.push(Param {
+                name: pname.to_string(),
+                allow_numbers_as_tensor: numbers && !optional && pty == ParamType::Tensor,
+                ty: pty,
+                allow_none: optional || default == Some(DefaultValue::None),
+                default,
+                kwarg_only,
+                schema_index: Some(params.len()),
+            });
+        }
+        Ok(Signature {
+            name,
+            params,
+            overload,
+            out_overload: None,
+            method,
+        })
+    }
+}
+
+impl Parser {
+    /// PythonArgParser over torch-format signature strings (what the generated bindings list).
+    pub fn from_signature_strings(
+        name: &str,
+        signatures: &[&str],
+        method: bool,
+    ) -> Result<Parser, String> {
+        let signatures = signatures
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Signature::parse(s, i, method))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Parser {
+            name: name.to_string(),
+            signatures,
+        })
     }
 }
 
@@ -848,5 +1035,46 @@ mod tests {
             p.parse(&[bad], &[]).unwrap_err(),
             "view(): argument 'size' (position 1) must be tuple of ints, not list of (int, str)"
         );
+    }
+
+    #[test]
+    fn torch_signature_strings_parse() {
+        let p = Parser::from_signature_strings(
+            "add",
+            &["add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)"],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            p.signatures[0].text(),
+            "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)"
+        );
+        assert!(p.signatures[0].params[1].allow_numbers_as_tensor);
+        let r = p.parse(&[T, ArgKind::Float], &[]).unwrap();
+        assert_eq!(r.slots[1], Slot::Positional(1));
+        let s = Signature::parse(
+            "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+            0,
+            false,
+        )
+        .unwrap();
+        assert_eq!(s.params[1].ty, ParamType::IntList { size: Some(1) });
+        assert!(s.params[1].allow_none && s.params[1].default.is_none());
+        assert_eq!(s.params[2].default, Some(DefaultValue::Bool(false)));
+        assert!(s.params[3].kwarg_only);
+        let s = Signature::parse(
+            "f(Tensor self, ArrayRef<double> w=[0.5, 1], c10::string_view mode=\"a,b\", double eps=1e-05)",
+            0,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            s.params[1].default,
+            Some(DefaultValue::FloatList(vec![0.5, 1.0]))
+        );
+        assert_eq!(s.params[2].default, Some(DefaultValue::Str("a,b".into())));
+        assert_eq!(s.params[3].default, Some(DefaultValue::Float(1e-5)));
+        assert!(Signature::parse("f(Tensor)", 0, false).is_err());
+        assert!(Signature::parse("f Tensor x", 0, false).is_err());
     }
 }

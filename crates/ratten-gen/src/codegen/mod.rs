@@ -20,6 +20,7 @@ pub mod backends;
 pub mod functions;
 pub mod model;
 pub mod operators;
+pub mod python;
 pub mod registration;
 pub mod writer;
 
@@ -146,6 +147,26 @@ pub fn generate_from_path(
     };
     let nf = NativeFunctions::load(native, tags.as_ref()).map_err(|e| vec![e.to_string()])?;
     generate(&nf, opts)
+}
+
+/// Loads `native` and generates ratten-py's Python bindings ([`python::generate_python`]).
+pub fn generate_python_from_path(
+    native: &Path,
+    tags: Option<&Path>,
+) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let tags = match tags {
+        Some(p) => Some(Tags::load(p).map_err(|e| vec![e.to_string()])?),
+        None => None,
+    };
+    let nf = NativeFunctions::load(native, tags.as_ref()).map_err(|e| vec![e.to_string()])?;
+    // The label names the file independently of the working directory (the freshness test
+    // and the CLI must produce the same header).
+    let parts: Vec<String> = native
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let label = parts[parts.len().saturating_sub(3)..].join("/");
+    python::generate_python(&nf, &label)
 }
 
 /// Writes the files into `dir` (created if missing); returns the paths written.

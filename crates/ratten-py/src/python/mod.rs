@@ -2,7 +2,9 @@
 //! ratten-aten, ratten-dispatch and this crate's pure modules.
 
 mod dispatch;
+mod fast;
 mod ops;
+pub mod python_args;
 mod tensor;
 mod types;
 
@@ -45,5 +47,6 @@ fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor::register(m)?;
     ops::register(m)?;
     dispatch::register(m)?;
+    python_args::register(m)?;
     Ok(())
 }

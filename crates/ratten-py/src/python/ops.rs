@@ -166,6 +166,7 @@ fn to_ivalue(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<IValue> {
             _ => IValue::IntList(obj.extract()?),
         },
         ParamType::FloatList => IValue::DoubleList(obj.extract()?),
+        ParamType::BoolList => IValue::BoolList(obj.extract()?),
         ParamType::TensorList => {
             let mut v = Vec::new();
             for e in obj.try_iter()? {

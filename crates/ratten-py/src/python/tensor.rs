@@ -17,10 +17,12 @@ use ratten_core::allocator::DataPtr;
 use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorOptions};
 use ratten_schema::FunctionSchema;
 
+use super::fast;
 use super::ops::{
     call_entry, call_op, classify, has_method, op_entry, opt_dtype, scalar_to_py, to_scalar,
     BoundOp,
 };
+use super::python_args::{call_generated, function_index, method_index};
 use super::types::{dtype_object, parse_device, PyDevice, PyDtype};
 use super::IntoPy;
 use crate::arg_parser::{Parser, Slot};
@@ -547,6 +549,21 @@ impl PyTensor {
         if !operand(other) && !other.is_instance_of::<PyBool>() {
             return Ok(py.NotImplemented());
         }
+        if let Some(op) = fast_arith(name) {
+            if let Some(r) = fast::binary(slf, other, op, reflected)? {
+                return Ok(r);
+            }
+        }
+        // The generated bindings: `self.op(other)`, or `op(other, self)` when reflected.
+        if reflected {
+            if let Some(i) = function_index(name) {
+                let args = [other.clone(), slf.clone().into_any()];
+                return call_generated(py, i, None, &args, &[]);
+            }
+        } else if let Some(i) = method_index(name) {
+            return call_generated(py, i, Some(slf.as_any()), std::slice::from_ref(other), &[]);
+        }
+        // Operators registered at run time (torch.library-style).
         let entry = op_entry(name).ok_or_else(|| missing_op(name))?;
         if reflected {
             let args = [other.clone(), slf.clone().into_any()];
@@ -569,6 +586,21 @@ impl PyTensor {
                 other.get_type().name()?
             )));
         }
+        if let Some(op) = fast_arith(name.trim_end_matches('_')) {
+            if fast::inplace(slf, other, op)? {
+                return Ok(());
+            }
+        }
+        if let Some(i) = method_index(name) {
+            call_generated(
+                slf.py(),
+                i,
+                Some(slf.as_any()),
+                std::slice::from_ref(other),
+                &[],
+            )?;
+            return Ok(());
+        }
         if op_entry(name).is_none() {
             return Err(missing_op(name));
         }
@@ -583,11 +615,24 @@ impl PyTensor {
     }
 
     fn unary(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
+        if let Some(i) = method_index(name) {
+            return call_generated(slf.py(), i, Some(slf.as_any()), &[], &[]);
+        }
         if op_entry(name).is_none() {
             return Err(missing_op(name));
         }
         call_op(slf.py(), name, Some(slf.as_any()), &[], &[])
     }
+}
+
+fn fast_arith(name: &str) -> Option<fast::Arith> {
+    Some(match name {
+        "add" => fast::Arith::Add,
+        "sub" => fast::Arith::Sub,
+        "mul" => fast::Arith::Mul,
+        "div" => fast::Arith::Div,
+        _ => return None,
+    })
 }
 
 fn missing_op(name: &str) -> PyErr {
@@ -1045,13 +1090,18 @@ impl PyTensor {
         Self::binary(slf, o, name, false)
     }
 
-    /// Operators the dispatcher knows that have a `self` overload are methods (`t.add(u)`).
-    fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<BoundOp> {
+    /// Generated methods are set on the class by the package (`ratten/__init__.py`); this
+    /// finds operators registered at run time that have a `self` overload (`t.myop(u)`).
+    fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
         if !name.starts_with("__") && has_method(name) {
-            return Ok(BoundOp {
-                name: name.to_string(),
-                this: slf.clone().into_any().unbind(),
-            });
+            return Ok(Py::new(
+                slf.py(),
+                BoundOp {
+                    name: name.to_string(),
+                    this: slf.clone().into_any().unbind(),
+                },
+            )?
+            .into_any());
         }
         Err(pyo3::exceptions::PyAttributeError::new_err(format!(
             "'Tensor' object has no attribute '{name}'"

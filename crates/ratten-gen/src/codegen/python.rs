@@ -1,0 +1,647 @@
+//! The Python bindings (torchgen's `gen_python_functions.py`): per Python name, the
+//! PythonArgParser signature strings of all its overloads, in torch's format, and a dispatch
+//! function that calls the typed generated Rust API (`ratten_aten::functions::*` and the
+//! `Tensor` methods) for the signature that matched.
+//!
+//! | file | PyTorch counterpart |
+//! | --- | --- |
+//! | `signatures.rs` | the `static PythonArgParser parser({...})` string lists of `python_torch_functions.cpp` / `python_variable_methods.cpp` |
+//! | `dispatch.rs` | the `dispatch_add` lambdas and the `switch (_r.idx)` bodies of the same files |
+//!
+//! The rules torch's generator follows and this one copies:
+//! - module functions come from `variants: function`, Tensor methods from `variants: method`
+//!   (without `self`; functions call it `input`);
+//! - an out= overload is folded into the functional signature with the same other arguments
+//!   as a keyword-only `out=None` (called when `out` is not None);
+//! - `add/sub/mul/div.Scalar` (and their in-place and out= forms) are not bound
+//!   (`SKIP_PYTHON_BINDINGS_SIGNATURES`): the Tensor overload takes Python numbers;
+//! - signatures taking `Scalar` where a sibling takes `Tensor` come after it.
+//!
+//! Only `signatures.rs` is plain Rust; `dispatch.rs` uses pyo3 and the helpers of ratten-py's
+//! `python::python_args` module, so it is compiled behind ratten-py's `python` feature.
+
+use std::collections::BTreeMap;
+
+use ratten_schema::native::{NativeFunction, NativeFunctions, SchemaKind};
+use ratten_schema::{Argument, DefaultValue, Type};
+
+use super::model::{Model, OpInfo};
+use super::writer::Writer;
+use super::{GenOptions, GeneratedFile};
+
+/// torch's `SKIP_PYTHON_BINDINGS_SIGNATURES`: the Scalar overloads the Tensor ones cover.
+const SKIPPED_SCALAR_OVERLOADS: &[&str] =
+    &["add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_"];
+
+/// One Python signature: the overload it calls and, when folded in, its out= overload.
+struct PySig<'a> {
+    text: String,
+    op: &'a OpInfo,
+    out: Option<&'a OpInfo>,
+    /// Python parameter index of each schema argument (None: `self` of a method, or out).
+    param_of_arg: Vec<Option<usize>>,
+    /// Python parameter index of `out` (folded or own).
+    out_param: Option<usize>,
+    scalar_count: usize,
+}
+
+/// A Python-visible name and its signatures.
+struct PyName<'a> {
+    name: String,
+    sigs: Vec<PySig<'a>>,
+}
+
+/// torch's type spelling in signature strings (python_arg_parser.cpp's `type_map`).
+fn torch_type(ty: &Type) -> Result<String, String> {
+    Ok(match ty {
+        Type::Optional(inner) => format!("{}?", torch_type(inner)?),
+        Type::Tensor => "Tensor".into(),
+        Type::Scalar => "Scalar".into(),
+        Type::Int => "int64_t".into(),
+        Type::SymInt => "SymInt".into(),
+        Type::Float => "double".into(),
+        Type::Bool => "bool".into(),
+        Type::Str => "c10::string_view".into(),
+        Type::ScalarType => "ScalarType".into(),
+        Type::Device => "Device".into(),
+        Type::List { elem, size } => {
+            let base = match elem.as_ref() {
+                Type::Int => "IntArrayRef",
+                Type::SymInt => "SymIntArrayRef",
+                Type::Float => "ArrayRef<double>",
+                Type::Bool => "ArrayRef<bool>",
+                Type::Tensor => "TensorList",
+                Type::Optional(t) if **t == Type::Tensor => "c10::List<::std::optional<Tensor>>",
+                other => return Err(format!("no Python binding for `{other}[]` arguments")),
+            };
+            match size {
+                Some(n) => format!("{base}[{n}]"),
+                None => base.to_string(),
+            }
+        }
+        other => other.to_string(),
+    })
+}
+
+fn torch_default(a: &Argument) -> Option<String> {
+    let d = a.default.as_ref()?;
+    Some(match d {
+        DefaultValue::None => "None".into(),
+        DefaultValue::Bool(true) => "True".into(),
+        DefaultValue::Bool(false) => "False".into(),
+        DefaultValue::Str(s) => format!("\"{s}\""),
+        _ => a.default_text.clone().unwrap_or_else(|| d.to_string()),
+    })
+}
+
+fn param_text(a: &Argument, method: bool) -> Result<String, String> {
+    let name = if a.name == "self" && !method {
+        "input"
+    } else {
+        a.name.as_str()
+    };
+    let mut s = format!("{} {name}", torch_type(&a.ty)?);
+    if let Some(d) = torch_default(a) {
+        s.push('=');
+        s.push_str(&d);
+    }
+    Ok(s)
+}
+
+/// Builds the signature of `f` (for a method without `self`); `fold_out` adds `out=None`.
+fn signature<'a>(
+    name: &str,
+    f: &NativeFunction,
+    op: &'a OpInfo,
+    out: Option<&'a OpInfo>,
+    method: bool,
+) -> Result<PySig<'a>, String> {
+    let mut parts = Vec::new();
+    let mut star = false;
+    let mut param_of_arg = vec![None; f.func.arguments.len()];
+    let mut n = 0usize;
+    let mut own_out = Vec::new();
+    for (i, a) in f.func.arguments.iter().enumerate() {
+        if a.is_out() {
+            own_out.push(i);
+            continue;
+        }
+        if method && Some(i) == op.self_arg {
+            continue;
+        }
+        if a.kwarg_only && !star {
+            parts.push("*".to_string());
+            star = true;
+        }
+        parts.push(param_text(a, method)?);
+        param_of_arg[i] = Some(n);
+        n += 1;
+    }
+    let n_out = match out {
+        Some(o) => o.args.iter().filter(|a| a.is_out).count(),
+        None => own_out.len(),
+    };
+    let mut out_param = None;
+    if n_out > 0 {
+        if !star {
+            parts.push("*".to_string());
+        }
+        let ty = if n_out == 1 {
+            "Tensor".to_string()
+        } else {
+            format!("TensorList[{n_out}]")
+        };
+        // A folded out= is optional; an out= overload bound on its own requires it.
+        parts.push(if out.is_some() {
+            format!("{ty} out=None")
+        } else {
+            format!("{ty} out")
+        });
+        out_param = Some(n);
+    }
+    let scalar_count = f
+        .func
+        .arguments
+        .iter()
+        .filter(|a| *a.ty.unwrap_optional() == Type::Scalar)
+        .count();
+    Ok(PySig {
+        text: format!("{name}({})", parts.join(", ")),
+        op,
+        out,
+        param_of_arg,
+        out_param,
+        scalar_count,
+    })
+}
+
+/// Whether two overloads take the same non-out arguments (an out= overload's functional twin).
+fn same_inputs(a: &NativeFunction, b: &NativeFunction) -> bool {
+    let ai: Vec<&Argument> = a.func.arguments.iter().filter(|x| !x.is_out()).collect();
+    let bi: Vec<&Argument> = b.func.arguments.iter().filter(|x| !x.is_out()).collect();
+    ai.len() == bi.len()
+        && ai
+            .iter()
+            .zip(&bi)
+            .all(|(x, y)| x.name == y.name && x.ty.unwrap_optional() == y.ty.unwrap_optional())
+}
+
+fn skipped(f: &NativeFunction) -> bool {
+    let ov = f.func.name.overload_name.as_str();
+    SKIPPED_SCALAR_OVERLOADS.contains(&f.func.name.name.as_str())
+        && (ov == "Scalar" || ov == "Scalar_out")
+}
+
+fn names<'a>(
+    nf: &NativeFunctions,
+    model: &'a Model,
+    method: bool,
+) -> Result<Vec<PyName<'a>>, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<&'a OpInfo>> = BTreeMap::new();
+    for op in &model.ops {
+        let f = &nf.functions[op.index];
+        let bound = if method {
+            op.method && op.self_arg.is_some()
+        } else {
+            op.function
+        };
+        if bound && !skipped(f) {
+            groups.entry(f.func.name.name.clone()).or_default().push(op);
+        }
+    }
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (name, ops) in groups {
+        let (outs, others): (Vec<&OpInfo>, Vec<&OpInfo>) =
+            ops.into_iter().partition(|o| o.kind == SchemaKind::Out);
+        let mut folded = vec![None; others.len()];
+        let mut unfolded = Vec::new();
+        for o in outs {
+            let f = &nf.functions[o.index];
+            let twin = others.iter().enumerate().position(|(k, x)| {
+                folded[k].is_none()
+                    && x.kind == SchemaKind::Functional
+                    && same_inputs(&nf.functions[x.index], f)
+            });
+            match twin {
+                Some(k) => folded[k] = Some(o),
+                None => unfolded.push(o),
+            }
+        }
+        let mut sigs = Vec::new();
+        for (op, o) in others.into_iter().zip(folded) {
+            match signature(&name, &nf.functions[op.index], op, o, method) {
+                Ok(s) => sigs.push(s),
+                Err(e) => errors.push(format!("{}: {e}", op.name_with_overload)),
+            }
+        }
+        for op in unfolded {
+            match signature(&name, &nf.functions[op.index], op, None, method) {
+                Ok(s) => sigs.push(s),
+                Err(e) => errors.push(format!("{}: {e}", op.name_with_overload)),
+            }
+        }
+        // Stable: Tensor overloads before the Scalar ones (a Python number would match both).
+        sigs.sort_by_key(|s| s.scalar_count);
+        out.push(PyName { name, sigs });
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// How one argument is read from the parsed Python arguments: (the `let` expression, how the
+/// call passes the bound variable).
+fn reader(api: &str, k: usize) -> Result<(String, &'static str), String> {
+    Ok(match api {
+        "&Tensor" => (format!("r.tensor({k})?"), "&"),
+        "Option<&Tensor>" => (format!("r.optional_tensor({k})?"), ".as_ref()"),
+        "impl Into<Scalar>" => (format!("r.scalar({k})?"), ""),
+        "Option<Scalar>" => (format!("r.optional_scalar({k})?"), ""),
+        "i64" => (format!("r.int({k})?"), ""),
+        "Option<i64>" => (format!("r.optional_int({k})?"), ""),
+        "f64" => (format!("r.double({k})?"), ""),
+        "Option<f64>" => (format!("r.optional_double({k})?"), ""),
+        "bool" => (format!("r.bool({k})?"), ""),
+        "Option<bool>" => (format!("r.optional_bool({k})?"), ""),
+        "&str" => (format!("r.string({k})?"), "&"),
+        "Option<&str>" => (format!("r.optional_string({k})?"), ".as_deref()"),
+        // Layout / MemoryFormat have no Python objects in ratten: only their None default.
+        o if o.starts_with("Option<")
+            && (o.ends_with("::native::Layout>") || o.ends_with("::native::MemoryFormat>")) =>
+        {
+            (format!("r.none_only({k})?"), "")
+        }
+        "ScalarType" => (format!("r.scalar_type({k})?"), ""),
+        "Option<ScalarType>" => (format!("r.optional_scalar_type({k})?"), ""),
+        "Device" => (format!("r.device({k})?"), ""),
+        "Option<Device>" => (format!("r.optional_device({k})?"), ""),
+        "&[Tensor]" => (format!("r.tensor_list({k})?"), "&"),
+        "&[i64]" => (format!("r.int_list({k})?"), "&"),
+        "&[f64]" => (format!("r.double_list({k})?"), "&"),
+        "&[bool]" => (format!("r.bool_list({k})?"), "&"),
+        other => return Err(format!("no Python reader for the Rust type `{other}`")),
+    })
+}
+
+fn pass(var: &str, how: &str) -> String {
+    match how {
+        "&" => format!("&{var}"),
+        "" => var.to_string(),
+        suffix => format!("{var}{suffix}"),
+    }
+}
+
+/// The statements calling `op` and returning its Python result. `param_of_arg` maps schema
+/// arguments to Python parameters; `out_param` is where the out= tensor(s) come from.
+fn emit_call(
+    w: &mut Writer,
+    op: &OpInfo,
+    param_of_arg: &[Option<usize>],
+    out_param: Option<usize>,
+    method: bool,
+    early_return: bool,
+) -> Result<(), String> {
+    let receiver = if method { op.self_arg } else { None };
+    let mut lets = Vec::new();
+    let mut call_args = Vec::new();
+    // API order: out= first, then schema order (the receiver is `self`).
+    let mut order: Vec<usize> = (0..op.args.len()).filter(|&i| op.args[i].is_out).collect();
+    order.extend((0..op.args.len()).filter(|&i| !op.args[i].is_out));
+    let n_out = op.args.iter().filter(|a| a.is_out).count();
+    let mut out_k = 0usize;
+    for i in order {
+        let a = &op.args[i];
+        let var = format!("a_{}", a.ident.trim_end_matches('_'));
+        if Some(i) == receiver {
+            lets.push("let a_self = r.self_tensor()?;".to_string());
+            continue;
+        }
+        if a.is_out {
+            let k = out_param.ok_or("an out= argument without an `out` parameter")?;
+            let e = if n_out == 1 {
+                format!("r.tensor({k})?")
+            } else {
+                format!("r.tensor_list_item({k}, {out_k}, {n_out})?")
+            };
+            out_k += 1;
+            lets.push(format!("let {var} = {e};"));
+            call_args.push(format!("&{var}"));
+            continue;
+        }
+        let k = param_of_arg[i].ok_or_else(|| format!("argument `{}` has no parameter", a.name))?;
+        let (e, how) = reader(&a.ty.api, k)?;
+        lets.push(format!("let {var} = {e};"));
+        call_args.push(pass(&var, how));
+    }
+    let fname = op.with_name.as_deref().unwrap_or(&op.api_name);
+    let call = if receiver.is_some() {
+        format!("a_self.{fname}({})", call_args.join(", "))
+    } else {
+        format!("functions::{fname}({})", call_args.join(", "))
+    };
+    for l in lets {
+        w.line(l);
+    }
+    let aliased: Vec<usize> = op.rets.iter().filter_map(|r| r.aliases_arg).collect();
+    if !aliased.is_empty() && aliased.len() == op.rets.len() {
+        // In-place and out=: the result is the Python object that was written, as torch.
+        w.line(format!("r.run(py, move || {call}.map(|_| ()))?;"));
+        let objs: Vec<String> = aliased
+            .iter()
+            .map(|&i| {
+                if Some(i) == receiver {
+                    "r.self_object()".to_string()
+                } else if op.args[i].is_out {
+                    match out_param {
+                        Some(k) if n_out == 1 => format!("r.object({k})"),
+                        Some(k) => format!("r.tensor_list_object({k}, {})", {
+                            op.args[..i].iter().filter(|a| a.is_out).count()
+                        }),
+                        None => "py.None()".to_string(),
+                    }
+                } else {
+                    match param_of_arg[i] {
+                        Some(k) => format!("r.object({k})"),
+                        None => "py.None()".to_string(),
+                    }
+                }
+            })
+            .collect();
+        let ret = if objs.len() == 1 {
+            format!("Ok({})", objs[0])
+        } else {
+            format!("r.tuple(py, vec![{}])", objs.join(", "))
+        };
+        w.line(if early_return {
+            format!("return {ret};")
+        } else {
+            ret
+        });
+    } else {
+        let ret = format!("into_py_result(py, r.run(py, move || {call})?)");
+        w.line(if early_return {
+            format!("return {ret};")
+        } else {
+            ret
+        });
+    }
+    Ok(())
+}
+
+fn emit_dispatch_fn(
+    w: &mut Writer,
+    prefix: &str,
+    n: &PyName<'_>,
+    method: bool,
+) -> Result<(), String> {
+    w.line(format!(
+        "/// `{}{}`: {} signature(s).",
+        if method { "Tensor." } else { "" },
+        n.name,
+        n.sigs.len()
+    ));
+    let mut err = Ok(());
+    w.block(
+        format!(
+            "fn {prefix}_{}(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {{",
+            n.name
+        ),
+        "}",
+        |w| {
+            w.block("match r.index() {", "}", |w| {
+                for (idx, s) in n.sigs.iter().enumerate() {
+                    w.line(format!("// {}", s.text));
+                    w.block(format!("{idx} => {{"), "}", |w| {
+                        let r = match (s.out, s.out_param) {
+                            (Some(o), Some(k)) => {
+                                // `out=None`: the functional overload; otherwise its out=
+                                // twin, which takes the same inputs in the same order.
+                                let mut res = Ok(());
+                                w.block(format!("if r.is_none({k}) {{"), "}", |w| {
+                                    res = emit_call(w, s.op, &s.param_of_arg, None, method, true);
+                                });
+                                let map: Vec<Option<usize>> = o
+                                    .args
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(i, a)| {
+                                        if a.is_out {
+                                            None
+                                        } else {
+                                            s.param_of_arg.get(i).copied().flatten()
+                                        }
+                                    })
+                                    .collect();
+                                if let Err(e) = emit_call(w, o, &map, Some(k), method, false) {
+                                    res = Err(e);
+                                }
+                                res
+                            }
+                            _ => emit_call(w, s.op, &s.param_of_arg, s.out_param, method, false),
+                        };
+                        if let Err(e) = r {
+                            err = Err(format!("{}: {e}", s.op.name_with_overload));
+                        }
+                    });
+                }
+                w.line("_ => Err(r.unknown_signature()),");
+            });
+        },
+    );
+    w.blank();
+    err
+}
+
+fn header(source: &str, what: &str) -> String {
+    format!("// @generated by `ratten-gen generate --python` from {source}. Do not edit by hand.\n//! {what}\n")
+}
+
+/// Generates `mod.rs`, `signatures.rs` and `dispatch.rs` for ratten-py from `nf` (ratten-aten's
+/// declarations: the calls go to `ratten_aten::functions` and the inherent Tensor methods).
+pub fn generate_python(
+    nf: &NativeFunctions,
+    source_label: &str,
+) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let model = Model::build(nf, &GenOptions::aten())?;
+    let functions = names(nf, &model, false)?;
+    let methods = names(nf, &model, true)?;
+
+    let mut sig = Writer::new();
+    sig.line(header(
+        source_label,
+        "The PythonArgParser signatures of every Python-visible operator name, in torch's format.",
+    ));
+    sig.line("use crate::arg_parser::Binding;");
+    sig.blank();
+    for (title, konst, list) in [
+        ("Module functions (`ratten.add`)", "FUNCTIONS", &functions),
+        (
+            "Tensor methods (`t.add`), without `self`",
+            "METHODS",
+            &methods,
+        ),
+    ] {
+        sig.line(format!("/// {title}: {} names.", list.len()));
+        sig.block(format!("pub const {konst}: &[Binding] = &["), "];", |w| {
+            for n in list.iter() {
+                w.block("Binding {", "},", |w| {
+                    w.line(format!("name: {:?},", n.name));
+                    w.block("signatures: &[", "],", |w| {
+                        for s in &n.sigs {
+                            w.line(format!("{:?},", s.text));
+                        }
+                    });
+                });
+            }
+        });
+        sig.blank();
+    }
+
+    let mut d = Writer::new();
+    d.line(header(
+        source_label,
+        "Per Python name, the call of the typed Rust API for the signature the parser matched.",
+    ));
+    d.line("#![allow(clippy::all, unused_variables)]");
+    d.blank();
+    d.line("use pyo3::prelude::*;");
+    d.line("use ratten_aten::functions;");
+    d.blank();
+    d.line("use crate::python::python_args::{into_py_result, DispatchFn, PythonArgs};");
+    d.blank();
+    let mut errors = Vec::new();
+    for (prefix, konst, list, method) in [
+        ("function", "FUNCTION_DISPATCH", &functions, false),
+        ("method", "METHOD_DISPATCH", &methods, true),
+    ] {
+        d.line(format!(
+            "/// One entry per `signatures::{}` entry, in its order.",
+            if method { "METHODS" } else { "FUNCTIONS" }
+        ));
+        d.block(
+            format!("pub const {konst}: &[DispatchFn] = &["),
+            "];",
+            |w| {
+                for n in list.iter() {
+                    w.line(format!("{prefix}_{},", n.name));
+                }
+            },
+        );
+        d.blank();
+        for n in list.iter() {
+            if let Err(e) = emit_dispatch_fn(&mut d, prefix, n, method) {
+                errors.push(e);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mod_rs = format!(
+        "{}\npub mod signatures;\n\n#[cfg(feature = \"python\")]\npub mod dispatch;\n",
+        header(
+            source_label,
+            "ratten-py's generated bindings: see each module."
+        )
+    );
+    let mut files = vec![
+        GeneratedFile {
+            name: "mod.rs".into(),
+            contents: mod_rs,
+        },
+        GeneratedFile {
+            name: "signatures.rs".into(),
+            contents: sig.finish(),
+        },
+        GeneratedFile {
+            name: "dispatch.rs".into(),
+            contents: d.finish(),
+        },
+    ];
+    for f in &mut files {
+        let mut s: String = f
+            .contents
+            .lines()
+            .map(|l| l.trim_end().to_string() + "\n")
+            .collect();
+        while s.ends_with("\n\n") {
+            s.pop();
+        }
+        f.contents = s;
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(yaml: &str) -> NativeFunctions {
+        NativeFunctions::parse(yaml, std::path::Path::new("test.yaml"), None).unwrap()
+    }
+
+    const ADD: &str = "
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: add
+- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+  variants: method
+  dispatch:
+    CPU: add_
+- func: add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU: add_out
+- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: add_scalar
+- func: eq.Scalar(Tensor self, Scalar other) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: eq_scalar
+- func: eq.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: eq
+- func: argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: argmax
+";
+
+    fn file<'a>(files: &'a [GeneratedFile], name: &str) -> &'a str {
+        &files.iter().find(|f| f.name == name).unwrap().contents
+    }
+
+    #[test]
+    fn signatures_are_torchs() {
+        let files = generate_python(&load(ADD), "test.yaml").unwrap();
+        let s = file(&files, "signatures.rs");
+        assert!(
+            s.contains("\"add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)\",")
+        );
+        // add.Scalar is skipped as torch does; eq keeps its Scalar overload, after the Tensor one.
+        assert!(!s.contains("Scalar other, Scalar alpha"));
+        let t = s.find("\"eq(Tensor input, Tensor other)\"").unwrap();
+        let sc = s.find("\"eq(Tensor input, Scalar other)\"").unwrap();
+        assert!(t < sc);
+        // methods: no self, in-place names, no out=
+        assert!(s.contains("\"add_(Tensor other, *, Scalar alpha=1)\""));
+        assert!(s.contains("\"argmax(int64_t? dim=None, bool keepdim=False)\""));
+    }
+
+    #[test]
+    fn dispatch_calls_the_typed_api() {
+        let files = generate_python(&load(ADD), "test.yaml").unwrap();
+        let d = file(&files, "dispatch.rs");
+        assert!(d.contains("functions::add_with(&a_self, &a_other, a_alpha)"));
+        assert!(d.contains("functions::add_out_with(&a_out, &a_self, &a_other, a_alpha)"));
+        assert!(d.contains("a_self.add_with_(&a_other, a_alpha).map(|_| ())"));
+        assert!(d.contains("Ok(r.self_object())"));
+        assert!(d.contains("functions::argmax_with(&a_self, a_dim, a_keepdim)"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Fast paths for the hottest calls: `a + b` (and `-`, `*`, `/`, their reflected and in-place
+//! forms) and `ratten.add(a, b, out=c)` (and sub/mul/div) when the arguments are exactly
+//! tensors, or a tensor and a Python number. They skip the general argument parser (no
+//! `ArgKind` vectors, no keyword strings), borrow the tensors from the frozen Python objects
+//! without cloning, and call the typed Rust API directly; anything else falls back to the
+//! generated bindings, which give the same results and torch's errors.
+
+use std::sync::OnceLock;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyTuple};
+use ratten_aten::{functions, Tensor};
+use ratten_core::{Device, Result};
+
+use super::ops::to_scalar;
+use super::python_args::{function_index, run_maybe_released};
+use super::tensor::{wrap, PyTensor};
+use super::IntoPy;
+
+/// The four arithmetic operators with a fast path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Arith {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arith::Add => "add",
+            Arith::Sub => "sub",
+            Arith::Mul => "mul",
+            Arith::Div => "div",
+        }
+    }
+
+    fn functional(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Arith::Add => functions::add(a, b),
+            Arith::Sub => functions::sub(a, b),
+            Arith::Mul => functions::mul(a, b),
+            Arith::Div => functions::div(a, b),
+        }
+    }
+
+    fn out(self, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        match self {
+            Arith::Add => functions::add_out(out, a, b).map(|_| ()),
+            Arith::Sub => functions::sub_out(out, a, b).map(|_| ()),
+            Arith::Mul => functions::mul_out(out, a, b).map(|_| ()),
+            Arith::Div => functions::div_out(out, a, b).map(|_| ()),
+        }
+    }
+
+    fn inplace(self, a: &Tensor, b: &Tensor) -> Result<()> {
+        match self {
+            Arith::Add => a.add_(b).map(|_| ()),
+            Arith::Sub => a.sub_(b).map(|_| ()),
+            Arith::Mul => a.mul_(b).map(|_| ()),
+            Arith::Div => a.div_(b).map(|_| ()),
+        }
+    }
+}
+
+/// A second operand the fast path takes: a tensor (borrowed) or a Python number made into a
+/// wrapped-number tensor. `None` for anything else (the caller falls back).
+enum Operand<'a> {
+    Borrowed(&'a Tensor),
+    Owned(Tensor),
+}
+
+impl Operand<'_> {
+    fn get(&self) -> &Tensor {
+        match self {
+            Operand::Borrowed(t) => t,
+            Operand::Owned(t) => t,
+        }
+    }
+}
+
+fn operand<'a>(o: &'a Bound<'_, PyAny>) -> PyResult<Option<Operand<'a>>> {
+    if let Ok(t) = o.downcast_exact::<PyTensor>() {
+        return Ok(Some(Operand::Borrowed(&t.get().t)));
+    }
+    // Exact number types only (bool is an int subclass and promotes differently; numpy
+    // scalars and other objects take the general path).
+    if o.is_exact_instance_of::<PyFloat>()
+        || o.is_exact_instance_of::<PyInt>()
+        || o.is_exact_instance_of::<PyBool>()
+        || o.is_exact_instance_of::<PyComplex>()
+    {
+        let s = to_scalar(o)?;
+        return Ok(Some(Operand::Owned(
+            Tensor::wrapped_scalar_tensor(s, Device::CPU).py()?,
+        )));
+    }
+    Ok(None)
+}
+
+fn numel(t: &Tensor) -> usize {
+    t.numel().max(0) as usize
+}
+
+/// `self <op> other` (or, `reflected`, `other <op> self`); None: not handled here.
+pub fn binary(
+    slf: &Bound<'_, PyTensor>,
+    other: &Bound<'_, PyAny>,
+    op: Arith,
+    reflected: bool,
+) -> PyResult<Option<PyObject>> {
+    let py = slf.py();
+    let Some(b) = operand(other)? else {
+        return Ok(None);
+    };
+    let a = &slf.get().t;
+    let b = b.get();
+    let n = numel(a).max(numel(b));
+    let r = if reflected {
+        run_maybe_released(py, n, || op.functional(b, a))?
+    } else {
+        run_maybe_released(py, n, || op.functional(a, b))?
+    };
+    Ok(Some(wrap(py, r)?.into_any()))
+}
+
+/// `self <op>= other`; false: not handled here.
+pub fn inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, op: Arith) -> PyResult<bool> {
+    let Some(b) = operand(other)? else {
+        return Ok(false);
+    };
+    let a = &slf.get().t;
+    let b = b.get();
+    run_maybe_released(slf.py(), numel(a).max(numel(b)), || op.inplace(a, b))?;
+    Ok(true)
+}
+
+/// The generated-function indices of add/sub/mul/div, found once.
+fn arith_of(index: usize) -> Option<Arith> {
+    static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
+    let idx = IDX.get_or_init(|| {
+        [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| function_index(a.name()))
+    });
+    [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]
+        .into_iter()
+        .zip(idx.iter())
+        .find(|(_, i)| **i == Some(index))
+        .map(|(a, _)| a)
+}
+
+/// `ratten.add(a, b)` / `ratten.add(a, b, out=c)` with tensors or numbers; None: not handled.
+pub fn function_fast(
+    py: Python<'_>,
+    index: usize,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<PyObject>> {
+    let Some(op) = arith_of(index) else {
+        return Ok(None);
+    };
+    if args.len() != 2 {
+        return Ok(None);
+    }
+    let x = args.get_borrowed_item(0)?;
+    let Ok(a) = x.downcast_exact::<PyTensor>() else {
+        return Ok(None);
+    };
+    let y = args.get_borrowed_item(1)?;
+    let Some(b) = operand(&y)? else {
+        return Ok(None);
+    };
+    let a = &a.get().t;
+    let b = b.get();
+    let n = numel(a).max(numel(b));
+    let out = match kwargs {
+        None => None,
+        Some(k) if k.is_empty() => None,
+        Some(k) if k.len() == 1 => {
+            let Some(o) = k.get_item(pyo3::intern!(py, "out"))? else {
+                return Ok(None);
+            };
+            if o.is_none() {
+                None
+            } else if o.downcast_exact::<PyTensor>().is_ok() {
+                Some(o)
+            } else {
+                return Ok(None);
+            }
+        }
+        Some(_) => return Ok(None),
+    };
+    match out {
+        None => {
+            let r = run_maybe_released(py, n, || op.functional(a, b))?;
+            Ok(Some(wrap(py, r)?.into_any()))
+        }
+        Some(o) => {
+            let t = &o.downcast_exact::<PyTensor>()?.get().t;
+            run_maybe_released(py, n.max(numel(t)), || op.out(t, a, b))?;
+            Ok(Some(o.unbind()))
+        }
+    }
+}
