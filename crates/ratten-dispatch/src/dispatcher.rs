@@ -1078,6 +1078,12 @@ impl OperatorHandle {
         kernel.call_boxed(self, ks, stack)
     }
 
+    /// The kernel in the table slot of the highest key of `ks`.
+    #[inline(always)]
+    pub(crate) fn lookup_kernel(&self, ks: DispatchKeySet) -> &KernelFunction {
+        self.entry.lookup(ks)
+    }
+
     /// `redispatchBoxed`: calls the kernel for the highest key of `ks` as given (no TLS,
     /// no mask): the caller has removed the keys it handled.
     pub fn redispatch_boxed(&self, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
@@ -1250,6 +1256,24 @@ impl Drop for TraceGuard {
 // ADInplaceOrView (in the default TLS included set) or at the tensor's Autograd key. The
 // debug strings are PyTorch 2.15's, so full dumps compare equal with PyTorch's.
 
+/// The mask a typed call through a boxed kernel of type `F` may redispatch with instead of
+/// boxing: `AFTER_AUTOGRAD_KEYSET` for the framework's autograd fallback (whose whole effect
+/// is that redispatch), None for every other boxed kernel. See Note [Typed calls through the
+/// autograd fallback] in kernel_function.rs.
+pub(crate) fn typed_redispatch_mask<F: 'static>() -> Option<DispatchKeySet> {
+    fn type_id_of<T: 'static>(_: &T) -> std::any::TypeId {
+        std::any::TypeId::of::<T>()
+    }
+    (std::any::TypeId::of::<F>() == type_id_of(&autograd_fallback)).then_some(AFTER_AUTOGRAD_KEYSET)
+}
+
+/// Whether the dispatch trace is on, without initialising the dispatcher (a typed call has a
+/// handle, so the dispatcher exists already).
+#[inline(always)]
+pub(crate) fn show_dispatch_trace_fast() -> bool {
+    SHOW_DISPATCH_TRACE.load(Ordering::Relaxed)
+}
+
 /// `autograd_fallback` without autograd: redispatch below the autograd keys.
 fn autograd_fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
     op.redispatch_boxed(ks & AFTER_AUTOGRAD_KEYSET, stack)
@@ -1339,6 +1363,22 @@ mod tests {
             parse_operator_name("aten::add.Tensor").unwrap(),
             OperatorName::new("aten::add", "Tensor")
         );
+    }
+
+    #[test]
+    fn only_the_autograd_fallback_redispatches_typed() {
+        assert_eq!(
+            typed_redispatch_mask::<fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>>(
+            ),
+            None
+        );
+        let k = KernelFunction::from_boxed(autograd_fallback);
+        assert!(k.dump_state().contains("boxed"));
+        assert_eq!(k.typed_redispatch_mask(), Some(AFTER_AUTOGRAD_KEYSET));
+        let other = KernelFunction::from_boxed(|op: &OperatorHandle, ks, st: &mut Stack| {
+            op.redispatch_boxed(ks, st)
+        });
+        assert_eq!(other.typed_redispatch_mask(), None);
     }
 
     #[test]

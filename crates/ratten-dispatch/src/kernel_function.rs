@@ -7,6 +7,15 @@
 //! makes one virtual call; on a mismatch (a boxed kernel, or a kernel registered with other
 //! Rust types for the same schema) it boxes its arguments and calls the boxed function.
 //! A boxed call of a typed kernel pops the arguments, borrows them and calls it typed.
+//!
+//! Note [Typed calls through the autograd fallback]
+//! The framework's autograd fallback is boxed (as in PyTorch), and its only effect is to
+//! redispatch below the autograd keys. A typed call through it would box every argument
+//! into a heap stack and unbox them again for the kernel below (a third of a small op's
+//! cost), so a KernelFunction made from that fallback remembers the redispatch mask and a
+//! typed call performs the same redispatch typed. Boxed calls, and typed calls while the
+//! dispatch trace is on (so the trace shows `[redispatchBoxed]` as PyTorch's does), still
+//! run the boxed function.
 
 use std::any::{Any, TypeId};
 use std::sync::Arc;
@@ -90,6 +99,9 @@ pub struct KernelFunction {
     boxed: Option<Arc<BoxedKernelFn>>,
     unboxed: Option<Unboxed>,
     fallthrough: bool,
+    /// Set for the framework's autograd fallback: typed calls redispatch with `ks & mask`
+    /// instead of boxing (see Note [Typed calls through the autograd fallback]).
+    typed_redispatch: Option<DispatchKeySet>,
 }
 
 const FALLTHROUGH_CALLED: &str = "fallthrough_kernel was executed but it should have been short-circuited by the dispatcher. This could occur if you registered a fallthrough kernel as a override for a specific operator (as opposed to a backend fallback); this is NOT currently supported, and we do not intend to add support for it in the near future.  If you do find yourself in need of this, let us know in the bug tracker.";
@@ -110,14 +122,17 @@ impl KernelFunction {
             )),
             unboxed: None,
             fallthrough: true,
+            typed_redispatch: None,
         }
     }
 
     /// A boxed kernel from a closure (`makeFromBoxedFunction`). Serves typed calls too.
-    pub fn from_boxed(
-        f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn from_boxed<F>(f: F) -> Self
+    where
+        F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
+    {
         KernelFunction {
+            typed_redispatch: crate::dispatcher::typed_redispatch_mask::<F>(),
             boxed: Some(Arc::new(f)),
             unboxed: None,
             fallthrough: false,
@@ -150,6 +165,7 @@ impl KernelFunction {
                 _keep: typed,
             }),
             fallthrough: false,
+            typed_redispatch: None,
         }
     }
 
@@ -163,6 +179,11 @@ impl KernelFunction {
     }
     pub fn has_unboxed(&self) -> bool {
         self.unboxed.is_some()
+    }
+    /// The mask a typed call redispatches with instead of boxing (only the framework's
+    /// autograd fallback has one).
+    pub fn typed_redispatch_mask(&self) -> Option<DispatchKeySet> {
+        self.typed_redispatch
     }
 
     /// `dumpState()`: `fallthrough `, `boxed `, `unboxed ` as present.
@@ -211,7 +232,23 @@ impl KernelFunction {
                 return k.call(ks, args);
             }
         }
+        if let Some(mask) = self.typed_redispatch {
+            if !crate::dispatcher::show_dispatch_trace_fast() {
+                return Self::redispatch_typed::<A, R>(op, ks & mask, args);
+            }
+        }
         self.call_typed_via_boxed::<A, R>(op, ks, args)
+    }
+
+    /// The typed form of the autograd fallback's redispatch (out of line: it recurses into
+    /// `call_typed` for the kernel below).
+    #[inline(never)]
+    fn redispatch_typed<A: KernelArgs, R: KernelReturn>(
+        op: &OperatorHandle,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
+        op.lookup_kernel(ks).call_typed::<A, R>(op, ks, args)
     }
 
     #[cold]
