@@ -374,27 +374,49 @@ unsafe impl Sync for TensorAccess {}
 impl TensorAccess {
     /// Acquires `reads` for reading and `writes` for writing, in one step.
     pub fn new(reads: &[&TensorBase], writes: &[&TensorBase]) -> Result<TensorAccess> {
+        // Each tensor's metadata is snapshotted once: storage, sizes, strides and offset stay
+        // consistent for the guard's lifetime even if another thread resizes it.
+        let snap = |t: &&TensorBase| (t.meta_arc(), t.dtype(), t.device());
+        Self::acquire(reads.len(), reads.iter().map(snap), writes.iter().map(snap))
+    }
+
+    /// Acquires tensors given by metadata snapshots the caller already holds (TensorIterator
+    /// keeps the snapshots it computed its strides from), as `(snapshot, dtype, device)`.
+    /// Saves one snapshot load per tensor. Memory safety does not depend on the snapshot
+    /// being current: a snapshot keeps its storage alive, its view was checked in bounds
+    /// when it was made, storages only grow, and the data pointer is read under the lock.
+    pub fn from_snapshots(
+        reads: &[(&Arc<TensorMeta>, ScalarType, Device)],
+        writes: &[(&Arc<TensorMeta>, ScalarType, Device)],
+    ) -> Result<TensorAccess> {
+        let snap = |&(m, d, dev): &(&Arc<TensorMeta>, ScalarType, Device)| (m.clone(), d, dev);
+        Self::acquire(reads.len(), reads.iter().map(snap), writes.iter().map(snap))
+    }
+
+    fn acquire(
+        n_reads: usize,
+        reads: impl Iterator<Item = (Arc<TensorMeta>, ScalarType, Device)>,
+        writes: impl Iterator<Item = (Arc<TensorMeta>, ScalarType, Device)>,
+    ) -> Result<TensorAccess> {
         // Built in place (the guard is a few hundred bytes; moving it costs more than the
-        // locking). Each tensor's metadata is snapshotted once: storage, sizes, strides and
-        // offset stay consistent for the guard's lifetime even if another thread resizes it.
+        // locking).
         let mut access = TensorAccess {
             _locks: LockSet {
                 entries: SmallVec::new(),
                 _not_send: PhantomData,
             },
             tensors: SmallVec::new(),
-            n_reads: reads.len(),
+            n_reads,
         };
-        for (list, writable) in [(reads, false), (writes, true)] {
-            for t in list {
-                access.tensors.push(AccessedTensor {
-                    meta: t.meta_arc(),
-                    dtype: t.dtype(),
-                    device: t.device(),
-                    base: None,
-                    writable,
-                });
-            }
+        let tagged = reads.map(|s| (s, false)).chain(writes.map(|s| (s, true)));
+        for ((meta, dtype, device), writable) in tagged {
+            access.tensors.push(AccessedTensor {
+                meta,
+                dtype,
+                device,
+                base: None,
+                writable,
+            });
         }
         {
             let mut wanted: SmallVec<[(usize, &StorageImpl, bool); 4]> = SmallVec::new();
@@ -492,6 +514,25 @@ mod tests {
         drop(outer);
         // All released: both can be written now.
         let _w = TensorAccess::new(&[], &[&a, &b]).unwrap();
+    }
+
+    #[test]
+    fn from_snapshots_locks_like_new() {
+        let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let out = TensorBase::empty(&[2], ScalarType::Float, Device::CPU).unwrap();
+        let (ma, mo) = (a.meta_arc(), out.meta_arc());
+        let mut g = TensorAccess::from_snapshots(
+            &[(&ma, ScalarType::Float, Device::CPU)],
+            &[(&mo, ScalarType::Float, Device::CPU)],
+        )
+        .unwrap();
+        assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0]);
+        g.output_slice_mut::<f32>(0).unwrap()[1] = 7.0;
+        // Held: a conflicting access on this thread is refused, as with `new`.
+        assert!(TensorAccess::write(&a).is_err());
+        assert!(TensorAccess::read(&out).is_err());
+        drop(g);
+        assert_eq!(out.to_vec::<f32>().unwrap()[1], 7.0);
     }
 
     #[test]

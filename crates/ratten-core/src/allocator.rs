@@ -20,7 +20,12 @@ use crate::error::{Error, Result};
 /// Every allocation is aligned to at least this many bytes (a cache line, and AVX-512 loads).
 pub const ALIGNMENT: usize = 64;
 
-type Deleter = Box<dyn FnOnce(NonNull<u8>, usize) + Send + Sync>;
+/// How a DataPtr frees its memory: a plain function (the CPU allocator's own blocks: no heap
+/// allocation for the deleter itself) or a boxed closure (custom allocators, `from_raw`).
+enum Deleter {
+    Fn(fn(NonNull<u8>, usize)),
+    Boxed(Box<dyn FnOnce(NonNull<u8>, usize) + Send + Sync>),
+}
 
 /// An owning pointer to device memory with the function that frees it (c10::DataPtr).
 pub struct DataPtr {
@@ -65,7 +70,7 @@ impl DataPtr {
         DataPtr {
             ptr: Some(ptr),
             capacity,
-            deleter: Some(Box::new(deleter)),
+            deleter: Some(Deleter::Boxed(Box::new(deleter))),
             zeroed,
             device,
         }
@@ -90,8 +95,10 @@ impl DataPtr {
 
 impl Drop for DataPtr {
     fn drop(&mut self) {
-        if let (Some(ptr), Some(deleter)) = (self.ptr, self.deleter.take()) {
-            deleter(ptr, self.capacity);
+        match (self.ptr, self.deleter.take()) {
+            (Some(ptr), Some(Deleter::Fn(f))) => f(ptr, self.capacity),
+            (Some(ptr), Some(Deleter::Boxed(f))) => f(ptr, self.capacity),
+            _ => {}
         }
     }
 }
@@ -158,7 +165,43 @@ pub struct CpuAllocator;
 
 impl CpuAllocator {
     fn small(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
-        let _ = zeroed_needed; // small blocks are always zeroed: cheap, and keeps the invariant
+        let Some(class) = small_class(nbytes) else {
+            return Self::medium(nbytes);
+        };
+        let capacity = SMALL_MIN << class;
+        let reused = SMALL_CACHE
+            .try_with(|c| c.borrow_mut().lists[class].pop())
+            .ok()
+            .flatten();
+        let (p, zeroed) = match reused {
+            Some(addr) => {
+                // SAFETY: a cached block is a live allocation of `capacity` bytes that nobody
+                // else references (it left its DataPtr when it was cached).
+                let p = unsafe { NonNull::new_unchecked(addr as *mut u8) };
+                if zeroed_needed {
+                    // SAFETY: as above; we own all `capacity` bytes.
+                    unsafe { std::ptr::write_bytes(p.as_ptr(), 0, capacity) };
+                }
+                (p, zeroed_needed)
+            }
+            None => {
+                let layout = small_layout(class);
+                // SAFETY: the layout is not zero-sized (capacity >= SMALL_MIN).
+                let p = unsafe { std::alloc::alloc_zeroed(layout) };
+                (NonNull::new(p).ok_or_else(|| oom(nbytes))?, true)
+            }
+        };
+        Ok(DataPtr {
+            ptr: Some(p),
+            capacity,
+            deleter: Some(Deleter::Fn(release_small)),
+            zeroed,
+            device: Device::CPU,
+        })
+    }
+
+    /// Blocks above the small classes and below the mmap threshold: the global allocator.
+    fn medium(nbytes: usize) -> Result<DataPtr> {
         let layout = Layout::from_size_align(nbytes, ALIGNMENT).map_err(|_| oom(nbytes))?;
         // SAFETY: nbytes > 0 (checked by the caller), so the layout is not zero-sized.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -166,10 +209,7 @@ impl CpuAllocator {
         Ok(DataPtr {
             ptr: Some(p),
             capacity: nbytes,
-            // SAFETY (of the call inside): the block was allocated above with this layout.
-            deleter: Some(Box::new(move |p: NonNull<u8>, _| unsafe {
-                std::alloc::dealloc(p.as_ptr(), layout)
-            })),
+            deleter: Some(Deleter::Fn(release_medium)),
             zeroed: true,
             device: Device::CPU,
         })
@@ -212,11 +252,95 @@ impl CpuAllocator {
             // SAFETY: mappings are never at address 0.
             ptr: Some(unsafe { NonNull::new_unchecked(addr as *mut u8) }),
             capacity,
-            deleter: Some(Box::new(release_large)),
+            deleter: Some(Deleter::Fn(release_large)),
             zeroed,
             device: Device::CPU,
         })
     }
+}
+
+// Small-block reuse. A 1-element op allocates its output's few bytes on every call; taking
+// them from a per-thread free list (no lock, no glibc memalign) instead of the global
+// allocator is a large share of a small op's cost. Blocks come in power-of-two classes from
+// 64 bytes to 4 KiB; each thread keeps at most SMALL_CACHE_PER_CLASS blocks per class and
+// frees the rest. A reused block holds what its last user wrote (initialised, not zeroed).
+
+/// The smallest class (one cache line, the alignment).
+const SMALL_MIN: usize = ALIGNMENT;
+/// Number of classes: 64 B << 0 ..= 64 B << 6 (4 KiB).
+const SMALL_CLASSES: usize = 7;
+const SMALL_CACHE_PER_CLASS: usize = 64;
+
+/// The class of an allocation of `nbytes` (> 0), or None above the largest class.
+fn small_class(nbytes: usize) -> Option<usize> {
+    let class = nbytes
+        .div_ceil(SMALL_MIN)
+        .next_power_of_two()
+        .trailing_zeros() as usize;
+    (class < SMALL_CLASSES).then_some(class)
+}
+
+fn small_layout(class: usize) -> Layout {
+    // SAFETY: the size is a power of two times ALIGNMENT (a power of two), well below
+    // isize::MAX.
+    unsafe { Layout::from_size_align_unchecked(SMALL_MIN << class, ALIGNMENT) }
+}
+
+struct SmallCache {
+    lists: [Vec<usize>; SMALL_CLASSES],
+}
+
+impl Drop for SmallCache {
+    fn drop(&mut self) {
+        for (class, list) in self.lists.iter_mut().enumerate() {
+            for addr in list.drain(..) {
+                // SAFETY: cached blocks were allocated with this class's layout and are
+                // referenced by nobody.
+                unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(class)) };
+            }
+        }
+    }
+}
+
+thread_local! {
+    static SMALL_CACHE: std::cell::RefCell<SmallCache> = const {
+        std::cell::RefCell::new(SmallCache {
+            lists: [const { Vec::new() }; SMALL_CLASSES],
+        })
+    };
+}
+
+/// Frees a small block: into this thread's list for its class, or to the global allocator
+/// when the list is full or the thread is exiting.
+fn release_small(p: NonNull<u8>, capacity: usize) {
+    let class = capacity.trailing_zeros() as usize - SMALL_MIN.trailing_zeros() as usize;
+    let cached = SMALL_CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            let list = &mut c.lists[class];
+            if list.len() < SMALL_CACHE_PER_CLASS {
+                list.push(p.as_ptr() as usize);
+                true
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false);
+    if !cached {
+        // SAFETY: the block was allocated with this class's layout and is no longer used.
+        unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };
+    }
+}
+
+fn release_medium(p: NonNull<u8>, capacity: usize) {
+    // SAFETY: `medium` allocated exactly `capacity` bytes with ALIGNMENT, and the owner no
+    // longer uses them.
+    unsafe {
+        std::alloc::dealloc(
+            p.as_ptr(),
+            Layout::from_size_align_unchecked(capacity, ALIGNMENT),
+        )
+    };
 }
 
 /// Maps `size` bytes (a multiple of 2 MiB) at a 2 MiB boundary and advises huge pages.
@@ -359,9 +483,13 @@ pub fn get_allocator(device_type: DeviceType) -> Result<Arc<dyn Allocator>> {
     if let Some(a) = &ALLOCATORS.read()[slot(device_type)] {
         return Ok(a.clone());
     }
+    // Shared defaults: an `Arc::new` of the zero-sized allocator would still allocate its
+    // reference counts on every storage.
+    static CPU: std::sync::OnceLock<Arc<dyn Allocator>> = std::sync::OnceLock::new();
+    static META: std::sync::OnceLock<Arc<dyn Allocator>> = std::sync::OnceLock::new();
     match device_type {
-        DeviceType::Cpu => Ok(Arc::new(CpuAllocator)),
-        DeviceType::Meta => Ok(Arc::new(MetaAllocator)),
+        DeviceType::Cpu => Ok(CPU.get_or_init(|| Arc::new(CpuAllocator)).clone()),
+        DeviceType::Meta => Ok(META.get_or_init(|| Arc::new(MetaAllocator)).clone()),
         DeviceType::Cuda => Err(Error::runtime("Torch not compiled with CUDA enabled")),
         DeviceType::PrivateUse1 => Err(Error::runtime(
             "no allocator is registered for the privateuseone device; register one with \
@@ -397,6 +525,34 @@ mod tests {
             }
         }
         assert!(CpuAllocator.allocate(0).unwrap().get().is_none());
+    }
+
+    #[test]
+    fn small_blocks_are_reused_per_thread_and_zeroed_on_request() {
+        assert_eq!(small_class(1), Some(0));
+        assert_eq!(small_class(64), Some(0));
+        assert_eq!(small_class(65), Some(1));
+        assert_eq!(small_class(4096), Some(6));
+        assert_eq!(small_class(4097), None);
+        let first = CpuAllocator.allocate(12).unwrap();
+        assert_eq!(first.capacity(), 64);
+        let p = first.get().unwrap();
+        // SAFETY: `first` owns 64 bytes.
+        unsafe { std::ptr::write_bytes(p.as_ptr(), 0xCD, 64) };
+        drop(first);
+        let again = CpuAllocator.allocate(40).unwrap();
+        assert_eq!(again.get(), Some(p), "the freed block is reused");
+        assert!(!again.is_zeroed());
+        drop(again);
+        let zeroed = CpuAllocator.allocate_zeroed(40).unwrap();
+        assert_eq!(zeroed.get(), Some(p));
+        // SAFETY: `zeroed` owns 64 initialised bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 64) };
+        assert!(zeroed.is_zeroed() && bytes.iter().all(|&b| b == 0));
+        // A medium block (above the classes) is exact-sized and zeroed.
+        let m = CpuAllocator.allocate(10_000).unwrap();
+        assert_eq!(m.capacity(), 10_000);
+        assert!(m.is_zeroed());
     }
 
     #[test]
