@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use half::{bf16, f16};
-use ratten_aten::native::binary_ops as bo;
+use ratten_aten::backends::cpu as bo;
 use ratten_aten::native::copy::to_dtype;
 use ratten_aten::tensor_iterator::set_num_threads;
 use ratten_aten::Tensor;
@@ -49,10 +49,10 @@ fn bench(c: &mut Criterion) {
     let b2 = f32_tensor(&[SIDE as i64, SIDE as i64], N);
     let b2t = b2.t().unwrap();
     let out2 = Tensor::empty(&[SIDE as i64, SIDE as i64], ScalarType::Float).unwrap();
-    let ai = to_dtype(&a, ScalarType::Int).unwrap();
-    let ah = to_dtype(&a, ScalarType::Half).unwrap();
+    let ai = to_dtype(&a, ScalarType::Int, false, false, None).unwrap();
+    let ah = to_dtype(&a, ScalarType::Half, false, false, None).unwrap();
     let outh = Tensor::empty(&[N as i64], ScalarType::Half).unwrap();
-    let ab = to_dtype(&a, ScalarType::BFloat16).unwrap();
+    let ab = to_dtype(&a, ScalarType::BFloat16, false, false, None).unwrap();
     let outb = Tensor::empty(&[N as i64], ScalarType::BFloat16).unwrap();
     let col = f32_tensor(&[SIDE as i64, 1], SIDE);
     let row = f32_tensor(&[1, SIDE as i64], SIDE);
@@ -62,25 +62,25 @@ fn bench(c: &mut Criterion) {
         set_num_threads(threads).unwrap();
         let id = |name: &str| BenchmarkId::new(format!("ratten/{name}"), threads);
         g.bench_function(id("add_out_f32_16M"), |b| {
-            b.iter(|| bo::add_out(&a, &bt, &one, &out).unwrap())
+            b.iter(|| bo::add_outf(&a, &bt, &one, &out).unwrap())
         });
         g.bench_function(id("add_f32_16M_functional"), |b| {
             b.iter(|| black_box(bo::add(&a, &bt, &one).unwrap()))
         });
         g.bench_function(id("add_out_4096sq_transposed"), |b| {
-            b.iter(|| bo::add_out(&a2, &b2t, &one, &out2).unwrap())
+            b.iter(|| bo::add_outf(&a2, &b2t, &one, &out2).unwrap())
         });
         g.bench_function(id("add_out_i32_f32_16M"), |b| {
-            b.iter(|| bo::add_out(&ai, &bt, &one, &out).unwrap())
+            b.iter(|| bo::add_outf(&ai, &bt, &one, &out).unwrap())
         });
         g.bench_function(id("add_out_f16_16M"), |b| {
-            b.iter(|| bo::add_out(&ah, &ah, &one, &outh).unwrap())
+            b.iter(|| bo::add_outf(&ah, &ah, &one, &outh).unwrap())
         });
         g.bench_function(id("add_out_bf16_16M"), |b| {
-            b.iter(|| bo::add_out(&ab, &ab, &one, &outb).unwrap())
+            b.iter(|| bo::add_outf(&ab, &ab, &one, &outb).unwrap())
         });
         g.bench_function(id("add_out_bcast_4096x1_1x4096"), |b| {
-            b.iter(|| bo::add_out(&col, &row, &one, &out2).unwrap())
+            b.iter(|| bo::add_outf(&col, &row, &one, &out2).unwrap())
         });
         g.bench_function(id("add_1elem_functional"), |b| {
             b.iter(|| black_box(bo::add(&s1, &s1, &one).unwrap()))

@@ -311,7 +311,13 @@ fn std_ops_panic_with_the_error_message() {
 #[test]
 fn dtype_and_device_errors() {
     let b = Tensor::ones(&[2], ScalarType::Bool).unwrap();
-    assert!(msg(b.sub(&b))
+    assert_eq!(
+        msg(b.sub(&b)),
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+         `logical_xor()` operator instead."
+    );
+    let i = i64s(&[1, 2], &[2]);
+    assert!(msg(i.sub(&b))
         .starts_with("Subtraction, the `-` operator, with a bool tensor is not supported."));
     assert!(
         msg(b.neg()).starts_with("Negation, the `-` operator, on a bool tensor is not supported.")
@@ -328,6 +334,516 @@ fn dtype_and_device_errors() {
     let m = Tensor::empty(&[1], Device::META).unwrap();
     assert_eq!(
         msg(f.add(&m)),
-        "Expected all tensors to be on the same device, but found at least two devices, cpu and meta!"
+        "Expected all tensors to be on the same device, but found at least two devices, meta and cpu!"
     );
+}
+
+fn f64s(v: &[f64], sizes: &[i64]) -> Tensor {
+    Tensor::from_slice(v, sizes).unwrap()
+}
+
+#[test]
+fn clamp_with_tensor_bounds() {
+    let x = f32s(&[1., 5., 9.], &[3]);
+    let lo = f32s(&[2., 2., 2.], &[3]);
+    let hi = f32s(&[8., 4., 8.], &[3]);
+    // torch.clamp(x, min=lo, max=hi) -> tensor([2., 4., 8.])
+    let r = functions::clamp_tensor_with(&x, Some(&lo), Some(&hi)).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![2., 4., 8.]);
+    // Only min (maximum_stub), only max (minimum_stub), through the method.
+    let three = f32s(&[3.], &[]);
+    let r = x.clamp_tensor_with(Some(&three), None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![3., 5., 5f32.max(9.)]);
+    let r = x.clamp_tensor_with(None, Some(&three)).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1., 3., 3.]);
+    // Promotion over self/min/max: int64 self with a float bound gives float32.
+    let i = i64s(&[1, 5, 9], &[3]);
+    let half = f32s(&[4.5], &[]);
+    let r = functions::clamp_tensor_with(&i, None, Some(&half)).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Float);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1., 4.5, 4.5]);
+    // In-place cannot change self's dtype.
+    assert_eq!(
+        msg(i.clamp_tensor_with_(Some(&half), None)),
+        "result type Float can't be cast to the desired output type Long"
+    );
+    // In-place and out= forms.
+    let y = f32s(&[1., 5., 9.], &[3]);
+    y.clamp_tensor_with_(Some(&lo), Some(&hi)).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2., 4., 8.]);
+    let out = Tensor::empty(&[3], ScalarType::Double).unwrap();
+    functions::clamp_tensor_out_with(&out, &x, Some(&lo), None).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), vec![2., 5., 9.]);
+    // NaN propagates from self.
+    let n = f32s(&[f32::NAN], &[1]);
+    let r = functions::clamp_tensor_with(&n, Some(&lo), Some(&hi)).unwrap();
+    assert!(r.to_vec::<f32>().unwrap()[0].is_nan());
+    // Errors.
+    assert_eq!(
+        msg(functions::clamp_tensor(&x)),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    let c = x.to_dtype(ScalarType::ComplexFloat).unwrap();
+    assert_eq!(
+        msg(functions::clamp_tensor_with(&c, Some(&lo), None)),
+        "clamp is not supported for complex types"
+    );
+    assert_eq!(
+        msg(functions::clamp_tensor_with(
+            &x,
+            Some(&f32s(&[1., 2.], &[2])),
+            None
+        )),
+        "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"
+    );
+    // Scalar bounds keep working: relu is clamp_min(0).
+    let r = f32s(&[-1., 2.], &[2]).relu().unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![0., 2.]);
+    assert_eq!(
+        msg(Tensor::ones(&[1], ScalarType::Bool).unwrap().relu()),
+        "Boolean inputs not supported for relu"
+    );
+}
+
+#[test]
+fn lerp_with_tensor_and_scalar_weights() {
+    let s = f32s(&[1., 2.], &[2]);
+    let e = f32s(&[3., 6.], &[2]);
+    let w = f32s(&[0.5, 0.25], &[2]);
+    // torch.lerp(s, e, w) -> tensor([2., 3.])
+    assert_eq!(
+        functions::lerp(&s, &e, &w)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![2., 3.]
+    );
+    assert_eq!(
+        s.lerp_scalar(&e, 0.5).unwrap().to_vec::<f32>().unwrap(),
+        vec![2., 4.]
+    );
+    let out = Tensor::empty(&[0], ScalarType::Float).unwrap();
+    functions::lerp_out(&out, &s, &e, &w).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![2., 3.]);
+    functions::lerp_scalar_out(&out, &s, &e, 1.0).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![3., 6.]);
+    let a = s
+        .to_dtype_with(ScalarType::Float, false, true, None)
+        .unwrap();
+    a.lerp_(&e, &w).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![2., 3.]);
+    let a = s
+        .to_dtype_with(ScalarType::Float, false, true, None)
+        .unwrap();
+    a.lerp_scalar_(&e, 0.5).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![2., 4.]);
+    // A broadcast weight.
+    let w0 = f32s(&[0.5], &[]);
+    assert_eq!(
+        s.lerp(&e, &w0).unwrap().to_vec::<f32>().unwrap(),
+        vec![2., 4.]
+    );
+    // PyTorch prints the dtypes as TypeMeta does.
+    let ed = f64s(&[3., 6.], &[2]);
+    assert_eq!(
+        msg(functions::lerp(&s, &ed, &w)),
+        "expected dtype float for `end` but got dtype double"
+    );
+    assert_eq!(
+        msg(functions::lerp(&s, &e, &f64s(&[0.5, 0.5], &[2]))),
+        "expected dtype float for `weight` but got dtype double"
+    );
+}
+
+#[test]
+fn scalar_overloads_wrap_the_number() {
+    let a = i64s(&[-3, 5], &[2]);
+    // Python's % and C's fmod.
+    assert_eq!(
+        functions::remainder_scalar(&a, 2)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![1, 1]
+    );
+    assert_eq!(
+        functions::fmod_scalar(&a, 2)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![-1, 1]
+    );
+    let out = Tensor::empty(&[0], ScalarType::Long).unwrap();
+    functions::remainder_scalar_out(&out, &a, 4).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), vec![1, 1]);
+    assert_eq!(
+        functions::remainder_scalar_tensor(7, &i64s(&[4, -4], &[2]))
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![3, -1]
+    );
+    // A wrapped number does not promote an integer tensor; a float one goes to the default.
+    let r = a.mul_scalar(2.5).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Float);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![-7.5, 12.5]);
+    assert_eq!(a.add_scalar(1).unwrap().dtype(), ScalarType::Long);
+    // pow: Tensor_Scalar and Scalar (a number base).
+    assert_eq!(
+        a.pow_tensor_scalar(2).unwrap().to_vec::<i64>().unwrap(),
+        vec![9, 25]
+    );
+    assert_eq!(
+        functions::pow_scalar(2, &i64s(&[1, 2, 3], &[3]))
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![2, 4, 8]
+    );
+    // rsub: other - alpha * self.
+    let x = i64s(&[1, 2], &[2]);
+    let y = i64s(&[10, 10], &[2]);
+    assert_eq!(
+        functions::rsub_with(&x, &y, 2)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![8, 6]
+    );
+    assert_eq!(
+        functions::rsub_scalar(&x, 10)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![9, 8]
+    );
+    // div with a rounding mode and a Scalar divisor.
+    let f = f32s(&[-7., 7.], &[2]);
+    assert_eq!(
+        functions::div_scalar_mode(&f, 2, Some("floor"))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![-4., 3.]
+    );
+    assert_eq!(
+        functions::div_scalar_mode(&f, 2, Some("trunc"))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![-3., 3.]
+    );
+    assert_eq!(
+        functions::div_scalar(&i64s(&[3], &[1]), 2)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![1.5]
+    );
+    assert_eq!(
+        msg(functions::div_scalar_mode(&f, 2, Some("round"))),
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'"
+    );
+    // bitwise with Scalar on either side, comparisons with a Scalar.
+    let b = i64s(&[12], &[1]);
+    assert_eq!(
+        functions::bitwise_and_scalar(&b, 10)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![8]
+    );
+    assert_eq!(
+        functions::bitwise_or_scalar_tensor(10, &b)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![14]
+    );
+    assert_eq!(
+        b.bitwise_xor_scalar(10).unwrap().to_vec::<i64>().unwrap(),
+        vec![6]
+    );
+    assert_eq!(
+        a.gt_scalar(0).unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true]
+    );
+    assert_eq!(
+        a.eq_scalar(5).unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true]
+    );
+    // where with Scalar branches.
+    let c = Tensor::from_slice(&[true, false], &[2]).unwrap();
+    let w = functions::where_scalar_other(&c, &f, 0.5).unwrap();
+    assert_eq!(w.dtype(), ScalarType::Float);
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![-7., 0.5]);
+    let w = functions::where_scalar(&c, 1, 2).unwrap();
+    assert_eq!(w.dtype(), ScalarType::Long);
+    assert_eq!(w.to_vec::<i64>().unwrap(), vec![1, 2]);
+    assert_eq!(
+        msg(functions::r#where(&f, &f, &f)),
+        "where expected condition to be a boolean tensor, but got a tensor with dtype Float"
+    );
+    // The autogen out= of a composite Scalar overload.
+    let out = Tensor::empty(&[0], ScalarType::Long).unwrap();
+    functions::rsub_scalar_out(&out, &x, 10).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), vec![9, 8]);
+}
+
+#[test]
+fn to_dtype_copy_and_fill() {
+    let f = f32s(&[1.7, -1.7], &[2]);
+    // to(dtype) truncates toward zero, as static_cast does.
+    let i = f.to_dtype(ScalarType::Int).unwrap();
+    assert_eq!(i.dtype(), ScalarType::Int);
+    assert_eq!(i.to_vec::<i32>().unwrap(), vec![1, -1]);
+    // The same dtype returns self (an alias), copy=True a new tensor.
+    assert!(f.to_dtype(ScalarType::Float).unwrap().is_same(&f));
+    let c = f
+        .to_dtype_with(ScalarType::Float, false, true, None)
+        .unwrap();
+    assert!(!c.is_same(&f));
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.7, -1.7]);
+    // to(other), to(device, dtype), to(dtype=..., device=...).
+    let d = f.to_other(&f64s(&[0.], &[1])).unwrap();
+    assert_eq!(d.dtype(), ScalarType::Double);
+    let m = f.to_device(Device::META, ScalarType::Half).unwrap();
+    assert!(m.is_meta());
+    assert_eq!(m.dtype(), ScalarType::Half);
+    assert_eq!(m.sizes().to_vec(), vec![2]);
+    let b = f
+        .to_dtype_layout_with(Some(ScalarType::Bool), None, None, None, false, false, None)
+        .unwrap();
+    assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, true]);
+    assert_eq!(
+        msg(m.to_device(Device::CPU, ScalarType::Float)),
+        "Cannot copy out of meta tensor; no data!"
+    );
+    // A transposed source keeps its layout (memory_format=preserve).
+    let t2 = f32s(&[1., 2., 3., 4., 5., 6.], &[2, 3]).t().unwrap();
+    let p = t2.to_dtype(ScalarType::Double).unwrap();
+    assert_eq!(p.strides().to_vec(), t2.strides().to_vec());
+    assert_eq!(p.to_vec::<f64>().unwrap(), vec![1., 4., 2., 5., 3., 6.]);
+
+    // copy_ converts dtypes and broadcasts.
+    let dst = Tensor::zeros(&[2, 2], ScalarType::Int).unwrap();
+    dst.copy_(&f32s(&[1.9, -2.9], &[2])).unwrap();
+    assert_eq!(dst.to_vec::<i32>().unwrap(), vec![1, -2, 1, -2]);
+    let r = functions::copy(&dst, &f32s(&[7.], &[])).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Int);
+    assert_eq!(r.to_vec::<i32>().unwrap(), vec![7; 4]);
+    let e = Tensor::zeros(&[3], ScalarType::Int).unwrap();
+    assert_eq!(
+        msg(e.copy_(&f32s(&[1., 2.], &[2]))),
+        "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"
+    );
+
+    // fill_ with a Scalar and with a 0-dim Tensor; fill (functional).
+    let t = Tensor::zeros(&[3], ScalarType::Long).unwrap();
+    functions::fill_(&t, &f32s(&[3.7], &[])).unwrap();
+    assert_eq!(t.to_vec::<i64>().unwrap(), vec![3; 3]);
+    t.fill_scalar_(5).unwrap();
+    assert_eq!(t.to_vec::<i64>().unwrap(), vec![5; 3]);
+    assert_eq!(
+        msg(functions::fill_(&t, &f32s(&[1., 2.], &[2]))),
+        "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions."
+    );
+    let g = functions::fill_scalar(&t, 9).unwrap();
+    assert_eq!(g.to_vec::<i64>().unwrap(), vec![9; 3]);
+    assert_eq!(t.to_vec::<i64>().unwrap(), vec![5; 3]);
+    let g = functions::fill(&t, &i64s(&[2], &[])).unwrap();
+    assert_eq!(g.to_vec::<i64>().unwrap(), vec![2; 3]);
+}
+
+#[test]
+fn abs_logical_and_unary_overloads() {
+    let i = i64s(&[-2, 0, 3], &[3]);
+    assert_eq!(i.abs().unwrap().to_vec::<i64>().unwrap(), vec![2, 0, 3]);
+    let out = Tensor::empty(&[0], ScalarType::Long).unwrap();
+    functions::abs_out(&out, &i).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), vec![2, 0, 3]);
+    // logical ops: a bool result; in-place keeps self's dtype.
+    let f = f32s(&[0., 2., 0.], &[3]);
+    assert_eq!(
+        i.logical_and(&f).unwrap().to_vec::<bool>().unwrap(),
+        vec![false, false, false]
+    );
+    assert_eq!(
+        i.logical_or(&f).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true, true]
+    );
+    assert_eq!(
+        i.logical_xor(&f).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true, true]
+    );
+    assert_eq!(
+        i.logical_not().unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true, false]
+    );
+    let g = f32s(&[0., 2., 0.], &[3]);
+    g.logical_or_(&i).unwrap();
+    assert_eq!(g.dtype(), ScalarType::Float);
+    assert_eq!(g.to_vec::<f32>().unwrap(), vec![1., 1., 1.]);
+    // The float family on an integer tensor computes in the default dtype.
+    let e = i.exp().unwrap();
+    assert_eq!(e.dtype(), ScalarType::Float);
+    let s = f32s(&[0.], &[1]);
+    for (r, want) in [
+        (s.sin(), 0.0f32),
+        (s.cos(), 1.0),
+        (s.tan(), 0.0),
+        (s.tanh(), 0.0),
+        (s.sigmoid(), 0.5),
+        (s.exp(), 1.0),
+        (s.expm1(), 0.0),
+        (s.log1p(), 0.0),
+        (s.sqrt(), 0.0),
+        (s.rsqrt(), f32::INFINITY),
+        (s.log(), f32::NEG_INFINITY),
+        (s.sign(), 0.0),
+    ] {
+        assert_eq!(r.unwrap().to_vec::<f32>().unwrap(), vec![want]);
+    }
+    assert_eq!(
+        msg(f32s(&[1.], &[1])
+            .to_dtype(ScalarType::ComplexFloat)
+            .unwrap()
+            .sign()),
+        "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use \
+         torch.sgn instead."
+    );
+    // addcmul / addcdiv with value.
+    let a = f32s(&[1., 1.], &[2]);
+    let t1 = f32s(&[2., 3.], &[2]);
+    let t2 = f32s(&[4., 6.], &[2]);
+    assert_eq!(
+        a.addcmul_with(&t1, &t2, 0.5)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![5., 10.]
+    );
+    assert_eq!(
+        a.addcdiv_with(&t1, &t2, 2)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![2., 2.]
+    );
+    assert!(msg(functions::addcdiv(
+        &a,
+        &i64s(&[1, 1], &[2]),
+        &i64s(&[1, 1], &[2])
+    ))
+    .starts_with("Integer division with addcdiv is no longer supported"));
+}
+
+/// Every declared pointwise overload on meta tensors: shapes and dtypes, no data.
+#[test]
+fn every_pointwise_op_runs_under_meta() {
+    let meta = |dt: ScalarType, sizes: &[i64]| Tensor::empty(sizes, (dt, Device::META)).unwrap();
+    let a = meta(ScalarType::Float, &[2, 3]);
+    let b = meta(ScalarType::Float, &[3]);
+    let i = meta(ScalarType::Long, &[2, 3]);
+    let c = meta(ScalarType::Bool, &[2, 3]);
+    let w0 = meta(ScalarType::Float, &[]);
+    let check = |r: ratten_core::Result<Tensor>, dt: ScalarType, what: &str| {
+        let r = r.unwrap_or_else(|e| panic!("{what}: {}", e.message()));
+        assert!(r.is_meta(), "{what}");
+        assert_eq!(r.dtype(), dt, "{what}");
+        assert_eq!(r.sizes().to_vec(), vec![2, 3], "{what}");
+    };
+    use ScalarType::{Bool, Float, Long};
+    check(a.add(&b), Float, "add");
+    check(a.add_scalar(1), Float, "add.Scalar");
+    check(a.sub(&b), Float, "sub");
+    check(a.sub_scalar(1), Float, "sub.Scalar");
+    check(functions::rsub(&a, &b), Float, "rsub");
+    check(functions::rsub_scalar(&a, 1), Float, "rsub.Scalar");
+    check(a.mul(&b), Float, "mul");
+    check(a.mul_scalar(2), Float, "mul.Scalar");
+    check(i.div(&i), Float, "div");
+    check(
+        i.div_tensor_mode(&i, Some("floor")),
+        Long,
+        "div.Tensor_mode",
+    );
+    check(a.div_scalar(2), Float, "div.Scalar");
+    check(
+        a.div_scalar_mode(2, Some("trunc")),
+        Float,
+        "div.Scalar_mode",
+    );
+    check(i.remainder(&i), Long, "remainder");
+    check(i.remainder_scalar(2), Long, "remainder.Scalar");
+    check(i.fmod(&i), Long, "fmod");
+    check(i.fmod_scalar(2), Long, "fmod.Scalar");
+    check(a.pow_tensor_tensor(&b), Float, "pow.Tensor_Tensor");
+    check(a.pow_tensor_scalar(2), Float, "pow.Tensor_Scalar");
+    check(functions::pow_scalar(2, &i), Long, "pow.Scalar");
+    check(a.maximum(&b), Float, "maximum");
+    check(a.minimum(&b), Float, "minimum");
+    check(a.eq(&b), Bool, "eq");
+    check(a.ne_scalar(1), Bool, "ne.Scalar");
+    check(a.lt(&b), Bool, "lt");
+    check(a.le(&b), Bool, "le");
+    check(a.gt(&b), Bool, "gt");
+    check(a.ge_scalar(0), Bool, "ge.Scalar");
+    check(a.logical_and(&i), Bool, "logical_and");
+    check(a.logical_or(&i), Bool, "logical_or");
+    check(a.logical_xor(&i), Bool, "logical_xor");
+    check(a.logical_not(), Bool, "logical_not");
+    check(i.bitwise_and(&i), Long, "bitwise_and");
+    check(i.bitwise_or_scalar(1), Long, "bitwise_or.Scalar");
+    check(i.bitwise_xor(&i), Long, "bitwise_xor");
+    check(i.bitwise_not(), Long, "bitwise_not");
+    check(a.neg(), Float, "neg");
+    check(a.abs(), Float, "abs");
+    check(a.sign(), Float, "sign");
+    for (r, what) in [
+        (i.exp(), "exp"),
+        (i.log(), "log"),
+        (i.log1p(), "log1p"),
+        (i.expm1(), "expm1"),
+        (i.sqrt(), "sqrt"),
+        (i.rsqrt(), "rsqrt"),
+        (i.sin(), "sin"),
+        (i.cos(), "cos"),
+        (i.tan(), "tan"),
+        (i.tanh(), "tanh"),
+        (i.sigmoid(), "sigmoid"),
+    ] {
+        check(r, Float, what);
+    }
+    check(a.relu(), Float, "relu");
+    check(a.clamp(Some(Scalar::Int(0))), Float, "clamp");
+    check(
+        a.clamp_tensor_with(Some(&b), Some(&w0)),
+        Float,
+        "clamp.Tensor",
+    );
+    check(a.r#where(&c, &b), Float, "where.self");
+    check(
+        functions::where_scalar_other(&c, &a, 1),
+        Float,
+        "where.ScalarOther",
+    );
+    check(a.lerp_scalar(&b, 0.5), Float, "lerp.Scalar");
+    check(a.lerp(&b, &w0), Float, "lerp.Tensor");
+    check(a.addcmul(&b, &w0), Float, "addcmul");
+    check(a.addcdiv(&b, &w0), Float, "addcdiv");
+    check(a.to_dtype(Long), Long, "to.dtype");
+    check(functions::copy(&a, &b), Float, "copy");
+    check(functions::fill_scalar(&a, 1), Float, "fill.Scalar");
+    check(functions::fill(&a, &w0), Float, "fill.Tensor");
+    // In-place and out= under Meta.
+    a.add_(&b).unwrap();
+    a.copy_(&b).unwrap();
+    functions::fill_scalar_(&a, 2).unwrap();
+    let out = meta(Float, &[0]);
+    functions::clamp_tensor_out_with(&out, &a, Some(&b), None).unwrap();
+    assert_eq!(out.sizes().to_vec(), vec![2, 3]);
+    let out = meta(Bool, &[0]);
+    functions::logical_and_out(&out, &a, &b).unwrap();
+    assert_eq!(out.sizes().to_vec(), vec![2, 3]);
 }

@@ -78,10 +78,10 @@ fn default_dtype_decides_float_scalars() {
     );
     // int / int divides in the default dtype.
     let i = ratten_aten::Tensor::from_base(t(&[2], Int));
-    let r = ratten_aten::native::binary_ops::div(&i, &i, None).unwrap();
+    let r = ratten_aten::functions::div(&i, &i).unwrap();
     assert_eq!(r.dtype(), Double);
     set_default_dtype(Float).unwrap();
-    let r = ratten_aten::native::binary_ops::div(&i, &i, None).unwrap();
+    let r = ratten_aten::functions::div(&i, &i).unwrap();
     assert_eq!(r.dtype(), Float);
 }
 

@@ -17,10 +17,15 @@ use super::{backends, operators};
 pub mod cpu {
     use super::*;
 
+    /// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn abs_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::abs_out(self_, out)
+    }
+
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
         op.take(0)
     }
@@ -28,7 +33,7 @@ pub mod cpu {
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
         op.finish()?;
         Ok(self_.clone())
@@ -37,242 +42,8 @@ pub mod cpu {
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
-    pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::neg(Tensor self) -> Tensor`
-    pub fn neg(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_not(Tensor self) -> Tensor`
-    pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
         op.finish()?;
         Ok(out.clone())
     }
@@ -293,11 +64,1250 @@ pub mod cpu {
         op.finish()?;
         Ok(out.clone())
     }
+
+    /// `aten::bitwise_not(Tensor self) -> Tensor`
+    pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_not_out(self_, out)
+    }
+
+    /// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_xor_out(self_, other, out)
+    }
+
+    /// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_and_out(self_, other, out)
+    }
+
+    /// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_or_out(self_, other, out)
+    }
+
+    /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::cos(Tensor self) -> Tensor`
+    pub fn cos(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+    pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+    pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::exp(Tensor self) -> Tensor`
+    pub fn exp(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::expm1(Tensor self) -> Tensor`
+    pub fn expm1(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
+    pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+        crate::native::fill_scalar_(self_, value)
+    }
+
+    /// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
+    pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+        crate::native::fill_(self_, value)
+    }
+
+    /// `aten::log(Tensor self) -> Tensor`
+    pub fn log(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn log_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::log1p(Tensor self) -> Tensor`
+    pub fn log1p(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::neg(Tensor self) -> Tensor`
+    pub fn neg(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::relu(Tensor self) -> Tensor`
+    pub fn relu(self_: &Tensor) -> Result<Tensor> {
+        crate::native::relu(self_)
+    }
+
+    /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+        crate::native::relu_(self_)
+    }
+
+    /// `aten::rsqrt(Tensor self) -> Tensor`
+    pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sigmoid(Tensor self) -> Tensor`
+    pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sin(Tensor self) -> Tensor`
+    pub fn sin(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sqrt(Tensor self) -> Tensor`
+    pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::tan(Tensor self) -> Tensor`
+    pub fn tan(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::tanh(Tensor self) -> Tensor`
+    pub fn tanh(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+    pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::r#where(condition, self_, other)
+    }
+
+    /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn where_outf(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::where_self_out(condition, self_, other, out)
+    }
+
+    /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    pub fn rsub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        crate::native::rsub(self_, other, alpha)
+    }
+
+    /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
+    pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
+    pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+    pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+    pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+    pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+    pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sign(Tensor self) -> Tensor`
+    pub fn sign(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sign_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
+    pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
+    pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    pub fn remainder_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::remainder_scalar_tensor(self_, other)
+    }
+
+    /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+    pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+    pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+    pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+    pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+    pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.take(0)
+    }
+
+    /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+    pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+    pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
 }
 
 /// The `CompositeExplicitAutograd` kernels, called directly.
 pub mod composite_explicit_autograd {
     use super::*;
+
+    /// `aten::abs(Tensor self) -> Tensor`
+    pub fn abs(self_: &Tensor) -> Result<Tensor> {
+        crate::native::abs(self_)
+    }
+
+    /// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn abs_(self_: &Tensor) -> Result<Tensor> {
+        crate::native::abs_(self_)
+    }
 
     /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
     pub fn add_scalar(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
@@ -307,6 +1317,81 @@ pub mod composite_explicit_autograd {
     /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
     pub fn add_scalar_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
         crate::native::add_(self_, other, alpha)
+    }
+
+    /// `aten::logical_not(Tensor self) -> Tensor`
+    pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+        crate::native::logical_not(self_)
+    }
+
+    /// `aten::logical_not_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn logical_not_(self_: &Tensor) -> Result<Tensor> {
+        crate::native::logical_not_(self_)
+    }
+
+    /// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+    pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_xor(self_, other)
+    }
+
+    /// `aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn logical_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_xor_(self_, other)
+    }
+
+    /// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+    pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_and(self_, other)
+    }
+
+    /// `aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn logical_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_and_(self_, other)
+    }
+
+    /// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+    pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_or(self_, other)
+    }
+
+    /// `aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn logical_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::logical_or_(self_, other)
+    }
+
+    /// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
+    pub fn copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+        crate::native::copy_(self_, src, non_blocking)
+    }
+
+    /// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn div_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::div_scalar(self_, other)
+    }
+
+    /// `aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn div_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::div_scalar_(self_, other)
+    }
+
+    /// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+    pub fn div_scalar_mode(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        crate::native::div_scalar_mode(self_, other, rounding_mode)
+    }
+
+    /// `aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+    pub fn div_scalar_mode_(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        crate::native::div_scalar_mode_(self_, other, rounding_mode)
+    }
+
+    /// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
+    pub fn fill_scalar(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+        crate::native::fill_scalar(self_, value)
+    }
+
+    /// `aten::fill.Tensor(Tensor self, Tensor value) -> Tensor`
+    pub fn fill(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+        crate::native::fill(self_, value)
     }
 
     /// `aten::mul.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -319,10 +1404,160 @@ pub mod composite_explicit_autograd {
         crate::native::mul_(self_, other)
     }
 
+    /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    pub fn sub_scalar(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+        crate::native::sub(self_, other, alpha)
+    }
+
+    /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+    pub fn sub_scalar_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+        crate::native::sub_(self_, other, alpha)
+    }
+
+    /// `aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    pub fn rsub_scalar(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+        crate::native::rsub_scalar(self_, other, alpha)
+    }
+
+    /// `aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_and_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_and_scalar_out(self_, other, out)
+    }
+
+    /// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn bitwise_and_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_and_scalar(self_, other)
+    }
+
+    /// `aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    pub fn bitwise_and_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_and_scalar_tensor(self_, other)
+    }
+
+    /// `aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn bitwise_and_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_and_(self_, other)
+    }
+
+    /// `aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_or_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_or_scalar_out(self_, other, out)
+    }
+
+    /// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn bitwise_or_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_or_scalar(self_, other)
+    }
+
+    /// `aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    pub fn bitwise_or_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_or_scalar_tensor(self_, other)
+    }
+
+    /// `aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn bitwise_or_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_or_(self_, other)
+    }
+
+    /// `aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_xor_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_xor_scalar_out(self_, other, out)
+    }
+
+    /// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn bitwise_xor_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_xor_scalar(self_, other)
+    }
+
+    /// `aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    pub fn bitwise_xor_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::bitwise_xor_scalar_tensor(self_, other)
+    }
+
+    /// `aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn bitwise_xor_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::bitwise_xor_(self_, other)
+    }
+
+    /// `aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn fmod_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        crate::native::fmod_scalar_out(self_, other, out)
+    }
+
+    /// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn fmod_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::fmod(self_, other)
+    }
+
+    /// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn fmod_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::fmod_(self_, other)
+    }
+
+    /// `aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn remainder_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        crate::native::remainder_scalar_out(self_, other, out)
+    }
+
+    /// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn remainder_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::remainder_scalar(self_, other)
+    }
+
+    /// `aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn remainder_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::remainder_(self_, other)
+    }
+
     /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn add_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::add_Scalar::call(self_, other, alpha)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn copy_outf(self_: &Tensor, src: &Tensor, non_blocking: bool, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::copy::call(self_, src, non_blocking)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::div_Scalar::call(self_, other)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_scalar_mode_outf(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::div_Scalar_mode::call(self_, other, rounding_mode)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn fill_scalar_outf(self_: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::fill_Scalar::call(self_, value)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn fill_outf(self_: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::fill_Tensor::call(self_, value)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
         Ok(out.clone())
@@ -336,23 +1571,150 @@ pub mod composite_explicit_autograd {
         structured::copy_same_dtype(out, &result)?;
         Ok(out.clone())
     }
+
+    /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn relu_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::relu::call(self_)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sub_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::sub_Scalar::call(self_, other, alpha)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn rsub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::rsub_Tensor::call(self_, other, alpha)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn rsub_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::rsub_Scalar::call(self_, other, alpha)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_and_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::bitwise_and_Scalar_Tensor::call(self_, other)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_or_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::bitwise_or_Scalar_Tensor::call(self_, other)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_xor_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::bitwise_xor_Scalar_Tensor::call(self_, other)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+
+    /// `aten::remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn remainder_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        // torchgen's generated out= kernel: the functional result, copied into `out`.
+        let result = operators::remainder_Scalar_Tensor::call(self_, other)?;
+        structured::resize_output(out, &result.sizes())?;
+        structured::copy_same_dtype(out, &result)?;
+        Ok(out.clone())
+    }
+}
+
+/// The `CompositeExplicitAutogradNonFunctional` kernels, called directly.
+pub mod composite_explicit_autograd_non_functional {
+    use super::*;
+
+    /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
+    pub fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+        crate::native::copy(self_, src, non_blocking)
+    }
+}
+
+/// The `CompositeImplicitAutograd` kernels, called directly.
+pub mod composite_implicit_autograd {
+    use super::*;
+
+    /// `aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+    pub fn where_scalar_self(condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::where_scalar_self(condition, self_, other)
+    }
+
+    /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+    pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        crate::native::where_scalar_other(condition, self_, other)
+    }
+
+    /// `aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+    pub fn where_scalar(condition: &Tensor, self_: &Scalar, other: &Scalar) -> Result<Tensor> {
+        crate::native::where_scalar(condition, self_, other)
+    }
+
+    /// `aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+    pub fn to_dtype_layout(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<crate::native::Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+        crate::native::to_dtype_layout(self_, dtype, layout, device, pin_memory, non_blocking, copy, memory_format)
+    }
+
+    /// `aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+    pub fn to_device(self_: &Tensor, device: Device, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+        crate::native::to_device(self_, device, dtype, non_blocking, copy, memory_format)
+    }
+
+    /// `aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+    pub fn to_dtype(self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+        crate::native::to_dtype(self_, dtype, non_blocking, copy, memory_format)
+    }
+
+    /// `aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+    pub fn to_other(self_: &Tensor, other: &Tensor, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+        crate::native::to_other(self_, other, non_blocking, copy, memory_format)
+    }
 }
 
 /// The `Meta` kernels, called directly.
 pub mod meta {
     use super::*;
 
+    /// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn abs_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::abs_out(self_, out)
+    }
+
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         op.take(0)
     }
 
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         op.finish()?;
         Ok(self_.clone())
     }
@@ -360,214 +1722,7 @@ pub mod meta {
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
-    pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        op.take(0)
-    }
-
-    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
-    pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::neg(Tensor self) -> Tensor`
-    pub fn neg(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::neg_meta(&mut op, self_)?;
-        op.take(0)
-    }
-
-    /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::neg_meta(&mut op, self_)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::neg_meta(&mut op, self_)?;
-        op.finish()?;
-        Ok(out.clone())
-    }
-
-    /// `aten::bitwise_not(Tensor self) -> Tensor`
-    pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::bitwise_not_meta(&mut op, self_)?;
-        op.take(0)
-    }
-
-    /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state = crate::native::bitwise_not_meta(&mut op, self_)?;
-        op.finish()?;
-        Ok(self_.clone())
-    }
-
-    /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::bitwise_not_meta(&mut op, self_)?;
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
         op.finish()?;
         Ok(out.clone())
     }
@@ -585,5 +1740,1104 @@ pub mod meta {
         let _state = crate::native::argmax_meta(&mut op, self_, dim, keepdim)?;
         op.finish()?;
         Ok(out.clone())
+    }
+
+    /// `aten::bitwise_not(Tensor self) -> Tensor`
+    pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_not_out(self_, out)
+    }
+
+    /// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_xor_out(self_, other, out)
+    }
+
+    /// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_and_out(self_, other, out)
+    }
+
+    /// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn logical_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::logical_or_out(self_, other, out)
+    }
+
+    /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        op.take(0)
+    }
+
+    /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        op.take(0)
+    }
+
+    /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
+    pub fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+        crate::native::copy_meta(self_, src, non_blocking)
+    }
+
+    /// `aten::cos(Tensor self) -> Tensor`
+    pub fn cos(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+    pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        op.take(0)
+    }
+
+    /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+    pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+    pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::exp(Tensor self) -> Tensor`
+    pub fn exp(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::expm1(Tensor self) -> Tensor`
+    pub fn expm1(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
+    pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+        crate::native::fill_meta_scalar_(self_, value)
+    }
+
+    /// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
+    pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+        crate::native::fill_meta_(self_, value)
+    }
+
+    /// `aten::log(Tensor self) -> Tensor`
+    pub fn log(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn log_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::log1p(Tensor self) -> Tensor`
+    pub fn log1p(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::neg(Tensor self) -> Tensor`
+    pub fn neg(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::relu(Tensor self) -> Tensor`
+    pub fn relu(self_: &Tensor) -> Result<Tensor> {
+        crate::native::relu(self_)
+    }
+
+    /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+        crate::native::relu_(self_)
+    }
+
+    /// `aten::rsqrt(Tensor self) -> Tensor`
+    pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sigmoid(Tensor self) -> Tensor`
+    pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sin(Tensor self) -> Tensor`
+    pub fn sin(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sqrt(Tensor self) -> Tensor`
+    pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::tan(Tensor self) -> Tensor`
+    pub fn tan(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::tanh(Tensor self) -> Tensor`
+    pub fn tanh(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+    pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::native::r#where(condition, self_, other)
+    }
+
+    /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn where_outf(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        crate::native::where_self_out(condition, self_, other, out)
+    }
+
+    /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        op.take(0)
+    }
+
+    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    pub fn rsub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        crate::native::rsub(self_, other, alpha)
+    }
+
+    /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
+    pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
+    pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+    pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+    pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.take(0)
+    }
+
+    /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+    pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+    pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+    pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.take(0)
+    }
+
+    /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+    pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sign(Tensor self) -> Tensor`
+    pub fn sign(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        op.take(0)
+    }
+
+    /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn sign_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
+    pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        op.take(0)
+    }
+
+    /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
+    pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        op.take(0)
+    }
+
+    /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+    pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    pub fn remainder_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+        crate::native::remainder_scalar_tensor(self_, other)
+    }
+
+    /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+    pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+    pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        op.take(0)
+    }
+
+    /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+    pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        op.take(0)
+    }
+
+    /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+    pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        op.take(0)
+    }
+
+    /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+    pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        op.take(0)
+    }
+
+    /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+    pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+    pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        op.finish()?;
+        Ok(self_.clone())
     }
 }

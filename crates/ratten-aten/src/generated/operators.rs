@@ -12,6 +12,102 @@ use ratten_dispatch::{CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
+/// `aten::abs(Tensor self) -> Tensor`
+pub mod abs {
+    use super::*;
+
+    pub const NAME: &str = "aten::abs";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "abs(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+pub mod abs_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::abs_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "abs_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod abs_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::abs";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
 /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 pub mod add_Tensor {
     use super::*;
@@ -172,14 +268,46 @@ pub mod add__Scalar {
     }
 }
 
-/// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-pub mod sub_out {
+/// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+pub mod argmax {
     use super::*;
 
-    pub const NAME: &str = "aten::sub";
+    pub const NAME: &str = "aten::argmax";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
+    pub type Args = (Tensor, Option<i64>, bool);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Return> {
+        handle()?.call((self_, dim, keepdim))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod argmax_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::argmax";
     pub const OVERLOAD_NAME: &str = "out";
-    pub const SCHEMA: &str = "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub const SCHEMA: &str = "argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Option<i64>, bool, Tensor);
     pub type Return = Tensor;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
@@ -194,24 +322,24 @@ pub mod sub_out {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other, alpha, out))
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, dim, keepdim, out))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other, alpha, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, dim, keepdim, out))
     }
 }
 
-/// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
-pub mod sub_Tensor {
+/// `aten::bitwise_not(Tensor self) -> Tensor`
+pub mod bitwise_not {
     use super::*;
 
-    pub const NAME: &str = "aten::sub";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
-    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub const NAME: &str = "aten::bitwise_not";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "bitwise_not(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
     pub type Return = Tensor;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
@@ -226,24 +354,24 @@ pub mod sub_Tensor {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
-        handle()?.call((self_, other, alpha))
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other, alpha))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
     }
 }
 
-/// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-pub mod sub__Tensor {
+/// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+pub mod bitwise_not_ {
     use super::*;
 
-    pub const NAME: &str = "aten::sub_";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub const NAME: &str = "aten::bitwise_not_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "bitwise_not_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
     pub type Return = Tensor;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
@@ -258,13 +386,1613 @@ pub mod sub__Tensor {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
-        handle()?.call((self_, other, alpha))
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other, alpha))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_not_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_not";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::logical_not(Tensor self) -> Tensor`
+pub mod logical_not {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_not";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_not(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::logical_not_(Tensor(a!) self) -> Tensor(a!)`
+pub mod logical_not_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_not_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_not_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod logical_not_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_not";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+pub mod logical_xor {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_xor";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_xor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod logical_xor_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_xor_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod logical_xor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_xor";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+pub mod logical_and {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_and";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_and(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod logical_and_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_and_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod logical_and_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_and";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+pub mod logical_or {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_or";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_or(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod logical_or_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_or_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod logical_or_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::logical_or";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+pub mod clamp {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+    pub type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Return> {
+        handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+pub mod clamp_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor";
+    pub type Args = (Tensor, Option<Tensor>, Option<Tensor>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Return> {
+        handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+pub mod clamp_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Return> {
+        handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+pub mod clamp__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)";
+    pub type Args = (Tensor, Option<Tensor>, Option<Tensor>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Return> {
+        handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod clamp_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, min, max, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max, out))
+    }
+}
+
+/// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod clamp_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::clamp";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Option<Tensor>, Option<Tensor>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, min, max, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, min, max, out))
+    }
+}
+
+/// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
+pub mod copy {
+    use super::*;
+
+    pub const NAME: &str = "aten::copy";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor";
+    pub type Args = (Tensor, Tensor, bool);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Return> {
+        handle()?.call((self_, src, non_blocking))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, src, non_blocking))
+    }
+}
+
+/// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
+pub mod copy_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::copy_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, bool);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Return> {
+        handle()?.call((self_, src, non_blocking))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, src, non_blocking))
+    }
+}
+
+/// `aten::cos(Tensor self) -> Tensor`
+pub mod cos {
+    use super::*;
+
+    pub const NAME: &str = "aten::cos";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "cos(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+pub mod cos_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::cos_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "cos_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod cos_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::cos";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod div_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "div.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod div__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::div_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod div_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+pub mod div_Tensor_mode {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Tensor_mode";
+    pub const SCHEMA: &str = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor";
+    pub type Args = (Tensor, Tensor, Arg<Option<String>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+pub mod div__Tensor_mode {
+    use super::*;
+
+    pub const NAME: &str = "aten::div_";
+    pub const OVERLOAD_NAME: &str = "Tensor_mode";
+    pub const SCHEMA: &str = "div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Option<String>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+pub mod div_out_mode {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "out_mode";
+    pub const SCHEMA: &str = "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Option<String>>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode, out))
+    }
+}
+
+/// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod div_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "div.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod div__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::div_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+pub mod div_Scalar_mode {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Scalar_mode";
+    pub const SCHEMA: &str = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Option<String>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+pub mod div__Scalar_mode {
+    use super::*;
+
+    pub const NAME: &str = "aten::div_";
+    pub const OVERLOAD_NAME: &str = "Scalar_mode";
+    pub const SCHEMA: &str = "div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Option<String>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::exp(Tensor self) -> Tensor`
+pub mod exp {
+    use super::*;
+
+    pub const NAME: &str = "aten::exp";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "exp(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+pub mod exp_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::exp_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "exp_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod exp_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::exp";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::expm1(Tensor self) -> Tensor`
+pub mod expm1 {
+    use super::*;
+
+    pub const NAME: &str = "aten::expm1";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "expm1(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+pub mod expm1_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::expm1_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "expm1_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod expm1_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::expm1";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
+pub mod fill_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "fill.Scalar(Tensor self, Scalar value) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value))
+    }
+}
+
+/// `aten::fill.Tensor(Tensor self, Tensor value) -> Tensor`
+pub mod fill_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "fill.Tensor(Tensor self, Tensor value) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Tensor) -> Result<Return> {
+        handle()?.call((self_, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value))
+    }
+}
+
+/// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
+pub mod fill__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value))
+    }
+}
+
+/// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
+pub mod fill__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Tensor) -> Result<Return> {
+        handle()?.call((self_, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value))
+    }
+}
+
+/// `aten::log(Tensor self) -> Tensor`
+pub mod log {
+    use super::*;
+
+    pub const NAME: &str = "aten::log";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "log(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+pub mod log_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::log_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "log_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod log_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::log";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::log1p(Tensor self) -> Tensor`
+pub mod log1p {
+    use super::*;
+
+    pub const NAME: &str = "aten::log1p";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "log1p(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+pub mod log1p_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::log1p_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "log1p_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod log1p_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::log1p";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
     }
 }
 
@@ -428,14 +2156,14 @@ pub mod mul__Scalar {
     }
 }
 
-/// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
-pub mod div_Tensor {
+/// `aten::neg(Tensor self) -> Tensor`
+pub mod neg {
     use super::*;
 
-    pub const NAME: &str = "aten::div";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "div.Tensor(Tensor self, Tensor other) -> Tensor";
-    pub type Args = (Tensor, Tensor);
+    pub const NAME: &str = "aten::neg";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "neg(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
     pub type Return = Tensor;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
@@ -450,24 +2178,24 @@ pub mod div_Tensor {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
     }
 }
 
-/// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub mod div__Tensor {
+/// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+pub mod neg_ {
     use super::*;
 
-    pub const NAME: &str = "aten::div_";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
+    pub const NAME: &str = "aten::neg_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "neg_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
     pub type Return = Tensor;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
@@ -482,23 +2210,1271 @@ pub mod div__Tensor {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
     }
 }
 
-/// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod div_out {
+/// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod neg_out {
     use super::*;
 
-    pub const NAME: &str = "aten::div";
+    pub const NAME: &str = "aten::neg";
     pub const OVERLOAD_NAME: &str = "out";
-    pub const SCHEMA: &str = "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub const SCHEMA: &str = "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::relu(Tensor self) -> Tensor`
+pub mod relu {
+    use super::*;
+
+    pub const NAME: &str = "aten::relu";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "relu(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+pub mod relu_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::relu_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "relu_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::rsqrt(Tensor self) -> Tensor`
+pub mod rsqrt {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsqrt";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "rsqrt(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+pub mod rsqrt_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsqrt_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "rsqrt_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod rsqrt_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsqrt";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sigmoid(Tensor self) -> Tensor`
+pub mod sigmoid {
+    use super::*;
+
+    pub const NAME: &str = "aten::sigmoid";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sigmoid(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub mod sigmoid_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::sigmoid_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sigmoid_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod sigmoid_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sigmoid";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sin(Tensor self) -> Tensor`
+pub mod sin {
+    use super::*;
+
+    pub const NAME: &str = "aten::sin";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sin(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+pub mod sin_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::sin_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sin_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod sin_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sin";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sqrt(Tensor self) -> Tensor`
+pub mod sqrt {
+    use super::*;
+
+    pub const NAME: &str = "aten::sqrt";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sqrt(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+pub mod sqrt_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::sqrt_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sqrt_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod sqrt_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sqrt";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::tan(Tensor self) -> Tensor`
+pub mod tan {
+    use super::*;
+
+    pub const NAME: &str = "aten::tan";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "tan(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+pub mod tan_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::tan_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "tan_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod tan_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::tan";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::tanh(Tensor self) -> Tensor`
+pub mod tanh {
+    use super::*;
+
+    pub const NAME: &str = "aten::tanh";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "tanh(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+pub mod tanh_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::tanh_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "tanh_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod tanh_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::tanh";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+pub mod where_self {
+    use super::*;
+
+    pub const NAME: &str = "aten::where";
+    pub const OVERLOAD_NAME: &str = "self";
+    pub const SCHEMA: &str = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod where_self_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::where";
+    pub const OVERLOAD_NAME: &str = "self_out";
+    pub const SCHEMA: &str = "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((condition, self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (condition, self_, other, out))
+    }
+}
+
+/// `aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+pub mod where_ScalarSelf {
+    use super::*;
+
+    pub const NAME: &str = "aten::where";
+    pub const OVERLOAD_NAME: &str = "ScalarSelf";
+    pub const SCHEMA: &str = "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+pub mod where_ScalarOther {
+    use super::*;
+
+    pub const NAME: &str = "aten::where";
+    pub const OVERLOAD_NAME: &str = "ScalarOther";
+    pub const SCHEMA: &str = "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+pub mod where_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::where";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(condition: &Tensor, self_: &Scalar, other: &Scalar) -> Result<Return> {
+        handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Scalar, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub mod sub_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+pub mod sub_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+pub mod sub__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+pub mod sub_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+pub mod sub__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+pub mod rsub_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsub";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+pub mod rsub_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsub";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+pub mod to_dtype_layout {
+    use super::*;
+
+    pub const NAME: &str = "aten::to";
+    pub const OVERLOAD_NAME: &str = "dtype_layout";
+    pub const SCHEMA: &str = "to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)";
+    pub type Args = (Tensor, Arg<Option<ScalarType>>, Arg<Option<crate::native::Layout>>, Arg<Option<Device>>, Arg<Option<bool>>, bool, bool, Arg<Option<crate::native::MemoryFormat>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<crate::native::Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.call((self_, dtype, layout, device, pin_memory, non_blocking, copy, memory_format))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<crate::native::Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, non_blocking, copy, memory_format))
+    }
+}
+
+/// `aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+pub mod to_device {
+    use super::*;
+
+    pub const NAME: &str = "aten::to";
+    pub const OVERLOAD_NAME: &str = "device";
+    pub const SCHEMA: &str = "to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)";
+    pub type Args = (Tensor, Device, ScalarType, bool, bool, Arg<Option<crate::native::MemoryFormat>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, device: Device, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.call((self_, device, dtype, non_blocking, copy, memory_format))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, device: Device, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, device, dtype, non_blocking, copy, memory_format))
+    }
+}
+
+/// `aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+pub mod to_dtype {
+    use super::*;
+
+    pub const NAME: &str = "aten::to";
+    pub const OVERLOAD_NAME: &str = "dtype";
+    pub const SCHEMA: &str = "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)";
+    pub type Args = (Tensor, ScalarType, bool, bool, Arg<Option<crate::native::MemoryFormat>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.call((self_, dtype, non_blocking, copy, memory_format))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, dtype, non_blocking, copy, memory_format))
+    }
+}
+
+/// `aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
+pub mod to_other {
+    use super::*;
+
+    pub const NAME: &str = "aten::to";
+    pub const OVERLOAD_NAME: &str = "other";
+    pub const SCHEMA: &str = "to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)";
+    pub type Args = (Tensor, Tensor, bool, bool, Arg<Option<crate::native::MemoryFormat>>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.call((self_, other, non_blocking, copy, memory_format))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, non_blocking, copy, memory_format))
+    }
+}
+
+/// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod eq__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod eq__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_and_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -521,6 +3497,2502 @@ pub mod div_out {
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
         handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_and_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod bitwise_and_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub mod bitwise_and_Scalar_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor";
+    pub const SCHEMA: &str = "bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+    pub type Args = (Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod bitwise_and_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod bitwise_and__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod bitwise_and__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_or_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_or_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod bitwise_or_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub mod bitwise_or_Scalar_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor";
+    pub const SCHEMA: &str = "bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+    pub type Args = (Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod bitwise_or_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod bitwise_or__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod bitwise_or__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_xor_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_xor_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod bitwise_xor_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub mod bitwise_xor_Scalar_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor";
+    pub const SCHEMA: &str = "bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+    pub type Args = (Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod bitwise_xor_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod bitwise_xor__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod bitwise_xor__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
+pub mod lerp__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Return> {
+        handle()?.call((self_, end, weight))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight))
+    }
+}
+
+/// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
+pub mod lerp__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Return> {
+        handle()?.call((self_, end, weight))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight))
+    }
+}
+
+/// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod ne_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod ne_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "ne.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod ne_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod ne_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "ne.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod ne__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod ne__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::ne_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod eq_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod eq_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "eq.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod eq_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod eq_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::eq";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "eq.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod ge_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod ge_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "ge.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod ge_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod ge_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "ge.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod ge__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod ge__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::ge_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod le_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::le";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod le_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::le";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "le.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod le_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::le";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod le_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::le";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "le.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod le__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::le_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod le__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::le_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod gt_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod gt_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "gt.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod gt_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod gt_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "gt.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod gt__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod gt__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::gt_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod lt_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod lt_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "lt.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod lt_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod lt_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "lt.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod lt__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod lt__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::lt_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+pub mod addcmul_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcmul";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value, out))
+    }
+}
+
+/// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+pub mod addcmul {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcmul";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value))
+    }
+}
+
+/// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+pub mod addcmul_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcmul_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value))
+    }
+}
+
+/// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
+pub mod addcdiv_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcdiv";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value, out))
+    }
+}
+
+/// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
+pub mod addcdiv {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcdiv";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value))
+    }
+}
+
+/// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+pub mod addcdiv_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::addcdiv_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.call((self_, tensor1, tensor2, value))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, tensor1, tensor2, value))
+    }
+}
+
+/// `aten::sign(Tensor self) -> Tensor`
+pub mod sign {
+    use super::*;
+
+    pub const NAME: &str = "aten::sign";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sign(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
+pub mod sign_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::sign_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "sign_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod sign_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sign";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod lerp_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, end, weight, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight, out))
+    }
+}
+
+/// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod lerp_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, end, weight, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight, out))
+    }
+}
+
+/// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
+pub mod lerp_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Return> {
+        handle()?.call((self_, end, weight))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight))
+    }
+}
+
+/// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
+pub mod lerp_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::lerp";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Return> {
+        handle()?.call((self_, end, weight))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, end, weight))
+    }
+}
+
+/// `aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod fmod_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod fmod_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "fmod.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod fmod__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod fmod_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+pub mod fmod_Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "fmod.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub mod fmod__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::fmod_";
+    pub const OVERLOAD_NAME: &str = "Tensor";
+    pub const SCHEMA: &str = "fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod remainder_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::remainder";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+pub mod remainder_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::remainder";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "remainder.Scalar(Tensor self, Scalar other) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub mod remainder__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::remainder_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
     }
 }
 
@@ -620,13 +6092,77 @@ pub mod remainder__Tensor {
     }
 }
 
-/// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod bitwise_and_Tensor_out {
+/// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub mod remainder_Scalar_Tensor {
     use super::*;
 
-    pub const NAME: &str = "aten::bitwise_and";
-    pub const OVERLOAD_NAME: &str = "Tensor_out";
-    pub const SCHEMA: &str = "bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub const NAME: &str = "aten::remainder";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor";
+    pub const SCHEMA: &str = "remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+    pub type Args = (Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+pub mod maximum {
+    use super::*;
+
+    pub const NAME: &str = "aten::maximum";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "maximum(Tensor self, Tensor other) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod maximum_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::maximum";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -652,13 +6188,13 @@ pub mod bitwise_and_Tensor_out {
     }
 }
 
-/// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
-pub mod bitwise_and_Tensor {
+/// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+pub mod minimum {
     use super::*;
 
-    pub const NAME: &str = "aten::bitwise_and";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub const NAME: &str = "aten::minimum";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "minimum(Tensor self, Tensor other) -> Tensor";
     pub type Args = (Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -684,45 +6220,13 @@ pub mod bitwise_and_Tensor {
     }
 }
 
-/// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub mod bitwise_and__Tensor {
+/// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod minimum_out {
     use super::*;
 
-    pub const NAME: &str = "aten::bitwise_and_";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
-    }
-}
-
-/// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod bitwise_or_Tensor_out {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_or";
-    pub const OVERLOAD_NAME: &str = "Tensor_out";
-    pub const SCHEMA: &str = "bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub const NAME: &str = "aten::minimum";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -748,77 +6252,13 @@ pub mod bitwise_or_Tensor_out {
     }
 }
 
-/// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
-pub mod bitwise_or_Tensor {
+/// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod pow_Tensor_Tensor_out {
     use super::*;
 
-    pub const NAME: &str = "aten::bitwise_or";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
-    }
-}
-
-/// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub mod bitwise_or__Tensor {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_or_";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
-    }
-}
-
-/// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod bitwise_xor_Tensor_out {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_xor";
-    pub const OVERLOAD_NAME: &str = "Tensor_out";
-    pub const SCHEMA: &str = "bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Tensor_Tensor_out";
+    pub const SCHEMA: &str = "pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -834,23 +6274,215 @@ pub mod bitwise_xor_Tensor_out {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other, out))
+    pub fn call(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent, out))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent, out))
     }
 }
 
-/// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
-pub mod bitwise_xor_Tensor {
+/// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+pub mod pow_Tensor_Tensor {
     use super::*;
 
-    pub const NAME: &str = "aten::bitwise_xor";
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Tensor_Tensor";
+    pub const SCHEMA: &str = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, exponent: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod pow_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Arg<Scalar>, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent, out))
+    }
+}
+
+/// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+pub mod pow_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor";
+    pub type Args = (Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, exponent: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod pow_Tensor_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Tensor_Scalar_out";
+    pub const SCHEMA: &str = "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent, out))
+    }
+}
+
+/// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+pub mod pow_Tensor_Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow";
+    pub const OVERLOAD_NAME: &str = "Tensor_Scalar";
+    pub const SCHEMA: &str = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, exponent: &Scalar) -> Result<Return> {
+        handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+pub mod pow__Scalar {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow_";
+    pub const OVERLOAD_NAME: &str = "Scalar";
+    pub const SCHEMA: &str = "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, exponent: &Scalar) -> Result<Return> {
+        handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Scalar) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+pub mod pow__Tensor {
+    use super::*;
+
+    pub const NAME: &str = "aten::pow_";
     pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor";
+    pub const SCHEMA: &str = "pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
     pub type Return = Tensor;
 
@@ -866,301 +6498,13 @@ pub mod bitwise_xor_Tensor {
     }
 
     /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
+    pub fn call(self_: &Tensor, exponent: &Tensor) -> Result<Return> {
+        handle()?.call((self_, exponent))
     }
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
-    }
-}
-
-/// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub mod bitwise_xor__Tensor {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_xor_";
-    pub const OVERLOAD_NAME: &str = "Tensor";
-    pub const SCHEMA: &str = "bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.call((self_, other))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, other))
-    }
-}
-
-/// `aten::neg(Tensor self) -> Tensor`
-pub mod neg {
-    use super::*;
-
-    pub const NAME: &str = "aten::neg";
-    pub const OVERLOAD_NAME: &str = "";
-    pub const SCHEMA: &str = "neg(Tensor self) -> Tensor";
-    pub type Args = (Tensor,);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor) -> Result<Return> {
-        handle()?.call((self_,))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_,))
-    }
-}
-
-/// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
-pub mod neg_ {
-    use super::*;
-
-    pub const NAME: &str = "aten::neg_";
-    pub const OVERLOAD_NAME: &str = "";
-    pub const SCHEMA: &str = "neg_(Tensor(a!) self) -> Tensor(a!)";
-    pub type Args = (Tensor,);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor) -> Result<Return> {
-        handle()?.call((self_,))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_,))
-    }
-}
-
-/// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod neg_out {
-    use super::*;
-
-    pub const NAME: &str = "aten::neg";
-    pub const OVERLOAD_NAME: &str = "out";
-    pub const SCHEMA: &str = "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.call((self_, out))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, out))
-    }
-}
-
-/// `aten::bitwise_not(Tensor self) -> Tensor`
-pub mod bitwise_not {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_not";
-    pub const OVERLOAD_NAME: &str = "";
-    pub const SCHEMA: &str = "bitwise_not(Tensor self) -> Tensor";
-    pub type Args = (Tensor,);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor) -> Result<Return> {
-        handle()?.call((self_,))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_,))
-    }
-}
-
-/// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-pub mod bitwise_not_ {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_not_";
-    pub const OVERLOAD_NAME: &str = "";
-    pub const SCHEMA: &str = "bitwise_not_(Tensor(a!) self) -> Tensor(a!)";
-    pub type Args = (Tensor,);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor) -> Result<Return> {
-        handle()?.call((self_,))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_,))
-    }
-}
-
-/// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod bitwise_not_out {
-    use super::*;
-
-    pub const NAME: &str = "aten::bitwise_not";
-    pub const OVERLOAD_NAME: &str = "out";
-    pub const SCHEMA: &str = "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
-    pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.call((self_, out))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, out))
-    }
-}
-
-/// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
-pub mod argmax {
-    use super::*;
-
-    pub const NAME: &str = "aten::argmax";
-    pub const OVERLOAD_NAME: &str = "";
-    pub const SCHEMA: &str = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
-    pub type Args = (Tensor, Option<i64>, bool);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Return> {
-        handle()?.call((self_, dim, keepdim))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, dim, keepdim))
-    }
-}
-
-/// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub mod argmax_out {
-    use super::*;
-
-    pub const NAME: &str = "aten::argmax";
-    pub const OVERLOAD_NAME: &str = "out";
-    pub const SCHEMA: &str = "argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
-    pub type Args = (Tensor, Option<i64>, bool, Tensor);
-    pub type Return = Tensor;
-
-    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
-    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
-        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
-        if let Some(h) = HANDLE.get() {
-            return Ok(*h);
-        }
-        super::super::registration::ensure_linked();
-        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
-        Ok(*HANDLE.get_or_init(|| h))
-    }
-
-    /// Calls through the dispatcher.
-    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Return> {
-        handle()?.call((self_, dim, keepdim, out))
-    }
-
-    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Return> {
-        handle()?.redispatch(ks, (self_, dim, keepdim, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, exponent))
     }
 }
 
@@ -1196,6 +6540,166 @@ pub mod add_Scalar_out {
     }
 }
 
+/// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod copy_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::copy";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, bool, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, src: &Tensor, non_blocking: bool, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, src, non_blocking, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, src: &Tensor, non_blocking: bool, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, src, non_blocking, out))
+    }
+}
+
+/// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod div_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+pub mod div_Scalar_mode_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::div";
+    pub const OVERLOAD_NAME: &str = "Scalar_mode_out";
+    pub const SCHEMA: &str = "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Option<String>>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, rounding_mode, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, rounding_mode, out))
+    }
+}
+
+/// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod fill_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, value, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value, out))
+    }
+}
+
+/// `aten::fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod fill_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::fill";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, value: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, value, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, value, out))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub mod mul_Scalar_out {
     use super::*;
@@ -1224,6 +6728,262 @@ pub mod mul_Scalar_out {
 
     /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod relu_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::relu";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod sub_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::sub";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub mod rsub_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsub";
+    pub const OVERLOAD_NAME: &str = "Tensor_out";
+    pub const SCHEMA: &str = "rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod rsub_Scalar_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::rsub";
+    pub const OVERLOAD_NAME: &str = "Scalar_out";
+    pub const SCHEMA: &str = "rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_and_Scalar_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_and";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
+    pub const SCHEMA: &str = "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Arg<Scalar>, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_or_Scalar_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_or";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
+    pub const SCHEMA: &str = "bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Arg<Scalar>, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod bitwise_xor_Scalar_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::bitwise_xor";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
+    pub const SCHEMA: &str = "bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Arg<Scalar>, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod remainder_Scalar_Tensor_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::remainder";
+    pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
+    pub const SCHEMA: &str = "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Arg<Scalar>, Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Return> {
         handle()?.redispatch(ks, (self_, other, out))
     }
 }

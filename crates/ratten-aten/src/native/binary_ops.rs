@@ -1,60 +1,30 @@
-//! Binary pointwise operators (BinaryOps.cpp) with PyTorch's meta/impl split.
+//! Binary pointwise operators (BinaryOps.cpp) as the kernels `native_functions.yaml` names.
 //!
-//! Each structured operator has
-//! - a **meta** function `<name>_meta(m, args..) -> Result<TensorIteratorBase>` that checks the
-//!   arguments and builds the TensorIterator, announcing outputs to `m` (the generated
-//!   functional / in-place / out= wrapper of `crate::structured`);
-//! - an **impl** function `<name>_out_impl(iter, args..)` that runs the DispatchStub on the
-//!   built iterator;
-//! - convenience front ends for the three variants (`add`, `add_`, `add_out`), which run
-//!   meta + impl through `StructuredFunctional` / `StructuredInplace` / `StructuredOut` exactly
-//!   as the generated code does. Scalar overloads wrap the number (`wrapped_scalar_tensor`).
+//! Each structured group has a **meta** `<functional>_meta(m, args..) -> TensorIteratorBase`
+//! that checks the arguments and builds the TensorIterator, announcing the output to `m` (the
+//! generated functional / in-place / out= wrapper of `crate::structured`), and an **impl**
+//! `<out kernel>(iter, args.., out)` that runs the DispatchStub on the built iterator (the
+//! iterator already holds `out`). The Scalar overloads are CompositeExplicitAutograd kernels
+//! that wrap the number (`wrapped_scalar_tensor`) and call the Tensor overload through the
+//! dispatcher, as PyTorch's do.
 
 use ratten_core::{Device, Error, Result, Scalar, ScalarType, TensorBase};
+use ratten_dispatch::{IValue, KernelValue};
+use ratten_schema::Type;
 
 use crate::dispatch_stub::DispatchStub;
+use crate::generated::operators as ops;
 use crate::native::cpu::binary_kernels::{
     BinaryFn, ADD_STUB, BITWISE_AND_STUB, BITWISE_OR_STUB, BITWISE_XOR_STUB, DIV_FLOOR_STUB,
     DIV_TRUE_STUB, DIV_TRUNC_STUB, EQ_STUB, FMOD_STUB, GE_STUB, GT_STUB, LE_STUB, LOGICAL_AND_STUB,
     LOGICAL_OR_STUB, LOGICAL_XOR_STUB, LT_STUB, MAXIMUM_STUB, MINIMUM_STUB, MUL_STUB, NE_STUB,
     POW_STUB, REMAINDER_STUB,
 };
-use crate::structured::{MetaBase, StructuredFunctional, StructuredInplace, StructuredOut};
+use crate::structured::{Arg, MetaBase};
 use crate::tensor_iterator::{
     binary_float_op_config, binary_op_config, comparison_op_config, TensorIteratorBase,
 };
 use crate::Tensor;
-
-/// A meta function: builds the iterator, announcing outputs to the wrapper.
-pub type MetaFn<'a> = dyn FnOnce(&mut dyn MetaBase) -> Result<TensorIteratorBase> + 'a;
-/// An impl function: runs the kernel on the built iterator.
-pub type ImplFn<'a> = dyn FnOnce(&TensorIteratorBase) -> Result<()> + 'a;
-
-/// The functional variant (what the generated code does for `add.Tensor`).
-pub fn run_functional(meta: Box<MetaFn<'_>>, imp: Box<ImplFn<'_>>) -> Result<Tensor> {
-    let mut m = StructuredFunctional::new(1);
-    let iter = meta(&mut m)?;
-    imp(&iter)?;
-    m.take(0)
-}
-
-/// The in-place variant (`add_.Tensor`): the output is `self`.
-pub fn run_inplace(self_: &Tensor, meta: Box<MetaFn<'_>>, imp: Box<ImplFn<'_>>) -> Result<Tensor> {
-    let mut m = StructuredInplace::new(&[self_]);
-    let iter = meta(&mut m)?;
-    imp(&iter)?;
-    m.finish()?;
-    Ok(self_.clone())
-}
-
-/// The out= variant (`add.out`).
-pub fn run_out(out: &Tensor, meta: Box<MetaFn<'_>>, imp: Box<ImplFn<'_>>) -> Result<Tensor> {
-    let mut m = StructuredOut::new(&[out]);
-    let iter = meta(&mut m)?;
-    imp(&iter)?;
-    m.finish()?;
-    Ok(out.clone())
-}
 
 /// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand.
 pub fn given_output(m: &dyn MetaBase) -> Option<TensorBase> {
@@ -66,8 +36,12 @@ pub fn wrap_scalar(s: &Scalar) -> Result<Tensor> {
     Tensor::wrapped_scalar_tensor(*s, Device::CPU)
 }
 
-/// Runs a stub for the iterator's device.
+/// Runs a stub for the iterator's device; nothing to compute for meta tensors (the kernels
+/// registered for both CPU and Meta reach here with a meta iterator).
 pub fn call_stub(stub: &DispatchStub<BinaryFn>, iter: &TensorIteratorBase) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
     (stub.get(iter.device_type())?)(iter)
 }
 
@@ -108,6 +82,18 @@ pub fn sub_check(self_: &TensorBase, other: &TensorBase) -> Result<()> {
     Ok(())
 }
 
+/// `build_borrowing_binary_op(maybe_get_output(), self, other)`.
+fn build_binary(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+    let out = given_output(m);
+    binary_op_config(out.as_ref(), a, b)?.build(m)
+}
+
+/// `build_borrowing_comparison_op(maybe_get_output(), self, other)`: bool result.
+fn build_comparison(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+    let out = given_output(m);
+    comparison_op_config(out.as_ref(), a, b)?.build(m)
+}
+
 // ---------------------------------------------------------------------------------------------
 // add / sub / rsub / mul / div
 // ---------------------------------------------------------------------------------------------
@@ -119,14 +105,19 @@ pub fn add_tensor_meta(
     other: &Tensor,
     alpha: &Scalar,
 ) -> Result<TensorIteratorBase> {
-    let out = given_output(m);
-    let iter = binary_op_config(out.as_ref(), self_, other)?.build(m)?;
+    let iter = build_binary(m, self_, other)?;
     alpha_check(iter.computation_dtype()?, alpha)?;
     Ok(iter)
 }
 
-/// `TORCH_IMPL_FUNC(add_out)`.
-pub fn add_out_impl(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
+/// The CPU impl of `add.out` (PyTorch generates it from `ufunc_inner_loop`).
+pub fn add_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _other: &Tensor,
+    alpha: &Scalar,
+    _out: &Tensor,
+) -> Result<()> {
     (ADD_STUB.get(iter.device_type())?)(iter, alpha)
 }
 
@@ -142,8 +133,14 @@ pub fn sub_tensor_meta(
 }
 
 /// `TORCH_IMPL_FUNC(sub_out)`: `add_stub` with `-alpha`.
-pub fn sub_out_impl(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
-    add_out_impl(iter, &alpha.neg()?)
+pub fn sub_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _other: &Tensor,
+    alpha: &Scalar,
+    _out: &Tensor,
+) -> Result<()> {
+    (ADD_STUB.get(iter.device_type())?)(iter, &alpha.neg()?)
 }
 
 /// `TORCH_META_FUNC2(mul, Tensor)`.
@@ -152,21 +149,49 @@ pub fn mul_tensor_meta(
     self_: &Tensor,
     other: &Tensor,
 ) -> Result<TensorIteratorBase> {
-    let out = given_output(m);
-    binary_op_config(out.as_ref(), self_, other)?.build(m)
+    build_binary(m, self_, other)
 }
 
-/// `TORCH_META_FUNC2(div, Tensor_mode)` (and `div.Tensor` with `None`).
+/// `TORCH_IMPL_FUNC(mul_out)`.
+pub fn mul_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _other: &Tensor,
+    _out: &Tensor,
+) -> Result<()> {
+    call_stub(&MUL_STUB, iter)
+}
+
+/// `TORCH_META_FUNC2(div, Tensor)`: true division (integers promote to the default float).
+pub fn div_tensor_meta(
+    m: &mut dyn MetaBase,
+    self_: &Tensor,
+    other: &Tensor,
+) -> Result<TensorIteratorBase> {
+    let out = given_output(m);
+    binary_float_op_config(out.as_ref(), self_, other)?.build(m)
+}
+
+/// `TORCH_IMPL_FUNC(div_out)`.
+pub fn div_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _other: &Tensor,
+    _out: &Tensor,
+) -> Result<()> {
+    call_stub(&DIV_TRUE_STUB, iter)
+}
+
+/// `TORCH_META_FUNC2(div, Tensor_mode)`.
 pub fn div_tensor_mode_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
     other: &Tensor,
     rounding_mode: Option<&str>,
 ) -> Result<TensorIteratorBase> {
-    let out = given_output(m);
     match rounding_mode {
-        None => binary_float_op_config(out.as_ref(), self_, other)?.build(m),
-        Some("trunc") | Some("floor") => binary_op_config(out.as_ref(), self_, other)?.build(m),
+        None => div_tensor_meta(m, self_, other),
+        Some("trunc") | Some("floor") => build_binary(m, self_, other),
         Some(mode) => Err(Error::runtime(format!(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found \
              '{mode}'"
@@ -175,7 +200,13 @@ pub fn div_tensor_mode_meta(
 }
 
 /// `TORCH_IMPL_FUNC(div_out_mode)`.
-pub fn div_out_mode_impl(iter: &TensorIteratorBase, rounding_mode: Option<&str>) -> Result<()> {
+pub fn div_out_mode(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _other: &Tensor,
+    rounding_mode: Option<&str>,
+    _out: &Tensor,
+) -> Result<()> {
     match rounding_mode {
         None => call_stub(&DIV_TRUE_STUB, iter),
         Some("trunc") => call_stub(&DIV_TRUNC_STUB, iter),
@@ -183,308 +214,339 @@ pub fn div_out_mode_impl(iter: &TensorIteratorBase, rounding_mode: Option<&str>)
     }
 }
 
-/// A meta that builds `BINARY_OP_CONFIG` (mul, remainder, fmod, pow, bitwise ops).
-pub fn binary_op_meta(
-    m: &mut dyn MetaBase,
+/// `add.Scalar` (CompositeExplicitAutograd).
+pub fn add(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    ops::add_Tensor::call(self_, &wrap_scalar(other)?, alpha)
+}
+/// `add_.Scalar`.
+pub fn add_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    ops::add__Tensor::call(self_, &wrap_scalar(other)?, alpha)
+}
+/// `sub.Scalar`.
+pub fn sub(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    ops::sub_Tensor::call(self_, &wrap_scalar(other)?, alpha)
+}
+/// `sub_.Scalar`.
+pub fn sub_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    ops::sub__Tensor::call(self_, &wrap_scalar(other)?, alpha)
+}
+/// `rsub.Tensor` = `other - alpha * self` (CPU and Meta).
+pub fn rsub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    ops::sub_Tensor::call(other, self_, alpha)
+}
+/// `rsub.Scalar`.
+pub fn rsub_scalar(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    ops::sub_Tensor::call(&wrap_scalar(other)?, self_, alpha)
+}
+/// `mul.Scalar`.
+pub fn mul(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::mul_Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `mul_.Scalar`.
+pub fn mul_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::mul__Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `div.Scalar`.
+pub fn div_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::div_Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `div_.Scalar`.
+pub fn div_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::div__Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `div.Scalar_mode`.
+pub fn div_scalar_mode(
     self_: &Tensor,
-    other: &Tensor,
-) -> Result<TensorIteratorBase> {
-    let out = given_output(m);
-    binary_op_config(out.as_ref(), self_, other)?.build(m)
+    other: &Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    ops::div_Tensor_mode::call(self_, &wrap_scalar(other)?, rounding_mode)
+}
+/// `div_.Scalar_mode`.
+pub fn div_scalar_mode_(
+    self_: &Tensor,
+    other: &Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    ops::div__Tensor_mode::call(self_, &wrap_scalar(other)?, rounding_mode)
+}
+
+/// `str?` arguments (div's `rounding_mode`): ratten-dispatch has no `KernelValue` for
+/// `Option<String>`, so the generated signatures name `Arg<Option<String>>`.
+impl KernelValue for Arg<Option<String>> {
+    type Ref<'a> = Option<&'a str>;
+    fn schema_type() -> Type {
+        Type::optional(Type::Str)
+    }
+    fn ref_to_ivalue(r: &Option<&str>) -> IValue {
+        r.map_or(IValue::None, |s| IValue::String(s.into()))
+    }
+    fn into_ivalue(self) -> IValue {
+        Self::ref_to_ivalue(&self.0.as_deref())
+    }
+    fn from_ivalue(v: IValue) -> Result<Self> {
+        match v {
+            IValue::None => Ok(Arg(None)),
+            IValue::String(s) => Ok(Arg(Some(s.to_string()))),
+            other => Err(Error::runtime(format!(
+                "Expected str? but got {}",
+                other.tag_kind()
+            ))),
+        }
+    }
+    fn borrow(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stub-only structured groups: remainder, fmod, pow, maximum, minimum, bitwise, comparisons
+// ---------------------------------------------------------------------------------------------
+
+/// Defines `<meta>(m, self, other)` building `$build` and `<impl>(iter, self, other, out)`
+/// running `$stub`.
+macro_rules! structured_binary {
+    ($($(#[$doc:meta])* $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $meta(
+            m: &mut dyn MetaBase,
+            self_: &Tensor,
+            other: &Tensor,
+        ) -> Result<TensorIteratorBase> {
+            $build(m, self_, other)
+        }
+        /// The CPU impl: the stub over the built iterator.
+        pub fn $imp(
+            iter: &mut TensorIteratorBase,
+            _self: &Tensor,
+            _other: &Tensor,
+            _out: &Tensor,
+        ) -> Result<()> {
+            call_stub(&$stub, iter)
+        }
+    )*};
 }
 
 /// `TORCH_META_FUNC(maximum)` / `minimum`: no complex.
-pub fn max_min_meta(
-    m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
+fn build_max_min(
     name: &str,
+    m: &mut dyn MetaBase,
+    a: &Tensor,
+    b: &Tensor,
 ) -> Result<TensorIteratorBase> {
-    if self_.dtype().is_complex() || other.dtype().is_complex() {
+    if a.dtype().is_complex() || b.dtype().is_complex() {
         return Err(Error::runtime(format!(
             "{name} not implemented for complex tensors."
         )));
     }
-    binary_op_meta(m, self_, other)
+    build_binary(m, a, b)
+}
+fn build_maximum(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+    build_max_min("maximum", m, a, b)
+}
+fn build_minimum(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+    build_max_min("minimum", m, a, b)
 }
 
-/// `build_borrowing_comparison_op` (eq, ne, lt, le, gt, ge, and the logical ops).
-pub fn comparison_meta(
+structured_binary! {
+    /// `TORCH_META_FUNC2(remainder, Tensor)` (Python's `%`).
+    remainder_tensor_meta, remainder_out, build_binary, REMAINDER_STUB;
+    /// `TORCH_META_FUNC2(fmod, Tensor)` (C's `%`).
+    fmod_tensor_meta, fmod_out, build_binary, FMOD_STUB;
+    /// `TORCH_META_FUNC2(pow, Tensor_Tensor)`.
+    pow_tensor_tensor_meta, pow_tensor_tensor_out, build_binary, POW_STUB;
+    /// `TORCH_META_FUNC(maximum)`.
+    maximum_meta, maximum_out, build_maximum, MAXIMUM_STUB;
+    /// `TORCH_META_FUNC(minimum)`.
+    minimum_meta, minimum_out, build_minimum, MINIMUM_STUB;
+    /// `TORCH_META_FUNC2(bitwise_and, Tensor)`.
+    bitwise_and_tensor_meta, bitwise_and_out, build_binary, BITWISE_AND_STUB;
+    /// `TORCH_META_FUNC2(bitwise_or, Tensor)`.
+    bitwise_or_tensor_meta, bitwise_or_out, build_binary, BITWISE_OR_STUB;
+    /// `TORCH_META_FUNC2(bitwise_xor, Tensor)`.
+    bitwise_xor_tensor_meta, bitwise_xor_out, build_binary, BITWISE_XOR_STUB;
+    /// `TORCH_META_FUNC2(eq, Tensor)`: bool result.
+    eq_tensor_meta, eq_tensor_out, build_comparison, EQ_STUB;
+    /// `TORCH_META_FUNC2(ne, Tensor)`.
+    ne_tensor_meta, ne_tensor_out, build_comparison, NE_STUB;
+    /// `TORCH_META_FUNC2(lt, Tensor)`.
+    lt_tensor_meta, lt_tensor_out, build_comparison, LT_STUB;
+    /// `TORCH_META_FUNC2(le, Tensor)`.
+    le_tensor_meta, le_tensor_out, build_comparison, LE_STUB;
+    /// `TORCH_META_FUNC2(gt, Tensor)`.
+    gt_tensor_meta, gt_tensor_out, build_comparison, GT_STUB;
+    /// `TORCH_META_FUNC2(ge, Tensor)`.
+    ge_tensor_meta, ge_tensor_out, build_comparison, GE_STUB;
+}
+
+/// Defines the Scalar-`other` structured group of a comparison: the number is wrapped and the
+/// iterator built as for two tensors (`TORCH_META_FUNC2(eq, Scalar)`).
+macro_rules! structured_comparison_scalar {
+    ($($meta:ident, $imp:ident, $stub:ident;)*) => {$(
+        /// The meta of the Scalar overload (the number is a wrapped-number operand).
+        pub fn $meta(
+            m: &mut dyn MetaBase,
+            self_: &Tensor,
+            other: &Scalar,
+        ) -> Result<TensorIteratorBase> {
+            build_comparison(m, self_, &wrap_scalar(other)?)
+        }
+        /// The CPU impl of the Scalar overload.
+        pub fn $imp(
+            iter: &mut TensorIteratorBase,
+            _self: &Tensor,
+            _other: &Scalar,
+            _out: &Tensor,
+        ) -> Result<()> {
+            call_stub(&$stub, iter)
+        }
+    )*};
+}
+
+structured_comparison_scalar! {
+    eq_scalar_meta, eq_scalar_out, EQ_STUB;
+    ne_scalar_meta, ne_scalar_out, NE_STUB;
+    lt_scalar_meta, lt_scalar_out, LT_STUB;
+    le_scalar_meta, le_scalar_out, LE_STUB;
+    gt_scalar_meta, gt_scalar_out, GT_STUB;
+    ge_scalar_meta, ge_scalar_out, GE_STUB;
+}
+
+/// `TORCH_META_FUNC2(pow, Tensor_Scalar)`: the exponent is a wrapped number.
+pub fn pow_tensor_scalar_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
-    other: &Tensor,
+    exponent: &Scalar,
 ) -> Result<TensorIteratorBase> {
-    let out = given_output(m);
-    comparison_op_config(out.as_ref(), self_, other)?.build(m)
+    build_binary(m, self_, &wrap_scalar(exponent)?)
+}
+/// `TORCH_IMPL_FUNC(pow_Tensor_Scalar_out)`.
+pub fn pow_tensor_scalar_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _exponent: &Scalar,
+    _out: &Tensor,
+) -> Result<()> {
+    call_stub(&POW_STUB, iter)
+}
+/// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
+pub fn pow_scalar_meta(
+    m: &mut dyn MetaBase,
+    self_: &Scalar,
+    exponent: &Tensor,
+) -> Result<TensorIteratorBase> {
+    build_binary(m, &wrap_scalar(self_)?, exponent)
+}
+/// `TORCH_IMPL_FUNC(pow_Scalar_out)`.
+pub fn pow_scalar_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Scalar,
+    _exponent: &Tensor,
+    _out: &Tensor,
+) -> Result<()> {
+    call_stub(&POW_STUB, iter)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Front ends
+// Scalar overloads of remainder / fmod / bitwise (CompositeExplicitAutograd)
 // ---------------------------------------------------------------------------------------------
 
-/// Which variant a front end runs.
-#[derive(Clone, Copy)]
-enum Variant<'a> {
-    Functional,
-    Inplace,
-    Out(&'a Tensor),
+/// `remainder.Scalar`.
+pub fn remainder_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::remainder_Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `remainder_.Scalar`.
+pub fn remainder_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::remainder__Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `remainder.Scalar_out`.
+pub fn remainder_scalar_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    ops::remainder_Tensor_out::call(self_, &wrap_scalar(other)?, out)
+}
+/// `remainder.Scalar_Tensor` (CPU and Meta): a number dividend.
+pub fn remainder_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+    ops::remainder_Tensor::call(&wrap_scalar(self_)?, other)
+}
+/// `fmod.Scalar`.
+pub fn fmod(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::fmod_Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `fmod_.Scalar`.
+pub fn fmod_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::fmod__Tensor::call(self_, &wrap_scalar(other)?)
+}
+/// `fmod.Scalar_out`.
+pub fn fmod_scalar_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    ops::fmod_Tensor_out::call(self_, &wrap_scalar(other)?, out)
 }
 
-fn run<'a>(
-    v: Variant<'_>,
+macro_rules! bitwise_scalar_kernels {
+    ($($f:ident, $f_:ident, $f_out:ident, $f_st:ident, $t:ident, $t_:ident, $t_out:ident;)*) => {$(
+        /// The `.Scalar` overload.
+        pub fn $f(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+            ops::$t::call(self_, &wrap_scalar(other)?)
+        }
+        /// The in-place `.Scalar` overload.
+        pub fn $f_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+            ops::$t_::call(self_, &wrap_scalar(other)?)
+        }
+        /// The `.Scalar_out` overload.
+        pub fn $f_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+            ops::$t_out::call(self_, &wrap_scalar(other)?, out)
+        }
+        /// The `.Scalar_Tensor` overload (a number first operand).
+        pub fn $f_st(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+            ops::$t::call(&wrap_scalar(self_)?, other)
+        }
+    )*};
+}
+
+bitwise_scalar_kernels! {
+    bitwise_and_scalar, bitwise_and_, bitwise_and_scalar_out, bitwise_and_scalar_tensor,
+        bitwise_and_Tensor, bitwise_and__Tensor, bitwise_and_Tensor_out;
+    bitwise_or_scalar, bitwise_or_, bitwise_or_scalar_out, bitwise_or_scalar_tensor,
+        bitwise_or_Tensor, bitwise_or__Tensor, bitwise_or_Tensor_out;
+    bitwise_xor_scalar, bitwise_xor_, bitwise_xor_scalar_out, bitwise_xor_scalar_tensor,
+        bitwise_xor_Tensor, bitwise_xor__Tensor, bitwise_xor_Tensor_out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// logical_and / or / xor (not structured: CPU out= kernel, composite functional / in-place)
+// ---------------------------------------------------------------------------------------------
+
+/// `comparison_op_out(result, self, other, stub)`: `result` keeps its dtype.
+fn comparison_op_out(
+    stub: &DispatchStub<BinaryFn>,
     self_: &Tensor,
-    meta: Box<MetaFn<'a>>,
-    imp: Box<ImplFn<'a>>,
-) -> Result<Tensor> {
-    match v {
-        Variant::Functional => run_functional(meta, imp),
-        Variant::Inplace => run_inplace(self_, meta, imp),
-        Variant::Out(o) => run_out(o, meta, imp),
-    }
-}
-
-fn add_v(v: Variant<'_>, a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    run(
-        v,
-        a,
-        Box::new(|m| add_tensor_meta(m, a, b, alpha)),
-        Box::new(|it| add_out_impl(it, alpha)),
-    )
-}
-fn sub_v(v: Variant<'_>, a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    run(
-        v,
-        a,
-        Box::new(|m| sub_tensor_meta(m, a, b, alpha)),
-        Box::new(|it| sub_out_impl(it, alpha)),
-    )
-}
-fn stub_v(
-    v: Variant<'_>,
-    a: &Tensor,
-    b: &Tensor,
-    meta: fn(&mut dyn MetaBase, &Tensor, &Tensor) -> Result<TensorIteratorBase>,
-    stub: &'static DispatchStub<BinaryFn>,
-) -> Result<Tensor> {
-    run(
-        v,
-        a,
-        Box::new(move |m| meta(m, a, b)),
-        Box::new(move |it| call_stub(stub, it)),
-    )
-}
-fn div_v(v: Variant<'_>, a: &Tensor, b: &Tensor, mode: Option<&str>) -> Result<Tensor> {
-    run(
-        v,
-        a,
-        Box::new(move |m| div_tensor_mode_meta(m, a, b, mode)),
-        Box::new(move |it| div_out_mode_impl(it, mode)),
-    )
-}
-
-/// Defines the functional / in-place / out= front ends of a two-tensor operator and its
-/// Scalar overloads.
-macro_rules! binary_front_ends {
-    ($(#[$doc:meta])* $name:ident, $name_:ident, $name_out:ident, $name_s:ident, $name_s_:ident,
-     |$v:ident, $a:ident, $b:ident| $body:expr) => {
-        $(#[$doc])*
-        pub fn $name($a: &Tensor, $b: &Tensor) -> Result<Tensor> {
-            let $v = Variant::Functional;
-            $body
-        }
-        /// In-place variant.
-        pub fn $name_($a: &Tensor, $b: &Tensor) -> Result<Tensor> {
-            let $v = Variant::Inplace;
-            $body
-        }
-        /// out= variant.
-        pub fn $name_out($a: &Tensor, $b: &Tensor, out: &Tensor) -> Result<Tensor> {
-            let $v = Variant::Out(out);
-            $body
-        }
-        /// Scalar `other` (a wrapped number).
-        pub fn $name_s($a: &Tensor, other: &Scalar) -> Result<Tensor> {
-            let w = wrap_scalar(other)?;
-            let $b = &w;
-            let $v = Variant::Functional;
-            $body
-        }
-        /// In-place with a Scalar `other`.
-        pub fn $name_s_($a: &Tensor, other: &Scalar) -> Result<Tensor> {
-            let w = wrap_scalar(other)?;
-            let $b = &w;
-            let $v = Variant::Inplace;
-            $body
-        }
-    };
-}
-
-/// `torch.add(self, other, alpha=1)`.
-pub fn add(a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    add_v(Variant::Functional, a, b, alpha)
-}
-/// `self.add_(other, alpha)`.
-pub fn add_(a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    add_v(Variant::Inplace, a, b, alpha)
-}
-/// `torch.add(self, other, alpha, out=out)`.
-pub fn add_out(a: &Tensor, b: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
-    add_v(Variant::Out(out), a, b, alpha)
-}
-/// `add.Scalar`.
-pub fn add_scalar(a: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    add(a, &wrap_scalar(other)?, alpha)
-}
-/// `add_.Scalar`.
-pub fn add_scalar_(a: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    add_(a, &wrap_scalar(other)?, alpha)
-}
-/// `torch.sub(self, other, alpha=1)`.
-pub fn sub(a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    sub_v(Variant::Functional, a, b, alpha)
-}
-/// `self.sub_(other, alpha)`.
-pub fn sub_(a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    sub_v(Variant::Inplace, a, b, alpha)
-}
-/// `torch.sub(..., out=out)`.
-pub fn sub_out(a: &Tensor, b: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
-    sub_v(Variant::Out(out), a, b, alpha)
-}
-/// `sub.Scalar`.
-pub fn sub_scalar(a: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    sub(a, &wrap_scalar(other)?, alpha)
-}
-/// `sub_.Scalar`.
-pub fn sub_scalar_(a: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    sub_(a, &wrap_scalar(other)?, alpha)
-}
-/// `torch.rsub(self, other, alpha)` = `other - alpha * self`.
-pub fn rsub(a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-    sub(b, a, alpha)
-}
-/// `rsub.Scalar`.
-pub fn rsub_scalar(a: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    sub(&wrap_scalar(other)?, a, alpha)
-}
-/// `torch.rsub(..., out=out)`.
-pub fn rsub_out(a: &Tensor, b: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
-    sub_out(b, a, alpha, out)
-}
-
-/// `torch.div(self, other, rounding_mode=None)`.
-pub fn div(a: &Tensor, b: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
-    div_v(Variant::Functional, a, b, rounding_mode)
-}
-/// `self.div_(other, rounding_mode)`.
-pub fn div_(a: &Tensor, b: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
-    div_v(Variant::Inplace, a, b, rounding_mode)
-}
-/// `torch.div(..., out=out)`.
-pub fn div_out(
-    a: &Tensor,
-    b: &Tensor,
-    rounding_mode: Option<&str>,
+    other: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    div_v(Variant::Out(out), a, b, rounding_mode)
-}
-/// `div.Scalar_mode`.
-pub fn div_scalar(a: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
-    div(a, &wrap_scalar(other)?, rounding_mode)
-}
-/// `div_.Scalar_mode`.
-pub fn div_scalar_(a: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
-    div_(a, &wrap_scalar(other)?, rounding_mode)
+    let iter = comparison_op_config(Some(out), self_, other)?.build_standalone()?;
+    call_stub(stub, &iter)?;
+    Ok(out.clone())
 }
 
-binary_front_ends!(
-    /// `torch.mul(self, other)`.
-    mul, mul_, mul_out, mul_scalar, mul_scalar_,
-    |v, a, b| stub_v(v, a, b, mul_tensor_meta, &MUL_STUB)
-);
-binary_front_ends!(
-    /// `torch.remainder(self, other)` (Python's `%`).
-    remainder, remainder_, remainder_out, remainder_scalar, remainder_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &REMAINDER_STUB)
-);
-binary_front_ends!(
-    /// `torch.fmod(self, other)` (C's `%`).
-    fmod, fmod_, fmod_out, fmod_scalar, fmod_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &FMOD_STUB)
-);
-binary_front_ends!(
-    /// `torch.pow(self, exponent)` (Tensor_Tensor / Tensor_Scalar).
-    pow, pow_, pow_out, pow_scalar, pow_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &POW_STUB)
-);
-binary_front_ends!(
-    /// `torch.maximum(self, other)`.
-    maximum, maximum_, maximum_out, maximum_scalar, maximum_scalar_,
-    |v, a, b| stub_v(v, a, b, |m, a, b| max_min_meta(m, a, b, "maximum"), &MAXIMUM_STUB)
-);
-binary_front_ends!(
-    /// `torch.minimum(self, other)`.
-    minimum, minimum_, minimum_out, minimum_scalar, minimum_scalar_,
-    |v, a, b| stub_v(v, a, b, |m, a, b| max_min_meta(m, a, b, "minimum"), &MINIMUM_STUB)
-);
-binary_front_ends!(
-    /// `torch.eq(self, other)`: bool result.
-    eq, eq_, eq_out, eq_scalar, eq_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &EQ_STUB)
-);
-binary_front_ends!(
-    /// `torch.ne`.
-    ne, ne_, ne_out, ne_scalar, ne_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &NE_STUB)
-);
-binary_front_ends!(
-    /// `torch.lt`.
-    lt, lt_, lt_out, lt_scalar, lt_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &LT_STUB)
-);
-binary_front_ends!(
-    /// `torch.le`.
-    le, le_, le_out, le_scalar, le_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &LE_STUB)
-);
-binary_front_ends!(
-    /// `torch.gt`.
-    gt, gt_, gt_out, gt_scalar, gt_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &GT_STUB)
-);
-binary_front_ends!(
-    /// `torch.ge`.
-    ge, ge_, ge_out, ge_scalar, ge_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &GE_STUB)
-);
-binary_front_ends!(
-    /// `torch.logical_and`: bool result (inputs of any dtype read as bool).
-    logical_and, logical_and_, logical_and_out, logical_and_scalar, logical_and_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &LOGICAL_AND_STUB)
-);
-binary_front_ends!(
-    /// `torch.logical_or`.
-    logical_or, logical_or_, logical_or_out, logical_or_scalar, logical_or_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &LOGICAL_OR_STUB)
-);
-binary_front_ends!(
-    /// `torch.logical_xor`.
-    logical_xor, logical_xor_, logical_xor_out, logical_xor_scalar, logical_xor_scalar_,
-    |v, a, b| stub_v(v, a, b, comparison_meta, &LOGICAL_XOR_STUB)
-);
-binary_front_ends!(
-    /// `torch.bitwise_and` (integral and bool dtypes).
-    bitwise_and, bitwise_and_, bitwise_and_out, bitwise_and_scalar, bitwise_and_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &BITWISE_AND_STUB)
-);
-binary_front_ends!(
-    /// `torch.bitwise_or`.
-    bitwise_or, bitwise_or_, bitwise_or_out, bitwise_or_scalar, bitwise_or_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &BITWISE_OR_STUB)
-);
-binary_front_ends!(
-    /// `torch.bitwise_xor`.
-    bitwise_xor, bitwise_xor_, bitwise_xor_out, bitwise_xor_scalar, bitwise_xor_scalar_,
-    |v, a, b| stub_v(v, a, b, binary_op_meta, &BITWISE_XOR_STUB)
-);
+macro_rules! logical_kernels {
+    ($($f:ident, $f_:ident, $f_out:ident, $out_op:ident, $stub:ident;)*) => {$(
+        /// The out= kernel (CPU and Meta).
+        pub fn $f_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+            comparison_op_out(&$stub, self_, other, out)
+        }
+        /// The functional form: a bool result (`comparison_op`).
+        pub fn $f(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            let result = Tensor::empty(&[0], (ScalarType::Bool, self_.device()))?;
+            ops::$out_op::call(self_, other, &result)?;
+            Ok(result)
+        }
+        /// The in-place form: `self` keeps its dtype (`comparison_op_`).
+        pub fn $f_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            ops::$out_op::call(self_, other, self_)
+        }
+    )*};
+}
+
+logical_kernels! {
+    logical_and, logical_and_, logical_and_out, logical_and_out, LOGICAL_AND_STUB;
+    logical_or, logical_or_, logical_or_out, logical_or_out, LOGICAL_OR_STUB;
+    logical_xor, logical_xor_, logical_xor_out, logical_xor_out, LOGICAL_XOR_STUB;
+}

@@ -4,16 +4,19 @@ pub mod binary_ops;
 pub mod copy;
 pub mod cpu;
 pub mod factory;
+pub mod index;
 pub mod pointwise;
-pub mod simple_binary;
-pub mod simple_loops;
-pub mod simple_reduce;
-pub mod simple_unary;
+pub mod reduce_ops;
 pub mod type_properties;
 pub mod unary_ops;
 pub mod view;
 
-// The kernels `native_functions.yaml` names (`crate::native::<kernel>`).
-pub use simple_binary::*;
-pub use simple_reduce::*;
-pub use simple_unary::*;
+// The kernels `native_functions.yaml` names (`crate::native::<kernel>`), and the argument types
+// its schemas use that ratten-core lacks.
+pub use binary_ops::*;
+pub use copy::{
+    copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, Layout, MemoryFormat,
+};
+pub use pointwise::*;
+pub use reduce_ops::*;
+pub use unary_ops::*;

@@ -1,9 +1,11 @@
-//! Ternary pointwise operators: `where`, `lerp`, `addcmul`, `addcdiv` (TensorCompare.cpp,
-//! Lerp.cpp, PointwiseOps.cpp), with PyTorch's checks.
+//! Ternary pointwise operators and fills: `where`, `lerp`, `addcmul`, `addcdiv`
+//! (TensorCompare.cpp, Lerp.cpp, PointwiseOps.cpp) and the `fill_` kernels (Fill.cpp), as the
+//! kernels `native_functions.yaml` names.
 
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
-use crate::native::binary_ops::{given_output, run_functional, run_inplace, run_out};
+use crate::generated::operators as ops;
+use crate::native::binary_ops::given_output;
 use crate::native::cpu::unary_kernels::{
     ADDCDIV_STUB, ADDCMUL_STUB, LERP_SCALAR_STUB, LERP_TENSOR_STUB, WHERE_STUB,
 };
@@ -12,41 +14,29 @@ use crate::structured::MetaBase;
 use crate::tensor_iterator::{ternary_op_config, TensorIteratorBase, TensorIteratorConfig};
 use crate::Tensor;
 
-/// `torch.where(condition, self, other)`: condition must be bool; the result has the
-/// promoted dtype of `self` and `other`.
-pub fn where_(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+// ---------------------------------------------------------------------------------------------
+// where
+// ---------------------------------------------------------------------------------------------
+
+fn check_condition(condition: &Tensor) -> Result<()> {
     if condition.dtype() != ScalarType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
             condition.dtype()
         )));
     }
-    let dtype = result_type(self_, other);
-    let iter = TensorIteratorConfig::new()
-        .check_all_same_dtype(false)
-        .declare_static_dtype(dtype)?
-        .add_output(None)?
-        .add_const_input(condition)
-        .add_const_input(self_)
-        .add_const_input(other)
-        .build_standalone()?;
-    (WHERE_STUB.get(iter.device_type())?)(&iter)?;
-    iter.output(0).map(Tensor::from_base)
+    Ok(())
 }
 
-/// `torch.where(condition, self, other, out=out)`: `out` must have the result dtype.
-pub fn where_out(
+/// `where_self_out` (CPU and Meta): the values in the promoted dtype of `self` and `other`,
+/// which `out` must have.
+pub fn where_self_out(
     condition: &Tensor,
     self_: &Tensor,
     other: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    if condition.dtype() != ScalarType::Bool {
-        return Err(Error::runtime(format!(
-            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-            condition.dtype()
-        )));
-    }
+    check_condition(condition)?;
     let dtype = result_type(self_, other);
     if out.dtype() != dtype {
         return Err(Error::runtime(format!(
@@ -61,8 +51,76 @@ pub fn where_out(
         .add_const_input(self_)
         .add_const_input(other)
         .build_standalone()?;
-    (WHERE_STUB.get(iter.device_type())?)(&iter)?;
+    if !iter.is_meta() {
+        (WHERE_STUB.get(iter.device_type())?)(&iter)?;
+    }
     Ok(out.clone())
+}
+
+/// `where.self` (CPU and Meta).
+pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    check_condition(condition)?;
+    let dtype = result_type(self_, other);
+    let device = if self_.dim() == 0 && !other.is_meta() {
+        other.device()
+    } else {
+        self_.device()
+    };
+    let out = Tensor::empty(&[0], (dtype, device))?;
+    where_self_out(condition, self_, other, &out)
+}
+
+/// `where.ScalarSelf` (CompositeImplicitAutograd): the number is a wrapped number on the
+/// other operand's device, as PyTorch's `wrapped_scalar_tensor(self, other.device())`.
+pub fn where_scalar_self(condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Tensor> {
+    let s = Tensor::wrapped_scalar_tensor(*self_, other.device())?;
+    ops::where_self::call(condition, &s, other)
+}
+/// `where.ScalarOther`.
+pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    let o = Tensor::wrapped_scalar_tensor(*other, self_.device())?;
+    ops::where_self::call(condition, self_, &o)
+}
+/// `where.Scalar`: both numbers wrapped on the condition's device.
+pub fn where_scalar(condition: &Tensor, self_: &Scalar, other: &Scalar) -> Result<Tensor> {
+    let s = Tensor::wrapped_scalar_tensor(*self_, condition.device())?;
+    let o = Tensor::wrapped_scalar_tensor(*other, condition.device())?;
+    ops::where_self::call(condition, &s, &o)
+}
+
+// ---------------------------------------------------------------------------------------------
+// lerp
+// ---------------------------------------------------------------------------------------------
+
+/// How `operator<<(ostream&, caffe2::TypeMeta)` prints a dtype (the C++ type's name, as
+/// gcc spells it): PyTorch's lerp checks print `self.dtype()`, a TypeMeta.
+fn type_meta_name(dt: ScalarType) -> &'static str {
+    match dt {
+        ScalarType::Bool => "bool",
+        ScalarType::Byte => "unsigned char",
+        ScalarType::Char => "signed char",
+        ScalarType::Short => "short int",
+        ScalarType::Int => "int",
+        ScalarType::Long => "long int",
+        ScalarType::Half => "c10::Half",
+        ScalarType::BFloat16 => "c10::BFloat16",
+        ScalarType::Float => "float",
+        ScalarType::Double => "double",
+        ScalarType::ComplexHalf => "c10::complex<c10::Half>",
+        ScalarType::ComplexFloat => "c10::complex<float>",
+        ScalarType::ComplexDouble => "c10::complex<double>",
+    }
+}
+
+fn check_same_dtype(self_: &Tensor, what: &str, t: &Tensor) -> Result<()> {
+    if self_.dtype() != t.dtype() {
+        return Err(Error::runtime(format!(
+            "expected dtype {} for `{what}` but got dtype {}",
+            type_meta_name(self_.dtype()),
+            type_meta_name(t.dtype())
+        )));
+    }
+    Ok(())
 }
 
 /// `TORCH_META_FUNC(lerp_Scalar)`: `end` must have `self`'s dtype.
@@ -70,14 +128,9 @@ pub fn lerp_scalar_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
     end: &Tensor,
+    _weight: &Scalar,
 ) -> Result<TensorIteratorBase> {
-    if self_.dtype() != end.dtype() {
-        return Err(Error::runtime(format!(
-            "expected dtype {} for `end` but got dtype {}",
-            self_.dtype(),
-            end.dtype()
-        )));
-    }
+    check_same_dtype(self_, "end", end)?;
     let out = given_output(m);
     TensorIteratorConfig::new()
         .add_output(out.as_ref())?
@@ -86,22 +139,29 @@ pub fn lerp_scalar_meta(
         .build(m)
 }
 
-/// `TORCH_META_FUNC(lerp_Tensor)`.
+/// `TORCH_IMPL_FUNC(lerp_Scalar)`.
+pub fn lerp_scalar(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _end: &Tensor,
+    weight: &Scalar,
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (LERP_SCALAR_STUB.get(iter.device_type())?)(iter, weight)
+}
+
+/// `TORCH_META_FUNC(lerp_Tensor)`: `end` and `weight` must have `self`'s dtype.
 pub fn lerp_tensor_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
     end: &Tensor,
     weight: &Tensor,
 ) -> Result<TensorIteratorBase> {
-    for (what, t) in [("end", end), ("weight", weight)] {
-        if self_.dtype() != t.dtype() {
-            return Err(Error::runtime(format!(
-                "expected dtype {} for `{what}` but got dtype {}",
-                self_.dtype(),
-                t.dtype()
-            )));
-        }
-    }
+    check_same_dtype(self_, "end", end)?;
+    check_same_dtype(self_, "weight", weight)?;
     let out = given_output(m);
     TensorIteratorConfig::new()
         .add_output(out.as_ref())?
@@ -111,48 +171,60 @@ pub fn lerp_tensor_meta(
         .build(m)
 }
 
-/// `torch.lerp(self, end, weight)` with a Scalar weight.
-pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
-    run_functional(
-        Box::new(|m| lerp_scalar_meta(m, self_, end)),
-        Box::new(|it| (LERP_SCALAR_STUB.get(it.device_type())?)(it, weight)),
-    )
+/// `TORCH_IMPL_FUNC(lerp_Tensor)`.
+pub fn lerp_tensor(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _end: &Tensor,
+    _weight: &Tensor,
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (LERP_TENSOR_STUB.get(iter.device_type())?)(iter)
 }
-/// `self.lerp_(end, weight)`.
-pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
-    run_inplace(
-        self_,
-        Box::new(|m| lerp_scalar_meta(m, self_, end)),
-        Box::new(|it| (LERP_SCALAR_STUB.get(it.device_type())?)(it, weight)),
-    )
-}
-/// `torch.lerp(self, end, weight)` with a Tensor weight.
-pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
-    run_functional(
-        Box::new(|m| lerp_tensor_meta(m, self_, end, weight)),
-        Box::new(|it| (LERP_TENSOR_STUB.get(it.device_type())?)(it)),
-    )
-}
+
+// ---------------------------------------------------------------------------------------------
+// addcmul / addcdiv
+// ---------------------------------------------------------------------------------------------
 
 /// `TORCH_META_FUNC(addcmul)`: `build_ternary_op`.
 pub fn addcmul_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
-    t1: &Tensor,
-    t2: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    _value: &Scalar,
 ) -> Result<TensorIteratorBase> {
     let out = given_output(m);
-    ternary_op_config(out.as_ref(), self_, t1, t2)?.build(m)
+    ternary_op_config(out.as_ref(), self_, tensor1, tensor2)?.build(m)
+}
+
+/// `TORCH_IMPL_FUNC(addcmul_out)`.
+pub fn addcmul_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _tensor1: &Tensor,
+    _tensor2: &Tensor,
+    value: &Scalar,
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (ADDCMUL_STUB.get(iter.device_type())?)(iter, value)
 }
 
 /// `TORCH_META_FUNC(addcdiv)`: integer division is refused with PyTorch's message.
 pub fn addcdiv_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
-    t1: &Tensor,
-    t2: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    value: &Scalar,
 ) -> Result<TensorIteratorBase> {
-    if t1.dtype().is_integral(true) && t2.dtype().is_integral(true) {
+    if tensor1.dtype().is_integral(true) && tensor2.dtype().is_integral(true) {
         return Err(Error::runtime(
             "Integer division with addcdiv is no longer supported, and in a future release \
              addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv \
@@ -162,50 +234,72 @@ pub fn addcdiv_meta(
              implementation: (input + value * tensor1 / tensor2), for all dtypes.",
         ));
     }
-    addcmul_meta(m, self_, t1, t2)
+    addcmul_meta(m, self_, tensor1, tensor2, value)
 }
 
-/// `torch.addcmul(self, tensor1, tensor2, value=1)`.
-pub fn addcmul(self_: &Tensor, t1: &Tensor, t2: &Tensor, value: &Scalar) -> Result<Tensor> {
-    run_functional(
-        Box::new(|m| addcmul_meta(m, self_, t1, t2)),
-        Box::new(|it| (ADDCMUL_STUB.get(it.device_type())?)(it, value)),
-    )
-}
-/// `self.addcmul_(tensor1, tensor2, value)`.
-pub fn addcmul_(self_: &Tensor, t1: &Tensor, t2: &Tensor, value: &Scalar) -> Result<Tensor> {
-    run_inplace(
-        self_,
-        Box::new(|m| addcmul_meta(m, self_, t1, t2)),
-        Box::new(|it| (ADDCMUL_STUB.get(it.device_type())?)(it, value)),
-    )
-}
-/// `torch.addcmul(..., out=out)`.
-pub fn addcmul_out(
-    self_: &Tensor,
-    t1: &Tensor,
-    t2: &Tensor,
+/// `TORCH_IMPL_FUNC(addcdiv_out)`.
+pub fn addcdiv_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    _tensor1: &Tensor,
+    _tensor2: &Tensor,
     value: &Scalar,
-    out: &Tensor,
-) -> Result<Tensor> {
-    run_out(
-        out,
-        Box::new(|m| addcmul_meta(m, self_, t1, t2)),
-        Box::new(|it| (ADDCMUL_STUB.get(it.device_type())?)(it, value)),
-    )
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (ADDCDIV_STUB.get(iter.device_type())?)(iter, value)
 }
-/// `torch.addcdiv(self, tensor1, tensor2, value=1)`.
-pub fn addcdiv(self_: &Tensor, t1: &Tensor, t2: &Tensor, value: &Scalar) -> Result<Tensor> {
-    run_functional(
-        Box::new(|m| addcdiv_meta(m, self_, t1, t2)),
-        Box::new(|it| (ADDCDIV_STUB.get(it.device_type())?)(it, value)),
-    )
+
+// ---------------------------------------------------------------------------------------------
+// fill_ / fill
+// ---------------------------------------------------------------------------------------------
+
+/// `fill_.Scalar` (CPU): the value is converted with c10's checks first, so an overflow leaves
+/// the tensor untouched.
+pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+    self_.fill_(*value)?;
+    Ok(self_.clone())
 }
-/// `self.addcdiv_(tensor1, tensor2, value)`.
-pub fn addcdiv_(self_: &Tensor, t1: &Tensor, t2: &Tensor, value: &Scalar) -> Result<Tensor> {
-    run_inplace(
-        self_,
-        Box::new(|m| addcdiv_meta(m, self_, t1, t2)),
-        Box::new(|it| (ADDCDIV_STUB.get(it.device_type())?)(it, value)),
-    )
+
+/// `fill_.Tensor` (CPU): `value` must be 0-dim; its item is the fill value.
+pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if value.dim() != 0 {
+        return Err(Error::runtime(format!(
+            "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+            value.dim()
+        )));
+    }
+    fill_scalar_(self_, &value.item()?)
+}
+
+/// `fill_meta_` for `fill_.Scalar`: nothing to write on a meta tensor.
+pub fn fill_meta_scalar_(self_: &Tensor, _value: &Scalar) -> Result<Tensor> {
+    Ok(self_.clone())
+}
+
+/// `fill_meta_` for `fill_.Tensor`: the dimension check only.
+pub fn fill_meta_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if value.dim() != 0 {
+        return Err(Error::runtime(format!(
+            "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+            value.dim()
+        )));
+    }
+    Ok(self_.clone())
+}
+
+/// `fill.Scalar` (CompositeExplicitAutograd): `empty_like(self).fill_(value)`.
+pub fn fill_scalar(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+    let r = crate::native::copy::empty_like_dtype(self_, self_.dtype())?;
+    ops::fill__Scalar::call(&r, value)?;
+    Ok(r)
+}
+
+/// `fill.Tensor`.
+pub fn fill(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let r = crate::native::copy::empty_like_dtype(self_, self_.dtype())?;
+    ops::fill__Tensor::call(&r, value)?;
+    Ok(r)
 }

@@ -1,11 +1,11 @@
-//! `argmax` as a structured kernel with a simple loop: the demonstration of an optional `dim`.
+//! `argmax` (ReduceOps.cpp) as a structured kernel: the meta computes the reduced shape, the
+//! impl reads the input once in its comparison type and scans each reduced row.
 
 use std::cmp::Ordering;
 
 use ratten_core::tensor_impl::maybe_wrap_dim;
 use ratten_core::{Error, Result, ScalarType, TensorBase, TensorOptions};
 
-use super::simple_loops::{read_values, Value};
 use crate::structured::{copy_same_dtype, MetaBase};
 use crate::Tensor;
 
@@ -72,16 +72,45 @@ pub fn argmax_meta(
 }
 
 /// Orders values as argmax does: NaN above everything.
-fn cmp(a: Value, b: Value) -> Ordering {
-    match (a, b) {
-        (Value::Float(x), Value::Float(y)) => match (x.is_nan(), y.is_nan()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            _ => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-        },
-        (x, y) => x.as_i64().cmp(&y.as_i64()),
+fn cmp_f64(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
     }
+}
+
+/// The elements of `t` in row-major order, read as `dtype` (a contiguous copy through
+/// `copy_`, which casts).
+fn read_as<T: ratten_core::Element>(t: &Tensor, dtype: ScalarType) -> Result<Vec<T>> {
+    let c = Tensor::empty(&t.sizes(), (dtype, t.device()))?;
+    crate::native::copy::copy_(&c, t, false)?;
+    c.to_vec::<T>()
+}
+
+/// The index of the largest element of each row (`outer` x `n` x `inner` layout).
+fn argmax_rows<T: Copy>(
+    vals: &[T],
+    (outer, n, inner): (usize, usize, usize),
+    greater: impl Fn(T, T) -> bool,
+) -> Vec<i64> {
+    let mut result = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut best = 0usize;
+            for k in 1..n {
+                if greater(
+                    vals[(o * n + k) * inner + i],
+                    vals[(o * n + best) * inner + i],
+                ) {
+                    best = k;
+                }
+            }
+            result.push(best as i64);
+        }
+    }
+    result
 }
 
 /// TORCH_IMPL_FUNC(argmax_out) for CPU.
@@ -92,34 +121,22 @@ pub fn argmax_out(
     _keepdim: bool,
     out: &Tensor,
 ) -> Result<()> {
-    let compute = if self_.dtype().is_floating_point() {
-        ScalarType::Double
-    } else {
-        ScalarType::Long
-    };
-    let vals = read_values(self_, compute)?;
     let sizes = self_.sizes();
-    let (outer, n, inner) = match state.dim {
+    let layout = match state.dim {
         Some(d) if !sizes.is_empty() => (
             sizes[..d].iter().product::<i64>() as usize,
             sizes[d] as usize,
             sizes[d + 1..].iter().product::<i64>() as usize,
         ),
-        _ => (1, vals.len(), 1),
+        _ => (1, self_.numel() as usize, 1),
     };
-    let mut result = Vec::with_capacity(outer * inner);
-    for o in 0..outer {
-        for i in 0..inner {
-            let mut best = 0usize;
-            for k in 1..n {
-                let v = vals[(o * n + k) * inner + i];
-                if cmp(v, vals[(o * n + best) * inner + i]) == Ordering::Greater {
-                    best = k;
-                }
-            }
-            result.push(best as i64);
-        }
-    }
+    let result = if self_.dtype().is_floating_point() {
+        let vals = read_as::<f64>(self_, ScalarType::Double)?;
+        argmax_rows(&vals, layout, |a, b| cmp_f64(a, b) == Ordering::Greater)
+    } else {
+        let vals = read_as::<i64>(self_, ScalarType::Long)?;
+        argmax_rows(&vals, layout, |a, b| a > b)
+    };
     let r = Tensor::from_base(TensorBase::from_vec(result, &out.sizes())?);
     copy_same_dtype(out, &r)
 }

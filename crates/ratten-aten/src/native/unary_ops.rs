@@ -1,14 +1,20 @@
-//! Unary pointwise operators (UnaryOps.cpp) with PyTorch's meta/impl split; see
-//! `binary_ops` for the shape of the API.
+//! Unary pointwise operators (UnaryOps.cpp, TensorCompare.cpp's clamp, Activation.cpp's relu)
+//! as the kernels `native_functions.yaml` names; see `binary_ops` for the meta/impl shape.
 
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::dispatch_stub::DispatchStub;
-use crate::native::binary_ops::{given_output, run_functional, run_inplace, run_out};
+use crate::generated::operators as ops;
+use crate::native::binary_ops::given_output;
+use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
-    UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, COS_STUB, EXPM1_STUB, EXP_STUB,
-    LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NEG_STUB, RSQRT_STUB, SIGMOID_STUB, SIGN_STUB,
-    SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+    UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
+    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NEG_STUB, RSQRT_STUB, SIGMOID_STUB,
+    SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+};
+use crate::native::type_properties::{
+    result_type_of_state, update_result_type_state, update_result_type_state_scalar,
+    ResultTypeState,
 };
 use crate::structured::MetaBase;
 use crate::tensor_iterator::{
@@ -26,6 +32,14 @@ pub fn unary_op_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorItera
 pub fn unary_float_op_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
     let out = given_output(m);
     unary_float_op_config(out.as_ref(), self_)?.build(m)
+}
+
+/// Runs a unary stub on the built iterator (nothing to do for meta tensors).
+pub fn unary_impl(stub: &DispatchStub<UnaryFn>, iter: &TensorIteratorBase) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (stub.get(iter.device_type())?)(iter)
 }
 
 /// `TORCH_META_FUNC(neg)`: no bool.
@@ -50,105 +64,109 @@ pub fn sign_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorB
     unary_op_meta(m, self_)
 }
 
-/// Runs a unary stub on the built iterator (the impl of every op here).
-pub fn unary_impl(stub: &DispatchStub<UnaryFn>, iter: &TensorIteratorBase) -> Result<()> {
-    (stub.get(iter.device_type())?)(iter)
+/// `TORCH_META_FUNC(bitwise_not)`.
+pub fn bitwise_not_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+    unary_op_meta(m, self_)
 }
 
-type Meta = fn(&mut dyn MetaBase, &Tensor) -> Result<TensorIteratorBase>;
-
-fn functional(a: &Tensor, meta: Meta, stub: &'static DispatchStub<UnaryFn>) -> Result<Tensor> {
-    run_functional(
-        Box::new(move |m| meta(m, a)),
-        Box::new(move |it| unary_impl(stub, it)),
-    )
-}
-fn inplace(a: &Tensor, meta: Meta, stub: &'static DispatchStub<UnaryFn>) -> Result<Tensor> {
-    run_inplace(
-        a,
-        Box::new(move |m| meta(m, a)),
-        Box::new(move |it| unary_impl(stub, it)),
-    )
-}
-fn out_v(
-    a: &Tensor,
-    out: &Tensor,
-    meta: Meta,
-    stub: &'static DispatchStub<UnaryFn>,
-) -> Result<Tensor> {
-    run_out(
-        out,
-        Box::new(move |m| meta(m, a)),
-        Box::new(move |it| unary_impl(stub, it)),
-    )
-}
-
-macro_rules! unary_front_ends {
-    ($($(#[$doc:meta])* $name:ident, $name_:ident, $name_out:ident, $meta:expr, $stub:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(a: &Tensor) -> Result<Tensor> { functional(a, $meta, &$stub) }
-        /// In-place variant.
-        pub fn $name_(a: &Tensor) -> Result<Tensor> { inplace(a, $meta, &$stub) }
-        /// out= variant.
-        pub fn $name_out(a: &Tensor, out: &Tensor) -> Result<Tensor> { out_v(a, out, $meta, &$stub) }
+/// Defines `<meta>` (building `$build`) and the impl `<impl>(iter, self, out)` running `$stub`.
+macro_rules! structured_unary {
+    ($($name:literal, $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
+        #[doc = concat!("`TORCH_META_FUNC(", $name, ")`.")]
+        pub fn $meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+            $build(m, self_)
+        }
+        #[doc = concat!("`TORCH_IMPL_FUNC(", $name, "_out)`: the stub over the built iterator.")]
+        pub fn $imp(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Tensor) -> Result<()> {
+            unary_impl(&$stub, iter)
+        }
     )*};
 }
 
-unary_front_ends! {
-    /// `torch.neg` (not for bool).
-    neg, neg_, neg_out, neg_meta, NEG_STUB;
-    /// `torch.abs`.
-    abs, abs_, abs_out, unary_op_meta, ABS_STUB;
-    /// `torch.sign`.
-    sign, sign_, sign_out, sign_meta, SIGN_STUB;
-    /// `torch.bitwise_not`.
-    bitwise_not, bitwise_not_, bitwise_not_out, unary_op_meta, BITWISE_NOT_STUB;
-    /// `torch.exp`.
-    exp, exp_, exp_out, unary_float_op_meta, EXP_STUB;
-    /// `torch.log`.
-    log, log_, log_out, unary_float_op_meta, LOG_STUB;
-    /// `torch.log1p`.
-    log1p, log1p_, log1p_out, unary_float_op_meta, LOG1P_STUB;
-    /// `torch.expm1`.
-    expm1, expm1_, expm1_out, unary_float_op_meta, EXPM1_STUB;
-    /// `torch.sqrt`.
-    sqrt, sqrt_, sqrt_out, unary_float_op_meta, SQRT_STUB;
-    /// `torch.rsqrt`.
-    rsqrt, rsqrt_, rsqrt_out, unary_float_op_meta, RSQRT_STUB;
-    /// `torch.sin`.
-    sin, sin_, sin_out, unary_float_op_meta, SIN_STUB;
-    /// `torch.cos`.
-    cos, cos_, cos_out, unary_float_op_meta, COS_STUB;
-    /// `torch.tan`.
-    tan, tan_, tan_out, unary_float_op_meta, TAN_STUB;
-    /// `torch.tanh`.
-    tanh, tanh_, tanh_out, unary_float_op_meta, TANH_STUB;
-    /// `torch.sigmoid`.
-    sigmoid, sigmoid_, sigmoid_out, unary_float_op_meta, SIGMOID_STUB;
+structured_unary! {
+    "exp", exp_meta, exp_out, unary_float_op_meta, EXP_STUB;
+    "log", log_meta, log_out, unary_float_op_meta, LOG_STUB;
+    "log1p", log1p_meta, log1p_out, unary_float_op_meta, LOG1P_STUB;
+    "expm1", expm1_meta, expm1_out, unary_float_op_meta, EXPM1_STUB;
+    "sqrt", sqrt_meta, sqrt_out, unary_float_op_meta, SQRT_STUB;
+    "rsqrt", rsqrt_meta, rsqrt_out, unary_float_op_meta, RSQRT_STUB;
+    "sin", sin_meta, sin_out, unary_float_op_meta, SIN_STUB;
+    "cos", cos_meta, cos_out, unary_float_op_meta, COS_STUB;
+    "tan", tan_meta, tan_out, unary_float_op_meta, TAN_STUB;
+    "tanh", tanh_meta, tanh_out, unary_float_op_meta, TANH_STUB;
+    "sigmoid", sigmoid_meta, sigmoid_out, unary_float_op_meta, SIGMOID_STUB;
 }
 
-/// `torch.logical_not`: bool result (any input dtype); out= keeps its dtype.
-pub fn logical_not_out(a: &Tensor, out: &Tensor) -> Result<Tensor> {
+/// `TORCH_IMPL_FUNC(neg_out)`.
+pub fn neg_out(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Tensor) -> Result<()> {
+    unary_impl(&NEG_STUB, iter)
+}
+/// `TORCH_IMPL_FUNC(sign_out)`.
+pub fn sign_out(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Tensor) -> Result<()> {
+    unary_impl(&SIGN_STUB, iter)
+}
+/// `TORCH_IMPL_FUNC(bitwise_not_out)`.
+pub fn bitwise_not_out(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Tensor) -> Result<()> {
+    unary_impl(&BITWISE_NOT_STUB, iter)
+}
+
+// ---------------------------------------------------------------------------------------------
+// abs, logical_not (CPU out= kernels, composite functional / in-place)
+// ---------------------------------------------------------------------------------------------
+
+/// `abs.out` (CPU and Meta): `unary_op_impl_out`.
+pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    let iter = unary_op_config(Some(out), self_)?.build_standalone()?;
+    unary_impl(&ABS_STUB, &iter)?;
+    Ok(out.clone())
+}
+/// `abs` (CompositeExplicitAutograd): the out= kernel into a fresh tensor of self's dtype.
+pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    let result = Tensor::empty(&[0], (self_.dtype(), self_.device()))?;
+    ops::abs_out::call(self_, &result)?;
+    Ok(result)
+}
+/// `abs_`: refused for complex tensors, as in PyTorch.
+pub fn abs_(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return Err(Error::runtime(
+            "In-place abs is not supported for complex tensors.",
+        ));
+    }
+    ops::abs_out::call(self_, self_)
+}
+
+/// `logical_not.out` (CPU and Meta): any input dtype, `out` keeps its dtype.
+pub fn logical_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new()
         .check_all_same_dtype(false)
         .add_output(Some(out))?
-        .add_const_input(a)
+        .add_const_input(self_)
         .build_standalone()?;
     unary_impl(&LOGICAL_NOT_STUB, &iter)?;
     Ok(out.clone())
 }
-/// `torch.logical_not`.
-pub fn logical_not(a: &Tensor) -> Result<Tensor> {
-    let out = Tensor::empty(&[0], (ScalarType::Bool, a.device()))?;
-    logical_not_out(a, &out)
+/// `logical_not`: a bool result.
+pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+    let result = Tensor::empty(&[0], (ScalarType::Bool, self_.device()))?;
+    ops::logical_not_out::call(self_, &result)?;
+    Ok(result)
 }
-/// `self.logical_not_()`.
-pub fn logical_not_(a: &Tensor) -> Result<Tensor> {
-    logical_not_out(a, a)
+/// `logical_not_`: `self` keeps its dtype.
+pub fn logical_not_(self_: &Tensor) -> Result<Tensor> {
+    ops::logical_not_out::call(self_, self_)
 }
 
-/// `clamp` meta with Scalar bounds (TensorCompare.cpp): at least one bound; bounds take part
-/// in type promotion (not for in-place).
+// ---------------------------------------------------------------------------------------------
+// clamp (Scalar and Tensor bounds), relu
+// ---------------------------------------------------------------------------------------------
+
+fn clamp_none_error() -> Error {
+    Error::runtime("torch.clamp: At least one of 'min' or 'max' must not be None")
+}
+
+/// `TORCH_META_FUNC(clamp)` with Scalar bounds: the bounds take part in type promotion for an
+/// integral `self` (a float bound makes the result float), which the in-place form refuses.
 pub fn clamp_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
@@ -156,19 +174,13 @@ pub fn clamp_meta(
     max: Option<&Scalar>,
 ) -> Result<TensorIteratorBase> {
     if min.is_none() && max.is_none() {
-        return Err(Error::runtime(
-            "torch.clamp: At least one of 'min' or 'max' must not be None",
-        ));
+        return Err(clamp_none_error());
     }
     let mut result_type = self_.dtype();
     if result_type.is_complex() {
         return Err(Error::runtime("clamp is not supported for complex types"));
     }
     if !result_type.is_floating_point() {
-        use crate::native::type_properties::{
-            result_type_of_state, update_result_type_state, update_result_type_state_scalar,
-            ResultTypeState,
-        };
         let mut state = ResultTypeState::default();
         update_result_type_state(self_, &mut state);
         for s in [min, max].into_iter().flatten() {
@@ -186,57 +198,87 @@ pub fn clamp_meta(
     if result_type.is_complex() {
         return Err(Error::runtime("clamp is not supported for complex types"));
     }
-    let input = crate::native::copy::to_dtype(self_, result_type)?;
+    // `build_borrowing_unary_op(maybe_get_output(), self.to(result_type))`.
+    let input = crate::native::copy::to_dtype(self_, result_type, false, false, None)?;
     unary_op_meta(m, &input)
 }
 
-fn clamp_v(
-    a: &Tensor,
-    min: Option<&Scalar>,
-    max: Option<&Scalar>,
-    out: Option<&Tensor>,
-    inplace: bool,
-) -> Result<Tensor> {
-    let meta = Box::new(move |m: &mut dyn MetaBase| clamp_meta(m, a, min, max));
-    let imp = Box::new(move |it: &TensorIteratorBase| {
-        (CLAMP_SCALAR_STUB.get(it.device_type())?)(it, min, max)
-    });
-    match (out, inplace) {
-        (Some(o), _) => run_out(o, meta, imp),
-        (None, true) => run_inplace(a, meta, imp),
-        (None, false) => run_functional(meta, imp),
-    }
-}
-
-/// `torch.clamp(self, min, max)` with Scalar bounds.
-pub fn clamp(a: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
-    clamp_v(a, min, max, None, false)
-}
-/// `self.clamp_(min, max)`.
-pub fn clamp_(a: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
-    clamp_v(a, min, max, None, true)
-}
-/// `torch.clamp(..., out=out)`.
+/// `TORCH_IMPL_FUNC(clamp_out)`.
 pub fn clamp_out(
-    a: &Tensor,
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
     min: Option<&Scalar>,
     max: Option<&Scalar>,
-    out: &Tensor,
-) -> Result<Tensor> {
-    clamp_v(a, min, max, Some(out), false)
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (CLAMP_SCALAR_STUB.get(iter.device_type())?)(iter, min, max)
 }
 
-/// `torch.relu` = `clamp_min(self, 0)`; bool refused as in PyTorch.
-pub fn relu(a: &Tensor) -> Result<Tensor> {
-    if a.dtype() == ScalarType::Bool {
-        return Err(Error::runtime("Boolean inputs not supported for relu"));
+/// `TORCH_META_FUNC2(clamp, Tensor)`: a TensorIterator over self and the given bounds, all
+/// promoted to their common dtype (the output must be able to hold it).
+pub fn clamp_tensor_meta(
+    m: &mut dyn MetaBase,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<TensorIteratorBase> {
+    if min.is_none() && max.is_none() {
+        return Err(clamp_none_error());
     }
-    clamp(a, Some(&Scalar::Int(0)), None)
+    let complex = |t: Option<&Tensor>| t.is_some_and(|t| t.dtype().is_complex());
+    if self_.dtype().is_complex() || complex(min) || complex(max) {
+        return Err(Error::runtime("clamp is not supported for complex types"));
+    }
+    let out = given_output(m);
+    let mut config = TensorIteratorConfig::new()
+        .set_check_mem_overlap(true)
+        .add_output(out.as_ref())?
+        .add_const_input(self_);
+    for bound in [min, max].into_iter().flatten() {
+        config = config.add_const_input(bound);
+    }
+    config
+        .promote_inputs_to_common_dtype(true)
+        .cast_common_dtype_to_outputs(true)
+        .enforce_safe_casting_to_output(true)
+        .build(m)
 }
-/// `self.relu_()`.
-pub fn relu_(a: &Tensor) -> Result<Tensor> {
-    if a.dtype() == ScalarType::Bool {
+
+/// `TORCH_IMPL_FUNC(clamp_Tensor_out)`: both bounds -> `clamp_stub`; one -> `maximum_stub`
+/// (min) or `minimum_stub` (max), as PyTorch does.
+pub fn clamp_tensor_out(
+    iter: &mut TensorIteratorBase,
+    _self: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    _out: &Tensor,
+) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    match (min.is_some(), max.is_some()) {
+        (true, true) => (CLAMP_STUB.get(iter.device_type())?)(iter),
+        (true, false) => (MAXIMUM_STUB.get(iter.device_type())?)(iter),
+        _ => (MINIMUM_STUB.get(iter.device_type())?)(iter),
+    }
+}
+
+fn relu_check(self_: &Tensor) -> Result<()> {
+    if self_.dtype() == ScalarType::Bool {
         return Err(Error::runtime("Boolean inputs not supported for relu"));
     }
-    clamp_(a, Some(&Scalar::Int(0)), None)
+    Ok(())
+}
+/// `relu` (CPU and Meta) = `clamp_min(self, 0)`; bool refused as in PyTorch.
+pub fn relu(self_: &Tensor) -> Result<Tensor> {
+    relu_check(self_)?;
+    ops::clamp::call(self_, Some(&Scalar::Int(0)), None)
+}
+/// `relu_`.
+pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    relu_check(self_)?;
+    ops::clamp_::call(self_, Some(&Scalar::Int(0)), None)
 }

@@ -216,6 +216,76 @@ pub fn snake(s: &str) -> String {
     out
 }
 
+/// A Rust keyword used as a function name (`where`) as a raw identifier (`r#where`).
+pub fn raw_ident(name: &str) -> String {
+    if RUST_KEYWORDS.contains(&name) {
+        format!("r#{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The overload's suffix as the Rust names use it (`Scalar_out` -> `_scalar`, `Tensor` -> ``).
+/// Operator names (`clamp`, `clamp_`) whose functional or in-place form has an overload
+/// without a name, so that their `Tensor` overloads need the suffix.
+fn names_with_unnamed_overload(nf: &NativeFunctions) -> BTreeSet<String> {
+    nf.functions
+        .iter()
+        .filter(|f| f.kind() != SchemaKind::Out && f.func.name.overload_name.is_empty())
+        .map(|f| f.func.name.name.clone())
+        .collect()
+}
+
+fn overload_suffix(f: &NativeFunction) -> String {
+    let ov = f.func.name.overload_name.as_str();
+    let ov = ov.strip_suffix("_out").unwrap_or(ov);
+    let ov = if ov == "out" { "" } else { ov };
+    if PRIMARY_OVERLOADS.contains(&ov) {
+        String::new()
+    } else {
+        format!("_{}", snake(ov))
+    }
+}
+
+/// The Rust name of a kernel the yaml names for `f`. C++ overloads one kernel name across
+/// several overloads (`div` for `div.Scalar` and `div.Scalar_mode`); Rust cannot, so a name
+/// shared by several overloads gets each overload's suffix, placed as the API names place it
+/// (`fill_` -> `fill_scalar_`, `remainder_out` -> `remainder_scalar_out`). Kernel names are
+/// snake case (`eq_Scalar_out` -> `eq_scalar_out`) and keywords raw (`r#where`).
+fn kernel_ident(kernel: &str, f: &NativeFunction, shared: bool) -> String {
+    let k = snake(kernel);
+    if !shared {
+        return raw_ident(&k);
+    }
+    let suffix = overload_suffix(f);
+    let name = if let Some(stem) = k.strip_suffix("_out") {
+        format!("{stem}{suffix}_out")
+    } else if let Some(stem) = k.strip_suffix('_').filter(|s| !s.ends_with('_')) {
+        format!("{stem}{suffix}_")
+    } else {
+        format!("{k}{suffix}")
+    };
+    raw_ident(&name)
+}
+
+/// Kernel names (as the yaml spells them) used by more than one overload.
+fn shared_kernel_names(nf: &NativeFunctions) -> BTreeSet<String> {
+    let mut users: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for f in &nf.functions {
+        for b in &f.dispatch {
+            users
+                .entry(b.kernel.as_str())
+                .or_default()
+                .insert(f.func.name.to_string());
+        }
+    }
+    users
+        .into_iter()
+        .filter(|(_, fs)| fs.len() > 1)
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
 /// Overload names that add no suffix: the primary overload of an operator.
 pub const PRIMARY_OVERLOADS: &[&str] = &["", "Tensor", "default", "self", "input"];
 
@@ -255,6 +325,16 @@ fn rust_type(ty: &Type, opts: &GenOptions) -> Result<RustType, String> {
             Type::Bool => plain("Arg<Option<bool>>", "Option<bool>"),
             Type::ScalarType => plain("Arg<Option<ScalarType>>", "Option<ScalarType>"),
             Type::Device => plain("Arg<Option<Device>>", "Option<Device>"),
+            // `str?` (div's rounding_mode); the `Arg` impls live in ratten-aten's `native`.
+            Type::Str => plain("Arg<Option<String>>", "Option<&str>"),
+            Type::Layout => {
+                let t = format!("{a}::native::Layout");
+                plain(&format!("Arg<Option<{t}>>"), &format!("Option<{t}>"))
+            }
+            Type::MemoryFormat => {
+                let t = format!("{a}::native::MemoryFormat");
+                plain(&format!("Arg<Option<{t}>>"), &format!("Option<{t}>"))
+            }
             Type::Scalar => RustType {
                 owned: "Arg<Option<Scalar>>".into(),
                 borrowed: "Option<&Scalar>".into(),
@@ -265,7 +345,6 @@ fn rust_type(ty: &Type, opts: &GenOptions) -> Result<RustType, String> {
         },
         other => return Err(format!("the Rust emitter does not support `{other}` yet")),
     };
-    let _ = a;
     Ok(t)
 }
 
@@ -337,7 +416,10 @@ fn default_expr(arg: &Argument) -> Result<Option<String>, String> {
 }
 
 /// The Rust names of one function: (short-form name, with-form name, backend name).
-fn rust_names(f: &NativeFunction) -> (String, String, String) {
+///
+/// `tensor_is_primary`: whether the `Tensor` overload may take the bare name (not when the
+/// operator also has an overload without a name: `clamp` vs `clamp.Tensor` -> `clamp_tensor`).
+fn rust_names(f: &NativeFunction, tensor_is_primary: bool) -> (String, String, String) {
     let base = f.func.name.name.clone();
     let (stem, inplace) = match base.strip_suffix('_') {
         Some(s) if !s.ends_with('_') && f.kind() == SchemaKind::Inplace => (s.to_string(), true),
@@ -358,7 +440,9 @@ fn rust_names(f: &NativeFunction) -> (String, String, String) {
                 }
             });
     }
-    let suffix = if PRIMARY_OVERLOADS.contains(&overload.as_str()) {
+    let primary = PRIMARY_OVERLOADS.contains(&overload.as_str())
+        && (tensor_is_primary || overload != "Tensor");
+    let suffix = if primary {
         String::new()
     } else {
         format!("_{}", snake(&overload))
@@ -377,7 +461,7 @@ fn rust_names(f: &NativeFunction) -> (String, String, String) {
     } else {
         api.clone()
     };
-    (api, with, backend)
+    (raw_ident(&api), with, raw_ident(&backend))
 }
 
 impl Model {
@@ -396,6 +480,8 @@ impl Model {
             .enumerate()
             .map(|(i, f)| (f.func.name.to_string(), i))
             .collect();
+        let shared = shared_kernel_names(nf);
+        let unnamed = names_with_unnamed_overload(nf);
         for (index, f) in nf.functions.iter().enumerate() {
             if f.namespace != namespace {
                 errors.push(format!(
@@ -404,7 +490,7 @@ impl Model {
                 ));
                 continue;
             }
-            match op_info(nf, index, f, opts, &by_name) {
+            match op_info(nf, index, f, opts, &by_name, &shared, &unnamed) {
                 Ok(op) => ops.push(op),
                 Err(e) => errors.push(format!("{}: {e}", f.func.name)),
             }
@@ -444,6 +530,7 @@ fn structured_kernels(
     out_index: usize,
     opts: &GenOptions,
     meta_for: &NativeFunction,
+    shared: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, KernelImpl>, String> {
     let out = &nf.functions[out_index];
     let state_type = match &out.structured_inherits {
@@ -464,7 +551,11 @@ fn structured_kernels(
             b.dispatch_key.clone(),
             KernelImpl::Structured {
                 meta_path: meta_path.clone(),
-                impl_path: Some(format!("{}::{}", opts.kernel_module, b.kernel)),
+                impl_path: Some(format!(
+                    "{}::{}",
+                    opts.kernel_module,
+                    kernel_ident(&b.kernel, out, shared.contains(&b.kernel))
+                )),
                 state_type: state_type.clone(),
                 out_fn: out_index,
             },
@@ -512,6 +603,8 @@ fn op_info(
     f: &NativeFunction,
     opts: &GenOptions,
     by_name: &BTreeMap<String, usize>,
+    shared: &BTreeSet<String>,
+    unnamed: &BTreeSet<String>,
 ) -> Result<OpInfo, String> {
     let mut args = Vec::new();
     let no_default = &f.cpp_no_default_args;
@@ -563,7 +656,7 @@ fn op_info(
             });
         rets.push(RetInfo { owned, aliases_arg });
     }
-    let (api_name, with_name, backend_name) = rust_names(f);
+    let (api_name, with_name, backend_name) = rust_names(f, !unnamed.contains(&f.func.name.name));
     let self_arg = f
         .func
         .arguments
@@ -576,12 +669,12 @@ fn op_info(
     // Kernels per key.
     let mut kernels = BTreeMap::new();
     if f.structured {
-        kernels = structured_kernels(nf, index, opts, f)?;
+        kernels = structured_kernels(nf, index, opts, f, shared)?;
     } else if let Some(d) = &f.structured_delegate {
         let out_index = *by_name
             .get(&d.to_string())
             .ok_or_else(|| format!("structured_delegate {d} is not declared"))?;
-        kernels = structured_kernels(nf, out_index, opts, &nf.functions[out_index])?;
+        kernels = structured_kernels(nf, out_index, opts, &nf.functions[out_index], shared)?;
     }
     for b in &f.dispatch {
         if f.structured && b.structured {
@@ -607,7 +700,11 @@ fn op_info(
             KernelImpl::GeneratedFunctional { inplace }
         } else {
             KernelImpl::Plain {
-                path: format!("{}::{}", opts.kernel_module, b.kernel),
+                path: format!(
+                    "{}::{}",
+                    opts.kernel_module,
+                    kernel_ident(&b.kernel, f, shared.contains(&b.kernel))
+                ),
             }
         };
         kernels.insert(b.dispatch_key.clone(), k);
