@@ -746,6 +746,73 @@ mod tests {
         assert_eq!(snake("SymInt"), "sym_int");
     }
 
+    fn model(yaml: &str) -> Model {
+        let nf = NativeFunctions::parse(yaml, std::path::Path::new("test.yaml"), None).unwrap();
+        Model::build(&nf, &GenOptions::aten()).unwrap()
+    }
+
+    fn op<'m>(m: &'m Model, name: &str) -> &'m OpInfo {
+        m.ops
+            .iter()
+            .find(|o| o.name_with_overload == name)
+            .unwrap_or_else(|| panic!("{name} not in the model"))
+    }
+
+    fn plain(op: &OpInfo, key: &str) -> String {
+        match op.kernels.get(key) {
+            Some(KernelImpl::Plain { path }) => path.clone(),
+            other => panic!("{}: {key} is {other:?}", op.name_with_overload),
+        }
+    }
+
+    #[test]
+    fn kernel_names_shared_by_overloads_get_the_overload_suffix() {
+        let m = model(
+            "- func: div.Scalar(Tensor self, Scalar other) -> Tensor\n  dispatch:\n    CompositeExplicitAutograd: div\n\n\
+             - func: div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor\n  dispatch:\n    CompositeExplicitAutograd: div\n\n\
+             - func: fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)\n  dispatch:\n    CPU: fill_\n\n\
+             - func: fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)\n  dispatch:\n    CPU: fill_\n\n\
+             - func: eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: eq_Scalar_out\n",
+        );
+        assert_eq!(
+            plain(op(&m, "div.Scalar"), "CompositeExplicitAutograd"),
+            "crate::native::div_scalar"
+        );
+        assert_eq!(
+            plain(op(&m, "div.Scalar_mode"), "CompositeExplicitAutograd"),
+            "crate::native::div_scalar_mode"
+        );
+        assert_eq!(
+            plain(op(&m, "fill_.Scalar"), "CPU"),
+            "crate::native::fill_scalar_"
+        );
+        assert_eq!(plain(op(&m, "fill_.Tensor"), "CPU"), "crate::native::fill_");
+        // A unique name is kept, snake-cased.
+        assert_eq!(
+            plain(op(&m, "eq.Scalar_out"), "CPU"),
+            "crate::native::eq_scalar_out"
+        );
+        // `str?` is `Option<&str>` for kernels.
+        let mode = &op(&m, "div.Scalar_mode").args[2];
+        assert_eq!(mode.ty.borrowed, "Option<&str>");
+        assert_eq!(mode.ty.owned, "Arg<Option<String>>");
+    }
+
+    #[test]
+    fn keyword_names_are_raw_and_unnamed_overloads_take_the_bare_name() {
+        let m = model(
+            "- func: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor\n  variants: function, method\n  dispatch:\n    CPU: where\n\n\
+             - func: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor\n  dispatch:\n    CPU: clamp\n\n\
+             - func: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor\n  dispatch:\n    CPU: clamp_tensor\n",
+        );
+        let w = op(&m, "where.self");
+        assert_eq!(w.api_name, "r#where");
+        assert_eq!(w.backend_name, "r#where");
+        assert_eq!(plain(w, "CPU"), "crate::native::r#where");
+        assert_eq!(op(&m, "clamp").api_name, "clamp");
+        assert_eq!(op(&m, "clamp.Tensor").api_name, "clamp_tensor");
+    }
+
     #[test]
     fn keywords_get_an_underscore() {
         assert_eq!(ident("self"), "self_");
