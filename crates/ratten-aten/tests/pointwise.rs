@@ -278,8 +278,20 @@ proptest! {
                 prop_assert!(close(want_dt, got[i], want), "exp {dt} at {i}: {} vs {}", got[i], want);
             }
         }
-        // neg: refused for bool, otherwise exact.
-        let r = f::neg(&a);
+        // neg: refused for bool, otherwise exact; every variant (function, method, in-place on
+        // a copy with the same layout, out= into a tensor of another layout).
+        let r = match seed % 4 {
+            0 => f::neg(&a),
+            1 => a.neg(),
+            2 => {
+                let c = make(dt, &shape, &vals, layout);
+                c.neg_().map(|_| c.clone())
+            }
+            _ => {
+                let o = make(dt, &shape, &vec![0.0; n as usize], (layout + 1) % 3);
+                f::neg_out(&o, &a).cloned()
+            }
+        };
         if dt == ScalarType::Bool {
             prop_assert!(r.is_err());
         } else {
