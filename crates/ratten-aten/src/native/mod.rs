@@ -4,6 +4,7 @@ pub mod binary_ops;
 pub mod copy;
 pub mod cpu;
 pub mod factory;
+pub mod index;
 pub mod pointwise;
 pub mod reduce_ops;
 pub mod type_properties;
