@@ -1,5 +1,6 @@
-//! Pointwise kernels against the peers (candle-core, ndarray), with the machine's memory
-//! bandwidth measured in the same run as the ceiling (a 64 MB memcpy).
+//! Pointwise operators through the public API (`ratten_aten::functions`, what users call)
+//! against the peers (candle-core, ndarray), with the machine's memory bandwidth measured in
+//! the same run as the ceiling (a 64 MB memcpy).
 //!
 //! Run: `cargo bench -p ratten-aten --bench pointwise`; `crates/ratten-aten/benches/summary.py`
 //! (or reading `target/criterion/*/new/estimates.json`) gives the medians. Every ratten case is
@@ -10,11 +11,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use half::{bf16, f16};
-use ratten_aten::backends::cpu as bo;
-use ratten_aten::native::copy::to_dtype;
+use ratten_aten::functions as F;
 use ratten_aten::tensor_iterator::set_num_threads;
 use ratten_aten::Tensor;
-use ratten_core::{Scalar, ScalarType};
+use ratten_core::ScalarType;
 
 const N: usize = 16 * 1024 * 1024;
 const SIDE: usize = 4096;
@@ -25,7 +25,6 @@ fn f32_tensor(shape: &[i64], n: usize) -> Tensor {
 }
 
 fn bench(c: &mut Criterion) {
-    let one = Scalar::Int(1);
     let mut g = c.benchmark_group("pointwise");
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
@@ -49,10 +48,10 @@ fn bench(c: &mut Criterion) {
     let b2 = f32_tensor(&[SIDE as i64, SIDE as i64], N);
     let b2t = b2.t().unwrap();
     let out2 = Tensor::empty(&[SIDE as i64, SIDE as i64], ScalarType::Float).unwrap();
-    let ai = to_dtype(&a, ScalarType::Int, false, false, None).unwrap();
-    let ah = to_dtype(&a, ScalarType::Half, false, false, None).unwrap();
+    let ai = a.to_dtype(ScalarType::Int).unwrap();
+    let ah = a.to_dtype(ScalarType::Half).unwrap();
     let outh = Tensor::empty(&[N as i64], ScalarType::Half).unwrap();
-    let ab = to_dtype(&a, ScalarType::BFloat16, false, false, None).unwrap();
+    let ab = a.to_dtype(ScalarType::BFloat16).unwrap();
     let outb = Tensor::empty(&[N as i64], ScalarType::BFloat16).unwrap();
     let col = f32_tensor(&[SIDE as i64, 1], SIDE);
     let row = f32_tensor(&[1, SIDE as i64], SIDE);
@@ -62,28 +61,28 @@ fn bench(c: &mut Criterion) {
         set_num_threads(threads).unwrap();
         let id = |name: &str| BenchmarkId::new(format!("ratten/{name}"), threads);
         g.bench_function(id("add_out_f32_16M"), |b| {
-            b.iter(|| bo::add_outf(&a, &bt, &one, &out).unwrap())
+            b.iter(|| F::add_out(&out, &a, &bt).unwrap())
         });
         g.bench_function(id("add_f32_16M_functional"), |b| {
-            b.iter(|| black_box(bo::add(&a, &bt, &one).unwrap()))
+            b.iter(|| black_box(F::add(&a, &bt).unwrap()))
         });
         g.bench_function(id("add_out_4096sq_transposed"), |b| {
-            b.iter(|| bo::add_outf(&a2, &b2t, &one, &out2).unwrap())
+            b.iter(|| F::add_out(&out2, &a2, &b2t).unwrap())
         });
         g.bench_function(id("add_out_i32_f32_16M"), |b| {
-            b.iter(|| bo::add_outf(&ai, &bt, &one, &out).unwrap())
+            b.iter(|| F::add_out(&out, &ai, &bt).unwrap())
         });
         g.bench_function(id("add_out_f16_16M"), |b| {
-            b.iter(|| bo::add_outf(&ah, &ah, &one, &outh).unwrap())
+            b.iter(|| F::add_out(&outh, &ah, &ah).unwrap())
         });
         g.bench_function(id("add_out_bf16_16M"), |b| {
-            b.iter(|| bo::add_outf(&ab, &ab, &one, &outb).unwrap())
+            b.iter(|| F::add_out(&outb, &ab, &ab).unwrap())
         });
         g.bench_function(id("add_out_bcast_4096x1_1x4096"), |b| {
-            b.iter(|| bo::add_outf(&col, &row, &one, &out2).unwrap())
+            b.iter(|| F::add_out(&out2, &col, &row).unwrap())
         });
         g.bench_function(id("add_1elem_functional"), |b| {
-            b.iter(|| black_box(bo::add(&s1, &s1, &one).unwrap()))
+            b.iter(|| black_box(F::add(&s1, &s1).unwrap()))
         });
     }
     set_num_threads(1).unwrap();

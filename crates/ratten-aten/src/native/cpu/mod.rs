@@ -24,7 +24,9 @@ use num_complex::Complex;
 use ratten_core::dtype::{c128, c32, c64};
 use ratten_core::{dispatch_all_types, Error, Result, ScalarType};
 
-use crate::dispatch_stub::{run_isa, Isa};
+use std::mem::MaybeUninit;
+
+use crate::dispatch_stub::{run_isa, CpuCapability, Isa};
 use crate::tensor_iterator::{TensorIteratorBase, GRAIN_SIZE};
 
 /// Elements per block of the block path (fits three buffers of complex doubles in L1).
@@ -140,13 +142,15 @@ impl Elem for f16 {
     fn from_f32(v: f32) -> Self {
         f16::from_f32(v)
     }
+    // c10::Half has only a float constructor: a double is rounded to float first (double
+    // rounding included), not straight to half as `half::f16::from_f64` does.
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
-        f16::from_f64(v)
+        f16::from_f32(v as f32)
     }
     #[inline(always)]
     fn from_c(v: c128) -> Self {
-        f16::from_f64(v.re)
+        f16::from_f32(v.re as f32)
     }
     #[inline(always)]
     fn from_bool(v: bool) -> Self {
@@ -160,14 +164,16 @@ pub fn bf16_to_f32(x: bf16) -> f32 {
     f32::from_bits((x.to_bits() as u32) << 16)
 }
 
-/// f32 -> bfloat16, round to nearest even, NaN kept quiet (c10's `round_to_nearest_even`);
-/// branch-free so it vectorises.
+/// f32 -> bfloat16 exactly as c10's `round_to_nearest_even`: round to nearest even, every
+/// NaN becomes 0x7FC0. Integer arithmetic only and branch-free, so LLVM vectorises it with
+/// integer instructions (no float compare or vcvtneps2bf16, which treats denormal inputs as
+/// zero and would differ from c10).
 #[inline(always)]
 pub fn f32_to_bf16(v: f32) -> bf16 {
     let b = v.to_bits();
     let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
-    let nan = ((b >> 16) as u16) | 0x0040;
-    bf16::from_bits(if v.is_nan() { nan } else { rounded })
+    let is_nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+    bf16::from_bits(if is_nan { 0x7fc0 } else { rounded })
 }
 
 impl Elem for bf16 {
@@ -201,13 +207,14 @@ impl Elem for bf16 {
     fn from_f32(v: f32) -> Self {
         f32_to_bf16(v)
     }
+    // As c10::BFloat16: through float.
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
-        bf16::from_f64(v)
+        f32_to_bf16(v as f32)
     }
     #[inline(always)]
     fn from_c(v: c128) -> Self {
-        bf16::from_f64(v.re)
+        f32_to_bf16(v.re as f32)
     }
     #[inline(always)]
     fn from_bool(v: bool) -> Self {
@@ -303,7 +310,11 @@ pub fn cast<S: Elem, D: Elem>(s: S) -> D {
         },
         Kind::Float => match S::KIND {
             Kind::Bool | Kind::Int => {
-                if std::mem::size_of::<S>() <= 4 {
+                // i32 -> f64 is exact, so (x as f64) as f32 == x as f32: take the one
+                // instruction (vcvtdq2ps) for float targets.
+                if std::mem::size_of::<S>() <= 4 && D::DTYPE == ScalarType::Float {
+                    D::from_f32(s.to_f32())
+                } else if std::mem::size_of::<S>() <= 4 {
                     D::from_f64(s.to_f64())
                 } else {
                     D::from_i64(s.to_i64())
@@ -320,12 +331,151 @@ pub fn cast<S: Elem, D: Elem>(s: S) -> D {
     }
 }
 
+/// Vectorised conversions of contiguous runs between the reduced float types and f32 (the
+/// casts the block path does for half inputs and outputs). Each has an AVX-512 and an F16C
+/// form; the tails and the DEFAULT capability use the scalar conversion, which gives the same
+/// bits (vcvtph2ps is exact; vcvtps2ph rounds to nearest even, handles subnormals, and quiets
+/// NaNs keeping the payload's top bits, as `half`'s conversion does).
+#[cfg(target_arch = "x86_64")]
+mod simd_half {
+    use half::f16;
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU has AVX-512F; `src`/`dst` hold `n` elements.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn f16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
+        let mut i = 0;
+        // SAFETY (whole body): i + 16 <= n in the loop, i < n in the tail.
+        unsafe {
+            while i + 16 <= n {
+                let h = _mm256_loadu_si256(src.add(i).cast());
+                _mm512_storeu_ps(dst.add(i), _mm512_cvtph_ps(h));
+                i += 16;
+            }
+            while i < n {
+                dst.add(i).write(f16::from_bits(src.add(i).read()).to_f32());
+                i += 1;
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU has AVX-512F; `src`/`dst` hold `n` elements.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn f32_to_f16_avx512(src: *const f32, dst: *mut u16, n: usize) {
+        let mut i = 0;
+        // SAFETY (whole body): as above.
+        unsafe {
+            while i + 16 <= n {
+                let v = _mm512_loadu_ps(src.add(i));
+                let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+                _mm256_storeu_si256(dst.add(i).cast(), h);
+                i += 16;
+            }
+            while i < n {
+                dst.add(i).write(f16::from_f32(src.add(i).read()).to_bits());
+                i += 1;
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU has AVX and F16C; `src`/`dst` hold `n` elements.
+    #[target_feature(enable = "avx,f16c")]
+    pub unsafe fn f16_to_f32_f16c(src: *const u16, dst: *mut f32, n: usize) {
+        let mut i = 0;
+        // SAFETY (whole body): i + 8 <= n in the loop, i < n in the tail.
+        unsafe {
+            while i + 8 <= n {
+                let h = _mm_loadu_si128(src.add(i).cast());
+                _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
+                i += 8;
+            }
+            while i < n {
+                dst.add(i).write(f16::from_bits(src.add(i).read()).to_f32());
+                i += 1;
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU has AVX and F16C; `src`/`dst` hold `n` elements.
+    #[target_feature(enable = "avx,f16c")]
+    pub unsafe fn f32_to_f16_f16c(src: *const f32, dst: *mut u16, n: usize) {
+        let mut i = 0;
+        // SAFETY (whole body): as above.
+        unsafe {
+            while i + 8 <= n {
+                let v = _mm256_loadu_ps(src.add(i));
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
+                _mm_storeu_si128(dst.add(i).cast(), h);
+                i += 8;
+            }
+            while i < n {
+                dst.add(i).write(f16::from_f32(src.add(i).read()).to_bits());
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Converts `n` contiguous halves to f32 with the instructions of `I`.
+///
+/// # Safety
+/// `src`/`dst` hold `n` elements; `I` is supported by the CPU (as for every stub variant).
+#[inline(always)]
+pub unsafe fn f16_to_f32_slice<I: Isa>(src: *const f16, dst: *mut f32, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: forwarded contract; the capability was checked against the CPU.
+        match I::CAP {
+            CpuCapability::Avx512 => {
+                return unsafe { simd_half::f16_to_f32_avx512(src.cast(), dst, n) }
+            }
+            CpuCapability::Avx2 => {
+                return unsafe { simd_half::f16_to_f32_f16c(src.cast(), dst, n) }
+            }
+            CpuCapability::Default => {}
+        }
+    }
+    for i in 0..n {
+        // SAFETY: forwarded contract.
+        unsafe { dst.add(i).write(src.add(i).read().to_f32()) };
+    }
+}
+
+/// Converts `n` contiguous f32s to halves (round to nearest even) with the instructions of `I`.
+///
+/// # Safety
+/// As [`f16_to_f32_slice`].
+#[inline(always)]
+pub unsafe fn f32_to_f16_slice<I: Isa>(src: *const f32, dst: *mut f16, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: forwarded contract; the capability was checked against the CPU.
+        match I::CAP {
+            CpuCapability::Avx512 => {
+                return unsafe { simd_half::f32_to_f16_avx512(src, dst.cast(), n) }
+            }
+            CpuCapability::Avx2 => {
+                return unsafe { simd_half::f32_to_f16_f16c(src, dst.cast(), n) }
+            }
+            CpuCapability::Default => {}
+        }
+    }
+    for i in 0..n {
+        // SAFETY: forwarded contract.
+        unsafe { dst.add(i).write(f16::from_f32(src.add(i).read())) };
+    }
+}
+
 /// Loads `dst.len()` elements of element type `T` from `p` (byte stride `s`) as `M`.
 ///
 /// # Safety
-/// Every `p + i * s` for `i < dst.len()` must be a readable element of `T`.
+/// Every `p + i * s` for `i < dst.len()` must be a readable element of `T`; `I` is supported.
 #[inline(always)]
-unsafe fn load_block_t<T: Elem, M: Elem>(p: *const u8, s: isize, dst: &mut [M]) {
+unsafe fn load_block_t<I: Isa, T: Elem, M: Elem>(p: *const u8, s: isize, dst: &mut [M]) {
     let n = dst.len();
     let es = std::mem::size_of::<T>() as isize;
     if s == 0 {
@@ -335,11 +485,7 @@ unsafe fn load_block_t<T: Elem, M: Elem>(p: *const u8, s: isize, dst: &mut [M]) 
     } else if s == es {
         if T::DTYPE == ScalarType::Half && M::DTYPE == ScalarType::Float {
             // SAFETY: T is f16 and M is f32 (checked by dtype); `p` holds n contiguous f16s.
-            unsafe {
-                let src = std::slice::from_raw_parts(p.cast::<f16>(), n);
-                let d = std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<f32>(), n);
-                half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, d);
-            }
+            unsafe { f16_to_f32_slice::<I>(p.cast(), dst.as_mut_ptr().cast(), n) };
             return;
         }
         for (i, d) in dst.iter_mut().enumerate() {
@@ -357,17 +503,21 @@ unsafe fn load_block_t<T: Elem, M: Elem>(p: *const u8, s: isize, dst: &mut [M]) 
 /// Stores `src` as element type `T` at `p` (byte stride `s`).
 ///
 /// # Safety
-/// Every `p + i * s` for `i < src.len()` must be a writable element of `T`.
+/// Every `p + i * s` for `i < src.len()` must be a writable element of `T`; `I` is supported.
 #[inline(always)]
-unsafe fn store_block_t<T: Elem, M: Elem>(p: *mut u8, s: isize, src: &[M]) {
+unsafe fn store_block_t<I: Isa, T: Elem, M: Elem>(p: *mut u8, s: isize, src: &[M]) {
     let n = src.len();
     let es = std::mem::size_of::<T>() as isize;
     if s == es && T::DTYPE == ScalarType::Half && M::DTYPE == ScalarType::Float {
         // SAFETY: T is f16 and M is f32 (checked by dtype); `p` holds n contiguous f16s.
-        unsafe {
-            let d = std::slice::from_raw_parts_mut(p.cast::<f16>(), n);
-            let s = std::slice::from_raw_parts(src.as_ptr().cast::<f32>(), n);
-            half::slice::HalfFloatSliceExt::convert_from_f32_slice(d, s);
+        unsafe { f32_to_f16_slice::<I>(src.as_ptr().cast(), p.cast(), n) };
+        return;
+    }
+    if s == es {
+        let d = p.cast::<T>();
+        for (i, v) in src.iter().enumerate() {
+            // SAFETY: per the contract (contiguous).
+            unsafe { d.add(i).write(cast::<M, T>(*v)) };
         }
         return;
     }
@@ -387,7 +537,7 @@ pub unsafe fn load_block<I: Isa, M: Elem>(dt: ScalarType, p: *const u8, s: isize
     dispatch_all_types!(dt, T => run_isa::<I, _>(
         #[inline(always)]
         // SAFETY: forwarded contract.
-        || unsafe { load_block_t::<T, M>(p, s, dst) }
+        || unsafe { load_block_t::<I, T, M>(p, s, dst) }
     ))
 }
 
@@ -400,7 +550,7 @@ pub unsafe fn store_block<I: Isa, M: Elem>(dt: ScalarType, p: *mut u8, s: isize,
     dispatch_all_types!(dt, T => run_isa::<I, _>(
         #[inline(always)]
         // SAFETY: forwarded contract.
-        || unsafe { store_block_t::<T, M>(p, s, src) }
+        || unsafe { store_block_t::<I, T, M>(p, s, src) }
     ))
 }
 
@@ -496,39 +646,236 @@ pub fn not_implemented(kernel: &str, dt: ScalarType) -> Error {
     Error::not_implemented(format!("\"{kernel}\" not implemented for '{dt}'"))
 }
 
-/// Whether the 2-D loop should be tiled: some operand moves far along the inner dimension but
-/// little along the outer one (a transposed operand).
-#[inline(always)]
-fn wants_tiling(strides: &[isize], nt: usize, n0: usize, n1: usize) -> bool {
-    if n0 < TILE || n1 < TILE {
-        return false;
+/// The most operands a pointwise kernel has (one output and up to three inputs).
+pub const MAX_OPERANDS: usize = 4;
+
+/// An element-wise function of `N` inputs computed in `M` giving `R`: the arity-generic form
+/// of the lambdas `cpu_kernel` / `cpu_kernel_vec` take (PyTorch reads the arity from
+/// `function_traits`; here [`Op1`], [`Op2`] and [`Op3`] wrap closures of each arity).
+pub trait OpN<M, R, const N: usize>: Sync {
+    fn call(&self, x: [M; N]) -> R;
+}
+/// A unary closure as an [`OpN`].
+pub struct Op1<F>(pub F);
+/// A binary closure as an [`OpN`].
+pub struct Op2<F>(pub F);
+/// A ternary closure as an [`OpN`].
+pub struct Op3<F>(pub F);
+impl<M, R, F: Fn(M) -> R + Sync> OpN<M, R, 1> for Op1<F> {
+    #[inline(always)]
+    fn call(&self, [a]: [M; 1]) -> R {
+        (self.0)(a)
     }
-    (0..nt).any(|k| {
-        let (s0, s1) = (strides[k].unsigned_abs(), strides[nt + k].unsigned_abs());
-        s0 > 256 && s1 < s0
-    })
+}
+impl<M, R, F: Fn(M, M) -> R + Sync> OpN<M, R, 2> for Op2<F> {
+    #[inline(always)]
+    fn call(&self, [a, b]: [M; 2]) -> R {
+        (self.0)(a, b)
+    }
+}
+impl<M, R, F: Fn(M, M, M) -> R + Sync> OpN<M, R, 3> for Op3<F> {
+    #[inline(always)]
+    fn call(&self, [a, b, c]: [M; 3]) -> R {
+        (self.0)(a, b, c)
+    }
 }
 
-/// Walks a 2-D loop row by row (or in tiles), calling `row(ptrs, n)` on runs along the inner
-/// dimension.
+/// The L1 buffers of the block path, cleared on first use only: a loop that takes the
+/// contiguous path never touches them (a 1-element op does not pay for clearing 3 KB), and a
+/// tiled loop clears them once per 2-D loop, not once per row.
+struct Scratch<M, R, const N: usize> {
+    ins: MaybeUninit<[[M; BLOCK]; N]>,
+    out: MaybeUninit<[R; BLOCK]>,
+    ready: bool,
+}
+
+impl<M: Elem, R: Elem, const N: usize> Scratch<M, R, N> {
+    #[inline(always)]
+    fn new() -> Self {
+        Scratch {
+            ins: MaybeUninit::uninit(),
+            out: MaybeUninit::uninit(),
+            ready: false,
+        }
+    }
+
+    #[inline(always)]
+    fn get(&mut self) -> (&mut [[M; BLOCK]; N], &mut [R; BLOCK]) {
+        if !self.ready {
+            self.ins.write([[M::default(); BLOCK]; N]);
+            self.out.write([R::default(); BLOCK]);
+            self.ready = true;
+        }
+        // SAFETY: both were written above, now or on an earlier call.
+        unsafe { (self.ins.assume_init_mut(), self.out.assume_init_mut()) }
+    }
+}
+
+/// Marks "no hoisted input" for [`contiguous_run`].
+const NO_SCALAR: usize = usize::MAX;
+
+/// The contiguous fast path: every operand has the computation type and unit stride, except
+/// input `S` (if `S < N`), which has stride 0 and is read once.
 ///
 /// # Safety
-/// `data`/`strides` must describe a valid 2-D loop of `n0` x `n1` elements.
+/// `p[0]` holds `n` writable `R`s, `p[1..=N]` hold `n` readable `M`s (one for input `S`).
 #[inline(always)]
-pub unsafe fn walk_2d<const NT: usize>(
+unsafe fn contiguous_run<M: Elem, R: Elem, const N: usize, const S: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+) {
+    let o = p[0].cast::<R>();
+    let mut ins = [std::ptr::null::<M>(); N];
+    let mut hoisted = [M::default(); N];
+    for k in 0..N {
+        ins[k] = p[k + 1].cast_const().cast::<M>();
+        if k == S {
+            // SAFETY: per the contract (input S holds one element).
+            hoisted[k] = unsafe { ins[k].read() };
+        }
+    }
+    for i in 0..n {
+        let mut x = hoisted;
+        for k in 0..N {
+            if k != S {
+                // SAFETY: per the contract.
+                x[k] = unsafe { ins[k].add(i).read() };
+            }
+        }
+        // SAFETY: per the contract.
+        unsafe { o.add(i).write(f.call(x)) };
+    }
+}
+
+/// One run of `n` elements along the inner dimension: the contiguous path, the scalar-operand
+/// path (one input of stride 0 hoisted), or the block path (inputs loaded and cast into L1
+/// buffers of `M`, computed, results cast and stored: the strided loop and the fused casting
+/// pass in one).
+///
+/// # Safety
+/// `p`/`s` are operand pointers and byte strides from a TensorIterator loop with at least `n`
+/// elements along `s`; operand `k` has dtype `dts[k]`; `I` is supported by the CPU.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
+    via: Option<ScalarType>,
+    dts: &[ScalarType; MAX_OPERANDS],
+    p: &[*mut u8; MAX_OPERANDS],
+    s: &[isize; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+    scratch: &mut Scratch<M, R, N>,
+) {
+    let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
+    // bool inputs go through the block path, which normalises bytes other than 0/1.
+    let direct = M::KIND != Kind::Bool && dts[0] == R::DTYPE && (1..=N).all(|k| dts[k] == M::DTYPE);
+    if direct && s[0] == er {
+        // SAFETY (all branches): the strides tested are those each path assumes.
+        if (1..=N).all(|k| s[k] == em) {
+            return unsafe { contiguous_run::<M, R, N, NO_SCALAR>(p, n, f) };
+        }
+        if N >= 2 && (1..=N).all(|k| s[k] == em || s[k] == 0) {
+            let zeros = (1..=N).filter(|&k| s[k] == 0).count();
+            if zeros == 1 {
+                match (1..=N).position(|k| s[k] == 0) {
+                    Some(0) => return unsafe { contiguous_run::<M, R, N, 0>(p, n, f) },
+                    Some(1) => return unsafe { contiguous_run::<M, R, N, 1>(p, n, f) },
+                    Some(2) => return unsafe { contiguous_run::<M, R, N, 2>(p, n, f) },
+                    _ => {}
+                }
+            }
+        }
+    }
+    let (ins, out) = scratch.get();
+    let mut start = 0;
+    while start < n {
+        let len = BLOCK.min(n - start);
+        for (k, buf) in ins.iter_mut().enumerate() {
+            let q = k + 1;
+            // SAFETY: the block lies within the run.
+            unsafe {
+                load_block::<I, M>(
+                    dts[q],
+                    p[q].offset(start as isize * s[q]),
+                    s[q],
+                    &mut buf[..len],
+                )
+            };
+            if let Some(v) = via {
+                if dts[q] != v {
+                    round_via(v, &mut buf[..len]);
+                }
+            }
+        }
+        for (i, o) in out[..len].iter_mut().enumerate() {
+            let mut x = [M::default(); N];
+            for k in 0..N {
+                x[k] = ins[k][i];
+            }
+            *o = f.call(x);
+        }
+        if let Some(v) = via {
+            if dts[0] != v && R::KIND != Kind::Bool {
+                round_via(v, &mut out[..len]);
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            store_block::<I, R>(
+                dts[0],
+                p[0].offset(start as isize * s[0]),
+                s[0],
+                &out[..len],
+            )
+        };
+        start += len;
+    }
+}
+
+/// Whether the 2-D loop should be tiled: some operand moves far along the inner dimension
+/// but little along the outer one (a transposed operand).
+#[inline(always)]
+fn wants_tiling(s0: &[isize], s1: &[isize], n0: usize, n1: usize) -> bool {
+    if n0 < TILE || n1 < 2 {
+        return false;
+    }
+    s0.iter()
+        .zip(s1)
+        .any(|(a, b)| a.unsigned_abs() > 256 && b.unsigned_abs() < a.unsigned_abs())
+}
+
+/// One 2-D loop of `n0` x `n1` elements (what TensorIterator's `for_each` hands a kernel):
+/// row by row, or, when an operand is transposed, in `TILE` x `TILE` tiles so that the lines
+/// of that operand are reused from L1 and the TLB is not thrashed.
+///
+/// # Safety
+/// `data`/`strides` describe a valid 2-D loop over `N + 1` operands of dtypes `dts`; `I` is
+/// supported by the CPU.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
+    via: Option<ScalarType>,
+    dts: &[ScalarType; MAX_OPERANDS],
     data: &[*mut u8],
     strides: &[isize],
     n0: usize,
     n1: usize,
-    mut row: impl FnMut(&[*mut u8; NT], usize),
+    f: &impl OpN<M, R, N>,
 ) {
-    let mut p = [std::ptr::null_mut::<u8>(); NT];
+    let nt = N + 1;
+    let mut s0 = [0isize; MAX_OPERANDS];
+    let mut s1 = [0isize; MAX_OPERANDS];
+    s0[..nt].copy_from_slice(&strides[..nt]);
+    s1[..nt].copy_from_slice(&strides[nt..2 * nt]);
+    let mut scratch = Scratch::<M, R, N>::new();
+    let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
     let at = |k: usize, i: usize, j: usize| -> *mut u8 {
         data[k]
-            .wrapping_offset(i as isize * strides[k])
-            .wrapping_offset(j as isize * strides[NT + k])
+            .wrapping_offset(i as isize * s0[k])
+            .wrapping_offset(j as isize * s1[k])
     };
-    if wants_tiling(strides, NT, n0, n1) {
+    if wants_tiling(&s0[..nt], &s1[..nt], n0, n1) {
         let mut j0 = 0;
         while j0 < n1 {
             let j1 = (j0 + TILE).min(n1);
@@ -536,10 +883,11 @@ pub unsafe fn walk_2d<const NT: usize>(
             while i0 < n0 {
                 let len = TILE.min(n0 - i0);
                 for j in j0..j1 {
-                    for (k, pk) in p.iter_mut().enumerate() {
+                    for (k, pk) in p[..nt].iter_mut().enumerate() {
                         *pk = at(k, i0, j);
                     }
-                    row(&p, len);
+                    // SAFETY: a run of `len` elements inside the 2-D loop.
+                    unsafe { run_n::<I, M, R, N>(via, dts, &p, &s0, len, f, &mut scratch) };
                 }
                 i0 += TILE;
             }
@@ -548,220 +896,11 @@ pub unsafe fn walk_2d<const NT: usize>(
         return;
     }
     for j in 0..n1 {
-        for (k, pk) in p.iter_mut().enumerate() {
+        for (k, pk) in p[..nt].iter_mut().enumerate() {
             *pk = at(k, 0, j);
         }
-        row(&p, n0);
-    }
-}
-
-/// The unary driver: `out = f(a)` computed in `M`, written as `R` (then cast to the output's
-/// dtype). Operand 0 is the output.
-///
-/// # Safety
-/// `ptrs` are operand pointers from a TensorIterator loop, `n` elements along `s`.
-#[inline(always)]
-pub unsafe fn unary_row<I: Isa, M: Elem, R: Elem>(
-    via: Option<ScalarType>,
-    dts: &[ScalarType; 2],
-    p: &[*mut u8; 2],
-    s: [isize; 2],
-    n: usize,
-    f: &impl Fn(M) -> R,
-) {
-    let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
-    let direct = dts[0] == R::DTYPE && dts[1] == M::DTYPE && M::KIND != Kind::Bool;
-    if direct && s[0] == er && s[1] == em {
-        let (o, a) = (p[0].cast::<R>(), p[1].cast_const().cast::<M>());
-        for i in 0..n {
-            // SAFETY: contiguous runs of n elements of the right types.
-            unsafe { o.add(i).write(f(a.add(i).read())) };
-        }
-        return;
-    }
-    let mut ba = [M::default(); BLOCK];
-    let mut br = [R::default(); BLOCK];
-    let mut start = 0;
-    while start < n {
-        let len = BLOCK.min(n - start);
-        // SAFETY: the block lies within the run.
-        unsafe {
-            load_block::<I, M>(
-                dts[1],
-                p[1].offset(start as isize * s[1]),
-                s[1],
-                &mut ba[..len],
-            );
-        }
-        if let Some(v) = via {
-            if dts[1] != v {
-                round_via(v, &mut ba[..len]);
-            }
-        }
-        for i in 0..len {
-            br[i] = f(ba[i]);
-        }
-        if let Some(v) = via {
-            if dts[0] != v && R::KIND != Kind::Bool {
-                round_via(v, &mut br[..len]);
-            }
-        }
-        // SAFETY: as above.
-        unsafe {
-            store_block::<I, R>(dts[0], p[0].offset(start as isize * s[0]), s[0], &br[..len])
-        };
-        start += len;
-    }
-}
-
-/// The binary driver: `out = f(a, b)`, with the contiguous, scalar-operand and block paths.
-///
-/// # Safety
-/// As [`unary_row`].
-#[inline(always)]
-pub unsafe fn binary_row<I: Isa, M: Elem, R: Elem>(
-    via: Option<ScalarType>,
-    dts: &[ScalarType; 3],
-    p: &[*mut u8; 3],
-    s: [isize; 3],
-    n: usize,
-    f: &impl Fn(M, M) -> R,
-) {
-    let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
-    let direct =
-        dts[0] == R::DTYPE && dts[1] == M::DTYPE && dts[2] == M::DTYPE && M::KIND != Kind::Bool;
-    if direct && s[0] == er {
-        let o = p[0].cast::<R>();
-        let (a, b) = (p[1].cast_const().cast::<M>(), p[2].cast_const().cast::<M>());
-        // SAFETY (all three loops): runs of n elements of the right types, at the strides
-        // tested by each branch.
-        if s[1] == em && s[2] == em {
-            for i in 0..n {
-                unsafe { o.add(i).write(f(a.add(i).read(), b.add(i).read())) };
-            }
-            return;
-        }
-        if s[1] == 0 && s[2] == em {
-            let x = unsafe { a.read() };
-            for i in 0..n {
-                unsafe { o.add(i).write(f(x, b.add(i).read())) };
-            }
-            return;
-        }
-        if s[2] == 0 && s[1] == em {
-            let y = unsafe { b.read() };
-            for i in 0..n {
-                unsafe { o.add(i).write(f(a.add(i).read(), y)) };
-            }
-            return;
-        }
-    }
-    let mut ba = [M::default(); BLOCK];
-    let mut bb = [M::default(); BLOCK];
-    let mut br = [R::default(); BLOCK];
-    let mut start = 0;
-    while start < n {
-        let len = BLOCK.min(n - start);
-        // SAFETY: the block lies within the run.
-        unsafe {
-            load_block::<I, M>(
-                dts[1],
-                p[1].offset(start as isize * s[1]),
-                s[1],
-                &mut ba[..len],
-            );
-            load_block::<I, M>(
-                dts[2],
-                p[2].offset(start as isize * s[2]),
-                s[2],
-                &mut bb[..len],
-            );
-        }
-        if let Some(v) = via {
-            if dts[1] != v {
-                round_via(v, &mut ba[..len]);
-            }
-            if dts[2] != v {
-                round_via(v, &mut bb[..len]);
-            }
-        }
-        for i in 0..len {
-            br[i] = f(ba[i], bb[i]);
-        }
-        if let Some(v) = via {
-            if dts[0] != v && R::KIND != Kind::Bool {
-                round_via(v, &mut br[..len]);
-            }
-        }
-        // SAFETY: as above.
-        unsafe {
-            store_block::<I, R>(dts[0], p[0].offset(start as isize * s[0]), s[0], &br[..len])
-        };
-        start += len;
-    }
-}
-
-/// The ternary driver: `out = f(a, b, c)` (contiguous and block paths).
-///
-/// # Safety
-/// As [`unary_row`].
-#[inline(always)]
-pub unsafe fn ternary_row<I: Isa, M: Elem, R: Elem>(
-    via: Option<ScalarType>,
-    dts: &[ScalarType; 4],
-    p: &[*mut u8; 4],
-    s: [isize; 4],
-    n: usize,
-    f: &impl Fn(M, M, M) -> R,
-) {
-    let mut ba = [M::default(); BLOCK];
-    let mut bb = [M::default(); BLOCK];
-    let mut bc = [M::default(); BLOCK];
-    let mut br = [R::default(); BLOCK];
-    let mut start = 0;
-    while start < n {
-        let len = BLOCK.min(n - start);
-        // SAFETY: the block lies within the run.
-        unsafe {
-            load_block::<I, M>(
-                dts[1],
-                p[1].offset(start as isize * s[1]),
-                s[1],
-                &mut ba[..len],
-            );
-            load_block::<I, M>(
-                dts[2],
-                p[2].offset(start as isize * s[2]),
-                s[2],
-                &mut bb[..len],
-            );
-            load_block::<I, M>(
-                dts[3],
-                p[3].offset(start as isize * s[3]),
-                s[3],
-                &mut bc[..len],
-            );
-        }
-        if let Some(v) = via {
-            for (k, buf) in [&mut ba, &mut bb, &mut bc].into_iter().enumerate() {
-                if dts[k + 1] != v {
-                    round_via(v, &mut buf[..len]);
-                }
-            }
-        }
-        for i in 0..len {
-            br[i] = f(ba[i], bb[i], bc[i]);
-        }
-        if let Some(v) = via {
-            if dts[0] != v && R::KIND != Kind::Bool {
-                round_via(v, &mut br[..len]);
-            }
-        }
-        // SAFETY: as above.
-        unsafe {
-            store_block::<I, R>(dts[0], p[0].offset(start as isize * s[0]), s[0], &br[..len])
-        };
-        start += len;
+        // SAFETY: row j of the 2-D loop.
+        unsafe { run_n::<I, M, R, N>(via, dts, &p, &s0, n0, f, &mut scratch) };
     }
 }
 
@@ -776,37 +915,40 @@ fn check_arity(iter: &TensorIteratorBase, ninputs: usize) -> Result<()> {
     Ok(())
 }
 
-/// `cpu_kernel` for a unary op, compiled for `I`.
-pub fn cpu_unary<I: Isa, M: Elem, R: Elem>(
+/// `cpu_kernel_vec` of any arity, compiled for `I`: `out = f(inputs...)` computed in `M`,
+/// giving `R` (then cast to the output's dtype). Operand 0 is the output.
+pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     iter: &TensorIteratorBase,
-    f: impl Fn(M) -> R + Sync,
+    f: impl OpN<M, R, N>,
 ) -> Result<()> {
-    check_arity(iter, 1)?;
-    let dts = [iter.dtype(0), iter.dtype(1)];
+    const { assert!(N >= 1 && N < MAX_OPERANDS, "1 to 3 inputs") };
+    check_arity(iter, N)?;
+    let mut dts = [ScalarType::Bool; MAX_OPERANDS];
+    for (k, d) in dts[..=N].iter_mut().enumerate() {
+        *d = iter.dtype(k);
+    }
     let via = reduced_common(iter);
     iter.for_each(
         &|data, strides, n0, n1| {
             run_isa::<I, _>(
                 #[inline(always)]
                 || {
-                    // SAFETY: TensorIterator hands a valid 2-D loop over its operands.
-                    unsafe {
-                        walk_2d::<2>(
-                            data,
-                            strides,
-                            n0,
-                            n1,
-                            #[inline(always)]
-                            |p, n| {
-                                unary_row::<I, M, R>(via, &dts, p, [strides[0], strides[1]], n, &f)
-                            },
-                        )
-                    }
+                    // SAFETY: TensorIterator hands a valid 2-D loop over its operands, whose
+                    // dtypes are `dts`; the stub chose `I` for this CPU.
+                    unsafe { loop_2d::<I, M, R, N>(via, &dts, data, strides, n0, n1, &f) }
                 },
             )
         },
         GRAIN_SIZE,
     )
+}
+
+/// `cpu_kernel` for a unary op, compiled for `I`.
+pub fn cpu_unary<I: Isa, M: Elem, R: Elem>(
+    iter: &TensorIteratorBase,
+    f: impl Fn(M) -> R + Sync,
+) -> Result<()> {
+    cpu_kernel_n::<I, M, R, 1>(iter, Op1(f))
 }
 
 /// `cpu_kernel_vec` for a binary op, compiled for `I`.
@@ -814,39 +956,7 @@ pub fn cpu_binary<I: Isa, M: Elem, R: Elem>(
     iter: &TensorIteratorBase,
     f: impl Fn(M, M) -> R + Sync,
 ) -> Result<()> {
-    check_arity(iter, 2)?;
-    let dts = [iter.dtype(0), iter.dtype(1), iter.dtype(2)];
-    let via = reduced_common(iter);
-    iter.for_each(
-        &|data, strides, n0, n1| {
-            run_isa::<I, _>(
-                #[inline(always)]
-                || {
-                    // SAFETY: TensorIterator hands a valid 2-D loop over its operands.
-                    unsafe {
-                        walk_2d::<3>(
-                            data,
-                            strides,
-                            n0,
-                            n1,
-                            #[inline(always)]
-                            |p, n| {
-                                binary_row::<I, M, R>(
-                                    via,
-                                    &dts,
-                                    p,
-                                    [strides[0], strides[1], strides[2]],
-                                    n,
-                                    &f,
-                                )
-                            },
-                        )
-                    }
-                },
-            )
-        },
-        GRAIN_SIZE,
-    )
+    cpu_kernel_n::<I, M, R, 2>(iter, Op2(f))
 }
 
 /// `cpu_kernel` for a ternary op, compiled for `I`.
@@ -854,33 +964,7 @@ pub fn cpu_ternary<I: Isa, M: Elem, R: Elem>(
     iter: &TensorIteratorBase,
     f: impl Fn(M, M, M) -> R + Sync,
 ) -> Result<()> {
-    check_arity(iter, 3)?;
-    let dts = [iter.dtype(0), iter.dtype(1), iter.dtype(2), iter.dtype(3)];
-    let via = reduced_common(iter);
-    iter.for_each(
-        &|data, strides, n0, n1| {
-            run_isa::<I, _>(
-                #[inline(always)]
-                || {
-                    // SAFETY: TensorIterator hands a valid 2-D loop over its operands.
-                    unsafe {
-                        walk_2d::<4>(
-                            data,
-                            strides,
-                            n0,
-                            n1,
-                            #[inline(always)]
-                            |p, n| {
-                                let s = [strides[0], strides[1], strides[2], strides[3]];
-                                ternary_row::<I, M, R>(via, &dts, p, s, n, &f)
-                            },
-                        )
-                    }
-                },
-            )
-        },
-        GRAIN_SIZE,
-    )
+    cpu_kernel_n::<I, M, R, 3>(iter, Op3(f))
 }
 
 #[cfg(test)]
