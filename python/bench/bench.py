@@ -5,11 +5,14 @@
 Cases: `a + b` and `add(a, b, out=c)` on 1-element tensors (the binding's overhead), and the
 large cases of the TensorIterator issue (16M-element f32 add into out and functional,
 4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
-broadcast), with 1 and 2 threads. Prints the best time of several repeats per case and the
-ratios ratten/numpy and ratten/torch.
+broadcast), with 1 and 2 threads. Prints the median time per call over several repeats per
+case and the ratios ratten/numpy and ratten/torch. The `gil` rows time ratten's 1-element
+calls again with the GIL released around every kernel (torch's behaviour; ratten releases it
+only from `ratten._C.GIL_RELEASE_NUMEL` elements on).
 """
 
 import argparse
+import statistics
 import sys
 import time
 
@@ -24,14 +27,15 @@ except ImportError:
 
 
 def best(fn, number, repeat):
-    """Best mean time per call over `repeat` runs of `number` calls, in seconds."""
+    """Median over `repeat` runs of the mean time per call of `number` calls, in seconds."""
+    fn()  # warm-up (first-call caches, page faults of fresh outputs)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
         times.append((time.perf_counter() - t0) / number)
-    return min(times)
+    return statistics.median(times)
 
 
 def fmt(t):
@@ -94,8 +98,6 @@ def add_fn(lib, a, b, out=None):
     if lib == "numpy":
         return (lambda: np.add(a, b, out=out)) if out is not None else (lambda: a + b)
     mod = ratten if lib == "ratten" else torch
-    if lib == "ratten" and not ratten._C._has_op("add"):
-        raise NotImplementedError("aten::add is not registered in this build of ratten")
     return (lambda: mod.add(a, b, out=out)) if out is not None else (lambda: a + b)
 
 
@@ -122,6 +124,29 @@ def main():
         return add_fn(lib, a, b, out=empty(lib, (1,), "float32"))
 
     run_case("add(a, b, out=c) (float32, 1 element)", small_out, n_small, rep_small)
+
+    def plus_number(lib):
+        (a,) = arrays(lib, [((1,), "float32")])
+        return lambda: a + 1.5
+
+    run_case("a + 1.5 (float32, 1 element)", plus_number, n_small, rep_small)
+
+    def iadd(lib):
+        a, b = arrays(lib, [((1,), "float32")] * 2)
+
+        def f():
+            nonlocal a
+            a += b
+
+        return f
+
+    run_case("a += b (float32, 1 element)", iadd, n_small, rep_small)
+
+    ratten._C._set_always_release_gil(True)
+    print("-- gil: the same with the GIL released around every ratten kernel (torch's way)")
+    run_case("gil: a + b (float32, 1 element)", lambda lib: add_fn(lib, *arrays(lib, [((1,), "float32")] * 2)), n_small, rep_small)
+    run_case("gil: add(a, b, out=c) (float32, 1 element)", small_out, n_small, rep_small)
+    ratten._C._set_always_release_gil(False)
 
     n = 16 * 1024 * 1024
     for threads in (1, 2):

@@ -363,14 +363,24 @@ def test_from_numpy_shares_aligned_memory():
         assert tb.stride() == (1, 4)
 
 
-def test_from_numpy_unaligned_copies_and_errors():
+def test_from_numpy_shares_element_aligned_memory_and_errors():
+    # Not 64-byte aligned, but aligned to its element size: shared, both ways.
     buf = np.zeros(20, dtype=np.float32)
     off = 1 if buf.ctypes.data % 64 == 0 else 0
     a = buf[off : off + 4]
-    if a.ctypes.data % 64 != 0:
-        t = ratten.from_numpy(a)
-        a[0] = 9.0
-        assert t[0].item() == 0.0  # copied
+    assert a.ctypes.data % 64 != 0
+    t = ratten.from_numpy(a)
+    a[0] = 9.0
+    assert t[0].item() == 9.0
+    t[3] = -2.0
+    assert a[3] == -2.0
+    # A byte-offset view that breaks element alignment is copied.
+    raw = np.zeros(40, dtype=np.uint8)
+    odd = raw[1:33].view(np.float64) if raw[1:33].ctypes.data % 8 != 0 else None
+    if odd is not None:
+        c = ratten.from_numpy(odd)
+        odd[0] = 5.0
+        assert c[0].item() == 0.0  # copied
     with pytest.raises(TypeError, match="can't convert np.ndarray of type"):
         ratten.from_numpy(np.array(["a"]))
     with pytest.raises(ValueError, match="negative"):

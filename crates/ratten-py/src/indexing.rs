@@ -143,6 +143,98 @@ pub fn apply(t: &Tensor, steps: &[ViewStep]) -> Result<Tensor> {
     Ok(r)
 }
 
+/// One element of an index tuple that may hold advanced indices.
+#[derive(Clone, Debug)]
+pub enum AdvItem {
+    Basic(IndexItem),
+    /// An index tensor (integer, or a bool/uint8 mask over its own number of dimensions).
+    Tensor(Tensor),
+    /// A Python bool: a new dimension of size 1, indexed by `[0]` (True) or `[]` (False).
+    Bool(bool),
+}
+
+/// torch's `applySlicing` with advanced indices: the basic items become views (an index
+/// tensor keeps its dimensions, as a full slice), and the index tensors are returned at the
+/// dimension of the view they index, ready for `index` / `index_put_` (None elsewhere; a mask
+/// spans its own number of dimensions). Returns None as the list when there is no tensor.
+pub fn apply_advanced(
+    t: &Tensor,
+    items: &[AdvItem],
+) -> Result<(Tensor, Option<Vec<Option<Tensor>>>)> {
+    let full = IndexItem::Slice {
+        start: None,
+        stop: None,
+        step: None,
+    };
+    let span = |x: &Tensor| -> usize {
+        if matches!(
+            x.dtype(),
+            ratten_core::ScalarType::Bool | ratten_core::ScalarType::Byte
+        ) {
+            x.dim()
+        } else {
+            1
+        }
+    };
+    let mut basic = Vec::with_capacity(items.len());
+    let mut specified = 0usize;
+    for it in items {
+        match it {
+            AdvItem::Basic(b) => {
+                if matches!(b, IndexItem::Int(_) | IndexItem::Slice { .. }) {
+                    specified += 1;
+                }
+                basic.push(*b);
+            }
+            AdvItem::Tensor(x) => {
+                let k = span(x);
+                specified += k;
+                basic.extend(std::iter::repeat_n(full, k));
+            }
+            AdvItem::Bool(_) => basic.push(IndexItem::None),
+        }
+    }
+    let ndim = t.dim();
+    // `plan` checks the count (a tensor stands for its full slices), with torch's texts.
+    let steps = plan(&basic, ndim)?;
+    let view = apply(t, &steps)?;
+    // The dimension of `view` each tensor indexes.
+    let mut placed: Vec<(usize, Tensor, usize)> = Vec::new();
+    let mut dim = 0usize;
+    for it in items {
+        match it {
+            AdvItem::Basic(IndexItem::Int(_)) => {}
+            AdvItem::Basic(IndexItem::Slice { .. }) | AdvItem::Basic(IndexItem::None) => dim += 1,
+            AdvItem::Basic(IndexItem::Ellipsis) => dim += ndim - specified,
+            AdvItem::Tensor(x) => {
+                let k = span(x);
+                placed.push((dim, x.clone(), k));
+                dim += k;
+            }
+            AdvItem::Bool(b) => {
+                let v: Vec<i64> = if *b { vec![0] } else { Vec::new() };
+                let n = v.len() as i64;
+                placed.push((dim, Tensor::from_vec(v, &[n])?, 1));
+                dim += 1;
+            }
+        }
+    }
+    if placed.is_empty() {
+        return Ok((view, None));
+    }
+    let mut indices = Vec::new();
+    let mut d = 0usize;
+    for (pos, x, k) in placed {
+        while d < pos {
+            indices.push(None);
+            d += 1;
+        }
+        indices.push(Some(x));
+        d += k;
+    }
+    Ok((view, Some(indices)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +319,39 @@ mod tests {
             e.message(),
             "index 3 is out of bounds for dimension 0 with size 3"
         );
+    }
+
+    #[test]
+    fn advanced_items_become_views_and_placed_indices() {
+        let x = Tensor::from_vec((0..24i64).collect(), &[2, 3, 4]).unwrap();
+        let idx = Tensor::from_slice(&[0i64, 2], &[2]).unwrap();
+        // x[0, :, [0, 2]]: select, then the index tensor on view dim 1
+        let items = [
+            AdvItem::Basic(IndexItem::Int(0)),
+            AdvItem::Basic(slice(None, None)),
+            AdvItem::Tensor(idx.clone()),
+        ];
+        let (v, ind) = apply_advanced(&x, &items).unwrap();
+        assert_eq!(v.sizes().to_vec(), vec![3, 4]);
+        let ind = ind.unwrap();
+        assert_eq!(ind.len(), 2);
+        assert!(ind[0].is_none() && ind[1].is_some());
+        // x[..., idx] and a bool: Ellipsis covers two dims; True adds one
+        let items = [
+            AdvItem::Bool(true),
+            AdvItem::Basic(IndexItem::Ellipsis),
+            AdvItem::Tensor(idx),
+        ];
+        let (v, ind) = apply_advanced(&x, &items).unwrap();
+        assert_eq!(v.sizes().to_vec(), vec![1, 2, 3, 4]);
+        let ind = ind.unwrap();
+        assert_eq!(ind.len(), 4);
+        assert!(ind[0].is_some() && ind[3].is_some());
+        // a 2-d mask spans two dims
+        let m = Tensor::zeros(&[2, 3], ScalarType::Bool).unwrap();
+        let (_, ind) = apply_advanced(&x, &[AdvItem::Tensor(m)]).unwrap();
+        assert_eq!(ind.unwrap().len(), 1);
+        let m = Tensor::zeros(&[2, 3, 4, 1], ScalarType::Bool).unwrap();
+        assert!(apply_advanced(&x, &[AdvItem::Tensor(m)]).is_err());
     }
 }

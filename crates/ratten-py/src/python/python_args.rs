@@ -569,9 +569,10 @@ impl GeneratedFunction {
     fn __name__(&self) -> &'static str {
         signatures::FUNCTIONS[self.index].name
     }
+    /// torch's signature strings of this function (what `__doc__` shows in torch).
     #[getter]
-    fn __doc__(&self) -> String {
-        signatures::FUNCTIONS[self.index].signatures.join("\n")
+    fn signatures(&self) -> Vec<&'static str> {
+        signatures::FUNCTIONS[self.index].signatures.to_vec()
     }
     fn __repr__(&self) -> String {
         format!(
@@ -608,8 +609,8 @@ impl GeneratedMethod {
         .into_any())
     }
     #[getter]
-    fn __doc__(&self) -> String {
-        signatures::METHODS[self.index].signatures.join("\n")
+    fn signatures(&self) -> Vec<&'static str> {
+        signatures::METHODS[self.index].signatures.to_vec()
     }
 }
 

@@ -22,12 +22,12 @@ use super::ops::{
     call_entry, call_op, classify, has_method, op_entry, opt_dtype, scalar_to_py, to_scalar,
     BoundOp,
 };
-use super::python_args::{call_generated, function_index, method_index};
+use super::python_args::{call_generated, function_index, method_index, run_maybe_released};
 use super::types::{dtype_object, parse_device, PyDevice, PyDtype};
 use super::IntoPy;
 use crate::arg_parser::{Parser, Slot};
 use crate::data;
-use crate::indexing::{self, IndexItem};
+use crate::indexing::{self, AdvItem, IndexItem};
 
 /// `torch.Tensor`.
 #[pyclass(name = "Tensor", module = "ratten", frozen, weakref)]
@@ -75,16 +75,20 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
         .collect()
 }
 
-fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
-    let one = |o: &Bound<'_, PyAny>| -> PyResult<IndexItem> {
+fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<AdvItem>> {
+    let py = index.py();
+    let one = |o: &Bound<'_, PyAny>| -> PyResult<AdvItem> {
         if o.is_none() {
-            return Ok(IndexItem::None);
+            return Ok(AdvItem::Basic(IndexItem::None));
         }
         if o.is_instance_of::<PyEllipsis>() {
-            return Ok(IndexItem::Ellipsis);
+            return Ok(AdvItem::Basic(IndexItem::Ellipsis));
         }
-        if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() {
-            return Ok(IndexItem::Int(o.extract()?));
+        if let Ok(b) = o.downcast::<PyBool>() {
+            return Ok(AdvItem::Bool(b.is_true()));
+        }
+        if o.is_instance_of::<PyInt>() {
+            return Ok(AdvItem::Basic(IndexItem::Int(o.extract()?)));
         }
         if let Ok(s) = o.downcast::<PySlice>() {
             let get = |n: &str| -> PyResult<Option<i64>> {
@@ -100,20 +104,19 @@ fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
                     })))
                 }
             };
-            return Ok(IndexItem::Slice {
+            return Ok(AdvItem::Basic(IndexItem::Slice {
                 start: get("start")?,
                 stop: get("stop")?,
                 step: get("step")?,
-            });
+            }));
         }
-        if o.is_instance_of::<PyTensor>()
-            || o.is_instance_of::<PyBool>()
-            || o.is_instance_of::<PyList>()
-        {
-            return Err(PyNotImplementedError::new_err(
-                "ratten supports basic indexing only (integers, slices, None, Ellipsis); \
-                 advanced indexing with tensors, lists or bools is not implemented",
-            ));
+        if let Ok(t) = o.downcast::<PyTensor>() {
+            return Ok(AdvItem::Tensor(t.get().t.clone()));
+        }
+        // A list (or a numpy array) is an index tensor, as torch's `sequenceToVariable`.
+        if o.is_instance_of::<PyList>() || o.hasattr("__array_interface__")? {
+            let t = tensor(py, o, None, None)?;
+            return Ok(AdvItem::Tensor(t.get().t.clone()));
         }
         Err(PyIndexError::new_err(format!(
             "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are \
@@ -216,19 +219,35 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
     let strides = data::element_strides(&byte_strides, itemsize).py()?;
     let (addr, _readonly): (usize, bool) = iface.get_item("data")?.extract()?;
     let span = data::span_bytes(&sizes, &strides, itemsize) as usize;
-    if span > 0 && data::can_share(addr) {
+    if span > 0 && data::can_share(addr, itemsize as usize) {
+        let (base, nbytes, offset) = data::shared_layout(addr, span, itemsize as usize);
         let keep: Py<PyAny> = arr.clone().unbind();
-        let ptr = NonNull::new(addr as *mut u8)
+        let ptr = NonNull::new(base as *mut u8)
             .ok_or_else(|| PyValueError::new_err("numpy array has a null data pointer"))?;
-        // SAFETY: numpy's buffer is valid for `span` bytes (the extent of its strides) and
-        // initialised (numpy hands out no uninitialised memory to Python code that reads it),
-        // aligned to ALIGNMENT (checked); the deleter drops our reference to the array, which
-        // keeps the buffer alive until then. Python code may still write the array
-        // concurrently, as with torch.from_numpy.
-        let dp =
-            unsafe { DataPtr::from_raw(ptr, span, move |_, _| drop(keep), false, Device::CPU) };
-        let storage = Storage::from_data_ptr(dp, span, Device::CPU).py()?;
-        let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, 0).py()?;
+        register_foreign(base, addr);
+        // SAFETY: numpy's buffer is valid for `span` bytes from `addr` (the extent of its
+        // strides) and initialised (numpy hands out no uninitialised memory to Python code
+        // that reads it). The storage starts at `base` (`addr` rounded down to ALIGNMENT, in
+        // the same page, so mapped); the bytes in [base, addr) are not the array's and no
+        // view reaches them: the tensor starts at element offset (addr - base) / itemsize,
+        // every op's views stay at or after their base's offset, and the binding's
+        // `as_strided` refuses smaller offsets on registered buffers (`check_foreign`). The
+        // deleter drops our reference to the array, which keeps the buffer alive until then.
+        // Python code may still write the array concurrently, as with torch.from_numpy.
+        let dp = unsafe {
+            DataPtr::from_raw(
+                ptr,
+                nbytes,
+                move |_, _| {
+                    unregister_foreign(base);
+                    drop(keep)
+                },
+                false,
+                Device::CPU,
+            )
+        };
+        let storage = Storage::from_data_ptr(dp, nbytes, Device::CPU).py()?;
+        let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, offset).py()?;
         return wrap(py, Tensor::from_base(t));
     }
     // Unaligned (or empty): copy the bytes in C order.
@@ -369,6 +388,53 @@ fn tensor(
     let st = dtype.unwrap_or_else(|| data::infer_dtype(&flat.values));
     let t = data::tensor_from_scalars(&flat.values, &flat.sizes, st).py()?;
     wrap(py, t)
+}
+
+/// Storages made over numpy buffers that start before the array's first byte: storage start
+/// address -> the array's first byte.
+static FOREIGN: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+fn register_foreign(base: usize, first: usize) {
+    if first > base {
+        if let Ok(mut v) = FOREIGN.lock() {
+            v.push((base, first));
+        }
+    }
+}
+
+fn unregister_foreign(base: usize) {
+    if let Ok(mut v) = FOREIGN.lock() {
+        if let Some(i) = v.iter().position(|(b, _)| *b == base) {
+            v.swap_remove(i);
+        }
+    }
+}
+
+/// Refuses a view of `t`'s storage at element `offset` that would start before the numpy
+/// array the storage was made over (the bytes before it belong to someone else).
+fn check_foreign(t: &Tensor, offset: i64) -> PyResult<()> {
+    let Ok(v) = FOREIGN.lock() else {
+        return Ok(());
+    };
+    if v.is_empty() || !t.device().is_cpu() {
+        return Ok(());
+    }
+    let g = ratten_core::TensorAccess::read(t.base()).py()?;
+    let Some(p) = g.input(0).py()?.raw_data_ptr() else {
+        return Ok(());
+    };
+    let esize = t.element_size();
+    let start = (p.as_ptr() as usize).wrapping_sub(t.storage_offset() as usize * esize);
+    if let Some((_, first)) = v.iter().find(|(b, _)| *b == start) {
+        let min = ((first - start) / esize) as i64;
+        if offset < min {
+            return Err(PyRuntimeError::new_err(format!(
+                "as_strided: storage_offset {offset} is before the start of the numpy array this \
+                 tensor shares (element {min} of its storage)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Factory schemas (torch's Python signatures of them); parsed with the argument parser.
@@ -854,6 +920,7 @@ impl PyTensor {
         stride: Vec<i64>,
         storage_offset: Option<i64>,
     ) -> PyResult<Py<PyTensor>> {
+        check_foreign(&self.t, storage_offset.unwrap_or(self.t.storage_offset()))?;
         wrap(py, self.t.as_strided(&size, &stride, storage_offset).py()?)
     }
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
@@ -927,8 +994,16 @@ impl PyTensor {
     // ---- indexing -------------------------------------------------------------------------
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let items = index_items(index)?;
-        let steps = indexing::plan(&items, self.t.dim()).py()?;
-        wrap(py, indexing::apply(&self.t, &steps).py()?)
+        let (view, indices) = indexing::apply_advanced(&self.t, &items).py()?;
+        match indices {
+            None => wrap(py, view),
+            Some(ind) => {
+                let r = run_maybe_released(py, view.numel().max(0) as usize, || {
+                    ratten_aten::native::index::index(&view, &ind)
+                })?;
+                wrap(py, r)
+            }
+        }
     }
     fn __setitem__(
         &self,
@@ -937,14 +1012,30 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let items = index_items(index)?;
-        let steps = indexing::plan(&items, self.t.dim()).py()?;
-        let dst = indexing::apply(&self.t, &steps).py()?;
-        if let Ok(src) = value.downcast::<PyTensor>() {
-            let src = src.get().t.clone();
-            return py.allow_threads(|| copy_into(&dst, &src)).py();
+        let (dst, indices) = indexing::apply_advanced(&self.t, &items).py()?;
+        let n = dst.numel().max(0) as usize;
+        let src = match value.downcast::<PyTensor>() {
+            Ok(src) => Some(src.get().t.clone()),
+            Err(_) => None,
+        };
+        match (indices, src) {
+            (None, Some(src)) => run_maybe_released(py, n, || copy_into(&dst, &src)),
+            (None, None) => {
+                let v = to_scalar(value)?;
+                run_maybe_released(py, n, || dst.fill_(v).map(|_| ()))
+            }
+            (Some(ind), src) => {
+                let src = match src {
+                    Some(s) => s,
+                    None => {
+                        data::tensor_from_scalars(&[to_scalar(value)?], &[], dst.dtype()).py()?
+                    }
+                };
+                run_maybe_released(py, n, || {
+                    ratten_aten::native::index::index_put_(&dst, &ind, &src, false).map(|_| ())
+                })
+            }
         }
-        let v = to_scalar(value)?;
-        py.allow_threads(|| dst.fill_(v).map(|_| ())).py()
     }
 
     // ---- operators ------------------------------------------------------------------------
