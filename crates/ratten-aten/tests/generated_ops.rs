@@ -500,6 +500,11 @@ fn scalar_overloads_wrap_the_number() {
             .unwrap(),
         vec![2, 4, 8]
     );
+    assert_eq!(
+        msg(a.pow_tensor_scalar(-1)),
+        "Integers to negative integer powers are not allowed."
+    );
+    assert_eq!(a.pow_tensor_scalar(0.5).unwrap().dtype(), ScalarType::Float);
     // rsub: other - alpha * self.
     let x = i64s(&[1, 2], &[2]);
     let y = i64s(&[10, 10], &[2]);

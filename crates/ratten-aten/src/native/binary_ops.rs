@@ -412,12 +412,21 @@ structured_comparison_scalar! {
     ge_scalar_meta, ge_scalar_out, GE_STUB;
 }
 
-/// `TORCH_META_FUNC2(pow, Tensor_Scalar)`: the exponent is a wrapped number.
+/// `TORCH_META_FUNC2(pow, Tensor_Scalar)`: NumPy's check on integer bases, then the exponent
+/// as a wrapped number (the result dtype is `result_type(self, exponent)`, as PyTorch's).
 pub fn pow_tensor_scalar_meta(
     m: &mut dyn MetaBase,
     self_: &Tensor,
     exponent: &Scalar,
 ) -> Result<TensorIteratorBase> {
+    if self_.dtype().is_integral(true)
+        && exponent.is_integral(true)
+        && exponent.to::<i64>().is_ok_and(|e| e < 0)
+    {
+        return Err(Error::runtime(
+            "Integers to negative integer powers are not allowed.",
+        ));
+    }
     build_binary(m, self_, &wrap_scalar(exponent)?)
 }
 /// `TORCH_IMPL_FUNC(pow_Tensor_Scalar_out)`.
