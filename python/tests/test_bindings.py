@@ -242,3 +242,19 @@ def test_from_numpy_views_share_and_stay_in_their_array():
     del a, base
     gc.collect()
     assert t[5].item() == 6.0
+
+
+def test_wrapped_number_reuse_keeps_values_and_dtypes():
+    a = ratten.tensor([1.0, 2.0])
+    i = ratten.tensor([1, 2])
+    for v in (1.5, 2.5, 1.5, -0.0, 0.0, 3, 3.0, True, 2j):
+        np.testing.assert_allclose((a + v).numpy(), np.array([1.0, 2.0], dtype=np.float32) + v)
+        want = np.array([1, 2]) * v
+        got = i * v
+        np.testing.assert_allclose(got.numpy(), want)
+    assert (i * 3).dtype == ratten.int64
+    assert (i * 3.0).dtype == ratten.float32
+    assert (i * True).dtype == ratten.int64
+    kept = [a + 0.25 for _ in range(3)]  # results are distinct tensors
+    kept[0] += 1
+    assert kept[1].tolist() == [1.25, 2.25]

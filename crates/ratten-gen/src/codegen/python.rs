@@ -314,7 +314,8 @@ fn emit_call(
     let mut out_k = 0usize;
     for i in order {
         let a = &op.args[i];
-        let var = format!("a_{}", a.ident.trim_end_matches('_'));
+        // Schema names are identifiers; the prefix keeps them clear of Rust keywords.
+        let var = format!("a_{}", a.name);
         if Some(i) == receiver {
             lets.push("let a_self = r.self_tensor()?;".to_string());
             continue;

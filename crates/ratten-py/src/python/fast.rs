@@ -5,12 +5,13 @@
 //! without cloning, and call the typed Rust API directly; anything else falls back to the
 //! generated bindings, which give the same results and torch's errors.
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyTuple};
 use ratten_aten::{functions, Tensor};
-use ratten_core::{Device, Result};
+use ratten_core::{Device, Result, Scalar};
 
 use super::ops::to_scalar;
 use super::python_args::{function_index, run_maybe_released};
@@ -92,11 +93,57 @@ fn operand<'a>(o: &'a Bound<'_, PyAny>) -> PyResult<Option<Operand<'a>>> {
         || o.is_exact_instance_of::<PyComplex>()
     {
         let s = to_scalar(o)?;
-        return Ok(Some(Operand::Owned(
-            Tensor::wrapped_scalar_tensor(s, Device::CPU).py()?,
-        )));
+        return Ok(Some(Operand::Owned(wrapped_number(s)?)));
     }
     Ok(None)
+}
+
+thread_local! {
+    /// The last wrapped-number tensor made per scalar kind, with its version, reused while no
+    /// one else holds it: making a tensor costs more than a small add.
+    static WRAPPED: RefCell<[Option<(Scalar, Tensor, u32)>; 4]> = const { RefCell::new([None, None, None, None]) };
+}
+
+fn same_scalar(a: &Scalar, b: &Scalar) -> bool {
+    match (a, b) {
+        (Scalar::Bool(x), Scalar::Bool(y)) => x == y,
+        (Scalar::Int(x), Scalar::Int(y)) => x == y,
+        (Scalar::Double(x), Scalar::Double(y)) => x.to_bits() == y.to_bits(),
+        (Scalar::ComplexDouble(x), Scalar::ComplexDouble(y)) => {
+            x.re.to_bits() == y.re.to_bits() && x.im.to_bits() == y.im.to_bits()
+        }
+        _ => false,
+    }
+}
+
+/// A Python number as a wrapped-number tensor (an input operand only: the fast paths never
+/// write it or return it). A cached one is handed out again only when the cache holds the
+/// sole reference (no result, view or saved tensor kept it) and its version is unchanged.
+fn wrapped_number(s: Scalar) -> PyResult<Tensor> {
+    let slot = match s {
+        Scalar::Bool(_) => 0,
+        Scalar::Int(_) => 1,
+        Scalar::Double(_) => 2,
+        Scalar::ComplexDouble(_) => 3,
+    };
+    let hit = WRAPPED.with(|c| {
+        let c = c.borrow();
+        match &c[slot] {
+            Some((k, t, v))
+                if same_scalar(k, &s) && t.base().use_count() == 1 && t.version() == *v =>
+            {
+                Some(t.clone())
+            }
+            _ => None,
+        }
+    });
+    if let Some(t) = hit {
+        return Ok(t);
+    }
+    let t = Tensor::wrapped_scalar_tensor(s, Device::CPU).py()?;
+    let v = t.version();
+    WRAPPED.with(|c| c.borrow_mut()[slot] = Some((s, t.clone(), v)));
+    Ok(t)
 }
 
 fn numel(t: &Tensor) -> usize {
