@@ -787,49 +787,74 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
             }
         }
     }
+    // Operands already in the computation type with unit stride are read (written) in place;
+    // only the others go through the L1 buffers (int32 + float32 casts one input, in blocks).
+    let in_place =
+        |q: usize| M::KIND != Kind::Bool && via.is_none() && dts[q] == M::DTYPE && s[q] == em;
+    let out_in_place = dts[0] == R::DTYPE && s[0] == er && (via.is_none() || R::KIND == Kind::Bool);
     let (ins, out) = scratch.get();
     let mut start = 0;
     while start < n {
         let len = BLOCK.min(n - start);
+        let mut src = [std::ptr::null::<M>(); N];
         for (k, buf) in ins.iter_mut().enumerate() {
             let q = k + 1;
             // SAFETY: the block lies within the run.
-            unsafe {
-                load_block::<I, M>(
-                    dts[q],
-                    p[q].offset(start as isize * s[q]),
-                    s[q],
-                    &mut buf[..len],
-                )
-            };
+            let at = unsafe { p[q].offset(start as isize * s[q]) };
+            if in_place(q) {
+                src[k] = at.cast_const().cast::<M>();
+                continue;
+            }
+            // SAFETY: as above.
+            unsafe { load_block::<I, M>(dts[q], at, s[q], &mut buf[..len]) };
             if let Some(v) = via {
                 if dts[q] != v {
                     round_via(v, &mut buf[..len]);
                 }
             }
-        }
-        for (i, o) in out[..len].iter_mut().enumerate() {
-            let mut x = [M::default(); N];
-            for k in 0..N {
-                x[k] = ins[k][i];
-            }
-            *o = f.call(x);
-        }
-        if let Some(v) = via {
-            if dts[0] != v && R::KIND != Kind::Bool {
-                round_via(v, &mut out[..len]);
-            }
+            src[k] = buf.as_ptr();
         }
         // SAFETY: as above.
-        unsafe {
-            store_block::<I, R>(
-                dts[0],
-                p[0].offset(start as isize * s[0]),
-                s[0],
-                &out[..len],
-            )
-        };
+        let o = unsafe { p[0].offset(start as isize * s[0]) };
+        if out_in_place {
+            // SAFETY: `src` holds len readable Ms each, `o` len writable Rs.
+            unsafe { compute_run::<M, R, N>(&src, o.cast::<R>(), len, f) };
+        } else {
+            // SAFETY: as above, into the buffer.
+            unsafe { compute_run::<M, R, N>(&src, out.as_mut_ptr(), len, f) };
+            if let Some(v) = via {
+                if dts[0] != v && R::KIND != Kind::Bool {
+                    round_via(v, &mut out[..len]);
+                }
+            }
+            // SAFETY: as above.
+            unsafe { store_block::<I, R>(dts[0], o, s[0], &out[..len]) };
+        }
         start += len;
+    }
+}
+
+/// `dst[i] = f(src[0][i], .., src[N-1][i])` for `i < len`: one loop over contiguous runs of
+/// the computation type, which LLVM vectorises.
+///
+/// # Safety
+/// Each `src[k]` holds `len` readable `M`s and `dst` `len` writable `R`s (`dst` may be one of
+/// the inputs, element for element, as for in-place ops).
+#[inline(always)]
+unsafe fn compute_run<M: Elem, R: Elem, const N: usize>(
+    src: &[*const M; N],
+    dst: *mut R,
+    len: usize,
+    f: &impl OpN<M, R, N>,
+) {
+    for i in 0..len {
+        let mut x = [M::default(); N];
+        for (xk, sk) in x.iter_mut().zip(src) {
+            // SAFETY: per the contract.
+            *xk = unsafe { sk.add(i).read() };
+        }
+        // SAFETY: per the contract.
+        unsafe { dst.add(i).write(f.call(x)) };
     }
 }
 
@@ -843,6 +868,127 @@ fn wants_tiling(s0: &[isize], s1: &[isize], n0: usize, n1: usize) -> bool {
     s0.iter()
         .zip(s1)
         .any(|(a, b)| a.unsigned_abs() > 256 && b.unsigned_abs() < a.unsigned_abs())
+}
+
+/// Whether input operand `q` is transposed: it moves far along the inner dimension and less
+/// along the outer one.
+#[inline(always)]
+fn is_transposed(s0: &[isize; MAX_OPERANDS], s1: &[isize; MAX_OPERANDS], q: usize) -> bool {
+    s0[q].unsigned_abs() > 256 && s1[q].unsigned_abs() < s0[q].unsigned_abs()
+}
+
+/// The tiled form of [`loop_2d`]. A transposed input is first copied into an L1 tile of `M`
+/// by reading along its contiguous (outer) direction, a line at a time; the rows of the tile
+/// are then computed from it. Gathering it row by row instead would keep `TILE` lines live
+/// whose addresses differ by a multiple of 4 KB for power-of-two shapes, which share one L1
+/// set and evict each other.
+///
+/// # Safety
+/// As [`loop_2d`], with `s0`/`s1` the inner and outer byte strides.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
+    via: Option<ScalarType>,
+    dts: &[ScalarType; MAX_OPERANDS],
+    data: &[*mut u8],
+    s0: &[isize; MAX_OPERANDS],
+    s1: &[isize; MAX_OPERANDS],
+    n0: usize,
+    n1: usize,
+    f: &impl OpN<M, R, N>,
+    scratch: &mut Scratch<M, R, N>,
+) {
+    const TT: usize = TILE * TILE;
+    let nt = N + 1;
+    let at = |k: usize, i: usize, j: usize| -> *mut u8 {
+        data[k]
+            .wrapping_offset(i as isize * s0[k])
+            .wrapping_offset(j as isize * s1[k])
+    };
+    let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
+    let in_place =
+        |q: usize| M::KIND != Kind::Bool && via.is_none() && dts[q] == M::DTYPE && s0[q] == em;
+    let out_in_place =
+        dts[0] == R::DTYPE && s0[0] == er && (via.is_none() || R::KIND == Kind::Bool);
+    let mut transposed = [false; N];
+    for (k, t) in transposed.iter_mut().enumerate() {
+        *t = is_transposed(s0, s1, k + 1);
+    }
+    // One TILE x TILE tile of M per transposed input (heap: up to 3 x 64 KB for complex
+    // doubles), allocated once per 2-D loop.
+    let mut tiles: Vec<M> = if transposed.iter().any(|&t| t) {
+        vec![M::default(); N * TT]
+    } else {
+        Vec::new()
+    };
+    let mut line = [M::default(); TILE];
+    let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
+    let mut j0 = 0;
+    while j0 < n1 {
+        let lj = TILE.min(n1 - j0);
+        let mut i0 = 0;
+        while i0 < n0 {
+            let li = TILE.min(n0 - i0);
+            for k in (0..N).filter(|&k| transposed[k]) {
+                let q = k + 1;
+                let tile = &mut tiles[k * TT..(k + 1) * TT];
+                for ii in 0..li {
+                    // SAFETY: lj elements along the outer dimension, inside the 2-D loop.
+                    unsafe {
+                        load_block::<I, M>(dts[q], at(q, i0 + ii, j0), s1[q], &mut line[..lj])
+                    };
+                    if let Some(v) = via {
+                        if dts[q] != v {
+                            round_via(v, &mut line[..lj]);
+                        }
+                    }
+                    for (jj, x) in line[..lj].iter().enumerate() {
+                        tile[jj * TILE + ii] = *x;
+                    }
+                }
+            }
+            for jj in 0..lj {
+                for (k, pk) in p[..nt].iter_mut().enumerate() {
+                    *pk = at(k, i0, j0 + jj);
+                }
+                let (ins, out) = scratch.get();
+                let mut src = [std::ptr::null::<M>(); N];
+                for (k, buf) in ins.iter_mut().enumerate() {
+                    let q = k + 1;
+                    if transposed[k] {
+                        src[k] = tiles[k * TT + jj * TILE..].as_ptr();
+                    } else if in_place(q) {
+                        src[k] = p[q].cast_const().cast::<M>();
+                    } else {
+                        // SAFETY: li elements along the inner dimension, inside the loop.
+                        unsafe { load_block::<I, M>(dts[q], p[q], s0[q], &mut buf[..li]) };
+                        if let Some(v) = via {
+                            if dts[q] != v {
+                                round_via(v, &mut buf[..li]);
+                            }
+                        }
+                        src[k] = buf.as_ptr();
+                    }
+                }
+                if out_in_place {
+                    // SAFETY: li elements of each operand (tile rows hold TILE).
+                    unsafe { compute_run::<M, R, N>(&src, p[0].cast::<R>(), li, f) };
+                } else {
+                    // SAFETY: as above, into the buffer.
+                    unsafe { compute_run::<M, R, N>(&src, out.as_mut_ptr(), li, f) };
+                    if let Some(v) = via {
+                        if dts[0] != v && R::KIND != Kind::Bool {
+                            round_via(v, &mut out[..li]);
+                        }
+                    }
+                    // SAFETY: as above, for the output.
+                    unsafe { store_block::<I, R>(dts[0], p[0], s0[0], &out[..li]) };
+                }
+            }
+            i0 += TILE;
+        }
+        j0 += lj;
+    }
 }
 
 /// One 2-D loop of `n0` x `n1` elements (what TensorIterator's `for_each` hands a kernel):
@@ -876,23 +1022,8 @@ unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
             .wrapping_offset(j as isize * s1[k])
     };
     if wants_tiling(&s0[..nt], &s1[..nt], n0, n1) {
-        let mut j0 = 0;
-        while j0 < n1 {
-            let j1 = (j0 + TILE).min(n1);
-            let mut i0 = 0;
-            while i0 < n0 {
-                let len = TILE.min(n0 - i0);
-                for j in j0..j1 {
-                    for (k, pk) in p[..nt].iter_mut().enumerate() {
-                        *pk = at(k, i0, j);
-                    }
-                    // SAFETY: a run of `len` elements inside the 2-D loop.
-                    unsafe { run_n::<I, M, R, N>(via, dts, &p, &s0, len, f, &mut scratch) };
-                }
-                i0 += TILE;
-            }
-            j0 = j1;
-        }
+        // SAFETY: forwarded contract.
+        unsafe { tiled_2d::<I, M, R, N>(via, dts, data, &s0, &s1, n0, n1, f, &mut scratch) };
         return;
     }
     for j in 0..n1 {
