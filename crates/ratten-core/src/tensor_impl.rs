@@ -1,17 +1,21 @@
 //! TensorImpl and the `TensorBase` handle (c10::TensorImpl, at::TensorBase).
 //!
 //! Metadata that PyTorch mutates in place (resize_, as_strided_, set_) lives in one immutable
-//! [`TensorMeta`] snapshot behind an `ArcSwap`: reads are a wait-free pointer load that yields a
-//! consistent (storage, sizes, strides, offset) tuple; a write builds a new snapshot and swaps
-//! it in (writers serialise on a mutex). A reader holding an old snapshot keeps it valid: a
-//! kernel that started before a resize finishes on the old, still in-bounds, view. Unlike an
-//! RwLock, a held snapshot never blocks a writer, even on the same thread.
+//! [`TensorMeta`] snapshot, an `Arc` in a slot guarded by a reader-writer lock that is held
+//! only to clone or replace the Arc (never across other code): a read is one shared-lock CAS,
+//! a refcount increment and an unlock, and yields a consistent (storage, sizes, strides,
+//! offset) tuple; a write builds a new snapshot and swaps it in (writers serialise on a
+//! mutex). A reader holding an old snapshot keeps it valid: a kernel that started before a
+//! resize finishes on the old, still in-bounds, view. Since no lock is held while a snapshot
+//! is in use, a held snapshot never blocks a writer, even on the same thread.
+//!
+//! (An `ArcSwap` gave wait-free reads, but destroying one scans every thread's debt slots;
+//! that scan, paid by every temporary tensor, cost more than the locked clone.)
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, Guard};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 use crate::access::TensorAccess;
@@ -235,7 +239,8 @@ impl VersionCounter {
 
 /// c10::TensorImpl (strided layout).
 pub struct TensorImpl {
-    meta: ArcSwap<TensorMeta>,
+    /// Locked only to clone or replace the Arc.
+    meta: RwLock<Arc<TensorMeta>>,
     meta_writer: Mutex<()>,
     dtype: ScalarType,
     device: Device,
@@ -255,7 +260,12 @@ impl TensorImpl {
     ) -> TensorImpl {
         let device = storage.device();
         TensorImpl {
-            meta: ArcSwap::from_pointee(TensorMeta::new(storage, sizes, strides, storage_offset)),
+            meta: RwLock::new(Arc::new(TensorMeta::new(
+                storage,
+                sizes,
+                strides,
+                storage_offset,
+            ))),
             meta_writer: Mutex::new(()),
             dtype,
             device,
@@ -272,7 +282,7 @@ impl TensorImpl {
 pub struct TensorBase(Arc<TensorImpl>);
 
 /// A borrowed metadata snapshot (see [`TensorBase::meta`]).
-pub type MetaRef = Guard<Arc<TensorMeta>>;
+pub type MetaRef = Arc<TensorMeta>;
 
 impl TensorBase {
     /// `at::empty`: a contiguous tensor of unspecified (but initialised) contents.
@@ -378,45 +388,59 @@ impl TensorBase {
     }
 
     /// A consistent snapshot of storage, sizes, strides and offset (wait-free).
+    #[inline]
     pub fn meta(&self) -> MetaRef {
-        self.0.meta.load()
+        self.0.meta.read().clone()
     }
 
     /// The snapshot as an owned Arc (what access guards keep).
+    #[inline]
     pub fn meta_arc(&self) -> Arc<TensorMeta> {
-        self.0.meta.load_full()
+        self.0.meta.read().clone()
+    }
+
+    /// Installs a new snapshot; the old one is released after the lock (its drop may free a
+    /// storage).
+    fn store_meta(&self, new: TensorMeta) {
+        let old = std::mem::replace(&mut *self.0.meta.write(), Arc::new(new));
+        drop(old);
+    }
+
+    /// Reads one thing from the current snapshot under the shared lock, without touching the
+    /// Arc's refcount. `f` must be trivial (it runs under the lock).
+    #[inline]
+    fn with_meta<R>(&self, f: impl FnOnce(&TensorMeta) -> R) -> R {
+        f(&self.0.meta.read())
     }
 
     pub fn sizes(&self) -> DimVec {
-        self.meta().sizes.clone()
+        self.with_meta(|m| m.sizes.clone())
     }
     pub fn strides(&self) -> DimVec {
-        self.meta().strides.clone()
+        self.with_meta(|m| m.strides.clone())
     }
     /// `size(dim)`, with a negative dim counting from the end.
     pub fn size(&self, dim: i64) -> Result<i64> {
-        let m = self.meta();
-        Ok(m.sizes[maybe_wrap_dim(dim, m.sizes.len(), false)?])
+        self.with_meta(|m| Ok(m.sizes[maybe_wrap_dim(dim, m.sizes.len(), false)?]))
     }
     /// `stride(dim)`, with a negative dim counting from the end.
     pub fn stride(&self, dim: i64) -> Result<i64> {
-        let m = self.meta();
-        Ok(m.strides[maybe_wrap_dim(dim, m.strides.len(), false)?])
+        self.with_meta(|m| Ok(m.strides[maybe_wrap_dim(dim, m.strides.len(), false)?]))
     }
     pub fn storage_offset(&self) -> i64 {
-        self.meta().storage_offset
+        self.with_meta(|m| m.storage_offset)
     }
     pub fn dim(&self) -> usize {
-        self.meta().sizes.len()
+        self.with_meta(|m| m.sizes.len())
     }
     pub fn numel(&self) -> i64 {
-        self.meta().numel
+        self.with_meta(|m| m.numel)
     }
     pub fn is_contiguous(&self) -> bool {
-        self.meta().is_contiguous
+        self.with_meta(|m| m.is_contiguous)
     }
     pub fn storage(&self) -> Storage {
-        self.meta().storage.clone()
+        self.with_meta(|m| m.storage.clone())
     }
     pub fn dtype(&self) -> ScalarType {
         self.0.dtype
@@ -523,8 +547,8 @@ impl TensorBase {
 
     fn replace_meta(&self, f: impl FnOnce(&TensorMeta) -> Result<TensorMeta>) -> Result<()> {
         let _w = self.0.meta_writer.lock();
-        let new = f(&self.0.meta.load())?;
-        self.0.meta.store(Arc::new(new));
+        let new = f(&self.meta())?;
+        self.store_meta(new);
         Ok(())
     }
 
@@ -570,17 +594,17 @@ impl TensorBase {
             // change this tensor's metadata.
             m.storage.grow(need as usize)?;
             let _w = self.0.meta_writer.lock();
-            let now = self.0.meta.load();
+            let now = self.meta();
             if !now.storage.is_alias_of(&m.storage) || now.storage_offset != m.storage_offset {
                 // A concurrent set_/as_strided_ moved the tensor: redo with the new storage.
                 continue;
             }
-            self.0.meta.store(Arc::new(TensorMeta::new(
+            self.store_meta(TensorMeta::new(
                 m.storage.clone(),
                 sizes,
                 &strides,
                 m.storage_offset,
-            )));
+            ));
             return Ok(());
         }
     }

@@ -286,3 +286,39 @@ mod random_views {
         }
     }
 }
+
+/// Metadata snapshots are consistent while other threads restride the tensor: a reader sees
+/// either the old or the new (sizes, strides) pair, never a mix, and holding a snapshot does
+/// not block a writer on the same thread.
+#[test]
+fn metadata_snapshots_are_consistent_under_concurrent_restriding() {
+    let t = cpu(&[64], ScalarType::Float);
+    let held = t.meta();
+    // A held snapshot does not block this thread's own writer.
+    t.as_strided_(&[8, 8], &[8, 1], Some(0)).unwrap();
+    assert_eq!(held.sizes(), &[64]);
+    assert_eq!(t.sizes().as_slice(), &[8, 8]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (t, stop) = (t.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut flip = false;
+            while !stop.load(Ordering::Relaxed) {
+                if flip {
+                    t.as_strided_(&[8, 8], &[8, 1], Some(0)).unwrap();
+                } else {
+                    t.as_strided_(&[4, 16], &[1, 4], Some(0)).unwrap();
+                }
+                flip = !flip;
+            }
+        })
+    };
+    for _ in 0..20_000 {
+        let m = t.meta();
+        let ok = (m.sizes() == [8, 8] && m.strides() == [8, 1])
+            || (m.sizes() == [4, 16] && m.strides() == [1, 4]);
+        assert!(ok, "torn metadata: {:?} {:?}", m.sizes(), m.strides());
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+}
