@@ -109,7 +109,8 @@ pub struct TensorIteratorConfig {
     is_const: OpVec<bool>,
     num_outputs: usize,
     num_inputs: usize,
-    static_shape: Option<DimVec>,
+    /// Boxed: the config is passed by value through the builder calls, so it is kept small.
+    static_shape: Option<Box<[i64]>>,
     static_dtype: Option<ScalarType>,
     static_device: Option<Device>,
     check_mem_overlap: bool,
@@ -256,7 +257,7 @@ impl TensorIteratorConfig {
     }
     /// `declare_static_shape(shape)`: no broadcasting, no resizing.
     pub fn declare_static_shape(mut self, shape: &[i64]) -> Self {
-        self.static_shape = Some(DimVec::from_slice(shape));
+        self.static_shape = Some(shape.into());
         self.resize_outputs = false;
         self
     }
@@ -342,9 +343,11 @@ pub struct TensorIteratorBase {
     all_ops_are_scalars: bool,
     is_reduction: bool,
     is_meta: bool,
-    /// The metadata snapshot of each operand at the end of the build: the geometry the strides
-    /// were computed from, checked again when the loop acquires the storages.
-    metas: OpVec<Arc<TensorMeta>>,
+    /// The metadata snapshot of each operand (None for an output not yet allocated), taken
+    /// once when the operand is added or created: every build step reads geometry from it
+    /// (one snapshot load per operand instead of one per question), and after the build it is
+    /// the geometry the strides were computed from, whose storages the loops lock.
+    metas: OpVec<Option<Arc<TensorMeta>>>,
 }
 
 /// The plain `TensorIterator` (outputs created by the iterator itself).
@@ -569,12 +572,11 @@ impl TensorIteratorBase {
                 it.coalesce_dimensions();
             }
         }
-        // Every operand exists now; snapshot the geometry the strides were computed from.
-        for op in &it.operands {
-            let t = op.tensor.as_ref().ok_or_else(|| {
-                Error::runtime("TensorIterator: an output was not allocated by the output sink")
-            })?;
-            it.metas.push(t.meta_arc());
+        // Every operand exists now (its snapshot was refreshed when an output was set).
+        if it.metas.iter().any(Option::is_none) {
+            return Err(Error::runtime(
+                "TensorIterator: an output was not allocated by the output sink",
+            ));
         }
         Ok(it)
     }
@@ -586,6 +588,7 @@ impl TensorIteratorBase {
                 self.is_meta = true;
             }
             self.operands.push(op);
+            self.metas.push(t.as_ref().map(|t| t.meta_arc()));
         }
     }
 
@@ -632,21 +635,21 @@ impl TensorIteratorBase {
 
     fn compute_shape(&mut self, config: &TensorIteratorConfig) -> Result<()> {
         if let Some(s) = &config.static_shape {
-            self.shape = s.clone();
+            self.shape = DimVec::from_slice(s);
             return Ok(());
         }
         self.all_ops_same_shape = true;
         let mut has_scalars = false;
         let mut has_tensors = false;
         let mut first = true;
-        for op in &self.operands {
-            let Some(t) = &op.tensor else { continue };
+        for (op, m) in self.operands.iter().zip(&self.metas) {
+            let Some(m) = m else { continue };
             // Outputs being resized do not take part in the shape ("This preserves the legacy
             // behavior where torch.add(..., out=dst) resizes the destination tensor").
             if config.resize_outputs && op.is_output {
                 continue;
             }
-            let sizes = t.sizes();
+            let sizes = m.sizes();
             if sizes.is_empty() {
                 has_scalars = true;
             } else {
@@ -656,11 +659,11 @@ impl TensorIteratorBase {
                 self.all_ops_same_shape = false;
             }
             if first {
-                self.shape = sizes.clone();
+                self.shape = DimVec::from_slice(sizes);
                 first = false;
-            } else if self.shape != sizes {
+            } else if self.shape.as_slice() != sizes {
                 self.all_ops_same_shape = false;
-                self.shape = infer_size(&self.shape, &sizes)?;
+                self.shape = infer_size(&self.shape, sizes)?;
             }
         }
         self.all_ops_are_scalars = !has_tensors;
@@ -673,9 +676,9 @@ impl TensorIteratorBase {
         }
         for i in 0..self.num_outputs {
             let op = &mut self.operands[i];
-            let Some(t) = &op.tensor else { continue };
-            let sizes = t.sizes();
-            if sizes != self.shape {
+            let Some(m) = &self.metas[i] else { continue };
+            let sizes = m.sizes();
+            if sizes != self.shape.as_slice() {
                 if config.resize_outputs && !op.is_read_write {
                     op.will_resize = true;
                     continue;
@@ -684,7 +687,7 @@ impl TensorIteratorBase {
                 if !self.is_reduction {
                     return Err(Error::runtime(format!(
                         "output with shape {} doesn't match the broadcast shape {}",
-                        fmt_sizes(&sizes),
+                        fmt_sizes(sizes),
                         fmt_sizes(&self.shape)
                     )));
                 }
@@ -862,22 +865,28 @@ impl TensorIteratorBase {
         if self.is_reduction || !self.all_ops_same_shape {
             return FastSetupType::None;
         }
+        let all_contiguous = self
+            .operands
+            .iter()
+            .zip(&self.metas)
+            .filter(|(op, _)| !op.will_resize)
+            .all(|(_, m)| m.as_ref().is_none_or(|m| m.is_contiguous()));
+        if config.enforce_linear_iteration {
+            return if all_contiguous {
+                FastSetupType::Contiguous
+            } else {
+                FastSetupType::None
+            };
+        }
+        if all_contiguous {
+            return FastSetupType::Contiguous;
+        }
         let defined: OpVec<&TensorBase> = self
             .operands
             .iter()
             .filter(|op| !op.will_resize)
             .filter_map(|op| op.tensor.as_ref())
             .collect();
-        if config.enforce_linear_iteration {
-            return if defined.iter().all(|t| t.is_contiguous()) {
-                FastSetupType::Contiguous
-            } else {
-                FastSetupType::None
-            };
-        }
-        if defined.iter().all(|t| t.is_contiguous()) {
-            return FastSetupType::Contiguous;
-        }
         if defined.iter().all(|t| is_channels_last_contiguous(t)) {
             return FastSetupType::ChannelsLast;
         }
@@ -979,14 +988,17 @@ impl TensorIteratorBase {
             Some(t) => t.device(),
             None => op.device.unwrap_or(self.common_device),
         };
-        let (sizes, strides): (DimVec, DimVec) = match (&op.tensor, op.will_resize) {
+        let own_sizes = match (&self.metas[i], op.will_resize) {
             // A defined output that keeps its shape is passed with its own sizes (the
             // structured wrapper checks it).
-            (Some(t), false) => (t.sizes(), DimVec::new()),
-            _ => (DimVec::from_slice(sizes), DimVec::from_slice(strides)),
+            (Some(m), false) => Some(m.clone()),
+            _ => None,
         };
         let options = TensorOptions::new().dtype(dtype).device(device);
-        sink.set_output_raw_strided(i, &sizes, &strides, options)?;
+        match &own_sizes {
+            Some(m) => sink.set_output_raw_strided(i, m.sizes(), &[], options)?,
+            None => sink.set_output_raw_strided(i, sizes, strides, options)?,
+        }
         let t = sink
             .maybe_get_output(i)
             .map(|t| t.base().clone())
@@ -999,6 +1011,7 @@ impl TensorIteratorBase {
         if op.tensor.is_none() {
             op.current_dtype = Some(t.dtype());
         }
+        self.metas[i] = Some(t.meta_arc());
         op.tensor = Some(t);
         if op.current_dtype.is_none() {
             op.current_dtype = op.target_dtype;
@@ -1336,16 +1349,32 @@ impl TensorIteratorBase {
 
     /// Acquires every operand's storage (inputs read, outputs written) and checks that no
     /// operand changed its geometry since the build.
-    fn acquire(&self) -> Result<(TensorAccess, OpVec<*mut u8>)> {
-        let reads: OpVec<&TensorBase> = self.operands[self.num_outputs..]
-            .iter()
-            .map(|op| op.tensor.as_ref().expect("built"))
-            .collect();
-        let writes: OpVec<&TensorBase> = self.operands[..self.num_outputs]
-            .iter()
-            .map(|op| op.tensor.as_ref().expect("built"))
-            .collect();
-        let g = TensorAccess::new(&reads, &writes)?;
+    /// Runs `f` with every operand's data pointer while one access guard holds them all. The
+    /// guard stays in this frame (it is a few hundred bytes; returning it would copy it).
+    fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
+        // Lock the storages of the snapshots the strides were computed from (no new snapshot
+        // loads); an operand whose current metadata is another snapshot with a different
+        // geometry was restrided after the build, which PyTorch does not check and we refuse.
+        let mut specs: OpVec<(&Arc<TensorMeta>, ScalarType, Device)> = OpVec::new();
+        for (op, built) in self.operands.iter().zip(&self.metas) {
+            let (Some(t), Some(built)) = (&op.tensor, built) else {
+                return Err(Error::runtime("TensorIterator: an operand is undefined"));
+            };
+            let now = t.meta();
+            if !Arc::ptr_eq(&now, built)
+                && (now.sizes() != built.sizes()
+                    || now.strides() != built.strides()
+                    || now.storage_offset() != built.storage_offset())
+            {
+                return Err(Error::runtime(
+                    "TensorIterator: an operand was resized or restrided after the iterator was \
+                     built",
+                ));
+            }
+            specs.push((built, t.dtype(), t.device()));
+        }
+        let (writes, reads) = specs.split_at(self.num_outputs);
+        let g = TensorAccess::from_snapshots(reads, writes)?;
         let mut ptrs = OpVec::new();
         for k in 0..self.operands.len() {
             let acc = if k < self.num_outputs {
@@ -1353,22 +1382,14 @@ impl TensorIteratorBase {
             } else {
                 g.input(k - self.num_outputs)?
             };
-            let built = &self.metas[k];
-            if acc.sizes() != built.sizes()
-                || acc.strides() != built.strides()
-                || acc.storage_offset() != built.storage_offset()
-            {
-                return Err(Error::runtime(
-                    "TensorIterator: an operand was resized or restrided after the iterator was \
-                     built",
-                ));
-            }
             let p = acc.raw_data_ptr().ok_or_else(|| {
                 Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
             })?;
             ptrs.push(p.as_ptr());
         }
-        Ok((g, ptrs))
+        let r = f(&ptrs);
+        drop(g);
+        Ok(r)
     }
 
     /// The strides passed to a 2-D loop (always at least 2-D).
@@ -1390,21 +1411,21 @@ impl TensorIteratorBase {
         if numel == 0 || self.is_meta {
             return Ok(());
         }
-        let (guard, ptrs) = self.acquire()?;
-        let shared = SharedPtrs(ptrs);
-        if numel < grain_size || get_num_threads() == 1 {
-            // SAFETY: the pointers come from `guard`, alive for this call, and address the
-            // operands' elements at the iterator's strides (checked geometry).
-            unsafe { self.serial_for_each_ptrs(shared.get(), loop2d, 0, numel) };
-        } else {
-            parallel_for(0, numel, grain_size, |b, e| {
-                // SAFETY: as above; `guard` outlives the parallel region, and chunks are
-                // disjoint ranges of the outputs.
-                unsafe { self.serial_for_each_ptrs(shared.get(), loop2d, b, e) };
-            })?;
-        }
-        drop(guard);
-        Ok(())
+        self.with_acquired(|ptrs| {
+            if numel < grain_size || get_num_threads() == 1 {
+                // SAFETY: the pointers come from the guard `with_acquired` holds during this
+                // closure, and address the operands' elements at the iterator's strides.
+                unsafe { self.serial_for_each_ptrs(ptrs, loop2d, 0, numel) };
+                Ok(())
+            } else {
+                let shared = SharedPtrs(OpVec::from_slice(ptrs));
+                parallel_for(0, numel, grain_size, |b, e| {
+                    // SAFETY: as above; the guard outlives the parallel region, and chunks are
+                    // disjoint ranges of the outputs.
+                    unsafe { self.serial_for_each_ptrs(shared.get(), loop2d, b, e) };
+                })
+            }
+        })?
     }
 
     /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
@@ -1418,11 +1439,10 @@ impl TensorIteratorBase {
                 self.numel()
             )));
         }
-        let (guard, ptrs) = self.acquire()?;
-        // SAFETY: pointers from the live guard; range checked above.
-        unsafe { self.serial_for_each_ptrs(&ptrs, loop2d, begin, end) };
-        drop(guard);
-        Ok(())
+        self.with_acquired(|ptrs| {
+            // SAFETY: pointers from the guard held during this closure; range checked above.
+            unsafe { self.serial_for_each_ptrs(ptrs, loop2d, begin, end) };
+        })
     }
 
     /// # Safety

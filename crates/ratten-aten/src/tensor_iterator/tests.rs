@@ -127,3 +127,34 @@ fn zero_dim_and_scalars() {
     assert_eq!(it.numel(), 0);
     assert_eq!(it.output(0).unwrap().sizes().as_slice(), &[0, 3]);
 }
+
+#[test]
+fn loops_use_the_build_snapshots_and_refuse_restrided_operands() {
+    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let b = TensorBase::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[4]).unwrap();
+    let it = TensorIterator::binary_op(None, &a, &b).unwrap();
+    let add = |data: &[*mut u8], strides: &[isize], n: usize, _m: usize| {
+        for i in 0..n as isize {
+            // SAFETY: the iterator passes valid pointers and byte strides for n f32 elements.
+            unsafe {
+                let x = *(data[1].offset(i * strides[1]) as *const f32);
+                let y = *(data[2].offset(i * strides[2]) as *const f32);
+                *(data[0].offset(i * strides[0]) as *mut f32) = x + y;
+            }
+        }
+    };
+    it.for_each(&add, GRAIN_SIZE).unwrap();
+    let out = it.output(0).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0, 44.0]);
+    // Re-setting the same geometry (a new snapshot) is accepted.
+    a.as_strided_(&[4], &[1], Some(0)).unwrap();
+    it.for_each(&add, GRAIN_SIZE).unwrap();
+    // Another geometry after the build is refused, not run on stale strides.
+    a.as_strided_(&[2], &[2], Some(0)).unwrap();
+    let e = it.for_each(&add, GRAIN_SIZE).unwrap_err();
+    assert!(
+        e.message()
+            .contains("restrided after the iterator was built"),
+        "{e}"
+    );
+}
