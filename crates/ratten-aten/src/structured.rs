@@ -84,6 +84,10 @@ use ratten_schema::Type;
 
 use crate::Tensor;
 
+/// A wrapper's outputs: inline for up to 2 (nearly every operator), so a call allocates
+/// nothing for the wrapper itself.
+type OutVec<T> = smallvec::SmallVec<[T; 2]>;
+
 // ---------------------------------------------------------------------------------------------
 // Warnings (c10::Warning, c10::WarningHandler).
 
@@ -220,13 +224,13 @@ fn check_idx(idx: usize, n: usize) -> Result<()> {
 
 /// The functional wrapper: allocates each output (torchgen's `create_out`).
 pub struct StructuredFunctional {
-    outputs: Vec<Option<Tensor>>,
+    outputs: OutVec<Option<Tensor>>,
 }
 
 impl StructuredFunctional {
     pub fn new(num_outputs: usize) -> Self {
         StructuredFunctional {
-            outputs: vec![None; num_outputs],
+            outputs: std::iter::repeat_n(None, num_outputs).collect(),
         }
     }
 
@@ -277,15 +281,15 @@ impl MetaBase for StructuredFunctional {
 
 /// The state shared by the in-place and out= wrappers: the given outputs and their proxies.
 struct GivenOutputs {
-    outputs: Vec<Tensor>,
-    proxies: Vec<Option<Tensor>>,
+    outputs: OutVec<Tensor>,
+    proxies: OutVec<Option<Tensor>>,
 }
 
 impl GivenOutputs {
     fn new(outputs: &[&Tensor]) -> Self {
         GivenOutputs {
             outputs: outputs.iter().map(|t| (*t).clone()).collect(),
-            proxies: vec![None; outputs.len()],
+            proxies: std::iter::repeat_n(None, outputs.len()).collect(),
         }
     }
     fn output(&self, idx: usize) -> Result<&Tensor> {
@@ -453,8 +457,9 @@ pub fn empty_strided(sizes: &[i64], strides: &[i64], options: TensorOptions) -> 
 /// torchgen's `create_out`: an empty tensor (contiguous when `strides` is empty).
 pub fn create_out(sizes: &[i64], strides: &[i64], options: TensorOptions) -> Result<Tensor> {
     if strides.is_empty() {
-        let s = contiguous_strides(sizes);
-        return empty_strided(sizes, &s, options);
+        // What empty_strided does for contiguous strides, without computing and comparing them.
+        let (dtype, device) = (options.dtype_or_default(), options.device_or_default());
+        return Ok(Tensor::from_base(TensorBase::empty(sizes, dtype, device)?));
     }
     empty_strided(sizes, strides, options)
 }
