@@ -1,8 +1,9 @@
 //! myops' kernels: the meta and the CPU impl of the structured `scaled_add.out`
 //! (`self + scale * other`), following the contract in `ratten_aten::structured`.
 
-use ratten_aten::native::simple_loops::{broadcast_shapes, pointwise, Value};
+use ratten_aten::functions;
 use ratten_aten::structured::MetaBase;
+use ratten_aten::tensor_iterator::infer_size;
 use ratten_aten::Tensor;
 use ratten_core::{Error, Result, ScalarType, TensorOptions};
 
@@ -40,7 +41,7 @@ pub fn scaled_add_meta(
             "myops::scaled_add: scale must be finite, got {scale}"
         )));
     }
-    let shape = broadcast_shapes(&self_.sizes(), &other.sizes())?;
+    let shape = infer_size(&self_.sizes(), &other.sizes())?.to_vec();
     let options = TensorOptions::new().dtype(dtype).device(self_.device());
     m.set_output_contiguous(0, &shape, options)?;
     Ok(ScaledAddBase { shape, dtype })
@@ -54,9 +55,9 @@ pub fn scaled_add_out(
     scale: f64,
     out: &Tensor,
 ) -> Result<()> {
-    let a = self_.expand(&state.shape)?;
-    let b = other.expand(&state.shape)?;
-    pointwise(out, &[&a, &b], state.dtype, |v| {
-        Ok(Value::Float(v[0].as_f64() + scale * v[1].as_f64()))
-    })
+    // `out` already has the broadcast shape and dtype meta announced: aten's add with
+    // alpha = scale (a TensorIterator op) writes it.
+    debug_assert_eq!(out.dtype(), state.dtype);
+    functions::add_out_with(out, self_, other, scale)?;
+    Ok(())
 }
