@@ -787,6 +787,23 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
             }
         }
     }
+    // int32 with float32 into float32 (contiguous): cast in registers inside the one loop
+    // (vcvtdq2ps), the common mixed pair that the block path would stage through L1.
+    if N == 2 && M::DTYPE == ScalarType::Float && via.is_none() && dts[0] == R::DTYPE && s[0] == er
+    {
+        let contiguous = |q: usize, es: isize| s[q] == es;
+        match (dts[1], dts[2]) {
+            (ScalarType::Int, ScalarType::Float) if contiguous(1, 4) && contiguous(2, em) => {
+                // SAFETY: contiguous runs of the tested dtypes.
+                return unsafe { fused_pair::<i32, M, M, R, N>(p, n, f) };
+            }
+            (ScalarType::Float, ScalarType::Int) if contiguous(1, em) && contiguous(2, 4) => {
+                // SAFETY: as above.
+                return unsafe { fused_pair::<M, i32, M, R, N>(p, n, f) };
+            }
+            _ => {}
+        }
+    }
     // Operands already in the computation type with unit stride are read (written) in place;
     // only the others go through the L1 buffers (int32 + float32 casts one input, in blocks).
     let in_place =
@@ -831,6 +848,36 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
             unsafe { store_block::<I, R>(dts[0], o, s[0], &out[..len]) };
         }
         start += len;
+    }
+}
+
+/// A binary run whose inputs have element types `A` and `B` (contiguous), cast to `M` as they
+/// are read.
+///
+/// # Safety
+/// `p[0]` holds `n` writable `R`s, `p[1]` `n` readable `A`s, `p[2]` `n` readable `B`s; N is 2.
+#[inline(always)]
+unsafe fn fused_pair<A: Elem, B: Elem, M: Elem, R: Elem, const N: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+) {
+    let o = p[0].cast::<R>();
+    let (a, b) = (p[1].cast_const().cast::<A>(), p[2].cast_const().cast::<B>());
+    for i in 0..n {
+        let mut x = [M::default(); N];
+        for (k, xk) in x.iter_mut().enumerate() {
+            // SAFETY: per the contract.
+            *xk = unsafe {
+                if k == 0 {
+                    cast::<A, M>(a.add(i).read())
+                } else {
+                    cast::<B, M>(b.add(i).read())
+                }
+            };
+        }
+        // SAFETY: per the contract.
+        unsafe { o.add(i).write(f.call(x)) };
     }
 }
 
