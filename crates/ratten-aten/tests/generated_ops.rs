@@ -316,6 +316,9 @@ fn dtype_and_device_errors() {
         "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
          `logical_xor()` operator instead."
     );
+    // TORCH_CHECK in PyTorch's sub_check / neg: RuntimeError, not NotImplementedError.
+    assert_eq!(b.sub(&b).unwrap_err().kind(), ratten_core::ErrorKind::Runtime);
+    assert_eq!(b.neg().unwrap_err().kind(), ratten_core::ErrorKind::Runtime);
     let i = i64s(&[1, 2], &[2]);
     assert!(msg(i.sub(&b))
         .starts_with("Subtraction, the `-` operator, with a bool tensor is not supported."));
