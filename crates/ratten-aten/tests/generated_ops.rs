@@ -317,7 +317,10 @@ fn dtype_and_device_errors() {
          `logical_xor()` operator instead."
     );
     // TORCH_CHECK in PyTorch's sub_check / neg: RuntimeError, not NotImplementedError.
-    assert_eq!(b.sub(&b).unwrap_err().kind(), ratten_core::ErrorKind::Runtime);
+    assert_eq!(
+        b.sub(&b).unwrap_err().kind(),
+        ratten_core::ErrorKind::Runtime
+    );
     assert_eq!(b.neg().unwrap_err().kind(), ratten_core::ErrorKind::Runtime);
     let i = i64s(&[1, 2], &[2]);
     assert!(msg(i.sub(&b))
