@@ -58,8 +58,11 @@ impl DataPtr {
     ///
     /// # Safety
     /// `ptr` must be valid for reads and writes of `capacity` bytes until `deleter` is called,
-    /// aligned to [`ALIGNMENT`], and all `capacity` bytes must be initialised (zeroed if
-    /// `zeroed`). No one else may access the memory while the DataPtr lives.
+    /// and all `capacity` bytes must be initialised (zeroed if `zeroed`). No one else may
+    /// access the memory while the DataPtr lives. An allocator's memory must also be aligned
+    /// to [`ALIGNMENT`] (checked by `Storage`); foreign memory given to
+    /// `Storage::from_data_ptr` may be aligned less (tensors over it check their dtype's
+    /// alignment).
     pub unsafe fn from_raw(
         ptr: NonNull<u8>,
         capacity: usize,

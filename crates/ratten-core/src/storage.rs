@@ -14,7 +14,7 @@ use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::RawRwLock;
 
 use crate::access::StorageAccess;
-use crate::allocator::{get_allocator, Allocator, DataPtr};
+use crate::allocator::{get_allocator, Allocator, DataPtr, ALIGNMENT};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -29,6 +29,11 @@ pub struct StorageImpl {
     allocator: Arc<dyn Allocator>,
     resizable: bool,
     device: Device,
+    /// The alignment the data pointer is guaranteed to have for the storage's whole life:
+    /// [`ALIGNMENT`] for allocator memory (also after a grow), the pointer's own alignment
+    /// (capped at ALIGNMENT) for foreign memory, which never moves. Tensors check their
+    /// dtype's alignment against it (`check_in_bounds_for_storage`).
+    alignment: usize,
 }
 
 // SAFETY: `data` is only mutated under the exclusive lock and only read under a lock, so
@@ -80,12 +85,20 @@ impl Storage {
             allocator,
             resizable: true,
             device,
+            alignment: ALIGNMENT,
         })))
     }
 
     /// A storage over memory that is not resizable (like `at::from_blob` with a deleter).
+    /// Unlike allocator memory, the pointer need not be [`ALIGNMENT`]-aligned (a numpy buffer
+    /// is aligned to its element size only): a tensor over it must have a dtype whose
+    /// alignment the pointer meets, which `TensorBase::from_storage` / `set_` check.
     pub fn from_data_ptr(data: DataPtr, nbytes: usize, device: Device) -> Result<Storage> {
-        Self::check_data(&data, nbytes, device)?;
+        Self::check_room(&data, nbytes, device)?;
+        let alignment = data.get().map_or(ALIGNMENT, |p| {
+            let addr = p.as_ptr() as usize;
+            1usize << addr.trailing_zeros().min(ALIGNMENT.trailing_zeros())
+        });
         let allocator = get_allocator(device.device_type)
             .unwrap_or_else(|_| Arc::new(crate::allocator::MetaAllocator) as Arc<dyn Allocator>);
         Ok(Storage(Arc::new(StorageImpl {
@@ -95,10 +108,17 @@ impl Storage {
             allocator,
             resizable: false,
             device,
+            alignment,
         })))
     }
 
-    fn check_data(data: &DataPtr, nbytes: usize, device: Device) -> Result<()> {
+    /// The alignment (a power of two, at most [`ALIGNMENT`]) that the data pointer has for
+    /// the storage's whole life.
+    pub fn alignment(&self) -> usize {
+        self.0.alignment
+    }
+
+    fn check_room(data: &DataPtr, nbytes: usize, device: Device) -> Result<()> {
         let has_room = data.capacity() >= nbytes || data.get().is_none() && device.is_meta();
         if !has_room {
             return Err(Error::runtime(format!(
@@ -106,11 +126,16 @@ impl Storage {
                 data.capacity()
             )));
         }
+        Ok(())
+    }
+
+    /// Allocator memory: room for `nbytes` and [`ALIGNMENT`]-aligned (the allocator contract).
+    fn check_data(data: &DataPtr, nbytes: usize, device: Device) -> Result<()> {
+        Self::check_room(data, nbytes, device)?;
         if let Some(p) = data.get() {
-            if !(p.as_ptr() as usize).is_multiple_of(crate::allocator::ALIGNMENT) {
+            if !(p.as_ptr() as usize).is_multiple_of(ALIGNMENT) {
                 return Err(Error::runtime(format!(
-                    "allocator for {device} returned memory not aligned to {} bytes",
-                    crate::allocator::ALIGNMENT
+                    "allocator for {device} returned memory not aligned to {ALIGNMENT} bytes"
                 )));
             }
         }

@@ -140,6 +140,19 @@ pub fn check_in_bounds_for_storage(
     storage: &Storage,
 ) -> Result<()> {
     let itemsize = dtype.element_size();
+    // Foreign memory (Storage::from_data_ptr) may be aligned less than allocator memory; a
+    // kernel reading T through a misaligned pointer would be undefined behaviour.
+    let align = if dtype.is_complex() {
+        itemsize / 2
+    } else {
+        itemsize
+    };
+    if storage.alignment() < align {
+        return Err(Error::runtime(format!(
+            "setStorage: the storage's data is aligned to {} bytes, but dtype {dtype} needs {align}",
+            storage.alignment()
+        )));
+    }
     let overflow = || {
         Error::runtime(format!(
             "Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}"

@@ -322,3 +322,46 @@ fn metadata_snapshots_are_consistent_under_concurrent_restriding() {
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
 }
+
+/// Foreign memory (a numpy buffer, `from_blob`) is only as aligned as its elements need: a
+/// tensor may view it with a dtype whose alignment the pointer meets, never with a larger one
+/// (reading an f64 through a 4-aligned pointer would be undefined behaviour).
+#[test]
+fn foreign_storage_alignment_is_checked_per_dtype() {
+    use ratten_core::{Storage, TensorBase};
+    use std::ptr::NonNull;
+    let layout = std::alloc::Layout::from_size_align(64 + 16, 64).unwrap();
+    // SAFETY: non-zero size.
+    let block = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).unwrap();
+    // SAFETY: the block has 80 zeroed bytes; [4, 20) is inside it, and the deleter frees the
+    // block with its own layout.
+    let dp = unsafe {
+        DataPtr::from_raw(
+            NonNull::new_unchecked(block.as_ptr().add(4)),
+            16,
+            move |q: NonNull<u8>, _| std::alloc::dealloc(q.as_ptr().sub(4), layout),
+            true,
+            Device::CPU,
+        )
+    };
+    let storage = Storage::from_data_ptr(dp, 16, Device::CPU).unwrap();
+    assert_eq!(storage.alignment(), 4);
+    let f = TensorBase::from_storage(storage.clone(), ScalarType::Float, &[4], &[1], 0).unwrap();
+    assert_eq!(f.numel(), 4);
+    let c = TensorBase::from_storage(storage.clone(), ScalarType::ComplexFloat, &[2], &[1], 0);
+    assert!(
+        c.is_ok(),
+        "complex64 needs 4-byte alignment (its components)"
+    );
+    let e =
+        TensorBase::from_storage(storage.clone(), ScalarType::Double, &[2], &[1], 0).unwrap_err();
+    assert!(
+        e.message()
+            .contains("aligned to 4 bytes, but dtype Double needs 8"),
+        "{e}"
+    );
+    let e = f.set_(&storage, 0, &[2], &[1]);
+    assert!(e.is_ok());
+    let d = TensorBase::empty(&[2], ScalarType::Double, Device::CPU).unwrap();
+    assert!(d.set_(&storage, 0, &[2], &[1]).is_err());
+}

@@ -188,23 +188,9 @@ pub fn span_bytes(sizes: &[i64], strides: &[i64], itemsize: i64) -> i64 {
 }
 
 /// Whether a numpy buffer at `addr` can become a tensor's storage in place: any buffer aligned
-/// to its element size (`itemsize`, a power of two up to 16) can (see [`shared_layout`]).
+/// to its element size can (the storage is then exactly the array's bytes).
 pub fn can_share(addr: usize, itemsize: usize) -> bool {
-    itemsize > 0
-        && itemsize <= ratten_core::allocator::ALIGNMENT
-        && ratten_core::allocator::ALIGNMENT.is_multiple_of(itemsize)
-        && addr.is_multiple_of(itemsize)
-}
-
-/// How a numpy buffer of `span` bytes at `addr` becomes a storage: ratten's storages start at
-/// an `ALIGNMENT`-aligned address, so the storage starts at `addr` rounded down to it and the
-/// tensor at an element offset into it. Returns (storage start, storage bytes, element
-/// offset). The bytes before `addr` are not the array's; the binding refuses views that reach
-/// them (`as_strided` with a smaller offset).
-pub fn shared_layout(addr: usize, span: usize, itemsize: usize) -> (usize, usize, i64) {
-    let base = addr - addr % ratten_core::allocator::ALIGNMENT;
-    let lead = addr - base;
-    (base, lead + span, (lead / itemsize) as i64)
+    itemsize > 0 && addr.is_multiple_of(itemsize)
 }
 
 #[cfg(test)]
@@ -283,7 +269,5 @@ mod tests {
         assert!(can_share(4, 4));
         assert!(!can_share(4, 8));
         assert!(!can_share(2, 0));
-        assert_eq!(shared_layout(128 + 16, 80, 8), (128, 96, 2));
-        assert_eq!(shared_layout(128, 8, 4), (128, 8, 0));
     }
 }

@@ -198,8 +198,8 @@ fn to_numpy(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
         .unbind())
 }
 
-/// `ratten.from_numpy(a)`: a tensor sharing the array's memory when it is aligned as ratten's
-/// storages must be (64 bytes); otherwise a copy.
+/// `ratten.from_numpy(a)`: a tensor sharing the array's memory when it is aligned to its
+/// element size (the storage is exactly the array's bytes); otherwise a copy.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
     let np = numpy_module(py)?;
@@ -220,34 +220,21 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
     let (addr, _readonly): (usize, bool) = iface.get_item("data")?.extract()?;
     let span = data::span_bytes(&sizes, &strides, itemsize) as usize;
     if span > 0 && data::can_share(addr, itemsize as usize) {
-        let (base, nbytes, offset) = data::shared_layout(addr, span, itemsize as usize);
         let keep: Py<PyAny> = arr.clone().unbind();
-        let ptr = NonNull::new(base as *mut u8)
+        let ptr = NonNull::new(addr as *mut u8)
             .ok_or_else(|| PyValueError::new_err("numpy array has a null data pointer"))?;
-        register_foreign(base, addr);
         // SAFETY: numpy's buffer is valid for `span` bytes from `addr` (the extent of its
-        // strides) and initialised (numpy hands out no uninitialised memory to Python code
-        // that reads it). The storage starts at `base` (`addr` rounded down to ALIGNMENT, in
-        // the same page, so mapped); the bytes in [base, addr) are not the array's and no
-        // view reaches them: the tensor starts at element offset (addr - base) / itemsize,
-        // every op's views stay at or after their base's offset, and the binding's
-        // `as_strided` refuses smaller offsets on registered buffers (`check_foreign`). The
-        // deleter drops our reference to the array, which keeps the buffer alive until then.
-        // Python code may still write the array concurrently, as with torch.from_numpy.
-        let dp = unsafe {
-            DataPtr::from_raw(
-                ptr,
-                nbytes,
-                move |_, _| {
-                    unregister_foreign(base);
-                    drop(keep)
-                },
-                false,
-                Device::CPU,
-            )
-        };
-        let storage = Storage::from_data_ptr(dp, nbytes, Device::CPU).py()?;
-        let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, offset).py()?;
+        // non-negative strides, checked above) and initialised (numpy hands out no
+        // uninitialised memory to Python code that reads it). The storage is exactly those
+        // bytes, so no view can reach memory that is not the array's; `addr` is aligned to
+        // the element size (`can_share`), and the core refuses any dtype needing more
+        // (`Storage::alignment`). The deleter drops our reference to the array, which keeps
+        // the buffer alive until then. Python code may still write the array concurrently,
+        // as with torch.from_numpy.
+        let dp =
+            unsafe { DataPtr::from_raw(ptr, span, move |_, _| drop(keep), false, Device::CPU) };
+        let storage = Storage::from_data_ptr(dp, span, Device::CPU).py()?;
+        let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, 0).py()?;
         return wrap(py, Tensor::from_base(t));
     }
     // Unaligned (or empty): copy the bytes in C order.
@@ -388,53 +375,6 @@ fn tensor(
     let st = dtype.unwrap_or_else(|| data::infer_dtype(&flat.values));
     let t = data::tensor_from_scalars(&flat.values, &flat.sizes, st).py()?;
     wrap(py, t)
-}
-
-/// Storages made over numpy buffers that start before the array's first byte: storage start
-/// address -> the array's first byte.
-static FOREIGN: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
-
-fn register_foreign(base: usize, first: usize) {
-    if first > base {
-        if let Ok(mut v) = FOREIGN.lock() {
-            v.push((base, first));
-        }
-    }
-}
-
-fn unregister_foreign(base: usize) {
-    if let Ok(mut v) = FOREIGN.lock() {
-        if let Some(i) = v.iter().position(|(b, _)| *b == base) {
-            v.swap_remove(i);
-        }
-    }
-}
-
-/// Refuses a view of `t`'s storage at element `offset` that would start before the numpy
-/// array the storage was made over (the bytes before it belong to someone else).
-fn check_foreign(t: &Tensor, offset: i64) -> PyResult<()> {
-    let Ok(v) = FOREIGN.lock() else {
-        return Ok(());
-    };
-    if v.is_empty() || !t.device().is_cpu() {
-        return Ok(());
-    }
-    let g = ratten_core::TensorAccess::read(t.base()).py()?;
-    let Some(p) = g.input(0).py()?.raw_data_ptr() else {
-        return Ok(());
-    };
-    let esize = t.element_size();
-    let start = (p.as_ptr() as usize).wrapping_sub(t.storage_offset() as usize * esize);
-    if let Some((_, first)) = v.iter().find(|(b, _)| *b == start) {
-        let min = ((first - start) / esize) as i64;
-        if offset < min {
-            return Err(PyRuntimeError::new_err(format!(
-                "as_strided: storage_offset {offset} is before the start of the numpy array this \
-                 tensor shares (element {min} of its storage)"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Factory schemas (torch's Python signatures of them); parsed with the argument parser.
@@ -920,7 +860,6 @@ impl PyTensor {
         stride: Vec<i64>,
         storage_offset: Option<i64>,
     ) -> PyResult<Py<PyTensor>> {
-        check_foreign(&self.t, storage_offset.unwrap_or(self.t.storage_offset()))?;
         wrap(py, self.t.as_strided(&size, &stride, storage_offset).py()?)
     }
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
