@@ -147,9 +147,6 @@ pub fn lerp_scalar(
     weight: &Scalar,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     (LERP_SCALAR_STUB.get(iter.device_type())?)(iter, weight)
 }
 
@@ -179,9 +176,6 @@ pub fn lerp_tensor(
     _weight: &Tensor,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     (LERP_TENSOR_STUB.get(iter.device_type())?)(iter)
 }
 
@@ -210,9 +204,6 @@ pub fn addcmul_out(
     value: &Scalar,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     (ADDCMUL_STUB.get(iter.device_type())?)(iter, value)
 }
 
@@ -246,9 +237,6 @@ pub fn addcdiv_out(
     value: &Scalar,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     (ADDCDIV_STUB.get(iter.device_type())?)(iter, value)
 }
 

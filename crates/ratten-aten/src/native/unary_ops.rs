@@ -211,9 +211,6 @@ pub fn clamp_out(
     max: Option<&Scalar>,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     (CLAMP_SCALAR_STUB.get(iter.device_type())?)(iter, min, max)
 }
 
@@ -256,9 +253,6 @@ pub fn clamp_tensor_out(
     max: Option<&Tensor>,
     _out: &Tensor,
 ) -> Result<()> {
-    if iter.is_meta() {
-        return Ok(());
-    }
     match (min.is_some(), max.is_some()) {
         (true, true) => (CLAMP_STUB.get(iter.device_type())?)(iter),
         (true, false) => (MAXIMUM_STUB.get(iter.device_type())?)(iter),

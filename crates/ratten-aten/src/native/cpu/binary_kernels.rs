@@ -265,8 +265,14 @@ fn int_div_loop<I: Isa, M: IntDiv>(
     Ok(())
 }
 
+/// Runs `$body` with `$M` bound to the integer type of `$dt` (PyTorch's
+/// AT_DISPATCH_INTEGRAL_TYPES); `bits_dispatch!` and `real_dispatch!` add their arms through
+/// the `@or` form, which hands every other dtype to `$fallback`.
 macro_rules! int_dispatch {
     ($dt:expr, $name:expr, $M:ident => $body:expr) => {
+        int_dispatch!(@or $dt, $M => $body, other => Err(not_implemented($name, other)))
+    };
+    (@or $dt:expr, $M:ident => $body:expr, $rest:ident => $fallback:expr) => {
         match $dt {
             ScalarType::Byte => {
                 type $M = u8;
@@ -288,10 +294,11 @@ macro_rules! int_dispatch {
                 type $M = i64;
                 $body
             }
-            other => Err(not_implemented($name, other)),
+            $rest => $fallback,
         }
     };
 }
+pub(crate) use int_dispatch;
 
 fn div_trunc_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
@@ -357,29 +364,10 @@ macro_rules! real {
 real!(u8: |_| false, i8: |_| false, i16: |_| false, i32: |_| false, i64: |_| false,
       bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan());
 
+/// `$dt`'s opmath type: integers, bool, float and double (no complex).
 macro_rules! real_dispatch {
     ($dt:expr, $name:expr, $M:ident => $body:expr) => {
-        match super::opmath_dtype($dt) {
-            ScalarType::Byte => {
-                type $M = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $M = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $M = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $M = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $M = i64;
-                $body
-            }
+        $crate::native::cpu::binary_kernels::int_dispatch!(@or super::opmath_dtype($dt), $M => $body, other => match other {
             ScalarType::Bool => {
                 type $M = bool;
                 $body
@@ -393,7 +381,7 @@ macro_rules! real_dispatch {
                 $body
             }
             _ => Err(not_implemented($name, $dt)),
-        }
+        })
     };
 }
 pub(crate) use real_dispatch;
@@ -522,35 +510,16 @@ macro_rules! bits {
 }
 bits!(u8, i8, i16, i32, i64, bool);
 
+/// Integers and bool (PyTorch's AT_DISPATCH_INTEGRAL_TYPES_AND(kBool)).
 macro_rules! bits_dispatch {
     ($dt:expr, $name:expr, $M:ident => $body:expr) => {
-        match $dt {
-            ScalarType::Byte => {
-                type $M = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $M = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $M = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $M = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $M = i64;
-                $body
-            }
+        $crate::native::cpu::binary_kernels::int_dispatch!(@or $dt, $M => $body, other => match other {
             ScalarType::Bool => {
                 type $M = bool;
                 $body
             }
             other => Err(not_implemented($name, other)),
-        }
+        })
     };
 }
 pub(crate) use bits_dispatch;
