@@ -279,22 +279,23 @@ impl MetaBase for StructuredFunctional {
     }
 }
 
-/// The state shared by the in-place and out= wrappers: the given outputs and their proxies.
-struct GivenOutputs {
-    outputs: OutVec<Tensor>,
+/// The state shared by the in-place and out= wrappers: the given outputs (borrowed from the
+/// caller: no refcount traffic per call) and their proxies.
+struct GivenOutputs<'a> {
+    outputs: OutVec<&'a Tensor>,
     proxies: OutVec<Option<Tensor>>,
 }
 
-impl GivenOutputs {
-    fn new(outputs: &[&Tensor]) -> Self {
+impl<'a> GivenOutputs<'a> {
+    fn new(outputs: &[&'a Tensor]) -> Self {
         GivenOutputs {
-            outputs: outputs.iter().map(|t| (*t).clone()).collect(),
+            outputs: outputs.iter().copied().collect(),
             proxies: std::iter::repeat_n(None, outputs.len()).collect(),
         }
     }
     fn output(&self, idx: usize) -> Result<&Tensor> {
         check_idx(idx, self.outputs.len())?;
-        Ok(self.proxies[idx].as_ref().unwrap_or(&self.outputs[idx]))
+        Ok(self.proxies[idx].as_ref().unwrap_or(self.outputs[idx]))
     }
     fn maybe_proxy(
         &mut self,
@@ -303,7 +304,7 @@ impl GivenOutputs {
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
-        if let Some(p) = maybe_create_proxy(&self.outputs[idx], sizes, strides, options)? {
+        if let Some(p) = maybe_create_proxy(self.outputs[idx], sizes, strides, options)? {
             self.proxies[idx] = Some(p);
         }
         Ok(())
@@ -321,12 +322,12 @@ impl GivenOutputs {
 
 /// The in-place wrapper: checks the computed outputs against `self` (torchgen's
 /// `check_inplace`), with a proxy when `set_output_strided` asks for other strides.
-pub struct StructuredInplace {
-    given: GivenOutputs,
+pub struct StructuredInplace<'a> {
+    given: GivenOutputs<'a>,
 }
 
-impl StructuredInplace {
-    pub fn new(outputs: &[&Tensor]) -> Self {
+impl<'a> StructuredInplace<'a> {
+    pub fn new(outputs: &[&'a Tensor]) -> Self {
         StructuredInplace {
             given: GivenOutputs::new(outputs),
         }
@@ -341,7 +342,7 @@ impl StructuredInplace {
     }
 }
 
-impl MetaBase for StructuredInplace {
+impl MetaBase for StructuredInplace<'_> {
     fn set_output_raw_strided(
         &mut self,
         idx: usize,
@@ -350,7 +351,7 @@ impl MetaBase for StructuredInplace {
         options: TensorOptions,
     ) -> Result<()> {
         check_idx(idx, self.given.outputs.len())?;
-        check_inplace(&self.given.outputs[idx], sizes, options)
+        check_inplace(self.given.outputs[idx], sizes, options)
     }
     fn set_output_strided(
         &mut self,
@@ -372,12 +373,12 @@ impl MetaBase for StructuredInplace {
 
 /// The out= wrapper: resizes `out` when its shape differs (torchgen's `resize_out`), with a
 /// proxy when `set_output_strided` asks for strides `out` does not have.
-pub struct StructuredOut {
-    given: GivenOutputs,
+pub struct StructuredOut<'a> {
+    given: GivenOutputs<'a>,
 }
 
-impl StructuredOut {
-    pub fn new(outputs: &[&Tensor]) -> Self {
+impl<'a> StructuredOut<'a> {
+    pub fn new(outputs: &[&'a Tensor]) -> Self {
         StructuredOut {
             given: GivenOutputs::new(outputs),
         }
@@ -392,7 +393,7 @@ impl StructuredOut {
     }
 }
 
-impl MetaBase for StructuredOut {
+impl MetaBase for StructuredOut<'_> {
     fn set_output_raw_strided(
         &mut self,
         idx: usize,
@@ -401,7 +402,7 @@ impl MetaBase for StructuredOut {
         options: TensorOptions,
     ) -> Result<()> {
         check_idx(idx, self.given.outputs.len())?;
-        resize_out(&self.given.outputs[idx], sizes, strides, options)
+        resize_out(self.given.outputs[idx], sizes, strides, options)
     }
     fn set_output_strided(
         &mut self,

@@ -330,8 +330,17 @@ enum FastSetupType {
 }
 
 /// `TensorIteratorBase`: the built iterator.
+///
+/// The state is boxed: a structured kernel's meta function returns the iterator through
+/// several layers (build, the op's meta, the generated wrapper), and moving ~600 bytes at each
+/// costs more than one small allocation (see Note [Small-op latency] in ARCHITECTURE.md).
 #[derive(Clone, Debug)]
 pub struct TensorIteratorBase {
+    s: Box<IterState>,
+}
+
+#[derive(Clone, Debug)]
+struct IterState {
     operands: OpVec<OperandInfo>,
     num_outputs: usize,
     shape: DimVec,
@@ -543,22 +552,27 @@ impl SharedPtrs {
 
 impl TensorIteratorBase {
     /// `TensorIteratorBase::build(config)`.
-    pub fn build(config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
+    pub fn build(mut config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
         let mut it = TensorIteratorBase {
-            operands: OpVec::new(),
-            num_outputs: config.num_outputs,
-            shape: DimVec::new(),
-            perm: DimVec::new(),
-            has_coalesced_dimensions: false,
-            common_dtype: None,
-            common_device: Device::CPU,
-            all_ops_same_shape: false,
-            all_ops_are_scalars: false,
-            is_reduction: config.is_reduction,
-            is_meta: false,
-            metas: OpVec::new(),
+            s: Box::new(IterState {
+                operands: OpVec::new(),
+                num_outputs: config.num_outputs,
+                shape: DimVec::new(),
+                perm: DimVec::new(),
+                has_coalesced_dimensions: false,
+                common_dtype: None,
+                common_device: Device::CPU,
+                all_ops_same_shape: false,
+                all_ops_are_scalars: false,
+                is_reduction: config.is_reduction,
+                is_meta: false,
+                metas: OpVec::new(),
+            }),
         };
-        it.populate_operands(&config);
+        it.populate_operands(&mut config);
+        if it.trivial_build(&config, sink)? {
+            return Ok(it);
+        }
         it.mark_outputs();
         it.compute_mem_overlaps(&config)?;
         it.compute_shape(&config)?;
@@ -568,12 +582,12 @@ impl TensorIteratorBase {
             it.compute_strides();
             it.reorder_dimensions(&config);
             it.allocate_or_resize_outputs(sink)?;
-            if !it.is_meta {
+            if !it.s.is_meta {
                 it.coalesce_dimensions();
             }
         }
         // Every operand exists now (its snapshot was refreshed when an output was set).
-        if it.metas.iter().any(Option::is_none) {
+        if it.s.metas.iter().any(Option::is_none) {
             return Err(Error::runtime(
                 "TensorIterator: an output was not allocated by the output sink",
             ));
@@ -581,31 +595,148 @@ impl TensorIteratorBase {
         Ok(it)
     }
 
-    fn populate_operands(&mut self, config: &TensorIteratorConfig) {
-        for (i, t) in config.tensors.iter().enumerate() {
-            let op = OperandInfo::new(t.clone(), config.is_const[i]);
+    /// Moves the operands out of the config (the build owns them; no extra refcounts).
+    fn populate_operands(&mut self, config: &mut TensorIteratorConfig) {
+        for (i, t) in std::mem::take(&mut config.tensors).into_iter().enumerate() {
             if t.as_ref().is_some_and(|t| t.is_meta()) {
-                self.is_meta = true;
+                self.s.is_meta = true;
             }
-            self.operands.push(op);
-            self.metas.push(t.as_ref().map(|t| t.meta_arc()));
+            self.s.metas.push(t.as_ref().map(|t| t.meta_arc()));
+            self.s
+                .operands
+                .push(OperandInfo::new(t, config.is_const[i]));
         }
     }
 
+    /// Note [TensorIterator trivial build]: the common case of a small op is one output and
+    /// CPU inputs of one dtype and one shape, all contiguous, with the output either undefined
+    /// or of that shape and dtype and not sharing memory with an input (other than being the
+    /// same tensor, as in-place ops are). For it, every step of the general pipeline has a
+    /// known answer: no overlap can exist (a contiguous tensor has no internal overlap;
+    /// distinct storages cannot overlap), the shape is the common shape, nothing is resized,
+    /// the common dtype is the inputs' dtype (PyTorch's result_type of equal dtypes, unless
+    /// every operand is 0-dim and one is a wrapped number, or integers are promoted to float:
+    /// those take the general path), and the fast setup is `Contiguous`. This computes those
+    /// answers directly from the snapshots and returns false, changing nothing, for anything
+    /// else. `tensor_iterator::tests` checks that both paths build the same iterator.
+    fn trivial_build(
+        &mut self,
+        config: &TensorIteratorConfig,
+        sink: &mut dyn MetaBase,
+    ) -> Result<bool> {
+        #[cfg(test)]
+        if tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
+            return Ok(false);
+        }
+        let s = &mut *self.s;
+        let n = s.operands.len();
+        if s.num_outputs != 1
+            || n < 2
+            || s.is_meta
+            || s.is_reduction
+            || config.static_shape.is_some()
+            || config.static_device.is_some()
+        {
+            return Ok(false);
+        }
+        let Some(first) = s.metas[1].as_deref() else {
+            return Ok(false);
+        };
+        let Some(dtype) = s.operands[1].current_dtype else {
+            return Ok(false);
+        };
+        let sizes = first.sizes();
+        let mut any_wrapped = false;
+        for k in 1..n {
+            let (op, m) = (&s.operands[k], s.metas[k].as_deref());
+            let Some(m) = m else { return Ok(false) };
+            if op.current_dtype != Some(dtype)
+                || op.device != Some(Device::CPU)
+                || m.sizes() != sizes
+                || !m.is_contiguous()
+            {
+                return Ok(false);
+            }
+            any_wrapped |= op.tensor.as_ref().is_some_and(|t| t.is_wrapped_number());
+        }
+        if (sizes.is_empty() && any_wrapped && config.promote_inputs_to_common_dtype)
+            || (config.promote_integer_inputs_to_float && dtype.is_integral(true))
+        {
+            return Ok(false);
+        }
+        let mut read_write = false;
+        if let (Some(out), Some(om)) = (&s.operands[0].tensor, s.metas[0].as_deref()) {
+            if s.operands[0].current_dtype != Some(dtype)
+                || s.operands[0].device != Some(Device::CPU)
+                || om.sizes() != sizes
+                || !om.is_contiguous()
+            {
+                return Ok(false);
+            }
+            let out_storage = om.storage();
+            for k in 1..n {
+                let input = s.operands[k].tensor.as_ref().expect("inputs are defined");
+                if input.is_same(out) {
+                    read_write = true;
+                } else if config.check_mem_overlap
+                    && s.metas[k]
+                        .as_deref()
+                        .is_some_and(|m| m.storage().is_alias_of(out_storage))
+                {
+                    // Shared memory: the general path decides between full and partial overlap.
+                    return Ok(false);
+                }
+            }
+        }
+        let out_dtype = match s.operands[0].tensor {
+            Some(_) => dtype,
+            None => config.static_dtype.unwrap_or(dtype),
+        };
+        let shape = DimVec::from_slice(sizes);
+        let numel: i64 = shape.iter().product();
+        s.common_dtype = Some(dtype);
+        s.common_device = Device::CPU;
+        s.all_ops_same_shape = true;
+        s.all_ops_are_scalars = shape.is_empty();
+        let out = &mut s.operands[0];
+        out.is_output = true;
+        out.is_read_write = read_write;
+        out.target_dtype = Some(out_dtype);
+        out.device = Some(Device::CPU);
+        self.set_output(sink, 0, &shape, &[])?;
+        #[cfg(test)]
+        tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
+        let s = &mut *self.s;
+        if shape.len() > 1 {
+            s.has_coalesced_dimensions = true;
+        }
+        if shape.is_empty() {
+            s.shape = shape;
+        } else {
+            s.shape = DimVec::from_slice(&[numel]);
+            s.perm = DimVec::from_slice(&[0]);
+            for op in s.operands.iter_mut() {
+                let es = op.current_dtype.map_or(1, |d| d.element_size());
+                op.stride_bytes = DimVec::from_slice(&[es as i64]);
+            }
+        }
+        Ok(true)
+    }
+
     fn mark_outputs(&mut self) {
-        for i in 0..self.num_outputs {
-            self.operands[i].is_output = true;
-            let Some(out) = self.operands[i].tensor.clone() else {
+        for i in 0..self.s.num_outputs {
+            self.s.operands[i].is_output = true;
+            let Some(out) = self.s.operands[i].tensor.clone() else {
                 continue;
             };
             // An input that is the same tensor as an output makes it read-write.
-            for j in self.num_outputs..self.operands.len() {
-                if self.operands[j]
+            for j in self.s.num_outputs..self.s.operands.len() {
+                if self.s.operands[j]
                     .tensor
                     .as_ref()
                     .is_some_and(|t| t.is_same(&out))
                 {
-                    self.operands[i].is_read_write = true;
+                    self.s.operands[i].is_read_write = true;
                 }
             }
         }
@@ -615,13 +746,13 @@ impl TensorIteratorBase {
         if !config.check_mem_overlap {
             return Ok(());
         }
-        for i in 0..self.num_outputs {
-            let Some(out) = &self.operands[i].tensor else {
+        for i in 0..self.s.num_outputs {
+            let Some(out) = &self.s.operands[i].tensor else {
                 continue;
             };
             overlap::assert_no_internal_overlap(out)?;
-            for j in self.num_outputs..self.operands.len() {
-                let input = self.operands[j]
+            for j in self.s.num_outputs..self.s.operands.len() {
+                let input = self.s.operands[j]
                     .tensor
                     .as_ref()
                     .expect("inputs are defined");
@@ -635,14 +766,14 @@ impl TensorIteratorBase {
 
     fn compute_shape(&mut self, config: &TensorIteratorConfig) -> Result<()> {
         if let Some(s) = &config.static_shape {
-            self.shape = DimVec::from_slice(s);
+            self.s.shape = DimVec::from_slice(s);
             return Ok(());
         }
-        self.all_ops_same_shape = true;
+        self.s.all_ops_same_shape = true;
         let mut has_scalars = false;
         let mut has_tensors = false;
         let mut first = true;
-        for (op, m) in self.operands.iter().zip(&self.metas) {
+        for (op, m) in self.s.operands.iter().zip(&self.s.metas) {
             let Some(m) = m else { continue };
             // Outputs being resized do not take part in the shape ("This preserves the legacy
             // behavior where torch.add(..., out=dst) resizes the destination tensor").
@@ -656,17 +787,17 @@ impl TensorIteratorBase {
                 has_tensors = true;
             }
             if has_scalars && has_tensors {
-                self.all_ops_same_shape = false;
+                self.s.all_ops_same_shape = false;
             }
             if first {
-                self.shape = DimVec::from_slice(sizes);
+                self.s.shape = DimVec::from_slice(sizes);
                 first = false;
-            } else if self.shape.as_slice() != sizes {
-                self.all_ops_same_shape = false;
-                self.shape = infer_size(&self.shape, sizes)?;
+            } else if self.s.shape.as_slice() != sizes {
+                self.s.all_ops_same_shape = false;
+                self.s.shape = infer_size(&self.s.shape, sizes)?;
             }
         }
-        self.all_ops_are_scalars = !has_tensors;
+        self.s.all_ops_are_scalars = !has_tensors;
         Ok(())
     }
 
@@ -674,21 +805,21 @@ impl TensorIteratorBase {
         if config.static_shape.is_some() {
             return Ok(());
         }
-        for i in 0..self.num_outputs {
-            let op = &mut self.operands[i];
-            let Some(m) = &self.metas[i] else { continue };
+        for i in 0..self.s.num_outputs {
+            let op = &mut self.s.operands[i];
+            let Some(m) = &self.s.metas[i] else { continue };
             let sizes = m.sizes();
-            if sizes != self.shape.as_slice() {
+            if sizes != self.s.shape.as_slice() {
                 if config.resize_outputs && !op.is_read_write {
                     op.will_resize = true;
                     continue;
                 }
                 // For reductions, output size does not match the shape: that is fine.
-                if !self.is_reduction {
+                if !self.s.is_reduction {
                     return Err(Error::runtime(format!(
                         "output with shape {} doesn't match the broadcast shape {}",
                         fmt_sizes(sizes),
-                        fmt_sizes(&self.shape)
+                        fmt_sizes(&self.s.shape)
                     )));
                 }
             }
@@ -698,7 +829,7 @@ impl TensorIteratorBase {
 
     fn compute_common_dtype(&self) -> Option<ScalarType> {
         let mut state = ResultTypeState::default();
-        for op in &self.operands[self.num_outputs..] {
+        for op in &self.s.operands[self.s.num_outputs..] {
             if let Some(t) = &op.tensor {
                 update_result_type_state(t, &mut state);
             }
@@ -714,7 +845,7 @@ impl TensorIteratorBase {
         let mut has_different_output_dtypes = false;
         let mut has_undefined_outputs = false;
 
-        for op in self.operands.iter_mut() {
+        for op in self.s.operands.iter_mut() {
             if op.target_dtype.is_none() {
                 // An undefined output: its dtype is static or inferred below.
                 if let Some(d) = config.static_dtype {
@@ -756,7 +887,7 @@ impl TensorIteratorBase {
                 || has_different_output_dtypes
                 || (common_dtype != output_dtype && output_dtype.is_some()))
         {
-            for op in &self.operands {
+            for op in &self.s.operands {
                 if op.tensor.is_none() {
                     continue;
                 }
@@ -776,16 +907,16 @@ impl TensorIteratorBase {
             && !config.cast_common_dtype_to_outputs
             && !config.enforce_safe_casting_to_output
         {
-            self.common_dtype = if has_different_input_dtypes {
+            self.s.common_dtype = if has_different_input_dtypes {
                 None
             } else {
                 common_dtype
             };
-            self.common_device = common_device;
+            self.s.common_device = common_device;
             return Ok(());
         }
 
-        if (has_different_input_dtypes || self.all_ops_are_scalars)
+        if (has_different_input_dtypes || self.s.all_ops_are_scalars)
             && config.promote_inputs_to_common_dtype
         {
             common_dtype = self.compute_common_dtype();
@@ -806,12 +937,12 @@ impl TensorIteratorBase {
                 ));
             }
         }
-        self.common_dtype = common_dtype;
-        self.common_device = common_device;
+        self.s.common_dtype = common_dtype;
+        self.s.common_device = common_device;
 
         let max_cpu_scalars = usize::from(config.allow_cpu_scalars);
         let mut cpu_scalars = 0usize;
-        for op in self.operands.iter_mut() {
+        for op in self.s.operands.iter_mut() {
             let type_defined = op.target_dtype.is_some();
             let device_defined = op.device.is_some();
             if !type_defined {
@@ -862,13 +993,14 @@ impl TensorIteratorBase {
     }
 
     fn compute_fast_setup_type(&self, config: &TensorIteratorConfig) -> FastSetupType {
-        if self.is_reduction || !self.all_ops_same_shape {
+        if self.s.is_reduction || !self.s.all_ops_same_shape {
             return FastSetupType::None;
         }
         let all_contiguous = self
+            .s
             .operands
             .iter()
-            .zip(&self.metas)
+            .zip(&self.s.metas)
             .filter(|(op, _)| !op.will_resize)
             .all(|(_, m)| m.as_ref().is_none_or(|m| m.is_contiguous()));
         if config.enforce_linear_iteration {
@@ -882,6 +1014,7 @@ impl TensorIteratorBase {
             return FastSetupType::Contiguous;
         }
         let defined: OpVec<&TensorBase> = self
+            .s
             .operands
             .iter()
             .filter(|op| !op.will_resize)
@@ -919,7 +1052,7 @@ impl TensorIteratorBase {
         if setup == FastSetupType::None {
             return Ok(false);
         }
-        let shape = self.shape.clone();
+        let shape = self.s.shape.clone();
         match setup {
             FastSetupType::Contiguous | FastSetupType::ChannelsLast => {
                 let strides: DimVec = if setup == FastSetupType::Contiguous {
@@ -927,36 +1060,37 @@ impl TensorIteratorBase {
                 } else {
                     channels_last_strides(&shape)
                 };
-                for i in 0..self.num_outputs {
+                for i in 0..self.s.num_outputs {
                     self.set_output(sink, i, &shape, &strides)?;
                 }
             }
             FastSetupType::NonOverlappingDense => {
                 // Outputs take the strides of the last defined input (searched from the back).
                 let strides = self
+                    .s
                     .operands
                     .iter()
                     .rev()
                     .find(|op| op.tensor.is_some() && !op.is_output)
-                    .or_else(|| self.operands.iter().rev().find(|op| op.tensor.is_some()))
+                    .or_else(|| self.s.operands.iter().rev().find(|op| op.tensor.is_some()))
                     .and_then(|op| op.tensor.as_ref())
                     .map(|t| t.strides())
                     .unwrap_or_default();
-                for i in 0..self.num_outputs {
+                for i in 0..self.s.num_outputs {
                     self.set_output(sink, i, &shape, &strides)?;
                 }
             }
             FastSetupType::None => unreachable!("handled above"),
         }
         // Collapse to one dimension.
-        let numel: i64 = self.shape.iter().product();
-        if self.shape.len() > 1 {
-            self.has_coalesced_dimensions = true;
+        let numel: i64 = self.s.shape.iter().product();
+        if self.s.shape.len() > 1 {
+            self.s.has_coalesced_dimensions = true;
         }
-        if !self.shape.is_empty() {
-            self.shape = DimVec::from_slice(&[numel]);
-            self.perm = DimVec::from_slice(&[0]);
-            for op in self.operands.iter_mut() {
+        if !self.s.shape.is_empty() {
+            self.s.shape = DimVec::from_slice(&[numel]);
+            self.s.perm = DimVec::from_slice(&[0]);
+            for op in self.s.operands.iter_mut() {
                 let es = op
                     .current_dtype
                     .or(op.target_dtype)
@@ -975,7 +1109,7 @@ impl TensorIteratorBase {
         sizes: &[i64],
         strides: &[i64],
     ) -> Result<()> {
-        let op = &self.operands[i];
+        let op = &self.s.operands[i];
         // A given output is announced with its own dtype (PyTorch's `original_options(op)`);
         // a new one with the target dtype.
         let dtype = match &op.tensor {
@@ -986,9 +1120,9 @@ impl TensorIteratorBase {
         };
         let device = match &op.tensor {
             Some(t) => t.device(),
-            None => op.device.unwrap_or(self.common_device),
+            None => op.device.unwrap_or(self.s.common_device),
         };
-        let own_sizes = match (&self.metas[i], op.will_resize) {
+        let own_sizes = match (&self.s.metas[i], op.will_resize) {
             // A defined output that keeps its shape is passed with its own sizes (the
             // structured wrapper checks it).
             (Some(m), false) => Some(m.clone()),
@@ -1007,11 +1141,11 @@ impl TensorIteratorBase {
                     "TensorIterator: output {i} was not created by set_output"
                 ))
             })?;
-        let op = &mut self.operands[i];
+        let op = &mut self.s.operands[i];
         if op.tensor.is_none() {
             op.current_dtype = Some(t.dtype());
         }
-        self.metas[i] = Some(t.meta_arc());
+        self.s.metas[i] = Some(t.meta_arc());
         op.tensor = Some(t);
         if op.current_dtype.is_none() {
             op.current_dtype = op.target_dtype;
@@ -1021,8 +1155,8 @@ impl TensorIteratorBase {
 
     /// `compute_strides`: byte strides aligned to the broadcast shape (0 for broadcast dims).
     fn compute_strides(&mut self) {
-        let ndim = self.shape.len();
-        for op in self.operands.iter_mut() {
+        let ndim = self.s.shape.len();
+        for op in self.s.operands.iter_mut() {
             let Some(t) = &op.tensor else { continue };
             if op.will_resize {
                 continue;
@@ -1033,7 +1167,7 @@ impl TensorIteratorBase {
             let offset = ndim - sizes.len();
             let mut sb = DimVec::from_elem(0, ndim);
             for i in 0..sizes.len() {
-                sb[offset + i] = if sizes[i] == 1 && self.shape[offset + i] != 1 {
+                sb[offset + i] = if sizes[i] == 1 && self.s.shape[offset + i] != 1 {
                     0
                 } else {
                     strides[i] * es
@@ -1046,8 +1180,8 @@ impl TensorIteratorBase {
     /// `reorder_dimensions`: fastest-moving dimension first (by the inputs' strides, in the
     /// order they were added), so outputs follow the layout of the first input.
     fn reorder_dimensions(&mut self, config: &TensorIteratorConfig) {
-        let ndim = self.shape.len();
-        self.perm = (0..ndim).rev().map(|d| d as i64).collect();
+        let ndim = self.s.shape.len();
+        self.s.perm = (0..ndim).rev().map(|d| d as i64).collect();
         if config.enforce_linear_iteration || ndim <= 1 {
             if ndim > 1 {
                 self.permute_dimensions();
@@ -1056,13 +1190,13 @@ impl TensorIteratorBase {
         }
         // should_swap(dim0, dim1): 1 = swap, -1 = keep, 0 = ambiguous.
         let should_swap = |it: &Self, dim0: usize, dim1: usize| -> i32 {
-            for op in &it.operands {
+            for op in &it.s.operands {
                 if op.tensor.is_none() || op.will_resize {
                     continue;
                 }
                 let s0 = op.stride_bytes[dim0];
                 let s1 = op.stride_bytes[dim1];
-                if it.is_reduction && op.is_output {
+                if it.s.is_reduction && op.is_output {
                     // Reduced dimensions move to the front.
                     if (s0 == 0) != (s1 == 0) {
                         return if s1 == 0 { 1 } else { -1 };
@@ -1077,7 +1211,7 @@ impl TensorIteratorBase {
                 if s0 > s1 {
                     return 1;
                 }
-                if it.shape[dim0] > it.shape[dim1] {
+                if it.s.shape[dim0] > it.s.shape[dim1] {
                     return 1;
                 }
             }
@@ -1090,11 +1224,11 @@ impl TensorIteratorBase {
             while dim0 >= 0 {
                 let c = should_swap(
                     self,
-                    self.perm[dim0 as usize] as usize,
-                    self.perm[dim1] as usize,
+                    self.s.perm[dim0 as usize] as usize,
+                    self.s.perm[dim1] as usize,
                 );
                 if c > 0 {
-                    self.perm.swap(dim0 as usize, dim1);
+                    self.s.perm.swap(dim0 as usize, dim1);
                     dim1 = dim0 as usize;
                 } else if c < 0 {
                     break;
@@ -1107,10 +1241,10 @@ impl TensorIteratorBase {
 
     /// Applies `perm` to the shape and every operand's strides.
     fn permute_dimensions(&mut self) {
-        let perm = self.perm.clone();
+        let perm = self.s.perm.clone();
         let apply = |v: &DimVec| -> DimVec { perm.iter().map(|&p| v[p as usize]).collect() };
-        self.shape = apply(&self.shape);
-        for op in self.operands.iter_mut() {
+        self.s.shape = apply(&self.s.shape);
+        for op in self.s.operands.iter_mut() {
             if op.stride_bytes.len() == perm.len() {
                 op.stride_bytes = apply(&op.stride_bytes);
             }
@@ -1120,7 +1254,7 @@ impl TensorIteratorBase {
     /// `invert_perm`: from iteration order back to the tensor's dimension order.
     fn invert_perm(&self, input: &[i64]) -> DimVec {
         let mut res = DimVec::from_elem(0, input.len());
-        for (dim, &p) in self.perm.iter().enumerate() {
+        for (dim, &p) in self.s.perm.iter().enumerate() {
             res[p as usize] = input[dim];
         }
         res
@@ -1128,9 +1262,9 @@ impl TensorIteratorBase {
 
     /// `allocate_or_resize_outputs`.
     fn allocate_or_resize_outputs(&mut self, sink: &mut dyn MetaBase) -> Result<()> {
-        let ndim = self.shape.len();
-        for i in 0..self.num_outputs {
-            let op = &self.operands[i];
+        let ndim = self.s.shape.len();
+        for i in 0..self.s.num_outputs {
+            let op = &self.s.operands[i];
             if op.tensor.is_none() || op.will_resize {
                 let dtype = op.target_dtype.ok_or_else(|| {
                     Error::runtime("TensorIterator: output dtype could not be inferred")
@@ -1141,14 +1275,15 @@ impl TensorIteratorBase {
                 let mut next = es;
                 for d in 0..ndim {
                     stride_bytes[d] = next;
-                    next *= self.shape[d].max(1);
+                    next *= self.s.shape[d].max(1);
                 }
                 let inverted = self
+                    .s
                     .perm
                     .iter()
                     .enumerate()
                     .all(|(j, &p)| p as usize == ndim - j - 1);
-                let tensor_shape = self.invert_perm(&self.shape);
+                let tensor_shape = self.invert_perm(&self.s.shape);
                 if inverted {
                     self.set_output(sink, i, &tensor_shape, &[])?;
                 } else {
@@ -1158,7 +1293,7 @@ impl TensorIteratorBase {
                     }
                     self.set_output(sink, i, &tensor_shape, &tensor_stride)?;
                 }
-                let op = &mut self.operands[i];
+                let op = &mut self.s.operands[i];
                 let t = op.tensor.as_ref().expect("set_output adopted the tensor");
                 // The sink may have been given an out= tensor of another dtype (it keeps its
                 // dtype: the kernels cast into it); recompute its byte strides from the tensor.
@@ -1167,7 +1302,7 @@ impl TensorIteratorBase {
                 let tsz = t.sizes();
                 let mut sb = DimVec::from_elem(0, ndim);
                 for d in 0..ndim {
-                    let td = self.perm[d] as usize;
+                    let td = self.s.perm[d] as usize;
                     sb[d] = if tsz[td] == 1 { 0 } else { ts[td] * tes };
                 }
                 op.stride_bytes = sb;
@@ -1183,43 +1318,43 @@ impl TensorIteratorBase {
     /// `coalesce_dimensions`: merges adjacent dimensions that are contiguous with each other
     /// in every operand (`shape[n] * stride[n] == stride[n + 1]`, or a size-1 dimension).
     fn coalesce_dimensions(&mut self) {
-        let ndim = self.shape.len();
+        let ndim = self.s.shape.len();
         if ndim <= 1 {
             return;
         }
         let can_coalesce = |it: &Self, dim0: usize, dim1: usize| -> bool {
-            let (s0, s1) = (it.shape[dim0], it.shape[dim1]);
+            let (s0, s1) = (it.s.shape[dim0], it.s.shape[dim1]);
             if s0 == 1 || s1 == 1 {
                 return true;
             }
-            it.operands
+            it.s.operands
                 .iter()
                 .all(|op| s0 * op.stride_bytes[dim0] == op.stride_bytes[dim1])
         };
         let mut prev_dim = 0usize;
         for dim in 1..ndim {
             if can_coalesce(self, prev_dim, dim) {
-                if self.shape[prev_dim] == 1 {
-                    for op in self.operands.iter_mut() {
+                if self.s.shape[prev_dim] == 1 {
+                    for op in self.s.operands.iter_mut() {
                         op.stride_bytes[prev_dim] = op.stride_bytes[dim];
                     }
                 }
-                self.shape[prev_dim] *= self.shape[dim];
+                self.s.shape[prev_dim] *= self.s.shape[dim];
             } else {
                 prev_dim += 1;
                 if prev_dim != dim {
-                    for op in self.operands.iter_mut() {
+                    for op in self.s.operands.iter_mut() {
                         op.stride_bytes[prev_dim] = op.stride_bytes[dim];
                     }
-                    self.shape[prev_dim] = self.shape[dim];
+                    self.s.shape[prev_dim] = self.s.shape[dim];
                 }
             }
         }
-        self.shape.truncate(prev_dim + 1);
-        for op in self.operands.iter_mut() {
+        self.s.shape.truncate(prev_dim + 1);
+        for op in self.s.operands.iter_mut() {
             op.stride_bytes.truncate(prev_dim + 1);
         }
-        self.has_coalesced_dimensions = true;
+        self.s.has_coalesced_dimensions = true;
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1227,66 +1362,68 @@ impl TensorIteratorBase {
     // -----------------------------------------------------------------------------------------
 
     pub fn ndim(&self) -> usize {
-        self.shape.len()
+        self.s.shape.len()
     }
     /// The iteration shape (after reordering and coalescing: fastest dimension first).
     pub fn shape(&self) -> &[i64] {
-        &self.shape
+        &self.s.shape
     }
     pub fn numel(&self) -> i64 {
-        self.shape.iter().product()
+        self.s.shape.iter().product()
     }
     pub fn ntensors(&self) -> usize {
-        self.operands.len()
+        self.s.operands.len()
     }
     pub fn noutputs(&self) -> usize {
-        self.num_outputs
+        self.s.num_outputs
     }
     pub fn ninputs(&self) -> usize {
-        self.operands.len() - self.num_outputs
+        self.s.operands.len() - self.s.num_outputs
     }
     pub fn operand(&self, i: usize) -> &OperandInfo {
-        &self.operands[i]
+        &self.s.operands[i]
     }
     /// The byte strides of operand `arg` in iteration order.
     pub fn strides(&self, arg: usize) -> &[i64] {
-        &self.operands[arg].stride_bytes
+        &self.s.operands[arg].stride_bytes
     }
     /// The dtype operand `arg` holds (what a kernel reads or writes there).
     pub fn dtype(&self, arg: usize) -> ScalarType {
-        let op = &self.operands[arg];
+        let op = &self.s.operands[arg];
         op.current_dtype
             .or(op.target_dtype)
             .expect("every operand has a dtype after the build")
     }
     /// The dtype the op computes in (None when the inputs differ and no promotion was asked).
     pub fn common_dtype(&self) -> Option<ScalarType> {
-        self.common_dtype
+        self.s.common_dtype
     }
     /// `common_dtype()` or an error naming the op (for kernels that need one).
     pub fn computation_dtype(&self) -> Result<ScalarType> {
-        self.common_dtype
+        self.s
+            .common_dtype
             .ok_or_else(|| Error::runtime("TensorIterator: the inputs have no common dtype"))
     }
     pub fn input_dtype(&self, i: usize) -> ScalarType {
-        self.dtype(self.num_outputs + i)
+        self.dtype(self.s.num_outputs + i)
     }
     pub fn device(&self) -> Device {
-        self.common_device
+        self.s.common_device
     }
     /// The device type a DispatchStub selects its kernel by.
     pub fn device_type(&self) -> ratten_core::DeviceType {
-        self.common_device.device_type
+        self.s.common_device.device_type
     }
     pub fn is_meta(&self) -> bool {
-        self.is_meta
+        self.s.is_meta
     }
     pub fn has_coalesced_dimensions(&self) -> bool {
-        self.has_coalesced_dimensions
+        self.s.has_coalesced_dimensions
     }
     /// The i-th output tensor.
     pub fn output(&self, i: usize) -> Result<TensorBase> {
-        self.operands
+        self.s
+            .operands
             .get(i)
             .filter(|op| op.is_output)
             .and_then(|op| op.tensor.clone())
@@ -1294,21 +1431,22 @@ impl TensorIteratorBase {
     }
     /// The i-th input tensor.
     pub fn input(&self, i: usize) -> Result<TensorBase> {
-        self.operands
-            .get(self.num_outputs + i)
+        self.s
+            .operands
+            .get(self.s.num_outputs + i)
             .and_then(|op| op.tensor.clone())
             .ok_or_else(|| Error::index(format!("TensorIterator: no input {i}")))
     }
     /// Whether operand `arg` is a 0-dim CPU tensor (a scalar a kernel may read once).
     pub fn is_cpu_scalar(&self, arg: usize) -> bool {
-        self.operands[arg]
+        self.s.operands[arg]
             .tensor
             .as_ref()
             .is_some_and(|t| t.dim() == 0 && t.is_cpu())
     }
     /// Whether operand `arg` is the same value at every position (all strides 0).
     pub fn is_scalar(&self, arg: usize) -> bool {
-        self.operands[arg].stride_bytes.iter().all(|&s| s == 0)
+        self.s.operands[arg].stride_bytes.iter().all(|&s| s == 0)
     }
     /// Whether every operand is contiguous in the single iteration dimension.
     pub fn is_contiguous(&self) -> bool {
@@ -1319,24 +1457,24 @@ impl TensorIteratorBase {
             return false;
         }
         (0..self.ntensors())
-            .all(|i| self.operands[i].stride_bytes[0] == self.dtype(i).element_size() as i64)
+            .all(|i| self.s.operands[i].stride_bytes[0] == self.dtype(i).element_size() as i64)
     }
 
     /// Removes operand `arg` (PyTorch's `remove_operand`, used to drop a scalar input after
     /// reading it).
     pub fn remove_operand(&mut self, arg: usize) {
-        self.operands.remove(arg);
-        if arg < self.metas.len() {
-            self.metas.remove(arg);
+        self.s.operands.remove(arg);
+        if arg < self.s.metas.len() {
+            self.s.metas.remove(arg);
         }
-        if arg < self.num_outputs {
-            self.num_outputs -= 1;
+        if arg < self.s.num_outputs {
+            self.s.num_outputs -= 1;
         }
     }
 
     /// Reads the value of a CPU scalar operand as a `Scalar` (`scalar_value`).
     pub fn scalar_value(&self, arg: usize) -> Result<ratten_core::Scalar> {
-        self.operands[arg]
+        self.s.operands[arg]
             .tensor
             .as_ref()
             .ok_or_else(|| Error::runtime("TensorIterator: undefined operand"))?
@@ -1347,40 +1485,31 @@ impl TensorIteratorBase {
     // Loops
     // -----------------------------------------------------------------------------------------
 
-    /// Acquires every operand's storage (inputs read, outputs written) and checks that no
-    /// operand changed its geometry since the build.
-    /// Runs `f` with every operand's data pointer while one access guard holds them all. The
-    /// guard stays in this frame (it is a few hundred bytes; returning it would copy it).
+    /// Runs `f` with every operand's data pointer while one access guard holds them all
+    /// (inputs read, outputs written). The guard stays in this frame (returning it would copy
+    /// it).
+    ///
+    /// The loops use the geometry captured at the build (the snapshots the strides were
+    /// computed from), as PyTorch's TensorIterator uses the data pointers and strides it
+    /// captured: an operand restrided after the build does not change what an already built
+    /// iterator does. Memory safety does not depend on it: a snapshot keeps its storage alive,
+    /// its view was checked in bounds when it was made, and storages only grow.
     fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
-        // Lock the storages of the snapshots the strides were computed from (no new snapshot
-        // loads); an operand whose current metadata is another snapshot with a different
-        // geometry was restrided after the build, which PyTorch does not check and we refuse.
         let mut specs: OpVec<(&Arc<TensorMeta>, ScalarType, Device)> = OpVec::new();
-        for (op, built) in self.operands.iter().zip(&self.metas) {
+        for (op, built) in self.s.operands.iter().zip(&self.s.metas) {
             let (Some(t), Some(built)) = (&op.tensor, built) else {
                 return Err(Error::runtime("TensorIterator: an operand is undefined"));
             };
-            let now = t.meta();
-            if !Arc::ptr_eq(&now, built)
-                && (now.sizes() != built.sizes()
-                    || now.strides() != built.strides()
-                    || now.storage_offset() != built.storage_offset())
-            {
-                return Err(Error::runtime(
-                    "TensorIterator: an operand was resized or restrided after the iterator was \
-                     built",
-                ));
-            }
             specs.push((built, t.dtype(), t.device()));
         }
-        let (writes, reads) = specs.split_at(self.num_outputs);
+        let (writes, reads) = specs.split_at(self.s.num_outputs);
         let g = TensorAccess::from_snapshots(reads, writes)?;
         let mut ptrs = OpVec::new();
-        for k in 0..self.operands.len() {
-            let acc = if k < self.num_outputs {
+        for k in 0..self.s.operands.len() {
+            let acc = if k < self.s.num_outputs {
                 g.output(k)?
             } else {
-                g.input(k - self.num_outputs)?
+                g.input(k - self.s.num_outputs)?
             };
             let p = acc.raw_data_ptr().ok_or_else(|| {
                 Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
@@ -1396,7 +1525,7 @@ impl TensorIteratorBase {
     fn loop_strides(&self) -> SmallVec<[isize; 8]> {
         let nt = self.ntensors();
         let mut s = SmallVec::from_elem(0isize, 2 * nt);
-        for (k, op) in self.operands.iter().enumerate() {
+        for (k, op) in self.s.operands.iter().enumerate() {
             s[k] = op.stride_bytes.first().copied().unwrap_or(0) as isize;
             s[nt + k] = op.stride_bytes.get(1).copied().unwrap_or(0) as isize;
         }
@@ -1408,7 +1537,7 @@ impl TensorIteratorBase {
     /// tensors and empty iterations.
     pub fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
         let numel = self.numel();
-        if numel == 0 || self.is_meta {
+        if numel == 0 || self.s.is_meta {
             return Ok(());
         }
         self.with_acquired(|ptrs| {
@@ -1430,7 +1559,7 @@ impl TensorIteratorBase {
 
     /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
     pub fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
-        if end <= begin || self.is_meta {
+        if end <= begin || self.s.is_meta {
             return Ok(());
         }
         if begin < 0 || end > self.numel() {
@@ -1466,7 +1595,7 @@ impl TensorIteratorBase {
             return;
         }
         // DimCounter.
-        let shape = &self.shape;
+        let shape = &self.s.shape;
         let mut values: DimVec = DimVec::from_elem(0, ndim);
         let mut rem = begin;
         for d in 0..ndim {
@@ -1476,7 +1605,7 @@ impl TensorIteratorBase {
         let mut offset = begin;
         while offset < end {
             for k in 0..nt {
-                let sb = &self.operands[k].stride_bytes;
+                let sb = &self.s.operands[k].stride_bytes;
                 let mut off = 0isize;
                 for d in 0..ndim {
                     off += (values[d] * sb[d]) as isize;

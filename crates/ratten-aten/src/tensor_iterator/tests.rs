@@ -1,5 +1,13 @@
 use super::*;
 use ratten_core::Device;
+use std::cell::Cell;
+
+thread_local! {
+    /// Makes `trivial_build` decline, so a test can build the same case on both paths.
+    pub(super) static FORCE_GENERAL_BUILD: Cell<bool> = const { Cell::new(false) };
+    /// How many builds took the trivial path on this thread.
+    pub(super) static TRIVIAL_BUILDS: Cell<usize> = const { Cell::new(0) };
+}
 
 fn t(sizes: &[i64], d: ScalarType) -> TensorBase {
     TensorBase::zeros(sizes, d, Device::CPU).unwrap()
@@ -129,7 +137,7 @@ fn zero_dim_and_scalars() {
 }
 
 #[test]
-fn loops_use_the_build_snapshots_and_refuse_restrided_operands() {
+fn loops_use_the_geometry_captured_at_the_build() {
     let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
     let b = TensorBase::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[4]).unwrap();
     let it = TensorIterator::binary_op(None, &a, &b).unwrap();
@@ -146,15 +154,148 @@ fn loops_use_the_build_snapshots_and_refuse_restrided_operands() {
     it.for_each(&add, GRAIN_SIZE).unwrap();
     let out = it.output(0).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0, 44.0]);
-    // Re-setting the same geometry (a new snapshot) is accepted.
-    a.as_strided_(&[4], &[1], Some(0)).unwrap();
-    it.for_each(&add, GRAIN_SIZE).unwrap();
-    // Another geometry after the build is refused, not run on stale strides.
+    // An operand restrided after the build does not change the built iteration (PyTorch's
+    // iterator keeps the data pointers and strides it captured): the loop still reads a's
+    // four elements.
     a.as_strided_(&[2], &[2], Some(0)).unwrap();
-    let e = it.for_each(&add, GRAIN_SIZE).unwrap_err();
-    assert!(
-        e.message()
-            .contains("restrided after the iterator was built"),
-        "{e}"
-    );
+    let sub = |data: &[*mut u8], strides: &[isize], n: usize, _m: usize| {
+        for i in 0..n as isize {
+            // SAFETY: as above.
+            unsafe {
+                let x = *(data[1].offset(i * strides[1]) as *const f32);
+                let y = *(data[2].offset(i * strides[2]) as *const f32);
+                *(data[0].offset(i * strides[0]) as *mut f32) = y - x;
+            }
+        }
+    };
+    it.for_each(&sub, GRAIN_SIZE).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![9.0, 18.0, 27.0, 36.0]);
+    assert_eq!(a.sizes().as_slice(), &[2]);
+}
+
+/// What a built iterator exposes, in a comparable form (the output tensor itself is a new
+/// allocation on each build, so it is compared by geometry and dtype).
+fn summary(it: &TensorIteratorBase) -> String {
+    let s = &*it.s;
+    let mut parts = vec![format!(
+        "shape={:?} perm={:?} coalesced={} common={:?} device={:?} same_shape={} scalars={}",
+        s.shape,
+        s.perm,
+        s.has_coalesced_dimensions,
+        s.common_dtype,
+        s.common_device,
+        s.all_ops_same_shape,
+        s.all_ops_are_scalars
+    )];
+    for op in &s.operands {
+        let t = op.tensor.as_ref().unwrap();
+        parts.push(format!(
+            "strides={:?} target={:?} current={:?} device={:?} out={} resize={} rw={} \
+             tensor=({:?}, {:?}, {:?})",
+            op.stride_bytes,
+            op.target_dtype,
+            op.current_dtype,
+            op.device,
+            op.is_output,
+            op.will_resize,
+            op.is_read_write,
+            t.sizes().as_slice(),
+            t.strides().as_slice(),
+            t.dtype()
+        ));
+    }
+    parts.join("\n")
+}
+
+#[test]
+fn trivial_build_matches_the_general_pipeline() {
+    let f = ScalarType::Float;
+    let trivial_count = || TRIVIAL_BUILDS.with(|c| c.get());
+    let build_both = |name: &str, make: &dyn Fn() -> Result<TensorIterator>| {
+        FORCE_GENERAL_BUILD.with(|c| c.set(true));
+        let general = make().map(|it| summary(&it));
+        FORCE_GENERAL_BUILD.with(|c| c.set(false));
+        let before = trivial_count();
+        let trivial = make().map(|it| summary(&it));
+        let took_trivial = trivial_count() > before;
+        match (general, trivial) {
+            (Ok(g), Ok(t)) => assert_eq!(g, t, "{name}"),
+            (Err(g), Err(t)) => assert_eq!(g.message(), t.message(), "{name}"),
+            (g, t) => panic!("{name}: general {:?} vs trivial {:?}", g.err(), t.err()),
+        }
+        took_trivial
+    };
+    let (a, b) = (t(&[2, 3], f), t(&[2, 3], f));
+    let out = t(&[2, 3], f);
+    let (s0, s1) = (t(&[], f), t(&[], f));
+    let (i0, i1) = (t(&[4], ScalarType::Int), t(&[4], ScalarType::Int));
+    let (e0, e1) = (t(&[0, 3], f), t(&[0, 3], f));
+    let (h0, h1) = (t(&[5], ScalarType::Half), t(&[5], ScalarType::Half));
+    let wrapped = Tensor::wrapped_scalar_tensor(2.0f64, Device::CPU)
+        .unwrap()
+        .base()
+        .clone();
+    let w2 = Tensor::wrapped_scalar_tensor(3.0f64, Device::CPU)
+        .unwrap()
+        .base()
+        .clone();
+    assert!(build_both("binary 2x3", &|| TensorIterator::binary_op(
+        None, &a, &b
+    )));
+    assert!(build_both("binary 0-dim", &|| TensorIterator::binary_op(
+        None, &s0, &s1
+    )));
+    build_both("binary wrapped numbers", &|| {
+        TensorIterator::binary_op(None, &wrapped, &w2)
+    });
+    assert!(build_both("binary out=", &|| TensorIterator::binary_op(
+        Some(&out),
+        &a,
+        &b
+    )));
+    assert!(build_both(
+        "binary in-place",
+        &|| TensorIterator::binary_op(Some(&a), &a, &b)
+    ));
+    assert!(build_both("binary in-place, both inputs", &|| {
+        TensorIterator::binary_op(Some(&a), &a, &a)
+    }));
+    build_both("binary out= aliasing an input view", &|| {
+        let v = a.as_strided(&[2, 3], &[3, 1], Some(0)).unwrap();
+        TensorIterator::binary_op(Some(&v), &a, &b)
+    });
+    assert!(build_both("binary int", &|| TensorIterator::binary_op(
+        None, &i0, &i1
+    )));
+    assert!(build_both("binary empty", &|| TensorIterator::binary_op(
+        None, &e0, &e1
+    )));
+    assert!(build_both("binary half", &|| TensorIterator::binary_op(
+        None, &h0, &h1
+    )));
+    build_both("binary float op, int", &|| {
+        TensorIterator::binary_float_op(None, &i0, &i1)
+    });
+    assert!(build_both("comparison", &|| TensorIterator::comparison_op(
+        None, &a, &b
+    )));
+    assert!(build_both("comparison out= float", &|| {
+        TensorIterator::comparison_op(Some(&out), &a, &b)
+    }));
+    assert!(build_both("unary", &|| TensorIterator::unary_op(None, &a)));
+    assert!(build_both("unary int", &|| TensorIterator::unary_op(
+        None, &i0
+    )));
+    build_both("unary float op, int", &|| {
+        TensorIterator::unary_float_op(None, &i0)
+    });
+    build_both("unary out= other dtype", &|| {
+        TensorIterator::unary_op(Some(&i0), &t(&[4], f))
+    });
+    assert!(build_both("ternary", &|| TensorIterator::ternary_op(
+        None, &a, &b, &out
+    )));
+    build_both("binary out= wrong shape", &|| {
+        TensorIterator::binary_op(Some(&t(&[3], f)), &a, &b)
+    });
 }
