@@ -1584,9 +1584,21 @@ impl TensorIteratorBase {
         end: i64,
     ) {
         let nt = self.ntensors();
+        let ndim = self.ndim();
+        if ndim <= 1 && nt <= 4 {
+            // The common case (every small op): one run, strides and pointers on the stack.
+            let mut strides = [0isize; 8];
+            let mut ptrs = [std::ptr::null_mut::<u8>(); 4];
+            for (k, op) in self.s.operands.iter().enumerate() {
+                let s0 = op.stride_bytes.first().copied().unwrap_or(0) as isize;
+                strides[k] = s0;
+                ptrs[k] = base[k].wrapping_offset(begin as isize * s0);
+            }
+            loop2d(&ptrs[..nt], &strides[..2 * nt], (end - begin) as usize, 1);
+            return;
+        }
         let strides = self.loop_strides();
         let mut ptrs: OpVec<*mut u8> = OpVec::from_elem(std::ptr::null_mut(), nt);
-        let ndim = self.ndim();
         if ndim <= 1 {
             for k in 0..nt {
                 ptrs[k] = base[k].wrapping_offset(begin as isize * strides[k]);
