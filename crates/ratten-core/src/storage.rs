@@ -164,10 +164,6 @@ impl Storage {
     pub fn use_count(&self) -> usize {
         Arc::strong_count(&self.0)
     }
-    /// A stable identity for ordering lock acquisitions.
-    pub(crate) fn addr(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
     pub(crate) fn as_impl(&self) -> &StorageImpl {
         &self.0
     }
