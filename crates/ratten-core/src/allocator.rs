@@ -8,8 +8,10 @@
 //! cannot observe undefined behaviour through `empty`.
 
 use std::alloc::Layout;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -172,10 +174,7 @@ impl CpuAllocator {
             return Self::medium(nbytes);
         };
         let capacity = SMALL_MIN << class;
-        let reused = SMALL_CACHE
-            .try_with(|c| c.borrow_mut().lists[class].pop())
-            .ok()
-            .flatten();
+        let reused = SMALL_CACHE.try_with(|c| c.pop(class)).ok().flatten();
         let (p, zeroed) = match reused {
             Some(addr) => {
                 // SAFETY: a cached block is a live allocation of `capacity` bytes that nobody
@@ -289,14 +288,48 @@ fn small_layout(class: usize) -> Layout {
     unsafe { Layout::from_size_align_unchecked(SMALL_MIN << class, ALIGNMENT) }
 }
 
+/// One class's free blocks: a fixed array, so that push and pop are a bounds check and a
+/// store or load.
+struct ClassList {
+    len: Cell<usize>,
+    blocks: [Cell<usize>; SMALL_CACHE_PER_CLASS],
+}
+
+/// The per-thread cache (Cells, not a RefCell: no borrow flag to set and clear; nothing in
+/// it is ever borrowed across a call).
 struct SmallCache {
-    lists: [Vec<usize>; SMALL_CLASSES],
+    lists: [ClassList; SMALL_CLASSES],
+}
+
+impl SmallCache {
+    #[inline]
+    fn pop(&self, class: usize) -> Option<usize> {
+        let list = &self.lists[class];
+        let n = list.len.get();
+        if n == 0 {
+            return None;
+        }
+        list.len.set(n - 1);
+        Some(list.blocks[n - 1].get())
+    }
+    /// Keeps `addr` unless the class's list is full.
+    #[inline]
+    fn push(&self, class: usize, addr: usize) -> bool {
+        let list = &self.lists[class];
+        let n = list.len.get();
+        if n == SMALL_CACHE_PER_CLASS {
+            return false;
+        }
+        list.blocks[n].set(addr);
+        list.len.set(n + 1);
+        true
+    }
 }
 
 impl Drop for SmallCache {
     fn drop(&mut self) {
-        for (class, list) in self.lists.iter_mut().enumerate() {
-            for addr in list.drain(..) {
+        for class in 0..SMALL_CLASSES {
+            while let Some(addr) = self.pop(class) {
                 // SAFETY: cached blocks were allocated with this class's layout and are
                 // referenced by nobody.
                 unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(class)) };
@@ -306,10 +339,15 @@ impl Drop for SmallCache {
 }
 
 thread_local! {
-    static SMALL_CACHE: std::cell::RefCell<SmallCache> = const {
-        std::cell::RefCell::new(SmallCache {
-            lists: [const { Vec::new() }; SMALL_CLASSES],
-        })
+    static SMALL_CACHE: SmallCache = const {
+        SmallCache {
+            lists: [const {
+                ClassList {
+                    len: Cell::new(0),
+                    blocks: [const { Cell::new(0) }; SMALL_CACHE_PER_CLASS],
+                }
+            }; SMALL_CLASSES],
+        }
     };
 }
 
@@ -318,16 +356,7 @@ thread_local! {
 fn release_small(p: NonNull<u8>, capacity: usize) {
     let class = capacity.trailing_zeros() as usize - SMALL_MIN.trailing_zeros() as usize;
     let cached = SMALL_CACHE
-        .try_with(|c| {
-            let mut c = c.borrow_mut();
-            let list = &mut c.lists[class];
-            if list.len() < SMALL_CACHE_PER_CLASS {
-                list.push(p.as_ptr() as usize);
-                true
-            } else {
-                false
-            }
-        })
+        .try_with(|c| c.push(class, p.as_ptr() as usize))
         .unwrap_or(false);
     if !cached {
         // SAFETY: the block was allocated with this class's layout and is no longer used.
@@ -460,6 +489,37 @@ impl Allocator for MetaAllocator {
 
 static ALLOCATORS: RwLock<[Option<Arc<dyn Allocator>>; 4]> = RwLock::new([None, None, None, None]);
 
+/// Set once a CPU allocator is installed: until then a CPU storage uses [`CpuAllocator`]
+/// without reading the table or counting a reference (see [`AllocatorRef`]).
+static CPU_REPLACED: AtomicBool = AtomicBool::new(false);
+
+/// The allocator a storage keeps (to grow with): the built-in CPU allocator, named without a
+/// reference count, or any other by its Arc.
+#[derive(Clone)]
+pub(crate) enum AllocatorRef {
+    Cpu,
+    Other(Arc<dyn Allocator>),
+}
+
+impl AllocatorRef {
+    #[inline]
+    pub(crate) fn get(&self) -> &dyn Allocator {
+        match self {
+            AllocatorRef::Cpu => &CpuAllocator,
+            AllocatorRef::Other(a) => &**a,
+        }
+    }
+}
+
+/// [`get_allocator`] for a storage.
+#[inline]
+pub(crate) fn allocator_ref(device_type: DeviceType) -> Result<AllocatorRef> {
+    if device_type == DeviceType::Cpu && !CPU_REPLACED.load(Ordering::Acquire) {
+        return Ok(AllocatorRef::Cpu);
+    }
+    get_allocator(device_type).map(AllocatorRef::Other)
+}
+
 fn slot(t: DeviceType) -> usize {
     match t {
         DeviceType::Cpu => 0,
@@ -478,6 +538,10 @@ pub fn set_allocator(device_type: DeviceType, allocator: Arc<dyn Allocator>) -> 
         ));
     }
     ALLOCATORS.write()[slot(device_type)] = Some(allocator);
+    if device_type == DeviceType::Cpu {
+        // After the table holds it: a storage that sees the flag finds the new allocator.
+        CPU_REPLACED.store(true, Ordering::Release);
+    }
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::RawRwLock;
 
 use crate::access::StorageAccess;
-use crate::allocator::{get_allocator, Allocator, DataPtr, ALIGNMENT};
+use crate::allocator::{allocator_ref, Allocator, AllocatorRef, DataPtr, ALIGNMENT};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -26,7 +26,7 @@ pub struct StorageImpl {
     /// Logical size in bytes. Only grows; always <= data.capacity() (except meta storages,
     /// which own no data).
     nbytes: AtomicUsize,
-    allocator: Arc<dyn Allocator>,
+    allocator: AllocatorRef,
     resizable: bool,
     device: Device,
     /// The alignment the data pointer is guaranteed to have for the storage's whole life:
@@ -50,14 +50,14 @@ impl Storage {
     /// A storage of `nbytes` bytes from the device's allocator (contents unspecified but
     /// initialised).
     pub fn new(nbytes: usize, device: Device) -> Result<Storage> {
-        let allocator = get_allocator(device.device_type)?;
-        Self::with_allocator(nbytes, allocator, device, false)
+        let allocator = allocator_ref(device.device_type)?;
+        Self::with_allocator_ref(nbytes, allocator, device, false)
     }
 
     /// A storage of `nbytes` zero bytes.
     pub fn new_zeroed(nbytes: usize, device: Device) -> Result<Storage> {
-        let allocator = get_allocator(device.device_type)?;
-        Self::with_allocator(nbytes, allocator, device, true)
+        let allocator = allocator_ref(device.device_type)?;
+        Self::with_allocator_ref(nbytes, allocator, device, true)
     }
 
     /// A resizable storage from a given allocator.
@@ -67,15 +67,25 @@ impl Storage {
         device: Device,
         zeroed: bool,
     ) -> Result<Storage> {
+        Self::with_allocator_ref(nbytes, AllocatorRef::Other(allocator), device, zeroed)
+    }
+
+    #[inline]
+    fn with_allocator_ref(
+        nbytes: usize,
+        allocator: AllocatorRef,
+        device: Device,
+        zeroed: bool,
+    ) -> Result<Storage> {
         if nbytes > isize::MAX as usize {
             return Err(Error::runtime(format!(
                 "Storage size calculation overflowed: {nbytes} bytes"
             )));
         }
         let data = if zeroed {
-            allocator.allocate_zeroed(nbytes)?
+            allocator.get().allocate_zeroed(nbytes)?
         } else {
-            allocator.allocate(nbytes)?
+            allocator.get().allocate(nbytes)?
         };
         Self::check_data(&data, nbytes, device)?;
         Ok(Storage(Arc::new(StorageImpl {
@@ -99,8 +109,9 @@ impl Storage {
             let addr = p.as_ptr() as usize;
             1usize << addr.trailing_zeros().min(ALIGNMENT.trailing_zeros())
         });
-        let allocator = get_allocator(device.device_type)
-            .unwrap_or_else(|_| Arc::new(crate::allocator::MetaAllocator) as Arc<dyn Allocator>);
+        let allocator = allocator_ref(device.device_type).unwrap_or_else(|_| {
+            AllocatorRef::Other(Arc::new(crate::allocator::MetaAllocator) as Arc<dyn Allocator>)
+        });
         Ok(Storage(Arc::new(StorageImpl {
             lock: RawRwLock::INIT,
             data: UnsafeCell::new(data),
@@ -164,10 +175,6 @@ impl Storage {
     pub fn use_count(&self) -> usize {
         Arc::strong_count(&self.0)
     }
-    /// A stable identity for ordering lock acquisitions.
-    pub(crate) fn addr(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
     pub(crate) fn as_impl(&self) -> &StorageImpl {
         &self.0
     }
@@ -201,7 +208,7 @@ impl Storage {
             drop(guard);
             return Ok(());
         }
-        let new = self.0.allocator.allocate(nbytes)?;
+        let new = self.0.allocator.get().allocate(nbytes)?;
         Self::check_data(&new, nbytes, self.0.device)?;
         if let (Some(src), Some(dst)) = (data.get(), new.get()) {
             // SAFETY: both blocks are valid for `old` bytes (old <= capacity of each) and

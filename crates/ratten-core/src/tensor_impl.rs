@@ -13,7 +13,7 @@
 //! that scan, paid by every temporary tensor, cost more than the locked clone.)
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
@@ -41,6 +41,30 @@ pub struct TensorMeta {
 }
 
 impl TensorMeta {
+    /// The snapshot of a fresh contiguous tensor (`empty`): strides computed here, numel
+    /// given (already checked by the caller).
+    #[inline]
+    fn contiguous(storage: Storage, sizes: &[i64], numel: i64) -> Self {
+        let strides = if sizes.len() <= 6 {
+            // In place, without SmallVec's generic fill: this runs for every new tensor.
+            let mut buf = [1i64; 6];
+            for d in (0..sizes.len().saturating_sub(1)).rev() {
+                buf[d] = buf[d + 1].saturating_mul(sizes[d + 1].max(1));
+            }
+            DimVec::from_buf_and_len(buf, sizes.len())
+        } else {
+            contiguous_strides(sizes)
+        };
+        TensorMeta {
+            storage,
+            numel,
+            is_contiguous: true,
+            sizes: DimVec::from_slice(sizes),
+            strides,
+            storage_offset: 0,
+        }
+    }
+
     fn new(storage: Storage, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Self {
         TensorMeta {
             storage,
@@ -231,6 +255,11 @@ pub fn maybe_wrap_dim(dim: i64, ndim: usize, wrap_scalar: bool) -> Result<usize>
 
 /// The version counter shared by a tensor and its views (c10::VariableVersion). In-place
 /// operations bump it; autograd compares it with the value it saved.
+///
+/// A TensorImpl creates its counter lazily, the first time it is bumped, asked for, or
+/// shared with a view: most tensors (temporaries, outputs of functional ops) never are,
+/// and a counter not yet created reads 0 as a fresh one would. A view is always given its
+/// base's (then created) counter, so sharing is exactly PyTorch's.
 #[derive(Clone, Debug, Default)]
 pub struct VersionCounter(Arc<AtomicU32>);
 
@@ -258,7 +287,8 @@ pub struct TensorImpl {
     dtype: ScalarType,
     device: Device,
     key_set: DispatchKeySet,
-    version_counter: VersionCounter,
+    /// Created on first use (see [`VersionCounter`]).
+    version_counter: OnceLock<VersionCounter>,
     is_wrapped_number: AtomicBool,
 }
 
@@ -269,21 +299,24 @@ impl TensorImpl {
         sizes: &[i64],
         strides: &[i64],
         storage_offset: i64,
-        version_counter: VersionCounter,
+        version_counter: OnceLock<VersionCounter>,
     ) -> TensorImpl {
-        let device = storage.device();
+        let meta = TensorMeta::new(storage, sizes, strides, storage_offset);
+        let mut imp = Self::with_meta(meta, dtype);
+        imp.version_counter = version_counter;
+        imp
+    }
+
+    #[inline]
+    fn with_meta(meta: TensorMeta, dtype: ScalarType) -> TensorImpl {
+        let device = meta.storage.device();
         TensorImpl {
-            meta: RwLock::new(Arc::new(TensorMeta::new(
-                storage,
-                sizes,
-                strides,
-                storage_offset,
-            ))),
+            meta: RwLock::new(Arc::new(meta)),
             meta_writer: Mutex::new(()),
             dtype,
             device,
             key_set: DispatchKeySet::for_tensor(device.device_type),
-            version_counter,
+            version_counter: OnceLock::new(),
             is_wrapped_number: AtomicBool::new(false),
         }
     }
@@ -333,15 +366,9 @@ impl TensorBase {
         } else {
             Storage::new(nbytes, device)?
         };
-        let strides = contiguous_strides(sizes);
-        Ok(Self::from_impl(TensorImpl::new(
-            storage,
-            dtype,
-            sizes,
-            &strides,
-            0,
-            VersionCounter::new(),
-        )))
+        // numel fits i64: numel * element_size <= isize::MAX was checked above.
+        let meta = TensorMeta::contiguous(storage, sizes, numel as i64);
+        Ok(Self::from_impl(TensorImpl::with_meta(meta, dtype)))
     }
 
     /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
@@ -360,7 +387,7 @@ impl TensorBase {
             sizes,
             strides,
             storage_offset,
-            VersionCounter::new(),
+            OnceLock::new(),
         )))
     }
 
@@ -483,14 +510,18 @@ impl TensorBase {
     }
     /// `_version`.
     pub fn version(&self) -> u32 {
-        self.0.version_counter.current()
+        self.0
+            .version_counter
+            .get()
+            .map_or(0, VersionCounter::current)
     }
+    /// The counter this tensor shares with its views (created here if it was not yet).
     pub fn version_counter(&self) -> &VersionCounter {
-        &self.0.version_counter
+        self.0.version_counter.get_or_init(VersionCounter::new)
     }
     /// Marks an in-place modification (ADInplaceOrView does this for every mutated tensor).
     pub fn bump_version(&self) {
-        self.0.version_counter.bump()
+        self.version_counter().bump()
     }
     /// Whether this 0-dim tensor was made from a Python/Rust number (type promotion treats
     /// wrapped numbers like scalars).
@@ -536,7 +567,7 @@ impl TensorBase {
             sizes,
             strides,
             offset,
-            self.0.version_counter.clone(),
+            OnceLock::from(self.version_counter().clone()),
         );
         imp.key_set = self.0.key_set;
         Ok(Self::from_impl(imp))
@@ -552,7 +583,7 @@ impl TensorBase {
             &m.sizes,
             &m.strides,
             m.storage_offset,
-            self.0.version_counter.clone(),
+            OnceLock::from(self.version_counter().clone()),
         );
         imp.key_set = self.0.key_set;
         Self::from_impl(imp)
@@ -890,5 +921,45 @@ mod tests {
         );
         assert_eq!(maybe_wrap_dim(-1, 0, true).unwrap(), 0);
         assert!(maybe_wrap_dim(0, 0, false).is_err());
+    }
+
+    #[test]
+    fn the_lazy_version_counter_is_shared_like_an_eager_one() {
+        let t = TensorBase::empty(&[3], ScalarType::Float, Device::CPU).unwrap();
+        assert_eq!(t.version(), 0);
+        t.bump_version();
+        t.bump_version();
+        // A view made after bumps sees them, and later bumps either way are shared.
+        let v = t.as_strided(&[2], &[1], Some(1)).unwrap();
+        assert_eq!(v.version(), 2);
+        v.bump_version();
+        assert_eq!(t.version(), 3);
+        assert!(t.version_counter().is_shared_with(v.version_counter()));
+        // A view of a never-bumped tensor shares too (the counter is created for it).
+        let u = TensorBase::empty(&[3], ScalarType::Float, Device::CPU).unwrap();
+        let w = u.alias();
+        assert_eq!(w.version(), 0);
+        u.bump_version();
+        assert_eq!(w.version(), 1);
+        // Unrelated tensors do not share.
+        assert!(!t.version_counter().is_shared_with(u.version_counter()));
+    }
+
+    #[test]
+    fn empty_matches_the_general_constructor() {
+        for sizes in [
+            &[][..],
+            &[0],
+            &[1],
+            &[2, 0, 3],
+            &[2, 3, 4],
+            &[1, 2, 1, 3, 1, 2, 2],
+        ] {
+            let t = TensorBase::empty(sizes, ScalarType::Double, Device::CPU).unwrap();
+            assert_eq!(t.strides(), contiguous_strides(sizes), "{sizes:?}");
+            assert_eq!(t.numel(), safe_compute_numel(sizes).unwrap());
+            assert!(t.is_contiguous());
+            assert_eq!(t.storage().nbytes(), t.numel() as usize * 8);
+        }
     }
 }

@@ -37,7 +37,7 @@ impl Arith {
         }
     }
 
-    fn functional(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    pub fn functional(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         match self {
             Arith::Add => functions::add(a, b),
             Arith::Sub => functions::sub(a, b),
@@ -55,7 +55,7 @@ impl Arith {
         }
     }
 
-    fn inplace(self, a: &Tensor, b: &Tensor) -> Result<()> {
+    pub fn inplace(self, a: &Tensor, b: &Tensor) -> Result<()> {
         match self {
             Arith::Add => a.add_(b).map(|_| ()),
             Arith::Sub => a.sub_(b).map(|_| ()),
@@ -93,7 +93,7 @@ fn operand<'a>(o: &'a Bound<'_, PyAny>) -> PyResult<Option<Operand<'a>>> {
         || o.is_exact_instance_of::<PyComplex>()
     {
         let s = to_scalar(o)?;
-        return Ok(Some(Operand::Owned(wrapped_number(s)?)));
+        return Ok(Some(Operand::Owned(wrapped_number(s).py()?)));
     }
     Ok(None)
 }
@@ -119,7 +119,7 @@ fn same_scalar(a: &Scalar, b: &Scalar) -> bool {
 /// A Python number as a wrapped-number tensor (an input operand only: the fast paths never
 /// write it or return it). A cached one is handed out again only when the cache holds the
 /// sole reference (no result, view or saved tensor kept it) and its version is unchanged.
-fn wrapped_number(s: Scalar) -> PyResult<Tensor> {
+pub fn wrapped_number(s: Scalar) -> Result<Tensor> {
     let slot = match s {
         Scalar::Bool(_) => 0,
         Scalar::Int(_) => 1,
@@ -140,13 +140,13 @@ fn wrapped_number(s: Scalar) -> PyResult<Tensor> {
     if let Some(t) = hit {
         return Ok(t);
     }
-    let t = Tensor::wrapped_scalar_tensor(s, Device::CPU).py()?;
+    let t = Tensor::wrapped_scalar_tensor(s, Device::CPU)?;
     let v = t.version();
     WRAPPED.with(|c| c.borrow_mut()[slot] = Some((s, t.clone(), v)));
     Ok(t)
 }
 
-fn numel(t: &Tensor) -> usize {
+pub fn numel(t: &Tensor) -> usize {
     t.numel().max(0) as usize
 }
 

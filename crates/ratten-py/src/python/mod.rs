@@ -5,6 +5,7 @@ mod dispatch;
 mod fast;
 mod ops;
 pub mod python_args;
+mod slots;
 mod tensor;
 mod types;
 
@@ -48,5 +49,7 @@ fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     dispatch::register(m)?;
     python_args::register(m)?;
+    // After the Tensor type exists (tensor::register).
+    slots::register(m)?;
     Ok(())
 }

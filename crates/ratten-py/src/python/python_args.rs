@@ -355,13 +355,19 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
     }
 }
 
+/// Whether a kernel over `numel` elements runs with the GIL released.
+#[inline]
+pub fn releases_gil(numel: usize) -> bool {
+    numel >= GIL_RELEASE_NUMEL || ALWAYS_RELEASE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Calls `f` with the GIL released when `numel` reaches [`GIL_RELEASE_NUMEL`].
 pub fn run_maybe_released<T: Send>(
     py: Python<'_>,
     numel: usize,
     f: impl FnOnce() -> ratten_core::Result<T> + Send,
 ) -> PyResult<T> {
-    if numel >= GIL_RELEASE_NUMEL || ALWAYS_RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
+    if releases_gil(numel) {
         py.allow_threads(f).py()
     } else {
         f().py()

@@ -1,0 +1,87 @@
+//! Fixed-cost probe for instruction counting: `icount <case> <n>` runs one case `n` times.
+//! Run it under `valgrind --tool=callgrind` for two values of `n`; the difference of the
+//! totals divided by the difference of `n` is the cost of one call, independent of load.
+//! (A plain `cargo bench` runs each case once, as a smoke test.)
+
+use std::hint::black_box;
+
+use ratten_core::{Device, ScalarType, TensorAccess, TensorBase};
+
+fn run(case: &str, n: usize) -> bool {
+    let t = |n| TensorBase::empty(&[n], ScalarType::Float, Device::CPU).unwrap();
+    let (a, b, out) = (t(1), t(1), t(1));
+    let (ma, mb, mo) = (a.meta_arc(), b.meta_arc(), out.meta_arc());
+    let f = ScalarType::Float;
+    let cpu = Device::CPU;
+    match case {
+        "empty" => {
+            for _ in 0..n {
+                black_box(TensorBase::empty(black_box(&[1]), f, cpu).unwrap());
+            }
+        }
+        "snapshots3" => {
+            for _ in 0..n {
+                black_box(
+                    TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
+                        .unwrap(),
+                );
+            }
+        }
+        "refs3" => {
+            for _ in 0..n {
+                black_box(
+                    TensorAccess::from_snapshot_refs(
+                        &[(&ma, f, cpu), (&mb, f, cpu)],
+                        &[(&mo, f, cpu)],
+                    )
+                    .unwrap(),
+                );
+            }
+        }
+        "refs1" => {
+            for _ in 0..n {
+                black_box(TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]).unwrap());
+            }
+        }
+        "new3" => {
+            for _ in 0..n {
+                black_box(TensorAccess::new(&[&a, &b], &[&out]).unwrap());
+            }
+        }
+        "read1" => {
+            for _ in 0..n {
+                black_box(TensorAccess::read(&a).unwrap());
+            }
+        }
+        "snapshots1" => {
+            for _ in 0..n {
+                black_box(TensorAccess::from_snapshots(&[(&ma, f, cpu)], &[]).unwrap());
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+const CASES: [&str; 7] = [
+    "empty",
+    "snapshots3",
+    "refs3",
+    "new3",
+    "read1",
+    "snapshots1",
+    "refs1",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; then run every case once.
+    match (args.first(), args.get(1).and_then(|n| n.parse().ok())) {
+        (Some(case), Some(n)) if run(case, n) => {}
+        _ => {
+            for case in CASES {
+                assert!(run(case, 1));
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! CPython number slots for `Tensor`'s `+ - * /` and their in-place forms, written against the
+//! C API so that `a + b` on small tensors costs little more than the Rust op.
+//!
+//! pyo3's generated slots are correct but heavy for a 1-element add: the trampoline (GIL-count
+//! bookkeeping in a thread-local), the generic argument extraction (a lazily created type
+//! object looked up per call, subtype checks), `__add__` returning `NotImplemented` before
+//! `__radd__` is tried, and the result's `Py::new`. These slots handle the common cases
+//! (both operands exactly `Tensor`, or a tensor and an exact Python `bool`/`int`/`float`/
+//! `complex`, on a tensor small enough that the GIL stays held) directly and hand everything
+//! else to pyo3's slots, saved at installation, so results and errors stay those of the
+//! general path. `Tensor.__add__` and friends, looked up by name, remain pyo3's.
+//!
+//! Installation checks pyo3's object layout against a sample object and leaves pyo3's slots in
+//! place when it differs from the one these slots read and write.
+
+use std::any::Any;
+use std::mem::size_of;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::OnceLock;
+
+use pyo3::ffi;
+use pyo3::panic::PanicException;
+use pyo3::prelude::*;
+use ratten_aten::Tensor;
+use ratten_core::{Device, Scalar};
+
+use super::fast::{numel, wrapped_number, Arith};
+use super::python_args::releases_gil;
+use super::tensor::PyTensor;
+use super::to_pyerr;
+
+/// pyo3's slot functions, the type, and where the `PyTensor` lies in an instance.
+struct Slots {
+    tp: *mut ffi::PyTypeObject,
+    /// Byte offset of the `PyTensor` value from the start of the object.
+    offset: usize,
+    alloc: ffi::allocfunc,
+    add: ffi::binaryfunc,
+    sub: ffi::binaryfunc,
+    mul: ffi::binaryfunc,
+    div: ffi::binaryfunc,
+    iadd: ffi::binaryfunc,
+    isub: ffi::binaryfunc,
+    imul: ffi::binaryfunc,
+    idiv: ffi::binaryfunc,
+}
+
+// SAFETY: the type pointer is a heap type kept alive by the `ratten._C` module for the life of
+// the interpreter, and it is only dereferenced with the GIL held (inside slots CPython calls).
+unsafe impl Send for Slots {}
+// SAFETY: as for Send; the fields are never mutated after initialisation.
+unsafe impl Sync for Slots {}
+
+static SLOTS: OnceLock<Slots> = OnceLock::new();
+
+/// Reads pyo3's slots and checks the layout; None when the layout is not the expected one.
+fn probe(py: Python<'_>) -> PyResult<Option<Slots>> {
+    let ty = py.get_type::<PyTensor>();
+    let tp = ty.as_type_ptr();
+    let sample = Py::new(
+        py,
+        PyTensor {
+            t: Tensor::wrapped_scalar_tensor(Scalar::Int(0), Device::CPU).map_err(to_pyerr)?,
+        },
+    )?;
+    let obj = sample.as_ptr() as usize;
+    let value = sample.get() as *const PyTensor as usize;
+    let Some(offset) = value.checked_sub(obj) else {
+        return Ok(None);
+    };
+    // SAFETY: `tp` is the live type object of `PyTensor`; we hold the GIL.
+    let t = unsafe { &*tp };
+    // The layout pyo3 gives a frozen, `Send`, non-subclassable class with a weakref slot and no
+    // `__dict__`: the value, then zero-sized checkers, then the weak-list pointer, nothing
+    // else. A freshly allocated (zeroed) object with the value written at `offset` is then
+    // exactly what pyo3's own initialiser produces.
+    let word = size_of::<usize>();
+    let after_value = (offset + size_of::<PyTensor>()).next_multiple_of(word);
+    let layout_ok = t.tp_basicsize >= 0
+        && t.tp_basicsize as usize == after_value + word
+        && t.tp_weaklistoffset >= 0
+        && t.tp_weaklistoffset as usize == after_value
+        && t.tp_itemsize == 0
+        && t.tp_flags & ffi::Py_TPFLAGS_BASETYPE == 0
+        && t.tp_flags & ffi::Py_TPFLAGS_HAVE_GC == 0
+        && t.tp_dictoffset == 0;
+    if !layout_ok || t.tp_as_number.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: checked non-null; a heap type's number methods live in the type object.
+    let n = unsafe { &*t.tp_as_number };
+    let (Some(alloc), Some(add), Some(sub), Some(mul), Some(div)) = (
+        t.tp_alloc,
+        n.nb_add,
+        n.nb_subtract,
+        n.nb_multiply,
+        n.nb_true_divide,
+    ) else {
+        return Ok(None);
+    };
+    let (Some(iadd), Some(isub), Some(imul), Some(idiv)) = (
+        n.nb_inplace_add,
+        n.nb_inplace_subtract,
+        n.nb_inplace_multiply,
+        n.nb_inplace_true_divide,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(Slots {
+        tp,
+        offset,
+        alloc,
+        add,
+        sub,
+        mul,
+        div,
+        iadd,
+        isub,
+        imul,
+        idiv,
+    }))
+}
+
+/// Puts these slots (`enable`) or pyo3's back into the type. Returns whether these are active
+/// afterwards: false when pyo3's layout is not the one they were written for.
+pub fn set_enabled(py: Python<'_>, enable: bool) -> PyResult<bool> {
+    let s = match SLOTS.get() {
+        Some(s) => s,
+        None => match probe(py)? {
+            Some(s) => SLOTS.get_or_init(|| s),
+            None => return Ok(false),
+        },
+    };
+    let on =
+        |ours: ffi::binaryfunc, theirs: ffi::binaryfunc| Some(if enable { ours } else { theirs });
+    // SAFETY: the GIL is held, so no slot of the type is being read concurrently; the number
+    // methods of a heap type are writable, and the functions stored keep the slots' contract.
+    unsafe {
+        let n = &mut *(*s.tp).tp_as_number;
+        n.nb_add = on(nb_add, s.add);
+        n.nb_subtract = on(nb_subtract, s.sub);
+        n.nb_multiply = on(nb_multiply, s.mul);
+        n.nb_true_divide = on(nb_true_divide, s.div);
+        n.nb_inplace_add = on(nb_inplace_add, s.iadd);
+        n.nb_inplace_subtract = on(nb_inplace_subtract, s.isub);
+        n.nb_inplace_multiply = on(nb_inplace_multiply, s.imul);
+        n.nb_inplace_true_divide = on(nb_inplace_true_divide, s.idiv);
+        ffi::PyType_Modified(s.tp);
+    }
+    Ok(enable)
+}
+
+/// Installs the slots when the module is created.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    set_enabled(m.py(), true)?;
+    m.add_function(wrap_pyfunction!(_set_fast_number_slots, m)?)?;
+    Ok(())
+}
+
+/// `ratten._C._set_fast_number_slots(flag)`: switch between these slots and pyo3's (for tests
+/// and measurements); returns whether these are active.
+#[pyfunction]
+fn _set_fast_number_slots(py: Python<'_>, flag: bool) -> PyResult<bool> {
+    set_enabled(py, flag)
+}
+
+/// A Python number of an exact builtin type as a Scalar; None for anything else (subclasses,
+/// numpy scalars, ints beyond 64 bits), which the general path handles.
+///
+/// # Safety
+/// `o` must be a valid object and the GIL held.
+#[inline]
+unsafe fn exact_number(o: *mut ffi::PyObject) -> Option<Scalar> {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if tp == ptr::addr_of_mut!(ffi::PyFloat_Type) {
+            Some(Scalar::Double(ffi::PyFloat_AS_DOUBLE(o)))
+        } else if tp == ptr::addr_of_mut!(ffi::PyLong_Type) {
+            let mut overflow = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+            // An exact int cannot fail otherwise; an overflow takes the general path, which
+            // raises torch's error.
+            (overflow == 0).then_some(Scalar::Int(v))
+        } else if tp == ptr::addr_of_mut!(ffi::PyBool_Type) {
+            Some(Scalar::Bool(o == ffi::Py_True()))
+        } else if tp == ptr::addr_of_mut!(ffi::PyComplex_Type) {
+            let c = (*o.cast::<ffi::PyComplexObject>()).cval;
+            Some(Scalar::ComplexDouble(num_complex::Complex64::new(
+                c.real, c.imag,
+            )))
+        } else {
+            None
+        }
+    }
+}
+
+/// The tensor inside an instance of exactly `Tensor`.
+///
+/// # Safety
+/// `o` must be an instance of `s.tp`, alive for `'a`.
+#[inline]
+unsafe fn tensor_of<'a>(s: &Slots, o: *mut ffi::PyObject) -> &'a Tensor {
+    // SAFETY: `probe` found the value at `offset` in every instance of the type; it is frozen,
+    // so shared references to it are all that exist.
+    unsafe { &(*o.cast::<u8>().add(s.offset).cast::<PyTensor>()).t }
+}
+
+/// A new `Tensor` object holding `t`, or null with MemoryError set.
+///
+/// # Safety
+/// The GIL must be held.
+#[inline]
+unsafe fn new_object(s: &Slots, t: Tensor) -> *mut ffi::PyObject {
+    // SAFETY: `tp_alloc` returns a zeroed instance (with a reference to the type) or null with
+    // an exception set; `probe` checked that zeroed fields plus the value at `offset` are what
+    // pyo3's initialiser writes.
+    unsafe {
+        let obj = (s.alloc)(s.tp, 0);
+        if obj.is_null() {
+            return obj;
+        }
+        ptr::write(
+            obj.cast::<u8>().add(s.offset).cast::<PyTensor>(),
+            PyTensor { t },
+        );
+        obj
+    }
+}
+
+/// Raises `e` (a ratten error as torch's exception class) and returns null.
+#[cold]
+fn raise(e: ratten_core::Error) -> *mut ffi::PyObject {
+    Python::with_gil(|py| to_pyerr(e).restore(py));
+    ptr::null_mut()
+}
+
+/// Raises a panic's payload as pyo3's PanicException (as pyo3's trampoline does) and returns
+/// null.
+#[cold]
+fn raise_panic(payload: Box<dyn Any + Send>) -> *mut ffi::PyObject {
+    let msg = if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "panic from Rust code".to_string()
+    };
+    Python::with_gil(|py| PanicException::new_err(msg).restore(py));
+    ptr::null_mut()
+}
+
+/// What the fast path made of the operands.
+enum Outcome<T> {
+    /// Not handled: pyo3's slot decides.
+    Fallback,
+    Done(ratten_core::Result<T>),
+}
+
+/// `v <op> w` where CPython found this slot on `v` or on `w`.
+///
+/// # Safety
+/// A CPython binary number slot's contract: valid objects, GIL held.
+#[inline(always)]
+unsafe fn binary(
+    v: *mut ffi::PyObject,
+    w: *mut ffi::PyObject,
+    op: Arith,
+    orig: impl Fn(&Slots) -> ffi::binaryfunc,
+) -> *mut ffi::PyObject {
+    let Some(s) = SLOTS.get() else {
+        // Unreachable: the slots are installed only after SLOTS is set.
+        // SAFETY: NotImplemented is immortal-ish; the slot returns a new reference.
+        return unsafe { ffi::Py_NewRef(ffi::Py_NotImplemented()) };
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the slot contract; types are compared before any tensor is read.
+        unsafe {
+            let (vt, wt) = (ffi::Py_TYPE(v) == s.tp, ffi::Py_TYPE(w) == s.tp);
+            if vt && wt {
+                let (a, b) = (tensor_of(s, v), tensor_of(s, w));
+                if releases_gil(numel(a).max(numel(b))) {
+                    return Outcome::Fallback;
+                }
+                Outcome::Done(op.functional(a, b))
+            } else if vt || wt {
+                let (t, n) = if vt { (v, w) } else { (w, v) };
+                let Some(x) = exact_number(n) else {
+                    return Outcome::Fallback;
+                };
+                let a = tensor_of(s, t);
+                if releases_gil(numel(a)) {
+                    return Outcome::Fallback;
+                }
+                let b = match wrapped_number(x) {
+                    Ok(b) => b,
+                    Err(e) => return Outcome::Done(Err(e)),
+                };
+                // `number <op> tensor` keeps the operands' order (reflected).
+                Outcome::Done(if vt {
+                    op.functional(a, &b)
+                } else {
+                    op.functional(&b, a)
+                })
+            } else {
+                Outcome::Fallback
+            }
+        }
+    }));
+    match r {
+        // SAFETY: the GIL is held (slot contract).
+        Ok(Outcome::Done(Ok(t))) => unsafe { new_object(s, t) },
+        Ok(Outcome::Done(Err(e))) => raise(e),
+        // SAFETY: pyo3's slot, called under the same contract.
+        Ok(Outcome::Fallback) => unsafe { orig(s)(v, w) },
+        Err(p) => raise_panic(p),
+    }
+}
+
+/// `v <op>= w`; CPython calls this only with `v` an instance of the type.
+///
+/// # Safety
+/// A CPython binary number slot's contract: valid objects, GIL held.
+#[inline(always)]
+unsafe fn inplace(
+    v: *mut ffi::PyObject,
+    w: *mut ffi::PyObject,
+    op: Arith,
+    orig: impl Fn(&Slots) -> ffi::binaryfunc,
+) -> *mut ffi::PyObject {
+    let Some(s) = SLOTS.get() else {
+        // SAFETY: as in `binary`.
+        return unsafe { ffi::Py_NewRef(ffi::Py_NotImplemented()) };
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the slot contract; types are compared before any tensor is read.
+        unsafe {
+            if ffi::Py_TYPE(v) != s.tp {
+                return Outcome::Fallback;
+            }
+            let a = tensor_of(s, v);
+            if ffi::Py_TYPE(w) == s.tp {
+                let b = tensor_of(s, w);
+                if releases_gil(numel(a).max(numel(b))) {
+                    return Outcome::Fallback;
+                }
+                return Outcome::Done(op.inplace(a, b));
+            }
+            let Some(x) = exact_number(w) else {
+                return Outcome::Fallback;
+            };
+            if releases_gil(numel(a)) {
+                return Outcome::Fallback;
+            }
+            Outcome::Done(wrapped_number(x).and_then(|b| op.inplace(a, &b)))
+        }
+    }));
+    match r {
+        // The result of `a op= b` is `a` itself (the object, not a new wrapper).
+        Ok(Outcome::Done(Ok(()))) => {
+            // SAFETY: `v` is a valid object; the slot returns a new reference.
+            unsafe { ffi::Py_NewRef(v) }
+        }
+        Ok(Outcome::Done(Err(e))) => raise(e),
+        // SAFETY: pyo3's slot, called under the same contract.
+        Ok(Outcome::Fallback) => unsafe { orig(s)(v, w) },
+        Err(p) => raise_panic(p),
+    }
+}
+
+macro_rules! slot {
+    ($name:ident, $kind:ident, $op:expr, $orig:ident) => {
+        unsafe extern "C" fn $name(
+            v: *mut ffi::PyObject,
+            w: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls number slots with valid objects and the GIL held.
+            unsafe { $kind(v, w, $op, |s| s.$orig) }
+        }
+    };
+}
+
+slot!(nb_add, binary, Arith::Add, add);
+slot!(nb_subtract, binary, Arith::Sub, sub);
+slot!(nb_multiply, binary, Arith::Mul, mul);
+slot!(nb_true_divide, binary, Arith::Div, div);
+slot!(nb_inplace_add, inplace, Arith::Add, iadd);
+slot!(nb_inplace_subtract, inplace, Arith::Sub, isub);
+slot!(nb_inplace_multiply, inplace, Arith::Mul, imul);
+slot!(nb_inplace_true_divide, inplace, Arith::Div, idiv);

@@ -1,0 +1,195 @@
+"""The C-level number slots of Tensor (`a + b`, `a += b`, ...; crates/ratten-py/src/python/slots.rs)
+against pyo3's general slots they short-cut: same values, dtypes, objects and errors."""
+
+import gc
+import itertools
+import operator
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+import ratten
+from conftest import HAVE_TORCH, requires_torch
+
+if HAVE_TORCH:
+    import torch
+
+
+@pytest.fixture
+def slots():
+    """Yields a switch `use(flag)` between the fast slots and pyo3's; leaves the fast ones on."""
+    yield ratten._C._set_fast_number_slots
+    assert ratten._C._set_fast_number_slots(True)
+
+
+def test_fast_slots_are_installed_by_default():
+    # Installing returns True only when pyo3's object layout is the one the slots expect.
+    assert ratten._C._set_fast_number_slots(True) is True
+
+
+BINARY = [operator.add, operator.sub, operator.mul, operator.truediv]
+INPLACE = [operator.iadd, operator.isub, operator.imul, operator.itruediv]
+
+
+def operands():
+    """Left/right operands: tensors of several dtypes and shapes, and Python numbers."""
+    tensors = [
+        lambda: ratten.tensor([1.5, -2.0]),
+        lambda: ratten.tensor([3], dtype=ratten.int64),
+        lambda: ratten.tensor([[1], [2]], dtype=ratten.int32),
+        lambda: ratten.tensor(2.0, dtype=ratten.float64),
+        lambda: ratten.tensor([True, False]),
+        lambda: ratten.tensor([1 + 2j], dtype=ratten.complex64),
+        lambda: ratten.tensor([7], dtype=ratten.uint8),
+    ]
+    numbers = [2, -3, 2.5, True, False, 1j, 0]
+    return tensors, numbers
+
+
+def outcome(fn):
+    """(dtype, shape, values) of the result, or (exception class, message). Values as their
+    repr, so that NaN equals NaN."""
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - the class and text are what is compared
+        return ("raises", type(e), str(e))
+    if not isinstance(r, ratten.Tensor):  # e.g. numpy's result for `ndarray * tensor`
+        return ("other", type(r).__name__, repr(r))
+    return ("ok", r.dtype, tuple(r.shape), repr(np.asarray(r.numpy()).tolist()))
+
+
+def both(slots, fn):
+    slots(True)
+    fast = outcome(fn)
+    slots(False)
+    general = outcome(fn)
+    slots(True)
+    return fast, general
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda o: o.__name__)
+def test_binary_matches_general_path(slots, op):
+    tensors, numbers = operands()
+    pairs = [(a, b) for a in tensors for b in tensors]
+    pairs += [(a, lambda n=n: n) for a in tensors for n in numbers]
+    pairs += [(lambda n=n: n, b) for n in numbers for b in tensors]
+    for left, right in pairs:
+        fast, general = both(slots, lambda: op(left(), right()))
+        assert fast == general, (op, left(), right())
+
+
+@pytest.mark.parametrize("op", INPLACE, ids=lambda o: o.__name__)
+def test_inplace_matches_general_path(slots, op):
+    tensors, numbers = operands()
+    rights = tensors + [lambda n=n: n for n in numbers]
+    for left, right in itertools.product(tensors, rights):
+
+        def run():
+            a = left()
+            before = a
+            r = op(a, right())
+            assert r is before  # the same object, not a new wrapper
+            return r
+
+        fast, general = both(slots, run)
+        assert fast == general, (op, left(), right())
+
+
+def test_errors_are_torchs_classes_and_texts(slots):
+    cases = [
+        lambda: ratten.ones(2) + ratten.ones(3),  # shapes do not broadcast
+        lambda: ratten.tensor([True]) - ratten.tensor([True]),  # bool subtraction
+        lambda: operator.iadd(ratten.ones(2, dtype=ratten.int64), 1.5),  # float into int
+        lambda: operator.iadd(ratten.ones(1), ratten.ones(2)),  # in-place cannot broadcast out
+        lambda: ratten.ones(1) + 2**70,  # beyond int64
+        lambda: ratten.ones(1) + "a",  # not a number
+        lambda: "a" + ratten.ones(1),
+        lambda: operator.iadd(ratten.ones(1), "a"),
+    ]
+    for case in cases:
+        fast, general = both(slots, case)
+        assert fast[0] == "raises", fast
+        assert fast == general
+
+
+def test_other_operands_take_the_general_path(slots):
+    a = ratten.tensor([1.0, 2.0])
+
+    class MyFloat(float):
+        pass
+
+    for other in [np.float64(2.0), np.int32(3), MyFloat(1.5), np.ones(2)]:
+        fast, general = both(slots, lambda: a + other)
+        assert fast == general, other
+        fast, general = both(slots, lambda: other * a)
+        assert fast == general, other
+
+
+def test_large_tensors_release_the_gil_and_match(slots):
+    n = ratten._C.GIL_RELEASE_NUMEL
+    fast, general = both(slots, lambda: ratten.ones(n) + ratten.ones(n))
+    assert fast == general
+    fast, general = both(slots, lambda: ratten.ones(n) * 3)
+    assert fast == general
+
+
+def test_results_are_ordinary_tensor_objects():
+    a, b = ratten.ones(1), ratten.full((1,), 2.0)
+    r = a + b
+    assert type(r) is ratten.Tensor
+    assert sys.getrefcount(r) == 2  # `r` and the call's argument
+    w = weakref.ref(r)
+    assert w() is r
+    del r
+    gc.collect()
+    assert w() is None
+    # The wrapped number a Python scalar becomes is not the result and not shared with it.
+    c = a + 1.0
+    d = a + 1.0
+    assert c is not d
+    c.add_(1.0)
+    assert d.item() == 2.0 and c.item() == 3.0
+
+
+def test_results_survive_their_operands():
+    a = ratten.tensor([1.0, 2.0])
+    r = a * 2
+    del a
+    gc.collect()
+    assert r.tolist() == [2.0, 4.0]
+
+
+@requires_torch
+def test_fast_slots_match_torch():
+    tensors, numbers = operands()
+    mismatches = []
+    for op in BINARY:
+        for left, n in itertools.product(tensors, numbers):
+            r = outcome(lambda: op(left(), n))
+            a = torch.from_numpy(np.asarray(left().numpy()))
+            try:
+                t = op(a, n)
+                expected = ("ok", str(t.dtype).replace("torch.", ""), tuple(t.shape), repr(t.numpy().tolist()))
+            except Exception as e:  # noqa: BLE001
+                expected = ("raises", type(e).__name__, str(e))
+            if r[0] == "raises":
+                got = ("raises", r[1].__name__, r[2])
+            else:
+                got = ("ok", str(r[1]).replace("ratten.", ""), r[2], r[3])
+            if got != expected:
+                mismatches.append((op.__name__, repr(left()), n, got, expected))
+    # Known, outside the bindings (reported to ratten-aten): torch 2.15 raises
+    # NotImplementedError for `-` with a bool operand (ratten: RuntimeError, same text), and
+    # gives inf+infj for a complex divided by a real zero (ratten: nan+nanj).
+    def is_known(m):
+        op, _, _, got, expected = m
+        if op == "sub" and got[0] == expected[0] == "raises":
+            return (got[1], expected[1]) == ("RuntimeError", "NotImplementedError") and got[2] == expected[2]
+        return op == "truediv" and "nan" in got[-1] and "inf" in expected[-1]
+
+    known = [m for m in mismatches if is_known(m)]
+    assert [m for m in mismatches if m not in known] == []
+    if known:
+        pytest.xfail(f"ratten-aten: bool subtraction raises RuntimeError, torch NotImplementedError ({len(known)} cases)")
