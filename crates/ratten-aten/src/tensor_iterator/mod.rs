@@ -1495,15 +1495,16 @@ impl TensorIteratorBase {
     /// iterator does. Memory safety does not depend on it: a snapshot keeps its storage alive,
     /// its view was checked in bounds when it was made, and storages only grow.
     fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
-        let mut specs: OpVec<(&Arc<TensorMeta>, ScalarType, Device)> = OpVec::new();
+        let mut specs: OpVec<(&TensorMeta, ScalarType, Device)> = OpVec::new();
         for (op, built) in self.s.operands.iter().zip(&self.s.metas) {
             let (Some(t), Some(built)) = (&op.tensor, built) else {
                 return Err(Error::runtime("TensorIterator: an operand is undefined"));
             };
-            specs.push((built, t.dtype(), t.device()));
+            specs.push((&**built, t.dtype(), t.device()));
         }
         let (writes, reads) = specs.split_at(self.s.num_outputs);
-        let g = TensorAccess::from_snapshots(reads, writes)?;
+        // The iterator holds the snapshots for longer than the guard: borrow them.
+        let g = TensorAccess::from_snapshot_refs(reads, writes)?;
         let mut ptrs = OpVec::new();
         for k in 0..self.s.operands.len() {
             let acc = if k < self.s.num_outputs {
