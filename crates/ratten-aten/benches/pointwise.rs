@@ -5,6 +5,12 @@
 //! Run: `cargo bench -p ratten-aten --bench pointwise`; `crates/ratten-aten/benches/summary.py`
 //! (or reading `target/criterion/*/new/estimates.json`) gives the medians. Every ratten case is
 //! run with 1 and 2 intra-op threads.
+//!
+//! `RATTEN_POINTWISE_INTERLEAVED=<rounds>` runs instead the cases the bandwidth aims are about
+//! (memcpy, f32 out= and functional, int32 + float32 into out=, ndarray and candle beside them)
+//! round-robin, one call of each per round, and prints per-case medians and ratios: every case
+//! sees the same moments of a shared machine's load, which criterion's case-after-case runs do
+//! not.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -25,6 +31,13 @@ fn f32_tensor(shape: &[i64], n: usize) -> Tensor {
 }
 
 fn bench(c: &mut Criterion) {
+    if let Some(rounds) = std::env::var("RATTEN_POINTWISE_INTERLEAVED")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        interleaved(rounds.max(3));
+        return;
+    }
     let mut g = c.benchmark_group("pointwise");
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
@@ -199,6 +212,143 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// The interleaved table (see the module docs).
+fn interleaved(rounds: usize) {
+    use ndarray::{Array1, Zip};
+    use std::time::Instant;
+    let src = vec![1.0f32; N];
+    let mut dst = vec![0.0f32; N];
+    let a = f32_tensor(&[N as i64], N);
+    let bt = f32_tensor(&[N as i64], N);
+    let out = Tensor::empty(&[N as i64], ScalarType::Float).unwrap();
+    let ai = a.to_dtype(ScalarType::Int).unwrap();
+    let x: Array1<f32> = Array1::from_iter((0..N).map(|i| (i % 1000) as f32 * 0.5));
+    let y = x.clone();
+    let xi: Array1<i32> = x.mapv(|v| v as i32);
+    let mut o = Array1::<f32>::zeros(N);
+    let cx = candle_core::Tensor::from_vec(x.to_vec(), N, &candle_core::Device::Cpu).unwrap();
+
+    type Case<'a> = (&'static str, i64, Box<dyn FnMut() + 'a>);
+    let mut cases: Vec<Case> = Vec::new();
+    cases.push((
+        "memcpy 64 MB",
+        1,
+        Box::new(|| {
+            dst.copy_from_slice(black_box(&src));
+            black_box(&dst);
+        }),
+    ));
+    for threads in [1i64, 2] {
+        let (a, bt, out, ai) = (&a, &bt, &out, &ai);
+        cases.push((
+            "ratten f32 out=",
+            threads,
+            Box::new(move || {
+                F::add_out(out, a, bt).unwrap();
+            }),
+        ));
+        cases.push((
+            "ratten f32 functional",
+            threads,
+            Box::new(move || drop(black_box(F::add(a, bt).unwrap()))),
+        ));
+        cases.push((
+            "ratten i32+f32 out=",
+            threads,
+            Box::new(move || {
+                F::add_out(out, ai, bt).unwrap();
+            }),
+        ));
+    }
+    cases.push((
+        "ndarray f32 out=",
+        1,
+        Box::new(|| {
+            Zip::from(&mut o)
+                .and(&x)
+                .and(&y)
+                .for_each(|o, &p, &q| *o = p + q)
+        }),
+    ));
+    cases.push((
+        "ndarray f32 functional",
+        1,
+        Box::new(|| drop(black_box(&x + &y))),
+    ));
+    cases.push((
+        "candle f32 functional",
+        1,
+        Box::new(|| drop(black_box(cx.add(&cx).unwrap()))),
+    ));
+    let mut xi_out = Array1::<f32>::zeros(N);
+    let y_ref = &y;
+    cases.push((
+        "ndarray i32+f32 out=",
+        1,
+        Box::new(move || {
+            Zip::from(&mut xi_out)
+                .and(&xi)
+                .and(y_ref)
+                .for_each(|o, &p, &q| *o = p as f32 + q)
+        }),
+    ));
+
+    let mut times = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..rounds + 1 {
+        for (k, (_, threads, f)) in cases.iter_mut().enumerate() {
+            set_num_threads(*threads).unwrap();
+            let t = Instant::now();
+            f();
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if round > 0 {
+                // Round 0 warms caches, page tables and the allocator's block cache.
+                times[k].push(ms);
+            }
+        }
+    }
+    set_num_threads(1).unwrap();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|p, q| p.total_cmp(q));
+        v[v.len() / 2]
+    };
+    let medians: Vec<f64> = times.iter_mut().map(median).collect();
+    let find = |name: &str, th: i64| {
+        cases
+            .iter()
+            .position(|(n, t, _)| *n == name && *t == th)
+            .map(|k| medians[k])
+    };
+    let memcpy = medians[0];
+    println!("interleaved medians over {rounds} rounds (one call of each case per round)");
+    println!(
+        "{:<26} {:>7} {:>10} {:>10}",
+        "case", "threads", "ms", "/ memcpy"
+    );
+    for (k, (name, threads, _)) in cases.iter().enumerate() {
+        println!(
+            "{:<26} {:>7} {:>10.2} {:>10.2}",
+            name,
+            threads,
+            medians[k],
+            medians[k] / memcpy
+        );
+    }
+    for th in [1, 2] {
+        if let (Some(f), Some(o)) = (
+            find("ratten f32 functional", th),
+            find("ratten f32 out=", th),
+        ) {
+            println!("{th} thread(s): ratten functional / out= = {:.2}", f / o);
+        }
+        if let (Some(i), Some(o)) = (find("ratten i32+f32 out=", th), find("ratten f32 out=", th)) {
+            println!(
+                "{th} thread(s): ratten i32+f32 out= / f32 out= = {:.2}",
+                i / o
+            );
+        }
+    }
 }
 
 criterion_group!(benches, bench);
