@@ -5,8 +5,13 @@
 Cases: `a + b` and `add(a, b, out=c)` on 1-element tensors (the binding's overhead), and the
 large cases of the TensorIterator issue (16M-element f32 add into out and functional,
 4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
-broadcast), with 1 and 2 threads. Prints the median time per call over several repeats per
-case and the ratios ratten/numpy and ratten/torch. The `gil` rows time ratten's 1-element
+broadcast), with 1 and 2 threads.
+
+The 1-element cases are statements timed with timeit (no Python function call around them),
+interleaved: each round times every library once, in a rotating order, so the libraries are
+measured at the same moments of machine load; printed are the median time per call over the
+rounds and the median of the per-round ratios ratten/numpy and ratten/torch. The large cases
+print the median time per call over several repeats. The `gil` rows time ratten's 1-element
 calls again with the GIL released around every kernel (torch's behaviour; ratten releases it
 only from `ratten._C.GIL_RELEASE_NUMEL` elements on).
 """
@@ -15,6 +20,7 @@ import argparse
 import statistics
 import sys
 import time
+import timeit
 
 import numpy as np
 
@@ -24,6 +30,8 @@ try:
     import torch
 except ImportError:
     torch = None
+
+LIBS = ("ratten", "numpy", "torch")
 
 
 def best(fn, number, repeat):
@@ -42,7 +50,7 @@ def fmt(t):
     if t is None:
         return "n/a"
     if t < 1e-3:
-        return f"{t * 1e6:8.2f} us"
+        return f"{t * 1e6:8.3f} us"
     return f"{t * 1e3:8.2f} ms"
 
 
@@ -50,10 +58,22 @@ def ratio(a, b):
     return "n/a" if a is None or b is None else f"{a / b:5.2f}x"
 
 
+def line(name, res, ratios=None):
+    ratios = ratios or {
+        other: None if res["ratten"] is None or res[other] is None else res["ratten"] / res[other]
+        for other in ("numpy", "torch")
+    }
+    r = {k: "n/a" if v is None else f"{v:5.2f}x" for k, v in ratios.items()}
+    print(
+        f"{name:44s} ratten {fmt(res['ratten'])}  numpy {fmt(res['numpy'])}  torch {fmt(res['torch'])}"
+        f"   ratten/numpy {r['numpy']}  ratten/torch {r['torch']}"
+    )
+
+
 def run_case(name, make, number, repeat):
     """make(lib) -> callable or None (lib in 'ratten', 'numpy', 'torch')."""
     res = {}
-    for lib in ("ratten", "numpy", "torch"):
+    for lib in LIBS:
         if lib == "torch" and torch is None:
             res[lib] = None
             continue
@@ -63,10 +83,38 @@ def run_case(name, make, number, repeat):
             print(f"  [{lib}] {name}: {e}", file=sys.stderr)
             fn = None
         res[lib] = None if fn is None else best(fn, number, repeat)
-    print(
-        f"{name:44s} ratten {fmt(res['ratten'])}  numpy {fmt(res['numpy'])}  torch {fmt(res['torch'])}"
-        f"   ratten/numpy {ratio(res['ratten'], res['numpy'])}  ratten/torch {ratio(res['ratten'], res['torch'])}"
-    )
+    line(name, res)
+    return res
+
+
+def run_interleaved(name, make, number, rounds):
+    """make(lib) -> (statement, namespace[, setup]) or None. Each round times `number` executions of
+    every library's statement, the order rotating from round to round; prints the medians over
+    the rounds of the time per execution and of the per-round ratios."""
+    timers = {}
+    for lib in LIBS:
+        if lib == "torch" and torch is None:
+            continue
+        made = make(lib)
+        if made is not None:
+            stmt, ns, *setup = made
+            timers[lib] = timeit.Timer(stmt, *setup, globals=ns)
+            timers[lib].timeit(number)  # warm-up
+    per_round = {lib: [] for lib in timers}
+    order = list(timers)
+    for r in range(rounds):
+        for lib in order[r % len(order):] + order[: r % len(order)]:
+            per_round[lib].append(timers[lib].timeit(number) / number)
+    res = {lib: statistics.median(per_round[lib]) if lib in per_round else None for lib in LIBS}
+    ratios = {}
+    for other in ("numpy", "torch"):
+        if "ratten" in per_round and other in per_round:
+            ratios[other] = statistics.median(
+                a / b for a, b in zip(per_round["ratten"], per_round[other])
+            )
+        else:
+            ratios[other] = None
+    line(name, res, ratios)
     return res
 
 
@@ -111,42 +159,55 @@ def empty(lib, shape, dt):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    p.add_argument("--small", action="store_true", help="only the 1-element cases")
     args = p.parse_args()
-    rep_small, rep_large = (3, 2) if args.quick else (7, 5)
+    rounds, rep_large = (5, 2) if args.quick else (21, 5)
     n_small = 20000 if not args.quick else 2000
 
     print(f"ratten vs numpy {np.__version__}" + (f" vs torch {torch.__version__}" if torch else " (torch not installed)"))
-    print("== 1-element tensors (binding overhead)")
-    run_case("a + b (float32, 1 element)", lambda lib: add_fn(lib, *arrays(lib, [((1,), "float32")] * 2)), n_small, rep_small)
+    print("== 1-element tensors (binding overhead), interleaved rounds")
 
-    def small_out(lib):
-        a, b = arrays(lib, [((1,), "float32")] * 2)
-        return add_fn(lib, a, b, out=empty(lib, (1,), "float32"))
+    def one(lib, dt="float32"):
+        (x,) = arrays(lib, [((1,), dt)])
+        return x
 
-    run_case("add(a, b, out=c) (float32, 1 element)", small_out, n_small, rep_small)
+    def mod(lib):
+        return {"ratten": ratten, "numpy": np, "torch": torch}[lib]
+
+    def plus(lib):
+        return "a + b", {"a": one(lib), "b": one(lib)}
+
+    def add_out(lib):
+        ns = {"m": mod(lib), "a": one(lib), "b": one(lib), "c": empty(lib, (1,), "float32")}
+        return "m.add(a, b, out=c)", ns
 
     def plus_number(lib):
-        (a,) = arrays(lib, [((1,), "float32")])
-        return lambda: a + 1.5
-
-    run_case("a + 1.5 (float32, 1 element)", plus_number, n_small, rep_small)
+        return "a + 1.5", {"a": one(lib)}
 
     def iadd(lib):
-        a, b = arrays(lib, [((1,), "float32")] * 2)
+        # `a` is a local of timeit's function, bound by the setup.
+        return "a += b", {"a0": one(lib), "b": one(lib)}, "a = a0"
 
-        def f():
-            nonlocal a
-            a += b
+    def mul_int(lib):
+        return "a * b", {"a": one(lib, "int32"), "b": one(lib, "int32")}
 
-        return f
-
-    run_case("a += b (float32, 1 element)", iadd, n_small, rep_small)
+    small = [
+        ("a + b (float32, 1 element)", plus),
+        ("add(a, b, out=c) (float32, 1 element)", add_out),
+        ("a + 1.5 (float32, 1 element)", plus_number),
+        ("a += b (float32, 1 element)", iadd),
+        ("a * b (int32, 1 element)", mul_int),
+    ]
+    for name, make in small:
+        run_interleaved(name, make, n_small, rounds)
 
     ratten._C._set_always_release_gil(True)
     print("-- gil: the same with the GIL released around every ratten kernel (torch's way)")
-    run_case("gil: a + b (float32, 1 element)", lambda lib: add_fn(lib, *arrays(lib, [((1,), "float32")] * 2)), n_small, rep_small)
-    run_case("gil: add(a, b, out=c) (float32, 1 element)", small_out, n_small, rep_small)
+    run_interleaved("gil: a + b (float32, 1 element)", plus, n_small, rounds)
+    run_interleaved("gil: add(a, b, out=c) (float32, 1 element)", add_out, n_small, rounds)
     ratten._C._set_always_release_gil(False)
+    if args.small:
+        return
 
     n = 16 * 1024 * 1024
     for threads in (1, 2):

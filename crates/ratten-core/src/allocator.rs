@@ -10,8 +10,9 @@
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -50,6 +51,22 @@ impl DataPtr {
         DataPtr {
             ptr: None,
             capacity: 0,
+            deleter: None,
+            zeroed: true,
+            device,
+        }
+    }
+
+    /// Memory owned by someone else for at least the DataPtr's life (a storage's inline
+    /// tail): nothing is freed on drop.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `capacity` initialised bytes, aligned to
+    /// [`ALIGNMENT`], for as long as the DataPtr lives, and used by nobody else.
+    pub(crate) unsafe fn borrowed(ptr: NonNull<u8>, capacity: usize, device: Device) -> Self {
+        DataPtr {
+            ptr: Some(ptr),
+            capacity,
             deleter: None,
             zeroed: true,
             device,
@@ -364,6 +381,192 @@ fn release_small(p: NonNull<u8>, capacity: usize) {
     }
 }
 
+// Object blocks. TensorImpl and StorageImpl are made and dropped once per op output; their
+// blocks come from a per-thread cache of the same classes as the small data blocks, but a
+// separate one: an object's padding bytes are uninitialised, and data blocks must never hold
+// uninitialised bytes.
+
+thread_local! {
+    static OBJECT_CACHE: SmallCache = const {
+        SmallCache {
+            lists: [const {
+                ClassList {
+                    len: Cell::new(0),
+                    blocks: [const { Cell::new(0) }; SMALL_CACHE_PER_CLASS],
+                }
+            }; SMALL_CLASSES],
+        }
+    };
+}
+
+/// A block of class `class` (uninitialised), ALIGNMENT-aligned; aborts on out-of-memory as
+/// `Arc::new` does.
+#[inline]
+fn object_alloc(class: usize) -> NonNull<u8> {
+    if let Some(addr) = OBJECT_CACHE.try_with(|c| c.pop(class)).ok().flatten() {
+        // SAFETY: cached blocks are live allocations of the class's layout, owned by nobody.
+        return unsafe { NonNull::new_unchecked(addr as *mut u8) };
+    }
+    let layout = small_layout(class);
+    // SAFETY: the layout is not zero-sized.
+    let p = unsafe { std::alloc::alloc(layout) };
+    NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+}
+
+/// # Safety
+/// `p` must come from `object_alloc(class)` and be used by nobody any more.
+#[inline]
+unsafe fn object_free(p: NonNull<u8>, class: usize) {
+    let cached = OBJECT_CACHE
+        .try_with(|c| c.push(class, p.as_ptr() as usize))
+        .unwrap_or(false);
+    if !cached {
+        // SAFETY: the caller's contract: allocated with this class's layout, unused.
+        unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };
+    }
+}
+
+#[repr(C)]
+struct CachedInner<T> {
+    count: AtomicUsize,
+    /// The block's small class (to free it into the right list).
+    class: usize,
+    value: T,
+}
+
+/// A reference-counted pointer like `Arc<T>` (strong references only) whose block comes
+/// from a per-thread cache instead of malloc, optionally with an ALIGNMENT-aligned tail of
+/// extra bytes in the same block (a small storage's data). A tensor's TensorImpl and
+/// StorageImpl are made and dropped on every op; two malloc/free pairs were a third of
+/// making a tensor.
+pub(crate) struct CachedArc<T> {
+    ptr: NonNull<CachedInner<T>>,
+    _owns: PhantomData<CachedInner<T>>,
+}
+
+// SAFETY: as for Arc<T>: the value is shared between the handles' threads (T: Sync) and
+// dropped by whichever thread drops the last handle (T: Send); the count is atomic.
+unsafe impl<T: Send + Sync> Send for CachedArc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for CachedArc<T> {}
+
+/// The offset of a CachedArc's tail: the inner value rounded up to ALIGNMENT.
+const fn tail_offset<T>() -> usize {
+    std::mem::size_of::<CachedInner<T>>().next_multiple_of(ALIGNMENT)
+}
+
+impl<T> CachedArc<T> {
+    /// A handle to `value`.
+    #[inline]
+    pub(crate) fn new(value: T) -> Self {
+        Self::with_tail(0, |_| value)
+    }
+
+    /// A handle to `make(tail)`, where `tail` points at `tail_bytes` initialised (zero)
+    /// bytes, ALIGNMENT-aligned, in the same block, alive as long as the value.
+    /// `tail_bytes` must be 0 or fit a small block with the value (callers check
+    /// [`CachedArc::tail_fits`]); otherwise this aborts like an allocation failure.
+    #[inline]
+    pub(crate) fn with_tail(tail_bytes: usize, make: impl FnOnce(NonNull<u8>) -> T) -> Self {
+        const { assert!(std::mem::align_of::<CachedInner<T>>() <= ALIGNMENT) };
+        let total = if tail_bytes == 0 {
+            std::mem::size_of::<CachedInner<T>>()
+        } else {
+            tail_offset::<T>() + tail_bytes
+        };
+        let Some(class) = small_class(total.max(1)) else {
+            std::alloc::handle_alloc_error(
+                Layout::from_size_align(total, ALIGNMENT).unwrap_or(Layout::new::<u8>()),
+            )
+        };
+        let block = object_alloc(class);
+        // SAFETY: the block has room for the inner value (and the tail when asked): the
+        // class holds `total` bytes; the tail starts inside it.
+        let tail = unsafe { NonNull::new_unchecked(block.as_ptr().add(tail_offset::<T>())) };
+        if tail_bytes > 0 {
+            // SAFETY: `tail_bytes` bytes from `tail` lie inside the block (see above), which
+            // nobody else uses.
+            unsafe { std::ptr::write_bytes(tail.as_ptr(), 0, tail_bytes) };
+        }
+        let ptr = block.cast::<CachedInner<T>>();
+        // SAFETY: the block is ALIGNMENT-aligned (>= the inner's alignment, asserted above)
+        // and large enough; writing initialises it.
+        unsafe {
+            ptr.as_ptr().write(CachedInner {
+                count: AtomicUsize::new(1),
+                class,
+                value: make(tail),
+            })
+        };
+        CachedArc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// Whether a tail of `tail_bytes` fits a small block together with a `T`.
+    pub(crate) const fn tail_fits(tail_bytes: usize) -> bool {
+        tail_offset::<T>() + tail_bytes <= SMALL_MIN << (SMALL_CLASSES - 1)
+    }
+
+    #[inline]
+    fn inner(&self) -> &CachedInner<T> {
+        // SAFETY: the block stays alive while any handle (this one) exists.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    pub(crate) fn strong_count(this: &Self) -> usize {
+        this.inner().count.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+}
+
+impl<T> Clone for CachedArc<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        // Relaxed, as Arc: a new handle is made from an existing one, which keeps the value
+        // alive; no other memory is published by the increment.
+        let old = self.inner().count.fetch_add(1, Ordering::Relaxed);
+        if old > isize::MAX as usize {
+            // As Arc: a leaked-handle overflow would later free a live value.
+            std::process::abort();
+        }
+        CachedArc {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for CachedArc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.inner().count.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // Pairs with the other handles' Release decrements: their uses of the value happen
+        // before it is destroyed.
+        std::sync::atomic::fence(Ordering::Acquire);
+        let class = self.inner().class;
+        // SAFETY: this was the last handle: nobody else can reach the value or the block.
+        unsafe {
+            std::ptr::drop_in_place(&mut (*self.ptr.as_ptr()).value);
+            object_free(self.ptr.cast(), class);
+        }
+    }
+}
+
+impl<T> std::ops::Deref for CachedArc<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.inner().value
+    }
+}
+
 fn release_medium(p: NonNull<u8>, capacity: usize) {
     // SAFETY: `medium` allocated exactly `capacity` bytes with ALIGNMENT, and the owner no
     // longer uses them.
@@ -659,5 +862,53 @@ mod tests {
         let e = get_allocator(DeviceType::Cuda).err().unwrap();
         assert_eq!(e.message(), "Torch not compiled with CUDA enabled");
         assert!(set_allocator(DeviceType::Meta, Arc::new(MetaAllocator)).is_err());
+    }
+
+    #[test]
+    fn cached_arcs_count_share_and_recycle_their_blocks() {
+        use std::sync::atomic::AtomicUsize;
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct Counted(u64);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let a = CachedArc::new(Counted(7));
+        let b = a.clone();
+        assert_eq!(CachedArc::strong_count(&a), 2);
+        assert!(CachedArc::ptr_eq(&a, &b));
+        drop(a);
+        assert_eq!((b.0, DROPS.load(Ordering::SeqCst)), (7, 0));
+        let block = &*b as *const Counted as usize;
+        drop(b);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+        // The block went to this thread's cache and comes back for the next object.
+        let c = CachedArc::new(Counted(8));
+        assert_eq!(&*c as *const Counted as usize, block);
+        // Handles cross threads; the last drop (on another thread) destroys the value.
+        let d = c.clone();
+        std::thread::spawn(move || drop(d)).join().unwrap();
+        drop(c);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_cached_arc_tail_is_zeroed_aligned_and_separate() {
+        assert!(CachedArc::<[u64; 3]>::tail_fits(64));
+        assert!(!CachedArc::<[u64; 3]>::tail_fits(8192));
+        let mut seen = None;
+        let x = CachedArc::with_tail(64, |tail| {
+            seen = Some(tail);
+            [1u64, 2, 3]
+        });
+        let tail = seen.unwrap();
+        assert_eq!(tail.as_ptr() as usize % ALIGNMENT, 0);
+        let value_end = &*x as *const [u64; 3] as usize + 24;
+        assert!(tail.as_ptr() as usize >= value_end);
+        // SAFETY: the tail is 64 initialised bytes alive as long as `x`.
+        let bytes = unsafe { std::slice::from_raw_parts(tail.as_ptr(), 64) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        assert_eq!(*x, [1, 2, 3]);
     }
 }

@@ -14,7 +14,7 @@ use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::RawRwLock;
 
 use crate::access::StorageAccess;
-use crate::allocator::{allocator_ref, Allocator, AllocatorRef, DataPtr, ALIGNMENT};
+use crate::allocator::{allocator_ref, Allocator, AllocatorRef, CachedArc, DataPtr, ALIGNMENT};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -42,9 +42,14 @@ unsafe impl Sync for StorageImpl {}
 // SAFETY: DataPtr is Send; nothing in StorageImpl is tied to a thread.
 unsafe impl Send for StorageImpl {}
 
-/// A shared handle to a StorageImpl (cheap to clone).
+/// A shared handle to a StorageImpl (cheap to clone). The StorageImpl's block comes from a
+/// per-thread cache, and a small CPU storage keeps its data in the same block.
 #[derive(Clone)]
-pub struct Storage(Arc<StorageImpl>);
+pub struct Storage(CachedArc<StorageImpl>);
+
+/// CPU storages of up to this many bytes from the built-in allocator keep their data inside
+/// the StorageImpl's block (one allocation for both; a scalar or a tiny tensor).
+const INLINE_DATA: usize = 64;
 
 impl Storage {
     /// A storage of `nbytes` bytes from the device's allocator (contents unspecified but
@@ -82,13 +87,33 @@ impl Storage {
                 "Storage size calculation overflowed: {nbytes} bytes"
             )));
         }
+        let inline = matches!(allocator, AllocatorRef::Cpu)
+            && nbytes > 0
+            && nbytes <= INLINE_DATA
+            && CachedArc::<StorageImpl>::tail_fits(INLINE_DATA);
+        if inline {
+            return Ok(Storage(CachedArc::with_tail(INLINE_DATA, |tail| {
+                StorageImpl {
+                    lock: RawRwLock::INIT,
+                    // SAFETY: the tail is INLINE_DATA zeroed bytes, ALIGNMENT-aligned, owned
+                    // by this StorageImpl's block alone and alive as long as the StorageImpl
+                    // (which drops the DataPtr before the block is freed).
+                    data: UnsafeCell::new(unsafe { DataPtr::borrowed(tail, INLINE_DATA, device) }),
+                    nbytes: AtomicUsize::new(nbytes),
+                    allocator,
+                    resizable: true,
+                    device,
+                    alignment: ALIGNMENT,
+                }
+            })));
+        }
         let data = if zeroed {
             allocator.get().allocate_zeroed(nbytes)?
         } else {
             allocator.get().allocate(nbytes)?
         };
         Self::check_data(&data, nbytes, device)?;
-        Ok(Storage(Arc::new(StorageImpl {
+        Ok(Storage(CachedArc::new(StorageImpl {
             lock: RawRwLock::INIT,
             data: UnsafeCell::new(data),
             nbytes: AtomicUsize::new(nbytes),
@@ -112,7 +137,7 @@ impl Storage {
         let allocator = allocator_ref(device.device_type).unwrap_or_else(|_| {
             AllocatorRef::Other(Arc::new(crate::allocator::MetaAllocator) as Arc<dyn Allocator>)
         });
-        Ok(Storage(Arc::new(StorageImpl {
+        Ok(Storage(CachedArc::new(StorageImpl {
             lock: RawRwLock::INIT,
             data: UnsafeCell::new(data),
             nbytes: AtomicUsize::new(nbytes),
@@ -169,11 +194,11 @@ impl Storage {
     }
     /// `Storage::is_alias_of`: the same StorageImpl.
     pub fn is_alias_of(&self, other: &Storage) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        CachedArc::ptr_eq(&self.0, &other.0)
     }
     /// Number of handles to this StorageImpl.
     pub fn use_count(&self) -> usize {
-        Arc::strong_count(&self.0)
+        CachedArc::strong_count(&self.0)
     }
     pub(crate) fn as_impl(&self) -> &StorageImpl {
         &self.0
@@ -279,5 +304,38 @@ mod tests {
         assert!(!s.has_data());
         let g = StorageAccess::acquire(&[&s], &[]).unwrap();
         assert!(g.data_ptr(&s).is_none());
+    }
+
+    #[test]
+    fn small_storages_are_inline_and_grow_out_of_line() {
+        let s = Storage::new(12, Device::CPU).unwrap();
+        assert_eq!(s.alignment(), ALIGNMENT);
+        {
+            let g = StorageAccess::acquire(&[], &[&s]).unwrap();
+            let p = g.data_ptr(&s).unwrap();
+            assert_eq!(p.as_ptr() as usize % ALIGNMENT, 0);
+            // The data sits in the StorageImpl's own block, right after it.
+            let imp = s.as_impl() as *const StorageImpl as usize;
+            assert!(p.as_ptr() as usize > imp && (p.as_ptr() as usize) < imp + 4096);
+            // SAFETY: 12 bytes (64 in fact), exclusive access.
+            unsafe { std::ptr::write_bytes(p.as_ptr(), 5, 12) };
+        }
+        // Within the inline capacity: no move; beyond it: moved to allocator memory.
+        s.grow(64).unwrap();
+        s.grow(1000).unwrap();
+        let g = StorageAccess::acquire(&[&s], &[]).unwrap();
+        let p = g.data_ptr(&s).unwrap();
+        // SAFETY: 1000 valid bytes under a read lock.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 1000) };
+        assert!(bytes[..12].iter().all(|&b| b == 5));
+        // A zeroed small storage reads zeros even when its block was used before.
+        drop(g);
+        drop(s);
+        let z = Storage::new_zeroed(64, Device::CPU).unwrap();
+        let g = StorageAccess::acquire(&[&z], &[]).unwrap();
+        let p = g.data_ptr(&z).unwrap();
+        // SAFETY: 64 valid bytes under a read lock.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 64) };
+        assert!(bytes.iter().all(|&b| b == 0));
     }
 }

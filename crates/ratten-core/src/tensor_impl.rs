@@ -12,14 +12,15 @@
 //! (An `ArcSwap` gave wait-free reads, but destroying one scans every thread's debt slots;
 //! that scan, paid by every temporary tensor, cost more than the locked clone.)
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 use crate::access::TensorAccess;
-use crate::device::Device;
+use crate::allocator::CachedArc;
+use crate::device::{Device, DeviceType};
 use crate::dispatch_key_set::DispatchKeySet;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
@@ -41,27 +42,53 @@ pub struct TensorMeta {
 }
 
 impl TensorMeta {
-    /// The snapshot of a fresh contiguous tensor (`empty`): strides computed here, numel
-    /// given (already checked by the caller).
+    /// The snapshot of a fresh contiguous tensor (`empty`), built in its Arc: strides
+    /// computed here, numel given (already checked by the caller).
     #[inline]
-    fn contiguous(storage: Storage, sizes: &[i64], numel: i64) -> Self {
-        let strides = if sizes.len() <= 6 {
-            // In place, without SmallVec's generic fill: this runs for every new tensor.
-            let mut buf = [1i64; 6];
-            for d in (0..sizes.len().saturating_sub(1)).rev() {
-                buf[d] = buf[d + 1].saturating_mul(sizes[d + 1].max(1));
+    fn contiguous(storage: Storage, sizes: &[i64], numel: i64) -> Arc<TensorMeta> {
+        let (sizes, strides) = if sizes.len() <= 6 {
+            // In place, without SmallVec's generic copy and fill (a memcpy call and a loop):
+            // this runs for every new tensor.
+            let mut size_buf = [0i64; 6];
+            let mut stride_buf = [1i64; 6];
+            for (d, &s) in size_buf.iter_mut().zip(sizes) {
+                *d = s;
             }
-            DimVec::from_buf_and_len(buf, sizes.len())
+            for d in (0..sizes.len().saturating_sub(1)).rev() {
+                stride_buf[d] = stride_buf[d + 1].saturating_mul(sizes[d + 1].max(1));
+            }
+            (
+                DimVec::from_buf_and_len(size_buf, sizes.len()),
+                DimVec::from_buf_and_len(stride_buf, sizes.len()),
+            )
         } else {
-            contiguous_strides(sizes)
+            (DimVec::from_slice(sizes), contiguous_strides(sizes))
         };
-        TensorMeta {
-            storage,
-            numel,
-            is_contiguous: true,
-            sizes: DimVec::from_slice(sizes),
-            strides,
-            storage_offset: 0,
+        // Allocated first and written field by field: building the snapshot on the stack and
+        // moving it into `Arc::new` costs memcpy calls for its ~150 bytes.
+        let mut arc = Arc::<TensorMeta>::new_uninit();
+        let Some(slot) = Arc::get_mut(&mut arc) else {
+            // A fresh Arc is unique; kept only to stay panic-free.
+            return Arc::new(TensorMeta {
+                storage,
+                numel,
+                is_contiguous: true,
+                sizes,
+                strides,
+                storage_offset: 0,
+            });
+        };
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` points at the Arc's uninitialised TensorMeta, which nobody else can
+        // see; every field is written once, after which it is initialised.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).storage).write(storage);
+            std::ptr::addr_of_mut!((*p).numel).write(numel);
+            std::ptr::addr_of_mut!((*p).is_contiguous).write(true);
+            std::ptr::addr_of_mut!((*p).sizes).write(sizes);
+            std::ptr::addr_of_mut!((*p).strides).write(strides);
+            std::ptr::addr_of_mut!((*p).storage_offset).write(0);
+            arc.assume_init()
         }
     }
 
@@ -302,30 +329,51 @@ impl TensorImpl {
         version_counter: OnceLock<VersionCounter>,
     ) -> TensorImpl {
         let meta = TensorMeta::new(storage, sizes, strides, storage_offset);
-        let mut imp = Self::with_meta(meta, dtype);
+        let mut imp = Self::with_meta(Arc::new(meta), dtype);
         imp.version_counter = version_counter;
         imp
     }
 
     #[inline]
-    fn with_meta(meta: TensorMeta, dtype: ScalarType) -> TensorImpl {
+    fn with_meta(meta: Arc<TensorMeta>, dtype: ScalarType) -> TensorImpl {
         let device = meta.storage.device();
         TensorImpl {
-            meta: RwLock::new(Arc::new(meta)),
+            meta: RwLock::new(meta),
             meta_writer: Mutex::new(()),
             dtype,
             device,
-            key_set: DispatchKeySet::for_tensor(device.device_type),
+            key_set: tensor_key_set(device.device_type),
             version_counter: OnceLock::new(),
             is_wrapped_number: AtomicBool::new(false),
         }
     }
 }
 
+/// `DispatchKeySet::for_tensor`, computed once per device type (it is pure; a race only
+/// stores the same value twice). 0 marks "not yet": a tensor's set always has its backend.
+#[inline]
+fn tensor_key_set(device_type: DeviceType) -> DispatchKeySet {
+    static CACHE: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+    let slot = &CACHE[match device_type {
+        DeviceType::Cpu => 0,
+        DeviceType::Cuda => 1,
+        DeviceType::Meta => 2,
+        DeviceType::PrivateUse1 => 3,
+    }];
+    match slot.load(Ordering::Relaxed) {
+        0 => {
+            let ks = DispatchKeySet::for_tensor(device_type);
+            slot.store(ks.raw_repr(), Ordering::Relaxed);
+            ks
+        }
+        raw => DispatchKeySet::from_raw(raw),
+    }
+}
+
 /// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
 /// PyTorch's `Tensor b = a;` does); it never copies data.
 #[derive(Clone)]
-pub struct TensorBase(Arc<TensorImpl>);
+pub struct TensorBase(CachedArc<TensorImpl>);
 
 /// A borrowed metadata snapshot (see [`TensorBase::meta`]).
 pub type MetaRef = Arc<TensorMeta>;
@@ -420,7 +468,7 @@ impl TensorBase {
     }
 
     pub fn from_impl(imp: TensorImpl) -> TensorBase {
-        TensorBase(Arc::new(imp))
+        TensorBase(CachedArc::new(imp))
     }
 
     pub fn unsafe_get_tensor_impl(&self) -> &TensorImpl {
@@ -542,11 +590,11 @@ impl TensorBase {
     }
     /// Whether both handles are the same TensorImpl (`is_same`).
     pub fn is_same(&self, other: &TensorBase) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        CachedArc::ptr_eq(&self.0, &other.0)
     }
     /// Number of handles to this TensorImpl.
     pub fn use_count(&self) -> usize {
-        Arc::strong_count(&self.0)
+        CachedArc::strong_count(&self.0)
     }
 
     /// `as_strided`: a view of the same storage (sharing the version counter) with the given

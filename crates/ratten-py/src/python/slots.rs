@@ -10,10 +10,17 @@
 //! else to pyo3's slots, saved at installation, so results and errors stay those of the
 //! general path. `Tensor.__add__` and friends, looked up by name, remain pyo3's.
 //!
+//! `tp_dealloc` is replaced too: it keeps up to [`FREE_MAX`] freed `Tensor` objects for reuse
+//! (as CPython does for floats and tuples), so the result of a small op costs no allocator
+//! round trip, and it releases the instance's reference to its type, which pyo3 0.25's
+//! deallocator does not.
+//!
 //! Installation checks pyo3's object layout against a sample object and leaves pyo3's slots in
-//! place when it differs from the one these slots read and write.
+//! place when it differs from the one these slots read and write, or when the interpreter runs
+//! without a GIL (the free list relies on it).
 
 use std::any::Any;
+use std::cell::Cell;
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -35,7 +42,11 @@ struct Slots {
     tp: *mut ffi::PyTypeObject,
     /// Byte offset of the `PyTensor` value from the start of the object.
     offset: usize,
+    /// Byte offset of the weak-reference list pointer.
+    weaklist: usize,
     alloc: ffi::allocfunc,
+    free: ffi::freefunc,
+    dealloc: ffi::destructor,
     add: ffi::binaryfunc,
     sub: ffi::binaryfunc,
     mul: ffi::binaryfunc,
@@ -90,13 +101,17 @@ fn probe(py: Python<'_>) -> PyResult<Option<Slots>> {
     }
     // SAFETY: checked non-null; a heap type's number methods live in the type object.
     let n = unsafe { &*t.tp_as_number };
-    let (Some(alloc), Some(add), Some(sub), Some(mul), Some(div)) = (
-        t.tp_alloc,
-        n.nb_add,
-        n.nb_subtract,
-        n.nb_multiply,
-        n.nb_true_divide,
-    ) else {
+    // The free list is shared by all threads and guarded by the GIL alone.
+    let sys = py.import("sys")?;
+    if sys.hasattr("_is_gil_enabled")? && !sys.call_method0("_is_gil_enabled")?.extract::<bool>()? {
+        return Ok(None);
+    }
+    let (Some(alloc), Some(free), Some(dealloc)) = (t.tp_alloc, t.tp_free, t.tp_dealloc) else {
+        return Ok(None);
+    };
+    let (Some(add), Some(sub), Some(mul), Some(div)) =
+        (n.nb_add, n.nb_subtract, n.nb_multiply, n.nb_true_divide)
+    else {
         return Ok(None);
     };
     let (Some(iadd), Some(isub), Some(imul), Some(idiv)) = (
@@ -110,7 +125,10 @@ fn probe(py: Python<'_>) -> PyResult<Option<Slots>> {
     Ok(Some(Slots {
         tp,
         offset,
+        weaklist: after_value,
         alloc,
+        free,
+        dealloc,
         add,
         sub,
         mul,
@@ -137,6 +155,7 @@ pub fn set_enabled(py: Python<'_>, enable: bool) -> PyResult<bool> {
     // SAFETY: the GIL is held, so no slot of the type is being read concurrently; the number
     // methods of a heap type are writable, and the functions stored keep the slots' contract.
     unsafe {
+        (*s.tp).tp_dealloc = Some(if enable { tp_dealloc } else { s.dealloc });
         let n = &mut *(*s.tp).tp_as_number;
         n.nb_add = on(nb_add, s.add);
         n.nb_subtract = on(nb_subtract, s.sub);
@@ -207,25 +226,90 @@ unsafe fn tensor_of<'a>(s: &Slots, o: *mut ffi::PyObject) -> &'a Tensor {
     unsafe { &(*o.cast::<u8>().add(s.offset).cast::<PyTensor>()).t }
 }
 
+/// How many freed `Tensor` objects are kept for reuse.
+const FREE_MAX: usize = 64;
+
+/// Freed `Tensor` objects (their memory, type still set, value dropped), newest last.
+struct FreeList {
+    len: Cell<usize>,
+    items: [Cell<*mut ffi::PyObject>; FREE_MAX],
+}
+
+/// A value only touched with the GIL held.
+struct GilOnly<T>(T);
+
+// SAFETY: the free list is used only inside CPython slots (`tp_dealloc` and the number slots),
+// which run with the GIL held, and `probe` refuses to install them on an interpreter without
+// a GIL: accesses are serialised by the GIL.
+unsafe impl<T> Sync for GilOnly<T> {}
+
+static FREE: GilOnly<FreeList> = GilOnly(FreeList {
+    len: Cell::new(0),
+    items: [const { Cell::new(ptr::null_mut()) }; FREE_MAX],
+});
+
 /// A new `Tensor` object holding `t`, or null with MemoryError set.
 ///
 /// # Safety
 /// The GIL must be held.
 #[inline]
 unsafe fn new_object(s: &Slots, t: Tensor) -> *mut ffi::PyObject {
-    // SAFETY: `tp_alloc` returns a zeroed instance (with a reference to the type) or null with
-    // an exception set; `probe` checked that zeroed fields plus the value at `offset` are what
-    // pyo3's initialiser writes.
+    let free = &FREE.0;
+    let n = free.len.get();
+    // SAFETY: a listed object is a freed instance of `s.tp` with its value dropped:
+    // `PyObject_Init` makes it a new object again (type reference, reference count 1), and
+    // its weak list is emptied; `tp_alloc` returns a zeroed instance (with a reference to the
+    // type) or null with an exception set. `probe` checked that those fields plus the value
+    // at `offset` are what pyo3's initialiser writes.
     unsafe {
-        let obj = (s.alloc)(s.tp, 0);
-        if obj.is_null() {
-            return obj;
-        }
+        let obj = if n > 0 {
+            free.len.set(n - 1);
+            let o = ffi::PyObject_Init(free.items[n - 1].get(), s.tp);
+            *o.cast::<u8>().add(s.weaklist).cast::<*mut ffi::PyObject>() = ptr::null_mut();
+            o
+        } else {
+            let o = (s.alloc)(s.tp, 0);
+            if o.is_null() {
+                return o;
+            }
+            o
+        };
         ptr::write(
             obj.cast::<u8>().add(s.offset).cast::<PyTensor>(),
             PyTensor { t },
         );
         obj
+    }
+}
+
+/// `tp_dealloc` of `Tensor`: what pyo3's does (weak references cleared, value dropped, memory
+/// freed), keeping the memory in the free list while there is room, and releasing the type
+/// reference every instance holds.
+unsafe extern "C" fn tp_dealloc(o: *mut ffi::PyObject) {
+    let Some(s) = SLOTS.get() else {
+        // Unreachable: installed only after SLOTS is set. Leaking beats guessing the layout.
+        return;
+    };
+    // SAFETY: CPython calls tp_dealloc once, with the GIL held, on an instance of the type
+    // whose reference count reached zero; `probe` found the weak list and value offsets.
+    unsafe {
+        if !(*o.cast::<u8>().add(s.weaklist).cast::<*mut ffi::PyObject>()).is_null() {
+            ffi::PyObject_ClearWeakRefs(o);
+        }
+        let value = o.cast::<u8>().add(s.offset).cast::<PyTensor>();
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| ptr::drop_in_place(value))) {
+            Python::with_gil(|py| panic_error(p).write_unraisable(py, None));
+        }
+        let tp = ffi::Py_TYPE(o);
+        let free = &FREE.0;
+        let n = free.len.get();
+        if n < FREE_MAX {
+            free.items[n].set(o);
+            free.len.set(n + 1);
+        } else {
+            (s.free)(o.cast());
+        }
+        ffi::Py_DECREF(tp.cast());
     }
 }
 
@@ -236,10 +320,9 @@ fn raise(e: ratten_core::Error) -> *mut ffi::PyObject {
     ptr::null_mut()
 }
 
-/// Raises a panic's payload as pyo3's PanicException (as pyo3's trampoline does) and returns
-/// null.
+/// A panic's payload as pyo3's PanicException (as pyo3's trampoline makes it).
 #[cold]
-fn raise_panic(payload: Box<dyn Any + Send>) -> *mut ffi::PyObject {
+fn panic_error(payload: Box<dyn Any + Send>) -> PyErr {
     let msg = if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
     } else if let Some(s) = payload.downcast_ref::<&str>() {
@@ -247,7 +330,13 @@ fn raise_panic(payload: Box<dyn Any + Send>) -> *mut ffi::PyObject {
     } else {
         "panic from Rust code".to_string()
     };
-    Python::with_gil(|py| PanicException::new_err(msg).restore(py));
+    PanicException::new_err(msg)
+}
+
+/// Raises a panic's payload as PanicException and returns null.
+#[cold]
+fn raise_panic(payload: Box<dyn Any + Send>) -> *mut ffi::PyObject {
+    Python::with_gil(|py| panic_error(payload).restore(py));
     ptr::null_mut()
 }
 
