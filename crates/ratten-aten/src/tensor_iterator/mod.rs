@@ -21,6 +21,8 @@
 pub mod overlap;
 pub mod parallel;
 
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use ratten_core::tensor_impl::{DimVec, TensorMeta};
@@ -333,10 +335,71 @@ enum FastSetupType {
 ///
 /// The state is boxed: a structured kernel's meta function returns the iterator through
 /// several layers (build, the op's meta, the generated wrapper), and moving ~600 bytes at each
-/// costs more than one small allocation (see Note [Small-op latency] in ARCHITECTURE.md).
+/// costs more than a pointer. A dropped iterator leaves its box, emptied, in a one-slot
+/// per-thread spare that the next build on the thread reuses, so the steady state of a loop
+/// of small ops neither allocates the state nor copies it (see Note [Small-op latency] in
+/// ARCHITECTURE.md).
 #[derive(Clone, Debug)]
 pub struct TensorIteratorBase {
-    s: Box<IterState>,
+    /// Always initialised; taken out only in `Drop`.
+    s: ManuallyDrop<Box<IterState>>,
+}
+
+thread_local! {
+    static SPARE_STATE: Cell<Option<Box<IterState>>> = const { Cell::new(None) };
+}
+
+impl Drop for TensorIteratorBase {
+    fn drop(&mut self) {
+        // SAFETY: `s` is initialised from construction until here, and not used after.
+        let mut state = unsafe { ManuallyDrop::take(&mut self.s) };
+        state.clear(0, false);
+        // At thread exit the slot may be gone: the box is then simply freed.
+        let _ = SPARE_STATE.try_with(move |slot| slot.set(Some(state)));
+    }
+}
+
+impl IterState {
+    /// An empty state, reusing the thread's spare box when there is one.
+    fn take(num_outputs: usize, is_reduction: bool) -> Box<IterState> {
+        match SPARE_STATE.try_with(Cell::take).ok().flatten() {
+            Some(mut spare) => {
+                spare.num_outputs = num_outputs;
+                spare.is_reduction = is_reduction;
+                spare
+            }
+            None => Box::new(IterState {
+                operands: OpVec::new(),
+                num_outputs,
+                shape: DimVec::new(),
+                perm: DimVec::new(),
+                has_coalesced_dimensions: false,
+                common_dtype: None,
+                common_device: Device::CPU,
+                all_ops_same_shape: false,
+                all_ops_are_scalars: false,
+                is_reduction,
+                is_meta: false,
+                metas: OpVec::new(),
+            }),
+        }
+    }
+
+    /// Releases the operands and resets every field to `take`'s values.
+    fn clear(&mut self, num_outputs: usize, is_reduction: bool) {
+        self.operands.clear();
+        self.metas.clear();
+        self.shape.clear();
+        self.perm.clear();
+        self.num_outputs = num_outputs;
+        self.has_coalesced_dimensions = false;
+        self.common_dtype = None;
+        self.common_device = Device::CPU;
+        self.all_ops_same_shape = false;
+        self.all_ops_are_scalars = false;
+        self.is_reduction = is_reduction;
+        self.is_meta = false;
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -554,20 +617,7 @@ impl TensorIteratorBase {
     /// `TensorIteratorBase::build(config)`.
     pub fn build(mut config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
         let mut it = TensorIteratorBase {
-            s: Box::new(IterState {
-                operands: OpVec::new(),
-                num_outputs: config.num_outputs,
-                shape: DimVec::new(),
-                perm: DimVec::new(),
-                has_coalesced_dimensions: false,
-                common_dtype: None,
-                common_device: Device::CPU,
-                all_ops_same_shape: false,
-                all_ops_are_scalars: false,
-                is_reduction: config.is_reduction,
-                is_meta: false,
-                metas: OpVec::new(),
-            }),
+            s: ManuallyDrop::new(IterState::take(config.num_outputs, config.is_reduction)),
         };
         it.populate_operands(&mut config);
         if it.trivial_build(&config, sink)? {
@@ -765,15 +815,16 @@ impl TensorIteratorBase {
     }
 
     fn compute_shape(&mut self, config: &TensorIteratorConfig) -> Result<()> {
+        let st = &mut **self.s;
         if let Some(s) = &config.static_shape {
-            self.s.shape = DimVec::from_slice(s);
+            st.shape = DimVec::from_slice(s);
             return Ok(());
         }
-        self.s.all_ops_same_shape = true;
+        st.all_ops_same_shape = true;
         let mut has_scalars = false;
         let mut has_tensors = false;
         let mut first = true;
-        for (op, m) in self.s.operands.iter().zip(&self.s.metas) {
+        for (op, m) in st.operands.iter().zip(&st.metas) {
             let Some(m) = m else { continue };
             // Outputs being resized do not take part in the shape ("This preserves the legacy
             // behavior where torch.add(..., out=dst) resizes the destination tensor").
@@ -787,39 +838,40 @@ impl TensorIteratorBase {
                 has_tensors = true;
             }
             if has_scalars && has_tensors {
-                self.s.all_ops_same_shape = false;
+                st.all_ops_same_shape = false;
             }
             if first {
-                self.s.shape = DimVec::from_slice(sizes);
+                st.shape = DimVec::from_slice(sizes);
                 first = false;
-            } else if self.s.shape.as_slice() != sizes {
-                self.s.all_ops_same_shape = false;
-                self.s.shape = infer_size(&self.s.shape, sizes)?;
+            } else if st.shape.as_slice() != sizes {
+                st.all_ops_same_shape = false;
+                st.shape = infer_size(&st.shape, sizes)?;
             }
         }
-        self.s.all_ops_are_scalars = !has_tensors;
+        st.all_ops_are_scalars = !has_tensors;
         Ok(())
     }
 
     fn mark_resize_outputs(&mut self, config: &TensorIteratorConfig) -> Result<()> {
+        let st = &mut **self.s;
         if config.static_shape.is_some() {
             return Ok(());
         }
-        for i in 0..self.s.num_outputs {
-            let op = &mut self.s.operands[i];
-            let Some(m) = &self.s.metas[i] else { continue };
+        for i in 0..st.num_outputs {
+            let op = &mut st.operands[i];
+            let Some(m) = &st.metas[i] else { continue };
             let sizes = m.sizes();
-            if sizes != self.s.shape.as_slice() {
+            if sizes != st.shape.as_slice() {
                 if config.resize_outputs && !op.is_read_write {
                     op.will_resize = true;
                     continue;
                 }
                 // For reductions, output size does not match the shape: that is fine.
-                if !self.s.is_reduction {
+                if !st.is_reduction {
                     return Err(Error::runtime(format!(
                         "output with shape {} doesn't match the broadcast shape {}",
                         fmt_sizes(sizes),
-                        fmt_sizes(&self.s.shape)
+                        fmt_sizes(&st.shape)
                     )));
                 }
             }
@@ -1141,11 +1193,12 @@ impl TensorIteratorBase {
                     "TensorIterator: output {i} was not created by set_output"
                 ))
             })?;
-        let op = &mut self.s.operands[i];
+        let st = &mut **self.s;
+        let op = &mut st.operands[i];
         if op.tensor.is_none() {
             op.current_dtype = Some(t.dtype());
         }
-        self.s.metas[i] = Some(t.meta_arc());
+        st.metas[i] = Some(t.meta_arc());
         op.tensor = Some(t);
         if op.current_dtype.is_none() {
             op.current_dtype = op.target_dtype;
@@ -1155,8 +1208,9 @@ impl TensorIteratorBase {
 
     /// `compute_strides`: byte strides aligned to the broadcast shape (0 for broadcast dims).
     fn compute_strides(&mut self) {
-        let ndim = self.s.shape.len();
-        for op in self.s.operands.iter_mut() {
+        let st = &mut **self.s;
+        let ndim = st.shape.len();
+        for op in st.operands.iter_mut() {
             let Some(t) = &op.tensor else { continue };
             if op.will_resize {
                 continue;
@@ -1167,7 +1221,7 @@ impl TensorIteratorBase {
             let offset = ndim - sizes.len();
             let mut sb = DimVec::from_elem(0, ndim);
             for i in 0..sizes.len() {
-                sb[offset + i] = if sizes[i] == 1 && self.s.shape[offset + i] != 1 {
+                sb[offset + i] = if sizes[i] == 1 && st.shape[offset + i] != 1 {
                     0
                 } else {
                     strides[i] * es
@@ -1293,7 +1347,8 @@ impl TensorIteratorBase {
                     }
                     self.set_output(sink, i, &tensor_shape, &tensor_stride)?;
                 }
-                let op = &mut self.s.operands[i];
+                let st = &mut **self.s;
+                let op = &mut st.operands[i];
                 let t = op.tensor.as_ref().expect("set_output adopted the tensor");
                 // The sink may have been given an out= tensor of another dtype (it keeps its
                 // dtype: the kernels cast into it); recompute its byte strides from the tensor.
@@ -1302,7 +1357,7 @@ impl TensorIteratorBase {
                 let tsz = t.sizes();
                 let mut sb = DimVec::from_elem(0, ndim);
                 for d in 0..ndim {
-                    let td = self.s.perm[d] as usize;
+                    let td = st.perm[d] as usize;
                     sb[d] = if tsz[td] == 1 { 0 } else { ts[td] * tes };
                 }
                 op.stride_bytes = sb;

@@ -299,3 +299,29 @@ fn trivial_build_matches_the_general_pipeline() {
         TensorIterator::binary_op(Some(&t(&[3], f)), &a, &b)
     });
 }
+
+#[test]
+fn a_reused_state_builds_like_a_fresh_one() {
+    let f = ScalarType::Float;
+    let make = move || {
+        let (a, b) = (t(&[3, 4], f), t(&[3, 4], f));
+        summary(&TensorIterator::binary_op(None, &a, &b).unwrap())
+    };
+    // A fresh thread has no spare state.
+    let fresh = std::thread::spawn(make).join().unwrap();
+    // Leave a spare that saw every step of the general pipeline (broadcast, a transposed
+    // operand: reordered and not coalesced dimensions, a resized out=).
+    let x = t(&[4, 3], f).as_strided(&[3, 4], &[1, 3], Some(0)).unwrap();
+    let out = t(&[1], f);
+    let general = TensorIterator::binary_op(Some(&out), &x, &t(&[1, 4], f)).unwrap();
+    assert_eq!(general.ndim(), 2);
+    drop(general);
+    assert_eq!(make(), fresh);
+    // A clone is an independent iterator; dropping both leaves one spare.
+    let it = TensorIterator::binary_op(None, &t(&[2], f), &t(&[2], f)).unwrap();
+    let copy = it.clone();
+    drop(it);
+    assert_eq!(copy.shape(), &[2]);
+    drop(copy);
+    assert_eq!(make(), fresh);
+}
