@@ -416,7 +416,10 @@ impl TensorBase {
         };
         // numel fits i64: numel * element_size <= isize::MAX was checked above.
         let meta = TensorMeta::contiguous(storage, sizes, numel as i64);
-        Ok(Self::from_impl(TensorImpl::with_meta(meta, dtype)))
+        // Built inside the block (not moved into it): saves a memcpy call per tensor.
+        Ok(TensorBase(CachedArc::with_tail(0, |_| {
+            TensorImpl::with_meta(meta, dtype)
+        })))
     }
 
     /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
