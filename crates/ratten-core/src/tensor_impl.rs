@@ -190,7 +190,9 @@ fn recycle_meta(meta: Arc<TensorMeta>) {
         let placeholder = match c.placeholder.get() {
             Some(p) => p.clone(),
             None => {
-                let p = Storage::new(0, Device::CPU).ok()?;
+                // No allocator call: an installed one could itself make and drop tensors.
+                let empty = crate::allocator::DataPtr::empty(Device::CPU);
+                let p = Storage::from_data_ptr(empty, 0, Device::CPU).ok()?;
                 c.placeholder.get_or_init(|| p).clone()
             }
         };
