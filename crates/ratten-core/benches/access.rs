@@ -1,4 +1,5 @@
-//! The cost of the storage access guard: acquire + release for a kernel's tensors.
+//! The fixed costs every kernel call pays: the storage access guard (acquire + release for a
+//! kernel's tensors) and making (and dropping) an output tensor.
 
 use std::hint::black_box;
 
@@ -12,6 +13,27 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("access_guard");
     g.bench_function("tensor_access_2_reads_1_write", |bch| {
         bch.iter(|| black_box(TensorAccess::new(&[&a, &b], &[&out]).unwrap()))
+    });
+    let (ma, mb, mo) = (a.meta_arc(), b.meta_arc(), out.meta_arc());
+    let (f, cpu) = (ScalarType::Float, Device::CPU);
+    g.bench_function("tensor_access_snapshots_2_reads_1_write", |bch| {
+        bch.iter(|| {
+            black_box(
+                TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
+                    .unwrap(),
+            )
+        })
+    });
+    g.bench_function("tensor_access_snapshot_refs_2_reads_1_write", |bch| {
+        bch.iter(|| {
+            black_box(
+                TensorAccess::from_snapshot_refs(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
+                    .unwrap(),
+            )
+        })
+    });
+    g.bench_function("tensor_access_snapshot_refs_1_read", |bch| {
+        bch.iter(|| black_box(TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]).unwrap()))
     });
     g.bench_function("tensor_access_in_place_3_tensors_2_storages", |bch| {
         // a += view-of-a * b: three tensors, two distinct storages after deduplication.
@@ -27,6 +49,14 @@ fn bench(c: &mut Criterion) {
     // Baseline: what a kernel does anyway (read metadata snapshots of three tensors).
     g.bench_function("baseline_3_meta_snapshots", |bch| {
         bch.iter(|| black_box((a.meta_arc(), b.meta_arc(), out.meta_arc())))
+    });
+    g.finish();
+    let mut g = c.benchmark_group("new_tensor");
+    g.bench_function("empty_1_float_and_drop", |bch| {
+        bch.iter(|| black_box(TensorBase::empty(black_box(&[1]), f, cpu).unwrap()))
+    });
+    g.bench_function("empty_1000_float_and_drop", |bch| {
+        bch.iter(|| black_box(TensorBase::empty(black_box(&[1000]), f, cpu).unwrap()))
     });
     g.finish();
 }

@@ -163,6 +163,9 @@ fn describe(write: bool) -> &'static str {
 #[inline]
 fn lock_all<T: HasLockItem>(items: &mut [T]) -> Result<()> {
     let n = items.len();
+    if n == 1 {
+        return lock_sorted(items, std::iter::once(0));
+    }
     if n <= PACKED_MAX {
         // The lock order as plain integers: (address, reader bit, index) packed into one
         // u64 per item, so sorting compares integers, not tuples through indices.

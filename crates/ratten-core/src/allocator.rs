@@ -116,11 +116,17 @@ impl DataPtr {
 }
 
 impl Drop for DataPtr {
+    #[inline]
     fn drop(&mut self) {
-        match (self.ptr, self.deleter.take()) {
-            (Some(ptr), Some(Deleter::Fn(f))) => f(ptr, self.capacity),
-            (Some(ptr), Some(Deleter::Boxed(f))) => f(ptr, self.capacity),
-            _ => {}
+        // Memory without a deleter (empty, or a storage's inline tail) needs nothing.
+        let Some(deleter) = self.deleter.take() else {
+            return;
+        };
+        if let Some(ptr) = self.ptr {
+            match deleter {
+                Deleter::Fn(f) => f(ptr, self.capacity),
+                Deleter::Boxed(f) => f(ptr, self.capacity),
+            }
         }
     }
 }
@@ -193,10 +199,9 @@ impl CpuAllocator {
         let capacity = SMALL_MIN << class;
         let reused = SMALL_CACHE.try_with(|c| c.pop(class)).ok().flatten();
         let (p, zeroed) = match reused {
-            Some(addr) => {
-                // SAFETY: a cached block is a live allocation of `capacity` bytes that nobody
-                // else references (it left its DataPtr when it was cached).
-                let p = unsafe { NonNull::new_unchecked(addr as *mut u8) };
+            Some(p) => {
+                // A cached block is a live allocation of `capacity` bytes that nobody else
+                // references (it left its DataPtr when it was cached).
                 if zeroed_needed {
                     // SAFETY: as above; we own all `capacity` bytes.
                     unsafe { std::ptr::write_bytes(p.as_ptr(), 0, capacity) };
@@ -309,7 +314,9 @@ fn small_layout(class: usize) -> Layout {
 /// store or load.
 struct ClassList {
     len: Cell<usize>,
-    blocks: [Cell<usize>; SMALL_CACHE_PER_CLASS],
+    /// The first `len` are live blocks of the class (pointers, not addresses: they keep
+    /// their provenance).
+    blocks: [Cell<*mut u8>; SMALL_CACHE_PER_CLASS],
 }
 
 /// The per-thread cache (Cells, not a RefCell: no borrow flag to set and clear; nothing in
@@ -320,24 +327,25 @@ struct SmallCache {
 
 impl SmallCache {
     #[inline]
-    fn pop(&self, class: usize) -> Option<usize> {
+    fn pop(&self, class: usize) -> Option<NonNull<u8>> {
         let list = &self.lists[class];
         let n = list.len.get();
         if n == 0 {
             return None;
         }
         list.len.set(n - 1);
-        Some(list.blocks[n - 1].get())
+        // Only non-null blocks are pushed.
+        NonNull::new(list.blocks[n - 1].get())
     }
-    /// Keeps `addr` unless the class's list is full.
+    /// Keeps `block` unless the class's list is full.
     #[inline]
-    fn push(&self, class: usize, addr: usize) -> bool {
+    fn push(&self, class: usize, block: NonNull<u8>) -> bool {
         let list = &self.lists[class];
         let n = list.len.get();
         if n == SMALL_CACHE_PER_CLASS {
             return false;
         }
-        list.blocks[n].set(addr);
+        list.blocks[n].set(block.as_ptr());
         list.len.set(n + 1);
         true
     }
@@ -346,10 +354,10 @@ impl SmallCache {
 impl Drop for SmallCache {
     fn drop(&mut self) {
         for class in 0..SMALL_CLASSES {
-            while let Some(addr) = self.pop(class) {
+            while let Some(block) = self.pop(class) {
                 // SAFETY: cached blocks were allocated with this class's layout and are
                 // referenced by nobody.
-                unsafe { std::alloc::dealloc(addr as *mut u8, small_layout(class)) };
+                unsafe { std::alloc::dealloc(block.as_ptr(), small_layout(class)) };
             }
         }
     }
@@ -361,7 +369,7 @@ thread_local! {
             lists: [const {
                 ClassList {
                     len: Cell::new(0),
-                    blocks: [const { Cell::new(0) }; SMALL_CACHE_PER_CLASS],
+                    blocks: [const { Cell::new(std::ptr::null_mut()) }; SMALL_CACHE_PER_CLASS],
                 }
             }; SMALL_CLASSES],
         }
@@ -372,9 +380,7 @@ thread_local! {
 /// when the list is full or the thread is exiting.
 fn release_small(p: NonNull<u8>, capacity: usize) {
     let class = capacity.trailing_zeros() as usize - SMALL_MIN.trailing_zeros() as usize;
-    let cached = SMALL_CACHE
-        .try_with(|c| c.push(class, p.as_ptr() as usize))
-        .unwrap_or(false);
+    let cached = SMALL_CACHE.try_with(|c| c.push(class, p)).unwrap_or(false);
     if !cached {
         // SAFETY: the block was allocated with this class's layout and is no longer used.
         unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };
@@ -392,7 +398,7 @@ thread_local! {
             lists: [const {
                 ClassList {
                     len: Cell::new(0),
-                    blocks: [const { Cell::new(0) }; SMALL_CACHE_PER_CLASS],
+                    blocks: [const { Cell::new(std::ptr::null_mut()) }; SMALL_CACHE_PER_CLASS],
                 }
             }; SMALL_CLASSES],
         }
@@ -403,9 +409,9 @@ thread_local! {
 /// `Arc::new` does.
 #[inline]
 fn object_alloc(class: usize) -> NonNull<u8> {
-    if let Some(addr) = OBJECT_CACHE.try_with(|c| c.pop(class)).ok().flatten() {
-        // SAFETY: cached blocks are live allocations of the class's layout, owned by nobody.
-        return unsafe { NonNull::new_unchecked(addr as *mut u8) };
+    if let Some(block) = OBJECT_CACHE.try_with(|c| c.pop(class)).ok().flatten() {
+        // Cached blocks are live allocations of the class's layout, owned by nobody.
+        return block;
     }
     let layout = small_layout(class);
     // SAFETY: the layout is not zero-sized.
@@ -417,9 +423,7 @@ fn object_alloc(class: usize) -> NonNull<u8> {
 /// `p` must come from `object_alloc(class)` and be used by nobody any more.
 #[inline]
 unsafe fn object_free(p: NonNull<u8>, class: usize) {
-    let cached = OBJECT_CACHE
-        .try_with(|c| c.push(class, p.as_ptr() as usize))
-        .unwrap_or(false);
+    let cached = OBJECT_CACHE.try_with(|c| c.push(class, p)).unwrap_or(false);
     if !cached {
         // SAFETY: the caller's contract: allocated with this class's layout, unused.
         unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };

@@ -12,6 +12,8 @@
 //! (An `ArcSwap` gave wait-free reads, but destroying one scans every thread's debt slots;
 //! that scan, paid by every temporary tensor, cost more than the locked clone.)
 
+use std::cell::{OnceCell, RefCell};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -64,6 +66,24 @@ impl TensorMeta {
         } else {
             (DimVec::from_slice(sizes), contiguous_strides(sizes))
         };
+        // A recycled snapshot Arc (see `recycle_meta`) is overwritten field by field.
+        if let Some(mut arc) = META_CACHE
+            .try_with(|c| c.metas.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten()
+        {
+            if let Some(m) = Arc::get_mut(&mut arc) {
+                // Drops the placeholder storage the cached snapshot held.
+                m.storage = storage;
+                m.numel = numel;
+                m.is_contiguous = true;
+                m.sizes = sizes;
+                m.strides = strides;
+                m.storage_offset = 0;
+                return arc;
+            }
+            // Not unique (cannot happen: the cache held the only handle): use a new one.
+        }
         // Allocated first and written field by field: building the snapshot on the stack and
         // moving it into `Arc::new` costs memcpy calls for its ~150 bytes.
         let mut arc = Arc::<TensorMeta>::new_uninit();
@@ -139,6 +159,57 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
         }
     }
     true
+}
+
+/// Snapshot Arcs of dropped tensors, kept for reuse by the next `empty` on this thread: an
+/// `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its malloc/free pair
+/// was a fifth of making a tensor. A cached snapshot holds this thread's placeholder storage
+/// (zero bytes) instead of its tensor's, which was released when it was cached.
+struct MetaCache {
+    metas: RefCell<Vec<Arc<TensorMeta>>>,
+    placeholder: OnceCell<Storage>,
+}
+
+const META_CACHE_LEN: usize = 32;
+
+thread_local! {
+    static META_CACHE: MetaCache = const {
+        MetaCache {
+            metas: RefCell::new(Vec::new()),
+            placeholder: OnceCell::new(),
+        }
+    };
+}
+
+/// Drops a TensorImpl's snapshot handle, keeping the Arc for reuse when it was the last one.
+fn recycle_meta(meta: Arc<TensorMeta>) {
+    let mut slot = Some(meta);
+    let released = META_CACHE.try_with(|c| {
+        let meta = slot.as_mut()?;
+        Arc::get_mut(meta)?;
+        let placeholder = match c.placeholder.get() {
+            Some(p) => p.clone(),
+            None => {
+                // No allocator call: an installed one could itself make and drop tensors.
+                let empty = crate::allocator::DataPtr::empty(Device::CPU);
+                let p = Storage::from_data_ptr(empty, 0, Device::CPU).ok()?;
+                c.placeholder.get_or_init(|| p).clone()
+            }
+        };
+        let mut metas = c.metas.try_borrow_mut().ok()?;
+        if metas.len() >= META_CACHE_LEN {
+            return None;
+        }
+        let mut meta = slot.take()?;
+        let m = Arc::get_mut(&mut meta)?;
+        let storage = std::mem::replace(&mut m.storage, placeholder);
+        metas.push(meta);
+        Some(storage)
+    });
+    // The tensor's storage (or, when not cached, the snapshot) is dropped here, outside the
+    // cache's borrow: freeing it may run an allocator's deleter, which may make tensors.
+    drop(released);
+    drop(slot);
 }
 
 /// Row-major strides for `sizes` (`c10::contiguous_strides`), treating 0 sizes as 1.
@@ -308,8 +379,8 @@ impl VersionCounter {
 
 /// c10::TensorImpl (strided layout).
 pub struct TensorImpl {
-    /// Locked only to clone or replace the Arc.
-    meta: RwLock<Arc<TensorMeta>>,
+    /// Locked only to clone or replace the Arc. Taken out (once) by `Drop` to recycle it.
+    meta: ManuallyDrop<RwLock<Arc<TensorMeta>>>,
     meta_writer: Mutex<()>,
     dtype: ScalarType,
     device: Device,
@@ -338,7 +409,7 @@ impl TensorImpl {
     fn with_meta(meta: Arc<TensorMeta>, dtype: ScalarType) -> TensorImpl {
         let device = meta.storage.device();
         TensorImpl {
-            meta: RwLock::new(meta),
+            meta: ManuallyDrop::new(RwLock::new(meta)),
             meta_writer: Mutex::new(()),
             dtype,
             device,
@@ -367,6 +438,14 @@ fn tensor_key_set(device_type: DeviceType) -> DispatchKeySet {
             ks
         }
         raw => DispatchKeySet::from_raw(raw),
+    }
+}
+
+impl Drop for TensorImpl {
+    fn drop(&mut self) {
+        // SAFETY: `meta` is taken exactly once, here, and the TensorImpl is not used after.
+        let meta = unsafe { ManuallyDrop::take(&mut self.meta) }.into_inner();
+        recycle_meta(meta);
     }
 }
 
@@ -416,7 +495,10 @@ impl TensorBase {
         };
         // numel fits i64: numel * element_size <= isize::MAX was checked above.
         let meta = TensorMeta::contiguous(storage, sizes, numel as i64);
-        Ok(Self::from_impl(TensorImpl::with_meta(meta, dtype)))
+        // Built inside the block (not moved into it): saves a memcpy call per tensor.
+        Ok(TensorBase(CachedArc::with_tail(0, |_| {
+            TensorImpl::with_meta(meta, dtype)
+        })))
     }
 
     /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
@@ -1008,6 +1090,39 @@ mod tests {
             assert_eq!(t.numel(), safe_compute_numel(sizes).unwrap());
             assert!(t.is_contiguous());
             assert_eq!(t.storage().nbytes(), t.numel() as usize * 8);
+        }
+    }
+
+    #[test]
+    fn recycled_snapshots_release_their_storage_and_shared_ones_stay_intact() {
+        let t = TensorBase::empty(&[4], ScalarType::Float, Device::CPU).unwrap();
+        let s = t.storage();
+        assert_eq!(s.use_count(), 2);
+        drop(t);
+        // The snapshot may be cached for reuse, but not with the tensor's storage.
+        assert_eq!(s.use_count(), 1);
+        // A snapshot someone else holds is not recycled: it keeps its storage and geometry.
+        let held = {
+            let t = TensorBase::empty(&[2, 3], ScalarType::Float, Device::CPU).unwrap();
+            t.meta_arc()
+        };
+        for _ in 0..3 {
+            let u = TensorBase::empty(&[5], ScalarType::Int, Device::CPU).unwrap();
+            assert_eq!(
+                (u.sizes().as_slice(), u.strides().as_slice()),
+                (&[5][..], &[1][..])
+            );
+            assert_eq!(u.storage().nbytes(), 20);
+        }
+        assert_eq!((held.sizes(), held.strides()), (&[2, 3][..], &[3, 1][..]));
+        assert_eq!(held.storage().nbytes(), 24);
+        // Snapshots are recycled across many tensors without mixing them up.
+        let ts: Vec<_> = (1..50)
+            .map(|n| TensorBase::zeros(&[n], ScalarType::Long, Device::CPU).unwrap())
+            .collect();
+        for (i, t) in ts.iter().enumerate() {
+            assert_eq!(t.numel(), i as i64 + 1);
+            assert_eq!(t.to_vec::<i64>().unwrap(), vec![0; i + 1]);
         }
     }
 }
