@@ -216,3 +216,41 @@ def test_freed_objects_are_reused_clean():
         a * 2.0
     after = sys.getrefcount(ratten.Tensor)  # not inside the assert: pytest's rewrite holds refs
     assert after == before
+
+
+def test_generated_function_vectorcall_matches_tp_call():
+    # `ratten.add(...)` goes through the vectorcall entry; `ratten.add.__call__(...)` through
+    # pyo3's tp_call, the general path.
+    a, b = ratten.tensor([1.0, 2.0]), ratten.tensor([3], dtype=ratten.int64)
+    for fn in (ratten.add, ratten.sub, ratten.mul, ratten.div, ratten.maximum):
+        cases = [
+            ((a, b), {}),
+            ((a, 2), {}),
+            ((b, 2.5), {}),
+            ((a, b), {"out": None}),
+            ((a, b), {"alpha": 2}) if fn in (ratten.add, ratten.sub) else ((a, b), {}),
+            ((), {"input": a, "other": b}),
+            ((a,), {"other": b}),
+            ((a,), {}),  # missing argument: torch's TypeError
+            ((a, "x"), {}),
+            ((2.0, a), {}),
+        ]
+        for args, kwargs in cases:
+            fast = outcome(lambda: fn(*args, **kwargs))
+            general = outcome(lambda: fn.__call__(*args, **kwargs))
+            assert fast == general, (fn, args, kwargs)
+
+
+def test_generated_function_vectorcall_out():
+    a, b = ratten.tensor([1.0, 2.0]), ratten.tensor([3.0, 4.0])
+    c = ratten.empty(2)
+    r = ratten.add(a, b, out=c)
+    assert r is c and c.tolist() == [4.0, 6.0]
+    r = ratten.mul(a, 3, out=c)
+    assert r is c and c.tolist() == [3.0, 6.0]
+    i = ratten.empty(2, dtype=ratten.int64)
+    fast = outcome(lambda: ratten.add(a, b, out=i))  # float result into an int out: error
+    general = outcome(lambda: ratten.add.__call__(a, b, out=i))
+    assert fast[0] == "raises" and fast == general
+    with pytest.raises(TypeError):
+        ratten.add(a, b, out=[1.0, 2.0])

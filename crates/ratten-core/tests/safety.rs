@@ -365,3 +365,33 @@ fn foreign_storage_alignment_is_checked_per_dtype() {
     let d = TensorBase::empty(&[2], ScalarType::Double, Device::CPU).unwrap();
     assert!(d.set_(&storage, 0, &[2], &[1]).is_err());
 }
+
+#[test]
+fn a_borrowing_guard_excludes_other_threads_and_is_shared_with_workers() {
+    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let out = cpu(&[4], ScalarType::Float);
+    let (ma, mo) = (a.meta_arc(), out.meta_arc());
+    let f = ScalarType::Float;
+    let g = TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
+        .unwrap();
+    // Workers read through `&guard`.
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0, 3.0, 4.0]));
+        }
+    });
+    let writer_done = AtomicBool::new(false);
+    thread::scope(|s| {
+        // Another thread's write of the output waits for the guard.
+        let waiter = s.spawn(|| {
+            let w = TensorAccess::write(&out).unwrap();
+            writer_done.store(true, Ordering::SeqCst);
+            drop(w);
+        });
+        thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer_done.load(Ordering::SeqCst));
+        drop(g);
+        waiter.join().unwrap();
+    });
+    assert!(writer_done.load(Ordering::SeqCst));
+}

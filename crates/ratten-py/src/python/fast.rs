@@ -15,6 +15,7 @@ use ratten_core::{Device, Result, Scalar};
 
 use super::ops::to_scalar;
 use super::python_args::{function_index, run_maybe_released};
+use super::slots::exact_tensor;
 use super::tensor::{wrap, PyTensor};
 use super::IntoPy;
 
@@ -82,8 +83,8 @@ impl Operand<'_> {
 }
 
 fn operand<'a>(o: &'a Bound<'_, PyAny>) -> PyResult<Option<Operand<'a>>> {
-    if let Ok(t) = o.downcast_exact::<PyTensor>() {
-        return Ok(Some(Operand::Borrowed(&t.get().t)));
+    if let Some(t) = exact_tensor(o) {
+        return Ok(Some(Operand::Borrowed(t)));
     }
     // Exact number types only (bool is an int subclass and promotes differently; numpy
     // scalars and other objects take the general path).
@@ -183,8 +184,9 @@ pub fn inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, op: Arith) -
     Ok(true)
 }
 
-/// The generated-function indices of add/sub/mul/div, found once.
-fn arith_of(index: usize) -> Option<Arith> {
+/// The arithmetic operator of the generated function `index`, if it has a fast path (the
+/// indices of add/sub/mul/div are found once).
+pub fn arith_of(index: usize) -> Option<Arith> {
     static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
     let idx = IDX.get_or_init(|| {
         [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| function_index(a.name()))
@@ -194,6 +196,45 @@ fn arith_of(index: usize) -> Option<Arith> {
         .zip(idx.iter())
         .find(|(_, i)| **i == Some(index))
         .map(|(a, _)| a)
+}
+
+/// What [`arith_call`] produced.
+pub enum Called<'py> {
+    /// A new tensor (the functional form), still to be wrapped.
+    New(Tensor),
+    /// The `out=` tensor's object, written.
+    Out(Bound<'py, PyAny>),
+}
+
+/// `op(x, y)` / `op(x, y, out=o)` with `x` a tensor and `y` a tensor or a Python number;
+/// None: not handled here (the generated bindings take it).
+pub fn arith_call<'py>(
+    py: Python<'py>,
+    op: Arith,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Called<'py>>> {
+    let Some(a) = exact_tensor(x) else {
+        return Ok(None);
+    };
+    let Some(b) = operand(y)? else {
+        return Ok(None);
+    };
+    let b = b.get();
+    let n = numel(a).max(numel(b));
+    match out.filter(|o| !o.is_none()) {
+        None => Ok(Some(Called::New(run_maybe_released(py, n, || {
+            op.functional(a, b)
+        })?))),
+        Some(o) => {
+            let Some(t) = exact_tensor(o) else {
+                return Ok(None);
+            };
+            run_maybe_released(py, n.max(numel(t)), || op.out(t, a, b))?;
+            Ok(Some(Called::Out(o.clone())))
+        }
+    }
 }
 
 /// `ratten.add(a, b)` / `ratten.add(a, b, out=c)` with tensors or numbers; None: not handled.
@@ -210,16 +251,7 @@ pub fn function_fast(
         return Ok(None);
     }
     let x = args.get_borrowed_item(0)?;
-    let Ok(a) = x.downcast_exact::<PyTensor>() else {
-        return Ok(None);
-    };
     let y = args.get_borrowed_item(1)?;
-    let Some(b) = operand(&y)? else {
-        return Ok(None);
-    };
-    let a = &a.get().t;
-    let b = b.get();
-    let n = numel(a).max(numel(b));
     let out = match kwargs {
         None => None,
         Some(k) if k.is_empty() => None,
@@ -227,25 +259,13 @@ pub fn function_fast(
             let Some(o) = k.get_item(pyo3::intern!(py, "out"))? else {
                 return Ok(None);
             };
-            if o.is_none() {
-                None
-            } else if o.downcast_exact::<PyTensor>().is_ok() {
-                Some(o)
-            } else {
-                return Ok(None);
-            }
+            Some(o)
         }
         Some(_) => return Ok(None),
     };
-    match out {
-        None => {
-            let r = run_maybe_released(py, n, || op.functional(a, b))?;
-            Ok(Some(wrap(py, r)?.into_any()))
-        }
-        Some(o) => {
-            let t = &o.downcast_exact::<PyTensor>()?.get().t;
-            run_maybe_released(py, n.max(numel(t)), || op.out(t, a, b))?;
-            Ok(Some(o.unbind()))
-        }
-    }
+    Ok(match arith_call(py, op, &x, &y, out.as_ref())? {
+        None => None,
+        Some(Called::New(t)) => Some(wrap(py, t)?.into_any()),
+        Some(Called::Out(o)) => Some(o.unbind()),
+    })
 }

@@ -552,7 +552,24 @@ fn split_kwargs<'py>(
 /// A generated module function (`ratten.add`).
 #[pyclass(name = "_GeneratedFunction", module = "ratten", frozen)]
 pub struct GeneratedFunction {
-    index: usize,
+    pub(crate) index: usize,
+    /// CPython's per-object vectorcall entry: the type's `tp_vectorcall_offset` points here
+    /// once slots.rs has installed it, so calls skip building an argument tuple and dict.
+    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
+}
+
+impl GeneratedFunction {
+    pub(crate) fn new(index: usize) -> Self {
+        GeneratedFunction {
+            index,
+            vectorcall: Some(super::slots::generated_function_vectorcall),
+        }
+    }
+
+    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
+    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
+        &self.vectorcall
+    }
 }
 
 #[pymethods]
@@ -653,7 +670,7 @@ impl BoundMethod {
 fn _generated_functions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     for (i, b) in signatures::FUNCTIONS.iter().enumerate() {
-        d.set_item(b.name, Py::new(py, GeneratedFunction { index: i })?)?;
+        d.set_item(b.name, Py::new(py, GeneratedFunction::new(i))?)?;
     }
     Ok(d)
 }

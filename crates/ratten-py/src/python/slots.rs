@@ -32,8 +32,8 @@ use pyo3::prelude::*;
 use ratten_aten::Tensor;
 use ratten_core::{Device, Scalar};
 
-use super::fast::{numel, wrapped_number, Arith};
-use super::python_args::releases_gil;
+use super::fast::{arith_call, arith_of, numel, wrapped_number, Arith, Called};
+use super::python_args::{releases_gil, GeneratedFunction};
 use super::tensor::PyTensor;
 use super::to_pyerr;
 
@@ -173,6 +173,7 @@ pub fn set_enabled(py: Python<'_>, enable: bool) -> PyResult<bool> {
 /// Installs the slots when the module is created.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     set_enabled(m.py(), true)?;
+    install_vectorcall(m.py())?;
     m.add_function(wrap_pyfunction!(_set_fast_number_slots, m)?)?;
     Ok(())
 }
@@ -247,6 +248,17 @@ static FREE: GilOnly<FreeList> = GilOnly(FreeList {
     len: Cell::new(0),
     items: [const { Cell::new(ptr::null_mut()) }; FREE_MAX],
 });
+
+/// The tensor of `o` when it is exactly a `Tensor` (a pointer comparison once the slots are
+/// set up, instead of pyo3's lazily created type object and type check).
+#[inline]
+pub fn exact_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a Tensor> {
+    match SLOTS.get() {
+        // SAFETY: `o` is a live object (borrowed for 'a); its type is compared first.
+        Some(s) => unsafe { (ffi::Py_TYPE(o.as_ptr()) == s.tp).then(|| tensor_of(s, o.as_ptr())) },
+        None => o.downcast_exact::<PyTensor>().ok().map(|t| &t.get().t),
+    }
+}
 
 /// A new `Tensor` object holding `t`, or null with MemoryError set.
 ///
@@ -478,3 +490,157 @@ slot!(nb_inplace_add, inplace, Arith::Add, iadd);
 slot!(nb_inplace_subtract, inplace, Arith::Sub, isub);
 slot!(nb_inplace_multiply, inplace, Arith::Mul, imul);
 slot!(nb_inplace_true_divide, inplace, Arith::Div, idiv);
+
+/// Makes `_GeneratedFunction` objects vectorcall-able (`tp_vectorcall_offset` pointing at
+/// their `vectorcall` field); false when the type already has a vectorcall offset or its layout
+/// is not the expected one (calls then keep going through pyo3's `tp_call`).
+fn install_vectorcall(py: Python<'_>) -> PyResult<bool> {
+    let ty = py.get_type::<GeneratedFunction>();
+    let tp = ty.as_type_ptr();
+    let sample = Py::new(py, GeneratedFunction::new(0))?;
+    let field = sample.get().vectorcall_field() as usize;
+    let Some(offset) = field.checked_sub(sample.as_ptr() as usize) else {
+        return Ok(false);
+    };
+    // SAFETY: `tp` is the live type object; the GIL is held, so no call reads it meanwhile.
+    unsafe {
+        let t = &mut *tp;
+        let fits = t.tp_basicsize >= 0
+            && offset + size_of::<Option<ffi::vectorcallfunc>>() <= t.tp_basicsize as usize;
+        if !fits || t.tp_vectorcall_offset != 0 || t.tp_call.is_none() {
+            return Ok(false);
+        }
+        t.tp_vectorcall_offset = offset as ffi::Py_ssize_t;
+        t.tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
+        ffi::PyType_Modified(tp);
+    }
+    Ok(true)
+}
+
+/// Whether `name` (an entry of a call's keyword names) is `out`.
+///
+/// # Safety
+/// `name` must be a valid str object and the GIL held.
+unsafe fn is_out(py: Python<'_>, name: *mut ffi::PyObject) -> bool {
+    // Keyword names in code objects are interned: the pointer comparison nearly always
+    // decides.
+    let out = pyo3::intern!(py, "out");
+    // SAFETY: per the function's contract.
+    name == out.as_ptr()
+        || unsafe { ffi::PyUnicode_CompareWithASCIIString(name, c"out".as_ptr()) == 0 }
+}
+
+/// The vectorcall entry of `_GeneratedFunction`: `ratten.add(a, b)` and
+/// `ratten.add(a, b, out=c)` (and sub/mul/div) go to the fast path of fast.rs without an
+/// argument tuple or keyword dict; every other call is passed to the type's `tp_call` (pyo3's
+/// `__call__`) with the tuple and dict built here.
+///
+/// # Safety
+/// CPython's vectorcall contract: `callable` a `_GeneratedFunction`, `args` holding the
+/// positional then keyword values, `kwnames` null or a tuple of str, the GIL held.
+pub(crate) unsafe extern "C" fn generated_function_vectorcall(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the vectorcall contract (CPython holds the GIL while it calls; nothing owned
+    // by pyo3's reference pool is dropped on the fast path: results leave as raw pointers).
+    unsafe {
+        let nargs = ffi::PyVectorcall_NARGS(nargsf) as usize;
+        let nkw = if kwnames.is_null() {
+            0
+        } else {
+            ffi::PyTuple_GET_SIZE(kwnames) as usize
+        };
+        let py = Python::assume_gil_acquired();
+        let fast =
+            nargs == 2 && (nkw == 0 || (nkw == 1 && is_out(py, ffi::PyTuple_GET_ITEM(kwnames, 0))));
+        if fast {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let f = Borrowed::from_ptr(py, callable);
+                let f = f.downcast_unchecked::<GeneratedFunction>();
+                let Some(op) = arith_of(f.get().index) else {
+                    return Ok(None);
+                };
+                let x = Borrowed::from_ptr(py, *args);
+                let y = Borrowed::from_ptr(py, *args.add(1));
+                let out = (nkw == 1).then(|| Borrowed::from_ptr(py, *args.add(2)));
+                arith_call(py, op, &x, &y, out.as_deref())
+            }));
+            match r {
+                Ok(Ok(Some(Called::New(t)))) => {
+                    return match SLOTS.get() {
+                        Some(s) => new_object(s, t),
+                        None => Python::with_gil(|py| match Py::new(py, PyTensor { t }) {
+                            Ok(o) => o.into_ptr(),
+                            Err(e) => {
+                                e.restore(py);
+                                ptr::null_mut()
+                            }
+                        }),
+                    };
+                }
+                Ok(Ok(Some(Called::Out(o)))) => return o.into_ptr(),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    Python::with_gil(|py| e.restore(py));
+                    return ptr::null_mut();
+                }
+                Err(p) => return raise_panic(p),
+            }
+        }
+        call_with_tuple(callable, args, nargs, kwnames, nkw)
+    }
+}
+
+/// `callable(*args, **kwargs)` through the type's `tp_call`, from vectorcall arguments.
+///
+/// # Safety
+/// As [`generated_function_vectorcall`].
+#[cold]
+unsafe fn call_with_tuple(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: usize,
+    kwnames: *mut ffi::PyObject,
+    nkw: usize,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the vectorcall contract; every object created here is released on all paths.
+    unsafe {
+        let Some(call) = (*ffi::Py_TYPE(callable)).tp_call else {
+            // Unreachable: install_vectorcall requires tp_call.
+            return ptr::null_mut();
+        };
+        let tuple = ffi::PyTuple_New(nargs as ffi::Py_ssize_t);
+        if tuple.is_null() {
+            return tuple;
+        }
+        for i in 0..nargs {
+            let a = *args.add(i);
+            ffi::PyTuple_SET_ITEM(tuple, i as ffi::Py_ssize_t, ffi::Py_NewRef(a));
+        }
+        let mut kwargs = ptr::null_mut();
+        if nkw > 0 {
+            kwargs = ffi::PyDict_New();
+            if kwargs.is_null() {
+                ffi::Py_DECREF(tuple);
+                return kwargs;
+            }
+            for i in 0..nkw {
+                let k = ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t);
+                if ffi::PyDict_SetItem(kwargs, k, *args.add(nargs + i)) < 0 {
+                    ffi::Py_DECREF(tuple);
+                    ffi::Py_DECREF(kwargs);
+                    return ptr::null_mut();
+                }
+            }
+        }
+        let r = call(callable, tuple, kwargs);
+        ffi::Py_DECREF(tuple);
+        if !kwargs.is_null() {
+            ffi::Py_DECREF(kwargs);
+        }
+        r
+    }
+}
