@@ -180,19 +180,7 @@ def test_fast_slots_match_torch():
                 got = ("ok", str(r[1]).replace("ratten.", ""), r[2], r[3])
             if got != expected:
                 mismatches.append((op.__name__, repr(left()), n, got, expected))
-    # Known, outside the bindings (reported to ratten-aten): torch 2.15 raises
-    # NotImplementedError for `-` with a bool operand (ratten: RuntimeError, same text), and
-    # gives inf+infj for a complex divided by a real zero (ratten: nan+nanj).
-    def is_known(m):
-        op, _, _, got, expected = m
-        if op == "sub" and got[0] == expected[0] == "raises":
-            return (got[1], expected[1]) == ("RuntimeError", "NotImplementedError") and got[2] == expected[2]
-        return op == "truediv" and "nan" in got[-1] and "inf" in expected[-1]
-
-    known = [m for m in mismatches if is_known(m)]
-    assert [m for m in mismatches if m not in known] == []
-    if known:
-        pytest.xfail(f"ratten-aten: bool subtraction raises RuntimeError, torch NotImplementedError ({len(known)} cases)")
+    assert mismatches == []
 
 
 def test_freed_objects_are_reused_clean():

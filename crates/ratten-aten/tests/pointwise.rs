@@ -345,7 +345,7 @@ fn add_sub_checks_and_errors() {
     );
     let b = Tensor::from_slice(&[true, false], &[2]).unwrap();
     let e = f::sub(&b, &b).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Runtime);
+    assert_eq!(e.kind(), ErrorKind::NotImplemented);
     assert!(e
         .message()
         .starts_with("Subtraction, the `-` operator, with two bool tensors"));
@@ -556,4 +556,86 @@ fn large_parallel_and_transposed() {
         .unwrap_err()
         .message()
         .starts_with("unsupported operation: some elements"));
+}
+
+/// Complex true division follows c10's `complex::operator/` (scaled; a zero divisor gives
+/// `(a/0, b/0)`); the expected values are torch 2.15.0's for the same operands.
+#[test]
+fn complex_division_matches_c10() {
+    use ratten_core::dtype::{c128, c64};
+    let a = [
+        (1.0, 1.0),
+        (1.0, 0.0),
+        (0.0, 0.0),
+        (-2.0, 3.0),
+        (1e30, 1e30),
+        (3.0, -4.0),
+        (1e-30, 2e-30),
+    ];
+    let b = [
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (1e30, 1e30),
+        (1.0, 2.0),
+        (3e-30, -1e-30),
+    ];
+    let inf = f64::INFINITY;
+    let expected: [(f64, f64); 7] = [
+        (inf, inf),
+        (inf, f64::NAN),
+        (f64::NAN, f64::NAN),
+        (-inf, inf),
+        (1.0, 0.0),
+        (-1.0, -2.0),
+        (0.1, 0.7),
+    ];
+    let same = |got: f64, want: f64, tol: f64| {
+        (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= tol
+    };
+    let a64: Vec<c128> = a.iter().map(|&(r, i)| c128::new(r, i)).collect();
+    let b64: Vec<c128> = b.iter().map(|&(r, i)| c128::new(r, i)).collect();
+    let a32: Vec<c64> = a
+        .iter()
+        .map(|&(r, i)| c64::new(r as f32, i as f32))
+        .collect();
+    let b32: Vec<c64> = b
+        .iter()
+        .map(|&(r, i)| c64::new(r as f32, i as f32))
+        .collect();
+    let q64 = f::div(
+        &Tensor::from_slice(&a64, &[7]).unwrap(),
+        &Tensor::from_slice(&b64, &[7]).unwrap(),
+    )
+    .unwrap()
+    .to_vec::<c128>()
+    .unwrap();
+    let q32 = f::div(
+        &Tensor::from_slice(&a32, &[7]).unwrap(),
+        &Tensor::from_slice(&b32, &[7]).unwrap(),
+    )
+    .unwrap()
+    .to_vec::<c64>()
+    .unwrap();
+    for k in 0..7 {
+        let (r, i) = expected[k];
+        assert!(
+            same(q64[k].re, r, 1e-15) && same(q64[k].im, i, 1e-15),
+            "c128 {k}: {}",
+            q64[k]
+        );
+        let (gr, gi) = (q32[k].re as f64, q32[k].im as f64);
+        assert!(
+            same(gr, r, 1e-6) && same(gi, i, 1e-6),
+            "c64 {k}: {}",
+            q32[k]
+        );
+    }
+    // A Python-style zero divisor (wrapped number) through the Scalar overload.
+    let z = f::div_scalar(&Tensor::from_slice(&a32[..1], &[1]).unwrap(), 0.0)
+        .unwrap()
+        .to_vec::<c64>()
+        .unwrap();
+    assert!(z[0].re.is_infinite() && z[0].im.is_infinite(), "{}", z[0]);
 }

@@ -65,16 +65,17 @@ pub fn alpha_check(dtype: ScalarType, alpha: &Scalar) -> Result<()> {
     Ok(())
 }
 
-/// `sub_check` (BinaryOps.h): `TORCH_CHECK`, so a RuntimeError, for bool operands.
+/// `sub_check` (BinaryOps.h): `TORCH_CHECK_NOT_IMPLEMENTED` for bool operands (PyTorch 2.15
+/// raises NotImplementedError).
 pub fn sub_check(self_: &TensorBase, other: &TensorBase) -> Result<()> {
     if self_.dtype() == ScalarType::Bool && other.dtype() == ScalarType::Bool {
-        return Err(Error::runtime(
+        return Err(Error::not_implemented(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` \
              or `logical_xor()` operator instead.",
         ));
     }
     if self_.dtype() == ScalarType::Bool || other.dtype() == ScalarType::Bool {
-        return Err(Error::runtime(
+        return Err(Error::not_implemented(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are \
              trying to invert a mask, use the `~` or `logical_not()` operator instead.",
         ));

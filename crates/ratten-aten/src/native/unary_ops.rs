@@ -42,10 +42,10 @@ pub fn unary_impl(stub: &DispatchStub<UnaryFn>, iter: &TensorIteratorBase) -> Re
     (stub.get(iter.device_type())?)(iter)
 }
 
-/// `TORCH_META_FUNC(neg)`: no bool.
+/// `TORCH_META_FUNC(neg)`: no bool (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
 pub fn neg_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
     if self_.dtype() == ScalarType::Bool {
-        return Err(Error::runtime(
+        return Err(Error::not_implemented(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to \
              invert a mask, use the `~` or `logical_not()` operator instead.",
         ));

@@ -127,14 +127,36 @@ impl FloatDiv for f64 {
 impl FloatDiv for c64 {
     #[inline(always)]
     fn div(self, o: Self) -> Self {
-        let r: c128 = cast::<c64, c128>(self) / cast::<c64, c128>(o);
-        cast(r)
+        let (re, im) = c10_complex_div(self.re, self.im, o.re, o.im);
+        c64::new(re, im)
     }
 }
 impl FloatDiv for c128 {
     #[inline(always)]
     fn div(self, o: Self) -> Self {
-        self / o
+        let (re, im) = c10_complex_div(self.re, self.im, o.re, o.im);
+        c128::new(re, im)
+    }
+}
+
+/// `c10::complex<T>::operator/=` (numpy's algorithm, in T): scaled by the larger of |c| and
+/// |d| so `(1e30+1e30j) / (1e30+1e30j)` is `1` rather than an overflow, and a zero divisor
+/// gives `(a/0, b/0)` (`(1+1j)/0 = inf+infj`, `(1+0j)/0 = inf+nanj`) as PyTorch prints, where
+/// the textbook formula gives nan+nanj.
+#[inline(always)]
+fn c10_complex_div<T: num_traits::Float>(a: T, b: T, c: T, d: T) -> (T, T) {
+    let (abs_c, abs_d) = (c.abs(), d.abs());
+    if abs_c >= abs_d {
+        if abs_c == T::zero() && abs_d == T::zero() {
+            return (a / abs_c, b / abs_d);
+        }
+        let rat = d / c;
+        let scl = T::one() / (c + d * rat);
+        ((a + b * rat) * scl, (b - a * rat) * scl)
+    } else {
+        let rat = c / d;
+        let scl = T::one() / (d + c * rat);
+        ((a * rat + b) * scl, (b * rat - a) * scl)
     }
 }
 
@@ -144,7 +166,7 @@ fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
         ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x / y),
         ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |x, y| x.div(y)),
-        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |x, y| x / y),
+        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |x, y| x.div(y)),
         _ => Err(not_implemented("div_true_cpu", dt)),
     }
 }
