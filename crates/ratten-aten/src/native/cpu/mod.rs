@@ -686,7 +686,8 @@ impl<M, R, F: Fn(M, M, M) -> R + Sync> OpN<M, R, 3> for Op3<F> {
 struct Scratch<M, R, const N: usize> {
     ins: MaybeUninit<[[M; BLOCK]; N]>,
     out: MaybeUninit<[R; BLOCK]>,
-    ready: bool,
+    /// How many leading elements of every buffer are initialised.
+    ready: usize,
 }
 
 impl<M: Elem, R: Elem, const N: usize> Scratch<M, R, N> {
@@ -695,19 +696,36 @@ impl<M: Elem, R: Elem, const N: usize> Scratch<M, R, N> {
         Scratch {
             ins: MaybeUninit::uninit(),
             out: MaybeUninit::uninit(),
-            ready: false,
+            ready: 0,
         }
     }
 
+    /// The first `len` (at most BLOCK) elements of each input buffer and of the output
+    /// buffer. Only what a call needs is initialised (once): a 1-element op must not clear
+    /// 256-element buffers.
     #[inline(always)]
-    fn get(&mut self) -> (&mut [[M; BLOCK]; N], &mut [R; BLOCK]) {
-        if !self.ready {
-            self.ins.write([[M::default(); BLOCK]; N]);
-            self.out.write([R::default(); BLOCK]);
-            self.ready = true;
+    fn get(&mut self, len: usize) -> ([&mut [M]; N], &mut [R]) {
+        let len = len.min(BLOCK);
+        let ins = self.ins.as_mut_ptr().cast::<M>();
+        let out = self.out.as_mut_ptr().cast::<R>();
+        if self.ready < len {
+            for i in self.ready..len {
+                for k in 0..N {
+                    // SAFETY: k * BLOCK + i < N * BLOCK, inside `ins`.
+                    unsafe { ins.add(k * BLOCK + i).write(M::default()) };
+                }
+                // SAFETY: i < BLOCK, inside `out`.
+                unsafe { out.add(i).write(R::default()) };
+            }
+            self.ready = len;
         }
-        // SAFETY: both were written above, now or on an earlier call.
-        unsafe { (self.ins.assume_init_mut(), self.out.assume_init_mut()) }
+        // SAFETY: each slice covers `len` initialised elements of its own buffer (input k at
+        // k * BLOCK, the output in its own field), so the N + 1 borrows are disjoint, and they
+        // borrow `self` mutably for their lifetime.
+        let bufs = std::array::from_fn(|k| unsafe {
+            std::slice::from_raw_parts_mut(ins.add(k * BLOCK), len)
+        });
+        (bufs, unsafe { std::slice::from_raw_parts_mut(out, len) })
     }
 }
 
@@ -809,7 +827,7 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     let in_place =
         |q: usize| M::KIND != Kind::Bool && via.is_none() && dts[q] == M::DTYPE && s[q] == em;
     let out_in_place = dts[0] == R::DTYPE && s[0] == er && (via.is_none() || R::KIND == Kind::Bool);
-    let (ins, out) = scratch.get();
+    let (mut ins, out) = scratch.get(n);
     let mut start = 0;
     while start < n {
         let len = BLOCK.min(n - start);
@@ -998,7 +1016,7 @@ unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
                 for (k, pk) in p[..nt].iter_mut().enumerate() {
                     *pk = at(k, i0, j0 + jj);
                 }
-                let (ins, out) = scratch.get();
+                let (mut ins, out) = scratch.get(BLOCK);
                 let mut src = [std::ptr::null::<M>(); N];
                 for (k, buf) in ins.iter_mut().enumerate() {
                     let q = k + 1;
