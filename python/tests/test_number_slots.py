@@ -242,3 +242,29 @@ def test_generated_function_vectorcall_out():
     assert fast[0] == "raises" and fast == general
     with pytest.raises(TypeError):
         ratten.add(a, b, out=[1.0, 2.0])
+
+
+def test_fast_slots_from_many_threads():
+    # The free list is shared and guarded by the GIL; threads switch between any two bytecodes.
+    import threading
+
+    errors = []
+
+    def work(k):
+        a = ratten.full((1,), float(k))
+        keep = []
+        for i in range(5000):
+            r = a + 1.0
+            if i % 7 == 0:
+                keep.append(r)
+            if len(keep) > 50:
+                keep.clear()
+            if r.item() != k + 1.0:
+                errors.append((k, r.item()))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -580,7 +580,44 @@ fn no_data(device: Device) -> Error {
 
 /// What keeps a [`TensorAccess`]'s snapshots alive: its own reference counts (the default,
 /// from [`TensorAccess::new`] and [`TensorAccess::from_snapshots`]).
-pub struct OwnedSnapshots(SmallVec<[Arc<TensorMeta>; 4]>);
+pub struct OwnedSnapshots(
+    // Never read: held only so that the snapshots outlive the guard's locks.
+    #[allow(dead_code)] SnapshotArcs,
+);
+
+/// The Arcs an owning guard keeps: in place for up to INLINE tensors (SmallVec's collect
+/// cost more than the reference counting it stores).
+enum SnapshotArcs {
+    Inline([Option<Arc<TensorMeta>>; INLINE]),
+    Heap(Vec<Arc<TensorMeta>>),
+}
+
+impl OwnedSnapshots {
+    /// Keeps `f(i)` for `i < n` and builds the guard's tensor list from them in one pass.
+    #[inline]
+    fn build(
+        n: usize,
+        n_reads: usize,
+        mut f: impl FnMut(usize) -> (Arc<TensorMeta>, ScalarType, Device),
+    ) -> (TensorList, OwnedSnapshots) {
+        let mut arcs = if n <= INLINE {
+            SnapshotArcs::Inline([const { None }; INLINE])
+        } else {
+            SnapshotArcs::Heap(Vec::with_capacity(n))
+        };
+        let tensors = TensorList::build(n, |i| {
+            let (arc, dtype, device) = f(i);
+            // The snapshot is on the heap: the pointer stays valid when the Arc moves.
+            let t = accessed(&arc, dtype, device, i >= n_reads);
+            match &mut arcs {
+                SnapshotArcs::Inline(a) => a[i] = Some(arc),
+                SnapshotArcs::Heap(v) => v.push(arc),
+            }
+            t
+        });
+        (tensors, OwnedSnapshots(arcs))
+    }
+}
 
 /// What keeps a [`TensorAccess`]'s snapshots alive: the caller's borrow of them, for `'a`
 /// (from [`TensorAccess::from_snapshot_refs`]). Saves two atomic operations per tensor.
@@ -670,12 +707,10 @@ impl TensorAccess {
     pub fn new(reads: &[&TensorBase], writes: &[&TensorBase]) -> Result<TensorAccess> {
         // Each tensor's metadata is snapshotted once: storage, sizes, strides and offset stay
         // consistent for the guard's lifetime even if another thread resizes it.
-        let all = || reads.iter().chain(writes);
-        let keep = OwnedSnapshots(all().map(|t| t.meta_arc()).collect());
         let nr = reads.len();
-        let tensors = TensorList::build(keep.0.len(), |i| {
+        let (tensors, keep) = OwnedSnapshots::build(nr + writes.len(), nr, |i| {
             let t = if i < nr { reads[i] } else { writes[i - nr] };
-            accessed(&keep.0[i], t.dtype(), t.device(), i >= nr)
+            (t.meta_arc(), t.dtype(), t.device())
         });
         Self::acquire(tensors, nr, keep)
     }
@@ -686,16 +721,15 @@ impl TensorAccess {
     /// also saves the reference counts. Memory safety does not depend on the snapshot being
     /// current: a snapshot keeps its storage alive, its view was checked in bounds when it
     /// was made, storages only grow, and the data pointer is read under the lock.
+    #[inline]
     pub fn from_snapshots(
         reads: &[(&Arc<TensorMeta>, ScalarType, Device)],
         writes: &[(&Arc<TensorMeta>, ScalarType, Device)],
     ) -> Result<TensorAccess> {
-        let all = || reads.iter().chain(writes);
-        let keep = OwnedSnapshots(all().map(|&(m, _, _)| m.clone()).collect());
         let nr = reads.len();
-        let tensors = TensorList::build(keep.0.len(), |i| {
-            let (_, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
-            accessed(&keep.0[i], d, dev, i >= nr)
+        let (tensors, keep) = OwnedSnapshots::build(nr + writes.len(), nr, |i| {
+            let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
+            (m.clone(), d, dev)
         });
         Self::acquire(tensors, nr, keep)
     }
