@@ -569,6 +569,14 @@ impl TensorBase {
         self.0.meta.read().clone()
     }
 
+    /// Whether `snapshot` is this tensor's current metadata snapshot, without counting a
+    /// reference (a caller that kept a snapshot checks that the tensor was not restrided
+    /// since, as TensorIterator does before acquiring).
+    #[inline]
+    pub fn is_current_meta(&self, snapshot: &Arc<TensorMeta>) -> bool {
+        Arc::ptr_eq(&self.0.meta.read(), snapshot)
+    }
+
     /// Installs a new snapshot; the old one is released after the lock (its drop may free a
     /// storage).
     fn store_meta(&self, new: TensorMeta) {
@@ -1124,5 +1132,15 @@ mod tests {
             assert_eq!(t.numel(), i as i64 + 1);
             assert_eq!(t.to_vec::<i64>().unwrap(), vec![0; i + 1]);
         }
+    }
+
+    #[test]
+    fn is_current_meta_follows_geometry_changes() {
+        let t = TensorBase::empty(&[4], ScalarType::Float, Device::CPU).unwrap();
+        let m = t.meta_arc();
+        assert!(t.is_current_meta(&m));
+        t.as_strided_(&[2], &[2], Some(0)).unwrap();
+        assert!(!t.is_current_meta(&m));
+        assert!(t.is_current_meta(&t.meta_arc()));
     }
 }
