@@ -1,6 +1,8 @@
 //! The fixed costs every kernel call pays: the storage access guard (acquire + release for a
 //! kernel's tensors) and making (and dropping) an output tensor.
 
+// SAFETY (every `from_snapshot*` call below): each snapshot is `meta_arc()` of a Float CPU
+// tensor, passed with Float and CPU.
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -19,21 +21,30 @@ fn bench(c: &mut Criterion) {
     g.bench_function("tensor_access_snapshots_2_reads_1_write", |bch| {
         bch.iter(|| {
             black_box(
-                TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
-                    .unwrap(),
+                unsafe {
+                    TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
+                }
+                .unwrap(),
             )
         })
     });
     g.bench_function("tensor_access_snapshot_refs_2_reads_1_write", |bch| {
         bch.iter(|| {
             black_box(
-                TensorAccess::from_snapshot_refs(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
-                    .unwrap(),
+                unsafe {
+                    TensorAccess::from_snapshot_refs(
+                        &[(&ma, f, cpu), (&mb, f, cpu)],
+                        &[(&mo, f, cpu)],
+                    )
+                }
+                .unwrap(),
             )
         })
     });
     g.bench_function("tensor_access_snapshot_refs_1_read", |bch| {
-        bch.iter(|| black_box(TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]).unwrap()))
+        bch.iter(|| {
+            black_box(unsafe { TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]) }.unwrap())
+        })
     });
     g.bench_function("tensor_access_in_place_3_tensors_2_storages", |bch| {
         // a += view-of-a * b: three tensors, two distinct storages after deduplication.

@@ -3,6 +3,8 @@
 //! totals divided by the difference of `n` is the cost of one call, independent of load.
 //! (A plain `cargo bench` runs each case once, as a smoke test.)
 
+// SAFETY (every `from_snapshot*` call below): each snapshot is `meta_arc()` of a Float CPU
+// tensor, passed with Float and CPU.
 use std::hint::black_box;
 
 use ratten_core::{Device, ScalarType, TensorAccess, TensorBase};
@@ -22,25 +24,34 @@ fn run(case: &str, n: usize) -> bool {
         "snapshots3" => {
             for _ in 0..n {
                 black_box(
-                    TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
-                        .unwrap(),
+                    unsafe {
+                        TensorAccess::from_snapshots(
+                            &[(&ma, f, cpu), (&mb, f, cpu)],
+                            &[(&mo, f, cpu)],
+                        )
+                    }
+                    .unwrap(),
                 );
             }
         }
         "refs3" => {
             for _ in 0..n {
                 black_box(
-                    TensorAccess::from_snapshot_refs(
-                        &[(&ma, f, cpu), (&mb, f, cpu)],
-                        &[(&mo, f, cpu)],
-                    )
+                    unsafe {
+                        TensorAccess::from_snapshot_refs(
+                            &[(&ma, f, cpu), (&mb, f, cpu)],
+                            &[(&mo, f, cpu)],
+                        )
+                    }
                     .unwrap(),
                 );
             }
         }
         "refs1" => {
             for _ in 0..n {
-                black_box(TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]).unwrap());
+                black_box(
+                    unsafe { TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]) }.unwrap(),
+                );
             }
         }
         "new3" => {
@@ -55,7 +66,7 @@ fn run(case: &str, n: usize) -> bool {
         }
         "snapshots1" => {
             for _ in 0..n {
-                black_box(TensorAccess::from_snapshots(&[(&ma, f, cpu)], &[]).unwrap());
+                black_box(unsafe { TensorAccess::from_snapshots(&[(&ma, f, cpu)], &[]) }.unwrap());
             }
         }
         _ => return false,

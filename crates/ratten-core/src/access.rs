@@ -721,8 +721,15 @@ impl TensorAccess {
     /// also saves the reference counts. Memory safety does not depend on the snapshot being
     /// current: a snapshot keeps its storage alive, its view was checked in bounds when it
     /// was made, storages only grow, and the data pointer is read under the lock.
+    ///
+    /// # Safety
+    /// Each `(snapshot, dtype, device)` must belong together: the snapshot taken from a tensor
+    /// (`TensorBase::meta_arc`) whose `dtype()` and `device()` are the ones given. A snapshot
+    /// carries no dtype, and its view was bounds- and alignment-checked only for its own
+    /// tensor's dtype: another dtype (a wider one, or a CPU device for a meta snapshot) would
+    /// give slices outside the storage.
     #[inline]
-    pub fn from_snapshots(
+    pub unsafe fn from_snapshots(
         reads: &[(&Arc<TensorMeta>, ScalarType, Device)],
         writes: &[(&Arc<TensorMeta>, ScalarType, Device)],
     ) -> Result<TensorAccess> {
@@ -768,8 +775,12 @@ impl<'a> TensorAccess<BorrowedSnapshots<'a>> {
     /// Like [`from_snapshots`](TensorAccess::from_snapshots), borrowing the snapshots for the
     /// guard's lifetime instead of counting references to them: the fastest way to acquire
     /// a kernel's tensors (TensorIterator's).
+    ///
+    /// # Safety
+    /// As for [`from_snapshots`](TensorAccess::from_snapshots): each snapshot with its own
+    /// tensor's dtype and device.
     #[inline]
-    pub fn from_snapshot_refs(
+    pub unsafe fn from_snapshot_refs(
         reads: &[SnapshotSpec<'a>],
         writes: &[SnapshotSpec<'a>],
     ) -> Result<TensorAccess<BorrowedSnapshots<'a>>> {
@@ -875,10 +886,13 @@ mod tests {
         let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
         let out = TensorBase::empty(&[2], ScalarType::Float, Device::CPU).unwrap();
         let (ma, mo) = (a.meta_arc(), out.meta_arc());
-        let mut g = TensorAccess::from_snapshots(
-            &[(&ma, ScalarType::Float, Device::CPU)],
-            &[(&mo, ScalarType::Float, Device::CPU)],
-        )
+        // SAFETY: both snapshots are of Float CPU tensors.
+        let mut g = unsafe {
+            TensorAccess::from_snapshots(
+                &[(&ma, ScalarType::Float, Device::CPU)],
+                &[(&mo, ScalarType::Float, Device::CPU)],
+            )
+        }
         .unwrap();
         assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0]);
         g.output_slice_mut::<f32>(0).unwrap()[1] = 7.0;
@@ -913,9 +927,11 @@ mod tests {
         let (ma, mo) = (a.meta_arc(), out.meta_arc());
         let (fa, fo) = (Arc::strong_count(&ma), Arc::strong_count(&mo));
         let f = ScalarType::Float;
-        let mut g =
+        // SAFETY: both snapshots are of Float CPU tensors.
+        let mut g = unsafe {
             TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
-                .unwrap();
+        }
+        .unwrap();
         // No reference is counted: the guard borrows the snapshots.
         assert_eq!((Arc::strong_count(&ma), Arc::strong_count(&mo)), (fa, fo));
         assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0]);

@@ -372,8 +372,11 @@ fn a_borrowing_guard_excludes_other_threads_and_is_shared_with_workers() {
     let out = cpu(&[4], ScalarType::Float);
     let (ma, mo) = (a.meta_arc(), out.meta_arc());
     let f = ScalarType::Float;
-    let g = TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
-        .unwrap();
+    // SAFETY: both snapshots are of Float CPU tensors.
+    let g = unsafe {
+        TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
+    }
+    .unwrap();
     // Workers read through `&guard`.
     thread::scope(|s| {
         for _ in 0..2 {

@@ -1559,7 +1559,10 @@ impl TensorIteratorBase {
         }
         let (writes, reads) = specs.split_at(self.s.num_outputs);
         // The iterator holds the snapshots for longer than the guard: borrow them.
-        let g = TensorAccess::from_snapshot_refs(reads, writes)?;
+        // SAFETY: each snapshot was taken from the operand's own tensor (`metas[k]` is
+        // `operands[k].tensor`'s `meta_arc()`, refreshed when an output is set), whose dtype
+        // and device never change, and those are what is passed with it.
+        let g = unsafe { TensorAccess::from_snapshot_refs(reads, writes)? };
         let mut ptrs = OpVec::new();
         for k in 0..self.s.operands.len() {
             let acc = if k < self.s.num_outputs {
