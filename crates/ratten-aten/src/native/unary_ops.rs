@@ -53,10 +53,10 @@ pub fn neg_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBa
     unary_op_meta(m, self_)
 }
 
-/// `TORCH_META_FUNC(sign)`: no complex.
+/// `TORCH_META_FUNC(sign)`: no complex (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
 pub fn sign_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
     if self_.dtype().is_complex() {
-        return Err(Error::runtime(
+        return Err(Error::not_implemented(
             "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use \
              torch.sgn instead.",
         ));

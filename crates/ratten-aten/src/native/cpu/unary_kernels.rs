@@ -99,7 +99,9 @@ stub!(NEG_STUB, "neg_stub", UnaryFn, neg_kernel);
 
 fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    if dt.is_complex() {
+    // PyTorch dispatches abs over ALL_TYPES_AND2(Half, BFloat16) (and complex through abs's
+    // complex-to-real path, which ratten lacks): Bool is "abs_cpu" not implemented.
+    if dt.is_complex() || dt == ScalarType::Bool {
         return Err(not_implemented("abs_cpu", dt));
     }
     real_dispatch!(dt, "abs_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
