@@ -326,6 +326,18 @@ struct SmallCache {
 }
 
 impl SmallCache {
+    /// Empty lists (a `const fn`, so the thread-locals need no lazy initialisation).
+    const fn new() -> SmallCache {
+        SmallCache {
+            lists: [const {
+                ClassList {
+                    len: Cell::new(0),
+                    blocks: [const { Cell::new(std::ptr::null_mut()) }; SMALL_CACHE_PER_CLASS],
+                }
+            }; SMALL_CLASSES],
+        }
+    }
+
     #[inline]
     fn pop(&self, class: usize) -> Option<NonNull<u8>> {
         let list = &self.lists[class];
@@ -364,16 +376,7 @@ impl Drop for SmallCache {
 }
 
 thread_local! {
-    static SMALL_CACHE: SmallCache = const {
-        SmallCache {
-            lists: [const {
-                ClassList {
-                    len: Cell::new(0),
-                    blocks: [const { Cell::new(std::ptr::null_mut()) }; SMALL_CACHE_PER_CLASS],
-                }
-            }; SMALL_CLASSES],
-        }
-    };
+    static SMALL_CACHE: SmallCache = const { SmallCache::new() };
 }
 
 /// Frees a small block: into this thread's list for its class, or to the global allocator
@@ -393,16 +396,7 @@ fn release_small(p: NonNull<u8>, capacity: usize) {
 // uninitialised bytes.
 
 thread_local! {
-    static OBJECT_CACHE: SmallCache = const {
-        SmallCache {
-            lists: [const {
-                ClassList {
-                    len: Cell::new(0),
-                    blocks: [const { Cell::new(std::ptr::null_mut()) }; SMALL_CACHE_PER_CLASS],
-                }
-            }; SMALL_CLASSES],
-        }
-    };
+    static OBJECT_CACHE: SmallCache = const { SmallCache::new() };
 }
 
 /// A block of class `class` (uninitialised), ALIGNMENT-aligned; aborts on out-of-memory as

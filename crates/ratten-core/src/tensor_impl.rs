@@ -570,8 +570,8 @@ impl TensorBase {
     }
 
     /// Whether `snapshot` is this tensor's current metadata snapshot, without counting a
-    /// reference (a caller that kept a snapshot checks that the tensor was not restrided
-    /// since, as TensorIterator does before acquiring).
+    /// reference (for a caller that kept a snapshot and must know whether the tensor was
+    /// restrided since; TensorIterator does not need it: its loops use the build's geometry).
     #[inline]
     pub fn is_current_meta(&self, snapshot: &Arc<TensorMeta>) -> bool {
         Arc::ptr_eq(&self.0.meta.read(), snapshot)

@@ -696,7 +696,6 @@ impl TensorIteratorBase {
             return Ok(false);
         };
         let sizes = first.sizes();
-        let mut any_wrapped = false;
         for k in 1..n {
             let (op, m) = (&s.operands[k], s.metas[k].as_deref());
             let Some(m) = m else { return Ok(false) };
@@ -707,9 +706,14 @@ impl TensorIteratorBase {
             {
                 return Ok(false);
             }
-            any_wrapped |= op.tensor.as_ref().is_some_and(|t| t.is_wrapped_number());
         }
-        if (sizes.is_empty() && any_wrapped && config.promote_inputs_to_common_dtype)
+        // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
+        let any_wrapped = || {
+            s.operands[1..]
+                .iter()
+                .any(|op| op.tensor.as_ref().is_some_and(|t| t.is_wrapped_number()))
+        };
+        if (sizes.is_empty() && config.promote_inputs_to_common_dtype && any_wrapped())
             || (config.promote_integer_inputs_to_float && dtype.is_integral(true))
         {
             return Ok(false);
@@ -743,7 +747,6 @@ impl TensorIteratorBase {
             None => config.static_dtype.unwrap_or(dtype),
         };
         let shape = DimVec::from_slice(sizes);
-        let numel: i64 = shape.iter().product();
         s.common_dtype = Some(dtype);
         s.common_device = Device::CPU;
         s.all_ops_same_shape = true;
@@ -756,20 +759,8 @@ impl TensorIteratorBase {
         self.set_output(sink, 0, &shape, &[])?;
         #[cfg(test)]
         tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
-        let s = &mut *self.s;
-        if shape.len() > 1 {
-            s.has_coalesced_dimensions = true;
-        }
-        if shape.is_empty() {
-            s.shape = shape;
-        } else {
-            s.shape = DimVec::from_slice(&[numel]);
-            s.perm = DimVec::from_slice(&[0]);
-            for op in s.operands.iter_mut() {
-                let es = op.current_dtype.map_or(1, |d| d.element_size());
-                op.stride_bytes = DimVec::from_slice(&[es as i64]);
-            }
-        }
+        self.s.shape = shape;
+        self.collapse_to_one_dimension();
         Ok(true)
     }
 
@@ -1134,15 +1125,22 @@ impl TensorIteratorBase {
             }
             FastSetupType::None => unreachable!("handled above"),
         }
-        // Collapse to one dimension.
-        let numel: i64 = self.s.shape.iter().product();
-        if self.s.shape.len() > 1 {
-            self.s.has_coalesced_dimensions = true;
+        self.collapse_to_one_dimension();
+        Ok(true)
+    }
+
+    /// The end of the fast setup: every operand is dense in one layout, so the iteration is
+    /// one flat dimension with element-size strides (a 0-dim shape stays 0-dim).
+    fn collapse_to_one_dimension(&mut self) {
+        let s = &mut *self.s;
+        if s.shape.len() > 1 {
+            s.has_coalesced_dimensions = true;
         }
-        if !self.s.shape.is_empty() {
-            self.s.shape = DimVec::from_slice(&[numel]);
-            self.s.perm = DimVec::from_slice(&[0]);
-            for op in self.s.operands.iter_mut() {
+        if !s.shape.is_empty() {
+            let numel: i64 = s.shape.iter().product();
+            s.shape = DimVec::from_slice(&[numel]);
+            s.perm = DimVec::from_slice(&[0]);
+            for op in s.operands.iter_mut() {
                 let es = op
                     .current_dtype
                     .or(op.target_dtype)
@@ -1150,7 +1148,6 @@ impl TensorIteratorBase {
                 op.stride_bytes = DimVec::from_slice(&[es as i64]);
             }
         }
-        Ok(true)
     }
 
     /// Calls the sink for output `i` and adopts the tensor it made.

@@ -136,39 +136,33 @@ fn zero_dim_and_scalars() {
     assert_eq!(it.output(0).unwrap().sizes().as_slice(), &[0, 3]);
 }
 
-#[test]
-fn loops_use_the_geometry_captured_at_the_build() {
-    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
-    let b = TensorBase::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[4]).unwrap();
-    let it = TensorIterator::binary_op(None, &a, &b).unwrap();
-    let add = |data: &[*mut u8], strides: &[isize], n: usize, _m: usize| {
+/// A 1-D loop `out = op(in0, in1)` over f32 operands.
+fn f32_loop(op: fn(f32, f32) -> f32) -> impl Fn(&[*mut u8], &[isize], usize, usize) + Sync {
+    move |data, strides, n, _m| {
         for i in 0..n as isize {
             // SAFETY: the iterator passes valid pointers and byte strides for n f32 elements.
             unsafe {
                 let x = *(data[1].offset(i * strides[1]) as *const f32);
                 let y = *(data[2].offset(i * strides[2]) as *const f32);
-                *(data[0].offset(i * strides[0]) as *mut f32) = x + y;
+                *(data[0].offset(i * strides[0]) as *mut f32) = op(x, y);
             }
         }
-    };
-    it.for_each(&add, GRAIN_SIZE).unwrap();
+    }
+}
+
+#[test]
+fn loops_use_the_geometry_captured_at_the_build() {
+    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let b = TensorBase::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[4]).unwrap();
+    let it = TensorIterator::binary_op(None, &a, &b).unwrap();
+    it.for_each(&f32_loop(|x, y| x + y), GRAIN_SIZE).unwrap();
     let out = it.output(0).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0, 44.0]);
     // An operand restrided after the build does not change the built iteration (PyTorch's
     // iterator keeps the data pointers and strides it captured): the loop still reads a's
     // four elements.
     a.as_strided_(&[2], &[2], Some(0)).unwrap();
-    let sub = |data: &[*mut u8], strides: &[isize], n: usize, _m: usize| {
-        for i in 0..n as isize {
-            // SAFETY: as above.
-            unsafe {
-                let x = *(data[1].offset(i * strides[1]) as *const f32);
-                let y = *(data[2].offset(i * strides[2]) as *const f32);
-                *(data[0].offset(i * strides[0]) as *mut f32) = y - x;
-            }
-        }
-    };
-    it.for_each(&sub, GRAIN_SIZE).unwrap();
+    it.for_each(&f32_loop(|x, y| y - x), GRAIN_SIZE).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![9.0, 18.0, 27.0, 36.0]);
     assert_eq!(a.sizes().as_slice(), &[2]);
 }
