@@ -213,6 +213,15 @@ fn no_output(idx: usize, n: usize) -> Error {
     ))
 }
 
+/// `n` empty output slots (the inline buffer filled directly: `collect` costs more).
+fn nones(n: usize) -> OutVec<Option<Tensor>> {
+    if n <= 2 {
+        OutVec::from_buf_and_len([None, None], n)
+    } else {
+        std::iter::repeat_n(None, n).collect()
+    }
+}
+
 fn check_idx(idx: usize, n: usize) -> Result<()> {
     if idx >= n {
         return Err(Error::index(format!(
@@ -230,7 +239,7 @@ pub struct StructuredFunctional {
 impl StructuredFunctional {
     pub fn new(num_outputs: usize) -> Self {
         StructuredFunctional {
-            outputs: std::iter::repeat_n(None, num_outputs).collect(),
+            outputs: nones(num_outputs),
         }
     }
 
@@ -289,8 +298,8 @@ struct GivenOutputs<'a> {
 impl<'a> GivenOutputs<'a> {
     fn new(outputs: &[&'a Tensor]) -> Self {
         GivenOutputs {
-            outputs: outputs.iter().copied().collect(),
-            proxies: std::iter::repeat_n(None, outputs.len()).collect(),
+            outputs: OutVec::from_slice(outputs),
+            proxies: nones(outputs.len()),
         }
     }
     fn output(&self, idx: usize) -> Result<&Tensor> {

@@ -107,8 +107,10 @@ impl MetaBase for StandaloneOutputs {
 /// `TensorIteratorConfig`: operands and flags. Outputs must be added before inputs.
 #[derive(Clone, Debug)]
 pub struct TensorIteratorConfig {
-    tensors: OpVec<Option<TensorBase>>,
-    is_const: OpVec<bool>,
+    /// The iterator state the build will fill, taken from the thread's spare box when the
+    /// config is made: `add_output`/`add_input` push their operands (with their snapshots)
+    /// straight into it, so the build moves nothing. `None` only once the build took it.
+    state: Option<Box<IterState>>,
     num_outputs: usize,
     num_inputs: usize,
     /// Boxed: the config is passed by value through the builder calls, so it is kept small.
@@ -137,8 +139,7 @@ impl Default for TensorIteratorConfig {
 impl TensorIteratorConfig {
     pub fn new() -> Self {
         TensorIteratorConfig {
-            tensors: OpVec::new(),
-            is_const: OpVec::new(),
+            state: Some(IterState::take(0, false)),
             num_outputs: 0,
             num_inputs: 0,
             static_shape: None,
@@ -158,6 +159,17 @@ impl TensorIteratorConfig {
         }
     }
 
+    fn operands(&self) -> &[OperandInfo] {
+        self.state.as_deref().map_or(&[], |s| &s.operands)
+    }
+
+    fn operands_mut(&mut self) -> &mut OpVec<OperandInfo> {
+        &mut self
+            .state
+            .get_or_insert_with(|| IterState::take(0, false))
+            .operands
+    }
+
     /// `add_output` (an undefined output, `None`, is allocated by the iterator).
     pub fn add_output(mut self, t: Option<&TensorBase>) -> Result<Self> {
         if self.num_inputs != 0 {
@@ -166,15 +178,15 @@ impl TensorIteratorConfig {
                  For more details, see https://github.com/pytorch/pytorch/wiki/How-to-use-TensorIterator.",
             ));
         }
-        self.tensors.push(t.cloned());
-        self.is_const.push(false);
+        self.operands_mut()
+            .push(OperandInfo::new(t.cloned(), false));
         self.num_outputs += 1;
         Ok(self)
     }
     /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
     pub fn add_input(mut self, t: &TensorBase) -> Self {
-        self.tensors.push(Some(t.clone()));
-        self.is_const.push(true);
+        self.operands_mut()
+            .push(OperandInfo::new(Some(t.clone()), true));
         self.num_inputs += 1;
         self
     }
@@ -267,9 +279,9 @@ impl TensorIteratorConfig {
     /// Builds with the plain TensorIterator's outputs (PyTorch's `TensorIteratorConfig::build()`
     /// returning a `TensorIterator`).
     pub fn build_standalone(self) -> Result<TensorIterator> {
-        let outputs = self.tensors[..self.num_outputs]
+        let outputs = self.operands()[..self.num_outputs]
             .iter()
-            .map(|t| t.clone().map(Tensor::from_base))
+            .map(|op| op.tensor.clone().map(Tensor::from_base))
             .collect();
         let mut sink = StandaloneOutputs { outputs };
         let base = TensorIteratorBase::build(self, &mut sink)?;
@@ -303,13 +315,20 @@ pub struct OperandInfo {
     pub will_resize: bool,
     pub is_read_write: bool,
     pub is_const: bool,
+    /// The metadata snapshot of the tensor (None for an output not yet allocated), taken once
+    /// when the operand is added or created: every build step reads geometry from it (one
+    /// snapshot load per operand instead of one per question), and after the build it is the
+    /// geometry the strides were computed from, whose storages the loops lock.
+    meta: Option<Arc<TensorMeta>>,
 }
 
 impl OperandInfo {
     fn new(tensor: Option<TensorBase>, is_const: bool) -> Self {
         let dtype = tensor.as_ref().map(|t| t.dtype());
         let device = tensor.as_ref().map(|t| t.device());
+        let meta = tensor.as_ref().map(|t| t.meta_arc());
         OperandInfo {
+            meta,
             tensor,
             stride_bytes: DimVec::new(),
             target_dtype: dtype,
@@ -368,27 +387,29 @@ impl IterState {
                 spare.is_reduction = is_reduction;
                 spare
             }
-            None => Box::new(IterState {
-                operands: OpVec::new(),
-                num_outputs,
-                shape: DimVec::new(),
-                perm: DimVec::new(),
-                has_coalesced_dimensions: false,
-                common_dtype: None,
-                common_device: Device::CPU,
-                all_ops_same_shape: false,
-                all_ops_are_scalars: false,
-                is_reduction,
-                is_meta: false,
-                metas: OpVec::new(),
-            }),
+            None => Self::new_box(num_outputs, is_reduction),
         }
+    }
+
+    fn new_box(num_outputs: usize, is_reduction: bool) -> Box<IterState> {
+        Box::new(IterState {
+            operands: OpVec::new(),
+            num_outputs,
+            shape: DimVec::new(),
+            perm: DimVec::new(),
+            has_coalesced_dimensions: false,
+            common_dtype: None,
+            common_device: Device::CPU,
+            all_ops_same_shape: false,
+            all_ops_are_scalars: false,
+            is_reduction,
+            is_meta: false,
+        })
     }
 
     /// Releases the operands and resets every field to `take`'s values.
     fn clear(&mut self, num_outputs: usize, is_reduction: bool) {
         self.operands.clear();
-        self.metas.clear();
         self.shape.clear();
         self.perm.clear();
         self.num_outputs = num_outputs;
@@ -415,11 +436,6 @@ struct IterState {
     all_ops_are_scalars: bool,
     is_reduction: bool,
     is_meta: bool,
-    /// The metadata snapshot of each operand (None for an output not yet allocated), taken
-    /// once when the operand is added or created: every build step reads geometry from it
-    /// (one snapshot load per operand instead of one per question), and after the build it is
-    /// the geometry the strides were computed from, whose storages the loops lock.
-    metas: OpVec<Option<Arc<TensorMeta>>>,
 }
 
 /// The plain `TensorIterator` (outputs created by the iterator itself).
@@ -617,9 +633,14 @@ impl TensorIteratorBase {
     /// `TensorIteratorBase::build(config)`.
     pub fn build(mut config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
         let mut it = TensorIteratorBase {
-            s: ManuallyDrop::new(IterState::take(config.num_outputs, config.is_reduction)),
+            s: ManuallyDrop::new(
+                config
+                    .state
+                    .take()
+                    .unwrap_or_else(|| IterState::take(0, false)),
+            ),
         };
-        it.populate_operands(&mut config);
+        it.populate_operands(&config);
         if it.trivial_build(&config, sink)? {
             return Ok(it);
         }
@@ -637,7 +658,7 @@ impl TensorIteratorBase {
             }
         }
         // Every operand exists now (its snapshot was refreshed when an output was set).
-        if it.s.metas.iter().any(Option::is_none) {
+        if it.s.operands.iter().any(|op| op.meta.is_none()) {
             return Err(Error::runtime(
                 "TensorIterator: an output was not allocated by the output sink",
             ));
@@ -645,17 +666,16 @@ impl TensorIteratorBase {
         Ok(it)
     }
 
-    /// Moves the operands out of the config (the build owns them; no extra refcounts).
-    fn populate_operands(&mut self, config: &mut TensorIteratorConfig) {
-        for (i, t) in std::mem::take(&mut config.tensors).into_iter().enumerate() {
-            if t.as_ref().is_some_and(|t| t.is_meta()) {
-                self.s.is_meta = true;
-            }
-            self.s.metas.push(t.as_ref().map(|t| t.meta_arc()));
-            self.s
-                .operands
-                .push(OperandInfo::new(t, config.is_const[i]));
-        }
+    /// The operands are already in the state (the config pushed them there); this sets the
+    /// state's flags from the config.
+    fn populate_operands(&mut self, config: &TensorIteratorConfig) {
+        let s = &mut *self.s;
+        s.num_outputs = config.num_outputs;
+        s.is_reduction = config.is_reduction;
+        s.is_meta = s
+            .operands
+            .iter()
+            .any(|op| op.device.is_some_and(|d| d.is_meta()));
     }
 
     /// Note [TensorIterator trivial build]: the common case of a small op is one output and
@@ -689,7 +709,7 @@ impl TensorIteratorBase {
         {
             return Ok(false);
         }
-        let Some(first) = s.metas[1].as_deref() else {
+        let Some(first) = s.operands[1].meta.as_deref() else {
             return Ok(false);
         };
         let Some(dtype) = s.operands[1].current_dtype else {
@@ -697,11 +717,11 @@ impl TensorIteratorBase {
         };
         let sizes = first.sizes();
         for k in 1..n {
-            let (op, m) = (&s.operands[k], s.metas[k].as_deref());
+            let (op, m) = (&s.operands[k], s.operands[k].meta.as_deref());
             let Some(m) = m else { return Ok(false) };
             if op.current_dtype != Some(dtype)
                 || op.device != Some(Device::CPU)
-                || m.sizes() != sizes
+                || (k > 1 && !std::ptr::eq(m, first) && !same_dims(m.sizes(), sizes))
                 || !m.is_contiguous()
             {
                 return Ok(false);
@@ -719,10 +739,10 @@ impl TensorIteratorBase {
             return Ok(false);
         }
         let mut read_write = false;
-        if let (Some(out), Some(om)) = (&s.operands[0].tensor, s.metas[0].as_deref()) {
+        if let (Some(out), Some(om)) = (&s.operands[0].tensor, s.operands[0].meta.as_deref()) {
             if s.operands[0].current_dtype != Some(dtype)
                 || s.operands[0].device != Some(Device::CPU)
-                || om.sizes() != sizes
+                || !same_dims(om.sizes(), sizes)
                 || !om.is_contiguous()
             {
                 return Ok(false);
@@ -733,7 +753,8 @@ impl TensorIteratorBase {
                 if input.is_same(out) {
                     read_write = true;
                 } else if config.check_mem_overlap
-                    && s.metas[k]
+                    && s.operands[k]
+                        .meta
                         .as_deref()
                         .is_some_and(|m| m.storage().is_alias_of(out_storage))
                 {
@@ -746,21 +767,39 @@ impl TensorIteratorBase {
             Some(_) => dtype,
             None => config.static_dtype.unwrap_or(dtype),
         };
-        let shape = DimVec::from_slice(sizes);
+        let ndim = sizes.len();
+        let numel: i64 = sizes.iter().product();
         s.common_dtype = Some(dtype);
         s.common_device = Device::CPU;
         s.all_ops_same_shape = true;
-        s.all_ops_are_scalars = shape.is_empty();
+        s.all_ops_are_scalars = ndim == 0;
         let out = &mut s.operands[0];
         out.is_output = true;
         out.is_read_write = read_write;
         out.target_dtype = Some(out_dtype);
         out.device = Some(Device::CPU);
-        self.set_output(sink, 0, &shape, &[])?;
+        // The shape is the first input's sizes: lend its snapshot to `set_output` (taken out
+        // and put back, so no reference is counted).
+        let first = s.operands[1].meta.take();
+        let sizes = first.as_deref().map_or(&[][..], |m| m.sizes());
+        let made = self.set_output(sink, 0, sizes, &[]);
+        self.s.operands[1].meta = first;
+        made?;
         #[cfg(test)]
         tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
-        self.s.shape = shape;
-        self.collapse_to_one_dimension();
+        // `collapse_to_one_dimension` of the common shape, written in place.
+        let s = &mut *self.s;
+        s.has_coalesced_dimensions = ndim > 1;
+        s.shape.clear();
+        s.perm.clear();
+        if ndim > 0 {
+            s.shape.push(numel);
+            s.perm.push(0);
+            for op in s.operands.iter_mut() {
+                op.stride_bytes.clear();
+                op.stride_bytes.push(dtype_size(op) as i64);
+            }
+        }
         Ok(true)
     }
 
@@ -815,8 +854,8 @@ impl TensorIteratorBase {
         let mut has_scalars = false;
         let mut has_tensors = false;
         let mut first = true;
-        for (op, m) in st.operands.iter().zip(&st.metas) {
-            let Some(m) = m else { continue };
+        for op in st.operands.iter() {
+            let Some(m) = &op.meta else { continue };
             // Outputs being resized do not take part in the shape ("This preserves the legacy
             // behavior where torch.add(..., out=dst) resizes the destination tensor").
             if config.resize_outputs && op.is_output {
@@ -850,7 +889,7 @@ impl TensorIteratorBase {
         }
         for i in 0..st.num_outputs {
             let op = &mut st.operands[i];
-            let Some(m) = &st.metas[i] else { continue };
+            let Some(m) = op.meta.clone() else { continue };
             let sizes = m.sizes();
             if sizes != st.shape.as_slice() {
                 if config.resize_outputs && !op.is_read_write {
@@ -1043,9 +1082,8 @@ impl TensorIteratorBase {
             .s
             .operands
             .iter()
-            .zip(&self.s.metas)
-            .filter(|(op, _)| !op.will_resize)
-            .all(|(_, m)| m.as_ref().is_none_or(|m| m.is_contiguous()));
+            .filter(|op| !op.will_resize)
+            .all(|op| op.meta.as_ref().is_none_or(|m| m.is_contiguous()));
         if config.enforce_linear_iteration {
             return if all_contiguous {
                 FastSetupType::Contiguous
@@ -1141,11 +1179,7 @@ impl TensorIteratorBase {
             s.shape = DimVec::from_slice(&[numel]);
             s.perm = DimVec::from_slice(&[0]);
             for op in s.operands.iter_mut() {
-                let es = op
-                    .current_dtype
-                    .or(op.target_dtype)
-                    .map_or(1, |d| d.element_size());
-                op.stride_bytes = DimVec::from_slice(&[es as i64]);
+                op.stride_bytes = DimVec::from_slice(&[dtype_size(op) as i64]);
             }
         }
     }
@@ -1171,17 +1205,23 @@ impl TensorIteratorBase {
             Some(t) => t.device(),
             None => op.device.unwrap_or(self.s.common_device),
         };
-        let own_sizes = match (&self.s.metas[i], op.will_resize) {
-            // A defined output that keeps its shape is passed with its own sizes (the
-            // structured wrapper checks it).
-            (Some(m), false) => Some(m.clone()),
-            _ => None,
-        };
+        let will_resize = op.will_resize;
         let options = TensorOptions::new().dtype(dtype).device(device);
-        match &own_sizes {
-            Some(m) => sink.set_output_raw_strided(i, m.sizes(), &[], options)?,
-            None => sink.set_output_raw_strided(i, sizes, strides, options)?,
+        // A defined output that keeps its shape is passed with its own sizes (the structured
+        // wrapper checks it): its snapshot is lent (taken out and put back, no refcount).
+        let own = if will_resize {
+            None
+        } else {
+            self.s.operands[i].meta.take()
+        };
+        let announced = match &own {
+            Some(m) => sink.set_output_raw_strided(i, m.sizes(), &[], options),
+            None => sink.set_output_raw_strided(i, sizes, strides, options),
+        };
+        if own.is_some() {
+            self.s.operands[i].meta = own;
         }
+        announced?;
         let t = sink
             .maybe_get_output(i)
             .map(|t| t.base().clone())
@@ -1195,7 +1235,7 @@ impl TensorIteratorBase {
         if op.tensor.is_none() {
             op.current_dtype = Some(t.dtype());
         }
-        st.metas[i] = Some(t.meta_arc());
+        op.meta = Some(t.meta_arc());
         op.tensor = Some(t);
         if op.current_dtype.is_none() {
             op.current_dtype = op.target_dtype;
@@ -1516,9 +1556,6 @@ impl TensorIteratorBase {
     /// reading it).
     pub fn remove_operand(&mut self, arg: usize) {
         self.s.operands.remove(arg);
-        if arg < self.s.metas.len() {
-            self.s.metas.remove(arg);
-        }
         if arg < self.s.num_outputs {
             self.s.num_outputs -= 1;
         }
@@ -1547,32 +1584,59 @@ impl TensorIteratorBase {
     /// iterator does. Memory safety does not depend on it: a snapshot keeps its storage alive,
     /// its view was checked in bounds when it was made, and storages only grow.
     fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
-        let mut specs: OpVec<(&TensorMeta, ScalarType, Device)> = OpVec::new();
-        for (op, built) in self.s.operands.iter().zip(&self.s.metas) {
-            let (Some(t), Some(built)) = (&op.tensor, built) else {
-                return Err(Error::runtime("TensorIterator: an operand is undefined"));
-            };
-            specs.push((&**built, t.dtype(), t.device()));
+        // Up to 4 operands (every pointwise op) the lists live on the stack.
+        const INLINE: usize = 4;
+        let ops = &self.s.operands;
+        fn spec(op: &OperandInfo) -> Result<(&TensorMeta, ScalarType, Device)> {
+            match (&op.tensor, &op.meta) {
+                (Some(t), Some(built)) => Ok((&**built, t.dtype(), t.device())),
+                _ => Err(Error::runtime("TensorIterator: an operand is undefined")),
+            }
         }
+        if ops.len() <= INLINE {
+            let first = spec(ops.first().ok_or_else(|| {
+                Error::runtime("TensorIterator: an iterator without operands has no loop")
+            })?)?;
+            let mut specs = [first; INLINE];
+            for (k, op) in ops.iter().enumerate().skip(1) {
+                specs[k] = spec(op)?;
+            }
+            let mut ptrs = [std::ptr::null_mut::<u8>(); INLINE];
+            return self.with_specs(&specs[..ops.len()], &mut ptrs[..ops.len()], f);
+        }
+        let specs = ops.iter().map(spec).collect::<Result<OpVec<_>>>()?;
+        let mut ptrs: OpVec<*mut u8> = OpVec::from_elem(std::ptr::null_mut(), ops.len());
+        self.with_specs(&specs, &mut ptrs, f)
+    }
+
+    /// `with_acquired`'s body: `specs[k]` describes operand k, `ptrs` (as long) receives the
+    /// data pointers.
+    fn with_specs<R>(
+        &self,
+        specs: &[(&TensorMeta, ScalarType, Device)],
+        ptrs: &mut [*mut u8],
+        f: impl FnOnce(&[*mut u8]) -> R,
+    ) -> Result<R> {
         let (writes, reads) = specs.split_at(self.s.num_outputs);
         // The iterator holds the snapshots for longer than the guard: borrow them.
-        // SAFETY: each snapshot was taken from the operand's own tensor (`metas[k]` is
-        // `operands[k].tensor`'s `meta_arc()`, refreshed when an output is set), whose dtype
+        // SAFETY: each snapshot was taken from the operand's own tensor (`operands[k].meta`
+        // is `operands[k].tensor`'s `meta_arc()`, refreshed when an output is set), whose dtype
         // and device never change, and those are what is passed with it.
         let g = unsafe { TensorAccess::from_snapshot_refs(reads, writes)? };
-        let mut ptrs = OpVec::new();
-        for k in 0..self.s.operands.len() {
-            let acc = if k < self.s.num_outputs {
+        for (k, p) in ptrs.iter_mut().enumerate() {
+            let acc = if k < writes.len() {
                 g.output(k)?
             } else {
-                g.input(k - self.s.num_outputs)?
+                g.input(k - writes.len())?
             };
-            let p = acc.raw_data_ptr().ok_or_else(|| {
-                Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
-            })?;
-            ptrs.push(p.as_ptr());
+            *p = acc
+                .raw_data_ptr()
+                .ok_or_else(|| {
+                    Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
+                })?
+                .as_ptr();
         }
-        let r = f(&ptrs);
+        let r = f(ptrs);
         drop(g);
         Ok(r)
     }
@@ -1706,6 +1770,19 @@ impl TensorIteratorBase {
             }
         }
     }
+}
+
+/// `a == b` for the short size lists of small ops, without the `memcmp` call slices use.
+#[inline]
+fn same_dims(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The element size of an operand's current (else target) dtype.
+fn dtype_size(op: &OperandInfo) -> usize {
+    op.current_dtype
+        .or(op.target_dtype)
+        .map_or(1, |d| d.element_size())
 }
 
 /// `infer_size` (ExpandUtils.cpp): NumPy broadcasting aligned from the right, with PyTorch's

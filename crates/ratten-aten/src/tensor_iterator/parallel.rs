@@ -2,7 +2,7 @@
 //! `parallel_for`, on a rayon pool of the chosen size.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use ratten_core::{Error, Result};
@@ -18,9 +18,17 @@ static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
 /// CPUs available to the process).
 pub fn get_num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        0 => default_num_threads(),
         n => n,
     }
+}
+
+/// The CPUs available to the process, read once: `available_parallelism` reads the affinity
+/// mask and cgroup quota files on every call (microseconds), and `for_each` asks for every
+/// op above the grain size. PyTorch also fixes its default at start-up.
+fn default_num_threads() -> usize {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// `torch.set_num_threads(n)`: n must be positive ("Expected positive number of threads").
