@@ -1660,8 +1660,21 @@ impl TensorIteratorBase {
         if numel == 0 || self.s.is_meta {
             return Ok(());
         }
+        let serial = numel < grain_size || get_num_threads() == 1;
+        let nt = self.s.operands.len();
+        if serial && self.s.shape.len() <= 1 && nt <= 4 {
+            // The common case (every small op): one run, its strides on the stack.
+            let mut strides = [0isize; 8];
+            for (k, op) in self.s.operands.iter().enumerate() {
+                strides[k] = op.stride_bytes.first().copied().unwrap_or(0) as isize;
+            }
+            // SAFETY (of the loop's use of the pointers): they come from the guard
+            // `with_acquired` holds during this closure and address `numel` elements of each
+            // operand at its stride.
+            return self.with_acquired(|ptrs| loop2d(ptrs, &strides[..2 * nt], numel as usize, 1));
+        }
         self.with_acquired(|ptrs| {
-            if numel < grain_size || get_num_threads() == 1 {
+            if serial {
                 // SAFETY: the pointers come from the guard `with_acquired` holds during this
                 // closure, and address the operands' elements at the iterator's strides.
                 unsafe { self.serial_for_each_ptrs(ptrs, loop2d, 0, numel) };
