@@ -14,7 +14,7 @@ use ratten_aten::{functions, Tensor};
 use ratten_core::{Device, Result, Scalar};
 
 use super::ops::to_scalar;
-use super::python_args::{function_index, run_maybe_released};
+use super::python_args::{function_index, method_index, run_maybe_released};
 use super::slots::exact_tensor;
 use super::tensor::{wrap, PyTensor};
 use super::IntoPy;
@@ -190,6 +190,19 @@ pub fn arith_of(index: usize) -> Option<Arith> {
     static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
     let idx = IDX.get_or_init(|| {
         [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| function_index(a.name()))
+    });
+    [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]
+        .into_iter()
+        .zip(idx.iter())
+        .find(|(_, i)| **i == Some(index))
+        .map(|(a, _)| a)
+}
+
+/// The operator of generated method `index` when it is add/sub/mul/div (`t.add(u)`).
+pub fn method_arith_of(index: usize) -> Option<Arith> {
+    static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
+    let idx = IDX.get_or_init(|| {
+        [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| method_index(a.name()))
     });
     [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]
         .into_iter()

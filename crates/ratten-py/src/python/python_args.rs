@@ -608,11 +608,61 @@ impl GeneratedFunction {
 /// A generated Tensor method, as a descriptor on the Tensor type (`Tensor.add`).
 #[pyclass(name = "_GeneratedMethod", module = "ratten", frozen)]
 pub struct GeneratedMethod {
+    pub(crate) index: usize,
+    /// As [`GeneratedFunction`]'s: slots.rs makes the type a vectorcall-able method descriptor
+    /// (`Py_TPFLAGS_METHOD_DESCRIPTOR`), so `t.add(u)` calls `Tensor.add(t, u)` without
+    /// binding a method object or building an argument tuple, as CPython's own methods.
+    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
+}
+
+impl GeneratedMethod {
+    pub(crate) fn new(index: usize) -> Self {
+        GeneratedMethod {
+            index,
+            vectorcall: Some(super::slots::generated_method_vectorcall),
+        }
+    }
+
+    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
+    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
+        &self.vectorcall
+    }
+}
+
+/// `Tensor.add(t, u)`: the first argument must be a Tensor (CPython's text for a method
+/// descriptor applied to another type).
+pub(crate) fn method_self<'a, 'py>(
     index: usize,
+    first: Option<&'a Bound<'py, PyAny>>,
+) -> PyResult<&'a Bound<'py, PyAny>> {
+    let name = signatures::METHODS[index].name;
+    match first {
+        Some(t) if t.is_instance_of::<PyTensor>() => Ok(t),
+        Some(o) => Err(PyTypeError::new_err(format!(
+            "descriptor '{name}' for 'Tensor' objects doesn't apply to a '{}' object",
+            o.get_type().name()?
+        ))),
+        None => Err(PyTypeError::new_err(format!(
+            "unbound method Tensor.{name}() needs an argument"
+        ))),
+    }
 }
 
 #[pymethods]
 impl GeneratedMethod {
+    /// The unbound call `Tensor.add(t, u, alpha=2)` (what a method descriptor's call means;
+    /// `t.add(u)` arrives here, or at the vectorcall entry, with `t` first).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyObject> {
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let this = method_self(self.index, args.first())?;
+        call_generated(py, self.index, Some(this), &args[1..], &split_kwargs(kwargs)?)
+    }
     fn __get__(
         slf: &Bound<'_, Self>,
         obj: Option<&Bound<'_, PyAny>>,
@@ -624,10 +674,7 @@ impl GeneratedMethod {
         };
         Ok(Py::new(
             py,
-            BoundMethod {
-                index: slf.get().index,
-                this: obj.clone().unbind(),
-            },
+            BoundMethod::new(slf.get().index, obj.clone().unbind()),
         )?
         .into_any())
     }
@@ -640,8 +687,29 @@ impl GeneratedMethod {
 /// A generated method bound to its tensor (`t.add`).
 #[pyclass(name = "_BoundMethod", module = "ratten", frozen)]
 pub struct BoundMethod {
-    index: usize,
+    pub(crate) index: usize,
     this: PyObject,
+    /// As [`GeneratedFunction`]'s (slots.rs installs `tp_vectorcall_offset`).
+    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
+}
+
+impl BoundMethod {
+    pub(crate) fn new(index: usize, this: PyObject) -> Self {
+        BoundMethod {
+            index,
+            this,
+            vectorcall: Some(super::slots::bound_method_vectorcall),
+        }
+    }
+
+    pub(crate) fn this_ptr(&self) -> *mut pyo3::ffi::PyObject {
+        self.this.as_ptr()
+    }
+
+    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
+    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
+        &self.vectorcall
+    }
 }
 
 #[pymethods]
@@ -680,7 +748,7 @@ fn _generated_functions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 fn _generated_methods(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     for (i, b) in signatures::METHODS.iter().enumerate() {
-        d.set_item(b.name, Py::new(py, GeneratedMethod { index: i })?)?;
+        d.set_item(b.name, Py::new(py, GeneratedMethod::new(i))?)?;
     }
     Ok(d)
 }

@@ -32,8 +32,10 @@ use pyo3::prelude::*;
 use ratten_aten::Tensor;
 use ratten_core::{Device, Scalar};
 
-use super::fast::{arith_call, arith_of, numel, wrapped_number, Arith, Called};
-use super::python_args::{releases_gil, GeneratedFunction};
+use super::fast::{arith_call, arith_of, method_arith_of, numel, wrapped_number, Arith, Called};
+use super::python_args::{
+    call_generated, method_self, releases_gil, BoundMethod, GeneratedFunction, GeneratedMethod,
+};
 use super::tensor::PyTensor;
 use super::to_pyerr;
 
@@ -491,30 +493,59 @@ slot!(nb_inplace_subtract, inplace, Arith::Sub, isub);
 slot!(nb_inplace_multiply, inplace, Arith::Mul, imul);
 slot!(nb_inplace_true_divide, inplace, Arith::Div, idiv);
 
-/// Makes `_GeneratedFunction` objects vectorcall-able (`tp_vectorcall_offset` pointing at
-/// their `vectorcall` field); false when the type already has a vectorcall offset or its layout
-/// is not the expected one (calls then keep going through pyo3's `tp_call`).
-fn install_vectorcall(py: Python<'_>) -> PyResult<bool> {
-    let ty = py.get_type::<GeneratedFunction>();
-    let tp = ty.as_type_ptr();
-    let sample = Py::new(py, GeneratedFunction::new(0))?;
-    let field = sample.get().vectorcall_field() as usize;
-    let Some(offset) = field.checked_sub(sample.as_ptr() as usize) else {
-        return Ok(false);
+/// Makes `_GeneratedFunction` objects vectorcall-able, and `_GeneratedMethod` objects
+/// vectorcall-able method descriptors.
+fn install_vectorcall(py: Python<'_>) -> PyResult<()> {
+    let f = Py::new(py, GeneratedFunction::new(0))?;
+    install_vectorcall_on(
+        py.get_type::<GeneratedFunction>().as_type_ptr(),
+        f.as_ptr(),
+        f.get().vectorcall_field() as usize,
+        0,
+    );
+    let m = Py::new(py, GeneratedMethod::new(0))?;
+    install_vectorcall_on(
+        py.get_type::<GeneratedMethod>().as_type_ptr(),
+        m.as_ptr(),
+        m.get().vectorcall_field() as usize,
+        ffi::Py_TPFLAGS_METHOD_DESCRIPTOR,
+    );
+    let b = Py::new(py, BoundMethod::new(0, py.None()))?;
+    install_vectorcall_on(
+        py.get_type::<BoundMethod>().as_type_ptr(),
+        b.as_ptr(),
+        b.get().vectorcall_field() as usize,
+        0,
+    );
+    Ok(())
+}
+
+/// Points type `tp`'s `tp_vectorcall_offset` at the field at address `field` of its instance
+/// `sample`, and adds `extra_flags`; nothing when the type already has a vectorcall offset, has
+/// no `tp_call` to fall back on, or the field is not inside the object (calls then keep going
+/// through pyo3's `tp_call`, and attribute access binds methods as before).
+fn install_vectorcall_on(
+    tp: *mut ffi::PyTypeObject,
+    sample: *mut ffi::PyObject,
+    field: usize,
+    extra_flags: std::ffi::c_ulong,
+) -> bool {
+    let Some(offset) = field.checked_sub(sample as usize) else {
+        return false;
     };
-    // SAFETY: `tp` is the live type object; the GIL is held, so no call reads it meanwhile.
+    // SAFETY: `tp` is a live type object; the GIL is held, so no call reads it meanwhile.
     unsafe {
         let t = &mut *tp;
         let fits = t.tp_basicsize >= 0
             && offset + size_of::<Option<ffi::vectorcallfunc>>() <= t.tp_basicsize as usize;
         if !fits || t.tp_vectorcall_offset != 0 || t.tp_call.is_none() {
-            return Ok(false);
+            return false;
         }
         t.tp_vectorcall_offset = offset as ffi::Py_ssize_t;
-        t.tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
+        t.tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL | extra_flags;
         ffi::PyType_Modified(tp);
     }
-    Ok(true)
+    true
 }
 
 /// Whether `name` (an entry of a call's keyword names) is `out`.
@@ -591,6 +622,120 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
             }
         }
         call_with_tuple(callable, args, nargs, kwnames, nkw)
+    }
+}
+
+/// The vectorcall entry of `_GeneratedMethod`, a method descriptor: `t.add(u)` arrives as
+/// `Tensor.add(t, u)`. add/sub/mul/div with one operand and no keywords take the fast path of
+/// fast.rs; every other call goes to the generated method's argument parser with the
+/// arguments as they are (no tuple, no dict, no bound method object).
+///
+/// # Safety
+/// CPython's vectorcall contract: `callable` a `_GeneratedMethod`, `args` holding the
+/// positional then keyword values, `kwnames` null or a tuple of str, the GIL held.
+pub(crate) unsafe extern "C" fn generated_method_vectorcall(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the vectorcall contract.
+    unsafe {
+        let py = Python::assume_gil_acquired();
+        let m = Borrowed::from_ptr(py, callable);
+        let index = m.downcast_unchecked::<GeneratedMethod>().get().index;
+        let nargs = ffi::PyVectorcall_NARGS(nargsf) as usize;
+        if nargs == 0 {
+            method_self(index, None).unwrap_err().restore(py);
+            return ptr::null_mut();
+        }
+        method_vectorcall(py, index, *args, args.add(1), nargs - 1, kwnames)
+    }
+}
+
+/// The vectorcall entry of `_BoundMethod` (`m = t.add; m(u)`, and `t.add(u)` itself while the
+/// Tensor type's custom attribute lookup keeps CPython from calling the descriptor directly).
+///
+/// # Safety
+/// As [`generated_method_vectorcall`], with `callable` a `_BoundMethod`.
+pub(crate) unsafe extern "C" fn bound_method_vectorcall(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the vectorcall contract.
+    unsafe {
+        let py = Python::assume_gil_acquired();
+        let m = Borrowed::from_ptr(py, callable);
+        let m = m.downcast_unchecked::<BoundMethod>().get();
+        let nargs = ffi::PyVectorcall_NARGS(nargsf) as usize;
+        method_vectorcall(py, m.index, m.this_ptr(), args, nargs, kwnames)
+    }
+}
+
+/// `this.<method index>(*args[..nargs], **{kwnames: args[nargs..]})`: add/sub/mul/div with one
+/// operand and no keywords take the fast path of fast.rs; every other call goes to the
+/// generated method's argument parser with the arguments as they are (no tuple, no dict).
+///
+/// # Safety
+/// `this` and the `nargs` + len(kwnames) objects at `args` are valid, `kwnames` is null or a
+/// tuple of str, and the GIL is held.
+unsafe fn method_vectorcall(
+    py: Python<'_>,
+    index: usize,
+    this: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let nkw = if kwnames.is_null() {
+            0
+        } else {
+            ffi::PyTuple_GET_SIZE(kwnames) as usize
+        };
+        let r = catch_unwind(AssertUnwindSafe(|| -> PyResult<*mut ffi::PyObject> {
+            let this = Borrowed::from_ptr(py, this).to_owned();
+            if nargs == 1 && nkw == 0 {
+                if let Some(op) = method_arith_of(index) {
+                    let y = Borrowed::from_ptr(py, *args);
+                    match arith_call(py, op, &this, &y, None)? {
+                        Some(Called::New(t)) => {
+                            return Ok(match SLOTS.get() {
+                                Some(s) => new_object(s, t),
+                                None => Py::new(py, PyTensor { t })?.into_ptr(),
+                            })
+                        }
+                        Some(Called::Out(o)) => return Ok(o.into_ptr()),
+                        None => {}
+                    }
+                }
+            }
+            let this = method_self(index, Some(&this))?;
+            let all: Vec<Bound<'_, PyAny>> = (0..nargs + nkw)
+                .map(|i| Borrowed::from_ptr(py, *args.add(i)).to_owned())
+                .collect();
+            let (positional, keyword_values) = all.split_at(nargs);
+            let kwargs = keyword_values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let k = ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t);
+                    Ok((Borrowed::from_ptr(py, k).extract::<String>()?, v.clone()))
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(call_generated(py, index, Some(this), positional, &kwargs)?.into_ptr())
+        }));
+        match r {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                e.restore(py);
+                ptr::null_mut()
+            }
+            Err(p) => raise_panic(p),
+        }
     }
 }
 
