@@ -22,10 +22,8 @@ use crate::arg_parser::{ArgKind, Param, ParamType, Parser, Slot};
 
 /// Describes a Python value for the parser (its kind only).
 pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
-    if let Ok(t) = obj.downcast::<PyTensor>() {
-        return ArgKind::Tensor {
-            dim: t.get().t.dim(),
-        };
+    if let Some(t) = super::slots::any_tensor(obj) {
+        return ArgKind::Tensor { dim: t.dim() };
     }
     if obj.is_none() {
         ArgKind::None

@@ -106,7 +106,10 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         let s = self
             .self_obj
             .ok_or_else(|| PyRuntimeError::new_err(format!("{}: no self", self.sig.name)))?;
-        let t = s.downcast::<PyTensor>()?.get().t.clone();
+        let t = match super::slots::any_tensor(s) {
+            Some(t) => t.clone(),
+            None => s.downcast::<PyTensor>()?.get().t.clone(),
+        };
         self.note(&t);
         Ok(t)
     }
@@ -375,8 +378,8 @@ pub fn run_maybe_released<T: Send>(
 }
 
 fn tensor_from(o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if let Ok(t) = o.downcast::<PyTensor>() {
-        return Ok(t.get().t.clone());
+    if let Some(t) = super::slots::any_tensor(o) {
+        return Ok(t.clone());
     }
     let s = to_scalar(o)?;
     Tensor::wrapped_scalar_tensor(s, Device::CPU).py()
@@ -635,15 +638,18 @@ pub(crate) fn method_self<'a, 'py>(
     index: usize,
     first: Option<&'a Bound<'py, PyAny>>,
 ) -> PyResult<&'a Bound<'py, PyAny>> {
-    let name = signatures::METHODS[index].name;
     match first {
-        Some(t) if t.is_instance_of::<PyTensor>() => Ok(t),
+        Some(t) if super::slots::exact_tensor(t).is_some() || t.is_instance_of::<PyTensor>() => {
+            Ok(t)
+        }
         Some(o) => Err(PyTypeError::new_err(format!(
-            "descriptor '{name}' for 'Tensor' objects doesn't apply to a '{}' object",
+            "descriptor '{}' for 'Tensor' objects doesn't apply to a '{}' object",
+            signatures::METHODS[index].name,
             o.get_type().name()?
         ))),
         None => Err(PyTypeError::new_err(format!(
-            "unbound method Tensor.{name}() needs an argument"
+            "unbound method Tensor.{}() needs an argument",
+            signatures::METHODS[index].name
         ))),
     }
 }
@@ -661,7 +667,13 @@ impl GeneratedMethod {
     ) -> PyResult<PyObject> {
         let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let this = method_self(self.index, args.first())?;
-        call_generated(py, self.index, Some(this), &args[1..], &split_kwargs(kwargs)?)
+        call_generated(
+            py,
+            self.index,
+            Some(this),
+            &args[1..],
+            &split_kwargs(kwargs)?,
+        )
     }
     fn __get__(
         slf: &Bound<'_, Self>,
@@ -672,11 +684,7 @@ impl GeneratedMethod {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
             return Ok(slf.clone().into_any().unbind());
         };
-        Ok(Py::new(
-            py,
-            BoundMethod::new(slf.get().index, obj.clone().unbind()),
-        )?
-        .into_any())
+        Ok(Py::new(py, BoundMethod::new(slf.get().index, obj.clone().unbind()))?.into_any())
     }
     #[getter]
     fn signatures(&self) -> Vec<&'static str> {

@@ -262,6 +262,30 @@ pub fn exact_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a Tensor> {
     }
 }
 
+/// The tensor of a `Tensor` object or of an instance of a subclass: the exact type by pointer
+/// comparison first (pyo3's `downcast` looks the type object up lazily, ~120 instructions).
+#[inline]
+pub fn any_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a Tensor> {
+    exact_tensor(o).or_else(|| o.downcast::<PyTensor>().ok().map(|t| &t.get().t))
+}
+
+/// A new `Tensor` object holding `t`: from the free list with the probed layout (what pyo3's
+/// `Py::new` makes, without its lazy type-object lookup, ~120 instructions), else `Py::new`.
+pub(crate) fn new_tensor(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
+    match SLOTS.get() {
+        // SAFETY: the GIL is held (`py`); the object made is an exact `Tensor`, owned here.
+        Some(s) => unsafe {
+            let o = new_object(s, t);
+            if o.is_null() {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(Py::from_owned_ptr(py, o))
+            }
+        },
+        None => Py::new(py, PyTensor { t }),
+    }
+}
+
 /// A new `Tensor` object holding `t`, or null with MemoryError set.
 ///
 /// # Safety

@@ -36,7 +36,7 @@ pub struct PyTensor {
 }
 
 pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-    Py::new(py, PyTensor { t })
+    super::slots::new_tensor(py, t)
 }
 
 fn is_number(o: &Bound<'_, PyAny>) -> bool {
