@@ -7,6 +7,12 @@ large cases of the TensorIterator issue (16M-element f32 add into out and functi
 4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
 broadcast), with 1 and 2 threads.
 
+`--same-memory`: only the 16M-element out= adds of float32, float16 and bfloat16, ratten against
+torch in interleaved rounds on the SAME memory (numpy arrays wrapped zero-copy by both
+`from_numpy`s; bfloat16, which numpy lacks, on each library's own memory), with 1 and 2
+threads: medians over the rounds and the median of the per-round ratios. This separates the
+kernels from the allocators (a difference on the same memory is the kernel's).
+
 The 1-element cases are statements timed with timeit (no Python function call around them),
 interleaved: each round times every library once, in a rotating order, so the libraries are
 measured at the same moments of machine load; printed are the median time per call over the
@@ -156,12 +162,68 @@ def empty(lib, shape, dt):
     return mod.empty(*shape, dtype=getattr(mod, dt))
 
 
+def interleave_calls(name, fns, rounds, reps=3):
+    """fns: {'ratten': fn, 'torch': fn}. Each round times `reps` calls of each, the order
+    rotating; prints the medians per call and the median per-round ratio ratten/torch."""
+    for f in fns.values():
+        f()
+        f()
+    keys = list(fns)
+    per_round = {k: [] for k in keys}
+    for r in range(rounds):
+        for k in keys[r % len(keys):] + keys[: r % len(keys)]:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fns[k]()
+            per_round[k].append((time.perf_counter() - t0) / reps)
+    med = {k: statistics.median(v) for k, v in per_round.items()}
+    rat = statistics.median(a / b for a, b in zip(per_round["ratten"], per_round["torch"]))
+    print(f"{name:44s} ratten {fmt(med['ratten'])}  torch {fmt(med['torch'])}   ratten/torch {rat:5.2f}x")
+
+
+def same_memory(rounds):
+    """The 16M out= adds on the same memory for both libraries (see the module doc)."""
+    if torch is None:
+        print("--same-memory needs torch")
+        return
+    n = 16 * 1024 * 1024
+    for threads in (1, 2):
+        ratten.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        print(f"== same-memory out= adds, 16M elements, {threads} thread(s)")
+        for name, dt in (("float32", np.float32), ("float16", np.float16)):
+            a = (np.arange(n) % 7).astype(dt)
+            b = (np.arange(n) % 5).astype(dt)
+            c = np.zeros(n, dtype=dt)
+            ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+            ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
+            interleave_calls(
+                f"{name} add into out (numpy memory)",
+                {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
+                rounds,
+            )
+            del ta, tb, tc, ra, rb, rc
+        for name in ("float32", "float16", "bfloat16"):
+            tt = [torch.full((n,), 3.0, dtype=getattr(torch, name)) for _ in range(3)]
+            rt = [ratten.full((n,), 3.0, dtype=getattr(ratten, name)) for _ in range(3)]
+            interleave_calls(
+                f"{name} add into out (own memory)",
+                {"ratten": lambda: ratten.add(rt[0], rt[1], out=rt[2]), "torch": lambda: torch.add(tt[0], tt[1], out=tt[2])},
+                rounds,
+            )
+            del tt, rt
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     p.add_argument("--small", action="store_true", help="only the 1-element cases")
+    p.add_argument("--same-memory", action="store_true", help="only the same-memory 16M out= adds vs torch")
     args = p.parse_args()
     rounds, rep_large = (5, 2) if args.quick else (21, 5)
+    if args.same_memory:
+        same_memory(rounds)
+        return
     n_small = 20000 if not args.quick else 2000
 
     print(f"ratten vs numpy {np.__version__}" + (f" vs torch {torch.__version__}" if torch else " (torch not installed)"))

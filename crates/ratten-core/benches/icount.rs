@@ -64,6 +64,21 @@ fn run(case: &str, n: usize) -> bool {
                 black_box(TensorAccess::read(&a).unwrap());
             }
         }
+        "meta_arc" => {
+            for _ in 0..n {
+                black_box(black_box(&a).meta_arc());
+            }
+        }
+        "with_meta" => {
+            for _ in 0..n {
+                black_box(black_box(&a).with_meta(|m| m.numel()));
+            }
+        }
+        "numel" => {
+            for _ in 0..n {
+                black_box(black_box(&a).numel());
+            }
+        }
         "snapshots1" => {
             for _ in 0..n {
                 black_box(unsafe { TensorAccess::from_snapshots(&[(&ma, f, cpu)], &[]) }.unwrap());
@@ -74,7 +89,7 @@ fn run(case: &str, n: usize) -> bool {
     true
 }
 
-const CASES: [&str; 7] = [
+const CASES: [&str; 10] = [
     "empty",
     "snapshots3",
     "refs3",
@@ -82,6 +97,9 @@ const CASES: [&str; 7] = [
     "read1",
     "snapshots1",
     "refs1",
+    "meta_arc",
+    "with_meta",
+    "numel",
 ];
 
 fn main() {

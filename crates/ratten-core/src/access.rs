@@ -19,11 +19,13 @@
 //!
 //! Cost: the common case (this thread holds nothing yet) is one thread-local access on
 //! acquire and one on release, one CAS per distinct storage each way (parking_lot's lock
-//! word: reader count + writer bit), and a few stores into the table; the nesting checks run
-//! only when the table is not empty. [`TensorAccess::from_snapshot_refs`] borrows the
-//! caller's metadata snapshots instead of taking a reference count on each.
+//! word: reader count + writer bit), and a store per storage into the table's in-place
+//! part; the nesting checks (and a table that spilled past its in-place part) run only on
+//! the cold path. A refusal is a one-byte reason until it leaves the module as an Error.
+//! [`TensorAccess::from_snapshot_refs`] borrows the caller's metadata snapshots instead of
+//! taking a reference count on each.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -60,25 +62,99 @@ fn held_write(h: Held) -> bool {
     h & 1 != 0
 }
 
-/// The per-thread nesting table.
+/// Entries the table keeps in place; more (deep nesting, a guard over many storages) spill
+/// into a Vec.
+const HELD_INLINE: usize = 16;
+
+/// The per-thread nesting table: `len` entries, the first HELD_INLINE of them in `inline`,
+/// the rest in `HELD_SPILL`. Cells without drop glue, so that reaching the table is a plain
+/// thread-local access (no destructor-registration check) on every guard.
 struct HeldTable {
-    /// Accessed only inside `HELD.try_with` by the functions of this module, which call no
-    /// code that could reach the table again while they hold the `&mut` (locking only
-    /// parks the thread), so the reference is never aliased. A Vec keeps its capacity
-    /// across guards: the steady state does not allocate.
-    slots: UnsafeCell<Vec<Held>>,
+    len: Cell<usize>,
+    inline: [Cell<Held>; HELD_INLINE],
 }
 
 thread_local! {
     static HELD: HeldTable = const {
         HeldTable {
-            slots: UnsafeCell::new(Vec::new()),
+            len: Cell::new(0),
+            inline: [const { Cell::new(0) }; HELD_INLINE],
         }
     };
+    /// Accessed only by `load_table`/`store_table`, which call no other code while they
+    /// borrow it.
+    static HELD_SPILL: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
 }
 
-fn thread_exiting() -> Error {
-    Error::runtime("storage access: this thread is exiting and can no longer acquire storages")
+/// The whole table as a Vec (the slow paths work on it).
+fn load_table(t: &HeldTable, extra: usize) -> std::result::Result<Vec<Held>, Refused> {
+    let len = t.len.get();
+    let mut v = Vec::with_capacity(len + extra);
+    v.extend(t.inline.iter().take(len).map(Cell::get));
+    if len > HELD_INLINE {
+        HELD_SPILL
+            .try_with(|s| v.extend(s.borrow().iter().copied()))
+            .map_err(|_| Refused::ThreadExiting)?;
+    }
+    Ok(v)
+}
+
+/// Writes a table back (inline part first).
+fn store_table(t: &HeldTable, v: &[Held]) {
+    for (c, &h) in t.inline.iter().zip(v) {
+        c.set(h);
+    }
+    let spill = v.get(HELD_INLINE..).unwrap_or(&[]);
+    let stored = HELD_SPILL.try_with(|s| {
+        let mut s = s.borrow_mut();
+        s.clear();
+        s.extend_from_slice(spill);
+    });
+    // While the thread exits, entries past the inline part are lost: only this thread's
+    // later acquisitions read the table, and they fail then (see `lock_sorted`).
+    let len = if stored.is_ok() {
+        v.len()
+    } else {
+        v.len().min(HELD_INLINE)
+    };
+    t.len.set(len);
+}
+
+/// Why a guard was refused (an Error is made from it only on that cold path: a small
+/// Result keeps the hot path's return cheap).
+#[derive(Clone, Copy, Debug)]
+enum Refused {
+    /// A nested access conflicts with a storage this thread holds.
+    Alias {
+        held_write: bool,
+        write: bool,
+    },
+    /// A nested access would wait out of lock order.
+    OutOfOrder,
+    ThreadExiting,
+}
+
+impl Refused {
+    #[cold]
+    fn into_error(self) -> Error {
+        match self {
+            Refused::Alias { held_write, write } => Error::runtime(format!(
+                "storage access: this thread already holds a storage for {} and a nested \
+                 access for {} would alias it; acquire all tensors of a kernel in one \
+                 TensorAccess",
+                describe(held_write),
+                describe(write)
+            )),
+            Refused::OutOfOrder => Error::runtime(
+                "storage access: a nested access on this thread would wait for a storage out \
+                 of lock order and could deadlock; acquire all tensors of a kernel in one \
+                 TensorAccess",
+            ),
+            Refused::ThreadExiting => Error::runtime(
+                "storage access: this thread is exiting and can no longer acquire storages",
+            ),
+        }
+    }
 }
 
 /// `!Send` (the thread-local bookkeeping belongs to the acquiring thread) but `Sync`, so a
@@ -161,7 +237,7 @@ fn describe(write: bool) -> &'static str {
 /// thread's table. The caller must keep every storage alive until [`unlock_all`], which it
 /// must call exactly once if this succeeds. On error nothing is held or recorded.
 #[inline]
-fn lock_all<T: HasLockItem>(items: &mut [T]) -> Result<()> {
+fn lock_all<T: HasLockItem>(items: &mut [T]) -> std::result::Result<(), Refused> {
     let n = items.len();
     if n == 1 {
         return lock_sorted(items, std::iter::once(0));
@@ -207,16 +283,17 @@ const PACKED_SHIFT: u32 = 9;
 fn lock_sorted<T: HasLockItem>(
     items: &mut [T],
     order: impl Iterator<Item = usize> + Clone,
-) -> Result<()> {
+) -> std::result::Result<(), Refused> {
     HELD.try_with(|t| {
-        // SAFETY: see `HeldTable::slots`: no other reference to the table exists while this
-        // one lives.
-        let held = unsafe { &mut *t.slots.get() };
-        if !held.is_empty() {
-            return lock_nested(held, items, order);
+        if t.len.get() != 0 || items.len() > HELD_INLINE {
+            let mut held = load_table(t, items.len())?;
+            let r = lock_nested(&mut held, items, order);
+            store_table(t, &held);
+            return r;
         }
         // This thread holds nothing: waiting in address order cannot deadlock.
         let mut prev = std::ptr::null();
+        let mut k = 0;
         for i in order {
             let x = &mut items[i];
             let it = x.item();
@@ -233,11 +310,15 @@ fn lock_sorted<T: HasLockItem>(
                 lock.lock_shared();
                 x.set_role(Role::Shared);
             }
-            held.push(held_entry(it.imp, it.write));
+            if let Some(c) = t.inline.get(k) {
+                c.set(held_entry(it.imp, it.write));
+            }
+            k += 1;
         }
+        t.len.set(k);
         Ok(())
     })
-    .unwrap_or_else(|_| Err(thread_exiting()))
+    .unwrap_or(Err(Refused::ThreadExiting))
 }
 
 /// Locks `items` while this thread already holds the storages in `held`: re-entered reads
@@ -249,7 +330,7 @@ fn lock_nested<T: HasLockItem>(
     held: &mut Vec<Held>,
     items: &mut [T],
     order: impl Iterator<Item = usize> + Clone,
-) -> Result<()> {
+) -> std::result::Result<(), Refused> {
     let order: SmallVec<[usize; 8]> = order.collect();
     // Decide first, so a refusal leaves nothing half-acquired. Only the first item of each
     // storage counts (it is the writer if any item writes).
@@ -263,13 +344,10 @@ fn lock_nested<T: HasLockItem>(
         let addr = it.imp as usize;
         if let Some(&h) = held.iter().find(|&&h| held_addr(h) == addr) {
             if held_write(h) || it.write {
-                return Err(Error::runtime(format!(
-                    "storage access: this thread already holds a storage for {} and a nested \
-                     access for {} would alias it; acquire all tensors of a kernel in one \
-                     TensorAccess",
-                    describe(held_write(h)),
-                    describe(it.write)
-                )));
+                return Err(Refused::Alias {
+                    held_write: held_write(h),
+                    write: it.write,
+                });
             }
         }
     }
@@ -314,11 +392,7 @@ fn lock_nested<T: HasLockItem>(
                 unsafe { unlock(&y.item()) };
                 y.set_role(Role::None);
             }
-            return Err(Error::runtime(
-                "storage access: a nested access on this thread would wait for a storage out \
-                 of lock order and could deadlock; acquire all tensors of a kernel in one \
-                 TensorAccess",
-            ));
+            return Err(Refused::OutOfOrder);
         }
         x.set_role(if it.write {
             Role::Exclusive
@@ -362,13 +436,12 @@ unsafe fn unlock_all<T: HasLockItem>(items: &[T]) {
         n += it.counted() as usize;
     }
     let _ = HELD.try_with(|t| {
-        // SAFETY: see `HeldTable::slots`.
-        let held = unsafe { &mut *t.slots.get() };
-        if held.len() == n {
+        let len = t.len.get();
+        if len == n && len <= HELD_INLINE {
             // Every entry is one of ours.
-            held.clear();
+            t.len.set(0);
         } else {
-            release_nested(held, items);
+            release_nested(t, items);
         }
     });
 }
@@ -377,7 +450,12 @@ unsafe fn unlock_all<T: HasLockItem>(items: &[T]) {
 /// too.
 #[cold]
 #[inline(never)]
-fn release_nested<T: HasLockItem>(held: &mut Vec<Held>, items: &[T]) {
+fn release_nested<T: HasLockItem>(t: &HeldTable, items: &[T]) {
+    // Thread exiting with a spilled table: what is left inline is all that can be kept.
+    let Ok(mut held) = load_table(t, 0) else {
+        t.len.set(t.len.get().min(HELD_INLINE));
+        return;
+    };
     for it in items.iter().map(|x| x.item()).filter(|it| it.counted()) {
         let addr = it.imp as usize;
         // Every entry of one storage has the same mode (conflicts are refused), so any of
@@ -386,6 +464,7 @@ fn release_nested<T: HasLockItem>(held: &mut Vec<Held>, items: &[T]) {
             held.swap_remove(i);
         }
     }
+    store_table(t, &held);
 }
 
 /// Locks on a set of storages, held until drop.
@@ -405,7 +484,7 @@ impl StorageAccess {
             .chain(reads.iter().map(|s| LockItem::new(s.as_impl(), false)))
             .collect();
         // The caller's references keep the storages alive until the clones below do.
-        lock_all(&mut items)?;
+        lock_all(&mut items).map_err(Refused::into_error)?;
         let storages = writes.iter().chain(reads).map(|s| (*s).clone()).collect();
         Ok(StorageAccess {
             items,
@@ -797,14 +876,17 @@ impl<Keep> TensorAccess<Keep> {
     /// Locks the tensors' storages and reads their data pointers under the locks. `keep`
     /// must keep every tensor's snapshot alive.
     #[inline]
-    fn acquire(mut tensors: TensorList, n_reads: usize, keep: Keep) -> Result<Self> {
+    fn acquire(tensors: TensorList, n_reads: usize, keep: Keep) -> Result<Self> {
         // The snapshots (kept by `keep`, or the caller's until then) keep the storages alive.
-        lock_all(tensors.as_mut_slice())?;
-        Ok(TensorAccess {
+        let mut g = TensorAccess {
             tensors,
             n_reads,
             _keep: keep,
-        })
+        };
+        // Locked in place (one move of the tensor list fewer). On refusal nothing is held and
+        // every role is None, so dropping `g` releases nothing.
+        lock_all(g.tensors.as_mut_slice()).map_err(Refused::into_error)?;
+        Ok(g)
     }
 
     fn index_error(what: &str, i: usize, n: usize) -> Error {
@@ -977,6 +1059,34 @@ mod tests {
             s.spawn(|| drop(TensorAccess::write(&b).unwrap()));
         });
         drop(outer);
+    }
+
+    #[test]
+    fn nesting_past_the_inline_table_spills_and_releases_in_any_order() {
+        // 20 storages held by one guard: more than the table keeps in place.
+        let ts: Vec<_> = (0..20i64)
+            .map(|i| TensorBase::from_slice(&[i], &[1]).unwrap())
+            .collect();
+        let reads: Vec<&TensorBase> = ts[..18].iter().collect();
+        let outer = TensorAccess::new(&reads, &[&ts[18]]).unwrap();
+        // Nested reads re-enter (also of entries in the spilled part), conflicts are refused.
+        let inner = TensorAccess::new(&reads[10..], &[]).unwrap();
+        assert_eq!(ts[17].to_vec::<i64>().unwrap(), vec![17]);
+        assert!(TensorAccess::write(&ts[2]).is_err());
+        assert!(TensorAccess::read(&ts[18]).is_err());
+        let third = TensorAccess::write(&ts[19]).unwrap();
+        // Released out of order: each guard removes exactly its own entries.
+        drop(outer);
+        assert!(TensorAccess::write(&ts[11]).is_err()); // still read by `inner`
+        drop(TensorAccess::write(&ts[2]).unwrap());
+        drop(TensorAccess::write(&ts[18]).unwrap());
+        drop(inner);
+        assert!(TensorAccess::read(&ts[19]).is_err());
+        drop(third);
+        // All released: the fast path again, for all of them at once.
+        let all: Vec<&TensorBase> = ts.iter().collect();
+        drop(TensorAccess::new(&[], &all).unwrap());
+        drop(TensorAccess::new(&all[..3], &[]).unwrap());
     }
 
     #[test]

@@ -542,7 +542,11 @@ impl<T> Clone for CachedArc<T> {
 impl<T> Drop for CachedArc<T> {
     #[inline]
     fn drop(&mut self) {
-        if self.inner().count.fetch_sub(1, Ordering::Release) != 1 {
+        // A count of 1 is our handle alone: no other can appear (a clone needs a handle), so
+        // the last drop of an object that was never shared costs no read-modify-write.
+        if self.inner().count.load(Ordering::Acquire) != 1
+            && self.inner().count.fetch_sub(1, Ordering::Release) != 1
+        {
             return;
         }
         // Pairs with the other handles' Release decrements: their uses of the value happen

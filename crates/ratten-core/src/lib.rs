@@ -14,6 +14,7 @@ pub mod error;
 pub mod local_dispatch_key_set;
 pub mod options;
 pub mod scalar;
+pub mod snapshot;
 pub mod storage;
 pub mod tensor_impl;
 pub mod type_promotion;

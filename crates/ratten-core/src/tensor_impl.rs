@@ -1,23 +1,24 @@
 //! TensorImpl and the `TensorBase` handle (c10::TensorImpl, at::TensorBase).
 //!
 //! Metadata that PyTorch mutates in place (resize_, as_strided_, set_) lives in one immutable
-//! [`TensorMeta`] snapshot, an `Arc` in a slot guarded by a reader-writer lock that is held
-//! only to clone or replace the Arc (never across other code): a read is one shared-lock CAS,
-//! a refcount increment and an unlock, and yields a consistent (storage, sizes, strides,
-//! offset) tuple; a write builds a new snapshot and swaps it in (writers serialise on a
-//! mutex). A reader holding an old snapshot keeps it valid: a kernel that started before a
-//! resize finishes on the old, still in-bounds, view. Since no lock is held while a snapshot
-//! is in use, a held snapshot never blocks a writer, even on the same thread.
+//! [`TensorMeta`] snapshot, an `Arc` in a [`SnapshotCell`]: a read takes no lock and no atomic
+//! read-modify-write (it names the snapshot in a per-thread hazard slot while it looks, see
+//! [`crate::snapshot`]), and yields a consistent (storage, sizes, strides, offset) tuple;
+//! `meta_arc()` adds one reference count, [`TensorBase::with_meta`] borrows. A write builds a
+//! new snapshot and swaps it in (writers serialise on the cell's mutex); the replaced one is
+//! freed only when no reader names it. A reader holding an old snapshot keeps it valid: a
+//! kernel that started before a resize finishes on the old, still in-bounds, view. A held
+//! snapshot never blocks a writer, even on the same thread.
 //!
-//! (An `ArcSwap` gave wait-free reads, but destroying one scans every thread's debt slots;
-//! that scan, paid by every temporary tensor, cost more than the locked clone.)
+//! (An `ArcSwap` gave wait-free reads too, but destroying one scans every thread's debt
+//! slots, which every temporary tensor paid; a SnapshotCell's drop scans nothing, since no
+//! reader can outlive the tensor it borrows.)
 
-use std::cell::{OnceCell, RefCell};
-use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::cell::RefCell;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 use crate::access::TensorAccess;
@@ -27,20 +28,81 @@ use crate::dispatch_key_set::DispatchKeySet;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
 use crate::scalar::{Scalar, ScalarConvert};
+use crate::snapshot::SnapshotCell;
 use crate::storage::Storage;
 
 /// Sizes or strides: up to 6 dimensions inline, no heap allocation.
 pub type DimVec = SmallVec<[i64; 6]>;
 
 /// A consistent snapshot of a tensor's view of its storage.
-#[derive(Debug)]
 pub struct TensorMeta {
     storage: Storage,
-    sizes: DimVec,
-    strides: DimVec,
+    dims: Dims,
     storage_offset: i64,
     numel: i64,
     is_contiguous: bool,
+}
+
+impl std::fmt::Debug for TensorMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorMeta")
+            .field("storage", &self.storage)
+            .field("sizes", &self.sizes())
+            .field("strides", &self.strides())
+            .field("storage_offset", &self.storage_offset)
+            .field("numel", &self.numel)
+            .field("is_contiguous", &self.is_contiguous)
+            .finish()
+    }
+}
+
+/// Dimensions kept in place (sizes and strides of up to this many dimensions).
+const INLINE_DIMS: usize = 6;
+
+/// Sizes and strides: in place for up to INLINE_DIMS dimensions (sizes in the first half of
+/// `inline`, strides in the second), else on the heap (sizes then strides). Unlike two
+/// SmallVecs, a new tensor's dims are written element by element into the snapshot's block:
+/// no buffers built on the stack and moved, no capacity words.
+struct Dims {
+    ndim: usize,
+    inline: [i64; 2 * INLINE_DIMS],
+    heap: Option<Box<[i64]>>,
+}
+
+impl Dims {
+    fn new(sizes: &[i64], strides: &[i64]) -> Dims {
+        let ndim = sizes.len();
+        if ndim <= INLINE_DIMS {
+            let mut inline = [0; 2 * INLINE_DIMS];
+            inline[..ndim].copy_from_slice(sizes);
+            inline[INLINE_DIMS..INLINE_DIMS + ndim].copy_from_slice(strides);
+            Dims {
+                ndim,
+                inline,
+                heap: None,
+            }
+        } else {
+            Dims {
+                ndim,
+                inline: [0; 2 * INLINE_DIMS],
+                heap: Some(sizes.iter().chain(strides).copied().collect()),
+            }
+        }
+    }
+    #[inline]
+    fn sizes(&self) -> &[i64] {
+        match &self.heap {
+            None => &self.inline[..self.ndim.min(INLINE_DIMS)],
+            Some(h) => &h[..self.ndim],
+        }
+    }
+    #[inline]
+    fn strides(&self) -> &[i64] {
+        match &self.heap {
+            None => &self.inline[INLINE_DIMS..INLINE_DIMS + self.ndim.min(INLINE_DIMS)],
+            Some(h) => &h[self.ndim..],
+        }
+    }
 }
 
 impl TensorMeta {
@@ -48,67 +110,43 @@ impl TensorMeta {
     /// computed here, numel given (already checked by the caller).
     #[inline]
     fn contiguous(storage: Storage, sizes: &[i64], numel: i64) -> Arc<TensorMeta> {
-        let (sizes, strides) = if sizes.len() <= 6 {
-            // In place, without SmallVec's generic copy and fill (a memcpy call and a loop):
-            // this runs for every new tensor.
-            let mut size_buf = [0i64; 6];
-            let mut stride_buf = [1i64; 6];
-            for (d, &s) in size_buf.iter_mut().zip(sizes) {
-                *d = s;
-            }
-            for d in (0..sizes.len().saturating_sub(1)).rev() {
-                stride_buf[d] = stride_buf[d + 1].saturating_mul(sizes[d + 1].max(1));
-            }
-            (
-                DimVec::from_buf_and_len(size_buf, sizes.len()),
-                DimVec::from_buf_and_len(stride_buf, sizes.len()),
-            )
-        } else {
-            (DimVec::from_slice(sizes), contiguous_strides(sizes))
-        };
-        // A recycled snapshot Arc (see `recycle_meta`) is overwritten field by field.
-        if let Some(mut arc) = META_CACHE
+        // A recycled snapshot block (see `recycle_meta`), else a new one; either way unique
+        // and uninitialised, written field by field (building the snapshot on the stack and
+        // moving it into `Arc::new` cost memcpy calls for its ~150 bytes).
+        let block = META_CACHE
             .try_with(|c| c.metas.try_borrow_mut().ok()?.pop())
             .ok()
             .flatten()
-        {
-            if let Some(m) = Arc::get_mut(&mut arc) {
-                // Drops the placeholder storage the cached snapshot held.
-                m.storage = storage;
-                m.numel = numel;
-                m.is_contiguous = true;
-                m.sizes = sizes;
-                m.strides = strides;
-                m.storage_offset = 0;
-                return arc;
-            }
-            // Not unique (cannot happen: the cache held the only handle): use a new one.
-        }
-        // Allocated first and written field by field: building the snapshot on the stack and
-        // moving it into `Arc::new` costs memcpy calls for its ~150 bytes.
-        let mut arc = Arc::<TensorMeta>::new_uninit();
-        let Some(slot) = Arc::get_mut(&mut arc) else {
-            // A fresh Arc is unique; kept only to stay panic-free.
-            return Arc::new(TensorMeta {
-                storage,
-                numel,
-                is_contiguous: true,
-                sizes,
-                strides,
-                storage_offset: 0,
-            });
-        };
-        let p = slot.as_mut_ptr();
-        // SAFETY: `p` points at the Arc's uninitialised TensorMeta, which nobody else can
-        // see; every field is written once, after which it is initialised.
+            .unwrap_or_else(Arc::new_uninit);
+        let p = Arc::into_raw(block).cast::<TensorMeta>().cast_mut();
+        // SAFETY: `p` points at the uninitialised TensorMeta of an Arc nobody else can see
+        // (fresh, or taken from the cache, which holds only unique ones); every field is
+        // written once, after which it is initialised, and the Arc is rebuilt from the
+        // pointer it came from (MaybeUninit<T> has T's size and alignment).
         unsafe {
             std::ptr::addr_of_mut!((*p).storage).write(storage);
             std::ptr::addr_of_mut!((*p).numel).write(numel);
             std::ptr::addr_of_mut!((*p).is_contiguous).write(true);
-            std::ptr::addr_of_mut!((*p).sizes).write(sizes);
-            std::ptr::addr_of_mut!((*p).strides).write(strides);
             std::ptr::addr_of_mut!((*p).storage_offset).write(0);
-            arc.assume_init()
+            let dims = std::ptr::addr_of_mut!((*p).dims);
+            let n = sizes.len();
+            if n <= INLINE_DIMS {
+                // Row-major strides (0 sizes count as 1), written from the last dimension.
+                let inline = std::ptr::addr_of_mut!((*dims).inline);
+                inline.write([0; 2 * INLINE_DIMS]);
+                let inline = &mut *inline;
+                let mut stride = 1i64;
+                for d in (0..n).rev() {
+                    inline[d] = sizes[d];
+                    inline[INLINE_DIMS + d] = stride;
+                    stride = stride.saturating_mul(sizes[d].max(1));
+                }
+                std::ptr::addr_of_mut!((*dims).heap).write(None);
+                std::ptr::addr_of_mut!((*dims).ndim).write(n);
+            } else {
+                dims.write(Dims::new(sizes, &contiguous_strides(sizes)));
+            }
+            Arc::from_raw(p)
         }
     }
 
@@ -118,19 +156,25 @@ impl TensorMeta {
             // Checked by every constructor (safe_compute_numel); saturate rather than wrap.
             numel: safe_compute_numel(sizes).unwrap_or(i64::MAX),
             is_contiguous: compute_contiguous(sizes, strides),
-            sizes: DimVec::from_slice(sizes),
-            strides: DimVec::from_slice(strides),
+            dims: Dims::new(sizes, strides),
             storage_offset,
         }
     }
     pub fn storage(&self) -> &Storage {
         &self.storage
     }
+    #[inline]
     pub fn sizes(&self) -> &[i64] {
-        &self.sizes
+        self.dims.sizes()
     }
+    #[inline]
     pub fn strides(&self) -> &[i64] {
-        &self.strides
+        self.dims.strides()
+    }
+    /// Number of dimensions.
+    #[inline]
+    pub fn dim(&self) -> usize {
+        self.dims.ndim
     }
     pub fn storage_offset(&self) -> i64 {
         self.storage_offset
@@ -161,13 +205,12 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
     true
 }
 
-/// Snapshot Arcs of dropped tensors, kept for reuse by the next `empty` on this thread: an
-/// `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its malloc/free pair
-/// was a fifth of making a tensor. A cached snapshot holds this thread's placeholder storage
-/// (zero bytes) instead of its tensor's, which was released when it was cached.
+/// Snapshot blocks of dropped tensors, emptied and kept for reuse by the next `empty` on
+/// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
+/// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
+/// TensorMeta was dropped in place (so it holds no storage).
 struct MetaCache {
-    metas: RefCell<Vec<Arc<TensorMeta>>>,
-    placeholder: OnceCell<Storage>,
+    metas: RefCell<Vec<Arc<MaybeUninit<TensorMeta>>>>,
 }
 
 const META_CACHE_LEN: usize = 32;
@@ -176,40 +219,43 @@ thread_local! {
     static META_CACHE: MetaCache = const {
         MetaCache {
             metas: RefCell::new(Vec::new()),
-            placeholder: OnceCell::new(),
         }
     };
 }
 
-/// Drops a TensorImpl's snapshot handle, keeping the Arc for reuse when it was the last one.
+/// Drops a TensorImpl's snapshot handle, keeping the block for reuse when it was the last
+/// handle. No atomic read-modify-write: uniqueness is read from the counts.
 fn recycle_meta(meta: Arc<TensorMeta>) {
-    let mut slot = Some(meta);
-    let released = META_CACHE.try_with(|c| {
-        let meta = slot.as_mut()?;
-        Arc::get_mut(meta)?;
-        let placeholder = match c.placeholder.get() {
-            Some(p) => p.clone(),
-            None => {
-                // No allocator call: an installed one could itself make and drop tensors.
-                let empty = crate::allocator::DataPtr::empty(Device::CPU);
-                let p = Storage::from_data_ptr(empty, 0, Device::CPU).ok()?;
-                c.placeholder.get_or_init(|| p).clone()
+    // Only our handle, and no Weak that could be upgraded: nobody else can reach it or make
+    // a new handle. (A clone can only be made from a handle, and ours is the only one.)
+    if Arc::strong_count(&meta) != 1 || Arc::weak_count(&meta) != 0 {
+        drop(meta);
+        return;
+    }
+    // Pairs with the Release decrements of the handles dropped before: their reads of the
+    // snapshot happen before it is reused.
+    fence(Ordering::Acquire);
+    let p = Arc::into_raw(meta).cast_mut();
+    // SAFETY: the Arc is unique (checked above), so the TensorMeta may be taken apart in
+    // place: the storage is moved out, the dimension vectors dropped, and the block becomes
+    // an Arc of an uninitialised TensorMeta (same size and alignment), which drops nothing.
+    let (storage, block) = unsafe {
+        let storage = std::ptr::read(std::ptr::addr_of!((*p).storage));
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).dims));
+        (storage, Arc::from_raw(p.cast::<MaybeUninit<TensorMeta>>()))
+    };
+    let mut slot = Some(block);
+    let _ = META_CACHE.try_with(|c| {
+        if let Ok(mut metas) = c.metas.try_borrow_mut() {
+            if metas.len() < META_CACHE_LEN {
+                metas.extend(slot.take());
             }
-        };
-        let mut metas = c.metas.try_borrow_mut().ok()?;
-        if metas.len() >= META_CACHE_LEN {
-            return None;
         }
-        let mut meta = slot.take()?;
-        let m = Arc::get_mut(&mut meta)?;
-        let storage = std::mem::replace(&mut m.storage, placeholder);
-        metas.push(meta);
-        Some(storage)
     });
-    // The tensor's storage (or, when not cached, the snapshot) is dropped here, outside the
-    // cache's borrow: freeing it may run an allocator's deleter, which may make tensors.
-    drop(released);
     drop(slot);
+    // Dropped here, outside the cache's borrow: freeing it may run an allocator's deleter,
+    // which may make tensors.
+    drop(storage);
 }
 
 /// Row-major strides for `sizes` (`c10::contiguous_strides`), treating 0 sizes as 1.
@@ -379,9 +425,9 @@ impl VersionCounter {
 
 /// c10::TensorImpl (strided layout).
 pub struct TensorImpl {
-    /// Locked only to clone or replace the Arc. Taken out (once) by `Drop` to recycle it.
-    meta: ManuallyDrop<RwLock<Arc<TensorMeta>>>,
-    meta_writer: Mutex<()>,
+    /// Read without locks; replaced under the cell's writer mutex. Taken out (once) by
+    /// `Drop` to recycle the snapshot.
+    meta: ManuallyDrop<SnapshotCell<TensorMeta>>,
     dtype: ScalarType,
     device: Device,
     key_set: DispatchKeySet,
@@ -409,8 +455,7 @@ impl TensorImpl {
     fn with_meta(meta: Arc<TensorMeta>, dtype: ScalarType) -> TensorImpl {
         let device = meta.storage.device();
         TensorImpl {
-            meta: ManuallyDrop::new(RwLock::new(meta)),
-            meta_writer: Mutex::new(()),
+            meta: ManuallyDrop::new(SnapshotCell::new(meta)),
             dtype,
             device,
             key_set: tensor_key_set(device.device_type),
@@ -557,16 +602,17 @@ impl TensorBase {
         &self.0
     }
 
-    /// A consistent snapshot of storage, sizes, strides and offset (wait-free).
+    /// A consistent snapshot of storage, sizes, strides and offset (lock-free: one
+    /// reference count increment, and one decrement when dropped).
     #[inline]
     pub fn meta(&self) -> MetaRef {
-        self.0.meta.read().clone()
+        self.0.meta.load()
     }
 
     /// The snapshot as an owned Arc (what access guards keep).
     #[inline]
     pub fn meta_arc(&self) -> Arc<TensorMeta> {
-        self.0.meta.read().clone()
+        self.0.meta.load()
     }
 
     /// Whether `snapshot` is this tensor's current metadata snapshot, without counting a
@@ -574,42 +620,37 @@ impl TensorBase {
     /// restrided since; TensorIterator does not need it: its loops use the build's geometry).
     #[inline]
     pub fn is_current_meta(&self, snapshot: &Arc<TensorMeta>) -> bool {
-        Arc::ptr_eq(&self.0.meta.read(), snapshot)
+        self.0.meta.is_current(snapshot)
     }
 
-    /// Installs a new snapshot; the old one is released after the lock (its drop may free a
-    /// storage).
-    fn store_meta(&self, new: TensorMeta) {
-        let old = std::mem::replace(&mut *self.0.meta.write(), Arc::new(new));
-        drop(old);
-    }
-
-    /// Reads one thing from the current snapshot under the shared lock, without touching the
-    /// Arc's refcount. `f` must be trivial (it runs under the lock).
+    /// Runs `f` on the current snapshot, borrowed: no reference count, no lock, no atomic
+    /// read-modify-write (a hazard slot of this thread names the snapshot while `f` runs).
+    /// Cheaper than [`meta_arc`](Self::meta_arc) when the snapshot is not kept. `f` may do
+    /// anything, even change this tensor's metadata: the borrowed snapshot stays valid.
     #[inline]
-    fn with_meta<R>(&self, f: impl FnOnce(&TensorMeta) -> R) -> R {
-        f(&self.0.meta.read())
+    pub fn with_meta<R>(&self, f: impl FnOnce(&TensorMeta) -> R) -> R {
+        self.0.meta.with(f)
     }
 
     pub fn sizes(&self) -> DimVec {
-        self.with_meta(|m| m.sizes.clone())
+        self.with_meta(|m| DimVec::from_slice(m.sizes()))
     }
     pub fn strides(&self) -> DimVec {
-        self.with_meta(|m| m.strides.clone())
+        self.with_meta(|m| DimVec::from_slice(m.strides()))
     }
     /// `size(dim)`, with a negative dim counting from the end.
     pub fn size(&self, dim: i64) -> Result<i64> {
-        self.with_meta(|m| Ok(m.sizes[maybe_wrap_dim(dim, m.sizes.len(), false)?]))
+        self.with_meta(|m| Ok(m.sizes()[maybe_wrap_dim(dim, m.dim(), false)?]))
     }
     /// `stride(dim)`, with a negative dim counting from the end.
     pub fn stride(&self, dim: i64) -> Result<i64> {
-        self.with_meta(|m| Ok(m.strides[maybe_wrap_dim(dim, m.strides.len(), false)?]))
+        self.with_meta(|m| Ok(m.strides()[maybe_wrap_dim(dim, m.dim(), false)?]))
     }
     pub fn storage_offset(&self) -> i64 {
         self.with_meta(|m| m.storage_offset)
     }
     pub fn dim(&self) -> usize {
-        self.with_meta(|m| m.sizes.len())
+        self.with_meta(|m| m.dim())
     }
     pub fn numel(&self) -> i64 {
         self.with_meta(|m| m.numel)
@@ -718,8 +759,8 @@ impl TensorBase {
         let mut imp = TensorImpl::new(
             m.storage.clone(),
             self.0.dtype,
-            &m.sizes,
-            &m.strides,
+            m.sizes(),
+            m.strides(),
             m.storage_offset,
             OnceLock::from(self.version_counter().clone()),
         );
@@ -728,9 +769,9 @@ impl TensorBase {
     }
 
     fn replace_meta(&self, f: impl FnOnce(&TensorMeta) -> Result<TensorMeta>) -> Result<()> {
-        let _w = self.0.meta_writer.lock();
-        let new = f(&self.meta())?;
-        self.store_meta(new);
+        let mut w = self.0.meta.write();
+        let new = f(w.current())?;
+        w.store(Arc::new(new));
         Ok(())
     }
 
@@ -756,7 +797,7 @@ impl TensorBase {
         let strides = contiguous_strides(sizes);
         loop {
             let m = self.meta_arc();
-            if m.sizes.as_slice() == sizes {
+            if m.sizes() == sizes {
                 return Ok(());
             }
             let need = compute_storage_nbytes(
@@ -775,18 +816,18 @@ impl TensorBase {
             // holding it could deadlock against a thread that holds the storage and wants to
             // change this tensor's metadata.
             m.storage.grow(need as usize)?;
-            let _w = self.0.meta_writer.lock();
-            let now = self.meta();
+            let mut w = self.0.meta.write();
+            let now = w.current();
             if !now.storage.is_alias_of(&m.storage) || now.storage_offset != m.storage_offset {
                 // A concurrent set_/as_strided_ moved the tensor: redo with the new storage.
                 continue;
             }
-            self.store_meta(TensorMeta::new(
+            w.store(Arc::new(TensorMeta::new(
                 m.storage.clone(),
                 sizes,
                 &strides,
                 m.storage_offset,
-            ));
+            )));
             return Ok(());
         }
     }
@@ -829,7 +870,7 @@ impl TensorBase {
             )));
         }
         let m = source.meta();
-        self.set_(&m.storage, m.storage_offset, &m.sizes, &m.strides)
+        self.set_(&m.storage, m.storage_offset, m.sizes(), m.strides())
     }
 
     /// `item()`: the value of a one-element tensor as a Scalar (Bool, Int for integral
@@ -937,8 +978,8 @@ impl std::fmt::Debug for TensorBase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let m = self.meta();
         f.debug_struct("TensorBase")
-            .field("sizes", &m.sizes.as_slice())
-            .field("strides", &m.strides.as_slice())
+            .field("sizes", &m.sizes())
+            .field("strides", &m.strides())
             .field("storage_offset", &m.storage_offset)
             .field("dtype", &self.0.dtype)
             .field("device", &self.0.device)
@@ -1099,6 +1140,32 @@ mod tests {
             assert!(t.is_contiguous());
             assert_eq!(t.storage().nbytes(), t.numel() as usize * 8);
         }
+    }
+
+    #[test]
+    fn dims_past_the_inline_ones_live_on_the_heap() {
+        let t = TensorBase::from_slice(&(0..128i32).collect::<Vec<_>>(), &[2; 7]).unwrap();
+        assert_eq!(t.dim(), 7);
+        assert_eq!(t.strides().as_slice(), &[64, 32, 16, 8, 4, 2, 1]);
+        // A view with more dimensions than kept in place, and one with fewer again.
+        let v = t
+            .as_strided(
+                &[2, 2, 2, 2, 2, 2, 2, 2],
+                &[64, 32, 16, 8, 4, 2, 1, 0],
+                Some(0),
+            )
+            .unwrap();
+        assert_eq!(v.sizes().as_slice(), &[2; 8]);
+        assert_eq!(v.stride(-1).unwrap(), 0);
+        assert_eq!(v.meta_arc().dim(), 8);
+        assert_eq!(v.to_vec::<i32>().unwrap()[..4], [0, 0, 1, 1]);
+        v.as_strided_(&[4, 32], &[32, 1], Some(0)).unwrap();
+        assert_eq!(
+            (v.sizes().as_slice(), v.strides().as_slice()),
+            (&[4, 32][..], &[32, 1][..])
+        );
+        let shown = format!("{:?}", v.meta_arc());
+        assert!(shown.contains("sizes: [4, 32]"), "{shown}");
     }
 
     #[test]

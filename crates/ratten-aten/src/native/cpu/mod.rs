@@ -343,6 +343,7 @@ mod simd_half {
 
     /// # Safety
     /// The CPU has AVX-512F; `src`/`dst` hold `n` elements.
+    #[inline]
     #[target_feature(enable = "avx512f")]
     pub unsafe fn f16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
         let mut i = 0;
@@ -362,6 +363,7 @@ mod simd_half {
 
     /// # Safety
     /// The CPU has AVX-512F; `src`/`dst` hold `n` elements.
+    #[inline]
     #[target_feature(enable = "avx512f")]
     pub unsafe fn f32_to_f16_avx512(src: *const f32, dst: *mut u16, n: usize) {
         let mut i = 0;
@@ -382,6 +384,7 @@ mod simd_half {
 
     /// # Safety
     /// The CPU has AVX and F16C; `src`/`dst` hold `n` elements.
+    #[inline]
     #[target_feature(enable = "avx,f16c")]
     pub unsafe fn f16_to_f32_f16c(src: *const u16, dst: *mut f32, n: usize) {
         let mut i = 0;
@@ -401,6 +404,7 @@ mod simd_half {
 
     /// # Safety
     /// The CPU has AVX and F16C; `src`/`dst` hold `n` elements.
+    #[inline]
     #[target_feature(enable = "avx,f16c")]
     pub unsafe fn f32_to_f16_f16c(src: *const f32, dst: *mut u16, n: usize) {
         let mut i = 0;
@@ -418,6 +422,125 @@ mod simd_half {
             }
         }
     }
+}
+
+/// Non-temporal stores: whole 64-byte lines written past the caches (no read for ownership
+/// of the line, no eviction of the inputs' lines). Used only for outputs far larger than the
+/// caches (see [`STREAM_MIN_BYTES`]), where the line would be evicted unread anyway.
+#[cfg(target_arch = "x86_64")]
+mod simd_stream {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU has AVX; `src` and `dst` are 32-byte aligned and hold `bytes` bytes, a multiple
+    /// of 32; `src` is initialised.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    pub unsafe fn copy_avx(src: *const u8, dst: *mut u8, bytes: usize) {
+        let mut o = 0;
+        // SAFETY: o + 32 <= bytes, both aligned, per the contract.
+        unsafe {
+            while o < bytes {
+                _mm256_stream_si256(dst.add(o).cast(), _mm256_load_si256(src.add(o).cast()));
+                o += 32;
+            }
+        }
+    }
+
+    /// # Safety
+    /// As [`copy_avx`] with 16 for 32 (SSE2 is part of x86_64).
+    #[inline]
+    pub unsafe fn copy_sse2(src: *const u8, dst: *mut u8, bytes: usize) {
+        let mut o = 0;
+        // SAFETY: o + 16 <= bytes, both aligned, per the contract.
+        unsafe {
+            while o < bytes {
+                _mm_stream_si128(dst.add(o).cast(), _mm_load_si128(src.add(o).cast()));
+                o += 16;
+            }
+        }
+    }
+
+    /// Orders the streamed stores before any later store (and before the thread reports its
+    /// chunk done): non-temporal stores are weakly ordered.
+    #[inline]
+    pub fn fence() {
+        // SAFETY: sfence has no preconditions (SSE is part of x86_64).
+        unsafe { _mm_sfence() }
+    }
+}
+
+/// Output bytes of one kernel call from which contiguous outputs are written with
+/// non-temporal stores: half of this machine's 32 MiB L3. With the inputs, an op of this size
+/// does not fit in the last-level cache, so its output is evicted before anything reads it
+/// again, and reading each output line for ownership before overwriting it (a quarter of an
+/// add's memory traffic) is wasted. Smaller outputs use ordinary stores and stay cached for
+/// the next op. PyTorch never streams (see Note [Pointwise kernels at bandwidth]).
+pub const STREAM_MIN_BYTES: usize = 16 << 20;
+
+/// Whether non-temporal stores are available (x86_64 only).
+const CAN_STREAM: bool = cfg!(target_arch = "x86_64");
+
+/// Bytes of output computed into L1 per streamed chunk (8 lines).
+const STREAM_CHUNK: usize = 512;
+
+/// The L1 buffer a chunk is computed into before it is streamed out (line-aligned, as the
+/// aligned loads of [`stream_copy`] need).
+#[repr(C, align(64))]
+struct ChunkBuf([MaybeUninit<u8>; STREAM_CHUNK]);
+
+impl ChunkBuf {
+    #[inline(always)]
+    fn new() -> Self {
+        ChunkBuf([MaybeUninit::uninit(); STREAM_CHUNK])
+    }
+    #[inline(always)]
+    fn ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr().cast()
+    }
+}
+
+/// Streams `bytes` (a multiple of 32) from a [`ChunkBuf`] to the 64-byte-aligned `dst`.
+///
+/// # Safety
+/// `src` is a [`ChunkBuf`] whose first `bytes` bytes are initialised; `dst` is 64-byte aligned
+/// and holds `bytes` writable bytes; `I` is supported by the CPU.
+#[inline(always)]
+unsafe fn stream_copy<I: Isa>(src: *const u8, dst: *mut u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: forwarded contract; AVX is part of both the AVX2 and AVX512 capabilities.
+        match I::CAP {
+            CpuCapability::Avx2 | CpuCapability::Avx512 => unsafe {
+                simd_stream::copy_avx(src, dst, bytes)
+            },
+            CpuCapability::Default => unsafe { simd_stream::copy_sse2(src, dst, bytes) },
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: forwarded contract (never reached: CAN_STREAM is false here).
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+    }
+}
+
+/// Ends a run of [`stream_copy`]s.
+#[inline(always)]
+fn stream_fence() {
+    #[cfg(target_arch = "x86_64")]
+    simd_stream::fence();
+}
+
+/// Elements to compute with ordinary stores before `p` (elements of `es` bytes) is 64-byte
+/// aligned, at most `n`.
+#[inline(always)]
+fn peel_to_line(p: *const u8, es: usize, n: usize) -> usize {
+    let mis = p as usize % 64;
+    if mis == 0 || !mis.is_multiple_of(es) {
+        // An element straddling the alignment never gets there: no streaming (n elements).
+        return if mis == 0 { 0 } else { n };
+    }
+    ((64 - mis) / es).min(n)
 }
 
 /// Converts `n` contiguous halves to f32 with the instructions of `I`.
@@ -683,6 +806,12 @@ impl<M, R, F: Fn(M, M, M) -> R + Sync> OpN<M, R, 3> for Op3<F> {
 /// The L1 buffers of the block path, cleared on first use only: a loop that takes the
 /// contiguous path never touches them (a 1-element op does not pay for clearing 3 KB), and a
 /// tiled loop clears them once per 2-D loop, not once per row.
+///
+/// Line-aligned (every buffer is a multiple of 64 bytes, so each starts on a line): at the
+/// stack's 8-byte alignment every 64-byte vector store into them split across two lines,
+/// which made the half / bfloat16 passes about 3x slower, by where the caller's stack
+/// happened to end.
+#[repr(C, align(64))]
 struct Scratch<M, R, const N: usize> {
     ins: MaybeUninit<[[M; BLOCK]; N]>,
     out: MaybeUninit<[R; BLOCK]>,
@@ -766,6 +895,188 @@ unsafe fn contiguous_run<M: Elem, R: Elem, const N: usize, const S: usize>(
     }
 }
 
+/// The operand pointers of a contiguous run advanced by `i` elements, with the output replaced
+/// by `out` (input `S`, of stride 0, stays).
+#[inline(always)]
+fn advanced<M, const N: usize, const S: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    i: usize,
+    out: *mut u8,
+) -> [*mut u8; MAX_OPERANDS] {
+    let mut q = *p;
+    q[0] = out;
+    for k in 0..N {
+        if k != S {
+            q[k + 1] = p[k + 1].wrapping_add(i * size_of::<M>());
+        }
+    }
+    q
+}
+
+/// [`contiguous_run`], with the output written by non-temporal stores when `stream` is set:
+/// the first elements up to a 64-byte boundary of the output with ordinary stores, then
+/// chunks of [`STREAM_CHUNK`] bytes computed into L1 and streamed out whole lines at a time,
+/// then the tail with ordinary stores.
+///
+/// # Safety
+/// As [`contiguous_run`]; `I` is supported by the CPU.
+#[inline(always)]
+unsafe fn direct_run<I: Isa, M: Elem, R: Elem, const N: usize, const S: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+    stream: bool,
+) {
+    let er = size_of::<R>();
+    let ch = STREAM_CHUNK / er;
+    if !stream || n < 2 * ch {
+        // SAFETY: forwarded contract.
+        return unsafe { contiguous_run::<M, R, N, S>(p, n, f) };
+    }
+    let peel = peel_to_line(p[0], er, n);
+    // SAFETY (whole body): every range below lies within the run's n elements; the chunk
+    // buffer holds `ch` Rs (STREAM_CHUNK bytes) and is fully written before it is streamed.
+    unsafe {
+        contiguous_run::<M, R, N, S>(p, peel, f);
+        let mut buf = ChunkBuf::new();
+        let mut i = peel;
+        while i + ch <= n {
+            let q = advanced::<M, N, S>(p, i, buf.ptr());
+            contiguous_run::<M, R, N, S>(&q, ch, f);
+            stream_copy::<I>(buf.ptr(), p[0].add(i * er), STREAM_CHUNK);
+            i += ch;
+        }
+        stream_fence();
+        let q = advanced::<M, N, S>(p, i, p[0].add(i * er));
+        contiguous_run::<M, R, N, S>(&q, n - i, f);
+    }
+}
+
+/// Elements per chunk of [`reduced_run`] (three f32 buffers of 256 bytes for a binary op).
+const REDUCED_CHUNK: usize = 64;
+
+/// A reduced float type (half, bfloat16) whose runs [`reduced_run`] converts to and from f32.
+trait Reduced: Elem {
+    /// # Safety
+    /// `src` holds `n` readable elements, `dst` `n` writable f32s; `I` is supported.
+    unsafe fn to_f32_run<I: Isa>(src: *const Self, dst: *mut f32, n: usize);
+    /// # Safety
+    /// `src` holds `n` readable f32s, `dst` `n` writable elements; `I` is supported.
+    unsafe fn from_f32_run<I: Isa>(src: *const f32, dst: *mut Self, n: usize);
+}
+
+impl Reduced for f16 {
+    #[inline(always)]
+    unsafe fn to_f32_run<I: Isa>(src: *const Self, dst: *mut f32, n: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { f16_to_f32_slice::<I>(src, dst, n) }
+    }
+    #[inline(always)]
+    unsafe fn from_f32_run<I: Isa>(src: *const f32, dst: *mut Self, n: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { f32_to_f16_slice::<I>(src, dst, n) }
+    }
+}
+
+// bfloat16 <-> f32 are integer shifts and adds, which LLVM vectorises for the ISA.
+impl Reduced for bf16 {
+    #[inline(always)]
+    unsafe fn to_f32_run<I: Isa>(src: *const Self, dst: *mut f32, n: usize) {
+        for i in 0..n {
+            // SAFETY: forwarded contract.
+            unsafe { dst.add(i).write(bf16_to_f32(src.add(i).read())) };
+        }
+    }
+    #[inline(always)]
+    unsafe fn from_f32_run<I: Isa>(src: *const f32, dst: *mut Self, n: usize) {
+        for i in 0..n {
+            // SAFETY: forwarded contract.
+            unsafe { dst.add(i).write(f32_to_bf16(src.add(i).read())) };
+        }
+    }
+}
+
+/// The fused half / bfloat16 pass: every operand has the reduced type `T` (the common dtype,
+/// computed in f32 = `M` = `R`), the output and all but stride-0 inputs contiguous. Chunks of
+/// [`REDUCED_CHUNK`] elements are converted, computed and converted back while they are in
+/// L1, reading all inputs and writing the output in one interleaved stream (the block path
+/// reads each input a block at a time and stages the result, which leaves the memory system
+/// idle between its phases: 1.5-2x slower at 16M elements). No rounding through the common
+/// dtype is needed: inputs already have it and results are stored straight into it.
+///
+/// # Safety
+/// As [`run_n`], with every operand of dtype `T`, `s[0] == size_of::<T>()` and each input
+/// stride `size_of::<T>()` or 0; `M` and `R` are f32.
+#[inline(always)]
+unsafe fn reduced_run<I: Isa, T: Reduced, M: Elem, R: Elem, const N: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    s: &[isize; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+    stream: bool,
+    scratch: &mut Scratch<M, R, N>,
+) {
+    const { assert!(REDUCED_CHUNK <= BLOCK && 2 * REDUCED_CHUNK <= STREAM_CHUNK) };
+    let et = size_of::<T>();
+    let (mut ins, out) = scratch.get(n.min(REDUCED_CHUNK));
+    let mut src = [std::ptr::null::<M>(); N];
+    for (k, buf) in ins.iter_mut().enumerate() {
+        if s[k + 1] == 0 {
+            // A hoisted input: converted once, the whole buffer.
+            // SAFETY: input k + 1 holds one T.
+            buf.fill(cast::<T, M>(unsafe { p[k + 1].cast::<T>().read() }));
+        }
+        src[k] = buf.as_ptr();
+    }
+    let peel = if stream && CAN_STREAM && n >= 4 * REDUCED_CHUNK {
+        peel_to_line(p[0], et, n)
+    } else {
+        n
+    };
+    let mut half_buf = ChunkBuf::new();
+    let mut streamed = false;
+    let mut start = 0;
+    while start < n {
+        let len = if start < peel {
+            (peel - start).min(REDUCED_CHUNK)
+        } else {
+            REDUCED_CHUNK.min(n - start)
+        };
+        for (k, buf) in ins.iter_mut().enumerate() {
+            if s[k + 1] != 0 {
+                // SAFETY: `len` contiguous Ts of input k + 1 from `start`; M is f32.
+                unsafe {
+                    T::to_f32_run::<I>(
+                        p[k + 1].add(start * et).cast::<T>(),
+                        buf.as_mut_ptr().cast::<f32>(),
+                        len,
+                    )
+                };
+            }
+        }
+        // SAFETY: each src holds at least len Ms, `out` len Rs.
+        unsafe { compute_run::<M, R, N>(&src, out.as_mut_ptr(), len, f) };
+        // SAFETY: `len` contiguous Ts of the output from `start`; R is f32.
+        let dst = unsafe { p[0].add(start * et) };
+        if start >= peel && len == REDUCED_CHUNK {
+            // SAFETY: the chunk buffer holds REDUCED_CHUNK Ts (asserted above), fully written
+            // before it is streamed to the line-aligned `dst` (start >= peel).
+            unsafe {
+                T::from_f32_run::<I>(out.as_ptr().cast::<f32>(), half_buf.ptr().cast::<T>(), len);
+                stream_copy::<I>(half_buf.ptr(), dst, len * et);
+            }
+            streamed = true;
+        } else {
+            // SAFETY: as above.
+            unsafe { T::from_f32_run::<I>(out.as_ptr().cast::<f32>(), dst.cast::<T>(), len) };
+        }
+        start += len;
+    }
+    if streamed {
+        stream_fence();
+    }
+}
+
 /// One run of `n` elements along the inner dimension: the contiguous path, the scalar-operand
 /// path (one input of stride 0 hoisted), or the block path (inputs loaded and cast into L1
 /// buffers of `M`, computed, results cast and stored: the strided loop and the fused casting
@@ -784,6 +1095,7 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     n: usize,
     f: &impl OpN<M, R, N>,
     scratch: &mut Scratch<M, R, N>,
+    stream: bool,
 ) {
     let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
     // bool inputs go through the block path, which normalises bytes other than 0/1.
@@ -791,17 +1103,38 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     if direct && s[0] == er {
         // SAFETY (all branches): the strides tested are those each path assumes.
         if (1..=N).all(|k| s[k] == em) {
-            return unsafe { contiguous_run::<M, R, N, NO_SCALAR>(p, n, f) };
+            return unsafe { direct_run::<I, M, R, N, NO_SCALAR>(p, n, f, stream) };
         }
         if N >= 2 && (1..=N).all(|k| s[k] == em || s[k] == 0) {
             let zeros = (1..=N).filter(|&k| s[k] == 0).count();
             if zeros == 1 {
                 match (1..=N).position(|k| s[k] == 0) {
-                    Some(0) => return unsafe { contiguous_run::<M, R, N, 0>(p, n, f) },
-                    Some(1) => return unsafe { contiguous_run::<M, R, N, 1>(p, n, f) },
-                    Some(2) => return unsafe { contiguous_run::<M, R, N, 2>(p, n, f) },
+                    Some(0) => return unsafe { direct_run::<I, M, R, N, 0>(p, n, f, stream) },
+                    Some(1) => return unsafe { direct_run::<I, M, R, N, 1>(p, n, f, stream) },
+                    Some(2) => return unsafe { direct_run::<I, M, R, N, 2>(p, n, f, stream) },
                     _ => {}
                 }
+            }
+        }
+    }
+    // Half or bfloat16 throughout (the common dtype, computed in f32), contiguous.
+    if let Some(v) = via {
+        let et = 2;
+        if M::DTYPE == ScalarType::Float
+            && R::DTYPE == ScalarType::Float
+            && s[0] == et
+            && (0..=N).all(|k| dts[k] == v)
+            && (1..=N).all(|k| s[k] == et || s[k] == 0)
+        {
+            // SAFETY: the dtypes and strides reduced_run assumes, tested above.
+            match v {
+                ScalarType::Half => {
+                    return unsafe { reduced_run::<I, f16, M, R, N>(p, s, n, f, stream, scratch) }
+                }
+                ScalarType::BFloat16 => {
+                    return unsafe { reduced_run::<I, bf16, M, R, N>(p, s, n, f, stream, scratch) }
+                }
+                _ => {}
             }
         }
     }
@@ -1073,6 +1406,7 @@ unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     n0: usize,
     n1: usize,
     f: &impl OpN<M, R, N>,
+    stream: bool,
 ) {
     let nt = N + 1;
     let mut s0 = [0isize; MAX_OPERANDS];
@@ -1096,7 +1430,7 @@ unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
             *pk = at(k, 0, j);
         }
         // SAFETY: row j of the 2-D loop.
-        unsafe { run_n::<I, M, R, N>(via, dts, &p, &s0, n0, f, &mut scratch) };
+        unsafe { run_n::<I, M, R, N>(via, dts, &p, &s0, n0, f, &mut scratch, stream) };
     }
 }
 
@@ -1124,6 +1458,8 @@ pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
         *d = iter.dtype(k);
     }
     let via = reduced_common(iter);
+    let out_bytes = (iter.numel() as usize).saturating_mul(dts[0].element_size());
+    let stream = CAN_STREAM && out_bytes >= STREAM_MIN_BYTES;
     iter.for_each(
         &|data, strides, n0, n1| {
             run_isa::<I, _>(
@@ -1131,7 +1467,7 @@ pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
                 || {
                     // SAFETY: TensorIterator hands a valid 2-D loop over its operands, whose
                     // dtypes are `dts`; the stub chose `I` for this CPU.
-                    unsafe { loop_2d::<I, M, R, N>(via, &dts, data, strides, n0, n1, &f) }
+                    unsafe { loop_2d::<I, M, R, N>(via, &dts, data, strides, n0, n1, &f, stream) }
                 },
             )
         },
@@ -1190,5 +1526,133 @@ mod tests {
         }
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
         assert_eq!(cast::<f16, f32>(f16::from_f32(1.5)), 1.5);
+    }
+
+    /// Runs `$body` with `$I` bound to each ISA marker the CPU supports.
+    macro_rules! for_each_isa {
+        ($I:ident => $body:block) => {{
+            let cap = crate::dispatch_stub::detected_cpu_capability();
+            {
+                type $I = crate::dispatch_stub::IsaDefault;
+                $body
+            }
+            if cap >= CpuCapability::Avx2 {
+                type $I = crate::dispatch_stub::IsaAvx2;
+                $body
+            }
+            if cap >= CpuCapability::Avx512 {
+                type $I = crate::dispatch_stub::IsaAvx512;
+                $body
+            }
+        }};
+    }
+
+    /// Streamed stores (forced here; kernels stream only above STREAM_MIN_BYTES) give the same
+    /// elements as ordinary ones, for every output misalignment, element size and length
+    /// around the chunk, with the hoisted-scalar form, and touch nothing outside the run.
+    #[test]
+    fn streamed_direct_runs_match() {
+        fn check<I: Isa, T: Elem, R: Elem>(f: impl Fn(T, T) -> R + Sync + Copy, lens: &[usize]) {
+            let vals = |n: usize, m: usize| -> Vec<T> {
+                (0..n).map(|i| T::from_i64(((i * m) % 97) as i64)).collect()
+            };
+            for &n in lens {
+                for off in 0..(64 / size_of::<R>()).max(1) + 1 {
+                    let (a, b) = (vals(n + 8, 3), vals(n + 8, 5));
+                    let mut out = vec![R::default(); n + off + 8];
+                    let sentinel = f(T::from_i64(1), T::from_i64(90));
+                    for x in out.iter_mut() {
+                        *x = sentinel;
+                    }
+                    let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
+                    p[0] = out[off..].as_mut_ptr().cast();
+                    p[1] = a.as_ptr().cast_mut().cast();
+                    p[2] = b.as_ptr().cast_mut().cast();
+                    let op = Op2(f);
+                    // SAFETY: out holds n Rs from off, a and b n Ts; I is supported.
+                    run_isa::<I, _>(|| unsafe {
+                        direct_run::<I, T, R, 2, NO_SCALAR>(&p, n, &op, true)
+                    });
+                    for i in 0..n {
+                        assert!(
+                            out[off + i] == f(a[i], b[i]),
+                            "{:?} n={n} off={off} i={i}",
+                            I::CAP
+                        );
+                    }
+                    assert!(out[..off]
+                        .iter()
+                        .chain(&out[off + n..])
+                        .all(|&x| x == sentinel));
+                    // b hoisted (stride 0).
+                    // SAFETY: as above; input 1 (b) is read once.
+                    run_isa::<I, _>(|| unsafe { direct_run::<I, T, R, 2, 1>(&p, n, &op, true) });
+                    for i in 0..n {
+                        assert!(
+                            out[off + i] == f(a[i], b[0]),
+                            "{:?} n={n} off={off} i={i}",
+                            I::CAP
+                        );
+                    }
+                }
+            }
+        }
+        let lens = [0, 1, 100, 127, 128, 129, 255, 256, 257, 383, 1000, 4099];
+        for_each_isa!(I => {
+            check::<I, f32, f32>(|x, y| x + y, &lens);
+            check::<I, f64, f64>(|x, y| x * y - 1.0, &lens);
+            check::<I, i16, i16>(|x, y| x.wrapping_sub(y), &lens);
+            check::<I, f32, bool>(|x, y| x < y, &lens);
+            check::<I, c128, c128>(|x, y| x * y, &lens);
+        });
+    }
+
+    /// The fused half / bfloat16 pass, streamed and not, against the element-wise cast.
+    #[test]
+    fn reduced_runs_match() {
+        fn check<I: Isa, T: Reduced>(stream: bool) {
+            for n in [0usize, 1, 63, 64, 65, 255, 256, 257, 300, 1000, 2049] {
+                for off in [0usize, 1, 5, 31, 32] {
+                    let a: Vec<T> = (0..n)
+                        .map(|i| T::from_f64(i as f64 * 0.37 - 50.0))
+                        .collect();
+                    let b: Vec<T> = (0..n)
+                        .map(|i| T::from_f64(i as f64 * 1.9 + 0.125))
+                        .collect();
+                    let mut out = vec![T::from_f64(-7.0); n + off + 4];
+                    let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
+                    p[0] = out[off..].as_mut_ptr().cast();
+                    p[1] = a.as_ptr().cast_mut().cast();
+                    p[2] = b.as_ptr().cast_mut().cast();
+                    let mut s = [0isize; MAX_OPERANDS];
+                    s[..3].fill(2);
+                    let op = Op2(|x: f32, y: f32| x * 3.0 + y);
+                    let mut scratch = Scratch::<f32, f32, 2>::new();
+                    // SAFETY: n contiguous Ts per operand; I is supported.
+                    run_isa::<I, _>(|| unsafe {
+                        reduced_run::<I, T, f32, f32, 2>(&p, &s, n, &op, stream, &mut scratch)
+                    });
+                    for i in 0..n {
+                        let want = T::from_f32(a[i].to_f32() * 3.0 + b[i].to_f32());
+                        assert!(
+                            out[off + i] == want,
+                            "{:?} {} n={n} off={off} i={i}",
+                            I::CAP,
+                            T::DTYPE
+                        );
+                    }
+                    assert!(out[..off]
+                        .iter()
+                        .chain(&out[off + n..])
+                        .all(|&x| x == T::from_f64(-7.0)));
+                }
+            }
+        }
+        for_each_isa!(I => {
+            for stream in [false, true] {
+                check::<I, f16>(stream);
+                check::<I, bf16>(stream);
+            }
+        });
     }
 }

@@ -1,0 +1,148 @@
+//! The kernel loop paths against element-wise references, at the lengths and alignments where
+//! they change: the contiguous path (ordinary and streamed stores), the fused half / bfloat16
+//! pass, the scalar-operand path, around their chunk sizes, from unaligned starts, for every
+//! instruction set the CPU has and with 2 threads above the size where outputs are streamed.
+
+use half::{bf16, f16};
+use ratten_aten::dispatch_stub::{detected_cpu_capability, CpuCapability};
+use ratten_aten::functions as F;
+use ratten_aten::native::cpu::binary_kernels as bk;
+use ratten_aten::native::cpu::{cast, Elem, STREAM_MIN_BYTES};
+use ratten_aten::tensor_iterator::{binary_op_config, get_num_threads, set_num_threads};
+use ratten_aten::Tensor;
+use ratten_core::{Element, Scalar};
+
+fn capabilities() -> Vec<CpuCapability> {
+    [
+        CpuCapability::Default,
+        CpuCapability::Avx2,
+        CpuCapability::Avx512,
+    ]
+    .into_iter()
+    .filter(|c| *c <= detected_cpu_capability())
+    .collect()
+}
+
+/// Lengths on both sides of the vector widths, the 64-element half chunk, the 512-byte
+/// streamed chunk and the 256-element block.
+const LENGTHS: [i64; 20] = [
+    0, 1, 2, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 515, 1031,
+];
+
+/// `n` elements starting `off` elements into a fresh tensor of `vals` (so starts are
+/// misaligned by every amount up to a cache line).
+fn view<T: Element + Elem>(vals: &[f64], off: i64, n: i64) -> Tensor {
+    let data: Vec<T> = vals.iter().map(|&v| cast::<f64, T>(v)).collect();
+    let t = Tensor::from_slice(&data, &[data.len() as i64]).unwrap();
+    t.narrow(0, off, n).unwrap()
+}
+
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x % 20001) as f64 - 10000.0) / 64.0
+        })
+        .collect()
+}
+
+/// add(a, b, alpha) into an out= view through every capability's kernel, checked against
+/// the element-wise reference computed in the opmath type `M`.
+fn check_add<T: Element + Elem, M: Elem>(alpha: f64, scalar_b: bool, add: fn(M, M, M) -> M) {
+    let dt = <T as Elem>::DTYPE;
+    for cap in capabilities() {
+        for n in LENGTHS {
+            for off in [0i64, 1, 3, 5] {
+                let len = (n + 16) as usize;
+                let av = values(len, n as u64 * 7 + off as u64);
+                let bv = values(len, n as u64 * 11 + 1);
+                let a = view::<T>(&av, off, n);
+                let b = if scalar_b {
+                    view::<T>(&bv, 2, 1).expand(&[n]).unwrap()
+                } else {
+                    view::<T>(&bv, (off * 3) % 7, n)
+                };
+                let out = Tensor::empty(&[len as i64], dt)
+                    .unwrap()
+                    .narrow(0, (off * 5) % 11, n)
+                    .unwrap();
+                let iter = binary_op_config(Some(&out), &a, &b)
+                    .unwrap()
+                    .build_standalone()
+                    .unwrap();
+                (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(alpha)).unwrap();
+                let (ga, gb) = (a.to_vec::<T>().unwrap(), b.to_vec::<T>().unwrap());
+                let got = out.to_vec::<T>().unwrap();
+                let al = cast::<f64, M>(alpha);
+                for i in 0..n as usize {
+                    let want: T = cast(add(cast(ga[i]), cast(gb[i]), al));
+                    assert!(
+                        got[i] == want,
+                        "{dt} {cap:?} n={n} off={off} scalar_b={scalar_b} element {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn half_and_bfloat16_fused_pass_at_every_boundary() {
+    for alpha in [1.0, -2.5] {
+        for scalar_b in [false, true] {
+            check_add::<f16, f32>(alpha, scalar_b, |x, y, a| x + a * y);
+            check_add::<bf16, f32>(alpha, scalar_b, |x, y, a| x + a * y);
+        }
+    }
+}
+
+#[test]
+fn contiguous_paths_at_every_boundary() {
+    for scalar_b in [false, true] {
+        check_add::<f32, f32>(1.0, scalar_b, |x, y, a| x + a * y);
+        check_add::<f64, f64>(2.0, scalar_b, |x, y, a| x + a * y);
+        check_add::<i64, i64>(3.0, scalar_b, |x, y, a| x.wrapping_add(a.wrapping_mul(y)));
+    }
+}
+
+/// Above STREAM_MIN_BYTES of output, from a misaligned start, with 1 and 2 threads (each
+/// thread's half starts at its own alignment): f32, half and bfloat16 adds, each element
+/// checked.
+#[test]
+fn streamed_outputs_with_one_and_two_threads() {
+    fn run<T: Element + Elem>(n: i64) {
+        let a = Tensor::from_slice(
+            &(0..n + 3)
+                .map(|i| cast::<f64, T>((i % 1000) as f64))
+                .collect::<Vec<T>>(),
+            &[n + 3],
+        )
+        .unwrap()
+        .narrow(0, 3, n)
+        .unwrap();
+        let b = Tensor::full(&[n], Scalar::Double(0.5), <T as Elem>::DTYPE).unwrap();
+        let out = Tensor::empty(&[n + 1], <T as Elem>::DTYPE)
+            .unwrap()
+            .narrow(0, 1, n)
+            .unwrap();
+        F::add_out(&out, &a, &b).unwrap();
+        let got = out.to_vec::<T>().unwrap();
+        for (i, g) in got.iter().enumerate() {
+            // The input is rounded to T first (bfloat16 holds 257 as 256).
+            let x: T = cast(((i + 3) % 1000) as f64);
+            let want: T = cast(cast::<T, f32>(x) + 0.5);
+            assert!(*g == want, "{} n={n} element {i}", <T as Elem>::DTYPE);
+        }
+    }
+    let before = get_num_threads();
+    for threads in [1, 2] {
+        set_num_threads(threads).unwrap();
+        run::<f32>((STREAM_MIN_BYTES / 4) as i64 + 1037);
+        run::<f16>((STREAM_MIN_BYTES / 2) as i64 + 77);
+        run::<bf16>((STREAM_MIN_BYTES / 2) as i64 + 5);
+    }
+    set_num_threads(before as i64).unwrap();
+}
