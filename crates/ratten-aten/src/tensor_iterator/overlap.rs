@@ -49,18 +49,20 @@ pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
 
 /// `has_internal_overlap`.
 pub fn has_internal_overlap(t: &TensorBase) -> MemOverlap {
-    let m = t.meta();
-    if is_non_overlapping_and_dense(m.sizes(), m.strides()) {
-        return MemOverlap::No;
-    }
-    if m.sizes()
-        .iter()
-        .zip(m.strides())
-        .any(|(&s, &st)| s > 1 && st == 0)
-    {
-        return MemOverlap::Yes;
-    }
-    MemOverlap::TooHard
+    // A borrowed read: no reference counted.
+    t.with_meta(|m| {
+        if is_non_overlapping_and_dense(m.sizes(), m.strides()) {
+            return MemOverlap::No;
+        }
+        if m.sizes()
+            .iter()
+            .zip(m.strides())
+            .any(|(&s, &st)| s > 1 && st == 0)
+        {
+            return MemOverlap::Yes;
+        }
+        MemOverlap::TooHard
+    })
 }
 
 /// `assert_no_internal_overlap`.
