@@ -188,25 +188,28 @@ pub fn inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, op: Arith) -
 /// indices of add/sub/mul/div are found once).
 pub fn arith_of(index: usize) -> Option<Arith> {
     static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
-    let idx = IDX.get_or_init(|| {
-        [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| function_index(a.name()))
-    });
-    [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]
-        .into_iter()
-        .zip(idx.iter())
-        .find(|(_, i)| **i == Some(index))
-        .map(|(a, _)| a)
+    arith_at(
+        index,
+        IDX.get_or_init(|| ARITH.map(|a| function_index(a.name()))),
+    )
 }
 
 /// The operator of generated method `index` when it is add/sub/mul/div (`t.add(u)`).
 pub fn method_arith_of(index: usize) -> Option<Arith> {
     static IDX: OnceLock<[Option<usize>; 4]> = OnceLock::new();
-    let idx = IDX.get_or_init(|| {
-        [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div].map(|a| method_index(a.name()))
-    });
-    [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]
+    arith_at(
+        index,
+        IDX.get_or_init(|| ARITH.map(|a| method_index(a.name()))),
+    )
+}
+
+const ARITH: [Arith; 4] = [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div];
+
+/// The operator whose generated index (in `indices`, in `ARITH`'s order) is `index`.
+fn arith_at(index: usize, indices: &[Option<usize>; 4]) -> Option<Arith> {
+    ARITH
         .into_iter()
-        .zip(idx.iter())
+        .zip(indices)
         .find(|(_, i)| **i == Some(index))
         .map(|(a, _)| a)
 }

@@ -726,12 +726,7 @@ unsafe fn method_vectorcall(
                 if let Some(op) = method_arith_of(index) {
                     let y = Borrowed::from_ptr(py, *args);
                     match arith_call(py, op, &this, &y, None)? {
-                        Some(Called::New(t)) => {
-                            return Ok(match SLOTS.get() {
-                                Some(s) => new_object(s, t),
-                                None => Py::new(py, PyTensor { t })?.into_ptr(),
-                            })
-                        }
+                        Some(Called::New(t)) => return Ok(new_tensor(py, t)?.into_ptr()),
                         Some(Called::Out(o)) => return Ok(o.into_ptr()),
                         None => {}
                     }
