@@ -11,6 +11,9 @@ use ratten_core::{Error, Result};
 /// `at::internal::GRAIN_SIZE`: the least work (elements) that warrants parallelism.
 pub const GRAIN_SIZE: i64 = 32768;
 
+/// How many chunks per thread a region is cut into at most (see `parallel_for`).
+const CHUNKS_PER_THREAD: i64 = 4;
+
 /// 0 = not set yet: the machine's available parallelism.
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
@@ -155,9 +158,10 @@ impl Region {
     }
 }
 
-/// `at::parallel_for(begin, end, grain_size, f)`: splits `[begin, end)` into at most
-/// `get_num_threads()` chunks of at least `grain_size` and runs `f(chunk_begin, chunk_end)` on
-/// each, in parallel. Serial when the range is small, one thread is configured, or we are
+/// `at::parallel_for(begin, end, grain_size, f)`: splits `[begin, end)` into at most 4 chunks
+/// per thread of `get_num_threads()` and at most one per `grain_size` elements, and runs
+/// `f(chunk_begin, chunk_end)` on each, the calling thread and the workers claiming chunks in
+/// turn. Serial when the range is small, one thread is configured, or we are
 /// already inside a parallel region. See Note [parallel_for without waiting for sleepers].
 pub fn parallel_for<F>(begin: i64, end: i64, grain_size: i64, f: F) -> Result<()>
 where
@@ -177,9 +181,12 @@ where
         f(begin, end);
         return Ok(());
     }
-    let max_chunks = (n + grain - 1) / grain;
-    let chunks = (threads as i64).min(max_chunks);
+    // As ATen, at most one chunk per `grain` elements (rounded up), but up to 4 per thread
+    // rather than one: chunks are claimed, not assigned, so a worker that wakes late still
+    // takes a share instead of leaving the caller alone.
+    let chunks = (threads as i64 * CHUNKS_PER_THREAD).min((n + grain - 1) / grain);
     let chunk = (n + chunks - 1) / chunks;
+    let chunks = (n + chunk - 1) / chunk;
     let pool = pool(threads)?;
     let body: &(dyn Fn(i64, i64) + Sync) = &f;
     // SAFETY: only the lifetime is erased; see Note [parallel_for without waiting for
@@ -196,7 +203,7 @@ where
         open: AtomicBool::new(true),
         panic: Mutex::new(None),
     });
-    for _ in 1..chunks {
+    for _ in 1..chunks.min(threads as i64) {
         let r = region.clone();
         pool.spawn(move || r.work());
     }
