@@ -1641,6 +1641,16 @@ impl TensorIteratorBase {
         Ok(r)
     }
 
+    /// The strides of a 1-D run of at most 4 operands, as a 2-D loop takes them (the outer ones
+    /// 0), on the stack.
+    fn inner_strides(&self) -> [isize; 8] {
+        let mut strides = [0isize; 8];
+        for (k, op) in self.s.operands.iter().take(4).enumerate() {
+            strides[k] = op.stride_bytes.first().copied().unwrap_or(0) as isize;
+        }
+        strides
+    }
+
     /// The strides passed to a 2-D loop (always at least 2-D).
     fn loop_strides(&self) -> SmallVec<[isize; 8]> {
         let nt = self.ntensors();
@@ -1664,10 +1674,7 @@ impl TensorIteratorBase {
         let nt = self.s.operands.len();
         if serial && self.s.shape.len() <= 1 && nt <= 4 {
             // The common case (every small op): one run, its strides on the stack.
-            let mut strides = [0isize; 8];
-            for (k, op) in self.s.operands.iter().enumerate() {
-                strides[k] = op.stride_bytes.first().copied().unwrap_or(0) as isize;
-            }
+            let strides = self.inner_strides();
             // SAFETY (of the loop's use of the pointers): they come from the guard
             // `with_acquired` holds during this closure and address `numel` elements of each
             // operand at its stride.
@@ -1720,12 +1727,10 @@ impl TensorIteratorBase {
         let ndim = self.ndim();
         if ndim <= 1 && nt <= 4 {
             // The common case (every small op): one run, strides and pointers on the stack.
-            let mut strides = [0isize; 8];
+            let strides = self.inner_strides();
             let mut ptrs = [std::ptr::null_mut::<u8>(); 4];
-            for (k, op) in self.s.operands.iter().enumerate() {
-                let s0 = op.stride_bytes.first().copied().unwrap_or(0) as isize;
-                strides[k] = s0;
-                ptrs[k] = base[k].wrapping_offset(begin as isize * s0);
+            for k in 0..nt {
+                ptrs[k] = base[k].wrapping_offset(begin as isize * strides[k]);
             }
             loop2d(&ptrs[..nt], &strides[..2 * nt], (end - begin) as usize, 1);
             return;

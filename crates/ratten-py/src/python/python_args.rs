@@ -639,9 +639,7 @@ pub(crate) fn method_self<'a, 'py>(
     first: Option<&'a Bound<'py, PyAny>>,
 ) -> PyResult<&'a Bound<'py, PyAny>> {
     match first {
-        Some(t) if super::slots::exact_tensor(t).is_some() || t.is_instance_of::<PyTensor>() => {
-            Ok(t)
-        }
+        Some(t) if super::slots::any_tensor(t).is_some() => Ok(t),
         Some(o) => Err(PyTypeError::new_err(format!(
             "descriptor '{}' for 'Tensor' objects doesn't apply to a '{}' object",
             signatures::METHODS[index].name,

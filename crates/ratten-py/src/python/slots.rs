@@ -625,15 +625,12 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
             }));
             match r {
                 Ok(Ok(Some(Called::New(t)))) => {
-                    return match SLOTS.get() {
-                        Some(s) => new_object(s, t),
-                        None => Python::with_gil(|py| match Py::new(py, PyTensor { t }) {
-                            Ok(o) => o.into_ptr(),
-                            Err(e) => {
-                                e.restore(py);
-                                ptr::null_mut()
-                            }
-                        }),
+                    return match new_tensor(py, t) {
+                        Ok(o) => o.into_ptr(),
+                        Err(e) => {
+                            e.restore(py);
+                            ptr::null_mut()
+                        }
                     };
                 }
                 Ok(Ok(Some(Called::Out(o)))) => return o.into_ptr(),
