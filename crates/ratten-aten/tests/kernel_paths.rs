@@ -69,7 +69,7 @@ fn check_add<T: Element + Elem, M: Elem>(alpha: f64, scalar_b: bool, add: fn(M, 
                     .unwrap()
                     .narrow(0, (off * 5) % 11, n)
                     .unwrap();
-                let iter = binary_op_config(Some(&out), &a, &b)
+                let iter = binary_op_config(&out, &a, &b)
                     .unwrap()
                     .build_standalone()
                     .unwrap();

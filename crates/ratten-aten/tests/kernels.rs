@@ -183,7 +183,7 @@ fn check_binary_stub(
 ) {
     for cap in capabilities() {
         let out = Tensor::empty(&a.sizes(), out_dtype).unwrap();
-        let iter = build(binary_op_config(Some(&out), a, b));
+        let iter = build(binary_op_config(&out, a, b));
         (stub.cpu_kernel(cap))(&iter).unwrap();
         let got: Vec<u16> = dispatch_all_types!(out_dtype, T => out
             .to_vec::<T>()
@@ -226,7 +226,7 @@ fn reduced_case<T: Elem + ratten_core::Element>(dtype: ScalarType, to_bits: fn(T
         let add_stub = |x: &Tensor, y: &Tensor, w: &[u16]| {
             for cap in capabilities() {
                 let out = Tensor::empty(&[n as i64], dtype).unwrap();
-                let iter = build(binary_op_config(Some(&out), x, y));
+                let iter = build(binary_op_config(&out, x, y));
                 (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
                 let got: Vec<u16> = out
                     .to_vec::<T>()
@@ -439,7 +439,7 @@ fn mixed_dtypes_in_one_pass() {
     let bf = Tensor::from_slice(&floats, &[n as i64]).unwrap();
     for cap in capabilities() {
         let out = Tensor::empty(&[n as i64], ScalarType::Float).unwrap();
-        let iter = build(binary_op_config(Some(&out), &ai, &bf));
+        let iter = build(binary_op_config(&out, &ai, &bf));
         (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {
@@ -448,7 +448,7 @@ fn mixed_dtypes_in_one_pass() {
             assert_eq!(got[i].to_bits(), want.to_bits(), "{cap:?} {i}");
         }
         // The other order, and half + float into float.
-        let iter = build(binary_op_config(Some(&out), &bf, &ai));
+        let iter = build(binary_op_config(&out, &bf, &ai));
         (bk::MUL_STUB.cpu_kernel(cap))(&iter).unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {
@@ -456,7 +456,7 @@ fn mixed_dtypes_in_one_pass() {
         }
         let h = bf.to_dtype(ScalarType::Half).unwrap();
         let hv = h.to_vec::<f16>().unwrap();
-        let iter = build(binary_op_config(Some(&out), &h, &bf));
+        let iter = build(binary_op_config(&out, &h, &bf));
         (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {

@@ -22,13 +22,14 @@ use crate::native::cpu::binary_kernels::{
 };
 use crate::structured::{Arg, MetaBase};
 use crate::tensor_iterator::{
-    binary_float_op_config, binary_op_config, comparison_op_config, TensorIteratorBase,
+    binary_float_op_config, binary_op_config, comparison_op_config, InputOperand, OwnedOutput,
+    TensorIteratorBase,
 };
 use crate::Tensor;
 
 /// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand.
-pub fn given_output(m: &dyn MetaBase) -> Option<TensorBase> {
-    m.maybe_get_output(0).map(|t| t.base().clone())
+pub fn given_output(m: &dyn MetaBase) -> OwnedOutput {
+    OwnedOutput(m.maybe_get_output(0).map(|t| t.base().clone()))
 }
 
 /// `wrapped_scalar_tensor(s)` on the CPU.
@@ -84,15 +85,23 @@ pub fn sub_check(self_: &TensorBase, other: &TensorBase) -> Result<()> {
 }
 
 /// `build_borrowing_binary_op(maybe_get_output(), self, other)`.
-fn build_binary(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+fn build_binary<'a>(
+    m: &mut dyn MetaBase,
+    a: impl InputOperand<'a>,
+    b: impl InputOperand<'a>,
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    binary_op_config(out.as_ref(), a, b)?.build(m)
+    binary_op_config(out, a, b)?.build(m)
 }
 
 /// `build_borrowing_comparison_op(maybe_get_output(), self, other)`: bool result.
-fn build_comparison(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+fn build_comparison<'a>(
+    m: &mut dyn MetaBase,
+    a: &'a Tensor,
+    b: impl InputOperand<'a>,
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    comparison_op_config(out.as_ref(), a, b)?.build(m)
+    comparison_op_config(out, a, b)?.build(m)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,12 +109,12 @@ fn build_comparison(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<Tens
 // ---------------------------------------------------------------------------------------------
 
 /// `TORCH_META_FUNC2(add, Tensor)`.
-pub fn add_tensor_meta(
+pub fn add_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
+    self_: &'a Tensor,
+    other: &'a Tensor,
     alpha: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     let iter = build_binary(m, self_, other)?;
     alpha_check(iter.computation_dtype()?, alpha)?;
     Ok(iter)
@@ -123,12 +132,12 @@ pub fn add_out(
 }
 
 /// `TORCH_META_FUNC2(sub, Tensor)`.
-pub fn sub_tensor_meta(
+pub fn sub_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
+    self_: &'a Tensor,
+    other: &'a Tensor,
     alpha: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     sub_check(self_, other)?;
     add_tensor_meta(m, self_, other, alpha)
 }
@@ -145,11 +154,11 @@ pub fn sub_out(
 }
 
 /// `TORCH_META_FUNC2(mul, Tensor)`.
-pub fn mul_tensor_meta(
+pub fn mul_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
-) -> Result<TensorIteratorBase> {
+    self_: &'a Tensor,
+    other: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     build_binary(m, self_, other)
 }
 
@@ -164,13 +173,13 @@ pub fn mul_out(
 }
 
 /// `TORCH_META_FUNC2(div, Tensor)`: true division (integers promote to the default float).
-pub fn div_tensor_meta(
+pub fn div_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
-) -> Result<TensorIteratorBase> {
+    self_: &'a Tensor,
+    other: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    binary_float_op_config(out.as_ref(), self_, other)?.build(m)
+    binary_float_op_config(out, self_, other)?.build(m)
 }
 
 /// `TORCH_IMPL_FUNC(div_out)`.
@@ -184,12 +193,12 @@ pub fn div_out(
 }
 
 /// `TORCH_META_FUNC2(div, Tensor_mode)`.
-pub fn div_tensor_mode_meta(
+pub fn div_tensor_mode_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    other: &Tensor,
+    self_: &'a Tensor,
+    other: &'a Tensor,
     rounding_mode: Option<&str>,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     match rounding_mode {
         None => div_tensor_meta(m, self_, other),
         Some("trunc") | Some("floor") => build_binary(m, self_, other),
@@ -309,11 +318,11 @@ impl KernelValue for Arg<Option<String>> {
 macro_rules! structured_binary {
     ($($(#[$doc:meta])* $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
         $(#[$doc])*
-        pub fn $meta(
+        pub fn $meta<'a>(
             m: &mut dyn MetaBase,
-            self_: &Tensor,
-            other: &Tensor,
-        ) -> Result<TensorIteratorBase> {
+            self_: &'a Tensor,
+            other: &'a Tensor,
+        ) -> Result<TensorIteratorBase<'a>> {
             $build(m, self_, other)
         }
         /// The CPU impl: the stub over the built iterator.
@@ -329,12 +338,12 @@ macro_rules! structured_binary {
 }
 
 /// `TORCH_META_FUNC(maximum)` / `minimum`: no complex.
-fn build_max_min(
+fn build_max_min<'a>(
     name: &str,
     m: &mut dyn MetaBase,
-    a: &Tensor,
-    b: &Tensor,
-) -> Result<TensorIteratorBase> {
+    a: &'a Tensor,
+    b: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     if a.dtype().is_complex() || b.dtype().is_complex() {
         return Err(Error::runtime(format!(
             "{name} not implemented for complex tensors."
@@ -342,10 +351,18 @@ fn build_max_min(
     }
     build_binary(m, a, b)
 }
-fn build_maximum(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+fn build_maximum<'a>(
+    m: &mut dyn MetaBase,
+    a: &'a Tensor,
+    b: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     build_max_min("maximum", m, a, b)
 }
-fn build_minimum(m: &mut dyn MetaBase, a: &Tensor, b: &Tensor) -> Result<TensorIteratorBase> {
+fn build_minimum<'a>(
+    m: &mut dyn MetaBase,
+    a: &'a Tensor,
+    b: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     build_max_min("minimum", m, a, b)
 }
 
@@ -385,12 +402,12 @@ structured_binary! {
 macro_rules! structured_comparison_scalar {
     ($($meta:ident, $imp:ident, $stub:ident;)*) => {$(
         /// The meta of the Scalar overload (the number is a wrapped-number operand).
-        pub fn $meta(
+        pub fn $meta<'a>(
             m: &mut dyn MetaBase,
-            self_: &Tensor,
+            self_: &'a Tensor,
             other: &Scalar,
-        ) -> Result<TensorIteratorBase> {
-            build_comparison(m, self_, &wrap_scalar(other)?)
+        ) -> Result<TensorIteratorBase<'a>> {
+            build_comparison(m, self_, wrap_scalar(other)?)
         }
         /// The CPU impl of the Scalar overload.
         pub fn $imp(
@@ -415,11 +432,11 @@ structured_comparison_scalar! {
 
 /// `TORCH_META_FUNC2(pow, Tensor_Scalar)`: NumPy's check on integer bases, then the exponent
 /// as a wrapped number (the result dtype is `result_type(self, exponent)`, as PyTorch's).
-pub fn pow_tensor_scalar_meta(
+pub fn pow_tensor_scalar_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
+    self_: &'a Tensor,
     exponent: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     if self_.dtype().is_integral(true)
         && exponent.is_integral(true)
         && exponent.to::<i64>().is_ok_and(|e| e < 0)
@@ -428,7 +445,7 @@ pub fn pow_tensor_scalar_meta(
             "Integers to negative integer powers are not allowed.",
         ));
     }
-    build_binary(m, self_, &wrap_scalar(exponent)?)
+    build_binary(m, self_, wrap_scalar(exponent)?)
 }
 /// `TORCH_IMPL_FUNC(pow_Tensor_Scalar_out)`.
 pub fn pow_tensor_scalar_out(
@@ -440,12 +457,12 @@ pub fn pow_tensor_scalar_out(
     call_stub(&POW_STUB, iter)
 }
 /// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
-pub fn pow_scalar_meta(
+pub fn pow_scalar_meta<'a>(
     m: &mut dyn MetaBase,
     self_: &Scalar,
-    exponent: &Tensor,
-) -> Result<TensorIteratorBase> {
-    build_binary(m, &wrap_scalar(self_)?, exponent)
+    exponent: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
+    build_binary(m, wrap_scalar(self_)?, exponent)
 }
 /// `TORCH_IMPL_FUNC(pow_Scalar_out)`.
 pub fn pow_scalar_out(
@@ -531,7 +548,7 @@ fn comparison_op_out(
     other: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    let iter = comparison_op_config(Some(out), self_, other)?.build_standalone()?;
+    let iter = comparison_op_config(out, self_, other)?.build_standalone()?;
     call_stub(stub, &iter)?;
     Ok(out.clone())
 }

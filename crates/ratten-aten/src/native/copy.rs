@@ -112,7 +112,7 @@ pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor
         .check_all_same_dtype(false)
         .check_all_same_device(false)
         .resize_outputs(false)
-        .add_output(Some(self_))?
+        .add_output(self_)?
         .add_const_input(src)
         .build_standalone()?;
     if iter.numel() == 0 || self_.is_meta() {

@@ -46,7 +46,7 @@ pub fn where_self_out(
     }
     let iter = TensorIteratorConfig::new()
         .check_all_same_dtype(false)
-        .add_output(Some(out))?
+        .add_output(out)?
         .add_const_input(condition)
         .add_const_input(self_)
         .add_const_input(other)
@@ -124,16 +124,16 @@ fn check_same_dtype(self_: &Tensor, what: &str, t: &Tensor) -> Result<()> {
 }
 
 /// `TORCH_META_FUNC(lerp_Scalar)`: `end` must have `self`'s dtype.
-pub fn lerp_scalar_meta(
+pub fn lerp_scalar_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    end: &Tensor,
+    self_: &'a Tensor,
+    end: &'a Tensor,
     _weight: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
     let out = given_output(m);
     TensorIteratorConfig::new()
-        .add_output(out.as_ref())?
+        .add_output(out)?
         .add_const_input(self_)
         .add_const_input(end)
         .build(m)
@@ -151,17 +151,17 @@ pub fn lerp_scalar(
 }
 
 /// `TORCH_META_FUNC(lerp_Tensor)`: `end` and `weight` must have `self`'s dtype.
-pub fn lerp_tensor_meta(
+pub fn lerp_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    end: &Tensor,
-    weight: &Tensor,
-) -> Result<TensorIteratorBase> {
+    self_: &'a Tensor,
+    end: &'a Tensor,
+    weight: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
     check_same_dtype(self_, "weight", weight)?;
     let out = given_output(m);
     TensorIteratorConfig::new()
-        .add_output(out.as_ref())?
+        .add_output(out)?
         .add_const_input(self_)
         .add_const_input(end)
         .add_const_input(weight)
@@ -184,15 +184,15 @@ pub fn lerp_tensor(
 // ---------------------------------------------------------------------------------------------
 
 /// `TORCH_META_FUNC(addcmul)`: `build_ternary_op`.
-pub fn addcmul_meta(
+pub fn addcmul_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    tensor1: &Tensor,
-    tensor2: &Tensor,
+    self_: &'a Tensor,
+    tensor1: &'a Tensor,
+    tensor2: &'a Tensor,
     _value: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    ternary_op_config(out.as_ref(), self_, tensor1, tensor2)?.build(m)
+    ternary_op_config(out, self_, tensor1, tensor2)?.build(m)
 }
 
 /// `TORCH_IMPL_FUNC(addcmul_out)`.
@@ -208,13 +208,13 @@ pub fn addcmul_out(
 }
 
 /// `TORCH_META_FUNC(addcdiv)`: integer division is refused with PyTorch's message.
-pub fn addcdiv_meta(
+pub fn addcdiv_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    tensor1: &Tensor,
-    tensor2: &Tensor,
+    self_: &'a Tensor,
+    tensor1: &'a Tensor,
+    tensor2: &'a Tensor,
     value: &Scalar,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     if tensor1.dtype().is_integral(true) && tensor2.dtype().is_integral(true) {
         return Err(Error::runtime(
             "Integer division with addcdiv is no longer supported, and in a future release \

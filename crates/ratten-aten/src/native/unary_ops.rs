@@ -18,20 +18,26 @@ use crate::native::type_properties::{
 };
 use crate::structured::MetaBase;
 use crate::tensor_iterator::{
-    unary_float_op_config, unary_op_config, TensorIteratorBase, TensorIteratorConfig,
+    unary_float_op_config, unary_op_config, InputOperand, TensorIteratorBase, TensorIteratorConfig,
 };
 use crate::Tensor;
 
 /// `build_borrowing_unary_op` (UNARY_OP_CONFIG: output and input of one dtype).
-pub fn unary_op_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+pub fn unary_op_meta<'a>(
+    m: &mut dyn MetaBase,
+    self_: impl InputOperand<'a>,
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    unary_op_config(out.as_ref(), self_)?.build(m)
+    unary_op_config(out, self_)?.build(m)
 }
 
 /// `build_borrowing_unary_float_op` (integers promote to the default float dtype).
-pub fn unary_float_op_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+pub fn unary_float_op_meta<'a>(
+    m: &mut dyn MetaBase,
+    self_: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     let out = given_output(m);
-    unary_float_op_config(out.as_ref(), self_)?.build(m)
+    unary_float_op_config(out, self_)?.build(m)
 }
 
 /// Runs a unary stub on the built iterator (nothing to do for meta tensors).
@@ -43,7 +49,7 @@ pub fn unary_impl(stub: &DispatchStub<UnaryFn>, iter: &TensorIteratorBase) -> Re
 }
 
 /// `TORCH_META_FUNC(neg)`: no bool (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
-pub fn neg_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+pub fn neg_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
     if self_.dtype() == ScalarType::Bool {
         return Err(Error::not_implemented(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to \
@@ -54,7 +60,7 @@ pub fn neg_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBa
 }
 
 /// `TORCH_META_FUNC(sign)`: no complex (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
-pub fn sign_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+pub fn sign_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
     if self_.dtype().is_complex() {
         return Err(Error::not_implemented(
             "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use \
@@ -65,7 +71,10 @@ pub fn sign_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorB
 }
 
 /// `TORCH_META_FUNC(bitwise_not)`.
-pub fn bitwise_not_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+pub fn bitwise_not_meta<'a>(
+    m: &mut dyn MetaBase,
+    self_: &'a Tensor,
+) -> Result<TensorIteratorBase<'a>> {
     unary_op_meta(m, self_)
 }
 
@@ -73,7 +82,7 @@ pub fn bitwise_not_meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIt
 macro_rules! structured_unary {
     ($($name:literal, $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
         #[doc = concat!("`TORCH_META_FUNC(", $name, ")`.")]
-        pub fn $meta(m: &mut dyn MetaBase, self_: &Tensor) -> Result<TensorIteratorBase> {
+        pub fn $meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
             $build(m, self_)
         }
         #[doc = concat!("`TORCH_IMPL_FUNC(", $name, "_out)`: the stub over the built iterator.")]
@@ -116,7 +125,7 @@ pub fn bitwise_not_out(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Ten
 
 /// `abs.out` (CPU and Meta): `unary_op_impl_out`.
 pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    let iter = unary_op_config(Some(out), self_)?.build_standalone()?;
+    let iter = unary_op_config(out, self_)?.build_standalone()?;
     unary_impl(&ABS_STUB, &iter)?;
     Ok(out.clone())
 }
@@ -140,7 +149,7 @@ pub fn abs_(self_: &Tensor) -> Result<Tensor> {
 pub fn logical_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new()
         .check_all_same_dtype(false)
-        .add_output(Some(out))?
+        .add_output(out)?
         .add_const_input(self_)
         .build_standalone()?;
     unary_impl(&LOGICAL_NOT_STUB, &iter)?;
@@ -167,12 +176,12 @@ fn clamp_none_error() -> Error {
 
 /// `TORCH_META_FUNC(clamp)` with Scalar bounds: the bounds take part in type promotion for an
 /// integral `self` (a float bound makes the result float), which the in-place form refuses.
-pub fn clamp_meta(
+pub fn clamp_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
+    self_: &'a Tensor,
     min: Option<&Scalar>,
     max: Option<&Scalar>,
-) -> Result<TensorIteratorBase> {
+) -> Result<TensorIteratorBase<'a>> {
     if min.is_none() && max.is_none() {
         return Err(clamp_none_error());
     }
@@ -200,7 +209,7 @@ pub fn clamp_meta(
     }
     // `build_borrowing_unary_op(maybe_get_output(), self.to(result_type))`.
     let input = crate::native::copy::to_dtype(self_, result_type, false, false, None)?;
-    unary_op_meta(m, &input)
+    unary_op_meta(m, input)
 }
 
 /// `TORCH_IMPL_FUNC(clamp_out)`.
@@ -216,12 +225,12 @@ pub fn clamp_out(
 
 /// `TORCH_META_FUNC2(clamp, Tensor)`: a TensorIterator over self and the given bounds, all
 /// promoted to their common dtype (the output must be able to hold it).
-pub fn clamp_tensor_meta(
+pub fn clamp_tensor_meta<'a>(
     m: &mut dyn MetaBase,
-    self_: &Tensor,
-    min: Option<&Tensor>,
-    max: Option<&Tensor>,
-) -> Result<TensorIteratorBase> {
+    self_: &'a Tensor,
+    min: Option<&'a Tensor>,
+    max: Option<&'a Tensor>,
+) -> Result<TensorIteratorBase<'a>> {
     if min.is_none() && max.is_none() {
         return Err(clamp_none_error());
     }
@@ -232,7 +241,7 @@ pub fn clamp_tensor_meta(
     let out = given_output(m);
     let mut config = TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
-        .add_output(out.as_ref())?
+        .add_output(out)?
         .add_const_input(self_);
     for bound in [min, max].into_iter().flatten() {
         config = config.add_const_input(bound);

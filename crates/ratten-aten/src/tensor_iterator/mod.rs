@@ -21,6 +21,7 @@
 pub mod overlap;
 pub mod parallel;
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -100,17 +101,82 @@ impl MetaBase for StandaloneOutputs {
     }
 }
 
+/// An output operand as the config takes it: PyTorch's `add_output(const TensorBase&)` borrows
+/// the tensor for the iterator's lifetime, `add_owned_output(TensorBase)` owns it (the
+/// iterator's operands are `MaybeOwned`, here `Cow`). `None` is an output the iterator
+/// allocates.
+pub trait OutputOperand<'a> {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>>;
+}
+/// An input operand: borrowed (`add_input`) or owned (`add_owned_input`, e.g. a wrapped
+/// number made inside a meta function: PyTorch's
+/// `build_borrowing_except_last_argument_comparison_op`).
+pub trait InputOperand<'a> {
+    fn into_operand(self) -> Cow<'a, TensorBase>;
+}
+impl<'a> InputOperand<'a> for &'a TensorBase {
+    fn into_operand(self) -> Cow<'a, TensorBase> {
+        Cow::Borrowed(self)
+    }
+}
+impl<'a> InputOperand<'a> for &'a Tensor {
+    fn into_operand(self) -> Cow<'a, TensorBase> {
+        Cow::Borrowed(self.base())
+    }
+}
+impl<'a> InputOperand<'a> for TensorBase {
+    fn into_operand(self) -> Cow<'a, TensorBase> {
+        Cow::Owned(self)
+    }
+}
+impl<'a> InputOperand<'a> for Tensor {
+    fn into_operand(self) -> Cow<'a, TensorBase> {
+        Cow::Owned(self.into_base())
+    }
+}
+
+impl<'a> OutputOperand<'a> for Option<&'a TensorBase> {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
+        self.map(Cow::Borrowed)
+    }
+}
+impl<'a> OutputOperand<'a> for &'a Tensor {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
+        Some(Cow::Borrowed(self.base()))
+    }
+}
+impl<'a> OutputOperand<'a> for &'a TensorBase {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
+        Some(Cow::Borrowed(self))
+    }
+}
+/// An output the iterator owns (`add_owned_output`): a structured meta's output, which the
+/// iterator cannot borrow from the wrapper it also calls back.
+pub struct OwnedOutput(pub Option<TensorBase>);
+/// An operand already converted (passing one config function's output to another).
+struct OwnedOrBorrowedOutput<'a>(Option<Cow<'a, TensorBase>>);
+impl<'a> OutputOperand<'a> for OwnedOrBorrowedOutput<'a> {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
+        self.0
+    }
+}
+impl<'a> OutputOperand<'a> for OwnedOutput {
+    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
+        self.0.map(Cow::Owned)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Config
 // ---------------------------------------------------------------------------------------------
 
 /// `TensorIteratorConfig`: operands and flags. Outputs must be added before inputs.
 #[derive(Clone, Debug)]
-pub struct TensorIteratorConfig {
+pub struct TensorIteratorConfig<'a> {
     /// The iterator state the build will fill, taken from the thread's spare box when the
     /// config is made: `add_output`/`add_input` push their operands (with their snapshots)
     /// straight into it, so the build moves nothing. `None` only once the build took it.
-    state: Option<Box<IterState>>,
+    state: Option<Box<IterState<'a>>>,
     num_outputs: usize,
     num_inputs: usize,
     /// Boxed: the config is passed by value through the builder calls, so it is kept small.
@@ -130,13 +196,13 @@ pub struct TensorIteratorConfig {
     cast_common_dtype_to_outputs: bool,
 }
 
-impl Default for TensorIteratorConfig {
+impl Default for TensorIteratorConfig<'_> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl TensorIteratorConfig {
+impl<'a> TensorIteratorConfig<'a> {
     pub fn new() -> Self {
         TensorIteratorConfig {
             state: Some(IterState::take(0, false)),
@@ -159,19 +225,20 @@ impl TensorIteratorConfig {
         }
     }
 
-    fn operands(&self) -> &[OperandInfo] {
+    fn operands(&self) -> &[OperandInfo<'a>] {
         self.state.as_deref().map_or(&[], |s| &s.operands)
     }
 
-    fn operands_mut(&mut self) -> &mut OpVec<OperandInfo> {
+    fn operands_mut(&mut self) -> &mut OpVec<OperandInfo<'a>> {
         &mut self
             .state
             .get_or_insert_with(|| IterState::take(0, false))
             .operands
     }
 
-    /// `add_output` (an undefined output, `None`, is allocated by the iterator).
-    pub fn add_output(mut self, t: Option<&TensorBase>) -> Result<Self> {
+    /// `add_output` / `add_owned_output`: a borrowed (`Option<&TensorBase>`) or owned
+    /// (`Option<TensorBase>`) output; an undefined one, `None`, is allocated by the iterator.
+    pub fn add_output(mut self, t: impl OutputOperand<'a>) -> Result<Self> {
         if self.num_inputs != 0 {
             return Err(Error::runtime(
                 "Keep in mind that you have to add all outputs first before adding any input. \
@@ -179,18 +246,18 @@ impl TensorIteratorConfig {
             ));
         }
         self.operands_mut()
-            .push(OperandInfo::new(t.cloned(), false));
+            .push(OperandInfo::new(t.into_operand(), false));
         self.num_outputs += 1;
         Ok(self)
     }
     /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
-    pub fn add_input(mut self, t: &TensorBase) -> Self {
+    pub fn add_input(mut self, t: impl InputOperand<'a>) -> Self {
         self.operands_mut()
-            .push(OperandInfo::new(Some(t.clone()), true));
+            .push(OperandInfo::new(Some(t.into_operand()), true));
         self.num_inputs += 1;
         self
     }
-    pub fn add_const_input(self, t: &TensorBase) -> Self {
+    pub fn add_const_input(self, t: impl InputOperand<'a>) -> Self {
         self.add_input(t)
     }
     pub fn set_check_mem_overlap(mut self, v: bool) -> Self {
@@ -278,10 +345,10 @@ impl TensorIteratorConfig {
 
     /// Builds with the plain TensorIterator's outputs (PyTorch's `TensorIteratorConfig::build()`
     /// returning a `TensorIterator`).
-    pub fn build_standalone(self) -> Result<TensorIterator> {
+    pub fn build_standalone(self) -> Result<TensorIterator<'a>> {
         let outputs = self.operands()[..self.num_outputs]
             .iter()
-            .map(|op| op.tensor.clone().map(Tensor::from_base))
+            .map(|op| op.tensor.as_deref().cloned().map(Tensor::from_base))
             .collect();
         let mut sink = StandaloneOutputs { outputs };
         let base = TensorIteratorBase::build(self, &mut sink)?;
@@ -290,7 +357,7 @@ impl TensorIteratorConfig {
 
     /// Builds, announcing outputs to `m` (a structured kernel's generated wrapper): the
     /// iterator calls `m.set_output_raw_strided(i, ..)` then `m.maybe_get_output(i)`.
-    pub fn build(self, m: &mut dyn MetaBase) -> Result<TensorIteratorBase> {
+    pub fn build(self, m: &mut dyn MetaBase) -> Result<TensorIteratorBase<'a>> {
         TensorIteratorBase::build(self, m)
     }
 }
@@ -301,9 +368,9 @@ impl TensorIteratorConfig {
 
 /// `OperandInfo`.
 #[derive(Clone, Debug)]
-pub struct OperandInfo {
+pub struct OperandInfo<'a> {
     /// The tensor (None only for an output not yet allocated during the build).
-    pub tensor: Option<TensorBase>,
+    pub tensor: Option<Cow<'a, TensorBase>>,
     /// Byte strides in iteration order (broadcast dims 0); after the build, `ndim()` long.
     pub stride_bytes: DimVec,
     /// The dtype the operand should have (the common dtype for allocated outputs).
@@ -322,8 +389,8 @@ pub struct OperandInfo {
     meta: Option<Arc<TensorMeta>>,
 }
 
-impl OperandInfo {
-    fn new(tensor: Option<TensorBase>, is_const: bool) -> Self {
+impl<'a> OperandInfo<'a> {
+    fn new(tensor: Option<Cow<'a, TensorBase>>, is_const: bool) -> Self {
         let dtype = tensor.as_ref().map(|t| t.dtype());
         let device = tensor.as_ref().map(|t| t.device());
         let meta = tensor.as_ref().map(|t| t.meta_arc());
@@ -359,30 +426,35 @@ enum FastSetupType {
 /// of small ops neither allocates the state nor copies it (see Note [Small-op latency] in
 /// ARCHITECTURE.md).
 #[derive(Clone, Debug)]
-pub struct TensorIteratorBase {
+pub struct TensorIteratorBase<'a> {
     /// Always initialised; taken out only in `Drop`.
-    s: ManuallyDrop<Box<IterState>>,
+    s: ManuallyDrop<Box<IterState<'a>>>,
 }
 
 thread_local! {
-    static SPARE_STATE: Cell<Option<Box<IterState>>> = const { Cell::new(None) };
+    static SPARE_STATE: Cell<Option<Box<IterState<'static>>>> = const { Cell::new(None) };
 }
 
-impl Drop for TensorIteratorBase {
+impl Drop for TensorIteratorBase<'_> {
     fn drop(&mut self) {
         // SAFETY: `s` is initialised from construction until here, and not used after.
         let mut state = unsafe { ManuallyDrop::take(&mut self.s) };
         state.clear(0, false);
+        // SAFETY: `clear` emptied the operands, the only fields that borrow for `'_`; what is
+        // left holds no reference, and lifetimes do not change a type's layout.
+        let state = unsafe { state.relabel() };
         // At thread exit the slot may be gone: the box is then simply freed.
         let _ = SPARE_STATE.try_with(move |slot| slot.set(Some(state)));
     }
 }
 
-impl IterState {
+impl<'a> IterState<'a> {
     /// An empty state, reusing the thread's spare box when there is one.
-    fn take(num_outputs: usize, is_reduction: bool) -> Box<IterState> {
+    fn take(num_outputs: usize, is_reduction: bool) -> Box<IterState<'a>> {
         match SPARE_STATE.try_with(Cell::take).ok().flatten() {
-            Some(mut spare) => {
+            Some(spare) => {
+                // SAFETY: a spare's operands are empty (`Drop` cleared them).
+                let mut spare = unsafe { spare.relabel() };
                 spare.num_outputs = num_outputs;
                 spare.is_reduction = is_reduction;
                 spare
@@ -391,7 +463,20 @@ impl IterState {
         }
     }
 
-    fn new_box(num_outputs: usize, is_reduction: bool) -> Box<IterState> {
+    /// The same box under another lifetime. `IterState` is invariant in its lifetime (the
+    /// operand SmallVec's element is an associated type), so a spare box kept as
+    /// `IterState<'static>` cannot simply be coerced.
+    ///
+    /// # Safety
+    /// The operands must be empty: they are the only fields that borrow for `'a`. Lifetimes
+    /// do not change a type's layout.
+    unsafe fn relabel<'b>(self: Box<Self>) -> Box<IterState<'b>> {
+        debug_assert!(self.operands.is_empty());
+        // SAFETY: see the function's contract.
+        unsafe { std::mem::transmute::<Box<IterState<'a>>, Box<IterState<'b>>>(self) }
+    }
+
+    fn new_box(num_outputs: usize, is_reduction: bool) -> Box<IterState<'a>> {
         Box::new(IterState {
             operands: OpVec::new(),
             num_outputs,
@@ -424,8 +509,8 @@ impl IterState {
 }
 
 #[derive(Clone, Debug)]
-struct IterState {
-    operands: OpVec<OperandInfo>,
+struct IterState<'a> {
+    operands: OpVec<OperandInfo<'a>>,
     num_outputs: usize,
     shape: DimVec,
     perm: DimVec,
@@ -440,62 +525,70 @@ struct IterState {
 
 /// The plain `TensorIterator` (outputs created by the iterator itself).
 #[derive(Clone, Debug)]
-pub struct TensorIterator {
-    base: TensorIteratorBase,
+pub struct TensorIterator<'a> {
+    base: TensorIteratorBase<'a>,
 }
 
-impl std::ops::Deref for TensorIterator {
-    type Target = TensorIteratorBase;
-    fn deref(&self) -> &TensorIteratorBase {
+impl<'a> std::ops::Deref for TensorIterator<'a> {
+    type Target = TensorIteratorBase<'a>;
+    fn deref(&self) -> &TensorIteratorBase<'a> {
         &self.base
     }
 }
-impl std::ops::DerefMut for TensorIterator {
-    fn deref_mut(&mut self) -> &mut TensorIteratorBase {
+impl<'a> std::ops::DerefMut for TensorIterator<'a> {
+    fn deref_mut(&mut self) -> &mut TensorIteratorBase<'a> {
         &mut self.base
     }
 }
-impl TensorIterator {
-    pub fn into_base(self) -> TensorIteratorBase {
+impl<'a> TensorIterator<'a> {
+    pub fn into_base(self) -> TensorIteratorBase<'a> {
         self.base
     }
 
     /// `TensorIterator::binary_op(out, a, b)`, out undefined = allocated.
-    pub fn binary_op(out: Option<&TensorBase>, a: &TensorBase, b: &TensorBase) -> Result<Self> {
+    pub fn binary_op(
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
+    ) -> Result<Self> {
         binary_op_config(out, a, b)?.build_standalone()
     }
     /// `TensorIterator::binary_float_op`.
     pub fn binary_float_op(
-        out: Option<&TensorBase>,
-        a: &TensorBase,
-        b: &TensorBase,
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
     ) -> Result<Self> {
         binary_op_config(out, a, b)?
             .promote_integer_inputs_to_float(true)
             .build_standalone()
     }
     /// `TensorIterator::comparison_op`.
-    pub fn comparison_op(out: Option<&TensorBase>, a: &TensorBase, b: &TensorBase) -> Result<Self> {
+    pub fn comparison_op(
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
+    ) -> Result<Self> {
         comparison_op_config(out, a, b)?.build_standalone()
     }
     /// `TensorIterator::unary_op`.
-    pub fn unary_op(out: Option<&TensorBase>, a: &TensorBase) -> Result<Self> {
+    pub fn unary_op(out: Option<&'a TensorBase>, a: &'a TensorBase) -> Result<Self> {
         unary_op_config(out, a)?.build_standalone()
     }
     /// `TensorIterator::unary_float_op`.
-    pub fn unary_float_op(out: Option<&TensorBase>, a: &TensorBase) -> Result<Self> {
+    pub fn unary_float_op(out: Option<&'a TensorBase>, a: &'a TensorBase) -> Result<Self> {
         unary_float_op_config(out, a)?.build_standalone()
     }
     /// `TensorIterator::nullary_op`.
-    pub fn nullary_op(out: &TensorBase) -> Result<Self> {
+    pub fn nullary_op(out: &'a TensorBase) -> Result<Self> {
         nullary_op_config(out)?.build_standalone()
     }
     /// `TensorIterator::borrowing_nullary_op`-style ternary config (`build_ternary_op`).
     pub fn ternary_op(
-        out: Option<&TensorBase>,
-        a: &TensorBase,
-        b: &TensorBase,
-        c: &TensorBase,
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
+        c: &'a TensorBase,
     ) -> Result<Self> {
         ternary_op_config(out, a, b, c)?.build_standalone()
     }
@@ -507,11 +600,11 @@ impl TensorIterator {
 }
 
 /// `BINARY_OP_CONFIG` with the operands added.
-pub fn binary_op_config(
-    out: Option<&TensorBase>,
-    a: &TensorBase,
-    b: &TensorBase,
-) -> Result<TensorIteratorConfig> {
+pub fn binary_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+    b: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     Ok(TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .allow_cpu_scalars(true)
@@ -524,26 +617,27 @@ pub fn binary_op_config(
 }
 
 /// `BINARY_FLOAT_OP_CONFIG`.
-pub fn binary_float_op_config(
-    out: Option<&TensorBase>,
-    a: &TensorBase,
-    b: &TensorBase,
-) -> Result<TensorIteratorConfig> {
+pub fn binary_float_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+    b: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     Ok(binary_op_config(out, a, b)?.promote_integer_inputs_to_float(true))
 }
 
 /// `build_comparison_op`: a bool output unless `out` says otherwise ("Note [special-case bool
 /// outputs]": a bool `out` is written directly, another dtype gets the cast).
-pub fn comparison_op_config(
-    out: Option<&TensorBase>,
-    a: &TensorBase,
-    b: &TensorBase,
-) -> Result<TensorIteratorConfig> {
+pub fn comparison_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+    b: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     let mut config = TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .allow_cpu_scalars(true)
         .promote_inputs_to_common_dtype(true);
-    match out {
+    let out = OwnedOrBorrowedOutput(out.into_operand());
+    match &out.0 {
         None => config = config.declare_static_dtype(ScalarType::Bool)?,
         Some(o) if o.dtype() != ScalarType::Bool => {
             config = config.cast_common_dtype_to_outputs(true)
@@ -557,7 +651,10 @@ pub fn comparison_op_config(
 }
 
 /// `UNARY_OP_CONFIG`.
-pub fn unary_op_config(out: Option<&TensorBase>, a: &TensorBase) -> Result<TensorIteratorConfig> {
+pub fn unary_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     Ok(TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .cast_common_dtype_to_outputs(false)
@@ -568,10 +665,10 @@ pub fn unary_op_config(out: Option<&TensorBase>, a: &TensorBase) -> Result<Tenso
 }
 
 /// `UNARY_FLOAT_OP_CONFIG`.
-pub fn unary_float_op_config(
-    out: Option<&TensorBase>,
-    a: &TensorBase,
-) -> Result<TensorIteratorConfig> {
+pub fn unary_float_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     Ok(TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .promote_inputs_to_common_dtype(true)
@@ -583,7 +680,7 @@ pub fn unary_float_op_config(
 }
 
 /// `NULLARY_OP_CONFIG`.
-pub fn nullary_op_config(out: &TensorBase) -> Result<TensorIteratorConfig> {
+pub fn nullary_op_config<'a>(out: &'a TensorBase) -> Result<TensorIteratorConfig<'a>> {
     TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .check_all_same_dtype(false)
@@ -592,12 +689,12 @@ pub fn nullary_op_config(out: &TensorBase) -> Result<TensorIteratorConfig> {
 }
 
 /// `build_ternary_op`.
-pub fn ternary_op_config(
-    out: Option<&TensorBase>,
-    a: &TensorBase,
-    b: &TensorBase,
-    c: &TensorBase,
-) -> Result<TensorIteratorConfig> {
+pub fn ternary_op_config<'a>(
+    out: impl OutputOperand<'a>,
+    a: impl InputOperand<'a>,
+    b: impl InputOperand<'a>,
+    c: impl InputOperand<'a>,
+) -> Result<TensorIteratorConfig<'a>> {
     Ok(TensorIteratorConfig::new()
         .promote_inputs_to_common_dtype(true)
         .cast_common_dtype_to_outputs(true)
@@ -629,9 +726,9 @@ impl SharedPtrs {
     }
 }
 
-impl TensorIteratorBase {
+impl<'a> TensorIteratorBase<'a> {
     /// `TensorIteratorBase::build(config)`.
-    pub fn build(mut config: TensorIteratorConfig, sink: &mut dyn MetaBase) -> Result<Self> {
+    pub fn build(mut config: TensorIteratorConfig<'a>, sink: &mut dyn MetaBase) -> Result<Self> {
         let mut it = TensorIteratorBase {
             s: ManuallyDrop::new(
                 config
@@ -806,7 +903,7 @@ impl TensorIteratorBase {
     fn mark_outputs(&mut self) {
         for i in 0..self.s.num_outputs {
             self.s.operands[i].is_output = true;
-            let Some(out) = self.s.operands[i].tensor.clone() else {
+            let Some(out) = self.s.operands[i].tensor.as_deref().cloned() else {
                 continue;
             };
             // An input that is the same tensor as an output makes it read-write.
@@ -1099,7 +1196,7 @@ impl TensorIteratorBase {
             .operands
             .iter()
             .filter(|op| !op.will_resize)
-            .filter_map(|op| op.tensor.as_ref())
+            .filter_map(|op| op.tensor.as_deref())
             .collect();
         if defined.iter().all(|t| is_channels_last_contiguous(t)) {
             return FastSetupType::ChannelsLast;
@@ -1222,21 +1319,30 @@ impl TensorIteratorBase {
             self.s.operands[i].meta = own;
         }
         announced?;
-        let t = sink
-            .maybe_get_output(i)
-            .map(|t| t.base().clone())
-            .ok_or_else(|| {
-                Error::runtime(format!(
-                    "TensorIterator: output {i} was not created by set_output"
-                ))
-            })?;
+        let t = sink.maybe_get_output(i).ok_or_else(|| {
+            Error::runtime(format!(
+                "TensorIterator: output {i} was not created by set_output"
+            ))
+        })?;
         let st = &mut **self.s;
         let op = &mut st.operands[i];
-        if op.tensor.is_none() {
-            op.current_dtype = Some(t.dtype());
+        match op.tensor.as_deref() {
+            // The given output itself (out=, in-place): keep the operand as it was added
+            // (borrowed when it was), and its snapshot unless the sink changed its geometry.
+            Some(given) if given.is_same(t.base()) => {
+                if !op.meta.as_ref().is_some_and(|m| given.is_current_meta(m)) {
+                    op.meta = Some(given.meta_arc());
+                }
+            }
+            _ => {
+                let t = t.base().clone();
+                if op.tensor.is_none() {
+                    op.current_dtype = Some(t.dtype());
+                }
+                op.meta = Some(t.meta_arc());
+                op.tensor = Some(Cow::Owned(t));
+            }
         }
-        op.meta = Some(t.meta_arc());
-        op.tensor = Some(t);
         if op.current_dtype.is_none() {
             op.current_dtype = op.target_dtype;
         }
@@ -1400,7 +1506,7 @@ impl TensorIteratorBase {
                 op.stride_bytes = sb;
                 op.current_dtype = Some(t.dtype());
             } else {
-                let t = op.tensor.clone().expect("checked above");
+                let t = op.tensor.as_deref().cloned().expect("checked above");
                 self.set_output(sink, i, &t.sizes(), &[])?;
             }
         }
@@ -1472,7 +1578,7 @@ impl TensorIteratorBase {
     pub fn ninputs(&self) -> usize {
         self.s.operands.len() - self.s.num_outputs
     }
-    pub fn operand(&self, i: usize) -> &OperandInfo {
+    pub fn operand(&self, i: usize) -> &OperandInfo<'a> {
         &self.s.operands[i]
     }
     /// The byte strides of operand `arg` in iteration order.
@@ -1518,7 +1624,7 @@ impl TensorIteratorBase {
             .operands
             .get(i)
             .filter(|op| op.is_output)
-            .and_then(|op| op.tensor.clone())
+            .and_then(|op| op.tensor.as_deref().cloned())
             .ok_or_else(|| Error::index(format!("TensorIterator: no output {i}")))
     }
     /// The i-th input tensor.
@@ -1526,7 +1632,7 @@ impl TensorIteratorBase {
         self.s
             .operands
             .get(self.s.num_outputs + i)
-            .and_then(|op| op.tensor.clone())
+            .and_then(|op| op.tensor.as_deref().cloned())
             .ok_or_else(|| Error::index(format!("TensorIterator: no input {i}")))
     }
     /// Whether operand `arg` is a 0-dim CPU tensor (a scalar a kernel may read once).
@@ -1587,7 +1693,7 @@ impl TensorIteratorBase {
         // Up to 4 operands (every pointwise op) the lists live on the stack.
         const INLINE: usize = 4;
         let ops = &self.s.operands;
-        fn spec(op: &OperandInfo) -> Result<(&TensorMeta, ScalarType, Device)> {
+        fn spec<'o>(op: &'o OperandInfo<'_>) -> Result<(&'o TensorMeta, ScalarType, Device)> {
             match (&op.tensor, &op.meta) {
                 (Some(t), Some(built)) => Ok((&**built, t.dtype(), t.device())),
                 _ => Err(Error::runtime("TensorIterator: an operand is undefined")),
