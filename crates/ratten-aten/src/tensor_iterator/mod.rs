@@ -203,6 +203,7 @@ impl Default for TensorIteratorConfig<'_> {
 }
 
 impl<'a> TensorIteratorConfig<'a> {
+    #[inline]
     pub fn new() -> Self {
         TensorIteratorConfig {
             state: Some(IterState::take(0, false)),
@@ -229,6 +230,7 @@ impl<'a> TensorIteratorConfig<'a> {
         self.state.as_deref().map_or(&[], |s| &s.operands)
     }
 
+    #[inline]
     fn operands_mut(&mut self) -> &mut OpVec<OperandInfo<'a>> {
         &mut self
             .state
@@ -238,6 +240,7 @@ impl<'a> TensorIteratorConfig<'a> {
 
     /// `add_output` / `add_owned_output`: a borrowed (`Option<&TensorBase>`) or owned
     /// (`Option<TensorBase>`) output; an undefined one, `None`, is allocated by the iterator.
+    #[inline]
     pub fn add_output(mut self, t: impl OutputOperand<'a>) -> Result<Self> {
         if self.num_inputs != 0 {
             return Err(Error::runtime(
@@ -251,28 +254,34 @@ impl<'a> TensorIteratorConfig<'a> {
         Ok(self)
     }
     /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
+    #[inline]
     pub fn add_input(mut self, t: impl InputOperand<'a>) -> Self {
         self.operands_mut()
             .push(OperandInfo::new(Some(t.into_operand()), true));
         self.num_inputs += 1;
         self
     }
+    #[inline]
     pub fn add_const_input(self, t: impl InputOperand<'a>) -> Self {
         self.add_input(t)
     }
+    #[inline]
     pub fn set_check_mem_overlap(mut self, v: bool) -> Self {
         self.check_mem_overlap = v;
         self
     }
+    #[inline]
     pub fn check_all_same_dtype(mut self, v: bool) -> Self {
         self.check_all_same_dtype = v;
         self
     }
+    #[inline]
     pub fn check_all_same_device(mut self, v: bool) -> Self {
         self.check_all_same_device = v;
         self
     }
     /// Also turns off `check_all_same_dtype`, as PyTorch does.
+    #[inline]
     pub fn promote_inputs_to_common_dtype(mut self, v: bool) -> Self {
         self.promote_inputs_to_common_dtype = v;
         if v {
@@ -280,11 +289,13 @@ impl<'a> TensorIteratorConfig<'a> {
         }
         self
     }
+    #[inline]
     pub fn promote_integer_inputs_to_float(mut self, v: bool) -> Self {
         self.promote_integer_inputs_to_float = v;
         self
     }
     /// Also turns off `check_all_same_dtype`, as PyTorch does.
+    #[inline]
     pub fn cast_common_dtype_to_outputs(mut self, v: bool) -> Self {
         self.cast_common_dtype_to_outputs = v;
         if v {
@@ -292,22 +303,27 @@ impl<'a> TensorIteratorConfig<'a> {
         }
         self
     }
+    #[inline]
     pub fn enforce_safe_casting_to_output(mut self, v: bool) -> Self {
         self.enforce_safe_casting_to_output = v;
         self
     }
+    #[inline]
     pub fn enforce_linear_iteration(mut self, v: bool) -> Self {
         self.enforce_linear_iteration = v;
         self
     }
+    #[inline]
     pub fn allow_cpu_scalars(mut self, v: bool) -> Self {
         self.allow_cpu_scalars = v;
         self
     }
+    #[inline]
     pub fn resize_outputs(mut self, v: bool) -> Self {
         self.resize_outputs = v;
         self
     }
+    #[inline]
     pub fn is_reduction(mut self, v: bool) -> Self {
         self.is_reduction = v;
         self
@@ -390,6 +406,7 @@ pub struct OperandInfo<'a> {
 }
 
 impl<'a> OperandInfo<'a> {
+    #[inline]
     fn new(tensor: Option<Cow<'a, TensorBase>>, is_const: bool) -> Self {
         let dtype = tensor.as_ref().map(|t| t.dtype());
         let device = tensor.as_ref().map(|t| t.device());
