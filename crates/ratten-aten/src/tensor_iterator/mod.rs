@@ -231,7 +231,7 @@ impl<'a> TensorIteratorConfig<'a> {
     }
 
     #[inline]
-    fn operands_mut(&mut self) -> &mut OpVec<OperandInfo<'a>> {
+    fn operands_mut(&mut self) -> &mut Vec<OperandInfo<'a>> {
         &mut self
             .state
             .get_or_insert_with(|| IterState::take(0, false))
@@ -469,9 +469,7 @@ impl<'a> IterState<'a> {
     /// An empty state, reusing the thread's spare box when there is one.
     fn take(num_outputs: usize, is_reduction: bool) -> Box<IterState<'a>> {
         match SPARE_STATE.try_with(Cell::take).ok().flatten() {
-            Some(spare) => {
-                // SAFETY: a spare's operands are empty (`Drop` cleared them).
-                let mut spare = unsafe { spare.relabel() };
+            Some(mut spare) => {
                 spare.num_outputs = num_outputs;
                 spare.is_reduction = is_reduction;
                 spare
@@ -480,9 +478,8 @@ impl<'a> IterState<'a> {
         }
     }
 
-    /// The same box under another lifetime. `IterState` is invariant in its lifetime (the
-    /// operand SmallVec's element is an associated type), so a spare box kept as
-    /// `IterState<'static>` cannot simply be coerced.
+    /// The same box under another lifetime: a dropped iterator's emptied state becomes the
+    /// thread's `'static` spare (the other way, `'static` to `'a`, is a plain coercion).
     ///
     /// # Safety
     /// The operands must be empty: they are the only fields that borrow for `'a`. Lifetimes
@@ -495,7 +492,7 @@ impl<'a> IterState<'a> {
 
     fn new_box(num_outputs: usize, is_reduction: bool) -> Box<IterState<'a>> {
         Box::new(IterState {
-            operands: OpVec::new(),
+            operands: Vec::with_capacity(4),
             num_outputs,
             shape: DimVec::new(),
             perm: DimVec::new(),
@@ -527,7 +524,9 @@ impl<'a> IterState<'a> {
 
 #[derive(Clone, Debug)]
 struct IterState<'a> {
-    operands: OpVec<OperandInfo<'a>>,
+    /// A Vec, not a SmallVec: the state box is reused (see `SPARE_STATE`), so its capacity
+    /// is too, and a Vec's push and index do not branch on inline-or-heap.
+    operands: Vec<OperandInfo<'a>>,
     num_outputs: usize,
     shape: DimVec,
     perm: DimVec,
