@@ -303,6 +303,7 @@ impl<T> SnapshotCell<T> {
     }
 
     /// Consumes the cell, returning its value (retired values are dropped).
+    #[inline]
     pub fn into_inner(self) -> Arc<T> {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the cell is not used again (ManuallyDrop, fields read once each); the

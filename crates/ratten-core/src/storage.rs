@@ -87,25 +87,10 @@ impl Storage {
                 "Storage size calculation overflowed: {nbytes} bytes"
             )));
         }
-        let inline = matches!(allocator, AllocatorRef::Cpu)
-            && nbytes > 0
-            && nbytes <= INLINE_DATA
-            && CachedArc::<StorageImpl>::tail_fits(INLINE_DATA);
-        if inline {
-            return Ok(Storage(CachedArc::with_tail(INLINE_DATA, |tail| {
-                StorageImpl {
-                    lock: RawRwLock::INIT,
-                    // SAFETY: the tail is INLINE_DATA zeroed bytes, ALIGNMENT-aligned, owned
-                    // by this StorageImpl's block alone and alive as long as the StorageImpl
-                    // (which drops the DataPtr before the block is freed).
-                    data: UnsafeCell::new(unsafe { DataPtr::borrowed(tail, INLINE_DATA, device) }),
-                    nbytes: AtomicUsize::new(nbytes),
-                    allocator,
-                    resizable: true,
-                    device,
-                    alignment: ALIGNMENT,
-                }
-            })));
+        if matches!(allocator, AllocatorRef::Cpu) {
+            if let Some(s) = Self::new_small_cpu(nbytes, device) {
+                return Ok(s);
+            }
         }
         let data = if zeroed {
             allocator.get().allocate_zeroed(nbytes)?
@@ -122,6 +107,42 @@ impl Storage {
             device,
             alignment: ALIGNMENT,
         })))
+    }
+
+    /// A storage of `nbytes` (1..=INLINE_DATA) from the built-in CPU allocator, its data in
+    /// the StorageImpl's own block (zeroed); None for other sizes. Inlined into `empty`: no
+    /// call, no allocator dispatch, nothing to check (the tail's size and alignment are
+    /// constants).
+    #[inline(always)]
+    pub(crate) fn new_small_cpu(nbytes: usize, device: Device) -> Option<Storage> {
+        let inline =
+            nbytes > 0 && nbytes <= INLINE_DATA && CachedArc::<StorageImpl>::tail_fits(INLINE_DATA);
+        if !inline {
+            return None;
+        }
+        Some(Storage(CachedArc::with_tail(INLINE_DATA, |tail| {
+            StorageImpl {
+                lock: RawRwLock::INIT,
+                // SAFETY: the tail is INLINE_DATA zeroed bytes, ALIGNMENT-aligned, owned
+                // by this StorageImpl's block alone and alive as long as the StorageImpl
+                // (which drops the DataPtr before the block is freed).
+                data: UnsafeCell::new(unsafe { DataPtr::borrowed(tail, INLINE_DATA, device) }),
+                nbytes: AtomicUsize::new(nbytes),
+                allocator: AllocatorRef::Cpu,
+                resizable: true,
+                device,
+                alignment: ALIGNMENT,
+            }
+        })))
+    }
+
+    /// Whether new CPU storages come from the built-in allocator (not a replaced one).
+    #[inline(always)]
+    pub(crate) fn cpu_allocator_is_builtin() -> bool {
+        matches!(
+            allocator_ref(crate::device::DeviceType::Cpu),
+            Ok(AllocatorRef::Cpu)
+        )
     }
 
     /// A storage over memory that is not resizable (like `at::from_blob` with a deleter).

@@ -14,7 +14,7 @@
 //! slots, which every temporary tensor paid; a SnapshotCell's drop scans nothing, since no
 //! reader can outlive the tensor it borrows.)
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -114,7 +114,7 @@ impl TensorMeta {
         // and uninitialised, written field by field (building the snapshot on the stack and
         // moving it into `Arc::new` cost memcpy calls for its ~150 bytes).
         let block = META_CACHE
-            .try_with(|c| c.metas.try_borrow_mut().ok()?.pop())
+            .try_with(MetaCache::pop)
             .ok()
             .flatten()
             .unwrap_or_else(Arc::new_uninit);
@@ -209,22 +209,59 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
 /// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
 /// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
 /// TensorMeta was dropped in place (so it holds no storage).
+///
+/// A fixed array of Cells (the first `len` hold blocks, as `Arc::into_raw` pointers): push and
+/// pop are a bounds check and a load or store, with no borrow flag and no Vec to grow.
 struct MetaCache {
-    metas: RefCell<Vec<Arc<MaybeUninit<TensorMeta>>>>,
+    len: Cell<usize>,
+    metas: [Cell<*const MaybeUninit<TensorMeta>>; META_CACHE_LEN],
 }
 
 const META_CACHE_LEN: usize = 32;
 
+impl MetaCache {
+    #[inline]
+    fn pop(&self) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+        let n = self.len.get().checked_sub(1)?;
+        self.len.set(n);
+        let p = self.metas.get(n)?.get();
+        // SAFETY: the first `len` cells hold pointers from `Arc::into_raw` of unique blocks
+        // (see `push`); this takes one out (len was lowered first), handing its count back.
+        Some(unsafe { Arc::from_raw(p) })
+    }
+    /// Keeps `block` (a unique Arc) unless the cache is full, else returns it.
+    #[inline]
+    fn push(&self, block: Arc<MaybeUninit<TensorMeta>>) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+        let n = self.len.get();
+        let Some(cell) = self.metas.get(n) else {
+            return Some(block);
+        };
+        cell.set(Arc::into_raw(block));
+        self.len.set(n + 1);
+        None
+    }
+}
+
+impl Drop for MetaCache {
+    fn drop(&mut self) {
+        while let Some(block) = self.pop() {
+            drop(block);
+        }
+    }
+}
+
 thread_local! {
     static META_CACHE: MetaCache = const {
         MetaCache {
-            metas: RefCell::new(Vec::new()),
+            len: Cell::new(0),
+            metas: [const { Cell::new(std::ptr::null()) }; META_CACHE_LEN],
         }
     };
 }
 
 /// Drops a TensorImpl's snapshot handle, keeping the block for reuse when it was the last
 /// handle. No atomic read-modify-write: uniqueness is read from the counts.
+#[inline]
 fn recycle_meta(meta: Arc<TensorMeta>) {
     // Only our handle, and no Weak that could be upgraded: nobody else can reach it or make
     // a new handle. (A clone can only be made from a handle, and ours is the only one.)
@@ -246,10 +283,8 @@ fn recycle_meta(meta: Arc<TensorMeta>) {
     };
     let mut slot = Some(block);
     let _ = META_CACHE.try_with(|c| {
-        if let Ok(mut metas) = c.metas.try_borrow_mut() {
-            if metas.len() < META_CACHE_LEN {
-                metas.extend(slot.take());
-            }
+        if let Some(b) = slot.take() {
+            slot = c.push(b);
         }
     });
     drop(slot);
@@ -487,6 +522,7 @@ fn tensor_key_set(device_type: DeviceType) -> DispatchKeySet {
 }
 
 impl Drop for TensorImpl {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `meta` is taken exactly once, here, and the TensorImpl is not used after.
         let meta = unsafe { ManuallyDrop::take(&mut self.meta) }.into_inner();
@@ -519,21 +555,33 @@ impl TensorBase {
         device: Device,
         zeroed: bool,
     ) -> Result<TensorBase> {
-        check_size_nonnegative(sizes)?;
+        // One pass for both checks: a negative size (reported first, as
+        // check_size_nonnegative does) and the element count's overflow.
+        let mut numel = Some(1u64);
+        for &s in sizes {
+            if s < 0 {
+                check_size_nonnegative(sizes)?;
+            }
+            numel = numel.and_then(|n| n.checked_mul(s as u64));
+        }
         let overflow = || {
             Error::runtime(format!(
                 "Storage size calculation overflowed with sizes={sizes:?}"
             ))
         };
-        let numel = sizes
-            .iter()
-            .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64))
-            .ok_or_else(overflow)?;
+        let numel = numel.ok_or_else(overflow)?;
         let nbytes = numel
             .checked_mul(dtype.element_size() as u64)
             .filter(|&n| n <= isize::MAX as u64)
             .ok_or_else(overflow)? as usize;
-        let storage = if zeroed {
+        // A small CPU tensor (a scalar, an op on a few elements): its storage's block holds
+        // the data, already zeroed, so `zeroed` needs nothing more.
+        let small = (device.device_type == DeviceType::Cpu && Storage::cpu_allocator_is_builtin())
+            .then(|| Storage::new_small_cpu(nbytes, device))
+            .flatten();
+        let storage = if let Some(s) = small {
+            s
+        } else if zeroed {
             Storage::new_zeroed(nbytes, device)?
         } else {
             Storage::new(nbytes, device)?
