@@ -1159,6 +1159,69 @@ mod tests {
     }
 
     #[test]
+    fn four_tensors_in_every_order_lock_each_storage_once_in_its_strongest_mode() {
+        // Two storages named four times (a view of each): every permutation of the argument
+        // order goes through the sorting network and must dedupe to "a written, b read".
+        let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let b = TensorBase::from_slice(&[3.0f32, 4.0], &[2]).unwrap();
+        let (va, vb) = (
+            a.as_strided(&[1], &[1], Some(1)).unwrap(),
+            b.as_strided(&[1], &[1], Some(1)).unwrap(),
+        );
+        let names = [&a, &b, &va, &vb];
+        let perms = [
+            [0, 1, 2, 3],
+            [3, 2, 1, 0],
+            [1, 3, 0, 2],
+            [2, 0, 3, 1],
+            [3, 0, 2, 1],
+        ];
+        for p in perms {
+            let reads: Vec<&TensorBase> = p[..3].iter().map(|&i| names[i]).collect();
+            // Write whichever of a / va is not already last among the reads, so that a is
+            // written through one tensor and read through another in some orders.
+            let w = if p[3] == 2 || p[3] == 0 {
+                names[p[3]]
+            } else {
+                &a
+            };
+            let g = TensorAccess::new(&reads, &[w]).unwrap();
+            assert!(g.output(0).unwrap().is_writable());
+            // a is held for writing, b for reading: a nested read of b re-enters, any
+            // nested access to a is refused.
+            assert_eq!(b.to_vec::<f32>().unwrap(), vec![3.0, 4.0]);
+            assert!(TensorAccess::read(&a).is_err());
+            assert!(TensorAccess::write(&b).is_err());
+            drop(g);
+            // Fully released: both can be written again, on this thread and another.
+            drop(TensorAccess::new(&[], &[&a, &b]).unwrap());
+            std::thread::scope(|s| {
+                s.spawn(|| drop(TensorAccess::new(&[], &[&a, &b]).unwrap()));
+            });
+        }
+    }
+
+    #[test]
+    fn storage_guards_report_what_they_hold() {
+        let s1 = Storage::new(8, Device::CPU).unwrap();
+        let s2 = Storage::new(8, Device::CPU).unwrap();
+        let s3 = Storage::new(8, Device::CPU).unwrap();
+        let g = StorageAccess::acquire(&[&s1, &s2], &[&s1]).unwrap();
+        assert!(g.is_writing(&s1));
+        assert!(!g.is_writing(&s2));
+        assert!(g.data_ptr(&s2).is_some());
+        assert!(g.data_ptr(&s3).is_none());
+        // A nested read of s2 re-enters: held, but not for writing.
+        let inner = StorageAccess::acquire(&[&s2, &s3], &[]).unwrap();
+        assert!(inner.data_ptr(&s2).is_some() && !inner.is_writing(&s2));
+        drop(g);
+        // s2 is still read by `inner`.
+        assert!(StorageAccess::acquire(&[], &[&s2]).is_err());
+        drop(inner);
+        drop(StorageAccess::acquire(&[], &[&s1, &s2, &s3]).unwrap());
+    }
+
+    #[test]
     fn many_tensors_in_one_guard() {
         // More than the inline capacity and the insertion-sort bound, with repeats.
         let ts: Vec<_> = (0..12i32)

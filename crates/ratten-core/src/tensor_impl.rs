@@ -1191,6 +1191,33 @@ mod tests {
     }
 
     #[test]
+    fn empty_checks_sizes_in_one_pass_with_the_usual_messages() {
+        let f = ScalarType::Float;
+        // A negative size is reported as such even after an overflowing product.
+        let e = TensorBase::empty(&[i64::MAX, 4, -2], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("negative dimension -2"), "{e}");
+        let e = TensorBase::empty(&[1 << 40, 1 << 40], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("overflowed"), "{e}");
+        let e = TensorBase::empty(&[1 << 62, 2], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("overflowed"), "{e}");
+        // Small CPU tensors (data inside the storage's block) of every size up to the
+        // block's capacity, zeroed or not, after the blocks held other data.
+        for n in 1..=17 {
+            let t = TensorBase::empty(&[n], f, Device::CPU).unwrap();
+            let g = TensorAccess::write(&t).unwrap();
+            let len = g.output(0).unwrap().numel() as usize;
+            let p = g.output(0).unwrap().data_ptr_mut::<f32>().unwrap();
+            // SAFETY: `len` elements of the locked output.
+            unsafe { std::slice::from_raw_parts_mut(p, len).fill(7.0) };
+        }
+        for n in 1..=17 {
+            let z = TensorBase::zeros(&[n], f, Device::CPU).unwrap();
+            assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; n as usize]);
+            assert_eq!(z.storage().nbytes(), 4 * n as usize);
+        }
+    }
+
+    #[test]
     fn dims_past_the_inline_ones_live_on_the_heap() {
         let t = TensorBase::from_slice(&(0..128i32).collect::<Vec<_>>(), &[2; 7]).unwrap();
         assert_eq!(t.dim(), 7);
