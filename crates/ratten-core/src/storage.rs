@@ -49,7 +49,7 @@ pub struct Storage(CachedArc<StorageImpl>);
 
 /// CPU storages of up to this many bytes from the built-in allocator keep their data inside
 /// the StorageImpl's block (one allocation for both; a scalar or a tiny tensor).
-const INLINE_DATA: usize = 64;
+pub(crate) const INLINE_DATA: usize = 64;
 
 impl Storage {
     /// A storage of `nbytes` bytes from the device's allocator (contents unspecified but
@@ -134,6 +134,49 @@ impl Storage {
                 alignment: ALIGNMENT,
             }
         })))
+    }
+
+    /// Whether this is a storage of [`Storage::new_small_cpu`] that no other handle (tensor,
+    /// guard) holds: its data still in its own block, unlocked. Such a storage can be reused
+    /// for a new small tensor by [`Storage::reuse_small_cpu`].
+    #[inline]
+    pub(crate) fn is_unique_small_cpu(&mut self) -> bool {
+        let Some(s) = CachedArc::get_mut(&mut self.0) else {
+            return false;
+        };
+        // Unique, so no guard can hold the lock (a guard keeps a handle or a snapshot, which
+        // keeps one); checked anyway, it is one load.
+        s.data.get_mut().is_borrowed()
+            && s.data.get_mut().capacity() == INLINE_DATA
+            && s.resizable
+            && matches!(s.allocator, AllocatorRef::Cpu)
+            && !s.lock.is_locked()
+    }
+
+    /// Turns a storage that [`Storage::is_unique_small_cpu`] accepted into a fresh one of
+    /// `nbytes` (1..=INLINE_DATA) on `device` (a CPU device), zeroed if asked (else it holds
+    /// the previous, initialised bytes, as a reused block does). False (nothing changed) if
+    /// it is not such a storage.
+    #[inline]
+    pub(crate) fn reuse_small_cpu(&mut self, nbytes: usize, device: Device, zeroed: bool) -> bool {
+        if !(nbytes > 0 && nbytes <= INLINE_DATA && self.is_unique_small_cpu()) {
+            return false;
+        }
+        let Some(s) = CachedArc::get_mut(&mut self.0) else {
+            return false;
+        };
+        *s.nbytes.get_mut() = nbytes;
+        s.device = device;
+        let data = s.data.get_mut();
+        data.set_device(device);
+        if zeroed {
+            if let Some(p) = data.get() {
+                // SAFETY: the inline tail: INLINE_DATA bytes owned by this storage, which
+                // nobody else holds (unique, checked above).
+                unsafe { std::ptr::write_bytes(p.as_ptr(), 0, INLINE_DATA) };
+            }
+        }
+        true
     }
 
     /// Whether new CPU storages come from the built-in allocator (not a replaced one).

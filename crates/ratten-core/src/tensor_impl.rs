@@ -29,7 +29,7 @@ use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
 use crate::scalar::{Scalar, ScalarConvert};
 use crate::snapshot::SnapshotCell;
-use crate::storage::Storage;
+use crate::storage::{Storage, INLINE_DATA};
 
 /// Sizes or strides: up to 6 dimensions inline, no heap allocation.
 pub type DimVec = SmallVec<[i64; 6]>;
@@ -530,10 +530,144 @@ impl Drop for TensorImpl {
     }
 }
 
+impl TensorImpl {
+    /// Whether this TensorImpl, reached through its only handle, can be kept whole as a spare
+    /// for the next small `empty` on this thread: its snapshot and its storage held by nobody
+    /// else, the storage a small CPU one (data in its own block), the dims in place. Clears
+    /// what a fresh tensor does not have (a version counter, the wrapped-number mark).
+    #[inline]
+    fn prepare_spare(&mut self) -> bool {
+        let Some(m) = self.meta.unique_mut() else {
+            return false;
+        };
+        if m.dims.heap.is_some() || !m.storage.is_unique_small_cpu() {
+            return false;
+        }
+        self.version_counter.take();
+        *self.is_wrapped_number.get_mut() = false;
+        true
+    }
+
+    /// Makes a spare (see `prepare_spare`) the fresh contiguous tensor `empty(sizes, dtype,
+    /// device)` would make: `numel` elements of `nbytes` (1..=INLINE_DATA) bytes on a CPU
+    /// device, at most INLINE_DIMS dimensions. False (to be dropped, not used) if it is not
+    /// a spare any more.
+    #[inline]
+    fn reuse_spare(
+        &mut self,
+        sizes: &[i64],
+        numel: i64,
+        nbytes: usize,
+        dtype: ScalarType,
+        device: Device,
+        zeroed: bool,
+    ) -> bool {
+        let n = sizes.len();
+        let Some(m) = self.meta.unique_mut() else {
+            return false;
+        };
+        if n > INLINE_DIMS || m.dims.heap.is_some() {
+            return false;
+        }
+        if !m.storage.reuse_small_cpu(nbytes, device, zeroed) {
+            return false;
+        }
+        // Row-major strides (0 sizes count as 1), as `TensorMeta::contiguous` writes them;
+        // the slots past `n` keep old values, which nothing reads (sizes/strides slice [..n]).
+        let mut stride = 1i64;
+        for d in (0..n).rev() {
+            m.dims.inline[d] = sizes[d];
+            m.dims.inline[INLINE_DIMS + d] = stride;
+            stride = stride.saturating_mul(sizes[d].max(1));
+        }
+        m.dims.ndim = n;
+        m.numel = numel;
+        m.is_contiguous = true;
+        m.storage_offset = 0;
+        self.dtype = dtype;
+        self.device = device;
+        self.key_set = tensor_key_set(device.device_type);
+        true
+    }
+}
+
+/// Whole small tensors (TensorImpl, snapshot and storage, still linked) dropped on this
+/// thread, kept for its next small `empty`: reusing one rewrites a few fields instead of
+/// building three objects (and tearing three down on drop). The first `len` cells hold
+/// `CachedArc::into_raw` handles, each the only handle of a spare.
+struct SpareTensors {
+    len: Cell<usize>,
+    items: [Cell<*mut ()>; SPARE_TENSORS],
+}
+
+const SPARE_TENSORS: usize = 16;
+
+impl SpareTensors {
+    #[inline]
+    fn pop(&self) -> Option<CachedArc<TensorImpl>> {
+        let n = self.len.get().checked_sub(1)?;
+        self.len.set(n);
+        let p = self.items.get(n)?.get();
+        // SAFETY: the first `len` cells hold `into_raw` handles of TensorImpls (see `push`);
+        // this takes one out (len was lowered first).
+        Some(unsafe { CachedArc::from_raw(p) })
+    }
+    /// Keeps `t` unless the cache is full, else gives it back.
+    #[inline]
+    fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
+        let n = self.len.get();
+        let Some(cell) = self.items.get(n) else {
+            return Some(t);
+        };
+        cell.set(CachedArc::into_raw(t));
+        self.len.set(n + 1);
+        None
+    }
+}
+
+impl Drop for SpareTensors {
+    fn drop(&mut self) {
+        // Torn down as any last handle is (the TensorBase drop that would keep them again is
+        // not involved).
+        while let Some(t) = self.pop() {
+            drop(t);
+        }
+    }
+}
+
+thread_local! {
+    static SPARE: SpareTensors = const {
+        SpareTensors {
+            len: Cell::new(0),
+            items: [const { Cell::new(std::ptr::null_mut()) }; SPARE_TENSORS],
+        }
+    };
+}
+
 /// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
 /// PyTorch's `Tensor b = a;` does); it never copies data.
 #[derive(Clone)]
-pub struct TensorBase(CachedArc<TensorImpl>);
+pub struct TensorBase(
+    // Taken out by `Drop`, which may keep the TensorImpl as a spare (see `SpareTensors`).
+    ManuallyDrop<CachedArc<TensorImpl>>,
+);
+
+impl Drop for TensorBase {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; the field is not used after.
+        let mut t = unsafe { ManuallyDrop::take(&mut self.0) };
+        if CachedArc::get_mut(&mut t).is_some_and(TensorImpl::prepare_spare) {
+            match SPARE.try_with(|s| s.push(t)) {
+                Ok(None) => return,
+                Ok(Some(back)) => t = back,
+                // The thread is exiting; the closure (and `t` in it) was dropped unused.
+                Err(_) => return,
+            }
+        }
+        drop(t);
+    }
+}
 
 /// A borrowed metadata snapshot (see [`TensorBase::meta`]).
 pub type MetaRef = Arc<TensorMeta>;
@@ -574,9 +708,25 @@ impl TensorBase {
             .checked_mul(dtype.element_size() as u64)
             .filter(|&n| n <= isize::MAX as u64)
             .ok_or_else(overflow)? as usize;
-        // A small CPU tensor (a scalar, an op on a few elements): its storage's block holds
-        // the data, already zeroed, so `zeroed` needs nothing more.
-        let small = (device.device_type == DeviceType::Cpu && Storage::cpu_allocator_is_builtin())
+        // A small CPU tensor (a scalar, an op on a few elements): a spare of this thread made
+        // fresh, else one whose storage's block holds the data (already zeroed, so `zeroed`
+        // needs nothing more).
+        let small_cpu = device.device_type == DeviceType::Cpu
+            && nbytes > 0
+            && nbytes <= INLINE_DATA
+            && Storage::cpu_allocator_is_builtin();
+        if small_cpu && sizes.len() <= INLINE_DIMS {
+            if let Some(mut t) = SPARE.try_with(SpareTensors::pop).ok().flatten() {
+                // numel fits i64: numel * element_size <= isize::MAX was checked above.
+                let fresh = CachedArc::get_mut(&mut t).is_some_and(|imp| {
+                    imp.reuse_spare(sizes, numel as i64, nbytes, dtype, device, zeroed)
+                });
+                if fresh {
+                    return Ok(TensorBase(ManuallyDrop::new(t)));
+                }
+            }
+        }
+        let small = small_cpu
             .then(|| Storage::new_small_cpu(nbytes, device))
             .flatten();
         let storage = if let Some(s) = small {
@@ -589,9 +739,10 @@ impl TensorBase {
         // numel fits i64: numel * element_size <= isize::MAX was checked above.
         let meta = TensorMeta::contiguous(storage, sizes, numel as i64);
         // Built inside the block (not moved into it): saves a memcpy call per tensor.
-        Ok(TensorBase(CachedArc::with_tail(0, |_| {
-            TensorImpl::with_meta(meta, dtype)
-        })))
+        Ok(TensorBase(ManuallyDrop::new(CachedArc::with_tail(
+            0,
+            |_| TensorImpl::with_meta(meta, dtype),
+        ))))
     }
 
     /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
@@ -643,7 +794,7 @@ impl TensorBase {
     }
 
     pub fn from_impl(imp: TensorImpl) -> TensorBase {
-        TensorBase(CachedArc::new(imp))
+        TensorBase(ManuallyDrop::new(CachedArc::new(imp)))
     }
 
     pub fn unsafe_get_tensor_impl(&self) -> &TensorImpl {
@@ -1038,6 +1189,7 @@ impl std::fmt::Debug for TensorBase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::StorageAccess;
 
     #[test]
     fn empty_has_contiguous_strides() {
@@ -1215,6 +1367,59 @@ mod tests {
             assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; n as usize]);
             assert_eq!(z.storage().nbytes(), 4 * n as usize);
         }
+    }
+
+    #[test]
+    fn spare_tensors_come_back_fresh_and_shared_ones_are_never_reused() {
+        let f = ScalarType::Float;
+        // A dropped tensor with a created version counter and the wrapped-number mark: the
+        // next small tensors on this thread are fresh (new counter, no mark, new geometry).
+        let t = TensorBase::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+        t.bump_version();
+        let counter = t.version_counter().clone();
+        let w = TensorBase::from_slice(&[5i64], &[]).unwrap();
+        w.set_wrapped_number(true).unwrap();
+        drop((t, w));
+        for sizes in [&[2, 2][..], &[], &[0], &[3, 1, 2]] {
+            let u = TensorBase::zeros(sizes, ScalarType::Double, Device::CPU).unwrap();
+            assert_eq!(u.version(), 0);
+            assert!(!u.version_counter().is_shared_with(&counter));
+            assert!(!u.is_wrapped_number());
+            assert_eq!(u.sizes().as_slice(), sizes);
+            assert_eq!(u.strides(), contiguous_strides(sizes));
+            assert_eq!(u.storage_offset(), 0);
+            assert!(u.is_contiguous());
+            assert_eq!(u.dtype(), ScalarType::Double);
+            assert_eq!(u.key_set(), DispatchKeySet::for_tensor(DeviceType::Cpu));
+            assert_eq!(u.storage().nbytes(), u.numel() as usize * 8);
+            assert!(u.to_vec::<f64>().unwrap().iter().all(|&x| x == 0.0));
+        }
+        // A view outliving its base keeps the storage: the base is not reused, and neither
+        // is the view's storage while a snapshot of it is held.
+        let base = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+        let view = base.as_strided(&[2], &[2], Some(1)).unwrap();
+        let held = view.meta_arc();
+        drop(base);
+        let fresh: Vec<_> = (0..4)
+            .map(|_| TensorBase::empty(&[4], f, Device::CPU).unwrap())
+            .collect();
+        for t in &fresh {
+            assert!(!t.storage().is_alias_of(&view.storage()));
+            let g = TensorAccess::write(t).unwrap();
+            let p = g.output(0).unwrap().data_ptr_mut::<f32>().unwrap();
+            // SAFETY: 4 elements of the locked output.
+            unsafe { std::slice::from_raw_parts_mut(p, 4).fill(-1.0) };
+        }
+        drop(view);
+        assert_eq!((held.sizes(), held.strides()), (&[2][..], &[2][..]));
+        assert_eq!(held.storage_offset(), 1);
+        let g = StorageAccess::acquire(&[held.storage()], &[]).unwrap();
+        let p = g.data_ptr(held.storage()).unwrap().cast::<f32>();
+        // SAFETY: the storage holds 4 floats, read-locked.
+        assert_eq!(
+            unsafe { std::slice::from_raw_parts(p.as_ptr(), 4) },
+            &[1.0, 2.0, 3.0, 4.0]
+        );
     }
 
     #[test]
