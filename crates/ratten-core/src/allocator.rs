@@ -524,6 +524,16 @@ impl<T> CachedArc<T> {
         Some(unsafe { &mut (*this.ptr.as_ptr()).value })
     }
 
+    /// [`CachedArc::get_mut`] without the check.
+    ///
+    /// # Safety
+    /// This must be the value's only handle.
+    #[inline]
+    pub(crate) unsafe fn get_mut_unchecked(this: &mut Self) -> &mut T {
+        // SAFETY: the caller's contract: nobody else can reach the value.
+        unsafe { &mut (*this.ptr.as_ptr()).value }
+    }
+
     /// The handle as a raw pointer (its count goes with it; see [`CachedArc::from_raw`]).
     #[inline]
     pub(crate) fn into_raw(this: Self) -> *mut () {

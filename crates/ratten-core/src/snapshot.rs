@@ -326,6 +326,17 @@ impl<T> SnapshotCell<T> {
         Some(unsafe { &mut *p })
     }
 
+    /// [`SnapshotCell::unique_mut`] without the checks.
+    ///
+    /// # Safety
+    /// `unique_mut` must have succeeded on this cell, and nothing may have reached the cell
+    /// or its value since.
+    #[inline]
+    pub(crate) unsafe fn unique_mut_unchecked(&mut self) -> &mut T {
+        // SAFETY: the caller's contract: as in `unique_mut`.
+        unsafe { &mut **self.ptr.get_mut() }
+    }
+
     /// Consumes the cell, returning its value (retired values are dropped).
     #[inline]
     pub fn into_inner(self) -> Arc<T> {

@@ -154,17 +154,17 @@ impl Storage {
     }
 
     /// Turns a storage that [`Storage::is_unique_small_cpu`] accepted into a fresh one of
-    /// `nbytes` (1..=INLINE_DATA) on `device` (a CPU device), zeroed if asked (else it holds
-    /// the previous, initialised bytes, as a reused block does). False (nothing changed) if
-    /// it is not such a storage.
+    /// `nbytes` on `device` (a CPU device), zeroed if asked (else it holds the previous,
+    /// initialised bytes, as a reused block does).
+    ///
+    /// # Safety
+    /// `is_unique_small_cpu` must have returned true and nothing may have reached the storage
+    /// since (no other handle existed to do so); `nbytes` must be in 1..=INLINE_DATA.
     #[inline]
-    pub(crate) fn reuse_small_cpu(&mut self, nbytes: usize, device: Device, zeroed: bool) -> bool {
-        if !(nbytes > 0 && nbytes <= INLINE_DATA && self.is_unique_small_cpu()) {
-            return false;
-        }
-        let Some(s) = CachedArc::get_mut(&mut self.0) else {
-            return false;
-        };
+    pub(crate) unsafe fn reuse_small_cpu(&mut self, nbytes: usize, device: Device, zeroed: bool) {
+        debug_assert!(nbytes > 0 && nbytes <= INLINE_DATA);
+        // SAFETY: the caller's contract: the only handle.
+        let s = unsafe { CachedArc::get_mut_unchecked(&mut self.0) };
         *s.nbytes.get_mut() = nbytes;
         s.device = device;
         let data = s.data.get_mut();
@@ -176,7 +176,6 @@ impl Storage {
                 unsafe { std::ptr::write_bytes(p.as_ptr(), 0, INLINE_DATA) };
             }
         }
-        true
     }
 
     /// Whether new CPU storages come from the built-in allocator (not a replaced one).

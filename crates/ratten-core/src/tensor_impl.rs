@@ -548,30 +548,31 @@ impl TensorImpl {
         true
     }
 
-    /// Makes a spare (see `prepare_spare`) the fresh contiguous tensor `empty(sizes, dtype,
-    /// device)` would make: `numel` elements of `nbytes` (1..=INLINE_DATA) bytes on a CPU
-    /// device, at most INLINE_DIMS dimensions. False (to be dropped, not used) if it is not
-    /// a spare any more.
+    /// Makes a spare the fresh contiguous tensor `empty(sizes, dtype, device)` would make:
+    /// `numel` elements of `nbytes` bytes on a CPU device. Nothing is checked again: what
+    /// `prepare_spare` accepted cannot have changed, since nothing could reach the spare.
+    ///
+    /// # Safety
+    /// `spare` must come from `SpareTensors::pop` (so `prepare_spare` accepted it and it is
+    /// its only handle); `nbytes` in 1..=INLINE_DATA; at most INLINE_DIMS sizes.
     #[inline]
-    fn reuse_spare(
-        &mut self,
+    unsafe fn reuse_spare(
+        spare: &mut CachedArc<TensorImpl>,
         sizes: &[i64],
         numel: i64,
         nbytes: usize,
         dtype: ScalarType,
         device: Device,
         zeroed: bool,
-    ) -> bool {
+    ) {
         let n = sizes.len();
-        let Some(m) = self.meta.unique_mut() else {
-            return false;
-        };
-        if n > INLINE_DIMS || m.dims.heap.is_some() {
-            return false;
-        }
-        if !m.storage.reuse_small_cpu(nbytes, device, zeroed) {
-            return false;
-        }
+        debug_assert!(n <= INLINE_DIMS);
+        // SAFETY (the three accesses): the caller's contract. The spare's handle, snapshot and
+        // storage were each found unique by `prepare_spare`, and a spare is reachable only
+        // from the cache, so they still are.
+        let imp = unsafe { CachedArc::get_mut_unchecked(spare) };
+        let m = unsafe { imp.meta.unique_mut_unchecked() };
+        unsafe { m.storage.reuse_small_cpu(nbytes, device, zeroed) };
         // Row-major strides (0 sizes count as 1), as `TensorMeta::contiguous` writes them;
         // the slots past `n` keep old values, which nothing reads (sizes/strides slice [..n]).
         let mut stride = 1i64;
@@ -584,17 +585,17 @@ impl TensorImpl {
         m.numel = numel;
         m.is_contiguous = true;
         m.storage_offset = 0;
-        self.dtype = dtype;
-        self.device = device;
-        self.key_set = tensor_key_set(device.device_type);
-        true
+        imp.dtype = dtype;
+        imp.device = device;
+        imp.key_set = tensor_key_set(device.device_type);
     }
 }
 
 /// Whole small tensors (TensorImpl, snapshot and storage, still linked) dropped on this
 /// thread, kept for its next small `empty`: reusing one rewrites a few fields instead of
 /// building three objects (and tearing three down on drop). The first `len` cells hold
-/// `CachedArc::into_raw` handles, each the only handle of a spare.
+/// `CachedArc::into_raw` handles, each the only handle of a TensorImpl that `prepare_spare`
+/// accepted (see `push`): nothing else reaches it, its snapshot or its storage.
 struct SpareTensors {
     len: Cell<usize>,
     items: [Cell<*mut ()>; SPARE_TENSORS],
@@ -613,8 +614,12 @@ impl SpareTensors {
         Some(unsafe { CachedArc::from_raw(p) })
     }
     /// Keeps `t` unless the cache is full, else gives it back.
+    ///
+    /// # Safety
+    /// `t` must be the only handle of its TensorImpl, and `prepare_spare` must have accepted
+    /// it (`reuse_spare` relies on both without checking).
     #[inline]
-    fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
+    unsafe fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
         let n = self.len.get();
         let Some(cell) = self.items.get(n) else {
             return Some(t);
@@ -658,7 +663,8 @@ impl Drop for TensorBase {
         // SAFETY: taken exactly once, here; the field is not used after.
         let mut t = unsafe { ManuallyDrop::take(&mut self.0) };
         if CachedArc::get_mut(&mut t).is_some_and(TensorImpl::prepare_spare) {
-            match SPARE.try_with(|s| s.push(t)) {
+            // SAFETY: `get_mut` found `t` the only handle and `prepare_spare` accepted it.
+            match SPARE.try_with(|s| unsafe { s.push(t) }) {
                 Ok(None) => return,
                 Ok(Some(back)) => t = back,
                 // The thread is exiting; the closure (and `t` in it) was dropped unused.
@@ -717,13 +723,20 @@ impl TensorBase {
             && Storage::cpu_allocator_is_builtin();
         if small_cpu && sizes.len() <= INLINE_DIMS {
             if let Some(mut t) = SPARE.try_with(SpareTensors::pop).ok().flatten() {
-                // numel fits i64: numel * element_size <= isize::MAX was checked above.
-                let fresh = CachedArc::get_mut(&mut t).is_some_and(|imp| {
-                    imp.reuse_spare(sizes, numel as i64, nbytes, dtype, device, zeroed)
-                });
-                if fresh {
-                    return Ok(TensorBase(ManuallyDrop::new(t)));
-                }
+                // SAFETY: a popped spare; nbytes and the dims were checked just above. numel
+                // fits i64: numel * element_size <= isize::MAX was checked above.
+                unsafe {
+                    TensorImpl::reuse_spare(
+                        &mut t,
+                        sizes,
+                        numel as i64,
+                        nbytes,
+                        dtype,
+                        device,
+                        zeroed,
+                    )
+                };
+                return Ok(TensorBase(ManuallyDrop::new(t)));
             }
         }
         let small = small_cpu
