@@ -418,7 +418,12 @@ fn lock_small(
         t.len.set(k);
         return Ok(());
     }
-    lock_general(&mut keys[..n], set)
+    // Through a local set: the guard's address must not reach an out-of-line call, so that
+    // the caller can keep the guard in place (not copied into its Result and out again).
+    let mut local = LockSet::new();
+    let r = lock_general(&mut keys[..n], &mut local);
+    *set = local;
+    r
 }
 
 /// [`lock_small`] for any number of keys, in any order, and for a thread that already holds
@@ -944,7 +949,9 @@ impl<Keep> TensorAccess<Keep> {
                 .collect();
             g.tensors.heap = Some(Box::new(tensors));
             (g.n_reads, g.n_writes) = (n_reads32, n_writes32);
-            lock_general(&mut keys, &mut g.locks).map_err(Refused::into_error)?;
+            let mut locks = LockSet::new();
+            lock_general(&mut keys, &mut locks).map_err(Refused::into_error)?;
+            g.locks = locks;
         }
         Ok(g)
     }
