@@ -7,11 +7,16 @@ large cases of the TensorIterator issue (16M-element f32 add into out and functi
 4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
 broadcast), with 1 and 2 threads.
 
-`--same-memory`: only the 16M-element out= adds of float32, float16 and bfloat16, ratten against
+`--mid`: f32 adds of 100K, 300K and 1M elements (out= and functional) against torch on the same
+memory, 1 and 2 threads, 20 back-to-back calls per round (the sizes where threads wake late).
+
+`--same-memory`: the 16M-element out= adds of float32, float16 and bfloat16, ratten against
 torch in interleaved rounds on the SAME memory (numpy arrays wrapped zero-copy by both
 `from_numpy`s; bfloat16, which numpy lacks, on each library's own memory), with 1 and 2
-threads: medians over the rounds and the median of the per-round ratios. This separates the
-kernels from the allocators (a difference on the same memory is the kernel's).
+threads, and the 4096x4096 add with a transposed operand, the 4096x1 + 1x4096 broadcast and
+int32 + float32 16M, all into out: medians over the rounds and the median of the per-round
+ratios. This separates the kernels from the allocators (a difference on the same memory is
+the kernel's).
 
 The 1-element cases are statements timed with timeit (no Python function call around them),
 interleaved: each round times every library once, in a rotating order, so the libraries are
@@ -203,6 +208,38 @@ def same_memory(rounds):
                 rounds,
             )
             del ta, tb, tc, ra, rb, rc
+        # The other large cases of issue 6, on numpy memory: one operand transposed, a
+        # broadcast of a column and a row, int32 + float32 (one fused pass).
+        m = 4096
+        a = (np.arange(m * m) % 7).astype(np.float32).reshape(m, m)
+        b = (np.arange(m * m) % 5).astype(np.float32).reshape(m, m)
+        c = np.zeros((m, m), dtype=np.float32)
+        ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+        ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
+        interleave_calls(
+            "4096x4096 + transposed into out",
+            {"ratten": lambda: ratten.add(ra, rb.t(), out=rc), "torch": lambda: torch.add(ta, tb.t(), out=tc)},
+            rounds,
+        )
+        col, row = a[:, :1].copy(), b[:1, :].copy()
+        tcol, trow, rcol, rrow = torch.from_numpy(col), torch.from_numpy(row), ratten.from_numpy(col), ratten.from_numpy(row)
+        interleave_calls(
+            "4096x1 + 1x4096 broadcast into out",
+            {"ratten": lambda: ratten.add(rcol, rrow, out=rc), "torch": lambda: torch.add(tcol, trow, out=tc)},
+            rounds,
+        )
+        del ta, tb, tc, ra, rb, rc, a, b, c
+        ai = (np.arange(n) % 7).astype(np.int32)
+        bf = (np.arange(n) % 5).astype(np.float32)
+        cf = np.zeros(n, dtype=np.float32)
+        ta, tb, tc = (torch.from_numpy(x) for x in (ai, bf, cf))
+        ra, rb, rc = (ratten.from_numpy(x) for x in (ai, bf, cf))
+        interleave_calls(
+            "int32 + float32 16M into out",
+            {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
+            rounds,
+        )
+        del ta, tb, tc, ra, rb, rc
         for name in ("float32", "float16", "bfloat16"):
             tt = [torch.full((n,), 3.0, dtype=getattr(torch, name)) for _ in range(3)]
             rt = [ratten.full((n,), 3.0, dtype=getattr(ratten, name)) for _ in range(3)]
@@ -214,13 +251,48 @@ def same_memory(rounds):
             del tt, rt
 
 
+def mid_sizes(rounds):
+    """f32 adds of 100K, 300K and 1M elements (out= and functional) against torch on the same
+    numpy memory, 1 and 2 threads: the sizes where waking the workers costs as much as the op.
+    Each round times 20 back-to-back calls per library (as a loop of ops runs them)."""
+    if torch is None:
+        print("--mid needs torch")
+        return
+    for threads in (1, 2):
+        ratten.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        print(f"== same-memory mid sizes, {threads} thread(s)")
+        for n in (100_000, 300_000, 1_000_000):
+            a = (np.arange(n) % 7).astype(np.float32)
+            b = (np.arange(n) % 5).astype(np.float32)
+            c = np.zeros(n, dtype=np.float32)
+            ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+            ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
+            interleave_calls(
+                f"f32 add {n} into out",
+                {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
+                rounds,
+                reps=20,
+            )
+            interleave_calls(
+                f"f32 add {n} functional",
+                {"ratten": lambda: ra + rb, "torch": lambda: ta + tb},
+                rounds,
+                reps=20,
+            )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     p.add_argument("--small", action="store_true", help="only the 1-element cases")
     p.add_argument("--same-memory", action="store_true", help="only the same-memory 16M out= adds vs torch")
+    p.add_argument("--mid", action="store_true", help="only the 100K-1M f32 adds vs torch, same memory")
     args = p.parse_args()
     rounds, rep_large = (5, 2) if args.quick else (21, 5)
+    if args.mid:
+        mid_sizes(rounds)
+        return
     if args.same_memory:
         same_memory(rounds)
         return

@@ -7,7 +7,8 @@
 //! run with 1 and 2 intra-op threads.
 //!
 //! `RATTEN_POINTWISE_INTERLEAVED=<rounds>` runs instead the cases the bandwidth aims are about
-//! (memcpy, f32 out= and functional, int32 + float32 into out=, ndarray and candle beside them)
+//! (memcpy, f32 out= and functional, int32 + float32 into out=, 4096x4096 with a transposed
+//! operand and the 4096x1 + 1x4096 broadcast, ndarray and candle beside them)
 //! round-robin, one call of each per round, and prints per-case medians and ratios: every case
 //! sees the same moments of a shared machine's load, which criterion's case-after-case runs do
 //! not.
@@ -229,6 +230,24 @@ fn interleaved(rounds: usize) {
     let xi: Array1<i32> = x.mapv(|v| v as i32);
     let mut o = Array1::<f32>::zeros(N);
     let cx = candle_core::Tensor::from_vec(x.to_vec(), N, &candle_core::Device::Cpu).unwrap();
+    let side = SIDE as i64;
+    let a2 = f32_tensor(&[side, side], N);
+    let b2t = f32_tensor(&[side, side], N).t().unwrap();
+    let out2 = Tensor::empty(&[side, side], ScalarType::Float).unwrap();
+    let (col, row) = (f32_tensor(&[side, 1], SIDE), f32_tensor(&[1, side], SIDE));
+    // The 2-D peers: ndarray (into out, single-threaded) and candle (functional).
+    let m2 = x.clone().into_shape_with_order((SIDE, SIDE)).unwrap();
+    let n2 = m2.clone();
+    // Shared by the two ndarray out= cases.
+    let o2 = std::cell::RefCell::new(ndarray::Array2::<f32>::zeros((SIDE, SIDE)));
+    let (nc, nr) = (
+        ndarray::Array2::<f32>::ones((SIDE, 1)),
+        ndarray::Array2::<f32>::ones((1, SIDE)),
+    );
+    let cm = cx.reshape((SIDE, SIDE)).unwrap();
+    let cmt = cm.t().unwrap();
+    let cc = candle_core::Tensor::ones((SIDE, 1), candle_core::DType::F32, cx.device()).unwrap();
+    let cr = candle_core::Tensor::ones((1, SIDE), candle_core::DType::F32, cx.device()).unwrap();
 
     type Case<'a> = (&'static str, i64, Box<dyn FnMut() + 'a>);
     let mut cases: Vec<Case> = Vec::new();
@@ -260,6 +279,31 @@ fn interleaved(rounds: usize) {
             Box::new(move || {
                 F::add_out(out, ai, bt).unwrap();
             }),
+        ));
+        let (a2, b2t, out2, col, row) = (&a2, &b2t, &out2, &col, &row);
+        cases.push((
+            "ratten transposed out=",
+            threads,
+            Box::new(move || {
+                F::add_out(out2, a2, b2t).unwrap();
+            }),
+        ));
+        cases.push((
+            "ratten transposed func",
+            threads,
+            Box::new(move || drop(black_box(F::add(a2, b2t).unwrap()))),
+        ));
+        cases.push((
+            "ratten bcast out=",
+            threads,
+            Box::new(move || {
+                F::add_out(out2, col, row).unwrap();
+            }),
+        ));
+        cases.push((
+            "ratten bcast func",
+            threads,
+            Box::new(move || drop(black_box(F::add(col, row).unwrap()))),
         ));
     }
     cases.push((
@@ -293,6 +337,40 @@ fn interleaved(rounds: usize) {
                 .and(y_ref)
                 .for_each(|o, &p, &q| *o = p as f32 + q)
         }),
+    ));
+
+    {
+        let (m2, n2, nc, nr, o2) = (&m2, &n2, &nc, &nr, &o2);
+        cases.push((
+            "ndarray transposed out=",
+            1,
+            Box::new(move || {
+                Zip::from(&mut *o2.borrow_mut())
+                    .and(m2)
+                    .and(n2.t())
+                    .for_each(|o, &p, &q| *o = p + q)
+            }),
+        ));
+        cases.push((
+            "ndarray bcast out=",
+            1,
+            Box::new(move || {
+                Zip::from(&mut *o2.borrow_mut())
+                    .and_broadcast(nc)
+                    .and_broadcast(nr)
+                    .for_each(|o, &p, &q| *o = p + q)
+            }),
+        ));
+    }
+    cases.push((
+        "candle transposed func",
+        1,
+        Box::new(|| drop(black_box(cm.add(&cmt).unwrap()))),
+    ));
+    cases.push((
+        "candle bcast func",
+        1,
+        Box::new(|| drop(black_box(cc.broadcast_add(&cr).unwrap()))),
     ));
 
     let mut times = vec![Vec::with_capacity(rounds); cases.len()];
@@ -334,6 +412,21 @@ fn interleaved(rounds: usize) {
             medians[k],
             medians[k] / memcpy
         );
+    }
+    for (mine, peer) in [
+        ("ratten transposed out=", "ndarray transposed out="),
+        ("ratten transposed func", "candle transposed func"),
+        ("ratten bcast out=", "ndarray bcast out="),
+        ("ratten bcast func", "candle bcast func"),
+        ("ratten i32+f32 out=", "ndarray i32+f32 out="),
+        ("ratten f32 out=", "ndarray f32 out="),
+        ("ratten f32 functional", "candle f32 functional"),
+    ] {
+        for th in [1, 2] {
+            if let (Some(m), Some(p)) = (find(mine, th), find(peer, 1)) {
+                println!("{mine} ({th} thread(s)) / {peer} = {:.2}", m / p);
+            }
+        }
     }
     for th in [1, 2] {
         if let (Some(f), Some(o)) = (

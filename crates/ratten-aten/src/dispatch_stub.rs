@@ -96,6 +96,9 @@ pub struct DispatchStub<F: Copy + Send + Sync + 'static> {
     cpu_default: F,
     cpu_avx2: F,
     cpu_avx512: F,
+    /// The CPU kernel of [`get_cpu_capability`], chosen at the first call: one load per call
+    /// afterwards (PyTorch caches the pointer in the stub the same way).
+    cpu: OnceLock<F>,
     others: OnceLock<RwLock<HashMap<DeviceType, F>>>,
 }
 
@@ -106,6 +109,7 @@ impl<F: Copy + Send + Sync + 'static> DispatchStub<F> {
             cpu_default,
             cpu_avx2,
             cpu_avx512,
+            cpu: OnceLock::new(),
             others: OnceLock::new(),
         }
     }
@@ -138,11 +142,35 @@ impl<F: Copy + Send + Sync + 'static> DispatchStub<F> {
         Ok(())
     }
 
-    /// The kernel for `device` (`DispatchStub::get_call_ptr`).
+    /// The kernel for `device` (`DispatchStub::get_call_ptr`). Inlined: the CPU case is a
+    /// compare and a load in the caller.
+    #[inline(always)]
     pub fn get(&self, device: DeviceType) -> Result<F> {
         if device == DeviceType::Cpu {
-            return Ok(self.cpu_kernel(get_cpu_capability()));
+            return Ok(self.cpu());
         }
+        self.get_other(device)
+    }
+
+    /// The CPU kernel for [`get_cpu_capability`].
+    #[inline(always)]
+    pub fn cpu(&self) -> F {
+        match self.cpu.get() {
+            Some(f) => *f,
+            None => self.init_cpu(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_cpu(&self) -> F {
+        *self
+            .cpu
+            .get_or_init(|| self.cpu_kernel(get_cpu_capability()))
+    }
+
+    #[inline(never)]
+    fn get_other(&self, device: DeviceType) -> Result<F> {
         self.others
             .get()
             .and_then(|m| m.read().get(&device).copied())
@@ -225,6 +253,7 @@ mod tests {
         let cap = get_cpu_capability();
         assert!(cap <= detected_cpu_capability());
         assert_eq!((STUB.get(DeviceType::Cpu).unwrap())(), cap);
+        assert_eq!((STUB.cpu())(), cap);
         let e = STUB.get(DeviceType::Cuda).unwrap_err();
         assert!(e.message().contains("missing kernel for cuda"), "{e}");
         STUB.register(DeviceType::Cuda, k::<IsaDefault>).unwrap();

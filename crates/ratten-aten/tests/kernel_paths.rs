@@ -7,9 +7,10 @@ use half::{bf16, f16};
 use ratten_aten::dispatch_stub::{detected_cpu_capability, CpuCapability};
 use ratten_aten::functions as F;
 use ratten_aten::native::cpu::binary_kernels as bk;
-use ratten_aten::native::cpu::{cast, Elem, STREAM_MIN_BYTES};
+use ratten_aten::native::cpu::{cast, Elem, Kind, SHORT_RUN, STREAM_MIN_BYTES};
 use ratten_aten::tensor_iterator::{binary_op_config, get_num_threads, set_num_threads};
 use ratten_aten::Tensor;
+use ratten_core::dtype::{c128, c64};
 use ratten_core::{Element, Scalar};
 
 fn capabilities() -> Vec<CpuCapability> {
@@ -145,4 +146,67 @@ fn streamed_outputs_with_one_and_two_threads() {
         run::<bf16>((STREAM_MIN_BYTES / 2) as i64 + 5);
     }
     set_num_threads(before as i64).unwrap();
+}
+
+/// 1-D runs of at most `SHORT_RUN` elements take the scalar short path (for inputs of the
+/// computation type, or all half / bfloat16); each family (float, half, bfloat16, int, bool,
+/// complex, a comparison of halves into bool, and mixed int32 + float32, which falls back to
+/// the general paths) must give exactly what the vector paths give for the same elements,
+/// computed here on runs of 40: contiguous, strided, and with a stride-0 second input.
+#[test]
+fn short_runs_match_the_vector_paths() {
+    fn data<T: Element + Elem>(len: usize, seed: u64) -> Tensor {
+        let v: Vec<T> = values(len, seed)
+            .into_iter()
+            .map(|x| {
+                if <T as Elem>::KIND == Kind::Bool {
+                    cast::<i64, T>(x.round() as i64 % 2)
+                } else {
+                    cast::<f64, T>(x)
+                }
+            })
+            .collect();
+        Tensor::from_slice(&v, &[len as i64]).unwrap()
+    }
+    fn check<A: Element + Elem, B: Element + Elem, O: Element + Elem + std::fmt::Debug>(
+        name: &str,
+        op: impl Fn(&Tensor, &Tensor) -> Tensor,
+    ) {
+        const LONG: i64 = 40;
+        assert!(LONG as usize > SHORT_RUN);
+        let (a_all, b_all) = (data::<A>(130, 1), data::<B>(130, 2));
+        for (step, scalar_b) in [(1i64, false), (2, false), (1, true), (3, true)] {
+            let a = |off: i64, n: i64| a_all.as_strided(&[n], &[step], Some(off * step)).unwrap();
+            let b = |off: i64, n: i64| {
+                if scalar_b {
+                    b_all.as_strided(&[n], &[0], Some(5)).unwrap()
+                } else {
+                    b_all.as_strided(&[n], &[step], Some(off * step)).unwrap()
+                }
+            };
+            let want = op(&a(0, LONG), &b(0, LONG)).to_vec::<O>().unwrap();
+            for n in 0..=SHORT_RUN as i64 + 1 {
+                for off in [0, 1, 7, LONG - n] {
+                    let got = op(&a(off, n), &b(off, n)).to_vec::<O>().unwrap();
+                    let w = &want[off as usize..(off + n) as usize];
+                    assert!(
+                        got == w,
+                        "{name} step={step} scalar_b={scalar_b} n={n} off={off}: {got:?} != {w:?}"
+                    );
+                }
+            }
+        }
+    }
+    check::<f32, f32, f32>("f32 add", |a, b| F::add(a, b).unwrap());
+    check::<f64, f64, f64>("f64 mul", |a, b| F::mul(a, b).unwrap());
+    check::<f16, f16, f16>("f16 add", |a, b| F::add(a, b).unwrap());
+    check::<bf16, bf16, bf16>("bf16 mul", |a, b| F::mul(a, b).unwrap());
+    check::<f16, f16, bool>("f16 lt", |a, b| a.lt(b).unwrap());
+    check::<i32, i32, i32>("i32 add", |a, b| F::add(a, b).unwrap());
+    check::<i8, i8, i8>("i8 mul", |a, b| F::mul(a, b).unwrap());
+    check::<bool, bool, bool>("bool add", |a, b| F::add(a, b).unwrap());
+    check::<bool, bool, bool>("bool mul", |a, b| F::mul(a, b).unwrap());
+    check::<c64, c64, c64>("c64 mul", |a, b| F::mul(a, b).unwrap());
+    check::<c128, c128, bool>("c128 eq", |a, b| a.eq(b).unwrap());
+    check::<i32, f32, f32>("i32 + f32", |a, b| F::add(a, b).unwrap());
 }

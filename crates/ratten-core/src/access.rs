@@ -22,6 +22,9 @@
 //! word: reader count + writer bit), and a store per storage into the table's in-place
 //! part; the nesting checks (and a table that spilled past its in-place part) run only on
 //! the cold path. A refusal is a one-byte reason until it leaves the module as an Error.
+//! For up to four tensors the guard's tensors and lock keys are written in place (no list
+//! is built and moved), sorted by a fixed network, and the guard records what it locked
+//! as tagged storage pointers, so its drop is a straight unlock of those plus one store.
 //! [`TensorAccess::from_snapshot_refs`] borrows the caller's metadata snapshots instead of
 //! taking a reference count on each.
 
@@ -47,19 +50,50 @@ use crate::tensor_impl::{TensorBase, TensorMeta};
 /// releasing guard has, they are all its own (the common, unnested case: cleared at once).
 type Held = usize;
 
-const _: () = assert!(std::mem::align_of::<StorageImpl>() >= 2);
+/// A storage a guard names or holds: the StorageImpl's pointer with tag bits in its low bits
+/// ([`WRITE`], [`REENTERED`]). A pointer, not an address, so that unlocking through it keeps
+/// the provenance of the reference it came from.
+type Key = *const StorageImpl;
 
-#[inline]
-fn held_entry(imp: *const StorageImpl, write: bool) -> Held {
-    imp as usize | write as usize
+/// Tag: the storage is (to be) held for writing.
+const WRITE: usize = 1;
+/// Tag (only in a guard's [`LockSet`]): a read of a storage this thread already read through
+/// an older guard, counted in the table but not locked again.
+const REENTERED: usize = 2;
+const TAGS: usize = WRITE | REENTERED;
+
+const _: () = assert!(std::mem::align_of::<StorageImpl>() > TAGS);
+
+#[inline(always)]
+fn key(imp: &StorageImpl, write: bool) -> Key {
+    (imp as *const StorageImpl).map_addr(|a| a | write as usize)
+}
+#[inline(always)]
+fn key_addr(k: Key) -> usize {
+    k.addr() & !TAGS
+}
+#[inline(always)]
+fn key_write(k: Key) -> bool {
+    k.addr() & WRITE != 0
+}
+/// The lock order: by address, writers first among equals (so that the first key of a
+/// storage decides its mode: "write wins").
+#[inline(always)]
+fn order(k: Key) -> usize {
+    k.addr() ^ WRITE
+}
+/// The table entry of a guard's key (a re-entered read is a read entry).
+#[inline(always)]
+fn held_of(k: Key) -> Held {
+    k.addr() & !REENTERED
 }
 #[inline]
 fn held_addr(h: Held) -> usize {
-    h & !1
+    h & !WRITE
 }
 #[inline]
 fn held_write(h: Held) -> bool {
-    h & 1 != 0
+    h & WRITE != 0
 }
 
 /// Entries the table keeps in place; more (deep nesting, a guard over many storages) spill
@@ -86,6 +120,20 @@ thread_local! {
     static HELD_SPILL: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
 }
 
+/// This thread's table. `HELD.try_with` with the fast paths inside its closure was not
+/// inlined (a call and a frame per guard, each way); the table's address is taken instead.
+///
+/// # Safety (of dereferencing the result)
+/// The table has no destructor and a const initialiser: it lives, at a fixed address, for as
+/// long as its thread. The reference made from the pointer must not leave the current call
+/// (nor the thread).
+#[inline(always)]
+fn held_table() -> *const HeldTable {
+    HELD.with(|t| t as *const HeldTable)
+}
+
+const _: () = assert!(!std::mem::needs_drop::<HeldTable>());
+
 /// The whole table as a Vec (the slow paths work on it).
 fn load_table(t: &HeldTable, extra: usize) -> std::result::Result<Vec<Held>, Refused> {
     let len = t.len.get();
@@ -111,7 +159,7 @@ fn store_table(t: &HeldTable, v: &[Held]) {
         s.extend_from_slice(spill);
     });
     // While the thread exits, entries past the inline part are lost: only this thread's
-    // later acquisitions read the table, and they fail then (see `lock_sorted`).
+    // later acquisitions read the table, and they fail then (see `lock_general`).
     let len = if stored.is_ok() {
         v.len()
     } else {
@@ -161,70 +209,6 @@ impl Refused {
 /// kernel may share `&guard` (and slices borrowed from it) with its worker threads.
 type NotSend = PhantomData<std::sync::MutexGuard<'static, ()>>;
 
-/// What a guard did with one storage it names.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Role {
-    /// Nothing (yet), or the same storage is held through another item of this guard.
-    None,
-    /// Locked shared by this item.
-    Shared,
-    /// Locked exclusively by this item.
-    Exclusive,
-    /// Already read by this thread through an older guard: counted, not relocked.
-    Reentered,
-}
-
-/// One storage a guard names. The pointer is kept alive by the guard's owner of the storage
-/// (StorageAccess keeps Storage handles, TensorAccess the metadata snapshots that hold
-/// them), which outlives the locks; holding no refcount here saves two atomic operations
-/// per storage on every kernel call.
-#[derive(Clone, Copy)]
-struct LockItem {
-    imp: *const StorageImpl,
-    write: bool,
-    role: Role,
-}
-
-impl LockItem {
-    #[inline]
-    fn new(storage: &StorageImpl, write: bool) -> LockItem {
-        LockItem {
-            imp: storage,
-            write,
-            role: Role::None,
-        }
-    }
-    /// The global lock order: by address, writers first among equals (so that the first of
-    /// a storage's items decides its mode: "write wins").
-    #[inline]
-    fn key(&self) -> (usize, bool) {
-        (self.imp as usize, !self.write)
-    }
-    /// Whether this item holds an entry of the thread's table.
-    #[inline]
-    fn counted(&self) -> bool {
-        self.role != Role::None
-    }
-}
-
-/// Items reach the lock machinery through this accessor, so that a TensorAccess can keep
-/// them inside its tensors (one array, one move) and a StorageAccess in a plain list.
-trait HasLockItem {
-    fn item(&self) -> LockItem;
-    fn set_role(&mut self, role: Role);
-}
-
-impl HasLockItem for LockItem {
-    #[inline]
-    fn item(&self) -> LockItem {
-        *self
-    }
-    #[inline]
-    fn set_role(&mut self, role: Role) {
-        self.role = role;
-    }
-}
-
 fn describe(write: bool) -> &'static str {
     if write {
         "writing"
@@ -233,151 +217,279 @@ fn describe(write: bool) -> &'static str {
     }
 }
 
-/// Locks the storages of `items` (deduplicated, in address order) and records them in this
-/// thread's table. The caller must keep every storage alive until [`unlock_all`], which it
-/// must call exactly once if this succeeds. On error nothing is held or recorded.
-#[inline]
-fn lock_all<T: HasLockItem>(items: &mut [T]) -> std::result::Result<(), Refused> {
-    let n = items.len();
-    if n == 1 {
-        return lock_sorted(items, std::iter::once(0));
-    }
-    if n <= PACKED_MAX {
-        // The lock order as plain integers: (address, reader bit, index) packed into one
-        // u64 per item, so sorting compares integers, not tuples through indices.
-        let mut keys = [0u64; PACKED_MAX];
-        let mut fits = true;
-        for (i, (k, x)) in keys.iter_mut().zip(items.iter()).enumerate() {
-            let it = x.item();
-            let addr = it.imp as u64;
-            fits &= addr < 1 << (64 - PACKED_SHIFT);
-            *k = addr << PACKED_SHIFT | (!it.write as u64) << 8 | i as u64;
-        }
-        if fits {
-            let keys = &mut keys[..n];
-            // Insertion sort: a kernel names 1-4 tensors, where a general sort's setup
-            // costs more than the sorting.
-            for i in 1..n {
-                let k = keys[i];
-                let mut j = i;
-                while j > 0 && keys[j - 1] > k {
-                    keys[j] = keys[j - 1];
-                    j -= 1;
-                }
-                keys[j] = k;
-            }
-            return lock_sorted(items, keys.iter().map(|&k| (k & 0xff) as usize));
-        }
-    }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_unstable_by_key(|&i| items[i].item().key());
-    lock_sorted(items, order.iter().copied())
+/// Distinct storages a guard keeps in place (a kernel names 1-4 tensors).
+const LOCKS_INLINE: usize = 4;
+
+/// What one guard holds: one key per distinct storage, in lock order, tagged [`WRITE`] when
+/// it is held exclusively and [`REENTERED`] when it was counted but not locked. These keys
+/// are exactly the guard's entries of the thread's table. The pointers are kept alive by the
+/// guard's owner of the storages (StorageAccess keeps Storage handles, TensorAccess the
+/// snapshots that hold them), which outlives the locks; holding no refcount here saves two
+/// atomic operations per storage on every kernel call.
+struct LockSet {
+    /// The keys in `inline` (while there is no heap part).
+    len: Len4,
+    /// The keys while there are at most LOCKS_INLINE.
+    inline: [Key; LOCKS_INLINE],
+    /// All keys once there are more (a box: it keeps the guard small to move).
+    // Boxed: a thin pointer, one word in the guard instead of a Vec's three.
+    #[allow(clippy::box_collection)]
+    heap: Option<Box<Vec<Key>>>,
 }
 
-/// Up to this many items are ordered by packed keys (the index takes 8 bits, the reader
-/// bit one more: addresses below 2^55, which every 64-bit target's user space is).
-const PACKED_MAX: usize = 8;
-const PACKED_SHIFT: u32 = 9;
+/// A count of 0..=LOCKS_INLINE: an enum, so that a `Result` of a guard keeps its tag in the
+/// spare values (one word less to move).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum Len4 {
+    Zero,
+    One,
+    Two,
+    Three,
+    Four,
+}
 
-#[inline]
-fn lock_sorted<T: HasLockItem>(
-    items: &mut [T],
-    order: impl Iterator<Item = usize> + Clone,
-) -> std::result::Result<(), Refused> {
-    HELD.try_with(|t| {
-        if t.len.get() != 0 || items.len() > HELD_INLINE {
-            let mut held = load_table(t, items.len())?;
-            let r = lock_nested(&mut held, items, order);
-            store_table(t, &held);
-            return r;
+const _: () = assert!(LOCKS_INLINE == 4);
+
+impl Len4 {
+    /// `n` must be at most LOCKS_INLINE (callers count inline slots).
+    #[inline(always)]
+    fn of(n: usize) -> Len4 {
+        match n {
+            0 => Len4::Zero,
+            1 => Len4::One,
+            2 => Len4::Two,
+            3 => Len4::Three,
+            _ => Len4::Four,
         }
-        // This thread holds nothing: waiting in address order cannot deadlock.
-        let mut prev = std::ptr::null();
-        let mut k = 0;
-        for i in order {
-            let x = &mut items[i];
-            let it = x.item();
-            if it.imp == prev {
+    }
+}
+
+impl LockSet {
+    #[inline(always)]
+    const fn new() -> LockSet {
+        LockSet {
+            len: Len4::Zero,
+            inline: [std::ptr::null(); LOCKS_INLINE],
+            heap: None,
+        }
+    }
+    #[inline(always)]
+    fn as_slice(&self) -> &[Key] {
+        match &self.heap {
+            None => &self.inline[..self.len as usize],
+            Some(h) => h,
+        }
+    }
+    fn push(&mut self, k: Key) {
+        if let Some(h) = &mut self.heap {
+            h.push(k);
+        } else if (self.len as usize) < LOCKS_INLINE {
+            self.inline[self.len as usize] = k;
+            self.len = Len4::of(self.len as usize + 1);
+        } else {
+            let mut h = Box::new(self.inline.to_vec());
+            h.push(k);
+            self.heap = Some(h);
+        }
+    }
+    fn find(&self, imp: &StorageImpl) -> Option<Key> {
+        let addr = (imp as *const StorageImpl).addr();
+        self.as_slice()
+            .iter()
+            .copied()
+            .find(|&k| key_addr(k) == addr)
+    }
+
+    /// Unlocks what the keys say was locked (not the table).
+    ///
+    /// # Safety
+    /// Every storage must be alive and locked by this set in the mode its key says.
+    #[inline(always)]
+    unsafe fn unlock(&self) {
+        for &k in self.as_slice() {
+            let tags = k.addr() & TAGS;
+            if tags & REENTERED != 0 {
                 continue;
             }
-            prev = it.imp;
+            let imp = k.map_addr(|a| a & !TAGS);
+            // SAFETY: the caller's contract: alive, and locked in this mode by this set.
+            unsafe {
+                if tags & WRITE != 0 {
+                    (*imp).raw_lock().unlock_exclusive();
+                } else {
+                    (*imp).raw_lock().unlock_shared();
+                }
+            }
+        }
+    }
+
+    /// Releases what [`lock_small`] or [`lock_general`] acquired into this set: the locks,
+    /// then its entries of the thread's table.
+    ///
+    /// # Safety
+    /// The set must hold what the lock function left (or be empty), this must be its only
+    /// release, and the storages must still be alive.
+    #[inline(always)]
+    unsafe fn release(&self) {
+        let n = self.as_slice().len();
+        if n == 0 {
+            return;
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.unlock() };
+        // SAFETY: see `held_table`; `t` is used only during this call.
+        let t = unsafe { &*held_table() };
+        if t.len.get() == n && n <= HELD_INLINE {
+            // As many entries as ours: every entry is one of ours.
+            t.len.set(0);
+        } else {
+            release_nested(t, self.as_slice());
+        }
+    }
+}
+
+/// Sorts `keys` in lock order (a sorting network: a kernel names 1-4 tensors, where a general
+/// sort's setup costs more than the sorting).
+#[inline(always)]
+fn sort_small(keys: &mut [Key; LOCKS_INLINE], n: usize) {
+    #[inline(always)]
+    fn cswap(keys: &mut [Key; LOCKS_INLINE], i: usize, j: usize) {
+        let (a, b) = (keys[i], keys[j]);
+        let swap = order(a) > order(b);
+        keys[i] = if swap { b } else { a };
+        keys[j] = if swap { a } else { b };
+    }
+    match n {
+        2 => cswap(keys, 0, 1),
+        3 => {
+            cswap(keys, 0, 1);
+            cswap(keys, 1, 2);
+            cswap(keys, 0, 1);
+        }
+        4 => {
+            cswap(keys, 0, 1);
+            cswap(keys, 2, 3);
+            cswap(keys, 0, 2);
+            cswap(keys, 1, 3);
+            cswap(keys, 1, 2);
+        }
+        _ => {}
+    }
+}
+
+/// Locks the storages of `keys[..n]` (n <= LOCKS_INLINE; deduplicated, in lock order) into
+/// `set` (empty) and records them in this thread's table. The caller must keep every storage
+/// alive until `set.release()`, which it must call exactly once. On error nothing is held or
+/// recorded.
+#[inline(always)]
+fn lock_small(
+    keys: &mut [Key; LOCKS_INLINE],
+    n: usize,
+    set: &mut LockSet,
+) -> std::result::Result<(), Refused> {
+    sort_small(keys, n);
+    // SAFETY: see `held_table`; `t` is used only during this call.
+    let t = unsafe { &*held_table() };
+    if t.len.get() == 0 {
+        // This thread holds nothing: waiting in address order cannot deadlock, and the
+        // storages are new to the table. At most LOCKS_INLINE (< HELD_INLINE) entries.
+        let mut prev = 0;
+        let mut k = 0;
+        for &key in &keys[..n] {
+            let addr = key_addr(key);
+            if addr == prev {
+                continue;
+            }
+            prev = addr;
+            let imp = key.map_addr(|a| a & !TAGS);
             // SAFETY: the caller keeps the storage alive.
-            let lock = unsafe { (*it.imp).raw_lock() };
-            if it.write {
+            let lock = unsafe { (*imp).raw_lock() };
+            if key_write(key) {
                 lock.lock_exclusive();
-                x.set_role(Role::Exclusive);
             } else {
                 lock.lock_shared();
-                x.set_role(Role::Shared);
             }
-            if let Some(c) = t.inline.get(k) {
-                c.set(held_entry(it.imp, it.write));
-            }
+            set.inline[k] = key;
+            t.inline[k].set(held_of(key));
             k += 1;
         }
+        set.len = Len4::of(k);
         t.len.set(k);
-        Ok(())
+        return Ok(());
+    }
+    // Through a local set: the guard's address must not reach an out-of-line call, so that
+    // the caller can keep the guard in place (not copied into its Result and out again).
+    let mut local = LockSet::new();
+    let r = lock_general(&mut keys[..n], &mut local);
+    *set = local;
+    r
+}
+
+/// [`lock_small`] for any number of keys, in any order, and for a thread that already holds
+/// storages (nested guards) or is exiting.
+#[cold]
+#[inline(never)]
+fn lock_general(keys: &mut [Key], set: &mut LockSet) -> std::result::Result<(), Refused> {
+    keys.sort_unstable_by_key(|&k| order(k));
+    HELD.try_with(|t| {
+        let mut held = load_table(t, keys.len())?;
+        let r = lock_nested(&mut held, keys, set);
+        store_table(t, &held);
+        r
     })
     .unwrap_or(Err(Refused::ThreadExiting))
 }
 
-/// Locks `items` while this thread already holds the storages in `held`: re-entered reads
-/// are counted, conflicts refused, out-of-order locks only tried. On error nothing new is
-/// held and the table is unchanged.
-#[cold]
-#[inline(never)]
-fn lock_nested<T: HasLockItem>(
+/// Locks the storages of `keys` (sorted in lock order) into `set` while this thread already
+/// holds the storages in `held` (maybe none): re-entered reads are counted, conflicts refused,
+/// out-of-order locks only tried. On error nothing new is held, `set` is empty and `held` is
+/// unchanged.
+fn lock_nested(
     held: &mut Vec<Held>,
-    items: &mut [T],
-    order: impl Iterator<Item = usize> + Clone,
+    keys: &[Key],
+    set: &mut LockSet,
 ) -> std::result::Result<(), Refused> {
-    let order: SmallVec<[usize; 8]> = order.collect();
-    // Decide first, so a refusal leaves nothing half-acquired. Only the first item of each
-    // storage counts (it is the writer if any item writes).
-    let mut prev = std::ptr::null();
-    for &i in &order {
-        let it = items[i].item();
-        if it.imp == prev {
-            continue;
+    // Only the first key of each storage counts (it is the writer if any key writes).
+    let mut uniq: SmallVec<[Key; 8]> = SmallVec::new();
+    for &k in keys {
+        if uniq.last().is_none_or(|&l| key_addr(l) != key_addr(k)) {
+            uniq.push(k);
         }
-        prev = it.imp;
-        let addr = it.imp as usize;
+    }
+    // Decide first, so a refusal leaves nothing half-acquired.
+    for &k in &uniq {
+        let addr = key_addr(k);
         if let Some(&h) = held.iter().find(|&&h| held_addr(h) == addr) {
-            if held_write(h) || it.write {
+            if held_write(h) || key_write(k) {
                 return Err(Refused::Alias {
                     held_write: held_write(h),
-                    write: it.write,
+                    write: key_write(k),
                 });
             }
         }
     }
     let max_held = held.iter().map(|&h| held_addr(h)).max().unwrap_or(0);
-    let mut prev = std::ptr::null();
-    for (k, &i) in order.iter().enumerate() {
-        let x = &mut items[i];
-        let it = x.item();
-        if it.imp == prev {
-            continue;
-        }
-        prev = it.imp;
-        let addr = it.imp as usize;
+    for &k in &uniq {
+        let addr = key_addr(k);
         if held.iter().any(|&h| held_addr(h) == addr) {
             // A read of a storage this thread reads (checked above).
-            x.set_role(Role::Reentered);
+            set.push(k.map_addr(|a| a | REENTERED));
             continue;
         }
+        let imp = k.map_addr(|a| a & !TAGS);
         // SAFETY: the caller keeps the storage alive.
-        let lock = unsafe { (*it.imp).raw_lock() };
+        let lock = unsafe { (*imp).raw_lock() };
         // Waiting is only safe in global (address) order; a nested acquisition below a
         // storage this thread holds may only try.
         let ok = if addr < max_held {
-            if it.write {
+            if key_write(k) {
                 lock.try_lock_exclusive()
             } else {
                 lock.try_lock_shared()
             }
         } else {
-            if it.write {
+            if key_write(k) {
                 lock.lock_exclusive()
             } else {
                 lock.lock_shared()
@@ -385,79 +497,30 @@ fn lock_nested<T: HasLockItem>(
             true
         };
         if !ok {
-            for &j in &order[..k] {
-                let y = &mut items[j];
-                // SAFETY: the storages are alive (caller) and each item holds what its role
-                // says.
-                unsafe { unlock(&y.item()) };
-                y.set_role(Role::None);
-            }
+            // SAFETY: the storages are alive (caller) and the set holds exactly what its
+            // keys say.
+            unsafe { set.unlock() };
+            *set = LockSet::new();
             return Err(Refused::OutOfOrder);
         }
-        x.set_role(if it.write {
-            Role::Exclusive
-        } else {
-            Role::Shared
-        });
+        set.push(k);
     }
-    for it in items.iter().map(|x| x.item()).filter(|it| it.counted()) {
-        held.push(held_entry(it.imp, it.write));
-    }
+    held.extend(set.as_slice().iter().map(|&k| held_of(k)));
     Ok(())
 }
 
-/// # Safety
-/// `it.imp` must be alive, and locked by `it` in the mode its role says.
-#[inline]
-unsafe fn unlock(it: &LockItem) {
-    // SAFETY: the caller guarantees the storage is alive and that this item holds exactly
-    // this lock in this mode.
-    unsafe {
-        match it.role {
-            Role::Shared => (*it.imp).raw_lock().unlock_shared(),
-            Role::Exclusive => (*it.imp).raw_lock().unlock_exclusive(),
-            Role::None | Role::Reentered => {}
-        }
-    }
-}
-
-/// Releases what [`lock_all`] acquired for `items`.
-///
-/// # Safety
-/// `lock_all(items)` must have succeeded, this must be its only release, and the storages
-/// must still be alive.
-#[inline]
-unsafe fn unlock_all<T: HasLockItem>(items: &[T]) {
-    let mut n = 0;
-    for x in items {
-        let it = x.item();
-        // SAFETY: the caller's contract: each role is what lock_all left.
-        unsafe { unlock(&it) };
-        n += it.counted() as usize;
-    }
-    let _ = HELD.try_with(|t| {
-        let len = t.len.get();
-        if len == n && len <= HELD_INLINE {
-            // Every entry is one of ours.
-            t.len.set(0);
-        } else {
-            release_nested(t, items);
-        }
-    });
-}
-
-/// Releases a guard's entries from the table when other guards on this thread hold entries
+/// Removes a guard's entries from the table when other guards on this thread hold entries
 /// too.
 #[cold]
 #[inline(never)]
-fn release_nested<T: HasLockItem>(t: &HeldTable, items: &[T]) {
+fn release_nested(t: &HeldTable, keys: &[Key]) {
     // Thread exiting with a spilled table: what is left inline is all that can be kept.
     let Ok(mut held) = load_table(t, 0) else {
         t.len.set(t.len.get().min(HELD_INLINE));
         return;
     };
-    for it in items.iter().map(|x| x.item()).filter(|it| it.counted()) {
-        let addr = it.imp as usize;
+    for &k in keys {
+        let addr = key_addr(k);
         // Every entry of one storage has the same mode (conflicts are refused), so any of
         // them is ours to remove.
         if let Some(i) = held.iter().position(|&h| held_addr(h) == addr) {
@@ -469,7 +532,7 @@ fn release_nested<T: HasLockItem>(t: &HeldTable, items: &[T]) {
 
 /// Locks on a set of storages, held until drop.
 pub struct StorageAccess {
-    items: SmallVec<[LockItem; 4]>,
+    locks: LockSet,
     // Dropped after `Drop::drop` released the locks.
     _storages: SmallVec<[Storage; 4]>,
     _not_send: NotSend,
@@ -478,32 +541,26 @@ pub struct StorageAccess {
 impl StorageAccess {
     /// Locks `reads` shared and `writes` exclusively (a storage in both is written).
     pub fn acquire(reads: &[&Storage], writes: &[&Storage]) -> Result<StorageAccess> {
-        let mut items: SmallVec<[LockItem; 4]> = writes
+        let mut keys: SmallVec<[Key; 4]> = writes
             .iter()
-            .map(|s| LockItem::new(s.as_impl(), true))
-            .chain(reads.iter().map(|s| LockItem::new(s.as_impl(), false)))
+            .map(|s| key(s.as_impl(), true))
+            .chain(reads.iter().map(|s| key(s.as_impl(), false)))
             .collect();
+        let mut locks = LockSet::new();
         // The caller's references keep the storages alive until the clones below do.
-        lock_all(&mut items).map_err(Refused::into_error)?;
+        lock_general(&mut keys, &mut locks).map_err(Refused::into_error)?;
         let storages = writes.iter().chain(reads).map(|s| (*s).clone()).collect();
         Ok(StorageAccess {
-            items,
+            locks,
             _storages: storages,
             _not_send: PhantomData,
         })
     }
 
-    fn holds(&self, storage: &StorageImpl) -> Option<&LockItem> {
-        self.items
-            .iter()
-            .filter(|it| it.counted())
-            .find(|it| std::ptr::eq(it.imp, storage))
-    }
-
     /// The data pointer of a storage this guard holds (None for meta or empty storages, or a
     /// storage the guard does not hold).
     pub fn data_ptr(&self, storage: &Storage) -> Option<NonNull<u8>> {
-        self.holds(storage.as_impl())?;
+        self.locks.find(storage.as_impl())?;
         // SAFETY: this guard holds the storage's lock until it is dropped; a raw pointer is
         // inert until dereferenced in unsafe code, whose author must not outlive the guard.
         unsafe { storage.as_impl().data_ptr_locked() }
@@ -511,16 +568,17 @@ impl StorageAccess {
 
     /// Whether the guard holds `storage` for writing.
     pub fn is_writing(&self, storage: &Storage) -> bool {
-        self.holds(storage.as_impl())
-            .is_some_and(|it| it.role == Role::Exclusive)
+        self.locks
+            .find(storage.as_impl())
+            .is_some_and(|k| k.addr() & TAGS == WRITE)
     }
 }
 
 impl Drop for StorageAccess {
     fn drop(&mut self) {
-        // SAFETY: a StorageAccess exists only after lock_all succeeded; `_storages` keeps
-        // the storages alive until after this.
-        unsafe { unlock_all(&self.items) };
+        // SAFETY: a StorageAccess exists only after lock_general filled `locks`; `_storages`
+        // keeps the storages alive until after this.
+        unsafe { self.locks.release() };
     }
 }
 
@@ -531,29 +589,10 @@ pub struct AccessedTensor {
     /// caller's borrow, see [`OwnedSnapshots`] / [`BorrowedSnapshots`]); an AccessedTensor is
     /// only ever reached through a reference to its guard.
     meta: NonNull<TensorMeta>,
-    /// The snapshot's StorageImpl (cached: it orders the locks).
-    imp: *const StorageImpl,
     /// Whether the tensor is written.
     write: bool,
-    /// What the guard did with the storage.
-    role: Role,
     dtype: ScalarType,
     device: Device,
-}
-
-impl HasLockItem for AccessedTensor {
-    #[inline]
-    fn item(&self) -> LockItem {
-        LockItem {
-            imp: self.imp,
-            write: self.write,
-            role: self.role,
-        }
-    }
-    #[inline]
-    fn set_role(&mut self, role: Role) {
-        self.role = role;
-    }
 }
 
 impl AccessedTensor {
@@ -600,7 +639,7 @@ impl AccessedTensor {
         }
         // SAFETY: the guard that owns this tensor holds its storage's lock (every tensor's
         // storage is acquired) for as long as it lives, and `&self` borrows the guard.
-        let base = unsafe { (*self.imp).data_ptr_locked() }.unwrap_or(DANGLING);
+        let base = unsafe { self.meta().storage().as_impl().data_ptr_locked() }.unwrap_or(DANGLING);
         let off = self.meta().storage_offset() as usize * self.dtype.element_size();
         // wrapping_add: an empty view may carry any offset; a view with elements was
         // bounds-checked (offset included) against the storage, which never shrinks, so for
@@ -672,29 +711,32 @@ enum SnapshotArcs {
 }
 
 impl OwnedSnapshots {
-    /// Keeps `f(i)` for `i < n` and builds the guard's tensor list from them in one pass.
-    #[inline]
-    fn build(
-        n: usize,
-        n_reads: usize,
-        mut f: impl FnMut(usize) -> (Arc<TensorMeta>, ScalarType, Device),
-    ) -> (TensorList, OwnedSnapshots) {
-        let mut arcs = if n <= INLINE {
+    #[inline(always)]
+    fn with_capacity(n: usize) -> OwnedSnapshots {
+        OwnedSnapshots(if n <= INLINE {
             SnapshotArcs::Inline([const { None }; INLINE])
         } else {
             SnapshotArcs::Heap(Vec::with_capacity(n))
-        };
-        let tensors = TensorList::build(n, |i| {
-            let (arc, dtype, device) = f(i);
-            // The snapshot is on the heap: the pointer stays valid when the Arc moves.
-            let t = accessed(&arc, dtype, device, i >= n_reads);
-            match &mut arcs {
-                SnapshotArcs::Inline(a) => a[i] = Some(arc),
-                SnapshotArcs::Heap(v) => v.push(arc),
-            }
-            t
-        });
-        (tensors, OwnedSnapshots(arcs))
+        })
+    }
+    /// Keeps `arc` as the `i`-th snapshot (called for i = 0, 1, ... in order) and returns the
+    /// guard's view of it. The snapshot is on the heap: the pointer stays valid when the Arc
+    /// moves.
+    #[inline(always)]
+    fn keep(
+        &mut self,
+        i: usize,
+        arc: Arc<TensorMeta>,
+        dtype: ScalarType,
+        device: Device,
+        writable: bool,
+    ) -> AccessedTensor {
+        let t = accessed(&arc, dtype, device, writable);
+        match &mut self.0 {
+            SnapshotArcs::Inline(a) => a[i] = Some(arc),
+            SnapshotArcs::Heap(v) => v.push(arc),
+        }
+        t
     }
 }
 
@@ -707,73 +749,58 @@ pub struct BorrowedSnapshots<'a>(PhantomData<&'a TensorMeta>);
 /// `TensorAccess` (owned snapshots).
 pub struct TensorAccess<Keep = OwnedSnapshots> {
     tensors: TensorList,
-    n_reads: usize,
+    /// Counts of the tensors read (the first ones) and written; u32 so that the guard stays
+    /// small to move (a guard over 2^32 tensors is refused).
+    n_reads: u32,
+    n_writes: u32,
+    locks: LockSet,
     // Dropped after `Drop::drop` released the locks.
     _keep: Keep,
 }
 
 // SAFETY: a shared TensorAccess only hands out metadata (of Sync snapshots), raw pointer
 // values and shared slices of storages it holds locked; the locks are released by the owning
-// thread's drop (the guard stays !Send: AccessedTensor holds raw pointers), so kernels may
-// share `&guard` with their workers.
+// thread's drop (the guard stays !Send: it holds raw pointers), so kernels may share `&guard`
+// with their workers.
 unsafe impl<Keep: Sync> Sync for TensorAccess<Keep> {}
 
 impl<Keep> Drop for TensorAccess<Keep> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: a TensorAccess exists only after lock_all succeeded on its tensors; `Keep`
-        // (dropped after this) keeps the snapshots, and so the storages, alive.
-        unsafe { unlock_all(self.tensors.as_slice()) };
+        // SAFETY: a TensorAccess is dropped either after its lock function succeeded (the set
+        // holds what it locked) or after it failed (the set is empty); `Keep` (dropped after
+        // this) keeps the snapshots, and so the storages, alive.
+        unsafe { self.locks.release() };
     }
 }
 
 /// Tensors a guard keeps in place (no allocation): a kernel names 1-4.
 const INLINE: usize = 4;
 
-/// A guard's tensors. (A hand-made small vector: SmallVec's generic push/extend cost more
-/// than the rest of acquiring one tensor.)
-enum TensorList {
-    Inline {
-        len: usize,
-        /// The first `len` are initialised.
-        items: [MaybeUninit<AccessedTensor>; INLINE],
-    },
-    Heap(Vec<AccessedTensor>),
+/// A guard's `n` tensors: the first `n` of `inline` while `n <= INLINE`, else all in `heap`.
+/// (A hand-made small vector: SmallVec's generic push/extend cost more than the rest of
+/// acquiring one tensor, and the tensors are written in place in the guard.)
+struct TensorList {
+    inline: [MaybeUninit<AccessedTensor>; INLINE],
+    /// A box: it keeps the guard small to move.
+    // Boxed: a thin pointer, one word in the guard instead of a Vec's three.
+    #[allow(clippy::box_collection)]
+    heap: Option<Box<Vec<AccessedTensor>>>,
 }
 
+// AccessedTensor has no drop glue, so the list's inline part leaks nothing.
+const _: () = assert!(!std::mem::needs_drop::<AccessedTensor>());
+
 impl TensorList {
-    /// The list `f(0), ..., f(n - 1)`.
+    /// # Safety
+    /// `n` must be the count of tensors `acquire` wrote.
     #[inline]
-    fn build(n: usize, mut f: impl FnMut(usize) -> AccessedTensor) -> TensorList {
-        if n <= INLINE {
-            let mut items = [const { MaybeUninit::uninit() }; INLINE];
-            for (i, slot) in items[..n].iter_mut().enumerate() {
-                slot.write(f(i));
-            }
-            TensorList::Inline { len: n, items }
-        } else {
-            TensorList::Heap((0..n).map(f).collect())
-        }
-    }
-    #[inline]
-    fn as_slice(&self) -> &[AccessedTensor] {
-        match self {
-            // SAFETY: `build` initialised the first `len` slots (AccessedTensor has no drop
-            // glue, so nothing is leaked or dropped twice).
-            TensorList::Inline { len, items } => unsafe {
-                std::slice::from_raw_parts(items.as_ptr().cast(), *len)
-            },
-            TensorList::Heap(v) => v,
-        }
-    }
-    #[inline]
-    fn as_mut_slice(&mut self) -> &mut [AccessedTensor] {
-        match self {
-            // SAFETY: as in `as_slice`.
-            TensorList::Inline { len, items } => unsafe {
-                std::slice::from_raw_parts_mut(items.as_mut_ptr().cast(), *len)
-            },
-            TensorList::Heap(v) => v,
+    unsafe fn as_slice(&self, n: usize) -> &[AccessedTensor] {
+        match &self.heap {
+            // SAFETY: without a heap part the first `n` inline slots are initialised (see
+            // `acquire`).
+            None => unsafe { std::slice::from_raw_parts(self.inline.as_ptr().cast(), n) },
+            Some(h) => h,
         }
     }
 }
@@ -787,11 +814,11 @@ impl TensorAccess {
         // Each tensor's metadata is snapshotted once: storage, sizes, strides and offset stay
         // consistent for the guard's lifetime even if another thread resizes it.
         let nr = reads.len();
-        let (tensors, keep) = OwnedSnapshots::build(nr + writes.len(), nr, |i| {
+        let n = nr + writes.len();
+        Self::acquire(n, nr, OwnedSnapshots::with_capacity(n), |i, keep| {
             let t = if i < nr { reads[i] } else { writes[i - nr] };
-            (t.meta_arc(), t.dtype(), t.device())
-        });
-        Self::acquire(tensors, nr, keep)
+            keep.keep(i, t.meta_arc(), t.dtype(), t.device(), i >= nr)
+        })
     }
 
     /// Acquires tensors given by metadata snapshots the caller already holds (TensorIterator
@@ -813,11 +840,11 @@ impl TensorAccess {
         writes: &[(&Arc<TensorMeta>, ScalarType, Device)],
     ) -> Result<TensorAccess> {
         let nr = reads.len();
-        let (tensors, keep) = OwnedSnapshots::build(nr + writes.len(), nr, |i| {
+        let n = nr + writes.len();
+        Self::acquire(n, nr, OwnedSnapshots::with_capacity(n), |i, keep| {
             let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
-            (m.clone(), d, dev)
-        });
-        Self::acquire(tensors, nr, keep)
+            keep.keep(i, m.clone(), d, dev, i >= nr)
+        })
     }
 
     /// A guard that only reads one tensor.
@@ -833,7 +860,7 @@ impl TensorAccess {
 
 /// An AccessedTensor not yet locked. `meta` must be kept alive by the guard it goes into
 /// (a heap snapshot: it stays put when the guard moves).
-#[inline]
+#[inline(always)]
 fn accessed(
     meta: &TensorMeta,
     dtype: ScalarType,
@@ -842,9 +869,7 @@ fn accessed(
 ) -> AccessedTensor {
     AccessedTensor {
         meta: NonNull::from(meta),
-        imp: meta.storage().as_impl(),
         write: writable,
-        role: Role::None,
         dtype,
         device,
     }
@@ -864,29 +889,80 @@ impl<'a> TensorAccess<BorrowedSnapshots<'a>> {
         writes: &[SnapshotSpec<'a>],
     ) -> Result<TensorAccess<BorrowedSnapshots<'a>>> {
         let nr = reads.len();
-        let tensors = TensorList::build(nr + writes.len(), |i| {
-            let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
-            accessed(m, d, dev, i >= nr)
-        });
-        Self::acquire(tensors, nr, BorrowedSnapshots(PhantomData))
+        Self::acquire(
+            nr + writes.len(),
+            nr,
+            BorrowedSnapshots(PhantomData),
+            |i, _| {
+                let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
+                accessed(m, d, dev, i >= nr)
+            },
+        )
     }
 }
 
 impl<Keep> TensorAccess<Keep> {
-    /// Locks the tensors' storages and reads their data pointers under the locks. `keep`
-    /// must keep every tensor's snapshot alive.
-    #[inline]
-    fn acquire(tensors: TensorList, n_reads: usize, keep: Keep) -> Result<Self> {
-        // The snapshots (kept by `keep`, or the caller's until then) keep the storages alive.
+    /// Builds the guard's tensors `f(0, keep), ..., f(n - 1, keep)` in place, then locks
+    /// their storages and returns the guard; the data pointers are read under the locks
+    /// later. `f` must return tensors whose snapshots `keep` (or the caller, for `'a`) keeps
+    /// alive for the guard's life.
+    #[inline(always)]
+    fn acquire(
+        n: usize,
+        n_reads: usize,
+        keep: Keep,
+        mut f: impl FnMut(usize, &mut Keep) -> AccessedTensor,
+    ) -> Result<Self> {
+        let (Ok(n_reads32), Ok(n_writes32)) = (u32::try_from(n_reads), u32::try_from(n - n_reads))
+        else {
+            return Err(Error::runtime(format!(
+                "storage access: a guard takes at most {} tensors, got {n}",
+                u32::MAX
+            )));
+        };
         let mut g = TensorAccess {
-            tensors,
-            n_reads,
+            tensors: TensorList {
+                inline: [const { MaybeUninit::uninit() }; INLINE],
+                heap: None,
+            },
+            // Set once the tensors are written (nothing reads them before).
+            n_reads: 0,
+            n_writes: 0,
+            locks: LockSet::new(),
             _keep: keep,
         };
-        // Locked in place (one move of the tensor list fewer). On refusal nothing is held and
-        // every role is None, so dropping `g` releases nothing.
-        lock_all(g.tensors.as_mut_slice()).map_err(Refused::into_error)?;
+        // On refusal nothing is held and the lock set is empty, so dropping `g` releases
+        // nothing.
+        if n <= INLINE {
+            let mut keys = [std::ptr::null(); LOCKS_INLINE];
+            for (i, slot) in g.tensors.inline[..n].iter_mut().enumerate() {
+                let t = slot.write(f(i, &mut g._keep));
+                keys[i] = key(t.meta().storage().as_impl(), t.write);
+            }
+            (g.n_reads, g.n_writes) = (n_reads32, n_writes32);
+            lock_small(&mut keys, n, &mut g.locks).map_err(Refused::into_error)?;
+        } else {
+            let tensors: Vec<AccessedTensor> = (0..n).map(|i| f(i, &mut g._keep)).collect();
+            let mut keys: Vec<Key> = tensors
+                .iter()
+                .map(|t| key(t.meta().storage().as_impl(), t.write))
+                .collect();
+            g.tensors.heap = Some(Box::new(tensors));
+            (g.n_reads, g.n_writes) = (n_reads32, n_writes32);
+            let mut locks = LockSet::new();
+            lock_general(&mut keys, &mut locks).map_err(Refused::into_error)?;
+            g.locks = locks;
+        }
         Ok(g)
+    }
+
+    #[inline]
+    fn all(&self) -> &[AccessedTensor] {
+        // SAFETY: the counts are those of the tensors `acquire` wrote.
+        unsafe {
+            self.tensors
+                .as_slice(self.n_reads as usize + self.n_writes as usize)
+        }
     }
 
     fn index_error(what: &str, i: usize, n: usize) -> Error {
@@ -898,21 +974,21 @@ impl<Keep> TensorAccess<Keep> {
     /// The `i`-th tensor read.
     #[inline]
     pub fn input(&self, i: usize) -> Result<&AccessedTensor> {
-        if i >= self.n_reads {
-            return Err(Self::index_error("input", i, self.n_reads));
+        let nr = self.n_reads as usize;
+        if i >= nr {
+            return Err(Self::index_error("input", i, nr));
         }
-        Ok(&self.tensors.as_slice()[i])
+        Ok(&self.all()[i])
     }
 
     /// The `i`-th tensor written.
     #[inline]
     pub fn output(&self, i: usize) -> Result<&AccessedTensor> {
-        let all = self.tensors.as_slice();
-        let n = all.len() - self.n_reads;
+        let n = self.n_writes as usize;
         if i >= n {
             return Err(Self::index_error("output", i, n));
         }
-        Ok(&all[self.n_reads + i])
+        Ok(&self.all()[self.n_reads as usize + i])
     }
 
     /// The elements of a contiguous input as a slice. A storage that is also written through
@@ -1087,6 +1163,69 @@ mod tests {
         let all: Vec<&TensorBase> = ts.iter().collect();
         drop(TensorAccess::new(&[], &all).unwrap());
         drop(TensorAccess::new(&all[..3], &[]).unwrap());
+    }
+
+    #[test]
+    fn four_tensors_in_every_order_lock_each_storage_once_in_its_strongest_mode() {
+        // Two storages named four times (a view of each): every permutation of the argument
+        // order goes through the sorting network and must dedupe to "a written, b read".
+        let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let b = TensorBase::from_slice(&[3.0f32, 4.0], &[2]).unwrap();
+        let (va, vb) = (
+            a.as_strided(&[1], &[1], Some(1)).unwrap(),
+            b.as_strided(&[1], &[1], Some(1)).unwrap(),
+        );
+        let names = [&a, &b, &va, &vb];
+        let perms = [
+            [0, 1, 2, 3],
+            [3, 2, 1, 0],
+            [1, 3, 0, 2],
+            [2, 0, 3, 1],
+            [3, 0, 2, 1],
+        ];
+        for p in perms {
+            let reads: Vec<&TensorBase> = p[..3].iter().map(|&i| names[i]).collect();
+            // Write whichever of a / va is not already last among the reads, so that a is
+            // written through one tensor and read through another in some orders.
+            let w = if p[3] == 2 || p[3] == 0 {
+                names[p[3]]
+            } else {
+                &a
+            };
+            let g = TensorAccess::new(&reads, &[w]).unwrap();
+            assert!(g.output(0).unwrap().is_writable());
+            // a is held for writing, b for reading: a nested read of b re-enters, any
+            // nested access to a is refused.
+            assert_eq!(b.to_vec::<f32>().unwrap(), vec![3.0, 4.0]);
+            assert!(TensorAccess::read(&a).is_err());
+            assert!(TensorAccess::write(&b).is_err());
+            drop(g);
+            // Fully released: both can be written again, on this thread and another.
+            drop(TensorAccess::new(&[], &[&a, &b]).unwrap());
+            std::thread::scope(|s| {
+                s.spawn(|| drop(TensorAccess::new(&[], &[&a, &b]).unwrap()));
+            });
+        }
+    }
+
+    #[test]
+    fn storage_guards_report_what_they_hold() {
+        let s1 = Storage::new(8, Device::CPU).unwrap();
+        let s2 = Storage::new(8, Device::CPU).unwrap();
+        let s3 = Storage::new(8, Device::CPU).unwrap();
+        let g = StorageAccess::acquire(&[&s1, &s2], &[&s1]).unwrap();
+        assert!(g.is_writing(&s1));
+        assert!(!g.is_writing(&s2));
+        assert!(g.data_ptr(&s2).is_some());
+        assert!(g.data_ptr(&s3).is_none());
+        // A nested read of s2 re-enters: held, but not for writing.
+        let inner = StorageAccess::acquire(&[&s2, &s3], &[]).unwrap();
+        assert!(inner.data_ptr(&s2).is_some() && !inner.is_writing(&s2));
+        drop(g);
+        // s2 is still read by `inner`.
+        assert!(StorageAccess::acquire(&[], &[&s2]).is_err());
+        drop(inner);
+        drop(StorageAccess::acquire(&[], &[&s1, &s2, &s3]).unwrap());
     }
 
     #[test]

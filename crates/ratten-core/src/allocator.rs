@@ -98,6 +98,15 @@ impl DataPtr {
         }
     }
 
+    /// Whether the memory belongs to someone else (a storage's inline tail, see
+    /// [`DataPtr::borrowed`]): no allocator memory, nothing freed.
+    pub(crate) fn is_borrowed(&self) -> bool {
+        self.deleter.is_none() && self.ptr.is_some()
+    }
+    pub(crate) fn set_device(&mut self, device: Device) {
+        self.device = device;
+    }
+
     /// The start of the memory, or None when it owns none.
     pub fn get(&self) -> Option<NonNull<u8>> {
         self.ptr
@@ -498,6 +507,48 @@ impl<T> CachedArc<T> {
         };
         CachedArc {
             ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// The value, mutably, when this is its only handle (none other can appear: a clone
+    /// needs a handle, and `&mut` excludes this one's).
+    #[inline]
+    pub(crate) fn get_mut(this: &mut Self) -> Option<&mut T> {
+        // Acquire pairs with the Release decrements of the handles dropped before: their uses
+        // of the value happen before ours.
+        if this.inner().count.load(Ordering::Acquire) != 1 {
+            return None;
+        }
+        // SAFETY: the only handle, borrowed mutably: nobody else can reach the value.
+        Some(unsafe { &mut (*this.ptr.as_ptr()).value })
+    }
+
+    /// [`CachedArc::get_mut`] without the check.
+    ///
+    /// # Safety
+    /// This must be the value's only handle.
+    #[inline]
+    pub(crate) unsafe fn get_mut_unchecked(this: &mut Self) -> &mut T {
+        // SAFETY: the caller's contract: nobody else can reach the value.
+        unsafe { &mut (*this.ptr.as_ptr()).value }
+    }
+
+    /// The handle as a raw pointer (its count goes with it; see [`CachedArc::from_raw`]).
+    #[inline]
+    pub(crate) fn into_raw(this: Self) -> *mut () {
+        let p = this.ptr.as_ptr().cast();
+        std::mem::forget(this);
+        p
+    }
+
+    /// # Safety
+    /// `p` must come from [`CachedArc::into_raw`] of the same `T`, and be used only once.
+    #[inline]
+    pub(crate) unsafe fn from_raw(p: *mut ()) -> Self {
+        CachedArc {
+            // SAFETY: the caller's contract: a pointer from `into_raw`, never null.
+            ptr: unsafe { NonNull::new_unchecked(p.cast()) },
             _owns: PhantomData,
         }
     }

@@ -302,7 +302,43 @@ impl<T> SnapshotCell<T> {
         }
     }
 
+    /// The value, mutably, when the cell is its only holder (one strong count, no weak
+    /// one) and no replaced value is retired. `&mut self` excludes every reader of the cell,
+    /// and nobody else can reach the value.
+    #[inline]
+    pub(crate) fn unique_mut(&mut self) -> Option<&mut T> {
+        if !self.writer.get_mut().is_empty() {
+            return None;
+        }
+        let p = *self.ptr.get_mut();
+        // SAFETY: `p` came from Arc::into_raw and the cell's count keeps it alive;
+        // ManuallyDrop: the count stays the cell's.
+        let arc = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+        if Arc::strong_count(&arc) != 1 || Arc::weak_count(&arc) != 0 {
+            return None;
+        }
+        // Pairs with the Release decrements of the handles dropped before: their reads of
+        // the value happen before our writes.
+        fence(Ordering::Acquire);
+        // SAFETY: the cell's reference is the only one (no other strong or weak count, and
+        // none can be made without one), and `&mut self` excludes the cell's readers; `p`
+        // has the provenance of the Arc's allocation (from `into_raw`).
+        Some(unsafe { &mut *p })
+    }
+
+    /// [`SnapshotCell::unique_mut`] without the checks.
+    ///
+    /// # Safety
+    /// `unique_mut` must have succeeded on this cell, and nothing may have reached the cell
+    /// or its value since.
+    #[inline]
+    pub(crate) unsafe fn unique_mut_unchecked(&mut self) -> &mut T {
+        // SAFETY: the caller's contract: as in `unique_mut`.
+        unsafe { &mut **self.ptr.get_mut() }
+    }
+
     /// Consumes the cell, returning its value (retired values are dropped).
+    #[inline]
     pub fn into_inner(self) -> Arc<T> {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the cell is not used again (ManuallyDrop, fields read once each); the

@@ -49,7 +49,7 @@ pub struct Storage(CachedArc<StorageImpl>);
 
 /// CPU storages of up to this many bytes from the built-in allocator keep their data inside
 /// the StorageImpl's block (one allocation for both; a scalar or a tiny tensor).
-const INLINE_DATA: usize = 64;
+pub(crate) const INLINE_DATA: usize = 64;
 
 impl Storage {
     /// A storage of `nbytes` bytes from the device's allocator (contents unspecified but
@@ -87,25 +87,10 @@ impl Storage {
                 "Storage size calculation overflowed: {nbytes} bytes"
             )));
         }
-        let inline = matches!(allocator, AllocatorRef::Cpu)
-            && nbytes > 0
-            && nbytes <= INLINE_DATA
-            && CachedArc::<StorageImpl>::tail_fits(INLINE_DATA);
-        if inline {
-            return Ok(Storage(CachedArc::with_tail(INLINE_DATA, |tail| {
-                StorageImpl {
-                    lock: RawRwLock::INIT,
-                    // SAFETY: the tail is INLINE_DATA zeroed bytes, ALIGNMENT-aligned, owned
-                    // by this StorageImpl's block alone and alive as long as the StorageImpl
-                    // (which drops the DataPtr before the block is freed).
-                    data: UnsafeCell::new(unsafe { DataPtr::borrowed(tail, INLINE_DATA, device) }),
-                    nbytes: AtomicUsize::new(nbytes),
-                    allocator,
-                    resizable: true,
-                    device,
-                    alignment: ALIGNMENT,
-                }
-            })));
+        if matches!(allocator, AllocatorRef::Cpu) {
+            if let Some(s) = Self::new_small_cpu(nbytes, device) {
+                return Ok(s);
+            }
         }
         let data = if zeroed {
             allocator.get().allocate_zeroed(nbytes)?
@@ -122,6 +107,84 @@ impl Storage {
             device,
             alignment: ALIGNMENT,
         })))
+    }
+
+    /// A storage of `nbytes` (1..=INLINE_DATA) from the built-in CPU allocator, its data in
+    /// the StorageImpl's own block (zeroed); None for other sizes. Inlined into `empty`: no
+    /// call, no allocator dispatch, nothing to check (the tail's size and alignment are
+    /// constants).
+    #[inline(always)]
+    pub(crate) fn new_small_cpu(nbytes: usize, device: Device) -> Option<Storage> {
+        let inline =
+            nbytes > 0 && nbytes <= INLINE_DATA && CachedArc::<StorageImpl>::tail_fits(INLINE_DATA);
+        if !inline {
+            return None;
+        }
+        Some(Storage(CachedArc::with_tail(INLINE_DATA, |tail| {
+            StorageImpl {
+                lock: RawRwLock::INIT,
+                // SAFETY: the tail is INLINE_DATA zeroed bytes, ALIGNMENT-aligned, owned
+                // by this StorageImpl's block alone and alive as long as the StorageImpl
+                // (which drops the DataPtr before the block is freed).
+                data: UnsafeCell::new(unsafe { DataPtr::borrowed(tail, INLINE_DATA, device) }),
+                nbytes: AtomicUsize::new(nbytes),
+                allocator: AllocatorRef::Cpu,
+                resizable: true,
+                device,
+                alignment: ALIGNMENT,
+            }
+        })))
+    }
+
+    /// Whether this is a storage of [`Storage::new_small_cpu`] that no other handle (tensor,
+    /// guard) holds: its data still in its own block, unlocked. Such a storage can be reused
+    /// for a new small tensor by [`Storage::reuse_small_cpu`].
+    #[inline]
+    pub(crate) fn is_unique_small_cpu(&mut self) -> bool {
+        let Some(s) = CachedArc::get_mut(&mut self.0) else {
+            return false;
+        };
+        // Unique, so no guard can hold the lock (a guard keeps a handle or a snapshot, which
+        // keeps one); checked anyway, it is one load.
+        s.data.get_mut().is_borrowed()
+            && s.data.get_mut().capacity() == INLINE_DATA
+            && s.resizable
+            && matches!(s.allocator, AllocatorRef::Cpu)
+            && !s.lock.is_locked()
+    }
+
+    /// Turns a storage that [`Storage::is_unique_small_cpu`] accepted into a fresh one of
+    /// `nbytes` on `device` (a CPU device), zeroed if asked (else it holds the previous,
+    /// initialised bytes, as a reused block does).
+    ///
+    /// # Safety
+    /// `is_unique_small_cpu` must have returned true and nothing may have reached the storage
+    /// since (no other handle existed to do so); `nbytes` must be in 1..=INLINE_DATA.
+    #[inline]
+    pub(crate) unsafe fn reuse_small_cpu(&mut self, nbytes: usize, device: Device, zeroed: bool) {
+        debug_assert!(nbytes > 0 && nbytes <= INLINE_DATA);
+        // SAFETY: the caller's contract: the only handle.
+        let s = unsafe { CachedArc::get_mut_unchecked(&mut self.0) };
+        *s.nbytes.get_mut() = nbytes;
+        s.device = device;
+        let data = s.data.get_mut();
+        data.set_device(device);
+        if zeroed {
+            if let Some(p) = data.get() {
+                // SAFETY: the inline tail: INLINE_DATA bytes owned by this storage, which
+                // nobody else holds (unique, checked above).
+                unsafe { std::ptr::write_bytes(p.as_ptr(), 0, INLINE_DATA) };
+            }
+        }
+    }
+
+    /// Whether new CPU storages come from the built-in allocator (not a replaced one).
+    #[inline(always)]
+    pub(crate) fn cpu_allocator_is_builtin() -> bool {
+        matches!(
+            allocator_ref(crate::device::DeviceType::Cpu),
+            Ok(AllocatorRef::Cpu)
+        )
     }
 
     /// A storage over memory that is not resizable (like `at::from_blob` with a deleter).

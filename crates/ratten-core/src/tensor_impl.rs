@@ -10,11 +10,19 @@
 //! kernel that started before a resize finishes on the old, still in-bounds, view. A held
 //! snapshot never blocks a writer, even on the same thread.
 //!
+//! A small CPU tensor (data inside its storage's block) whose TensorImpl, snapshot and
+//! storage nobody else holds is not torn down when its last handle drops: the whole of it is
+//! kept in a per-thread cache of spares, and the next small `empty` on that thread rewrites
+//! its geometry, dtype and storage size (a few stores) instead of building three objects.
+//! Nothing can observe the difference: a spare is reachable only from the cache, and a
+//! reused one is indistinguishable from a fresh one (new version counter, no wrapped-number
+//! mark, initialised contents, zeroed for `zeros`).
+//!
 //! (An `ArcSwap` gave wait-free reads too, but destroying one scans every thread's debt
 //! slots, which every temporary tensor paid; a SnapshotCell's drop scans nothing, since no
 //! reader can outlive the tensor it borrows.)
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -29,7 +37,7 @@ use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
 use crate::scalar::{Scalar, ScalarConvert};
 use crate::snapshot::SnapshotCell;
-use crate::storage::Storage;
+use crate::storage::{Storage, INLINE_DATA};
 
 /// Sizes or strides: up to 6 dimensions inline, no heap allocation.
 pub type DimVec = SmallVec<[i64; 6]>;
@@ -114,7 +122,7 @@ impl TensorMeta {
         // and uninitialised, written field by field (building the snapshot on the stack and
         // moving it into `Arc::new` cost memcpy calls for its ~150 bytes).
         let block = META_CACHE
-            .try_with(|c| c.metas.try_borrow_mut().ok()?.pop())
+            .try_with(MetaCache::pop)
             .ok()
             .flatten()
             .unwrap_or_else(Arc::new_uninit);
@@ -209,22 +217,59 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
 /// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
 /// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
 /// TensorMeta was dropped in place (so it holds no storage).
+///
+/// A fixed array of Cells (the first `len` hold blocks, as `Arc::into_raw` pointers): push and
+/// pop are a bounds check and a load or store, with no borrow flag and no Vec to grow.
 struct MetaCache {
-    metas: RefCell<Vec<Arc<MaybeUninit<TensorMeta>>>>,
+    len: Cell<usize>,
+    metas: [Cell<*const MaybeUninit<TensorMeta>>; META_CACHE_LEN],
 }
 
 const META_CACHE_LEN: usize = 32;
 
+impl MetaCache {
+    #[inline]
+    fn pop(&self) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+        let n = self.len.get().checked_sub(1)?;
+        self.len.set(n);
+        let p = self.metas.get(n)?.get();
+        // SAFETY: the first `len` cells hold pointers from `Arc::into_raw` of unique blocks
+        // (see `push`); this takes one out (len was lowered first), handing its count back.
+        Some(unsafe { Arc::from_raw(p) })
+    }
+    /// Keeps `block` (a unique Arc) unless the cache is full, else returns it.
+    #[inline]
+    fn push(&self, block: Arc<MaybeUninit<TensorMeta>>) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+        let n = self.len.get();
+        let Some(cell) = self.metas.get(n) else {
+            return Some(block);
+        };
+        cell.set(Arc::into_raw(block));
+        self.len.set(n + 1);
+        None
+    }
+}
+
+impl Drop for MetaCache {
+    fn drop(&mut self) {
+        while let Some(block) = self.pop() {
+            drop(block);
+        }
+    }
+}
+
 thread_local! {
     static META_CACHE: MetaCache = const {
         MetaCache {
-            metas: RefCell::new(Vec::new()),
+            len: Cell::new(0),
+            metas: [const { Cell::new(std::ptr::null()) }; META_CACHE_LEN],
         }
     };
 }
 
 /// Drops a TensorImpl's snapshot handle, keeping the block for reuse when it was the last
 /// handle. No atomic read-modify-write: uniqueness is read from the counts.
+#[inline]
 fn recycle_meta(meta: Arc<TensorMeta>) {
     // Only our handle, and no Weak that could be upgraded: nobody else can reach it or make
     // a new handle. (A clone can only be made from a handle, and ours is the only one.)
@@ -246,10 +291,8 @@ fn recycle_meta(meta: Arc<TensorMeta>) {
     };
     let mut slot = Some(block);
     let _ = META_CACHE.try_with(|c| {
-        if let Ok(mut metas) = c.metas.try_borrow_mut() {
-            if metas.len() < META_CACHE_LEN {
-                metas.extend(slot.take());
-            }
+        if let Some(b) = slot.take() {
+            slot = c.push(b);
         }
     });
     drop(slot);
@@ -487,6 +530,7 @@ fn tensor_key_set(device_type: DeviceType) -> DispatchKeySet {
 }
 
 impl Drop for TensorImpl {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `meta` is taken exactly once, here, and the TensorImpl is not used after.
         let meta = unsafe { ManuallyDrop::take(&mut self.meta) }.into_inner();
@@ -494,10 +538,150 @@ impl Drop for TensorImpl {
     }
 }
 
+impl TensorImpl {
+    /// Whether this TensorImpl, reached through its only handle, can be kept whole as a spare
+    /// for the next small `empty` on this thread: its snapshot and its storage held by nobody
+    /// else, the storage a small CPU one (data in its own block), the dims in place. Clears
+    /// what a fresh tensor does not have (a version counter, the wrapped-number mark).
+    #[inline]
+    fn prepare_spare(&mut self) -> bool {
+        let Some(m) = self.meta.unique_mut() else {
+            return false;
+        };
+        if m.dims.heap.is_some() || !m.storage.is_unique_small_cpu() {
+            return false;
+        }
+        self.version_counter.take();
+        *self.is_wrapped_number.get_mut() = false;
+        true
+    }
+
+    /// Makes a spare the fresh contiguous tensor `empty(sizes, dtype, device)` would make:
+    /// `numel` elements of `nbytes` bytes on a CPU device. Nothing is checked again: what
+    /// `prepare_spare` accepted cannot have changed, since nothing could reach the spare.
+    ///
+    /// # Safety
+    /// `spare` must come from `SpareTensors::pop` (so `prepare_spare` accepted it and it is
+    /// its only handle); `nbytes` in 1..=INLINE_DATA; at most INLINE_DIMS sizes.
+    #[inline]
+    unsafe fn reuse_spare(
+        spare: &mut CachedArc<TensorImpl>,
+        sizes: &[i64],
+        numel: i64,
+        nbytes: usize,
+        dtype: ScalarType,
+        device: Device,
+        zeroed: bool,
+    ) {
+        let n = sizes.len();
+        debug_assert!(n <= INLINE_DIMS);
+        // SAFETY (the three accesses): the caller's contract. The spare's handle, snapshot and
+        // storage were each found unique by `prepare_spare`, and a spare is reachable only
+        // from the cache, so they still are.
+        let imp = unsafe { CachedArc::get_mut_unchecked(spare) };
+        let m = unsafe { imp.meta.unique_mut_unchecked() };
+        unsafe { m.storage.reuse_small_cpu(nbytes, device, zeroed) };
+        // Row-major strides (0 sizes count as 1), as `TensorMeta::contiguous` writes them;
+        // the slots past `n` keep old values, which nothing reads (sizes/strides slice [..n]).
+        let mut stride = 1i64;
+        for d in (0..n).rev() {
+            m.dims.inline[d] = sizes[d];
+            m.dims.inline[INLINE_DIMS + d] = stride;
+            stride = stride.saturating_mul(sizes[d].max(1));
+        }
+        m.dims.ndim = n;
+        m.numel = numel;
+        m.is_contiguous = true;
+        m.storage_offset = 0;
+        imp.dtype = dtype;
+        imp.device = device;
+        imp.key_set = tensor_key_set(device.device_type);
+    }
+}
+
+/// Whole small tensors (TensorImpl, snapshot and storage, still linked) dropped on this
+/// thread, kept for its next small `empty`: reusing one rewrites a few fields instead of
+/// building three objects (and tearing three down on drop). The first `len` cells hold
+/// `CachedArc::into_raw` handles, each the only handle of a TensorImpl that `prepare_spare`
+/// accepted (see `push`): nothing else reaches it, its snapshot or its storage.
+struct SpareTensors {
+    len: Cell<usize>,
+    items: [Cell<*mut ()>; SPARE_TENSORS],
+}
+
+const SPARE_TENSORS: usize = 16;
+
+impl SpareTensors {
+    #[inline]
+    fn pop(&self) -> Option<CachedArc<TensorImpl>> {
+        let n = self.len.get().checked_sub(1)?;
+        self.len.set(n);
+        let p = self.items.get(n)?.get();
+        // SAFETY: the first `len` cells hold `into_raw` handles of TensorImpls (see `push`);
+        // this takes one out (len was lowered first).
+        Some(unsafe { CachedArc::from_raw(p) })
+    }
+    /// Keeps `t` unless the cache is full, else gives it back.
+    ///
+    /// # Safety
+    /// `t` must be the only handle of its TensorImpl, and `prepare_spare` must have accepted
+    /// it (`reuse_spare` relies on both without checking).
+    #[inline]
+    unsafe fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
+        let n = self.len.get();
+        let Some(cell) = self.items.get(n) else {
+            return Some(t);
+        };
+        cell.set(CachedArc::into_raw(t));
+        self.len.set(n + 1);
+        None
+    }
+}
+
+impl Drop for SpareTensors {
+    fn drop(&mut self) {
+        // Torn down as any last handle is (the TensorBase drop that would keep them again is
+        // not involved).
+        while let Some(t) = self.pop() {
+            drop(t);
+        }
+    }
+}
+
+thread_local! {
+    static SPARE: SpareTensors = const {
+        SpareTensors {
+            len: Cell::new(0),
+            items: [const { Cell::new(std::ptr::null_mut()) }; SPARE_TENSORS],
+        }
+    };
+}
+
 /// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
 /// PyTorch's `Tensor b = a;` does); it never copies data.
 #[derive(Clone)]
-pub struct TensorBase(CachedArc<TensorImpl>);
+pub struct TensorBase(
+    // Taken out by `Drop`, which may keep the TensorImpl as a spare (see `SpareTensors`).
+    ManuallyDrop<CachedArc<TensorImpl>>,
+);
+
+impl Drop for TensorBase {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; the field is not used after.
+        let mut t = unsafe { ManuallyDrop::take(&mut self.0) };
+        if CachedArc::get_mut(&mut t).is_some_and(TensorImpl::prepare_spare) {
+            // SAFETY: `get_mut` found `t` the only handle and `prepare_spare` accepted it.
+            match SPARE.try_with(|s| unsafe { s.push(t) }) {
+                Ok(None) => return,
+                Ok(Some(back)) => t = back,
+                // The thread is exiting; the closure (and `t` in it) was dropped unused.
+                Err(_) => return,
+            }
+        }
+        drop(t);
+    }
+}
 
 /// A borrowed metadata snapshot (see [`TensorBase::meta`]).
 pub type MetaRef = Arc<TensorMeta>;
@@ -519,21 +703,56 @@ impl TensorBase {
         device: Device,
         zeroed: bool,
     ) -> Result<TensorBase> {
-        check_size_nonnegative(sizes)?;
+        // One pass for both checks: a negative size (reported first, as
+        // check_size_nonnegative does) and the element count's overflow.
+        let mut numel = Some(1u64);
+        for &s in sizes {
+            if s < 0 {
+                check_size_nonnegative(sizes)?;
+            }
+            numel = numel.and_then(|n| n.checked_mul(s as u64));
+        }
         let overflow = || {
             Error::runtime(format!(
                 "Storage size calculation overflowed with sizes={sizes:?}"
             ))
         };
-        let numel = sizes
-            .iter()
-            .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64))
-            .ok_or_else(overflow)?;
+        let numel = numel.ok_or_else(overflow)?;
         let nbytes = numel
             .checked_mul(dtype.element_size() as u64)
             .filter(|&n| n <= isize::MAX as u64)
             .ok_or_else(overflow)? as usize;
-        let storage = if zeroed {
+        // A small CPU tensor (a scalar, an op on a few elements): a spare of this thread made
+        // fresh, else one whose storage's block holds the data (already zeroed, so `zeroed`
+        // needs nothing more).
+        let small_cpu = device.device_type == DeviceType::Cpu
+            && nbytes > 0
+            && nbytes <= INLINE_DATA
+            && Storage::cpu_allocator_is_builtin();
+        if small_cpu && sizes.len() <= INLINE_DIMS {
+            if let Some(mut t) = SPARE.try_with(SpareTensors::pop).ok().flatten() {
+                // SAFETY: a popped spare; nbytes and the dims were checked just above. numel
+                // fits i64: numel * element_size <= isize::MAX was checked above.
+                unsafe {
+                    TensorImpl::reuse_spare(
+                        &mut t,
+                        sizes,
+                        numel as i64,
+                        nbytes,
+                        dtype,
+                        device,
+                        zeroed,
+                    )
+                };
+                return Ok(TensorBase(ManuallyDrop::new(t)));
+            }
+        }
+        let small = small_cpu
+            .then(|| Storage::new_small_cpu(nbytes, device))
+            .flatten();
+        let storage = if let Some(s) = small {
+            s
+        } else if zeroed {
             Storage::new_zeroed(nbytes, device)?
         } else {
             Storage::new(nbytes, device)?
@@ -541,9 +760,10 @@ impl TensorBase {
         // numel fits i64: numel * element_size <= isize::MAX was checked above.
         let meta = TensorMeta::contiguous(storage, sizes, numel as i64);
         // Built inside the block (not moved into it): saves a memcpy call per tensor.
-        Ok(TensorBase(CachedArc::with_tail(0, |_| {
-            TensorImpl::with_meta(meta, dtype)
-        })))
+        Ok(TensorBase(ManuallyDrop::new(CachedArc::with_tail(
+            0,
+            |_| TensorImpl::with_meta(meta, dtype),
+        ))))
     }
 
     /// A tensor viewing `storage` (checked: sizes, strides and offset must be in bounds).
@@ -595,7 +815,7 @@ impl TensorBase {
     }
 
     pub fn from_impl(imp: TensorImpl) -> TensorBase {
-        TensorBase(CachedArc::new(imp))
+        TensorBase(ManuallyDrop::new(CachedArc::new(imp)))
     }
 
     pub fn unsafe_get_tensor_impl(&self) -> &TensorImpl {
@@ -990,6 +1210,7 @@ impl std::fmt::Debug for TensorBase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::StorageAccess;
 
     #[test]
     fn empty_has_contiguous_strides() {
@@ -1140,6 +1361,86 @@ mod tests {
             assert!(t.is_contiguous());
             assert_eq!(t.storage().nbytes(), t.numel() as usize * 8);
         }
+    }
+
+    #[test]
+    fn empty_checks_sizes_in_one_pass_with_the_usual_messages() {
+        let f = ScalarType::Float;
+        // A negative size is reported as such even after an overflowing product.
+        let e = TensorBase::empty(&[i64::MAX, 4, -2], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("negative dimension -2"), "{e}");
+        let e = TensorBase::empty(&[1 << 40, 1 << 40], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("overflowed"), "{e}");
+        let e = TensorBase::empty(&[1 << 62, 2], f, Device::CPU).unwrap_err();
+        assert!(e.message().contains("overflowed"), "{e}");
+        // Small CPU tensors (data inside the storage's block) of every size up to the
+        // block's capacity, zeroed or not, after the blocks held other data.
+        for n in 1..=17 {
+            let t = TensorBase::empty(&[n], f, Device::CPU).unwrap();
+            let g = TensorAccess::write(&t).unwrap();
+            let len = g.output(0).unwrap().numel() as usize;
+            let p = g.output(0).unwrap().data_ptr_mut::<f32>().unwrap();
+            // SAFETY: `len` elements of the locked output.
+            unsafe { std::slice::from_raw_parts_mut(p, len).fill(7.0) };
+        }
+        for n in 1..=17 {
+            let z = TensorBase::zeros(&[n], f, Device::CPU).unwrap();
+            assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; n as usize]);
+            assert_eq!(z.storage().nbytes(), 4 * n as usize);
+        }
+    }
+
+    #[test]
+    fn spare_tensors_come_back_fresh_and_shared_ones_are_never_reused() {
+        let f = ScalarType::Float;
+        // A dropped tensor with a created version counter and the wrapped-number mark: the
+        // next small tensors on this thread are fresh (new counter, no mark, new geometry).
+        let t = TensorBase::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+        t.bump_version();
+        let counter = t.version_counter().clone();
+        let w = TensorBase::from_slice(&[5i64], &[]).unwrap();
+        w.set_wrapped_number(true).unwrap();
+        drop((t, w));
+        for sizes in [&[2, 2][..], &[], &[0], &[3, 1, 2]] {
+            let u = TensorBase::zeros(sizes, ScalarType::Double, Device::CPU).unwrap();
+            assert_eq!(u.version(), 0);
+            assert!(!u.version_counter().is_shared_with(&counter));
+            assert!(!u.is_wrapped_number());
+            assert_eq!(u.sizes().as_slice(), sizes);
+            assert_eq!(u.strides(), contiguous_strides(sizes));
+            assert_eq!(u.storage_offset(), 0);
+            assert!(u.is_contiguous());
+            assert_eq!(u.dtype(), ScalarType::Double);
+            assert_eq!(u.key_set(), DispatchKeySet::for_tensor(DeviceType::Cpu));
+            assert_eq!(u.storage().nbytes(), u.numel() as usize * 8);
+            assert!(u.to_vec::<f64>().unwrap().iter().all(|&x| x == 0.0));
+        }
+        // A view outliving its base keeps the storage: the base is not reused, and neither
+        // is the view's storage while a snapshot of it is held.
+        let base = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+        let view = base.as_strided(&[2], &[2], Some(1)).unwrap();
+        let held = view.meta_arc();
+        drop(base);
+        let fresh: Vec<_> = (0..4)
+            .map(|_| TensorBase::empty(&[4], f, Device::CPU).unwrap())
+            .collect();
+        for t in &fresh {
+            assert!(!t.storage().is_alias_of(&view.storage()));
+            let g = TensorAccess::write(t).unwrap();
+            let p = g.output(0).unwrap().data_ptr_mut::<f32>().unwrap();
+            // SAFETY: 4 elements of the locked output.
+            unsafe { std::slice::from_raw_parts_mut(p, 4).fill(-1.0) };
+        }
+        drop(view);
+        assert_eq!((held.sizes(), held.strides()), (&[2][..], &[2][..]));
+        assert_eq!(held.storage_offset(), 1);
+        let g = StorageAccess::acquire(&[held.storage()], &[]).unwrap();
+        let p = g.data_ptr(held.storage()).unwrap().cast::<f32>();
+        // SAFETY: the storage holds 4 floats, read-locked.
+        assert_eq!(
+            unsafe { std::slice::from_raw_parts(p.as_ptr(), 4) },
+            &[1.0, 2.0, 3.0, 4.0]
+        );
     }
 
     #[test]

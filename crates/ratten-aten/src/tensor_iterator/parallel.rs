@@ -1,11 +1,13 @@
 //! Intra-op parallelism (ATen/Parallel.h): `set_num_threads` / `get_num_threads` and
-//! `parallel_for`, on a rayon pool of the chosen size less one (the calling thread works too).
+//! `parallel_for`, on a pool of the chosen size less one (the calling thread works too) whose
+//! workers spin for a while after each region before they sleep, as OpenMP's do.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use ratten_core::{Error, Result};
 
 /// `at::internal::GRAIN_SIZE`: the least work (elements) that warrants parallelism.
@@ -14,9 +16,13 @@ pub const GRAIN_SIZE: i64 = 32768;
 /// How many chunks per thread a region is cut into at most (see `parallel_for`).
 const CHUNKS_PER_THREAD: i64 = 4;
 
+/// How long a worker spins for the next region before it sleeps (OpenMP's `KMP_BLOCKTIME`,
+/// whose default is 200 ms; short here so that an idle process burns little CPU).
+pub const SPIN_TIME: Duration = Duration::from_micros(100);
+
 /// 0 = not set yet: the machine's available parallelism.
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
-static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+static POOL: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
 
 /// `torch.get_num_threads()`: threads used for intra-op parallelism (default: the number of
 /// CPUs available to the process).
@@ -44,27 +50,138 @@ pub fn set_num_threads(n: i64) -> Result<()> {
     Ok(())
 }
 
-/// The pool of `n - 1` workers for `n` threads: the calling thread takes a share of every
-/// parallel region itself, as OpenMP's master thread does in ATen.
-fn pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+/// What the workers of a [`Pool`] share: the region on offer, published by bumping `epoch`.
+struct Shared {
+    /// The latest region (kept until the next one replaces it; a region that has closed is
+    /// never entered, see [`Region::work`]).
+    region: Mutex<Option<Arc<Region>>>,
+    /// Bumped once per region; workers wait for it to change.
+    epoch: AtomicU64,
+    /// Workers asleep (or about to be) on `wake`.
+    sleepers: AtomicUsize,
+    sleep: Mutex<()>,
+    wake: Condvar,
+    /// Set when the pool is replaced (another thread count): its workers exit.
+    shutdown: AtomicBool,
+}
+
+impl Shared {
+    /// A worker: waits for each new region (spinning up to [`SPIN_TIME`], then asleep) and
+    /// takes its share of it.
+    fn worker(&self) {
+        IN_PARALLEL.with(|f| f.set(true));
+        let mut seen = self.epoch.load(Ordering::SeqCst);
+        loop {
+            let now = self.wait_for_epoch(seen);
+            if self.shutdown.load(Ordering::SeqCst) {
+                return;
+            }
+            seen = now;
+            let region = self.region.lock().clone();
+            if let Some(r) = region {
+                r.work();
+            }
+        }
+    }
+
+    /// Returns the first epoch other than `seen` (or `seen` at shutdown): spins for
+    /// [`SPIN_TIME`], so that back-to-back regions find the worker awake, then sleeps.
+    fn wait_for_epoch(&self, seen: u64) -> u64 {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let e = self.epoch.load(Ordering::Acquire);
+            if e != seen || self.shutdown.load(Ordering::Relaxed) {
+                return e;
+            }
+            std::hint::spin_loop();
+            spins += 1;
+            // Reading the clock costs about 20 ns: once per 64 pauses.
+            if spins.is_multiple_of(64) && start.elapsed() >= SPIN_TIME {
+                break;
+            }
+        }
+        let mut guard = self.sleep.lock();
+        // With `sleepers` raised before the epoch is read again (both SeqCst), either this
+        // read sees the new epoch or the publisher sees a sleeper and notifies under the
+        // lock, which it cannot take before `wait` has released it: no wake-up is lost.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let e = self.epoch.load(Ordering::SeqCst);
+            if e != seen || self.shutdown.load(Ordering::SeqCst) {
+                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                return e;
+            }
+            self.wake.wait(&mut guard);
+        }
+    }
+
+    /// Offers `region` to the workers.
+    fn publish(&self, region: Arc<Region>) {
+        *self.region.lock() = Some(region);
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.sleep.lock();
+            self.wake.notify_all();
+        }
+    }
+}
+
+/// `n - 1` workers for `n` threads: the calling thread takes a share of every parallel region
+/// itself, as OpenMP's master thread does in ATen.
+struct Pool {
+    workers: usize,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        let _guard = self.shared.sleep.lock();
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Pool {
+    /// Starts `workers` workers (none left running on an error).
+    fn new(workers: usize) -> Result<Arc<Pool>> {
+        let shared = Arc::new(Shared {
+            region: Mutex::new(None),
+            epoch: AtomicU64::new(0),
+            sleepers: AtomicUsize::new(0),
+            sleep: Mutex::new(()),
+            wake: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        // Dropped on an error below, the pool stops the workers already started.
+        let p = Arc::new(Pool {
+            workers,
+            shared: shared.clone(),
+        });
+        for i in 0..workers {
+            let s = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("ratten-intraop-{i}"))
+                .spawn(move || s.worker())
+                .map_err(|e| {
+                    Error::runtime(format!("could not start the intra-op thread pool: {e}"))
+                })?;
+        }
+        Ok(p)
+    }
+}
+
+/// The pool for `n` threads (replacing one of another size, whose workers exit).
+fn pool(n: usize) -> Result<Arc<Pool>> {
     let workers = n.saturating_sub(1).max(1);
     let mut guard = POOL.lock();
-    if let Some((size, p)) = guard.as_ref() {
-        if *size == workers {
+    if let Some(p) = guard.as_ref() {
+        if p.workers == workers {
             return Ok(p.clone());
         }
     }
-    let p = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .thread_name(|i| format!("ratten-intraop-{i}"))
-            .start_handler(|_| IN_PARALLEL.with(|f| f.set(true)))
-            .build()
-            .map_err(|e| {
-                Error::runtime(format!("could not start the intra-op thread pool: {e}"))
-            })?,
-    );
-    *guard = Some((workers, p.clone()));
+    let p = Pool::new(workers)?;
+    *guard = Some(p.clone());
     Ok(p)
 }
 
@@ -81,14 +198,19 @@ pub fn in_parallel_region() -> bool {
 }
 
 /// Note [parallel_for without waiting for sleepers]: a region's chunks are claimed from a
-/// shared counter by the calling thread and by the workers it wakes. The caller starts at
-/// once; a worker that wakes late finds nothing left and never touches the region, so a
-/// region never costs more than running it serially plus a wake-up call, and the caller waits
-/// only for chunks a worker actually claimed. (A rayon `scope` instead waits for every spawned
-/// job to be scheduled, which on a busy machine costs tens of microseconds: 100K-element adds
-/// took 3x PyTorch's time.) The region's closure lives on the caller's stack: workers reach it
-/// through `Region::body` only between registering in `active` and leaving it, and the caller
-/// closes the region and waits for `active == 0` before returning or unwinding.
+/// shared counter by the calling thread and by the workers, to whom it is offered by bumping an
+/// epoch. The caller starts at once; a worker that comes late finds nothing left and never
+/// touches the region, so a region never costs more than running it serially plus the offer,
+/// and the caller waits only for chunks a worker actually claimed. (A rayon `scope` instead
+/// waits for every spawned job to be scheduled, which on a busy machine costs tens of
+/// microseconds: 100K-element adds took 3x PyTorch's time.) After a region, workers spin on
+/// the epoch for `SPIN_TIME` before they sleep on a condition variable, as OpenMP's threads
+/// do (its `KMP_BLOCKTIME`): back-to-back ops find them awake instead of paying a wake-up
+/// (tens of microseconds, by which time the caller had done the whole op alone), while a
+/// process that stops computing spins for at most that long. The region's closure lives on
+/// the caller's stack: workers reach it through `Region::body` only between registering in
+/// `active` and leaving it, and the caller closes the region and waits for `active == 0`
+/// before returning or unwinding.
 struct Region {
     body: *const (dyn Fn(i64, i64) + Sync),
     begin: i64,
@@ -188,10 +310,23 @@ where
     let chunk = (n + chunks - 1) / chunks;
     let chunks = (n + chunk - 1) / chunk;
     let pool = pool(threads)?;
-    let body: &(dyn Fn(i64, i64) + Sync) = &f;
+    run_region(&pool, begin, end, chunk, chunks, &f);
+    Ok(())
+}
+
+/// Runs `chunks` chunks of `chunk` elements of `[begin, end)` on the calling thread and the
+/// workers of `pool`, re-raising the first panic of any chunk.
+fn run_region(
+    pool: &Pool,
+    begin: i64,
+    end: i64,
+    chunk: i64,
+    chunks: i64,
+    f: &(dyn Fn(i64, i64) + Sync),
+) {
     // SAFETY: only the lifetime is erased; see Note [parallel_for without waiting for
     // sleepers] for why the pointer is never used after `f` is gone.
-    let body: *const (dyn Fn(i64, i64) + Sync + 'static) = unsafe { std::mem::transmute(body) };
+    let body: *const (dyn Fn(i64, i64) + Sync + 'static) = unsafe { std::mem::transmute(f) };
     let region = Arc::new(Region {
         body,
         begin,
@@ -203,19 +338,16 @@ where
         open: AtomicBool::new(true),
         panic: Mutex::new(None),
     });
-    for _ in 1..chunks.min(threads as i64) {
-        let r = region.clone();
-        pool.spawn(move || r.work());
-    }
+    pool.shared.publish(region.clone());
     let was_in_parallel = IN_PARALLEL.with(|p| p.replace(true));
     // SAFETY: this thread owns the region and `f` is alive for this whole call.
     unsafe { region.run_chunks() };
     IN_PARALLEL.with(|p| p.set(was_in_parallel));
     region.close_and_wait();
-    if let Some(p) = region.panic.lock().take() {
+    let panic = region.panic.lock().take();
+    if let Some(p) = panic {
         std::panic::resume_unwind(p);
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -268,6 +400,44 @@ mod tests {
             assert!(!in_parallel_region());
         }
         NUM_THREADS.store(before, Ordering::Relaxed);
+    }
+
+    /// Workers stop spinning (asleep, counted in `sleepers`) once `SPIN_TIME` has passed
+    /// without a region, wake for the next one, and exit when their pool is dropped.
+    #[test]
+    fn workers_sleep_after_spinning_and_exit_with_the_pool() {
+        let p = Pool::new(2).unwrap();
+        let asleep = |p: &Pool| {
+            let t = Instant::now();
+            while p.shared.sleepers.load(Ordering::SeqCst) != p.workers {
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "workers still spinning"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for round in 0..3i64 {
+            asleep(&p);
+            let hits: Vec<AtomicI64> = (0..3000).map(|_| AtomicI64::new(0)).collect();
+            run_region(&p, 0, 3000, 100, 30, &|b, e| {
+                for h in &hits[b as usize..e as usize] {
+                    h.fetch_add(1 + round, Ordering::Relaxed);
+                }
+            });
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1 + round));
+        }
+        let shared = p.shared.clone();
+        drop(p);
+        let t = Instant::now();
+        // Each worker holds a clone of `shared` until it exits.
+        while Arc::strong_count(&shared) != 1 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "workers did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// A panic in any chunk reaches the caller after every chunk in flight has finished.
