@@ -8,6 +8,8 @@
 //! that wrap the number (`wrapped_scalar_tensor`) and call the Tensor overload through the
 //! dispatcher, as PyTorch's do.
 
+use std::borrow::Cow;
+
 use ratten_core::{Device, Error, Result, Scalar, ScalarType, TensorBase};
 use ratten_dispatch::{IValue, KernelValue};
 use ratten_schema::Type;
@@ -22,14 +24,27 @@ use crate::native::cpu::binary_kernels::{
 };
 use crate::structured::{Arg, MetaBase};
 use crate::tensor_iterator::{
-    binary_float_op_config, binary_op_config, comparison_op_config, InputOperand, OwnedOutput,
+    binary_float_op_config, binary_op_config, comparison_op_config, InputOperand, MaybeOwnedOutput,
     TensorIteratorBase,
 };
 use crate::Tensor;
 
-/// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand.
-pub fn given_output(m: &dyn MetaBase) -> OwnedOutput {
-    OwnedOutput(m.maybe_get_output(0).map(|t| t.base().clone()))
+/// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand: the
+/// output of an in-place op is `self_`, and is borrowed as `self_` is (no reference counted);
+/// another given output (out=) is owned.
+pub fn given_output<'a>(m: &dyn MetaBase, self_: Option<&'a TensorBase>) -> MaybeOwnedOutput<'a> {
+    MaybeOwnedOutput(m.maybe_get_output(0).map(|t| match self_ {
+        Some(s) if s.is_same(t.base()) => Cow::Borrowed(s),
+        _ => Cow::Owned(t.base().clone()),
+    }))
+}
+
+/// The tensor an input operand borrows, if it does.
+pub(crate) fn borrowed<'a>(t: &Cow<'a, TensorBase>) -> Option<&'a TensorBase> {
+    match t {
+        Cow::Borrowed(b) => Some(b),
+        Cow::Owned(_) => None,
+    }
 }
 
 /// `wrapped_scalar_tensor(s)` on the CPU.
@@ -90,7 +105,8 @@ fn build_binary<'a>(
     a: impl InputOperand<'a>,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let a = a.into_operand();
+    let out = given_output(m, borrowed(&a));
     binary_op_config(out, a, b)?.build(m)
 }
 
@@ -100,7 +116,7 @@ fn build_comparison<'a>(
     a: &'a Tensor,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let out = given_output(m, Some(a.base()));
     comparison_op_config(out, a, b)?.build(m)
 }
 
@@ -178,7 +194,7 @@ pub fn div_tensor_meta<'a>(
     self_: &'a Tensor,
     other: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     binary_float_op_config(out, self_, other)?.build(m)
 }
 

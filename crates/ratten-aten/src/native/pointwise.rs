@@ -131,7 +131,7 @@ pub fn lerp_scalar_meta<'a>(
     _weight: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     TensorIteratorConfig::new()
         .add_output(out)?
         .add_const_input(self_)
@@ -159,7 +159,7 @@ pub fn lerp_tensor_meta<'a>(
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
     check_same_dtype(self_, "weight", weight)?;
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     TensorIteratorConfig::new()
         .add_output(out)?
         .add_const_input(self_)
@@ -191,7 +191,7 @@ pub fn addcmul_meta<'a>(
     tensor2: &'a Tensor,
     _value: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     ternary_op_config(out, self_, tensor1, tensor2)?.build(m)
 }
 

@@ -5,7 +5,7 @@ use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::dispatch_stub::DispatchStub;
 use crate::generated::operators as ops;
-use crate::native::binary_ops::given_output;
+use crate::native::binary_ops::{borrowed, given_output};
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
@@ -27,7 +27,8 @@ pub fn unary_op_meta<'a>(
     m: &mut dyn MetaBase,
     self_: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let self_ = self_.into_operand();
+    let out = given_output(m, borrowed(&self_));
     unary_op_config(out, self_)?.build(m)
 }
 
@@ -36,7 +37,7 @@ pub fn unary_float_op_meta<'a>(
     m: &mut dyn MetaBase,
     self_: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     unary_float_op_config(out, self_)?.build(m)
 }
 
@@ -238,7 +239,7 @@ pub fn clamp_tensor_meta<'a>(
     if self_.dtype().is_complex() || complex(min) || complex(max) {
         return Err(Error::runtime("clamp is not supported for complex types"));
     }
-    let out = given_output(m);
+    let out = given_output(m, Some(self_.base()));
     let mut config = TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .add_output(out)?

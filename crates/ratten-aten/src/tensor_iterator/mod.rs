@@ -124,6 +124,11 @@ impl<'a> InputOperand<'a> for &'a Tensor {
         Cow::Borrowed(self.base())
     }
 }
+impl<'a> InputOperand<'a> for Cow<'a, TensorBase> {
+    fn into_operand(self) -> Cow<'a, TensorBase> {
+        self
+    }
+}
 impl<'a> InputOperand<'a> for TensorBase {
     fn into_operand(self) -> Cow<'a, TensorBase> {
         Cow::Owned(self)
@@ -150,19 +155,13 @@ impl<'a> OutputOperand<'a> for &'a TensorBase {
         Some(Cow::Borrowed(self))
     }
 }
-/// An output the iterator owns (`add_owned_output`): a structured meta's output, which the
-/// iterator cannot borrow from the wrapper it also calls back.
-pub struct OwnedOutput(pub Option<TensorBase>);
-/// An operand already converted (passing one config function's output to another).
-struct OwnedOrBorrowedOutput<'a>(Option<Cow<'a, TensorBase>>);
-impl<'a> OutputOperand<'a> for OwnedOrBorrowedOutput<'a> {
+/// An output operand already in `MaybeOwned` form: owned (`add_owned_output`: a structured
+/// meta's output, which the iterator cannot borrow from the wrapper it also calls back) or
+/// borrowed (that output when it is one of the borrowed inputs, as in-place ops have it).
+pub struct MaybeOwnedOutput<'a>(pub Option<Cow<'a, TensorBase>>);
+impl<'a> OutputOperand<'a> for MaybeOwnedOutput<'a> {
     fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
         self.0
-    }
-}
-impl<'a> OutputOperand<'a> for OwnedOutput {
-    fn into_operand(self) -> Option<Cow<'a, TensorBase>> {
-        self.0.map(Cow::Owned)
     }
 }
 
@@ -652,7 +651,7 @@ pub fn comparison_op_config<'a>(
         .set_check_mem_overlap(true)
         .allow_cpu_scalars(true)
         .promote_inputs_to_common_dtype(true);
-    let out = OwnedOrBorrowedOutput(out.into_operand());
+    let out = MaybeOwnedOutput(out.into_operand());
     match &out.0 {
         None => config = config.declare_static_dtype(ScalarType::Bool)?,
         Some(o) if o.dtype() != ScalarType::Bool => {
