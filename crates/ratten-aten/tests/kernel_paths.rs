@@ -110,8 +110,8 @@ fn contiguous_paths_at_every_boundary() {
 }
 
 /// Above STREAM_MIN_BYTES of output, from a misaligned start, with 1 and 2 threads (each
-/// thread's half starts at its own alignment): f32, half and bfloat16 adds, each element
-/// checked.
+/// thread's half starts at its own alignment): f32, half, bfloat16 and int32 + float32 adds,
+/// each element checked.
 #[test]
 fn streamed_outputs_with_one_and_two_threads() {
     fn run<T: Element + Elem>(n: i64) {
@@ -138,9 +138,31 @@ fn streamed_outputs_with_one_and_two_threads() {
             assert!(*g == want, "{} n={n} element {i}", <T as Elem>::DTYPE);
         }
     }
+    // int32 + float32 into float32 (the fused pass), int32 first and second.
+    fn mixed(n: i64) {
+        let ints: Vec<i32> = (0..n + 1).map(|i| (i % 1000) as i32 - 500).collect();
+        let a = Tensor::from_slice(&ints, &[n + 1])
+            .unwrap()
+            .narrow(0, 1, n)
+            .unwrap();
+        let b = Tensor::full(&[n], Scalar::Double(0.25), ratten_core::ScalarType::Float).unwrap();
+        let out = Tensor::empty(&[n + 3], ratten_core::ScalarType::Float)
+            .unwrap()
+            .narrow(0, 3, n)
+            .unwrap();
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            F::add_out(&out, x, y).unwrap();
+            let got = out.to_vec::<f32>().unwrap();
+            for (i, g) in got.iter().enumerate() {
+                let want = ((i + 1) % 1000) as f32 - 500.0 + 0.25;
+                assert!(*g == want, "int32 + float32 n={n} element {i}");
+            }
+        }
+    }
     let before = get_num_threads();
     for threads in [1, 2] {
         set_num_threads(threads).unwrap();
+        mixed((STREAM_MIN_BYTES / 4) as i64 + 331);
         run::<f32>((STREAM_MIN_BYTES / 4) as i64 + 1037);
         run::<f16>((STREAM_MIN_BYTES / 2) as i64 + 77);
         run::<bf16>((STREAM_MIN_BYTES / 2) as i64 + 5);

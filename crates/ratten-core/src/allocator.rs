@@ -524,6 +524,26 @@ impl<T> CachedArc<T> {
         Some(unsafe { &mut (*this.ptr.as_ptr()).value })
     }
 
+    /// Releases this handle when others remain (None: nothing more to do); gives it back,
+    /// still counted once, when it is the last one (for the caller to reuse or drop). The
+    /// shared case is a load and one decrement, with no call into the value's destructor.
+    #[inline(always)]
+    pub(crate) fn release_unless_last(this: Self) -> Option<Self> {
+        let count = &this.inner().count;
+        if count.load(Ordering::Acquire) == 1 {
+            return Some(this);
+        }
+        if count.fetch_sub(1, Ordering::Release) != 1 {
+            std::mem::forget(this);
+            return None;
+        }
+        // The others were dropped meanwhile: this is the last handle after all. Pairs with
+        // their Release decrements; nobody else can see the count, so ours is restored.
+        std::sync::atomic::fence(Ordering::Acquire);
+        count.store(1, Ordering::Relaxed);
+        Some(this)
+    }
+
     /// [`CachedArc::get_mut`] without the check.
     ///
     /// # Safety
@@ -824,6 +844,23 @@ pub fn get_allocator(device_type: DeviceType) -> Result<Arc<dyn Allocator>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn release_unless_last_counts_like_drop_and_hands_back_the_last_handle() {
+        let a = CachedArc::new(vec![1u8, 2, 3]);
+        let b = a.clone();
+        let c = a.clone();
+        assert_eq!(CachedArc::strong_count(&a), 3);
+        assert!(CachedArc::release_unless_last(b).is_none());
+        // Released on other threads too: the last one is handed back, counted once.
+        std::thread::scope(|s| {
+            s.spawn(move || assert!(CachedArc::release_unless_last(c).is_none()));
+        });
+        let mut last = CachedArc::release_unless_last(a).expect("the last handle");
+        assert_eq!(CachedArc::strong_count(&last), 1);
+        assert_eq!(CachedArc::get_mut(&mut last).map(|v| v.len()), Some(3));
+        drop(last);
+    }
 
     #[test]
     fn small_and_large_allocations_are_aligned_and_zeroed() {

@@ -669,7 +669,11 @@ impl Drop for TensorBase {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: taken exactly once, here; the field is not used after.
-        let mut t = unsafe { ManuallyDrop::take(&mut self.0) };
+        let t = unsafe { ManuallyDrop::take(&mut self.0) };
+        // A handle of a tensor others still hold (an operand's clone): released in place.
+        let Some(mut t) = CachedArc::release_unless_last(t) else {
+            return;
+        };
         if CachedArc::get_mut(&mut t).is_some_and(TensorImpl::prepare_spare) {
             // SAFETY: `get_mut` found `t` the only handle and `prepare_spare` accepted it.
             match SPARE.try_with(|s| unsafe { s.push(t) }) {

@@ -1208,11 +1208,11 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
         match (dts[1], dts[2]) {
             (ScalarType::Int, ScalarType::Float) if contiguous(1, 4) && contiguous(2, em) => {
                 // SAFETY: contiguous runs of the tested dtypes.
-                return unsafe { fused_pair::<i32, M, M, R, N>(p, n, f) };
+                return unsafe { fused_pair_run::<I, i32, M, M, R, N>(p, n, f, stream) };
             }
             (ScalarType::Float, ScalarType::Int) if contiguous(1, em) && contiguous(2, 4) => {
                 // SAFETY: as above.
-                return unsafe { fused_pair::<M, i32, M, R, N>(p, n, f) };
+                return unsafe { fused_pair_run::<I, M, i32, M, R, N>(p, n, f, stream) };
             }
             _ => {}
         }
@@ -1261,6 +1261,49 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
             unsafe { store_block::<I, R>(dts[0], o, s[0], &out[..len]) };
         }
         start += len;
+    }
+}
+
+/// [`fused_pair`], with the output written by non-temporal stores when `stream` is set (as
+/// [`direct_run`] does): int32 + float32 into a large float32 out= moves as few bytes as the
+/// float32 add.
+///
+/// # Safety
+/// As [`fused_pair`]; `I` is supported by the CPU.
+#[inline(always)]
+unsafe fn fused_pair_run<I: Isa, A: Elem, B: Elem, M: Elem, R: Elem, const N: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
+    stream: bool,
+) {
+    let er = size_of::<R>();
+    let ch = STREAM_CHUNK / er;
+    if !stream || n < 2 * ch {
+        // SAFETY: forwarded contract.
+        return unsafe { fused_pair::<A, B, M, R, N>(p, n, f) };
+    }
+    let at = |i: usize, out: *mut u8| {
+        let mut q = *p;
+        q[0] = out;
+        q[1] = p[1].wrapping_add(i * size_of::<A>());
+        q[2] = p[2].wrapping_add(i * size_of::<B>());
+        q
+    };
+    let peel = peel_to_line(p[0], er, n);
+    // SAFETY (whole body): every range below lies within the run's n elements; the chunk
+    // buffer holds `ch` Rs (STREAM_CHUNK bytes) and is fully written before it is streamed.
+    unsafe {
+        fused_pair::<A, B, M, R, N>(p, peel, f);
+        let mut buf = ChunkBuf::new();
+        let mut i = peel;
+        while i + ch <= n {
+            fused_pair::<A, B, M, R, N>(&at(i, buf.ptr()), ch, f);
+            stream_copy::<I>(buf.ptr(), p[0].add(i * er), STREAM_CHUNK);
+            i += ch;
+        }
+        stream_fence();
+        fused_pair::<A, B, M, R, N>(&at(i, p[0].add(i * er)), n - i, f);
     }
 }
 
@@ -1581,30 +1624,31 @@ unsafe fn short_run<A: Elem, O: Elem, M: Elem, R: Elem, const N: usize>(
     }
 }
 
-/// [`short_run`] for a [`ShortForm`]; returns false (nothing done) for `ShortForm::None`.
+/// [`short_run`] for the half and bfloat16 [`ShortForm`]s (out of line: the native form,
+/// inlined into the loop closure, is the one a 1-element f32 op takes).
 ///
 /// # Safety
 /// As [`short_run`], with the operands' dtypes those `form` was computed from.
-#[inline(always)]
-unsafe fn short_run_any<M: Elem, R: Elem, const N: usize>(
+#[inline(never)]
+unsafe fn short_run_reduced<M: Elem, R: Elem, const N: usize>(
     form: ShortForm,
     p: &[*mut u8],
     s: &[isize],
     n: usize,
     f: &impl OpN<M, R, N>,
-) -> bool {
+) {
     // SAFETY (every arm): the element types are those `short_form` matched.
     unsafe {
         match form {
-            ShortForm::Native => short_run::<M, R, M, R, N>(p, s, n, f),
             ShortForm::Half => short_run::<f16, f16, M, R, N>(p, s, n, f),
             ShortForm::HalfToR => short_run::<f16, R, M, R, N>(p, s, n, f),
             ShortForm::BFloat16 => short_run::<bf16, bf16, M, R, N>(p, s, n, f),
             ShortForm::BFloat16ToR => short_run::<bf16, R, M, R, N>(p, s, n, f),
-            ShortForm::None => return false,
+            // The caller takes the native form inline; computing it here is correct too.
+            ShortForm::Native => short_run::<M, R, M, R, N>(p, s, n, f),
+            ShortForm::None => debug_assert!(false, "short_run_reduced: no short form"),
         }
     }
-    true
 }
 
 fn check_arity(iter: &TensorIteratorBase, ninputs: usize) -> Result<()> {
@@ -1636,12 +1680,16 @@ pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     let short = short_form::<M, R, N>(via, &dts);
     iter.for_each(
         &|data, strides, n0, n1| {
-            // SAFETY: TensorIterator hands a valid 1-D run of n0 elements over its operands,
-            // whose dtypes are `dts`, from which `short` was computed.
-            if n1 == 1
-                && n0 <= SHORT_RUN
-                && unsafe { short_run_any::<M, R, N>(short, data, strides, n0, &f) }
-            {
+            if n1 == 1 && n0 <= SHORT_RUN && short != ShortForm::None {
+                // SAFETY: TensorIterator hands a valid 1-D run of n0 elements over its
+                // operands, whose dtypes are `dts`, from which `short` was computed.
+                unsafe {
+                    if short == ShortForm::Native {
+                        short_run::<M, R, M, R, N>(data, strides, n0, &f);
+                    } else {
+                        short_run_reduced::<M, R, N>(short, data, strides, n0, &f);
+                    }
+                }
                 return;
             }
             run_isa::<I, _>(
