@@ -237,8 +237,9 @@ impl<'a> TensorIteratorConfig<'a> {
             .operands
     }
 
-    /// `add_output` / `add_owned_output`: a borrowed (`Option<&TensorBase>`) or owned
-    /// (`Option<TensorBase>`) output; an undefined one, `None`, is allocated by the iterator.
+    /// `add_output` / `add_owned_output`: a borrowed output (`Option<&TensorBase>`, `&Tensor`)
+    /// or an owned one (`MaybeOwnedOutput`); an undefined one, `None`, is allocated by the
+    /// iterator.
     #[inline]
     pub fn add_output(mut self, t: impl OutputOperand<'a>) -> Result<Self> {
         if self.num_inputs != 0 {
@@ -454,11 +455,7 @@ thread_local! {
 impl Drop for TensorIteratorBase<'_> {
     fn drop(&mut self) {
         // SAFETY: `s` is initialised from construction until here, and not used after.
-        let mut state = unsafe { ManuallyDrop::take(&mut self.s) };
-        state.clear(0, false);
-        // SAFETY: `clear` emptied the operands, the only fields that borrow for `'_`; what is
-        // left holds no reference, and lifetimes do not change a type's layout.
-        let state = unsafe { state.relabel() };
+        let state = unsafe { ManuallyDrop::take(&mut self.s) }.into_spare();
         // At thread exit the slot may be gone: the box is then simply freed.
         let _ = SPARE_STATE.try_with(move |slot| slot.set(Some(state)));
     }
@@ -477,16 +474,13 @@ impl<'a> IterState<'a> {
         }
     }
 
-    /// The same box under another lifetime: a dropped iterator's emptied state becomes the
-    /// thread's `'static` spare (the other way, `'static` to `'a`, is a plain coercion).
-    ///
-    /// # Safety
-    /// The operands must be empty: they are the only fields that borrow for `'a`. Lifetimes
-    /// do not change a type's layout.
-    unsafe fn relabel<'b>(self: Box<Self>) -> Box<IterState<'b>> {
-        debug_assert!(self.operands.is_empty());
-        // SAFETY: see the function's contract.
-        unsafe { std::mem::transmute::<Box<IterState<'a>>, Box<IterState<'b>>>(self) }
+    /// The box emptied and relabelled `'static`: a dropped iterator's state becomes the
+    /// thread's spare (the other way, `'static` to `'a`, is a plain coercion).
+    fn into_spare(mut self: Box<Self>) -> Box<IterState<'static>> {
+        self.clear(0, false);
+        // SAFETY: `clear` emptied the operands, the only fields that borrow for `'a`; what is
+        // left holds no reference, and lifetimes do not change a type's layout.
+        unsafe { std::mem::transmute::<Box<IterState<'a>>, Box<IterState<'static>>>(self) }
     }
 
     fn new_box(num_outputs: usize, is_reduction: bool) -> Box<IterState<'a>> {
