@@ -22,9 +22,16 @@
 //! metadata pays nothing). Where membarrier is unavailable (or under Miri) readers execute a
 //! real `SeqCst` fence and writers one too: the classic, portable hazard-pointer handshake.
 //!
-//! Each thread has [`SLOTS`] hazard slots, one per nesting level of `with`; a reader nested
-//! deeper (or running while its thread is exiting) clones the Arc under the writer mutex
-//! instead, which is always correct and merely slower.
+//! Each thread has [`SLOTS`] hazard slots, taken in any order and given back in any order (a
+//! bitmask of slots in use): one per read in progress (`with`, `load`) and one per [`Pinned`]
+//! value alive on the thread. A reader that finds none free (or runs while its thread is
+//! exiting) clones the Arc under the writer mutex instead, which is always correct and merely
+//! slower.
+//!
+//! [`Pinned`] is a read that lasts as long as a value: a holder of a cell's value for a while
+//! (TensorIterator keeps each operand's snapshot for its lifetime) pays neither the reference
+//! count's two atomic read-modify-writes nor anything but the hazard's plain stores. It is
+//! `!Send` (its slot is its thread's), so it is dropped on the thread that made it.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -33,17 +40,17 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-/// Hazard slots per thread: nesting depth of borrowed reads served without the mutex.
-pub(crate) const SLOTS: usize = 8;
+/// Hazard slots per thread: reads in progress plus pinned values served without the mutex.
+pub(crate) const SLOTS: usize = 16;
 
 /// One thread's hazard slots. Blocks are never freed (they are few: one per thread alive at
 /// once); a block whose thread exited is reused by the next new thread.
 struct ThreadSlots {
     /// Addresses being read (0: free). Written only by the owning thread; read by writers.
     slots: [AtomicUsize; SLOTS],
-    /// Slots in use by the owning thread (only the owner touches it; atomic only to keep the
-    /// block `Sync` in the registry).
-    depth: AtomicUsize,
+    /// Bitmask of the slots in use by the owning thread (only the owner touches it; atomic
+    /// only to keep the block `Sync` in the registry).
+    used: AtomicUsize,
     /// Whether a live thread owns the block.
     owned: AtomicBool,
 }
@@ -61,7 +68,7 @@ impl Drop for Local {
         if let Some(b) = self.0.take() {
             // A block with a slot still in use (cannot happen: thread-local destructors do
             // not run inside a read) stays owned forever rather than be reused while named.
-            if b.depth.load(Ordering::Relaxed) == 0 {
+            if b.used.load(Ordering::Relaxed) == 0 {
                 b.owned.store(false, Ordering::Release);
                 LIVE.fetch_sub(1, Ordering::SeqCst);
             }
@@ -92,7 +99,7 @@ fn register() -> &'static ThreadSlots {
         None => {
             let b: &'static ThreadSlots = Box::leak(Box::new(ThreadSlots {
                 slots: [const { AtomicUsize::new(0) }; SLOTS],
-                depth: AtomicUsize::new(0),
+                used: AtomicUsize::new(0),
                 owned: AtomicBool::new(false),
             }));
             reg.push(b);
@@ -176,18 +183,23 @@ fn writer_fence() {
     fence(Ordering::SeqCst);
 }
 
-/// A hazard slot held by a reader; clears it (and the depth) on drop, also on unwinding.
+/// A hazard slot held by a reader; clears it (and its bit) on drop, also on unwinding.
+/// `!Send` (the raw-pointer marker): the bitmask is the owning thread's alone.
 struct Hazard {
     block: &'static ThreadSlots,
-    depth: usize,
+    slot: usize,
+    _owner_thread: PhantomData<*const ()>,
 }
 
 impl Drop for Hazard {
     #[inline]
     fn drop(&mut self) {
         // Release: the reader's uses of the value happen before a writer that sees 0 frees it.
-        self.block.slots[self.depth].store(0, Ordering::Release);
-        self.block.depth.store(self.depth, Ordering::Relaxed);
+        self.block.slots[self.slot].store(0, Ordering::Release);
+        let used = self.block.used.load(Ordering::Relaxed);
+        self.block
+            .used
+            .store(used & !(1 << self.slot), Ordering::Relaxed);
     }
 }
 
@@ -253,18 +265,65 @@ impl<T> SnapshotCell<T> {
         std::ptr::eq(self.ptr.load(Ordering::Acquire), Arc::as_ptr(other))
     }
 
+    /// The current value, held for as long as the returned handle lives without counting a
+    /// reference (a hazard slot of this thread names it; an owned reference when none is
+    /// free). The handle borrows the cell: the cell's own reference (which it drops without
+    /// looking at hazards) must outlive it.
+    #[inline]
+    pub fn pin(&self) -> Pinned<'_, T> {
+        // SAFETY: the returned handle borrows `self`, so the cell outlives it.
+        unsafe { self.pin_unbounded() }
+    }
+
+    /// [`SnapshotCell::pin`] without the borrow, for a holder that keeps the cell alive by
+    /// other means (TensorIterator keeps an owned operand's tensor beside its snapshot).
+    ///
+    /// # Safety
+    /// The cell must not be dropped before the returned handle, whatever lifetime the caller
+    /// picks (a cell drops its value without looking at hazards; a handle converted by
+    /// `to_arc` or cloned is unaffected).
+    #[inline]
+    pub unsafe fn pin_unbounded<'x>(&self) -> Pinned<'x, T> {
+        match self.protect() {
+            Some((ptr, hazard)) => Pinned {
+                repr: PinnedRepr::Hazard {
+                    ptr,
+                    _hazard: hazard,
+                },
+                _cell: PhantomData,
+            },
+            None => Pinned {
+                repr: PinnedRepr::Owned(self.load_locked()),
+                _cell: PhantomData,
+            },
+        }
+    }
+
+    /// Whether `value` is the current value (see [`SnapshotCell::is_current`]); `value` must be
+    /// kept alive by the caller (a pinned or counted reference).
+    #[inline]
+    pub fn is_current_ptr(&self, value: &T) -> bool {
+        std::ptr::eq(self.ptr.load(Ordering::Acquire), value)
+    }
+
     /// Publishes the current pointer in a hazard slot of this thread. None when the thread's
     /// slots are all in use or it is exiting.
     #[inline]
     fn protect(&self) -> Option<(*const T, Hazard)> {
         let block = local_slots()?;
-        let depth = block.depth.load(Ordering::Relaxed);
-        if depth >= SLOTS {
+        let used = block.used.load(Ordering::Relaxed);
+        let free = !used & ((1usize << SLOTS) - 1);
+        if free == 0 {
             return None;
         }
-        block.depth.store(depth + 1, Ordering::Relaxed);
-        let h = Hazard { block, depth };
-        let slot = &block.slots[depth];
+        let index = free.trailing_zeros() as usize;
+        block.used.store(used | (1 << index), Ordering::Relaxed);
+        let h = Hazard {
+            block,
+            slot: index,
+            _owner_thread: PhantomData,
+        };
+        let slot = &block.slots[index];
         let mut p = self.ptr.load(Ordering::Acquire);
         loop {
             // Release: a writer that reads this value (rather than the 0 that ended this
@@ -362,6 +421,91 @@ impl<T> Drop for SnapshotCell<T> {
 impl<T: std::fmt::Debug> std::fmt::Debug for SnapshotCell<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.with(|v| f.debug_tuple("SnapshotCell").field(v).finish())
+    }
+}
+
+/// A value of a [`SnapshotCell`] held without a reference count while this handle lives: a
+/// hazard slot of this thread names it, so no writer frees it meanwhile (an owned `Arc` when
+/// the thread had no free slot). `!Send`: dropped on the thread that pinned it, whose slot it
+/// gives back. Sharing `&Pinned` with other threads is fine (they only read the value).
+/// `'c` is the cell's borrow (`'static` for an owned `Arc` and for `pin_unbounded`).
+pub struct Pinned<'c, T> {
+    repr: PinnedRepr<T>,
+    _cell: PhantomData<&'c ()>,
+}
+
+enum PinnedRepr<T> {
+    /// `ptr` came from the cell's `Arc::into_raw` and was validated after the hazard published
+    /// it (see `SnapshotCell::with`); the hazard is kept for its drop, which gives the slot back.
+    Hazard {
+        ptr: *const T,
+        _hazard: Hazard,
+    },
+    Owned(Arc<T>),
+}
+
+// SAFETY: `&Pinned<T>` only gives `&T` (never the slot), and the value stays alive until the
+// owner drops the handle on its own thread; so sharing it is sharing `&T`.
+unsafe impl<T: Sync + Send> Sync for Pinned<'_, T> {}
+
+impl<T> Pinned<'_, T> {
+    /// A counted reference to the value.
+    #[inline]
+    pub fn to_arc(&self) -> Arc<T> {
+        match &self.repr {
+            PinnedRepr::Hazard { ptr, .. } => {
+                // SAFETY: `ptr` came from Arc::into_raw and the hazard keeps it alive; the
+                // increment makes the returned Arc own its own count.
+                unsafe {
+                    Arc::increment_strong_count(*ptr);
+                    Arc::from_raw(*ptr)
+                }
+            }
+            PinnedRepr::Owned(a) => a.clone(),
+        }
+    }
+
+    /// Whether both name the same value.
+    #[inline]
+    pub fn ptr_eq(&self, other: &Pinned<'_, T>) -> bool {
+        std::ptr::eq(&**self, &**other)
+    }
+}
+
+impl<T> From<Arc<T>> for Pinned<'static, T> {
+    fn from(a: Arc<T>) -> Self {
+        Pinned {
+            repr: PinnedRepr::Owned(a),
+            _cell: PhantomData,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Pinned<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        match &self.repr {
+            // SAFETY: the hazard names `ptr` until the handle is dropped (see the type's doc).
+            PinnedRepr::Hazard { ptr, .. } => unsafe { &**ptr },
+            PinnedRepr::Owned(a) => a,
+        }
+    }
+}
+
+impl<'c, T> Clone for Pinned<'c, T> {
+    /// The clone holds a counted reference (a second hazard slot is not worth it).
+    fn clone(&self) -> Self {
+        Pinned {
+            repr: PinnedRepr::Owned(self.to_arc()),
+            _cell: PhantomData,
+        }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Pinned<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pinned").field(&**self).finish()
     }
 }
 
@@ -507,6 +651,60 @@ mod tests {
     }
 
     #[test]
+    fn pinned_values_outlive_writes_and_are_released_in_any_order() {
+        let drops = Arc::new(AtomicU64::new(0));
+        let a = SnapshotCell::new(Arc::new(Probe(1, drops.clone())));
+        let b = SnapshotCell::new(Arc::new(Probe(10, drops.clone())));
+        let pa = a.pin();
+        let pb = b.pin();
+        assert!(a.is_current_ptr(&pa) && b.is_current_ptr(&pb));
+        a.write().store(Arc::new(Probe(2, drops.clone())));
+        b.write().store(Arc::new(Probe(11, drops.clone())));
+        // Both pinned old values are retired, not freed.
+        assert_eq!((pa.0, pb.0, drops.load(Ordering::SeqCst)), (1, 10, 0));
+        assert!(!a.is_current_ptr(&pa));
+        // Released first-in first-out (not nested): each slot is given back on its own.
+        drop(pa);
+        a.write().store(Arc::new(Probe(3, drops.clone())));
+        assert_eq!(drops.load(Ordering::SeqCst), 2); // values 1 and 2
+        assert_eq!(pb.0, 10);
+        let counted = pb.to_arc();
+        drop(pb);
+        b.write().store(Arc::new(Probe(12, drops.clone())));
+        // 10 is still counted; 11 is freed.
+        assert_eq!((counted.0, drops.load(Ordering::SeqCst)), (10, 3));
+        drop(counted);
+        assert_eq!(drops.load(Ordering::SeqCst), 4);
+        assert_eq!(local_slots().unwrap().used.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn pins_past_the_slots_hold_counted_references() {
+        let cell = SnapshotCell::new(Arc::new(5u32));
+        let pins: Vec<Pinned<'_, u32>> = (0..SLOTS + 4).map(|_| cell.pin()).collect();
+        assert!(pins.iter().all(|p| **p == 5 && p.ptr_eq(&pins[0])));
+        // Every slot is taken: a read still works (through the mutex).
+        assert_eq!(cell.with(|v| *v), 5);
+        let clone = pins[0].clone();
+        drop(pins);
+        assert_eq!(*clone, 5);
+        assert_eq!(local_slots().unwrap().used.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_pinned_value_is_readable_from_other_threads() {
+        let cell = SnapshotCell::new(Arc::new(42u64));
+        let pinned = cell.pin();
+        cell.write().store(Arc::new(43));
+        let sum: u64 = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2).map(|_| s.spawn(|| *pinned + 1)).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(sum, 86);
+        assert_eq!(cell.with(|v| *v), 43);
+    }
+
+    #[test]
     fn a_panicking_reader_releases_its_slot() {
         let cell = SnapshotCell::new(Arc::new(1u8));
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -514,7 +712,7 @@ mod tests {
         }));
         assert!(r.is_err());
         let b = local_slots().unwrap();
-        assert_eq!(b.depth.load(Ordering::Relaxed), 0);
+        assert_eq!(b.used.load(Ordering::Relaxed), 0);
         assert!(b.slots.iter().all(|s| s.load(Ordering::Relaxed) == 0));
     }
 

@@ -839,6 +839,31 @@ impl TensorBase {
         self.0.meta.load()
     }
 
+    /// The snapshot, held without a reference count for as long as the handle lives (a
+    /// hazard slot of this thread pins it; see [`crate::snapshot::Pinned`]). What a holder of
+    /// the geometry for a while keeps (TensorIterator's operands); `!Send`.
+    #[inline]
+    pub fn meta_pinned(&self) -> crate::snapshot::Pinned<'_, TensorMeta> {
+        self.0.meta.pin()
+    }
+
+    /// [`TensorBase::meta_pinned`] not bound to this handle's borrow.
+    ///
+    /// # Safety
+    /// The tensor's implementation (hence its snapshot cell) must outlive the returned handle:
+    /// some handle of this tensor must be kept alive until the pinned snapshot is dropped.
+    #[inline]
+    pub unsafe fn meta_pinned_unbounded(&self) -> crate::snapshot::Pinned<'static, TensorMeta> {
+        // SAFETY: the caller keeps a handle, hence the implementation and its cell, alive.
+        unsafe { self.0.meta.pin_unbounded() }
+    }
+
+    /// Whether `snapshot` (kept alive by the caller) is this tensor's current snapshot.
+    #[inline]
+    pub fn is_current_meta_ref(&self, snapshot: &TensorMeta) -> bool {
+        self.0.meta.is_current_ptr(snapshot)
+    }
+
     /// Whether `snapshot` is this tensor's current metadata snapshot, without counting a
     /// reference (for a caller that kept a snapshot and must know whether the tensor was
     /// restrided since; TensorIterator does not need it: its loops use the build's geometry).

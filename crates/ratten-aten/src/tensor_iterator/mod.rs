@@ -24,8 +24,8 @@ pub mod parallel;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 
+use ratten_core::snapshot::Pinned;
 use ratten_core::tensor_impl::{DimVec, TensorMeta};
 use ratten_core::{
     can_cast, get_default_dtype, Device, Error, Result, ScalarType, TensorAccess, TensorBase,
@@ -385,6 +385,17 @@ impl<'a> TensorIteratorConfig<'a> {
 /// `OperandInfo`.
 #[derive(Clone, Debug)]
 pub struct OperandInfo<'a> {
+    /// The metadata snapshot of the tensor (None for an output not yet allocated), taken once
+    /// when the operand is added or created: every build step reads geometry from it (one
+    /// snapshot load per operand instead of one per question), and after the build it is the
+    /// geometry the strides were computed from, whose storages the loops lock.
+    ///
+    /// Pinned, not counted: a hazard slot of this thread holds it for the iterator's lifetime
+    /// (no atomic read-modify-write per operand; this makes the iterator `!Send`). A borrowed
+    /// operand's pin borrows for `'a`; an owned operand's is unbounded, which is sound because
+    /// `tensor` (declared after this field, so dropped after it) keeps the tensor alive, and
+    /// `set_output` sets this field before it replaces `tensor`.
+    meta: Option<Pinned<'a, TensorMeta>>,
     /// The tensor (None only for an output not yet allocated during the build).
     pub tensor: Option<Cow<'a, TensorBase>>,
     /// Byte strides in iteration order (broadcast dims 0); after the build, `ndim()` long.
@@ -398,11 +409,6 @@ pub struct OperandInfo<'a> {
     pub will_resize: bool,
     pub is_read_write: bool,
     pub is_const: bool,
-    /// The metadata snapshot of the tensor (None for an output not yet allocated), taken once
-    /// when the operand is added or created: every build step reads geometry from it (one
-    /// snapshot load per operand instead of one per question), and after the build it is the
-    /// geometry the strides were computed from, whose storages the loops lock.
-    meta: Option<Arc<TensorMeta>>,
 }
 
 impl<'a> OperandInfo<'a> {
@@ -410,7 +416,7 @@ impl<'a> OperandInfo<'a> {
     fn new(tensor: Option<Cow<'a, TensorBase>>, is_const: bool) -> Self {
         let dtype = tensor.as_ref().map(|t| t.dtype());
         let device = tensor.as_ref().map(|t| t.device());
-        let meta = tensor.as_ref().map(|t| t.meta_arc());
+        let meta = tensor.as_ref().map(pin_operand);
         OperandInfo {
             meta,
             tensor,
@@ -423,6 +429,16 @@ impl<'a> OperandInfo<'a> {
             is_read_write: false,
             is_const,
         }
+    }
+}
+
+/// The snapshot of an operand's tensor, pinned for as long as the operand holds the tensor.
+#[inline]
+fn pin_operand<'a>(t: &Cow<'a, TensorBase>) -> Pinned<'a, TensorMeta> {
+    match t {
+        Cow::Borrowed(t) => t.meta_pinned(),
+        // SAFETY: the operand keeps `t` for as long as its `meta` (see that field's doc).
+        Cow::Owned(t) => unsafe { t.meta_pinned_unbounded() },
     }
 }
 
@@ -1335,12 +1351,16 @@ impl<'a> TensorIteratorBase<'a> {
         })?;
         let st = &mut **self.s;
         let op = &mut st.operands[i];
-        match op.tensor.as_deref() {
+        match &op.tensor {
             // The given output itself (out=, in-place): keep the operand as it was added
             // (borrowed when it was), and its snapshot unless the sink changed its geometry.
             Some(given) if given.is_same(t.base()) => {
-                if !op.meta.as_ref().is_some_and(|m| given.is_current_meta(m)) {
-                    op.meta = Some(given.meta_arc());
+                if !op
+                    .meta
+                    .as_ref()
+                    .is_some_and(|m| given.is_current_meta_ref(m))
+                {
+                    op.meta = Some(pin_operand(given));
                 }
             }
             _ => {
@@ -1348,7 +1368,8 @@ impl<'a> TensorIteratorBase<'a> {
                 if op.tensor.is_none() {
                     op.current_dtype = Some(t.dtype());
                 }
-                op.meta = Some(t.meta_arc());
+                // SAFETY: `t` becomes this operand's tensor (see the `meta` field's doc).
+                op.meta = Some(unsafe { t.meta_pinned_unbounded() });
                 op.tensor = Some(Cow::Owned(t));
             }
         }
@@ -1735,8 +1756,8 @@ impl<'a> TensorIteratorBase<'a> {
         let (writes, reads) = specs.split_at(self.s.num_outputs);
         // The iterator holds the snapshots for longer than the guard: borrow them.
         // SAFETY: each snapshot was taken from the operand's own tensor (`operands[k].meta`
-        // is `operands[k].tensor`'s `meta_arc()`, refreshed when an output is set), whose dtype
-        // and device never change, and those are what is passed with it.
+        // is `operands[k].tensor`'s pinned snapshot, refreshed when an output is set), whose
+        // dtype and device never change, and those are what is passed with it.
         let g = unsafe { TensorAccess::from_snapshot_refs(reads, writes)? };
         for (k, p) in ptrs.iter_mut().enumerate() {
             let acc = if k < writes.len() {
