@@ -7,8 +7,9 @@ large cases of the TensorIterator issue (16M-element f32 add into out and functi
 4096x4096 with one operand transposed, int32 + float32, float16 / bfloat16, a 4096x1 + 1x4096
 broadcast), with 1 and 2 threads.
 
-`--mid`: f32 adds of 100K, 300K and 1M elements (out= and functional) against torch on the same
-memory, 1 and 2 threads, 20 back-to-back calls per round (the sizes where threads wake late).
+`--mid`: f32 adds of 100K, 300K and 1M elements (out= and functional) against torch, 1 and 2
+threads, 20 back-to-back calls per round (the sizes where threads wake late), each library in
+its own subprocess (torch's OpenMP workers spin after each call and would hold the second core).
 
 `--same-memory`: the 16M-element out= adds of float32, float16 and bfloat16, ratten against
 torch in interleaved rounds on the SAME memory (numpy arrays wrapped zero-copy by both
@@ -251,34 +252,73 @@ def same_memory(rounds):
             del tt, rt
 
 
-def mid_sizes(rounds):
+MID_SIZES = (100_000, 300_000, 1_000_000)
+MID_REPS = 20
+
+
+def mid_worker(lib, threads, rounds):
+    """One library alone in this process (`--mid-worker`): for each mid size and form, `rounds`
+    rounds of MID_REPS back-to-back calls; prints one JSON object {case: [seconds per call,
+    one per round]}."""
+    import json
+
+    mod = ratten if lib == "ratten" else torch
+    mod.set_num_threads(threads)
+    res = {}
+    for n in MID_SIZES:
+        a = (np.arange(n) % 7).astype(np.float32)
+        b = (np.arange(n) % 5).astype(np.float32)
+        c = np.zeros(n, dtype=np.float32)
+        x, y, z = (mod.from_numpy(v) for v in (a, b, c))
+        for form, fn in (("into out", lambda: mod.add(x, y, out=z)), ("functional", lambda: x + y)):
+            for _ in range(3):
+                fn()
+            times = []
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(MID_REPS):
+                    fn()
+                times.append((time.perf_counter() - t0) / MID_REPS)
+            res[f"f32 add {n} {form}"] = times
+    print(json.dumps(res))
+
+
+def mid_sizes(rounds, passes=3):
     """f32 adds of 100K, 300K and 1M elements (out= and functional) against torch on the same
-    numpy memory, 1 and 2 threads: the sizes where waking the workers costs as much as the op.
-    Each round times 20 back-to-back calls per library (as a loop of ops runs them)."""
+    numpy values, 1 and 2 threads: the sizes where waking the workers costs as much as the op.
+
+    Each library runs in its own subprocess (`--mid-worker`): torch's OpenMP workers spin for
+    about 200 ms after each parallel region and would hold the second core while ratten runs
+    in the same process. The subprocesses alternate, `passes` times per thread count in a
+    rotating order, each timing `rounds` rounds of 20 back-to-back calls per case; printed are
+    the medians over all rounds and the median of the ratios of rounds paired by position."""
+    import json
+    import os
+    import subprocess
+
     if torch is None:
         print("--mid needs torch")
         return
+    libs = ("ratten", "torch")
     for threads in (1, 2):
-        ratten.set_num_threads(threads)
-        torch.set_num_threads(threads)
-        print(f"== same-memory mid sizes, {threads} thread(s)")
-        for n in (100_000, 300_000, 1_000_000):
-            a = (np.arange(n) % 7).astype(np.float32)
-            b = (np.arange(n) % 5).astype(np.float32)
-            c = np.zeros(n, dtype=np.float32)
-            ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-            ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
-            interleave_calls(
-                f"f32 add {n} into out",
-                {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
-                rounds,
-                reps=20,
-            )
-            interleave_calls(
-                f"f32 add {n} functional",
-                {"ratten": lambda: ra + rb, "torch": lambda: ta + tb},
-                rounds,
-                reps=20,
+        per = {lib: {} for lib in libs}
+        for p in range(passes):
+            for lib in libs[p % 2:] + libs[: p % 2]:
+                out = subprocess.run(
+                    [sys.executable, os.path.abspath(__file__), "--mid-worker", lib, str(threads), str(rounds)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                for case, times in json.loads(out.strip().splitlines()[-1]).items():
+                    per[lib].setdefault(case, []).extend(times)
+        print(f"== mid sizes, {threads} thread(s), each library in its own process (load {os.getloadavg()[0]:.2f})")
+        for case in per["ratten"]:
+            r, t = per["ratten"][case], per["torch"][case]
+            rat = statistics.median(a / b for a, b in zip(r, t))
+            print(
+                f"{case:44s} ratten {fmt(statistics.median(r))}  torch {fmt(statistics.median(t))}"
+                f"   ratten/torch {rat:5.2f}x"
             )
 
 
@@ -287,8 +327,13 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     p.add_argument("--small", action="store_true", help="only the 1-element cases")
     p.add_argument("--same-memory", action="store_true", help="only the same-memory 16M out= adds vs torch")
-    p.add_argument("--mid", action="store_true", help="only the 100K-1M f32 adds vs torch, same memory")
+    p.add_argument("--mid", action="store_true", help="only the 100K-1M f32 adds vs torch, one process each")
+    p.add_argument("--mid-worker", nargs=3, metavar=("LIB", "THREADS", "ROUNDS"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.mid_worker:
+        lib, threads, worker_rounds = args.mid_worker
+        mid_worker(lib, int(threads), int(worker_rounds))
+        return
     rounds, rep_large = (5, 2) if args.quick else (21, 5)
     if args.mid:
         mid_sizes(rounds)

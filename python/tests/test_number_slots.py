@@ -244,6 +244,38 @@ def test_generated_function_vectorcall_out():
         ratten.add(a, b, out=[1.0, 2.0])
 
 
+def test_generated_function_vectorcall_tensor_errors():
+    # All-tensor calls take the shortest path (slots.rs, `tensors_call`): its errors are the
+    # general path's.
+    a, b = ratten.ones(2), ratten.ones(3)
+    c, i = ratten.empty(2), ratten.empty(2, dtype=ratten.int64)
+    for fn in (ratten.add, ratten.sub, ratten.mul, ratten.div):
+        for args, kwargs in [((a, b), {}), ((a, b), {"out": c}), ((a, a), {"out": i})]:
+            fast = outcome(lambda: fn(*args, **kwargs))
+            general = outcome(lambda: fn.__call__(*args, **kwargs))
+            assert fast[0] == "raises" and fast == general, (fn, args, kwargs)
+
+
+def test_gil_decision_follows_metadata_changes():
+    # The fast paths keep a tensor's metadata snapshot to read its element count; once the
+    # tensor is resized (here by out=) the count is the new one.
+    n = ratten._C.GIL_RELEASE_NUMEL
+    c = ratten.empty(0)
+    assert (c + c).tolist() == []
+    assert ratten._C._gil_numel(c) == 0
+    big = ratten.ones(n)
+    assert ratten.add(big, big, out=c) is c
+    assert ratten._C._gil_numel(c) == n
+    r = c + c
+    assert r.shape == (n,) and r[n - 1].item() == 4.0
+    small = ratten.ones(3)
+    small + small
+    assert ratten._C._gil_numel(small) == 3
+    # A view of a large storage: its own element count.
+    v = big[:2]
+    assert ratten._C._gil_numel(v) == 2 and (v + v).tolist() == [2.0, 2.0]
+
+
 def test_fast_slots_from_many_threads():
     # The free list is shared and guarded by the GIL; threads switch between any two bytecodes.
     import threading

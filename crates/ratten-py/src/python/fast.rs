@@ -15,7 +15,7 @@ use ratten_core::{Device, Result, Scalar};
 
 use super::ops::to_scalar;
 use super::python_args::{function_index, method_index, run_maybe_released};
-use super::slots::exact_tensor;
+use super::slots::{exact_tensor, gil_serialises, GilOnly};
 use super::tensor::{wrap, PyTensor};
 use super::IntoPy;
 
@@ -47,7 +47,7 @@ impl Arith {
         }
     }
 
-    fn out(self, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    pub fn out(self, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         match self {
             Arith::Add => functions::add_out(out, a, b).map(|_| ()),
             Arith::Sub => functions::sub_out(out, a, b).map(|_| ()),
@@ -69,15 +69,23 @@ impl Arith {
 /// A second operand the fast path takes: a tensor (borrowed) or a Python number made into a
 /// wrapped-number tensor. `None` for anything else (the caller falls back).
 enum Operand<'a> {
-    Borrowed(&'a Tensor),
+    Borrowed(&'a PyTensor),
     Owned(Tensor),
 }
 
 impl Operand<'_> {
     fn get(&self) -> &Tensor {
         match self {
-            Operand::Borrowed(t) => t,
+            Operand::Borrowed(t) => &t.t,
             Operand::Owned(t) => t,
+        }
+    }
+
+    /// The element count that decides the GIL (a wrapped number has one element).
+    fn gil_numel(&self) -> usize {
+        match self {
+            Operand::Borrowed(t) => t.gil_numel(),
+            Operand::Owned(_) => 1,
         }
     }
 }
@@ -99,11 +107,12 @@ fn operand<'a>(o: &'a Bound<'_, PyAny>) -> PyResult<Option<Operand<'a>>> {
     Ok(None)
 }
 
-thread_local! {
-    /// The last wrapped-number tensor made per scalar kind, with its version, reused while no
-    /// one else holds it: making a tensor costs more than a small add.
-    static WRAPPED: RefCell<[Option<(Scalar, Tensor, u32)>; 4]> = const { RefCell::new([None, None, None, None]) };
-}
+/// The last wrapped-number tensor made per scalar kind, with its version, reused while no one
+/// else holds it: making a tensor costs more than a small add. One for the process, used with
+/// the GIL held (every caller holds it), so reaching it is no thread-local access (a
+/// `__tls_get_addr` call in the extension module); not used without a GIL.
+type WrappedCache = RefCell<[Option<(Scalar, Tensor, u32)>; 4]>;
+static WRAPPED: GilOnly<WrappedCache> = GilOnly(RefCell::new([None, None, None, None]));
 
 fn same_scalar(a: &Scalar, b: &Scalar) -> bool {
     match (a, b) {
@@ -127,28 +136,22 @@ pub fn wrapped_number(s: Scalar) -> Result<Tensor> {
         Scalar::Double(_) => 2,
         Scalar::ComplexDouble(_) => 3,
     };
-    let hit = WRAPPED.with(|c| {
-        let c = c.borrow();
-        match &c[slot] {
-            Some((k, t, v))
-                if same_scalar(k, &s) && t.base().use_count() == 1 && t.version() == *v =>
-            {
-                Some(t.clone())
-            }
-            _ => None,
+    if !gil_serialises() {
+        return Tensor::wrapped_scalar_tensor(s, Device::CPU);
+    }
+    let cache = &WRAPPED.0;
+    if let Some((k, t, v)) = &cache.borrow()[slot] {
+        if same_scalar(k, &s) && t.base().use_count() == 1 && t.version() == *v {
+            return Ok(t.clone());
         }
-    });
-    if let Some(t) = hit {
-        return Ok(t);
     }
     let t = Tensor::wrapped_scalar_tensor(s, Device::CPU)?;
     let v = t.version();
-    WRAPPED.with(|c| c.borrow_mut()[slot] = Some((s, t.clone(), v)));
+    // The tensor replaced is dropped after the borrow ends (its drop runs no Python code, but
+    // nothing else need be reasoned about inside the borrow).
+    let old = cache.borrow_mut()[slot].replace((s, t.clone(), v));
+    drop(old);
     Ok(t)
-}
-
-pub fn numel(t: &Tensor) -> usize {
-    t.numel().max(0) as usize
 }
 
 /// `self <op> other` (or, `reflected`, `other <op> self`); None: not handled here.
@@ -162,9 +165,9 @@ pub fn binary(
     let Some(b) = operand(other)? else {
         return Ok(None);
     };
+    let n = slf.get().gil_numel().max(b.gil_numel());
     let a = &slf.get().t;
     let b = b.get();
-    let n = numel(a).max(numel(b));
     let r = if reflected {
         run_maybe_released(py, n, || op.functional(b, a))?
     } else {
@@ -178,9 +181,10 @@ pub fn inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, op: Arith) -
     let Some(b) = operand(other)? else {
         return Ok(false);
     };
+    let n = slf.get().gil_numel().max(b.gil_numel());
     let a = &slf.get().t;
     let b = b.get();
-    run_maybe_released(slf.py(), numel(a).max(numel(b)), || op.inplace(a, b))?;
+    run_maybe_released(slf.py(), n, || op.inplace(a, b))?;
     Ok(true)
 }
 
@@ -237,8 +241,8 @@ pub fn arith_call<'py>(
     let Some(b) = operand(y)? else {
         return Ok(None);
     };
-    let b = b.get();
-    let n = numel(a).max(numel(b));
+    let n = a.gil_numel().max(b.gil_numel());
+    let (a, b) = (&a.t, b.get());
     match out.filter(|o| !o.is_none()) {
         None => Ok(Some(Called::New(run_maybe_released(py, n, || {
             op.functional(a, b)
@@ -247,7 +251,9 @@ pub fn arith_call<'py>(
             let Some(t) = exact_tensor(o) else {
                 return Ok(None);
             };
-            run_maybe_released(py, n.max(numel(t)), || op.out(t, a, b))?;
+            let n = n.max(t.gil_numel());
+            let t = &t.t;
+            run_maybe_released(py, n, || op.out(t, a, b))?;
             Ok(Some(Called::Out(o.clone())))
         }
     }

@@ -556,6 +556,9 @@ fn split_kwargs<'py>(
 #[pyclass(name = "_GeneratedFunction", module = "ratten", frozen)]
 pub struct GeneratedFunction {
     pub(crate) index: usize,
+    /// The operator when the function is add/sub/mul/div (they have a fast path), found once
+    /// here rather than on every call.
+    pub(crate) arith: Option<super::fast::Arith>,
     /// CPython's per-object vectorcall entry: the type's `tp_vectorcall_offset` points here
     /// once slots.rs has installed it, so calls skip building an argument tuple and dict.
     vectorcall: Option<pyo3::ffi::vectorcallfunc>,
@@ -565,6 +568,7 @@ impl GeneratedFunction {
     pub(crate) fn new(index: usize) -> Self {
         GeneratedFunction {
             index,
+            arith: super::fast::arith_of(index),
             vectorcall: Some(super::slots::generated_function_vectorcall),
         }
     }

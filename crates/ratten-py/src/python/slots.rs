@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use ratten_aten::Tensor;
 use ratten_core::{Device, Scalar};
 
-use super::fast::{arith_call, arith_of, method_arith_of, numel, wrapped_number, Arith, Called};
+use super::fast::{arith_call, method_arith_of, wrapped_number, Arith, Called};
 use super::python_args::{
     call_generated, method_self, releases_gil, BoundMethod, GeneratedFunction, GeneratedMethod,
 };
@@ -73,9 +73,9 @@ fn probe(py: Python<'_>) -> PyResult<Option<Slots>> {
     let tp = ty.as_type_ptr();
     let sample = Py::new(
         py,
-        PyTensor {
-            t: Tensor::wrapped_scalar_tensor(Scalar::Int(0), Device::CPU).map_err(to_pyerr)?,
-        },
+        PyTensor::new(
+            Tensor::wrapped_scalar_tensor(Scalar::Int(0), Device::CPU).map_err(to_pyerr)?,
+        ),
     )?;
     let obj = sample.as_ptr() as usize;
     let value = sample.get() as *const PyTensor as usize;
@@ -218,15 +218,15 @@ unsafe fn exact_number(o: *mut ffi::PyObject) -> Option<Scalar> {
     }
 }
 
-/// The tensor inside an instance of exactly `Tensor`.
+/// The value inside an instance of exactly `Tensor`.
 ///
 /// # Safety
 /// `o` must be an instance of `s.tp`, alive for `'a`.
 #[inline]
-unsafe fn tensor_of<'a>(s: &Slots, o: *mut ffi::PyObject) -> &'a Tensor {
+unsafe fn tensor_of<'a>(s: &Slots, o: *mut ffi::PyObject) -> &'a PyTensor {
     // SAFETY: `probe` found the value at `offset` in every instance of the type; it is frozen,
     // so shared references to it are all that exist.
-    unsafe { &(*o.cast::<u8>().add(s.offset).cast::<PyTensor>()).t }
+    unsafe { &*o.cast::<u8>().add(s.offset).cast::<PyTensor>() }
 }
 
 /// How many freed `Tensor` objects are kept for reuse.
@@ -239,7 +239,7 @@ struct FreeList {
 }
 
 /// A value only touched with the GIL held.
-struct GilOnly<T>(T);
+pub(crate) struct GilOnly<T>(pub(crate) T);
 
 // SAFETY: the free list is used only inside CPython slots (`tp_dealloc` and the number slots),
 // which run with the GIL held, and `probe` refuses to install them on an interpreter without
@@ -251,22 +251,31 @@ static FREE: GilOnly<FreeList> = GilOnly(FreeList {
     items: [const { Cell::new(ptr::null_mut()) }; FREE_MAX],
 });
 
-/// The tensor of `o` when it is exactly a `Tensor` (a pointer comparison once the slots are
+/// The value of `o` when it is exactly a `Tensor` (a pointer comparison once the slots are
 /// set up, instead of pyo3's lazily created type object and type check).
 #[inline]
-pub fn exact_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a Tensor> {
+pub fn exact_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a PyTensor> {
     match SLOTS.get() {
         // SAFETY: `o` is a live object (borrowed for 'a); its type is compared first.
         Some(s) => unsafe { (ffi::Py_TYPE(o.as_ptr()) == s.tp).then(|| tensor_of(s, o.as_ptr())) },
-        None => o.downcast_exact::<PyTensor>().ok().map(|t| &t.get().t),
+        None => o.downcast_exact::<PyTensor>().ok().map(|t| t.get()),
     }
+}
+
+/// Whether these slots are installed, which also means the interpreter has a GIL (`probe`
+/// refuses otherwise), so that a [`GilOnly`] value may be used with the GIL held.
+#[inline]
+pub(crate) fn gil_serialises() -> bool {
+    SLOTS.get().is_some()
 }
 
 /// The tensor of a `Tensor` object or of an instance of a subclass: the exact type by pointer
 /// comparison first (pyo3's `downcast` looks the type object up lazily, ~120 instructions).
 #[inline]
 pub fn any_tensor<'a>(o: &'a Bound<'_, PyAny>) -> Option<&'a Tensor> {
-    exact_tensor(o).or_else(|| o.downcast::<PyTensor>().ok().map(|t| &t.get().t))
+    exact_tensor(o)
+        .map(|p| &p.t)
+        .or_else(|| o.downcast::<PyTensor>().ok().map(|t| &t.get().t))
 }
 
 /// A new `Tensor` object holding `t`: from the free list with the probed layout (what pyo3's
@@ -282,7 +291,7 @@ pub(crate) fn new_tensor(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
                 Ok(Py::from_owned_ptr(py, o))
             }
         },
-        None => Py::new(py, PyTensor { t }),
+        None => Py::new(py, PyTensor::new(t)),
     }
 }
 
@@ -314,7 +323,7 @@ unsafe fn new_object(s: &Slots, t: Tensor) -> *mut ffi::PyObject {
         };
         ptr::write(
             obj.cast::<u8>().add(s.offset).cast::<PyTensor>(),
-            PyTensor { t },
+            PyTensor::new(t),
         );
         obj
     }
@@ -407,19 +416,20 @@ unsafe fn binary(
             let (vt, wt) = (ffi::Py_TYPE(v) == s.tp, ffi::Py_TYPE(w) == s.tp);
             if vt && wt {
                 let (a, b) = (tensor_of(s, v), tensor_of(s, w));
-                if releases_gil(numel(a).max(numel(b))) {
+                if releases_gil(a.gil_numel().max(b.gil_numel())) {
                     return Outcome::Fallback;
                 }
-                Outcome::Done(op.functional(a, b))
+                Outcome::Done(op.functional(&a.t, &b.t))
             } else if vt || wt {
                 let (t, n) = if vt { (v, w) } else { (w, v) };
                 let Some(x) = exact_number(n) else {
                     return Outcome::Fallback;
                 };
                 let a = tensor_of(s, t);
-                if releases_gil(numel(a)) {
+                if releases_gil(a.gil_numel()) {
                     return Outcome::Fallback;
                 }
+                let a = &a.t;
                 let b = match wrapped_number(x) {
                     Ok(b) => b,
                     Err(e) => return Outcome::Done(Err(e)),
@@ -469,18 +479,18 @@ unsafe fn inplace(
             let a = tensor_of(s, v);
             if ffi::Py_TYPE(w) == s.tp {
                 let b = tensor_of(s, w);
-                if releases_gil(numel(a).max(numel(b))) {
+                if releases_gil(a.gil_numel().max(b.gil_numel())) {
                     return Outcome::Fallback;
                 }
-                return Outcome::Done(op.inplace(a, b));
+                return Outcome::Done(op.inplace(&a.t, &b.t));
             }
             let Some(x) = exact_number(w) else {
                 return Outcome::Fallback;
             };
-            if releases_gil(numel(a)) {
+            if releases_gil(a.gil_numel()) {
                 return Outcome::Fallback;
             }
-            Outcome::Done(wrapped_number(x).and_then(|b| op.inplace(a, &b)))
+            Outcome::Done(wrapped_number(x).and_then(|b| op.inplace(&a.t, &b)))
         }
     }));
     match r {
@@ -611,13 +621,18 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
         let py = Python::assume_gil_acquired();
         let fast =
             nargs == 2 && (nkw == 0 || (nkw == 1 && is_out(py, ffi::PyTuple_GET_ITEM(kwnames, 0))));
-        if fast {
+        let f = Borrowed::from_ptr(py, callable);
+        let op = f.downcast_unchecked::<GeneratedFunction>().get().arith;
+        if let (true, Some(op)) = (fast, op) {
+            let out = if nkw == 1 {
+                *args.add(2)
+            } else {
+                ptr::null_mut()
+            };
+            if let Some(r) = tensors_call(op, *args, *args.add(1), out) {
+                return r;
+            }
             let r = catch_unwind(AssertUnwindSafe(|| {
-                let f = Borrowed::from_ptr(py, callable);
-                let f = f.downcast_unchecked::<GeneratedFunction>();
-                let Some(op) = arith_of(f.get().index) else {
-                    return Ok(None);
-                };
                 let x = Borrowed::from_ptr(py, *args);
                 let y = Borrowed::from_ptr(py, *args.add(1));
                 let out = (nkw == 1).then(|| Borrowed::from_ptr(py, *args.add(2)));
@@ -643,6 +658,59 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
             }
         }
         call_with_tuple(callable, args, nargs, kwnames, nkw)
+    }
+}
+
+/// `op(x, y)` (`out` null) or `op(x, y, out=out)` when all are exactly `Tensor`s small enough
+/// for the GIL to stay held: the shape of `ratten.add(a, b, out=c)` that is timed, handled on
+/// the objects as they are (no `Bound` wrappers, no operand enum, no `PyResult` plumbing).
+/// None: not this case, [`arith_call`] decides.
+///
+/// # Safety
+/// Valid objects (`out` may be null) and the GIL held.
+#[inline]
+unsafe fn tensors_call(
+    op: Arith,
+    x: *mut ffi::PyObject,
+    y: *mut ffi::PyObject,
+    out: *mut ffi::PyObject,
+) -> Option<*mut ffi::PyObject> {
+    let s = SLOTS.get()?;
+    // SAFETY: per the function's contract; types are compared before any value is read.
+    unsafe {
+        let tp = s.tp;
+        if ffi::Py_TYPE(x) != tp || ffi::Py_TYPE(y) != tp {
+            return None;
+        }
+        let (a, b) = (tensor_of(s, x), tensor_of(s, y));
+        let n = a.gil_numel().max(b.gil_numel());
+        if out.is_null() {
+            if releases_gil(n) {
+                return None;
+            }
+            return Some(
+                match catch_unwind(AssertUnwindSafe(|| op.functional(&a.t, &b.t))) {
+                    Ok(Ok(t)) => new_object(s, t),
+                    Ok(Err(e)) => raise(e),
+                    Err(p) => raise_panic(p),
+                },
+            );
+        }
+        if ffi::Py_TYPE(out) != tp {
+            return None;
+        }
+        let o = tensor_of(s, out);
+        if releases_gil(n.max(o.gil_numel())) {
+            return None;
+        }
+        Some(
+            match catch_unwind(AssertUnwindSafe(|| op.out(&o.t, &a.t, &b.t))) {
+                // `out=` returns the out tensor's object itself.
+                Ok(Ok(())) => ffi::Py_NewRef(out),
+                Ok(Err(e)) => raise(e),
+                Err(p) => raise_panic(p),
+            },
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 //! `ratten.Tensor` and the factory functions.
 
 use std::ptr::NonNull;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{
     PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
@@ -14,7 +14,7 @@ use pyo3::types::{
 use pyo3::IntoPyObjectExt;
 use ratten_aten::Tensor;
 use ratten_core::allocator::DataPtr;
-use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorOptions};
+use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorMeta, TensorOptions};
 use ratten_schema::FunctionSchema;
 
 use super::fast;
@@ -32,7 +32,49 @@ use crate::indexing::{self, AdvItem, IndexItem};
 /// `torch.Tensor`.
 #[pyclass(name = "Tensor", module = "ratten", frozen, weakref)]
 pub struct PyTensor {
+    /// A metadata snapshot of `t`, kept by [`gil_numel`](Self::gil_numel). Declared before
+    /// `t` so that it is dropped first: a tensor whose snapshot is still shared cannot be
+    /// kept as a spare for the next small output.
+    meta_hint: OnceLock<Arc<TensorMeta>>,
     pub t: Tensor,
+}
+
+/// The largest storage a kept snapshot may name: the snapshot keeps its storage alive after a
+/// `set_`/`resize_` gives the tensor another one, until the Python object goes.
+const META_HINT_MAX_BYTES: usize = 4096;
+
+impl PyTensor {
+    pub fn new(t: Tensor) -> PyTensor {
+        PyTensor {
+            meta_hint: OnceLock::new(),
+            t,
+        }
+    }
+
+    /// `t.numel()` for deciding whether a kernel releases the GIL. Reading the element count
+    /// takes a metadata snapshot (a hazard slot published through a thread-local, ~38
+    /// instructions); the first call keeps that snapshot (small storages only), and later
+    /// calls read it while it is still the tensor's current one, a pointer comparison. After
+    /// the tensor's metadata changed every call reads a fresh snapshot, as before.
+    #[inline]
+    pub fn gil_numel(&self) -> usize {
+        match self.meta_hint.get() {
+            Some(m) if self.t.is_current_meta(m) => m.numel().max(0) as usize,
+            Some(_) => self.t.numel().max(0) as usize,
+            None => self.keep_meta(),
+        }
+    }
+
+    #[cold]
+    fn keep_meta(&self) -> usize {
+        let m = self.t.meta_arc();
+        let n = m.numel().max(0) as usize;
+        if m.storage().nbytes() <= META_HINT_MAX_BYTES {
+            // Another thread (free-threaded Python) may have kept one first: either serves.
+            let _ = self.meta_hint.set(m);
+        }
+        n
+    }
 }
 
 pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
@@ -542,6 +584,13 @@ fn get_num_threads() -> usize {
 #[pyfunction]
 fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyTensor>()
+}
+
+/// `ratten._C._gil_numel(t)`: the element count by which the fast paths decide whether a
+/// kernel on `t` releases the GIL (for tests of the kept snapshot).
+#[pyfunction]
+fn _gil_numel(t: &Bound<'_, PyTensor>) -> usize {
+    t.get().gil_numel()
 }
 
 impl PyTensor {
@@ -1150,5 +1199,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(is_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(_gil_numel, m)?)?;
     Ok(())
 }

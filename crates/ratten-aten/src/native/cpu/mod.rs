@@ -17,6 +17,7 @@
 //! that operand are reused from L1 and the TLB is not thrashed.
 
 pub mod binary_kernels;
+pub mod transpose;
 pub mod unary_kernels;
 
 use half::{bf16, f16};
@@ -1386,6 +1387,13 @@ fn is_transposed(s0: &[isize; MAX_OPERANDS], s1: &[isize; MAX_OPERANDS], q: usiz
 /// whose addresses differ by a multiple of 4 KB for power-of-two shapes, which share one L1
 /// set and evict each other.
 ///
+/// An input already of the computation type, contiguous along the outer dimension, is moved
+/// into its tile with in-register block transposes (`transpose::transpose_into`: 16x16 /
+/// 8x8 blocks with AVX-512, 8x8 / 4x4 with AVX2, for 4- and 8-byte elements), and the next
+/// tile's rows of it are prefetched; the element-by-element copy with a strided scatter took
+/// 2-3x as long as the rest of the add, more on 4 KB pages (see Note [Pointwise kernels at
+/// bandwidth]).
+///
 /// # Safety
 /// As [`loop_2d`], with `s0`/`s1` the inner and outer byte strides.
 #[inline(always)]
@@ -1417,6 +1425,18 @@ unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     for (k, t) in transposed.iter_mut().enumerate() {
         *t = is_transposed(s0, s1, k + 1);
     }
+    // Transposed inputs already of the computation type, contiguous along the outer
+    // dimension, whose tiles are moved as raw bits with vector transposes.
+    let mut raw = [false; N];
+    for (k, r) in raw.iter_mut().enumerate() {
+        let q = k + 1;
+        *r = transposed[k]
+            && M::KIND != Kind::Bool
+            && via.is_none()
+            && dts[q] == M::DTYPE
+            && s1[q] == em
+            && transpose::has_vector_form::<I>(em as usize);
+    }
     // One TILE x TILE tile of M per transposed input (heap: up to 3 x 64 KB for complex
     // doubles), allocated once per 2-D loop.
     let mut tiles: Vec<M> = if transposed.iter().any(|&t| t) {
@@ -1435,6 +1455,34 @@ unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
             for k in (0..N).filter(|&k| transposed[k]) {
                 let q = k + 1;
                 let tile = &mut tiles[k * TT..(k + 1) * TT];
+                if raw[k] {
+                    // SAFETY: li rows (s0 apart) of lj contiguous elements of M's dtype,
+                    // inside the 2-D loop, into the tile's li x lj corner (rows TILE apart).
+                    unsafe {
+                        transpose::transpose_into::<I>(
+                            em as usize,
+                            at(q, i0, j0),
+                            s0[q],
+                            li,
+                            lj,
+                            tile.as_mut_ptr().cast(),
+                            TILE * em as usize,
+                        )
+                    };
+                    // The next tile's rows of this operand: each is a short run on its own
+                    // page (4 KB pages on numpy's memory), which the hardware prefetchers
+                    // do not fetch ahead.
+                    if i0 + TILE < n0 {
+                        let rows = TILE.min(n0 - i0 - TILE);
+                        transpose::prefetch_rows(
+                            at(q, i0 + TILE, j0),
+                            s0[q],
+                            rows,
+                            lj * em as usize,
+                        );
+                    }
+                    continue;
+                }
                 for ii in 0..li {
                     // SAFETY: lj elements along the outer dimension, inside the 2-D loop.
                     unsafe {

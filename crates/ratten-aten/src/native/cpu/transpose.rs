@@ -1,0 +1,418 @@
+//! Block transposes for the tiled loop (see Note [Pointwise kernels at bandwidth]): a block
+//! of a transposed operand is copied into an L1 tile with in-register transposes (16x16 for
+//! 4-byte elements and 8x8 for 8-byte ones with AVX-512, 8x8 and 4x4 with AVX2) instead of
+//! element by element. Elements are moved as raw bits, so one routine serves every dtype of
+//! a size (float32, int32; float64, int64, complex64).
+
+use crate::dispatch_stub::{CpuCapability, Isa};
+
+/// Whether [`transpose_into`] has a vector form for elements of `es` bytes under `I`
+/// (otherwise the element-by-element copy is all it does).
+#[inline(always)]
+pub fn has_vector_form<I: Isa>(es: usize) -> bool {
+    cfg!(target_arch = "x86_64")
+        && matches!(I::CAP, CpuCapability::Avx2 | CpuCapability::Avx512)
+        && matches!(es, 4 | 8)
+}
+
+/// `dst[c][r] = src[r][c]` for `r < rows`, `c < cols`, elements of `es` bytes: `src` has
+/// `rows` rows `rs` bytes apart, each of `cols` contiguous elements; `dst` gets `cols` rows
+/// `dpitch` bytes apart, each of `rows` contiguous elements.
+///
+/// # Safety
+/// Those elements of `src` are readable and of `dst` writable, the two do not overlap, and
+/// `I` is supported by the CPU.
+pub unsafe fn transpose_into<I: Isa>(
+    es: usize,
+    src: *const u8,
+    rs: isize,
+    rows: usize,
+    cols: usize,
+    dst: *mut u8,
+    dpitch: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY (every arm): forwarded contract; the vector forms run only under the
+        // capability that has their features.
+        unsafe {
+            match (I::CAP, es) {
+                (CpuCapability::Avx512, 4) => {
+                    return x86::t32_avx512(src, rs, rows, cols, dst, dpitch)
+                }
+                (CpuCapability::Avx512, 8) => {
+                    return x86::t64_avx512(src, rs, rows, cols, dst, dpitch)
+                }
+                (CpuCapability::Avx2, 4) => return x86::t32_avx2(src, rs, rows, cols, dst, dpitch),
+                (CpuCapability::Avx2, 8) => return x86::t64_avx2(src, rs, rows, cols, dst, dpitch),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { scalar(es, src, rs, 0, rows, 0, cols, dst, dpitch) }
+}
+
+/// The element-by-element transpose of the part `r0..rows` x `c0..cols` (the whole block, or
+/// the edges the vector forms leave).
+///
+/// # Safety
+/// As [`transpose_into`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn scalar(
+    es: usize,
+    src: *const u8,
+    rs: isize,
+    r0: usize,
+    rows: usize,
+    c0: usize,
+    cols: usize,
+    dst: *mut u8,
+    dpitch: usize,
+) {
+    #[inline(always)]
+    unsafe fn each<T: Copy>(
+        src: *const u8,
+        rs: isize,
+        (r0, rows): (usize, usize),
+        (c0, cols): (usize, usize),
+        dst: *mut u8,
+        dpitch: usize,
+    ) {
+        for r in r0..rows {
+            let row = src.wrapping_offset(r as isize * rs).cast::<T>();
+            for c in c0..cols {
+                // SAFETY: per the contract of `transpose_into` (unaligned: operands need not
+                // be aligned to their element size's multiple of the tile).
+                unsafe {
+                    let v = row.add(c).read_unaligned();
+                    dst.add(c * dpitch).cast::<T>().add(r).write_unaligned(v);
+                }
+            }
+        }
+    }
+    let (r, c) = ((r0, rows), (c0, cols));
+    // SAFETY (every arm): forwarded contract; each arm moves elements of exactly `es` bytes.
+    unsafe {
+        match es {
+            1 => each::<u8>(src, rs, r, c, dst, dpitch),
+            2 => each::<u16>(src, rs, r, c, dst, dpitch),
+            4 => each::<u32>(src, rs, r, c, dst, dpitch),
+            8 => each::<u64>(src, rs, r, c, dst, dpitch),
+            16 => each::<u128>(src, rs, r, c, dst, dpitch),
+            _ => {
+                for rr in r0..rows {
+                    for cc in c0..cols {
+                        std::ptr::copy_nonoverlapping(
+                            src.wrapping_offset(rr as isize * rs).add(cc * es),
+                            dst.add(cc * dpitch + rr * es),
+                            es,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The `K` x `K` blocks: `body(r, c)` for each full block, then the element-by-element
+    /// copy of the right and bottom edges.
+    ///
+    /// # Safety
+    /// As `transpose_into`; `body` transposes the block at (r, c).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blocks<const K: usize>(
+        es: usize,
+        src: *const u8,
+        rs: isize,
+        rows: usize,
+        cols: usize,
+        dst: *mut u8,
+        dpitch: usize,
+        mut body: impl FnMut(usize, usize),
+    ) {
+        let (fr, fc) = (rows - rows % K, cols - cols % K);
+        let mut r = 0;
+        while r < fr {
+            let mut c = 0;
+            while c < fc {
+                body(r, c);
+                c += K;
+            }
+            r += K;
+        }
+        // SAFETY: forwarded contract (the edges: columns fc.. of every row, then rows fr..
+        // of the first fc columns).
+        unsafe {
+            super::scalar(es, src, rs, 0, rows, fc, cols, dst, dpitch);
+            super::scalar(es, src, rs, fr, rows, 0, fc, dst, dpitch);
+        }
+    }
+
+    /// 16x16 transpose of 4-byte elements in zmm registers (unpack, shuffle, then two lane
+    /// shuffles: 64 shuffles for 256 elements).
+    #[inline(always)]
+    unsafe fn tr16(r: &mut [__m512; 16]) {
+        // SAFETY: register-only AVX-512F operations; the caller has AVX-512F.
+        unsafe {
+            let mut t = [_mm512_setzero_ps(); 16];
+            for i in 0..8 {
+                t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+            }
+            for i in 0..4 {
+                r[4 * i] = _mm512_shuffle_ps::<0x44>(t[4 * i], t[4 * i + 2]);
+                r[4 * i + 1] = _mm512_shuffle_ps::<0xEE>(t[4 * i], t[4 * i + 2]);
+                r[4 * i + 2] = _mm512_shuffle_ps::<0x44>(t[4 * i + 1], t[4 * i + 3]);
+                r[4 * i + 3] = _mm512_shuffle_ps::<0xEE>(t[4 * i + 1], t[4 * i + 3]);
+            }
+            for h in [0, 8] {
+                for i in 0..4 {
+                    t[h + i] = _mm512_shuffle_f32x4::<0x88>(r[h + i], r[h + 4 + i]);
+                    t[h + 4 + i] = _mm512_shuffle_f32x4::<0xDD>(r[h + i], r[h + 4 + i]);
+                }
+            }
+            for i in 0..8 {
+                r[i] = _mm512_shuffle_f32x4::<0x88>(t[i], t[8 + i]);
+                r[8 + i] = _mm512_shuffle_f32x4::<0xDD>(t[i], t[8 + i]);
+            }
+        }
+    }
+
+    /// # Safety
+    /// As `transpose_into`, 4-byte elements; the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn t32_avx512(
+        src: *const u8,
+        rs: isize,
+        rows: usize,
+        cols: usize,
+        dst: *mut u8,
+        dpitch: usize,
+    ) {
+        // SAFETY: each block reads rows r..r+16, elements c..c+16, and writes rows c..c+16,
+        // elements r..r+16 of dst, all inside the block of the contract.
+        unsafe {
+            blocks::<16>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
+                let mut v = [_mm512_setzero_ps(); 16];
+                for (k, x) in v.iter_mut().enumerate() {
+                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 4);
+                    *x = _mm512_loadu_ps(p.cast());
+                }
+                tr16(&mut v);
+                for (k, x) in v.iter().enumerate() {
+                    _mm512_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
+                }
+            })
+        }
+    }
+
+    /// # Safety
+    /// As `transpose_into`, 8-byte elements; the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn t64_avx512(
+        src: *const u8,
+        rs: isize,
+        rows: usize,
+        cols: usize,
+        dst: *mut u8,
+        dpitch: usize,
+    ) {
+        // SAFETY: as in `t32_avx512`, 8x8 blocks of 8 bytes.
+        unsafe {
+            blocks::<8>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
+                let mut v = [_mm512_setzero_pd(); 8];
+                for (k, x) in v.iter_mut().enumerate() {
+                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 8);
+                    *x = _mm512_loadu_pd(p.cast());
+                }
+                let mut t = [_mm512_setzero_pd(); 8];
+                for i in 0..4 {
+                    t[2 * i] = _mm512_unpacklo_pd(v[2 * i], v[2 * i + 1]);
+                    t[2 * i + 1] = _mm512_unpackhi_pd(v[2 * i], v[2 * i + 1]);
+                }
+                // 128-bit lanes: pairs of rows (0,2), (1,3), (4,6), (5,7), then across halves.
+                for h in [0, 4] {
+                    for i in 0..2 {
+                        v[h + i] = _mm512_shuffle_f64x2::<0x88>(t[h + i], t[h + 2 + i]);
+                        v[h + 2 + i] = _mm512_shuffle_f64x2::<0xDD>(t[h + i], t[h + 2 + i]);
+                    }
+                }
+                for i in 0..4 {
+                    t[i] = _mm512_shuffle_f64x2::<0x88>(v[i], v[4 + i]);
+                    t[4 + i] = _mm512_shuffle_f64x2::<0xDD>(v[i], v[4 + i]);
+                }
+                for (k, x) in t.iter().enumerate() {
+                    _mm512_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
+                }
+            })
+        }
+    }
+
+    /// # Safety
+    /// As `transpose_into`, 4-byte elements; the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn t32_avx2(
+        src: *const u8,
+        rs: isize,
+        rows: usize,
+        cols: usize,
+        dst: *mut u8,
+        dpitch: usize,
+    ) {
+        // SAFETY: as in `t32_avx512`, 8x8 blocks.
+        unsafe {
+            blocks::<8>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
+                let mut v = [_mm256_setzero_ps(); 8];
+                for (k, x) in v.iter_mut().enumerate() {
+                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 4);
+                    *x = _mm256_loadu_ps(p.cast());
+                }
+                let mut t = [_mm256_setzero_ps(); 8];
+                for i in 0..4 {
+                    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+                    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+                }
+                for i in 0..2 {
+                    v[4 * i] = _mm256_shuffle_ps::<0x44>(t[4 * i], t[4 * i + 2]);
+                    v[4 * i + 1] = _mm256_shuffle_ps::<0xEE>(t[4 * i], t[4 * i + 2]);
+                    v[4 * i + 2] = _mm256_shuffle_ps::<0x44>(t[4 * i + 1], t[4 * i + 3]);
+                    v[4 * i + 3] = _mm256_shuffle_ps::<0xEE>(t[4 * i + 1], t[4 * i + 3]);
+                }
+                for i in 0..4 {
+                    t[i] = _mm256_permute2f128_ps::<0x20>(v[i], v[4 + i]);
+                    t[4 + i] = _mm256_permute2f128_ps::<0x31>(v[i], v[4 + i]);
+                }
+                for (k, x) in t.iter().enumerate() {
+                    _mm256_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
+                }
+            })
+        }
+    }
+
+    /// # Safety
+    /// As `transpose_into`, 8-byte elements; the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn t64_avx2(
+        src: *const u8,
+        rs: isize,
+        rows: usize,
+        cols: usize,
+        dst: *mut u8,
+        dpitch: usize,
+    ) {
+        // SAFETY: as in `t32_avx512`, 4x4 blocks of 8 bytes.
+        unsafe {
+            blocks::<4>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
+                let mut v = [_mm256_setzero_pd(); 4];
+                for (k, x) in v.iter_mut().enumerate() {
+                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 8);
+                    *x = _mm256_loadu_pd(p.cast());
+                }
+                let t0 = _mm256_unpacklo_pd(v[0], v[1]);
+                let t1 = _mm256_unpackhi_pd(v[0], v[1]);
+                let t2 = _mm256_unpacklo_pd(v[2], v[3]);
+                let t3 = _mm256_unpackhi_pd(v[2], v[3]);
+                let out = [
+                    _mm256_permute2f128_pd::<0x20>(t0, t2),
+                    _mm256_permute2f128_pd::<0x20>(t1, t3),
+                    _mm256_permute2f128_pd::<0x31>(t0, t2),
+                    _mm256_permute2f128_pd::<0x31>(t1, t3),
+                ];
+                for (k, x) in out.iter().enumerate() {
+                    _mm256_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
+                }
+            })
+        }
+    }
+}
+
+/// Asks for the lines of `rows` rows (`rs` bytes apart) of `bytes` bytes each from `src` to be
+/// brought into the cache: the next tile's rows of a transposed operand, each a short run on
+/// its own page, which the hardware prefetchers do not fetch ahead.
+#[inline(always)]
+pub fn prefetch_rows(src: *const u8, rs: isize, rows: usize, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for r in 0..rows {
+        let row = src.wrapping_offset(r as isize * rs);
+        let mut b = 0;
+        while b < bytes {
+            // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    row.wrapping_add(b).cast(),
+                )
+            };
+            b += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, rs, rows, bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch_stub::{detected_cpu_capability, IsaAvx2, IsaAvx512, IsaDefault};
+
+    /// Every capability the CPU has, on blocks of every element size, with full blocks and
+    /// edges, a row stride wider than the row, and a destination pitch wider than its rows.
+    fn check<I: Isa>() {
+        for es in [1usize, 2, 4, 8, 16] {
+            for (rows, cols) in [
+                (16, 16),
+                (64, 64),
+                (17, 33),
+                (3, 70),
+                (40, 5),
+                (1, 1),
+                (8, 4),
+            ] {
+                let rs = cols * es + 24;
+                let src: Vec<u8> = (0..rows * rs).map(|i| (i * 7 + 3) as u8).collect();
+                let dpitch = rows * es + 8;
+                let mut dst = vec![0u8; cols * dpitch];
+                // SAFETY: the buffers hold the blocks described; the capability is supported
+                // (checked by the caller).
+                unsafe {
+                    transpose_into::<I>(
+                        es,
+                        src.as_ptr(),
+                        rs as isize,
+                        rows,
+                        cols,
+                        dst.as_mut_ptr(),
+                        dpitch,
+                    )
+                };
+                for r in 0..rows {
+                    for c in 0..cols {
+                        let s = &src[r * rs + c * es..][..es];
+                        let d = &dst[c * dpitch + r * es..][..es];
+                        assert_eq!(s, d, "{:?} es {es} {rows}x{cols} at ({r}, {c})", I::CAP);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn transposes_match_the_element_copy() {
+        check::<IsaDefault>();
+        let cap = detected_cpu_capability();
+        if cap >= CpuCapability::Avx2 {
+            check::<IsaAvx2>();
+        }
+        if cap >= CpuCapability::Avx512 {
+            check::<IsaAvx512>();
+        }
+        assert!(!has_vector_form::<IsaDefault>(4));
+        assert!(!has_vector_form::<IsaAvx512>(2));
+    }
+}
