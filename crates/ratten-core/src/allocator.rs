@@ -202,35 +202,12 @@ pub struct CpuAllocator;
 
 impl CpuAllocator {
     fn small(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
-        let Some(class) = small_class(nbytes) else {
-            return Self::medium(nbytes, zeroed_needed);
-        };
-        let capacity = SMALL_MIN << class;
-        let reused = SMALL_CACHE.try_with(|c| c.pop(class)).ok().flatten();
-        let (p, zeroed) = match reused {
-            Some(p) => {
-                // A cached block is a live allocation of `capacity` bytes that nobody else
-                // references (it left its DataPtr when it was cached).
-                if zeroed_needed {
-                    // SAFETY: as above; we own all `capacity` bytes.
-                    unsafe { std::ptr::write_bytes(p.as_ptr(), 0, capacity) };
-                }
-                (p, zeroed_needed)
+        match small_class(nbytes) {
+            Some(class) => {
+                SmallCache::data_block(&SMALL_CACHE, class, zeroed_needed, release_small)
             }
-            None => {
-                let layout = small_layout(class);
-                // SAFETY: the layout is not zero-sized (capacity >= SMALL_MIN).
-                let p = unsafe { std::alloc::alloc_zeroed(layout) };
-                (NonNull::new(p).ok_or_else(|| oom(nbytes))?, true)
-            }
-        };
-        Ok(DataPtr {
-            ptr: Some(p),
-            capacity,
-            deleter: Some(Deleter::Fn(release_small)),
-            zeroed,
-            device: Device::CPU,
-        })
+            None => Self::medium(nbytes, zeroed_needed),
+        }
     }
 
     /// Blocks above the small classes and below the mmap threshold: power-of-two classes
@@ -238,30 +215,7 @@ impl CpuAllocator {
     /// global allocator.
     fn medium(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
         let class = MediumCache::class_of(nbytes).ok_or_else(|| oom(nbytes))?;
-        let capacity = MediumCache::size_of(class);
-        let reused = MEDIUM_CACHE.try_with(|c| c.pop(class)).ok().flatten();
-        let (p, zeroed) = match reused {
-            Some(p) => {
-                if zeroed_needed {
-                    // SAFETY: a cached block is a live allocation of `capacity` bytes that
-                    // nobody else references.
-                    unsafe { std::ptr::write_bytes(p.as_ptr(), 0, capacity) };
-                }
-                (p, zeroed_needed)
-            }
-            None => {
-                // SAFETY: the layout is not zero-sized.
-                let p = unsafe { std::alloc::alloc_zeroed(MediumCache::layout(class)) };
-                (NonNull::new(p).ok_or_else(|| oom(nbytes))?, true)
-            }
-        };
-        Ok(DataPtr {
-            ptr: Some(p),
-            capacity,
-            deleter: Some(Deleter::Fn(release_medium)),
-            zeroed,
-            device: Device::CPU,
-        })
+        MediumCache::data_block(&MEDIUM_CACHE, class, zeroed_needed, release_medium)
     }
 
     fn large(nbytes: usize, zeroed_needed: bool) -> Result<DataPtr> {
@@ -363,6 +317,42 @@ const _: () = assert!(SMALL_MIN << SMALL_CLASSES == MEDIUM_MIN);
 impl<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize>
     ClassCache<MIN, CLASSES, PER_CLASS>
 {
+    /// A data block of `class` from `cache` (as its last user left it, or zeroed when
+    /// `zeroed_needed`), else a new zeroed one from the global allocator; `release` puts it
+    /// back when its DataPtr drops.
+    #[inline]
+    fn data_block(
+        cache: &'static std::thread::LocalKey<Self>,
+        class: usize,
+        zeroed_needed: bool,
+        release: fn(NonNull<u8>, usize),
+    ) -> Result<DataPtr> {
+        let capacity = Self::size_of(class);
+        let reused = cache.try_with(|c| c.pop(class)).ok().flatten();
+        let (p, zeroed) = match reused {
+            Some(p) => {
+                if zeroed_needed {
+                    // SAFETY: a cached block is a live allocation of `capacity` bytes that
+                    // nobody else references (it left its DataPtr when it was cached).
+                    unsafe { std::ptr::write_bytes(p.as_ptr(), 0, capacity) };
+                }
+                (p, zeroed_needed)
+            }
+            None => {
+                // SAFETY: the layout is not zero-sized (capacity >= MIN >= ALIGNMENT).
+                let p = unsafe { std::alloc::alloc_zeroed(Self::layout(class)) };
+                (NonNull::new(p).ok_or_else(|| oom(capacity))?, true)
+            }
+        };
+        Ok(DataPtr {
+            ptr: Some(p),
+            capacity,
+            deleter: Some(Deleter::Fn(release)),
+            zeroed,
+            device: Device::CPU,
+        })
+    }
+
     /// Empty lists (a `const fn`, so the thread-locals need no lazy initialisation).
     const fn new() -> Self {
         ClassCache {
