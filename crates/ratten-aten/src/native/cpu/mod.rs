@@ -914,10 +914,49 @@ fn advanced<M, const N: usize, const S: usize>(
     q
 }
 
-/// [`contiguous_run`], with the output written by non-temporal stores when `stream` is set:
-/// the first elements up to a 64-byte boundary of the output with ordinary stores, then
-/// chunks of [`STREAM_CHUNK`] bytes computed into L1 and streamed out whole lines at a time,
-/// then the tail with ordinary stores.
+/// The streaming skeleton of [`direct_run`] and [`fused_pair_run`]: `run(i, dst, len)` computes
+/// elements `i..i + len` of a run of `n` elements with outputs of `er` bytes into `dst`. With
+/// `stream` set (and at least two chunks), the first elements up to a 64-byte boundary of
+/// `out` are written in place with ordinary stores, then chunks of [`STREAM_CHUNK`] bytes are
+/// computed into an L1 buffer and streamed out whole lines at a time, then the tail is written
+/// in place; otherwise the whole run is written in place.
+///
+/// # Safety
+/// `out` holds `n` writable elements of `er` bytes, and `run(i, dst, len)` may be called with
+/// any `dst` holding `len` writable elements (`out + i * er`, or the chunk buffer); `I` is
+/// supported by the CPU.
+#[inline(always)]
+unsafe fn streamed<I: Isa>(
+    out: *mut u8,
+    er: usize,
+    n: usize,
+    stream: bool,
+    run: impl Fn(usize, *mut u8, usize),
+) {
+    let ch = STREAM_CHUNK / er;
+    if !stream || n < 2 * ch {
+        return run(0, out, n);
+    }
+    let peel = peel_to_line(out, er, n);
+    // SAFETY (whole body): every range below lies within the run's n elements; the chunk
+    // buffer holds `ch` elements (STREAM_CHUNK bytes) and is fully written before it is
+    // streamed.
+    unsafe {
+        run(0, out, peel);
+        let mut buf = ChunkBuf::new();
+        let mut i = peel;
+        while i + ch <= n {
+            run(i, buf.ptr(), ch);
+            stream_copy::<I>(buf.ptr(), out.add(i * er), STREAM_CHUNK);
+            i += ch;
+        }
+        stream_fence();
+        run(i, out.add(i * er), n - i);
+    }
+}
+
+/// [`contiguous_run`], with the output written by non-temporal stores when `stream` is set
+/// (see [`streamed`]).
 ///
 /// # Safety
 /// As [`contiguous_run`]; `I` is supported by the CPU.
@@ -928,28 +967,11 @@ unsafe fn direct_run<I: Isa, M: Elem, R: Elem, const N: usize, const S: usize>(
     f: &impl OpN<M, R, N>,
     stream: bool,
 ) {
-    let er = size_of::<R>();
-    let ch = STREAM_CHUNK / er;
-    if !stream || n < 2 * ch {
-        // SAFETY: forwarded contract.
-        return unsafe { contiguous_run::<M, R, N, S>(p, n, f) };
-    }
-    let peel = peel_to_line(p[0], er, n);
-    // SAFETY (whole body): every range below lies within the run's n elements; the chunk
-    // buffer holds `ch` Rs (STREAM_CHUNK bytes) and is fully written before it is streamed.
+    // SAFETY: forwarded contract; `run` computes elements i.. of the inputs into `dst`.
     unsafe {
-        contiguous_run::<M, R, N, S>(p, peel, f);
-        let mut buf = ChunkBuf::new();
-        let mut i = peel;
-        while i + ch <= n {
-            let q = advanced::<M, N, S>(p, i, buf.ptr());
-            contiguous_run::<M, R, N, S>(&q, ch, f);
-            stream_copy::<I>(buf.ptr(), p[0].add(i * er), STREAM_CHUNK);
-            i += ch;
-        }
-        stream_fence();
-        let q = advanced::<M, N, S>(p, i, p[0].add(i * er));
-        contiguous_run::<M, R, N, S>(&q, n - i, f);
+        streamed::<I>(p[0], size_of::<R>(), n, stream, |i, dst, len| {
+            contiguous_run::<M, R, N, S>(&advanced::<M, N, S>(p, i, dst), len, f)
+        })
     }
 }
 
@@ -1265,9 +1287,9 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     }
 }
 
-/// [`fused_pair`], with the output written by non-temporal stores when `stream` is set (as
-/// [`direct_run`] does): int32 + float32 into a large float32 out= moves as few bytes as the
-/// float32 add.
+/// [`fused_pair`], with the output written by non-temporal stores when `stream` is set (see
+/// [`streamed`]): int32 + float32 into a large float32 out= moves as few bytes as the float32
+/// add.
 ///
 /// # Safety
 /// As [`fused_pair`]; `I` is supported by the CPU.
@@ -1278,33 +1300,15 @@ unsafe fn fused_pair_run<I: Isa, A: Elem, B: Elem, M: Elem, R: Elem, const N: us
     f: &impl OpN<M, R, N>,
     stream: bool,
 ) {
-    let er = size_of::<R>();
-    let ch = STREAM_CHUNK / er;
-    if !stream || n < 2 * ch {
-        // SAFETY: forwarded contract.
-        return unsafe { fused_pair::<A, B, M, R, N>(p, n, f) };
-    }
-    let at = |i: usize, out: *mut u8| {
-        let mut q = *p;
-        q[0] = out;
-        q[1] = p[1].wrapping_add(i * size_of::<A>());
-        q[2] = p[2].wrapping_add(i * size_of::<B>());
-        q
-    };
-    let peel = peel_to_line(p[0], er, n);
-    // SAFETY (whole body): every range below lies within the run's n elements; the chunk
-    // buffer holds `ch` Rs (STREAM_CHUNK bytes) and is fully written before it is streamed.
+    // SAFETY: forwarded contract; `run` computes elements i.. of the inputs into `dst`.
     unsafe {
-        fused_pair::<A, B, M, R, N>(p, peel, f);
-        let mut buf = ChunkBuf::new();
-        let mut i = peel;
-        while i + ch <= n {
-            fused_pair::<A, B, M, R, N>(&at(i, buf.ptr()), ch, f);
-            stream_copy::<I>(buf.ptr(), p[0].add(i * er), STREAM_CHUNK);
-            i += ch;
-        }
-        stream_fence();
-        fused_pair::<A, B, M, R, N>(&at(i, p[0].add(i * er)), n - i, f);
+        streamed::<I>(p[0], size_of::<R>(), n, stream, |i, dst, len| {
+            let mut q = *p;
+            q[0] = dst;
+            q[1] = p[1].wrapping_add(i * size_of::<A>());
+            q[2] = p[2].wrapping_add(i * size_of::<B>());
+            fused_pair::<A, B, M, R, N>(&q, len, f)
+        })
     }
 }
 
