@@ -1016,6 +1016,90 @@ impl<Keep> TensorAccess<Keep> {
         Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
     }
 }
+/// A guard that hands out only the data pointers of the tensors it locks: TensorIterator's
+/// (its loops take raw pointers and strides; they never ask the guard for typed slices, a
+/// tensor's sizes or its dtype). It locks exactly as [`TensorAccess`] does (the same lock
+/// order, nesting table and refusals), but writes no per-tensor record: for the up to four
+/// operands of a pointwise op that is the guard's whole cost besides the locks themselves
+/// (see Note [Small-op latency] in ARCHITECTURE.md).
+#[must_use = "the locks are released when the guard is dropped"]
+pub struct RawAccess<'a> {
+    locks: LockSet,
+    /// The snapshots whose storages are locked: borrowed for the guard's life, which keeps
+    /// the storages (and so the locks the set points at) alive.
+    _snapshots: PhantomData<&'a TensorMeta>,
+    _not_send: NotSend,
+}
+
+impl<'a> RawAccess<'a> {
+    /// Locks the storages of `specs` (the first `n_writes` for writing, the rest for reading)
+    /// and writes each tensor's data pointer (its first element) into `ptrs[k]`.
+    ///
+    /// # Safety
+    /// Each spec's dtype and device must be those of the tensor its snapshot was taken from
+    /// (the element size places the storage offset).
+    #[inline]
+    pub unsafe fn acquire(
+        specs: &[SnapshotSpec<'a>],
+        n_writes: usize,
+        ptrs: &mut [*mut u8],
+    ) -> Result<RawAccess<'a>> {
+        let n = specs.len();
+        if ptrs.len() != n || n_writes > n {
+            return Err(Error::runtime(format!(
+                "storage access: {n} tensors ({n_writes} written) need as many pointer slots, \
+                 got {}",
+                ptrs.len()
+            )));
+        }
+        let mut locks = LockSet::new();
+        if n <= LOCKS_INLINE {
+            let mut keys = [std::ptr::null(); LOCKS_INLINE];
+            for (k, spec) in specs.iter().enumerate() {
+                keys[k] = key(spec.0.storage().as_impl(), k < n_writes);
+            }
+            lock_small(&mut keys, n, &mut locks).map_err(Refused::into_error)?;
+        } else {
+            let mut keys: Vec<Key> = specs
+                .iter()
+                .enumerate()
+                .map(|(k, spec)| key(spec.0.storage().as_impl(), k < n_writes))
+                .collect();
+            lock_general(&mut keys, &mut locks).map_err(Refused::into_error)?;
+        }
+        // From here an early return drops the guard, which releases what was locked.
+        let guard = RawAccess {
+            locks,
+            _snapshots: PhantomData,
+            _not_send: PhantomData,
+        };
+        for (p, &(m, dtype, device)) in ptrs.iter_mut().zip(specs) {
+            if device.is_meta() {
+                return Err(no_data(device));
+            }
+            // SAFETY: the guard holds this storage's lock (every spec's storage was locked
+            // above) for as long as it lives.
+            let base = unsafe { m.storage().as_impl().data_ptr_locked() }.unwrap_or(DANGLING);
+            // wrapping_add: as in `AccessedTensor::raw_data_ptr` (an empty view may carry
+            // any offset; a view with elements was bounds-checked against the storage).
+            *p = base
+                .as_ptr()
+                .wrapping_add(m.storage_offset() as usize * dtype.element_size());
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for RawAccess<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the set holds what `lock_small`/`lock_general` locked (or nothing, if they
+        // failed: then no guard was made), this is its only release, and the borrowed
+        // snapshots keep the storages alive.
+        unsafe { self.locks.release() };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1076,6 +1160,83 @@ mod tests {
         assert_eq!(unsafe { *p.add(2) }, 3);
         assert!(g.input_slice::<i32>(0).is_err()); // not contiguous
         assert!(g.input(0).unwrap().data_ptr::<f32>().is_err()); // wrong dtype
+    }
+
+    #[test]
+    fn raw_access_locks_like_new_and_gives_data_pointers() {
+        let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+        let view = a.as_strided(&[2], &[1], Some(1)).unwrap();
+        let out = TensorBase::empty(&[2], ScalarType::Float, Device::CPU).unwrap();
+        let (mv, mo) = (view.meta_arc(), out.meta_arc());
+        let f = ScalarType::Float;
+        let mut ptrs = [std::ptr::null_mut(); 2];
+        // SAFETY: both snapshots are of Float CPU tensors.
+        let g = unsafe {
+            RawAccess::acquire(
+                &[(&mo, f, Device::CPU), (&mv, f, Device::CPU)],
+                1,
+                &mut ptrs,
+            )
+        }
+        .unwrap();
+        // SAFETY: the guard holds both storages; the view's pointer is at its offset 1.
+        unsafe {
+            assert_eq!(*ptrs[1].cast::<f32>(), 2.0);
+            *ptrs[0].cast::<f32>() = 9.0;
+        }
+        // Held as TensorAccess holds: the output refuses everything, the input writes.
+        assert!(TensorAccess::read(&out).is_err());
+        assert!(TensorAccess::write(&a).is_err());
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+        drop(g);
+        assert_eq!(out.to_vec::<f32>().unwrap()[0], 9.0);
+        drop(TensorAccess::new(&[], &[&a, &out]).unwrap());
+        // A read and a write of one storage lock it once, for writing.
+        let ma = a.meta_arc();
+        let mut ptrs = [std::ptr::null_mut(); 2];
+        // SAFETY: as above.
+        let g = unsafe {
+            RawAccess::acquire(
+                &[(&ma, f, Device::CPU), (&mv, f, Device::CPU)],
+                1,
+                &mut ptrs,
+            )
+        }
+        .unwrap();
+        assert!(TensorAccess::read(&a).is_err());
+        drop(g);
+        // A conflict with what this thread holds is refused and leaves nothing held.
+        let outer = TensorAccess::write(&out).unwrap();
+        let mut ptrs = [std::ptr::null_mut(); 2];
+        // SAFETY: as above.
+        let e = unsafe {
+            RawAccess::acquire(
+                &[(&ma, f, Device::CPU), (&mo, f, Device::CPU)],
+                1,
+                &mut ptrs,
+            )
+        }
+        .err()
+        .unwrap();
+        assert!(e.message().contains("already holds"), "{e}");
+        drop(outer);
+        drop(TensorAccess::new(&[], &[&a, &out]).unwrap());
+        // More than four tensors take the general path; a wrong slot count is an error.
+        let ts: Vec<_> = (0..6)
+            .map(|_| TensorBase::empty(&[1], f, Device::CPU).unwrap())
+            .collect();
+        let ms: Vec<_> = ts.iter().map(|t| t.meta_arc()).collect();
+        let specs: Vec<_> = ms.iter().map(|m| (&**m, f, Device::CPU)).collect();
+        let mut ptrs = [std::ptr::null_mut(); 6];
+        // SAFETY: as above.
+        let g = unsafe { RawAccess::acquire(&specs, 2, &mut ptrs) }.unwrap();
+        assert!(ptrs.iter().all(|p| !p.is_null()));
+        assert!(TensorAccess::read(&ts[0]).is_err());
+        assert!(TensorAccess::write(&ts[5]).is_err());
+        drop(g);
+        drop(TensorAccess::new(&[], &ts.iter().collect::<Vec<_>>()).unwrap());
+        // SAFETY: as above.
+        assert!(unsafe { RawAccess::acquire(&specs, 2, &mut ptrs[..3]) }.is_err());
     }
 
     #[test]

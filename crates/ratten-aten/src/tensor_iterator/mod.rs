@@ -25,10 +25,11 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
+use ratten_core::access::SnapshotSpec;
 use ratten_core::snapshot::Pinned;
 use ratten_core::tensor_impl::{DimVec, TensorMeta};
 use ratten_core::{
-    can_cast, get_default_dtype, Device, Error, Result, ScalarType, TensorAccess, TensorBase,
+    can_cast, get_default_dtype, Device, Error, RawAccess, Result, ScalarType, TensorBase,
     TensorOptions,
 };
 use smallvec::SmallVec;
@@ -736,7 +737,7 @@ pub fn ternary_op_config<'a>(
 /// `data[k] + i * strides[k] + j * strides[ntensors + k]`.
 pub type Loop2d<'a> = dyn Fn(&[*mut u8], &[isize], usize, usize) + Sync + 'a;
 
-/// Base pointers that may cross to worker threads. Sound because the TensorAccess guard that
+/// Base pointers that may cross to worker threads. Sound because the RawAccess guard that
 /// produced them outlives the parallel region and holds every written storage exclusively.
 struct SharedPtrs(OpVec<*mut u8>);
 // SAFETY: see the type's doc: the pointers are only dereferenced inside the guard's lifetime,
@@ -1723,12 +1724,17 @@ impl<'a> TensorIteratorBase<'a> {
         // Up to 4 operands (every pointwise op) the lists live on the stack.
         const INLINE: usize = 4;
         let ops = &self.s.operands;
-        fn spec<'o>(op: &'o OperandInfo<'_>) -> Result<(&'o TensorMeta, ScalarType, Device)> {
+        fn spec<'o>(op: &'o OperandInfo<'_>) -> Result<SnapshotSpec<'o>> {
             match (&op.tensor, &op.meta) {
                 (Some(t), Some(built)) => Ok((&**built, t.dtype(), t.device())),
                 _ => Err(Error::runtime("TensorIterator: an operand is undefined")),
             }
         }
+        let n_writes = self.s.num_outputs;
+        // SAFETY (of both `acquire`s): each snapshot was taken from the operand's own tensor
+        // (`operands[k].meta` is `operands[k].tensor`'s pinned snapshot, refreshed when an
+        // output is set), whose dtype and device never change, and those are what is passed
+        // with it. The guard borrows the snapshots, which the iterator holds for longer.
         if ops.len() <= INLINE {
             let first = spec(ops.first().ok_or_else(|| {
                 Error::runtime("TensorIterator: an iterator without operands has no loop")
@@ -1738,41 +1744,18 @@ impl<'a> TensorIteratorBase<'a> {
                 specs[k] = spec(op)?;
             }
             let mut ptrs = [std::ptr::null_mut::<u8>(); INLINE];
-            return self.with_specs(&specs[..ops.len()], &mut ptrs[..ops.len()], f);
+            let n = ops.len();
+            // SAFETY: see above.
+            let g = unsafe { RawAccess::acquire(&specs[..n], n_writes, &mut ptrs[..n])? };
+            let r = f(&ptrs[..n]);
+            drop(g);
+            return Ok(r);
         }
         let specs = ops.iter().map(spec).collect::<Result<OpVec<_>>>()?;
         let mut ptrs: OpVec<*mut u8> = OpVec::from_elem(std::ptr::null_mut(), ops.len());
-        self.with_specs(&specs, &mut ptrs, f)
-    }
-
-    /// `with_acquired`'s body: `specs[k]` describes operand k, `ptrs` (as long) receives the
-    /// data pointers.
-    fn with_specs<R>(
-        &self,
-        specs: &[(&TensorMeta, ScalarType, Device)],
-        ptrs: &mut [*mut u8],
-        f: impl FnOnce(&[*mut u8]) -> R,
-    ) -> Result<R> {
-        let (writes, reads) = specs.split_at(self.s.num_outputs);
-        // The iterator holds the snapshots for longer than the guard: borrow them.
-        // SAFETY: each snapshot was taken from the operand's own tensor (`operands[k].meta`
-        // is `operands[k].tensor`'s pinned snapshot, refreshed when an output is set), whose
-        // dtype and device never change, and those are what is passed with it.
-        let g = unsafe { TensorAccess::from_snapshot_refs(reads, writes)? };
-        for (k, p) in ptrs.iter_mut().enumerate() {
-            let acc = if k < writes.len() {
-                g.output(k)?
-            } else {
-                g.input(k - writes.len())?
-            };
-            *p = acc
-                .raw_data_ptr()
-                .ok_or_else(|| {
-                    Error::runtime("Cannot access data pointer of Tensor that doesn't have storage")
-                })?
-                .as_ptr();
-        }
-        let r = f(ptrs);
+        // SAFETY: see above.
+        let g = unsafe { RawAccess::acquire(&specs, n_writes, &mut ptrs)? };
+        let r = f(&ptrs);
         drop(g);
         Ok(r)
     }
