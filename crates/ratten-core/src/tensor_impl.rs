@@ -23,6 +23,7 @@
 //! reader can outlive the tensor it borrows.)
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -213,58 +214,101 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
     true
 }
 
-/// Snapshot blocks of dropped tensors, emptied and kept for reuse by the next `empty` on
-/// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
-/// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
-/// TensorMeta was dropped in place (so it holds no storage).
+/// A handle that a [`HandleStack`] can keep as a raw pointer.
 ///
-/// A fixed array of Cells (the first `len` hold blocks, as `Arc::into_raw` pointers): push and
-/// pop are a bounds check and a load or store, with no borrow flag and no Vec to grow.
-struct MetaCache {
-    len: Cell<usize>,
-    metas: [Cell<*const MaybeUninit<TensorMeta>>; META_CACHE_LEN],
+/// # Safety
+/// `from_parked(into_parked(h))` must give `h` back: the pointer owns what the handle owned.
+unsafe trait ParkedHandle: Sized {
+    fn into_parked(self) -> *mut ();
+    /// # Safety
+    /// `p` must come from [`ParkedHandle::into_parked`] of this type, and be taken back once.
+    unsafe fn from_parked(p: *mut ()) -> Self;
 }
 
-const META_CACHE_LEN: usize = 32;
-
-impl MetaCache {
+// SAFETY: `Arc::from_raw` of `Arc::into_raw`'s pointer is the same Arc.
+unsafe impl<T> ParkedHandle for Arc<T> {
     #[inline]
-    fn pop(&self) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+    fn into_parked(self) -> *mut () {
+        Arc::into_raw(self).cast_mut().cast()
+    }
+    #[inline]
+    unsafe fn from_parked(p: *mut ()) -> Self {
+        // SAFETY: the caller's contract: a pointer from `into_parked`, taken back once.
+        unsafe { Arc::from_raw(p.cast_const().cast()) }
+    }
+}
+
+// SAFETY: `CachedArc::from_raw` of `CachedArc::into_raw`'s pointer is the same handle.
+unsafe impl<T> ParkedHandle for CachedArc<T> {
+    #[inline]
+    fn into_parked(self) -> *mut () {
+        CachedArc::into_raw(self)
+    }
+    #[inline]
+    unsafe fn from_parked(p: *mut ()) -> Self {
+        // SAFETY: the caller's contract: a pointer from `into_parked` of a `CachedArc<T>`.
+        unsafe { CachedArc::from_raw(p) }
+    }
+}
+
+/// A bounded per-thread stack of parked handles (the free lists of [`MetaCache`] and
+/// [`SpareTensors`]): a fixed array of Cells whose first `len` hold handles, so push and pop
+/// are a bounds check and a load or store, with no borrow flag and no Vec to grow. What it
+/// still holds when its thread exits is dropped as any last handle is.
+struct HandleStack<T: ParkedHandle, const N: usize> {
+    len: Cell<usize>,
+    items: [Cell<*mut ()>; N],
+    _owns: PhantomData<T>,
+}
+
+impl<T: ParkedHandle, const N: usize> HandleStack<T, N> {
+    const fn new() -> Self {
+        HandleStack {
+            len: Cell::new(0),
+            items: [const { Cell::new(std::ptr::null_mut()) }; N],
+            _owns: PhantomData,
+        }
+    }
+    #[inline]
+    fn pop(&self) -> Option<T> {
         let n = self.len.get().checked_sub(1)?;
         self.len.set(n);
-        let p = self.metas.get(n)?.get();
-        // SAFETY: the first `len` cells hold pointers from `Arc::into_raw` of unique blocks
-        // (see `push`); this takes one out (len was lowered first), handing its count back.
-        Some(unsafe { Arc::from_raw(p) })
+        let p = self.items.get(n)?.get();
+        // SAFETY: the first `len` cells hold `into_parked` pointers (see `push`); this takes
+        // one out (len was lowered first).
+        Some(unsafe { T::from_parked(p) })
     }
-    /// Keeps `block` (a unique Arc) unless the cache is full, else returns it.
+    /// Keeps `h` unless the stack is full, else gives it back.
     #[inline]
-    fn push(&self, block: Arc<MaybeUninit<TensorMeta>>) -> Option<Arc<MaybeUninit<TensorMeta>>> {
+    fn push(&self, h: T) -> Option<T> {
         let n = self.len.get();
-        let Some(cell) = self.metas.get(n) else {
-            return Some(block);
+        let Some(cell) = self.items.get(n) else {
+            return Some(h);
         };
-        cell.set(Arc::into_raw(block));
+        cell.set(h.into_parked());
         self.len.set(n + 1);
         None
     }
 }
 
-impl Drop for MetaCache {
+impl<T: ParkedHandle, const N: usize> Drop for HandleStack<T, N> {
     fn drop(&mut self) {
-        while let Some(block) = self.pop() {
-            drop(block);
+        while let Some(h) = self.pop() {
+            drop(h);
         }
     }
 }
 
+/// Snapshot blocks of dropped tensors, emptied and kept for reuse by the next `empty` on
+/// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
+/// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
+/// TensorMeta was dropped in place (so it holds no storage); only `recycle_meta` pushes.
+type MetaCache = HandleStack<Arc<MaybeUninit<TensorMeta>>, META_CACHE_LEN>;
+
+const META_CACHE_LEN: usize = 32;
+
 thread_local! {
-    static META_CACHE: MetaCache = const {
-        MetaCache {
-            len: Cell::new(0),
-            metas: [const { Cell::new(std::ptr::null()) }; META_CACHE_LEN],
-        }
-    };
+    static META_CACHE: MetaCache = const { MetaCache::new() };
 }
 
 /// Drops a TensorImpl's snapshot handle, keeping the block for reuse when it was the last
@@ -601,25 +645,17 @@ impl TensorImpl {
 
 /// Whole small tensors (TensorImpl, snapshot and storage, still linked) dropped on this
 /// thread, kept for its next small `empty`: reusing one rewrites a few fields instead of
-/// building three objects (and tearing three down on drop). The first `len` cells hold
-/// `CachedArc::into_raw` handles, each the only handle of a TensorImpl that `prepare_spare`
-/// accepted (see `push`): nothing else reaches it, its snapshot or its storage.
-struct SpareTensors {
-    len: Cell<usize>,
-    items: [Cell<*mut ()>; SPARE_TENSORS],
-}
+/// building three objects (and tearing three down on drop). Each is the only handle of a
+/// TensorImpl that `prepare_spare` accepted (see `push`): nothing else reaches it, its
+/// snapshot or its storage.
+struct SpareTensors(HandleStack<CachedArc<TensorImpl>, SPARE_TENSORS>);
 
 const SPARE_TENSORS: usize = 16;
 
 impl SpareTensors {
     #[inline]
     fn pop(&self) -> Option<CachedArc<TensorImpl>> {
-        let n = self.len.get().checked_sub(1)?;
-        self.len.set(n);
-        let p = self.items.get(n)?.get();
-        // SAFETY: the first `len` cells hold `into_raw` handles of TensorImpls (see `push`);
-        // this takes one out (len was lowered first).
-        Some(unsafe { CachedArc::from_raw(p) })
+        self.0.pop()
     }
     /// Keeps `t` unless the cache is full, else gives it back.
     ///
@@ -628,33 +664,12 @@ impl SpareTensors {
     /// it (`reuse_spare` relies on both without checking).
     #[inline]
     unsafe fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
-        let n = self.len.get();
-        let Some(cell) = self.items.get(n) else {
-            return Some(t);
-        };
-        cell.set(CachedArc::into_raw(t));
-        self.len.set(n + 1);
-        None
-    }
-}
-
-impl Drop for SpareTensors {
-    fn drop(&mut self) {
-        // Torn down as any last handle is (the TensorBase drop that would keep them again is
-        // not involved).
-        while let Some(t) = self.pop() {
-            drop(t);
-        }
+        self.0.push(t)
     }
 }
 
 thread_local! {
-    static SPARE: SpareTensors = const {
-        SpareTensors {
-            len: Cell::new(0),
-            items: [const { Cell::new(std::ptr::null_mut()) }; SPARE_TENSORS],
-        }
-    };
+    static SPARE: SpareTensors = const { SpareTensors(HandleStack::new()) };
 }
 
 /// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
