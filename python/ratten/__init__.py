@@ -3,8 +3,9 @@
 The native part is ``ratten._C`` (crates/ratten-py). Operators are not listed here: the
 module functions (``ratten.add``) and Tensor methods (``t.add``) are generated from ratten-aten's
 native_functions.yaml (crates/ratten-py/src/generated, torch's python_torch_functions /
-python_variable_methods) and installed below. Operators registered at run time (from
-``_C._dispatch_library``) are found by name, parsed against the dispatcher's schemas.
+python_variable_methods) and installed below, with the dispatcher's other ``aten`` operators.
+Operators registered at run time (from ``_C._dispatch_library``) are found by name under
+``ratten.ops.<ns>.<op>``, parsed against the dispatcher's schemas.
 """
 
 from . import _C
@@ -112,12 +113,23 @@ class _OpFunction:
         return "\n".join(f"{self.__name__}{s}" for s in sigs)
 
 
-def __getattr__(name):
-    # Operators registered with the dispatcher (statically or at run time) are looked up by
-    # name on first use.
-    if not name.startswith("__") and _C._has_op(name):
-        return _OpFunction(name, name)
-    raise AttributeError(f"module 'ratten' has no attribute '{name}'")
+def _install_dispatcher_ops():
+    # Every other `aten` operator the dispatcher has at import (in-place forms such as `add_`,
+    # `to`, ...) as a module function, called through its schema. They are put in the module's
+    # dict rather than found by a module `__getattr__`: CPython 3.11+ specializes `ratten.add`
+    # (LOAD_ATTR_MODULE, a cached dict index) only for modules without `__getattr__`, and the
+    # generic lookup costs ~300 instructions per call. Operators registered later are reached
+    # as `ratten.ops.<ns>.<op>` (the module functions are fixed at import, as torch's are).
+    g = globals()
+    for q in _C._dispatch_get_registrations_for_dispatch_key(""):
+        ns, _, rest = q.partition("::")
+        name = rest.partition(".")[0]
+        if ns == "aten" and name and not name.startswith("__") and name not in g:
+            g[name] = _OpFunction(name, name)
+
+
+_install_dispatcher_ops()
+del _install_dispatcher_ops
 
 
 class _Namespace:

@@ -29,6 +29,22 @@ def test_functions_and_methods_are_generated():
     assert ratten.Tensor.add.signatures == ratten._C._generated_signatures("add", method=True)
 
 
+def test_module_functions_are_plain_module_attributes():
+    # No module `__getattr__`: CPython specializes `ratten.add` (a cached dict index) only for
+    # modules without one. The dispatcher's other aten operators are installed at import.
+    assert "__getattr__" not in vars(ratten)
+    assert type(ratten).__name__ == "module"
+    for name in ("add_", "mul_", "copy_", "to"):
+        assert type(vars(ratten)[name]).__name__ == "_OpFunction", name
+    a = ratten.tensor([1.0, 2.0])
+    assert ratten.add_(a, ratten.tensor([10.0, 20.0])) is not None
+    assert a.tolist() == [11.0, 22.0]
+    with pytest.raises(AttributeError, match="module 'ratten' has no attribute 'no_such_op'"):
+        ratten.no_such_op
+    with pytest.raises(AttributeError):
+        ratten.__no_such_dunder__
+
+
 def test_out_alpha_and_wrapped_numbers():
     a = ratten.tensor([1.0, 2.0])
     b = ratten.tensor([3.0, 4.0])

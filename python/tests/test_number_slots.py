@@ -256,6 +256,28 @@ def test_generated_function_vectorcall_tensor_errors():
             assert fast[0] == "raises" and fast == general, (fn, args, kwargs)
 
 
+def test_arith_vectorcall_entries_per_operator():
+    # add/sub/mul/div each have a vectorcall entry of their own (slots.rs, `arith_vectorcall`),
+    # which compares the keyword name with the interned "out" by pointer: a name made at run
+    # time (not interned), other keywords and extra arguments take the general entry.
+    a, b = ratten.tensor([6.0, 8.0]), ratten.tensor([2.0, 4.0])
+    expect = {"add": [8.0, 12.0], "sub": [4.0, 4.0], "mul": [12.0, 32.0], "div": [3.0, 2.0]}
+    out_name = "".join(["o", "u", "t"])
+    for name, values in expect.items():
+        fn = getattr(ratten, name)
+        assert fn(a, b).tolist() == values, name
+        c = ratten.empty(2)
+        assert fn(a, b, out=c) is c and c.tolist() == values, name
+        d = ratten.empty(2)
+        assert fn(a, b, **{out_name: d}) is d and d.tolist() == values, name
+        for args, kwargs in [((a, b, d), {}), ((a, b), {"out": d, "other": b}), ((a, b), {"outt": d})]:
+            fast = outcome(lambda: fn(*args, **kwargs))
+            general = outcome(lambda: fn.__call__(*args, **kwargs))
+            assert fast[0] == "raises" and fast == general, (name, args, kwargs)
+    c = ratten.empty(2)
+    assert ratten.add(a, b, alpha=2, out=c) is c and c.tolist() == [10.0, 16.0]
+
+
 def test_gil_decision_follows_metadata_changes():
     # The fast paths keep a tensor's metadata snapshot to read its element count; once the
     # tensor is resized (here by out=) the count is the new one.

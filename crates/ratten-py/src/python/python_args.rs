@@ -566,10 +566,12 @@ pub struct GeneratedFunction {
 
 impl GeneratedFunction {
     pub(crate) fn new(index: usize) -> Self {
+        let arith = super::fast::arith_of(index);
         GeneratedFunction {
             index,
-            arith: super::fast::arith_of(index),
-            vectorcall: Some(super::slots::generated_function_vectorcall),
+            arith,
+            // add/sub/mul/div get an entry of their own, specialised for the operator.
+            vectorcall: Some(super::slots::function_vectorcall_for(arith)),
         }
     }
 

@@ -46,6 +46,9 @@ struct Slots {
     offset: usize,
     /// Byte offset of the weak-reference list pointer.
     weaklist: usize,
+    /// The interned str `"out"` (kept alive by pyo3's `intern!` cell for the process): the
+    /// keyword name of a call written `f(.., out=c)`, compared by pointer.
+    out_name: *mut ffi::PyObject,
     alloc: ffi::allocfunc,
     free: ffi::freefunc,
     dealloc: ffi::destructor,
@@ -60,7 +63,8 @@ struct Slots {
 }
 
 // SAFETY: the type pointer is a heap type kept alive by the `ratten._C` module for the life of
-// the interpreter, and it is only dereferenced with the GIL held (inside slots CPython calls).
+// the interpreter, `out_name` an interned str kept by a static; both are only dereferenced
+// with the GIL held (inside slots CPython calls).
 unsafe impl Send for Slots {}
 // SAFETY: as for Send; the fields are never mutated after initialisation.
 unsafe impl Sync for Slots {}
@@ -128,6 +132,7 @@ fn probe(py: Python<'_>) -> PyResult<Option<Slots>> {
         tp,
         offset,
         weaklist: after_value,
+        out_name: pyo3::intern!(py, "out").as_ptr(),
         alloc,
         free,
         dealloc,
@@ -629,8 +634,10 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
             } else {
                 ptr::null_mut()
             };
-            if let Some(r) = tensors_call(op, *args, *args.add(1), out) {
-                return r;
+            if let Some(s) = SLOTS.get() {
+                if let Some(r) = tensors_call(s, op, *args, *args.add(1), out) {
+                    return r;
+                }
             }
             let r = catch_unwind(AssertUnwindSafe(|| {
                 let x = Borrowed::from_ptr(py, *args);
@@ -661,6 +668,67 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
     }
 }
 
+/// The vectorcall entry of the generated function of `op`: one specialised per operator for
+/// add/sub/mul/div (the operator a constant, no field read), the general one otherwise.
+pub(crate) fn function_vectorcall_for(op: Option<Arith>) -> ffi::vectorcallfunc {
+    match op {
+        Some(Arith::Add) => arith_vectorcall::<0>,
+        Some(Arith::Sub) => arith_vectorcall::<1>,
+        Some(Arith::Mul) => arith_vectorcall::<2>,
+        Some(Arith::Div) => arith_vectorcall::<3>,
+        None => generated_function_vectorcall,
+    }
+}
+
+/// The operator of [`arith_vectorcall`]'s const parameter (enums cannot be const parameters).
+const fn arith_from(code: u8) -> Arith {
+    match code {
+        0 => Arith::Add,
+        1 => Arith::Sub,
+        2 => Arith::Mul,
+        _ => Arith::Div,
+    }
+}
+
+/// The vectorcall entry of `ratten.add` (and sub/mul/div, `OP` as in [`arith_from`]), in the
+/// manner of a METH_FASTCALL|METH_KEYWORDS function: `op(a, b)` and `op(a, b, out=c)` with
+/// exactly `Tensor`s read the keyword names directly (the interned `"out"`, compared by
+/// pointer) and run [`tensors_call`]; every other call goes to
+/// [`generated_function_vectorcall`] unchanged (numbers, other keywords, subclasses, errors).
+///
+/// # Safety
+/// As [`generated_function_vectorcall`].
+unsafe extern "C" fn arith_vectorcall<const OP: u8>(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: per the vectorcall contract; `args` holds 2 positional values, then one value
+    // per keyword name.
+    unsafe {
+        if let Some(s) = SLOTS.get() {
+            if ffi::PyVectorcall_NARGS(nargsf) == 2 {
+                let out = if kwnames.is_null() {
+                    Some(ptr::null_mut())
+                } else if ffi::PyTuple_GET_SIZE(kwnames) == 1
+                    && ffi::PyTuple_GET_ITEM(kwnames, 0) == s.out_name
+                {
+                    Some(*args.add(2))
+                } else {
+                    None
+                };
+                if let Some(out) = out {
+                    if let Some(r) = tensors_call(s, arith_from(OP), *args, *args.add(1), out) {
+                        return r;
+                    }
+                }
+            }
+        }
+        generated_function_vectorcall(callable, args, nargsf, kwnames)
+    }
+}
+
 /// `op(x, y)` (`out` null) or `op(x, y, out=out)` when all are exactly `Tensor`s small enough
 /// for the GIL to stay held: the shape of `ratten.add(a, b, out=c)` that is timed, handled on
 /// the objects as they are (no `Bound` wrappers, no operand enum, no `PyResult` plumbing).
@@ -668,14 +736,14 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
 ///
 /// # Safety
 /// Valid objects (`out` may be null) and the GIL held.
-#[inline]
+#[inline(always)]
 unsafe fn tensors_call(
+    s: &Slots,
     op: Arith,
     x: *mut ffi::PyObject,
     y: *mut ffi::PyObject,
     out: *mut ffi::PyObject,
 ) -> Option<*mut ffi::PyObject> {
-    let s = SLOTS.get()?;
     // SAFETY: per the function's contract; types are compared before any value is read.
     unsafe {
         let tp = s.tp;
