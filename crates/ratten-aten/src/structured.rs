@@ -224,11 +224,16 @@ fn nones(n: usize) -> OutVec<Option<Tensor>> {
 
 fn check_idx(idx: usize, n: usize) -> Result<()> {
     if idx >= n {
-        return Err(Error::index(format!(
-            "structured kernel: output index {idx} is out of range for an operator with {n} outputs"
-        )));
+        return Err(index_out_of_range(idx, n));
     }
     Ok(())
+}
+
+#[cold]
+fn index_out_of_range(idx: usize, n: usize) -> Error {
+    Error::index(format!(
+        "structured kernel: output index {idx} is out of range for an operator with {n} outputs"
+    ))
 }
 
 /// The functional wrapper: allocates each output (torchgen's `create_out`).
@@ -289,22 +294,30 @@ impl MetaBase for StructuredFunctional {
 }
 
 /// The state shared by the in-place and out= wrappers: the given outputs (borrowed from the
-/// caller: no refcount traffic per call) and their proxies.
+/// caller: no refcount traffic per call) and their proxies, made only when a proxy is (rare:
+/// `set_output_strided` asking for strides the output does not have), so that the common
+/// call neither builds nor reads a proxy list.
 struct GivenOutputs<'a> {
     outputs: OutVec<&'a Tensor>,
-    proxies: OutVec<Option<Tensor>>,
+    proxies: Option<Box<OutVec<Option<Tensor>>>>,
 }
 
 impl<'a> GivenOutputs<'a> {
     fn new(outputs: &[&'a Tensor]) -> Self {
         GivenOutputs {
             outputs: OutVec::from_slice(outputs),
-            proxies: nones(outputs.len()),
+            proxies: None,
         }
     }
+    #[inline]
     fn output(&self, idx: usize) -> Result<&Tensor> {
-        check_idx(idx, self.outputs.len())?;
-        Ok(self.proxies[idx].as_ref().unwrap_or(self.outputs[idx]))
+        let Some(&out) = self.outputs.get(idx) else {
+            return Err(index_out_of_range(idx, self.outputs.len()));
+        };
+        match &self.proxies {
+            Some(p) => Ok(p[idx].as_ref().unwrap_or(out)),
+            None => Ok(out),
+        }
     }
     fn maybe_proxy(
         &mut self,
@@ -314,13 +327,17 @@ impl<'a> GivenOutputs<'a> {
         options: TensorOptions,
     ) -> Result<()> {
         if let Some(p) = maybe_create_proxy(self.outputs[idx], sizes, strides, options)? {
-            self.proxies[idx] = Some(p);
+            let n = self.outputs.len();
+            self.proxies.get_or_insert_with(|| Box::new(nones(n)))[idx] = Some(p);
         }
         Ok(())
     }
     /// Copies every proxy back into its output.
     fn finish(&mut self) -> Result<()> {
-        for (out, proxy) in self.outputs.iter().zip(self.proxies.iter_mut()) {
+        let Some(mut proxies) = self.proxies.take() else {
+            return Ok(());
+        };
+        for (out, proxy) in self.outputs.iter().zip(proxies.iter_mut()) {
             if let Some(p) = proxy.take() {
                 copy_same_dtype(out, &p)?;
             }
@@ -524,11 +541,18 @@ pub fn check_inplace(self_: &Tensor, sizes: &[i64], options: TensorOptions) -> R
 /// `at::native::resize_output_check`: whether `output` needs resizing to `shape`, warning
 /// (PyTorch's deprecation text) when it had elements.
 pub fn resize_output_check(output: &Tensor, shape: &[i64]) -> bool {
-    let sizes = output.sizes();
-    if sizes.as_slice() == shape {
+    // Every out= call asks: one snapshot read, the sizes compared in place (no copy, and no
+    // memcmp call for a handful of dims).
+    let numel_if_resized = output.with_meta(|m| {
+        let same =
+            m.sizes().len() == shape.len() && m.sizes().iter().zip(shape).all(|(a, b)| a == b);
+        (!same).then_some(m.numel())
+    });
+    let Some(numel) = numel_if_resized else {
         return false;
-    }
-    if output.numel() != 0 {
+    };
+    if numel != 0 {
+        let sizes = output.sizes();
         warn(format!(
             "An output with one or more elements was resized since it had shape {:?}, which does not match the required output shape {:?}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
             sizes.as_slice(),
@@ -585,7 +609,7 @@ pub fn maybe_create_proxy(
     strides: &[i64],
     options: TensorOptions,
 ) -> Result<Option<Tensor>> {
-    if !strides.is_empty() && out.strides().as_slice() != strides {
+    if !strides.is_empty() && out.with_meta(|m| m.strides() != strides) {
         return Ok(Some(empty_strided(sizes, strides, options)?));
     }
     Ok(None)
