@@ -4,14 +4,17 @@
 //! instruction set the CPU has and with 2 threads above the size where outputs are streamed.
 
 use half::{bf16, f16};
+use ratten_aten::dispatch_stub::DispatchStub;
 use ratten_aten::dispatch_stub::{detected_cpu_capability, CpuCapability};
 use ratten_aten::functions as F;
 use ratten_aten::native::cpu::binary_kernels as bk;
 use ratten_aten::native::cpu::{cast, Elem, Kind, SHORT_RUN, STREAM_MIN_BYTES};
-use ratten_aten::tensor_iterator::{binary_op_config, get_num_threads, set_num_threads};
+use ratten_aten::tensor_iterator::{
+    binary_op_config, comparison_op_config, get_num_threads, set_num_threads, ternary_op_config,
+};
 use ratten_aten::Tensor;
 use ratten_core::dtype::{c128, c64};
-use ratten_core::{Element, Scalar};
+use ratten_core::{Element, Scalar, ScalarType};
 
 fn capabilities() -> Vec<CpuCapability> {
     [
@@ -323,4 +326,218 @@ fn transposed_tiles_for_every_dtype_family_and_edge() {
         check::<bool, bool, bool, bool>(|x, y, _| x || y, 1.0);
     }
     set_num_threads(before as i64).unwrap();
+}
+
+/// A `rows` x `cols` contiguous operand and a transposed one of the same shape (its storage
+/// `cols` x `rows + PAIR_PAD`, narrowed: a row pitch wider than the rows), with their values.
+struct TransposedPair<T> {
+    a: Tensor,
+    bt: Tensor,
+    av: Vec<T>,
+    bv: Vec<T>,
+    rows: usize,
+    cols: usize,
+}
+
+const PAIR_PAD: usize = 37;
+
+impl<T: Element + Elem> TransposedPair<T> {
+    fn new(rows: usize, cols: usize, seed: u64) -> Self {
+        let data =
+            |n: usize, s: u64| -> Vec<T> { values(n, s).into_iter().map(cast::<f64, T>).collect() };
+        let av = data(rows * cols, seed);
+        let bv = data(cols * (rows + PAIR_PAD), seed + 1);
+        let a = Tensor::from_slice(&av, &[rows as i64, cols as i64]).unwrap();
+        let bt = Tensor::from_slice(&bv, &[cols as i64, (rows + PAIR_PAD) as i64])
+            .unwrap()
+            .narrow(1, 3, rows as i64)
+            .unwrap()
+            .t()
+            .unwrap();
+        TransposedPair {
+            a,
+            bt,
+            av,
+            bv,
+            rows,
+            cols,
+        }
+    }
+    fn a_at(&self, r: usize, c: usize) -> T {
+        self.av[r * self.cols + c]
+    }
+    fn b_at(&self, r: usize, c: usize) -> T {
+        self.bv[c * (self.rows + PAIR_PAD) + 3 + r]
+    }
+}
+
+/// Shapes for the fused transposed path: whole 64 x 64 tiles, tile and block edges on either
+/// side (odd sizes, fewer rows than a block), and two above the grain size, so that with 2
+/// threads each chunk starts mid-row.
+const FUSED_SHAPES: [(usize, usize); 8] = [
+    (64, 64),
+    (67, 131),
+    (130, 65),
+    (5, 257),
+    (33, 70),
+    (16, 300),
+    (261, 203),
+    (190, 311),
+];
+
+/// For every capability the CPU has, with 1 and 2 threads, on every shape of
+/// [`FUSED_SHAPES`]: `run(cap, pair)` gives an output of `O`s, each element of which must be
+/// `want(pair, r, c)`.
+fn for_fused_cases<T: Element + Elem, O: Element + Elem + PartialEq + std::fmt::Debug>(
+    name: &str,
+    run: impl Fn(CpuCapability, &TransposedPair<T>) -> Tensor,
+    want: impl Fn(&TransposedPair<T>, usize, usize) -> O,
+) {
+    let before = get_num_threads();
+    for threads in [1, 2] {
+        set_num_threads(threads).unwrap();
+        for cap in capabilities() {
+            for (k, &(rows, cols)) in FUSED_SHAPES.iter().enumerate() {
+                let pair = TransposedPair::<T>::new(rows, cols, k as u64 * 13 + 5);
+                let got = run(cap, &pair).to_vec::<O>().unwrap();
+                assert_eq!(got.len(), rows * cols, "{name}: output size");
+                for r in 0..rows {
+                    for c in 0..cols {
+                        let w = want(&pair, r, c);
+                        assert!(
+                            got[r * cols + c] == w,
+                            "{name} {cap:?} {threads} thread(s) {rows}x{cols} at ({r}, {c}): \
+                             {:?} != {w:?}",
+                            got[r * cols + c]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    set_num_threads(before as i64).unwrap();
+}
+
+/// `op(a, b^T)` into a fresh output through `stub`'s kernel for each capability, against
+/// `want(a, b)` element by element.
+fn binary_fused<T: Element + Elem, O: Element + Elem + PartialEq + std::fmt::Debug>(
+    name: &str,
+    stub: &DispatchStub<bk::BinaryFn>,
+    compare: bool,
+    want: fn(T, T) -> O,
+) {
+    for_fused_cases::<T, O>(
+        name,
+        |cap, p| {
+            let out = Tensor::empty(&[p.rows as i64, p.cols as i64], <O as Elem>::DTYPE).unwrap();
+            let config = if compare {
+                comparison_op_config(&out, &p.a, &p.bt)
+            } else {
+                binary_op_config(&out, &p.a, &p.bt)
+            };
+            let iter = config.unwrap().build_standalone().unwrap();
+            (stub.cpu_kernel(cap))(&iter).unwrap();
+            drop(iter);
+            out
+        },
+        |p, r, c| want(p.a_at(r, c), p.b_at(r, c)),
+    );
+}
+
+/// The fused transposed path (the op computed straight from the transposed registers) for
+/// ops of every kind it takes: float and complex products (4- and 8-byte lanes), integer
+/// maxima, a comparison into bool (a result type other than the computation type); and ops
+/// it leaves to the tile path: 2-byte lanes (no vector transpose), a mixed-dtype comparison.
+#[test]
+fn fused_transposed_tiles_for_every_op_kind() {
+    binary_fused::<f32, f32>("f32 mul", &bk::MUL_STUB, false, |x, y| x * y);
+    binary_fused::<f64, f64>("f64 mul", &bk::MUL_STUB, false, |x, y| x * y);
+    binary_fused::<c64, c64>("c64 mul", &bk::MUL_STUB, false, |x, y| x * y);
+    binary_fused::<i32, i32>("i32 maximum", &bk::MAXIMUM_STUB, false, |x, y| x.max(y));
+    binary_fused::<i64, i64>("i64 maximum", &bk::MAXIMUM_STUB, false, |x, y| x.max(y));
+    binary_fused::<f32, bool>("f32 lt", &bk::LT_STUB, true, |x, y| x < y);
+    binary_fused::<f64, bool>("f64 ge", &bk::GE_STUB, true, |x, y| x >= y);
+    binary_fused::<i16, i16>("i16 maximum", &bk::MAXIMUM_STUB, false, |x, y| x.max(y));
+    binary_fused::<f16, bool>("f16 gt", &bk::GT_STUB, true, |x, y| x > y);
+}
+
+/// A ternary op (addcmul: `s + v * t1 * t2`) with the transposed operand in each input
+/// position, and an in-place add whose output is its contiguous input (`a += b^T`): the fused
+/// path reads each block of `a` before it writes it.
+#[test]
+fn fused_transposed_ternary_and_in_place() {
+    use ratten_aten::native::cpu::unary_kernels::ADDCMUL_STUB;
+    for position in 0..3 {
+        for_fused_cases::<f32, f32>(
+            &format!("addcmul, transposed input {position}"),
+            |cap, p| {
+                let out =
+                    Tensor::empty(&[p.rows as i64, p.cols as i64], ScalarType::Float).unwrap();
+                let c = F::add(&p.a, &p.a).unwrap();
+                let mut ins = [&p.a, &c, &c];
+                ins[position] = &p.bt;
+                let iter = ternary_op_config(&out, ins[0], ins[1], ins[2])
+                    .unwrap()
+                    .build_standalone()
+                    .unwrap();
+                (ADDCMUL_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(0.5)).unwrap();
+                drop(iter);
+                out
+            },
+            |p, r, c| {
+                let (a, b) = (p.a_at(r, c), p.b_at(r, c));
+                let mut x = [a, a + a, a + a];
+                x[position] = b;
+                x[0] + 0.5 * x[1] * x[2]
+            },
+        );
+    }
+    for_fused_cases::<f32, f32>(
+        "f32 a += b^T",
+        |cap, p| {
+            let a = Tensor::from_slice(&p.av, &[p.rows as i64, p.cols as i64]).unwrap();
+            let iter = binary_op_config(&a, &a, &p.bt)
+                .unwrap()
+                .build_standalone()
+                .unwrap();
+            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(1.0)).unwrap();
+            drop(iter);
+            a
+        },
+        |p, r, c| p.a_at(r, c) + p.b_at(r, c),
+    );
+    for_fused_cases::<i64, i64>(
+        "i64 a -= 3 b^T",
+        |cap, p| {
+            let a = Tensor::from_slice(&p.av, &[p.rows as i64, p.cols as i64]).unwrap();
+            let iter = binary_op_config(&a, &a, &p.bt)
+                .unwrap()
+                .build_standalone()
+                .unwrap();
+            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(-3)).unwrap();
+            drop(iter);
+            a
+        },
+        |p, r, c| p.a_at(r, c).wrapping_sub(p.b_at(r, c).wrapping_mul(3)),
+    );
+}
+
+/// Both inputs transposed (the fused path takes one): the tile path, for every capability.
+#[test]
+fn two_transposed_inputs_take_the_tile_path() {
+    for_fused_cases::<f32, f32>(
+        "f32 a^T^T + b^T",
+        |cap, p| {
+            let at = p.a.t().unwrap().contiguous().unwrap().t().unwrap();
+            let out = Tensor::empty(&[p.rows as i64, p.cols as i64], ScalarType::Float).unwrap();
+            let iter = binary_op_config(&out, &at, &p.bt)
+                .unwrap()
+                .build_standalone()
+                .unwrap();
+            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(2.0)).unwrap();
+            drop(iter);
+            out
+        },
+        |p, r, c| p.a_at(r, c) + 2.0 * p.b_at(r, c),
+    );
 }

@@ -1385,6 +1385,161 @@ fn is_transposed(s0: &[isize; MAX_OPERANDS], s1: &[isize; MAX_OPERANDS], q: usiz
     s0[q].unsigned_abs() > 256 && s1[q].unsigned_abs() < s0[q].unsigned_abs()
 }
 
+/// The input (index `k` among the inputs) whose tiles [`fused_2d`] can compute straight from
+/// the transposed registers: the only transposed input, of the computation type and
+/// contiguous along the outer dimension, with every other input of the computation type and
+/// contiguous along the inner dimension, and the output of the result type, contiguous
+/// along the inner dimension (no casting anywhere, not bool).
+#[inline(always)]
+fn fused_input<I: Isa, M: Elem, R: Elem, const N: usize>(
+    via: Option<ScalarType>,
+    dts: &[ScalarType; MAX_OPERANDS],
+    s0: &[isize; MAX_OPERANDS],
+    s1: &[isize; MAX_OPERANDS],
+) -> Option<usize> {
+    let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
+    if via.is_some() || M::KIND == Kind::Bool || dts[0] != R::DTYPE || s0[0] != er {
+        return None;
+    }
+    if transpose::block_side::<I>(em as usize) == 0 {
+        return None;
+    }
+    let mut found = None;
+    for k in 0..N {
+        let q = k + 1;
+        if dts[q] != M::DTYPE {
+            return None;
+        }
+        if is_transposed(s0, s1, q) {
+            if found.is_some() || s1[q] != em {
+                return None;
+            }
+            found = Some(k);
+        } else if s0[q] != em {
+            return None;
+        }
+    }
+    found
+}
+
+/// The fused form of [`tiled_2d`] for the operands [`fused_input`] accepts, input `t` being
+/// the transposed one: each `K` x `K` block of it is transposed in registers
+/// (`transpose::with_block_t`), and each of its columns is combined at once with the `K`
+/// elements of the other inputs along the inner dimension and stored to the output, so the
+/// transposed operand is never stored to and reloaded from an L1 tile. The tiles keep the
+/// order of `tiled_2d` (whole lines of every operand per block); with each block, the lines
+/// of the same block of the next tile are prefetched, for the transposed operand and the
+/// others alike: each is a short run on its own 4 KB page, which the hardware prefetchers do
+/// not fetch ahead. The edges of a tile that are not whole blocks are computed element by
+/// element.
+///
+/// # Safety
+/// As [`tiled_2d`], with `t` from [`fused_input`] for these operands and `K` the
+/// `transpose::block_side` of `M` under `I`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
+    t: usize,
+    data: &[*mut u8],
+    s0: &[isize; MAX_OPERANDS],
+    s1: &[isize; MAX_OPERANDS],
+    n0: usize,
+    n1: usize,
+    f: &impl OpN<M, R, N>,
+) {
+    let tq = t + 1;
+    let at = |k: usize, i: usize, j: usize| -> *mut u8 {
+        data[k]
+            .wrapping_offset(i as isize * s0[k])
+            .wrapping_offset(j as isize * s1[k])
+    };
+    // One element (i, j) (the edges of a tile).
+    let one = |i: usize, j: usize| {
+        let x: [M; N] = std::array::from_fn(|k| {
+            // SAFETY: element (i, j) of input k, inside the 2-D loop, of type M.
+            unsafe { at(k + 1, i, j).cast::<M>().read_unaligned() }
+        });
+        // SAFETY: element (i, j) of the output, of type R.
+        unsafe { at(0, i, j).cast::<R>().write_unaligned(f.call(x)) };
+    };
+    let es = |k: usize| {
+        if k == 0 {
+            size_of::<R>()
+        } else {
+            size_of::<M>()
+        }
+    };
+    let mut j0 = 0;
+    while j0 < n1 {
+        let lj = TILE.min(n1 - j0);
+        let mut i0 = 0;
+        while i0 < n0 {
+            let li = TILE.min(n0 - i0);
+            let (fi, fj) = (li - li % K, lj - lj % K);
+            let mut c = 0;
+            while c < fj {
+                let mut r = 0;
+                while r < fi {
+                    let (i, j) = (i0 + r, j0 + c);
+                    // The same block of the next tile, a block at a time (a whole tile asked
+                    // for at once filled the miss buffers and stalled): K rows of K elements
+                    // of the transposed input, K elements of K rows of the other operands.
+                    let ni = i + TILE;
+                    if ni < n0 {
+                        let rows = K.min(n0 - ni);
+                        transpose::prefetch_rows(at(tq, ni, j), s0[tq], rows, K * es(tq));
+                        for k in (0..=N).filter(|&k| k != tq) {
+                            transpose::prefetch_rows(at(k, ni, j), s1[k], K, rows * es(k));
+                        }
+                    }
+                    // SAFETY: the K x K block at (i, j) of input t lies in the tile; its
+                    // column cc holds elements i..i + K of column j + cc, which the other
+                    // operands hold contiguously (unit stride along the inner dimension) at
+                    // (i, j + cc).
+                    unsafe {
+                        transpose::with_block_t::<I, M, K>(at(tq, i, j), s0[tq], |cols| {
+                            // Every load of the block before any store: the rows of the
+                            // output and of the other inputs sit at equal offsets in their
+                            // 4 KB pages (numpy's arrays), and a load issued after a store to
+                            // an address equal in its low 12 bits waits for that store.
+                            let x: [[[M; K]; N]; K] = std::array::from_fn(|cc| {
+                                std::array::from_fn(|k| {
+                                    if k == t {
+                                        cols[cc]
+                                    } else {
+                                        at(k + 1, i, j + cc).cast::<[M; K]>().read_unaligned()
+                                    }
+                                })
+                            });
+                            for (cc, xc) in x.iter().enumerate() {
+                                let y: [R; K] = std::array::from_fn(|l| {
+                                    f.call(std::array::from_fn(|k| xc[k][l]))
+                                });
+                                at(0, i, j + cc).cast::<[R; K]>().write_unaligned(y);
+                            }
+                        })
+                    };
+                    r += K;
+                }
+                c += K;
+            }
+            // The edges: rows fi.. of every column, then columns fj.. of the first fi rows.
+            for j in j0..j0 + lj {
+                for i in i0 + fi..i0 + li {
+                    one(i, j);
+                }
+            }
+            for j in j0 + fj..j0 + lj {
+                for i in i0..i0 + fi {
+                    one(i, j);
+                }
+            }
+            i0 += TILE;
+        }
+        j0 += lj;
+    }
+}
+
 /// The tiled form of [`loop_2d`]. A transposed input is first copied into an L1 tile of `M`
 /// by reading along its contiguous (outer) direction, a line at a time; the rows of the tile
 /// are then computed from it. Gathering it row by row instead would keep `TILE` lines live
@@ -1397,6 +1552,11 @@ fn is_transposed(s0: &[isize; MAX_OPERANDS], s1: &[isize; MAX_OPERANDS], q: usiz
 /// tile's rows of it are prefetched; the element-by-element copy with a strided scatter took
 /// 2-3x as long as the rest of the add, more on 4 KB pages (see Note [Pointwise kernels at
 /// bandwidth]).
+///
+/// Where no operand needs a cast and one input alone is transposed, [`fused_2d`] computes the
+/// op straight from the transposed registers instead (no tile at all); this form is the
+/// general one (casts, 1-, 2- and 16-byte or bool elements, several transposed inputs, the
+/// DEFAULT capability).
 ///
 /// # Safety
 /// As [`loop_2d`], with `s0`/`s1` the inner and outer byte strides.
@@ -1413,6 +1573,18 @@ unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     f: &impl OpN<M, R, N>,
     scratch: &mut Scratch<M, R, N>,
 ) {
+    if let Some(t) = fused_input::<I, M, R, N>(via, dts, s0, s1) {
+        // SAFETY (every arm): forwarded contract; `t` from `fused_input`, `K` the block side
+        // of M under I.
+        unsafe {
+            match transpose::block_side::<I>(size_of::<M>()) {
+                16 => return fused_2d::<I, M, R, N, 16>(t, data, s0, s1, n0, n1, f),
+                8 => return fused_2d::<I, M, R, N, 8>(t, data, s0, s1, n0, n1, f),
+                4 => return fused_2d::<I, M, R, N, 4>(t, data, s0, s1, n0, n1, f),
+                _ => {}
+            }
+        }
+    }
     const TT: usize = TILE * TILE;
     let nt = N + 1;
     let at = |k: usize, i: usize, j: usize| -> *mut u8 {

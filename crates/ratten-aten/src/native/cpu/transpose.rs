@@ -15,6 +15,69 @@ pub fn has_vector_form<I: Isa>(es: usize) -> bool {
         && matches!(es, 4 | 8)
 }
 
+/// The side of the square block that [`with_block_t`] transposes in registers for elements of
+/// `es` bytes under `I` (16 for 4-byte and 8 for 8-byte elements with AVX-512, 8 and 4 with
+/// AVX2), or 0 where there is no vector form.
+#[inline(always)]
+pub fn block_side<I: Isa>(es: usize) -> usize {
+    if !has_vector_form::<I>(es) {
+        return 0;
+    }
+    match (I::CAP, es) {
+        (CpuCapability::Avx512, 4) => 16,
+        (CpuCapability::Avx512, 8) | (CpuCapability::Avx2, 4) => 8,
+        (CpuCapability::Avx2, 8) => 4,
+        _ => 0,
+    }
+}
+
+/// Transposes the `K` x `K` block at `src` (`K` rows `rs` bytes apart, each of `K` contiguous
+/// elements of `T`) in registers and hands it over whole: `block(v)` with
+/// `v[c][r] = src[r][c]`. This is the fused form of the tiled loop: the consumer computes
+/// the op straight from the transposed registers, with no store to an L1 tile and reload.
+/// Elements are moved as raw bits (any `T` of 4 or 8 bytes).
+///
+/// Where `K` is not [`block_side`] of `T`'s size under `I`, the block is gathered element by
+/// element (correct, but without the vector transpose).
+///
+/// # Safety
+/// The `K` x `K` elements of `src` are readable, and `I` is supported by the CPU.
+#[inline(always)]
+pub unsafe fn with_block_t<I: Isa, T: Copy, const K: usize>(
+    src: *const u8,
+    rs: isize,
+    block: impl FnOnce([[T; K]; K]),
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let es = std::mem::size_of::<T>();
+        if has_vector_form::<I>(es) && block_side::<I>(es) == K {
+            // SAFETY (every arm): forwarded contract; each arm runs only under the capability
+            // that has its features, for the element size and side it transposes.
+            unsafe {
+                match (I::CAP, es) {
+                    (CpuCapability::Avx512, 4) => return x86::block_t32_avx512(src, rs, block),
+                    (CpuCapability::Avx512, 8) => return x86::block_t64_avx512(src, rs, block),
+                    (CpuCapability::Avx2, 4) => return x86::block_t32_avx2(src, rs, block),
+                    (CpuCapability::Avx2, 8) => return x86::block_t64_avx2(src, rs, block),
+                    _ => {}
+                }
+            }
+        }
+    }
+    block(std::array::from_fn(|c| {
+        std::array::from_fn(|r| {
+            // SAFETY: element (r, c) of the block of the contract.
+            unsafe {
+                src.wrapping_offset(r as isize * rs)
+                    .cast::<T>()
+                    .add(c)
+                    .read_unaligned()
+            }
+        })
+    }));
+}
+
 /// `dst[c][r] = src[r][c]` for `r < rows`, `c < cols`, elements of `es` bytes: `src` has
 /// `rows` rows `rs` bytes apart, each of `cols` contiguous elements; `dst` gets `cols` rows
 /// `dpitch` bytes apart, each of `rows` contiguous elements.
@@ -185,6 +248,175 @@ mod x86 {
         }
     }
 
+    /// Rows `r..r + K` of a block (`rs` bytes apart), each loaded from byte `off` on by `load`.
+    ///
+    /// # Safety
+    /// `load` may read a vector at each of those `K` addresses.
+    #[inline(always)]
+    unsafe fn load_rows<V: Copy, const K: usize>(
+        src: *const u8,
+        rs: isize,
+        r: usize,
+        off: usize,
+        load: impl Fn(*const u8) -> V,
+    ) -> [V; K] {
+        std::array::from_fn(|k| load(src.wrapping_offset((r + k) as isize * rs).wrapping_add(off)))
+    }
+
+    /// 8x8 transpose of 8-byte elements in zmm registers.
+    #[inline(always)]
+    unsafe fn tr8_pd512(v: &mut [__m512d; 8]) {
+        // SAFETY: register-only AVX-512F operations; the caller has AVX-512F.
+        unsafe {
+            let mut t = [_mm512_setzero_pd(); 8];
+            for i in 0..4 {
+                t[2 * i] = _mm512_unpacklo_pd(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_pd(v[2 * i], v[2 * i + 1]);
+            }
+            // 128-bit lanes: pairs of rows (0,2), (1,3), (4,6), (5,7), then across halves.
+            for h in [0, 4] {
+                for i in 0..2 {
+                    v[h + i] = _mm512_shuffle_f64x2::<0x88>(t[h + i], t[h + 2 + i]);
+                    v[h + 2 + i] = _mm512_shuffle_f64x2::<0xDD>(t[h + i], t[h + 2 + i]);
+                }
+            }
+            for i in 0..4 {
+                t[i] = _mm512_shuffle_f64x2::<0x88>(v[i], v[4 + i]);
+                t[4 + i] = _mm512_shuffle_f64x2::<0xDD>(v[i], v[4 + i]);
+            }
+            *v = t;
+        }
+    }
+
+    /// 8x8 transpose of 4-byte elements in ymm registers.
+    #[inline(always)]
+    unsafe fn tr8_ps256(v: &mut [__m256; 8]) {
+        // SAFETY: register-only AVX operations; the caller has AVX2.
+        unsafe {
+            let mut t = [_mm256_setzero_ps(); 8];
+            for i in 0..4 {
+                t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+            }
+            for i in 0..2 {
+                v[4 * i] = _mm256_shuffle_ps::<0x44>(t[4 * i], t[4 * i + 2]);
+                v[4 * i + 1] = _mm256_shuffle_ps::<0xEE>(t[4 * i], t[4 * i + 2]);
+                v[4 * i + 2] = _mm256_shuffle_ps::<0x44>(t[4 * i + 1], t[4 * i + 3]);
+                v[4 * i + 3] = _mm256_shuffle_ps::<0xEE>(t[4 * i + 1], t[4 * i + 3]);
+            }
+            for i in 0..4 {
+                t[i] = _mm256_permute2f128_ps::<0x20>(v[i], v[4 + i]);
+                t[4 + i] = _mm256_permute2f128_ps::<0x31>(v[i], v[4 + i]);
+            }
+            *v = t;
+        }
+    }
+
+    /// 4x4 transpose of 8-byte elements in ymm registers.
+    #[inline(always)]
+    unsafe fn tr4_pd256(v: &mut [__m256d; 4]) {
+        // SAFETY: register-only AVX operations; the caller has AVX2.
+        unsafe {
+            let t0 = _mm256_unpacklo_pd(v[0], v[1]);
+            let t1 = _mm256_unpackhi_pd(v[0], v[1]);
+            let t2 = _mm256_unpacklo_pd(v[2], v[3]);
+            let t3 = _mm256_unpackhi_pd(v[2], v[3]);
+            *v = [
+                _mm256_permute2f128_pd::<0x20>(t0, t2),
+                _mm256_permute2f128_pd::<0x20>(t1, t3),
+                _mm256_permute2f128_pd::<0x31>(t0, t2),
+                _mm256_permute2f128_pd::<0x31>(t1, t3),
+            ];
+        }
+    }
+
+    /// Hands the `L` transposed registers to `block` as `K` arrays of `K` elements of `T`
+    /// (the same bits).
+    ///
+    /// # Safety
+    /// `[[T; K]; K]` has the size of `[V; L]`.
+    #[inline(always)]
+    unsafe fn hand_over<V, T: Copy, const L: usize, const K: usize>(
+        v: &[V; L],
+        block: impl FnOnce([[T; K]; K]),
+    ) {
+        // SAFETY: per the contract, the arrays are a bit-copy of the registers
+        // (`transmute_copy` checks that they are no larger).
+        block(unsafe { std::mem::transmute_copy::<[V; L], [[T; K]; K]>(v) });
+    }
+
+    /// `with_block_t` for 4-byte elements, 16x16, AVX-512.
+    ///
+    /// # Safety
+    /// As `with_block_t`; `T` has 4 bytes, `K` is 16; the CPU has AVX-512F.
+    #[inline(always)]
+    pub(super) unsafe fn block_t32_avx512<T: Copy, const K: usize>(
+        src: *const u8,
+        rs: isize,
+        block: impl FnOnce([[T; K]; K]),
+    ) {
+        // SAFETY: 16 rows of 16 elements of the block; [T; 16] of 4 bytes is a zmm register.
+        unsafe {
+            let mut v = load_rows::<__m512, 16>(src, rs, 0, 0, |p| _mm512_loadu_ps(p.cast()));
+            tr16(&mut v);
+            hand_over(&v, block);
+        }
+    }
+
+    /// `with_block_t` for 8-byte elements, 8x8, AVX-512.
+    ///
+    /// # Safety
+    /// As `with_block_t`; `T` has 8 bytes, `K` is 8; the CPU has AVX-512F.
+    #[inline(always)]
+    pub(super) unsafe fn block_t64_avx512<T: Copy, const K: usize>(
+        src: *const u8,
+        rs: isize,
+        block: impl FnOnce([[T; K]; K]),
+    ) {
+        // SAFETY: 8 rows of 8 elements of the block; [T; 8] of 8 bytes is a zmm register.
+        unsafe {
+            let mut v = load_rows::<__m512d, 8>(src, rs, 0, 0, |p| _mm512_loadu_pd(p.cast()));
+            tr8_pd512(&mut v);
+            hand_over(&v, block);
+        }
+    }
+
+    /// `with_block_t` for 4-byte elements, 8x8, AVX2.
+    ///
+    /// # Safety
+    /// As `with_block_t`; `T` has 4 bytes, `K` is 8; the CPU has AVX2.
+    #[inline(always)]
+    pub(super) unsafe fn block_t32_avx2<T: Copy, const K: usize>(
+        src: *const u8,
+        rs: isize,
+        block: impl FnOnce([[T; K]; K]),
+    ) {
+        // SAFETY: 8 rows of 8 elements of the block; [T; 8] of 4 bytes is a ymm register.
+        unsafe {
+            let mut v = load_rows::<__m256, 8>(src, rs, 0, 0, |p| _mm256_loadu_ps(p.cast()));
+            tr8_ps256(&mut v);
+            hand_over(&v, block);
+        }
+    }
+
+    /// `with_block_t` for 8-byte elements, 4x4, AVX2.
+    ///
+    /// # Safety
+    /// As `with_block_t`; `T` has 8 bytes, `K` is 4; the CPU has AVX2.
+    #[inline(always)]
+    pub(super) unsafe fn block_t64_avx2<T: Copy, const K: usize>(
+        src: *const u8,
+        rs: isize,
+        block: impl FnOnce([[T; K]; K]),
+    ) {
+        // SAFETY: 4 rows of 4 elements of the block; [T; 4] of 8 bytes is a ymm register.
+        unsafe {
+            let mut v = load_rows::<__m256d, 4>(src, rs, 0, 0, |p| _mm256_loadu_pd(p.cast()));
+            tr4_pd256(&mut v);
+            hand_over(&v, block);
+        }
+    }
+
     /// # Safety
     /// As `transpose_into`, 4-byte elements; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
@@ -200,11 +432,8 @@ mod x86 {
         // elements r..r+16 of dst, all inside the block of the contract.
         unsafe {
             blocks::<16>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v = [_mm512_setzero_ps(); 16];
-                for (k, x) in v.iter_mut().enumerate() {
-                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 4);
-                    *x = _mm512_loadu_ps(p.cast());
-                }
+                let mut v =
+                    load_rows::<__m512, 16>(src, rs, r, c * 4, |p| _mm512_loadu_ps(p.cast()));
                 tr16(&mut v);
                 for (k, x) in v.iter().enumerate() {
                     _mm512_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
@@ -227,28 +456,10 @@ mod x86 {
         // SAFETY: as in `t32_avx512`, 8x8 blocks of 8 bytes.
         unsafe {
             blocks::<8>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v = [_mm512_setzero_pd(); 8];
-                for (k, x) in v.iter_mut().enumerate() {
-                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 8);
-                    *x = _mm512_loadu_pd(p.cast());
-                }
-                let mut t = [_mm512_setzero_pd(); 8];
-                for i in 0..4 {
-                    t[2 * i] = _mm512_unpacklo_pd(v[2 * i], v[2 * i + 1]);
-                    t[2 * i + 1] = _mm512_unpackhi_pd(v[2 * i], v[2 * i + 1]);
-                }
-                // 128-bit lanes: pairs of rows (0,2), (1,3), (4,6), (5,7), then across halves.
-                for h in [0, 4] {
-                    for i in 0..2 {
-                        v[h + i] = _mm512_shuffle_f64x2::<0x88>(t[h + i], t[h + 2 + i]);
-                        v[h + 2 + i] = _mm512_shuffle_f64x2::<0xDD>(t[h + i], t[h + 2 + i]);
-                    }
-                }
-                for i in 0..4 {
-                    t[i] = _mm512_shuffle_f64x2::<0x88>(v[i], v[4 + i]);
-                    t[4 + i] = _mm512_shuffle_f64x2::<0xDD>(v[i], v[4 + i]);
-                }
-                for (k, x) in t.iter().enumerate() {
+                let mut v =
+                    load_rows::<__m512d, 8>(src, rs, r, c * 8, |p| _mm512_loadu_pd(p.cast()));
+                tr8_pd512(&mut v);
+                for (k, x) in v.iter().enumerate() {
                     _mm512_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
                 }
             })
@@ -269,27 +480,10 @@ mod x86 {
         // SAFETY: as in `t32_avx512`, 8x8 blocks.
         unsafe {
             blocks::<8>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v = [_mm256_setzero_ps(); 8];
-                for (k, x) in v.iter_mut().enumerate() {
-                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 4);
-                    *x = _mm256_loadu_ps(p.cast());
-                }
-                let mut t = [_mm256_setzero_ps(); 8];
-                for i in 0..4 {
-                    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-                    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-                }
-                for i in 0..2 {
-                    v[4 * i] = _mm256_shuffle_ps::<0x44>(t[4 * i], t[4 * i + 2]);
-                    v[4 * i + 1] = _mm256_shuffle_ps::<0xEE>(t[4 * i], t[4 * i + 2]);
-                    v[4 * i + 2] = _mm256_shuffle_ps::<0x44>(t[4 * i + 1], t[4 * i + 3]);
-                    v[4 * i + 3] = _mm256_shuffle_ps::<0xEE>(t[4 * i + 1], t[4 * i + 3]);
-                }
-                for i in 0..4 {
-                    t[i] = _mm256_permute2f128_ps::<0x20>(v[i], v[4 + i]);
-                    t[4 + i] = _mm256_permute2f128_ps::<0x31>(v[i], v[4 + i]);
-                }
-                for (k, x) in t.iter().enumerate() {
+                let mut v =
+                    load_rows::<__m256, 8>(src, rs, r, c * 4, |p| _mm256_loadu_ps(p.cast()));
+                tr8_ps256(&mut v);
+                for (k, x) in v.iter().enumerate() {
                     _mm256_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
                 }
             })
@@ -310,22 +504,10 @@ mod x86 {
         // SAFETY: as in `t32_avx512`, 4x4 blocks of 8 bytes.
         unsafe {
             blocks::<4>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v = [_mm256_setzero_pd(); 4];
-                for (k, x) in v.iter_mut().enumerate() {
-                    let p = src.wrapping_offset((r + k) as isize * rs).add(c * 8);
-                    *x = _mm256_loadu_pd(p.cast());
-                }
-                let t0 = _mm256_unpacklo_pd(v[0], v[1]);
-                let t1 = _mm256_unpackhi_pd(v[0], v[1]);
-                let t2 = _mm256_unpacklo_pd(v[2], v[3]);
-                let t3 = _mm256_unpackhi_pd(v[2], v[3]);
-                let out = [
-                    _mm256_permute2f128_pd::<0x20>(t0, t2),
-                    _mm256_permute2f128_pd::<0x20>(t1, t3),
-                    _mm256_permute2f128_pd::<0x31>(t0, t2),
-                    _mm256_permute2f128_pd::<0x31>(t1, t3),
-                ];
-                for (k, x) in out.iter().enumerate() {
+                let mut v =
+                    load_rows::<__m256d, 4>(src, rs, r, c * 8, |p| _mm256_loadu_pd(p.cast()));
+                tr4_pd256(&mut v);
+                for (k, x) in v.iter().enumerate() {
                     _mm256_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
                 }
             })
@@ -334,14 +516,18 @@ mod x86 {
 }
 
 /// Asks for the lines of `rows` rows (`rs` bytes apart) of `bytes` bytes each from `src` to be
-/// brought into the cache: the next tile's rows of a transposed operand, each a short run on
-/// its own page, which the hardware prefetchers do not fetch ahead.
+/// brought into the cache (every line a row touches, from any alignment): the next tile's
+/// rows of a transposed operand, each a short run on its own page, which the hardware
+/// prefetchers do not fetch ahead.
 #[inline(always)]
 pub fn prefetch_rows(src: *const u8, rs: isize, rows: usize, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     for r in 0..rows {
-        let row = src.wrapping_offset(r as isize * rs);
-        let mut b = 0;
+        let start = src.wrapping_offset(r as isize * rs);
+        // From the start of the first line, so that an unaligned run's last line is asked for.
+        let lead = start as usize % 64;
+        let row = start.wrapping_sub(lead);
+        let (mut b, bytes) = (0, bytes + lead);
         while b < bytes {
             // SAFETY: a prefetch is a hint; it never faults, whatever the address.
             unsafe {
