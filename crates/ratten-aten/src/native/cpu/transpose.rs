@@ -417,6 +417,29 @@ mod x86 {
         }
     }
 
+    /// Writes the `K` columns of a transposed block (from a `block_t*`) as rows `c..c + K` of
+    /// `dst`, at element `r`: the store half of `transpose_into`.
+    ///
+    /// # Safety
+    /// Those `K` runs of `K` elements of `T` lie inside `dst` (per `transpose_into`'s contract).
+    #[inline(always)]
+    unsafe fn store_block<T: Copy, const K: usize>(
+        lanes: [[T; K]; K],
+        dst: *mut u8,
+        dpitch: usize,
+        r: usize,
+        c: usize,
+    ) {
+        for (k, lane) in lanes.iter().enumerate() {
+            // SAFETY: per the contract.
+            unsafe {
+                dst.add((c + k) * dpitch + r * size_of::<T>())
+                    .cast::<[T; K]>()
+                    .write_unaligned(*lane)
+            };
+        }
+    }
+
     /// # Safety
     /// As `transpose_into`, 4-byte elements; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
@@ -428,16 +451,12 @@ mod x86 {
         dst: *mut u8,
         dpitch: usize,
     ) {
-        // SAFETY: each block reads rows r..r+16, elements c..c+16, and writes rows c..c+16,
-        // elements r..r+16 of dst, all inside the block of the contract.
+        // SAFETY: 16x16 blocks: each reads rows r..r+16, elements c..c+16, and writes rows
+        // c..c+16, elements r..r+16 of dst, all inside the block of the contract.
         unsafe {
             blocks::<16>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v =
-                    load_rows::<__m512, 16>(src, rs, r, c * 4, |p| _mm512_loadu_ps(p.cast()));
-                tr16(&mut v);
-                for (k, x) in v.iter().enumerate() {
-                    _mm512_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
-                }
+                let at = src.wrapping_offset(r as isize * rs).wrapping_add(c * 4);
+                block_t32_avx512::<u32, 16>(at, rs, |b| store_block(b, dst, dpitch, r, c));
             })
         }
     }
@@ -453,15 +472,12 @@ mod x86 {
         dst: *mut u8,
         dpitch: usize,
     ) {
-        // SAFETY: as in `t32_avx512`, 8x8 blocks of 8 bytes.
+        // SAFETY: 8x8 blocks of 8 bytes: each reads rows r..r+8, elements c..c+8, and writes rows
+        // c..c+8, elements r..r+8 of dst, all inside the block of the contract.
         unsafe {
             blocks::<8>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v =
-                    load_rows::<__m512d, 8>(src, rs, r, c * 8, |p| _mm512_loadu_pd(p.cast()));
-                tr8_pd512(&mut v);
-                for (k, x) in v.iter().enumerate() {
-                    _mm512_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
-                }
+                let at = src.wrapping_offset(r as isize * rs).wrapping_add(c * 8);
+                block_t64_avx512::<u64, 8>(at, rs, |b| store_block(b, dst, dpitch, r, c));
             })
         }
     }
@@ -477,15 +493,12 @@ mod x86 {
         dst: *mut u8,
         dpitch: usize,
     ) {
-        // SAFETY: as in `t32_avx512`, 8x8 blocks.
+        // SAFETY: 8x8 blocks: each reads rows r..r+8, elements c..c+8, and writes rows
+        // c..c+8, elements r..r+8 of dst, all inside the block of the contract.
         unsafe {
             blocks::<8>(4, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v =
-                    load_rows::<__m256, 8>(src, rs, r, c * 4, |p| _mm256_loadu_ps(p.cast()));
-                tr8_ps256(&mut v);
-                for (k, x) in v.iter().enumerate() {
-                    _mm256_storeu_ps(dst.add((c + k) * dpitch + r * 4).cast(), *x);
-                }
+                let at = src.wrapping_offset(r as isize * rs).wrapping_add(c * 4);
+                block_t32_avx2::<u32, 8>(at, rs, |b| store_block(b, dst, dpitch, r, c));
             })
         }
     }
@@ -501,15 +514,12 @@ mod x86 {
         dst: *mut u8,
         dpitch: usize,
     ) {
-        // SAFETY: as in `t32_avx512`, 4x4 blocks of 8 bytes.
+        // SAFETY: 4x4 blocks of 8 bytes: each reads rows r..r+4, elements c..c+4, and writes rows
+        // c..c+4, elements r..r+4 of dst, all inside the block of the contract.
         unsafe {
             blocks::<4>(8, src, rs, rows, cols, dst, dpitch, |r, c| {
-                let mut v =
-                    load_rows::<__m256d, 4>(src, rs, r, c * 8, |p| _mm256_loadu_pd(p.cast()));
-                tr4_pd256(&mut v);
-                for (k, x) in v.iter().enumerate() {
-                    _mm256_storeu_pd(dst.add((c + k) * dpitch + r * 8).cast(), *x);
-                }
+                let at = src.wrapping_offset(r as isize * rs).wrapping_add(c * 8);
+                block_t64_avx2::<u64, 4>(at, rs, |b| store_block(b, dst, dpitch, r, c));
             })
         }
     }
