@@ -629,16 +629,8 @@ pub(crate) unsafe extern "C" fn generated_function_vectorcall(
         let f = Borrowed::from_ptr(py, callable);
         let op = f.downcast_unchecked::<GeneratedFunction>().get().arith;
         if let (true, Some(op)) = (fast, op) {
-            let out = if nkw == 1 {
-                *args.add(2)
-            } else {
-                ptr::null_mut()
-            };
-            if let Some(s) = SLOTS.get() {
-                if let Some(r) = tensors_call(s, op, *args, *args.add(1), out) {
-                    return r;
-                }
-            }
+            // All-Tensor calls were tried by `arith_vectorcall` already (which falls back here
+            // for numbers, subclasses and a keyword name that is not the interned "out").
             let r = catch_unwind(AssertUnwindSafe(|| {
                 let x = Borrowed::from_ptr(py, *args);
                 let y = Borrowed::from_ptr(py, *args.add(1));
