@@ -241,26 +241,37 @@ impl<'a> TensorIteratorConfig<'a> {
     /// `add_output` / `add_owned_output`: a borrowed output (`Option<&TensorBase>`, `&Tensor`)
     /// or an owned one (`MaybeOwnedOutput`); an undefined one, `None`, is allocated by the
     /// iterator.
-    #[inline]
+    #[inline(always)]
     pub fn add_output(mut self, t: impl OutputOperand<'a>) -> Result<Self> {
+        self.push_output(t.into_operand())?;
+        Ok(self)
+    }
+    /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
+    #[inline(always)]
+    pub fn add_input(mut self, t: impl InputOperand<'a>) -> Self {
+        self.push_input(t.into_operand());
+        self
+    }
+
+    // The builder methods take and return the config by value, as PyTorch's chained calls
+    // read; the work is done in place by these (a config moved through a chain of
+    // non-inlined calls is copied at each, ~20 instructions a call on a small op).
+    #[inline(always)]
+    fn push_output(&mut self, t: Option<Cow<'a, TensorBase>>) -> Result<()> {
         if self.num_inputs != 0 {
             return Err(Error::runtime(
                 "Keep in mind that you have to add all outputs first before adding any input. \
                  For more details, see https://github.com/pytorch/pytorch/wiki/How-to-use-TensorIterator.",
             ));
         }
-        self.operands_mut()
-            .push(OperandInfo::new(t.into_operand(), false));
+        self.operands_mut().push(OperandInfo::new(t, false));
         self.num_outputs += 1;
-        Ok(self)
+        Ok(())
     }
-    /// `add_input` / `add_const_input` (ratten never writes inputs, so they are the same).
-    #[inline]
-    pub fn add_input(mut self, t: impl InputOperand<'a>) -> Self {
-        self.operands_mut()
-            .push(OperandInfo::new(Some(t.into_operand()), true));
+    #[inline(always)]
+    fn push_input(&mut self, t: Cow<'a, TensorBase>) {
+        self.operands_mut().push(OperandInfo::new(Some(t), true));
         self.num_inputs += 1;
-        self
     }
     #[inline]
     pub fn add_const_input(self, t: impl InputOperand<'a>) -> Self {
@@ -549,6 +560,20 @@ struct IterState<'a> {
     is_meta: bool,
 }
 
+/// Makes `v` the one-element list `[x]` (a small op's collapsed shape and strides): a store
+/// and a length, where `clear` + `push` is an out-of-line call that checks for room.
+#[inline(always)]
+fn set_single(v: &mut DimVec, x: i64) {
+    v.truncate(0);
+    // SAFETY: a DimVec's capacity is at least its 6 inline elements (more once spilled), so
+    // there is room for one after the truncate; the element is written before the length
+    // covers it.
+    unsafe {
+        v.as_mut_ptr().write(x);
+        v.set_len(1);
+    }
+}
+
 /// The plain `TensorIterator` (outputs created by the iterator itself).
 #[derive(Clone, Debug)]
 pub struct TensorIterator<'a> {
@@ -631,15 +656,18 @@ pub fn binary_op_config<'a>(
     a: impl InputOperand<'a>,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorConfig<'a>> {
-    Ok(TensorIteratorConfig::new()
-        .set_check_mem_overlap(true)
-        .allow_cpu_scalars(true)
-        .promote_inputs_to_common_dtype(true)
-        .cast_common_dtype_to_outputs(true)
-        .enforce_safe_casting_to_output(true)
-        .add_output(out)?
-        .add_const_input(a)
-        .add_const_input(b))
+    // The flags as the chained setters would leave them, written in place (see `push_output`).
+    let mut c = TensorIteratorConfig::new();
+    c.check_mem_overlap = true;
+    c.allow_cpu_scalars = true;
+    c.promote_inputs_to_common_dtype = true;
+    c.cast_common_dtype_to_outputs = true;
+    c.check_all_same_dtype = false;
+    c.enforce_safe_casting_to_output = true;
+    c.push_output(out.into_operand())?;
+    c.push_input(a.into_operand());
+    c.push_input(b.into_operand());
+    Ok(c)
 }
 
 /// `BINARY_FLOAT_OP_CONFIG`.
@@ -648,7 +676,9 @@ pub fn binary_float_op_config<'a>(
     a: impl InputOperand<'a>,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorConfig<'a>> {
-    Ok(binary_op_config(out, a, b)?.promote_integer_inputs_to_float(true))
+    let mut c = binary_op_config(out, a, b)?;
+    c.promote_integer_inputs_to_float = true;
+    Ok(c)
 }
 
 /// `build_comparison_op`: a bool output unless `out` says otherwise ("Note [special-case bool
@@ -916,11 +946,11 @@ impl<'a> TensorIteratorBase<'a> {
         s.shape.clear();
         s.perm.clear();
         if ndim > 0 {
-            s.shape.push(numel);
-            s.perm.push(0);
+            set_single(&mut s.shape, numel);
+            set_single(&mut s.perm, 0);
             for op in s.operands.iter_mut() {
-                op.stride_bytes.clear();
-                op.stride_bytes.push(dtype_size(op) as i64);
+                let size = dtype_size(op) as i64;
+                set_single(&mut op.stride_bytes, size);
             }
         }
         Ok(true)
@@ -1916,6 +1946,7 @@ fn same_dims(a: &[i64], b: &[i64]) -> bool {
 }
 
 /// The element size of an operand's current (else target) dtype.
+#[inline]
 fn dtype_size(op: &OperandInfo) -> usize {
     op.current_dtype
         .or(op.target_dtype)
