@@ -1424,9 +1424,9 @@ fn fused_input<I: Isa, M: Elem, R: Elem, const N: usize>(
 
 /// Rows of the output (the outer dimension) per tile of [`fused_2d`]: a tile reads
 /// `FUSED_TILE_J` elements of each of its `TILE` rows of the transposed operand, so each
-/// visit to one of that operand's 4 KB pages takes a whole kilobyte of f32 (not 256 bytes,
-/// as with square 64x64 tiles), and its pages are walked in the TLB a quarter as often.
-/// 512 rows (128 KB of each operand per tile) was slower than 64 in the standalone loop.
+/// visit to one of that operand's 4 KB pages takes a kilobyte of f32, not the 256 bytes of
+/// square 64x64 tiles. In the standalone loop 128 and 256 rows were a few percent faster
+/// than 64, and 512 (128 KB of each operand per tile) much slower.
 const FUSED_TILE_J: usize = 256;
 
 /// The fused form of [`tiled_2d`] for the operands [`fused_input`] accepts, input `t` being
