@@ -541,3 +541,87 @@ fn two_transposed_inputs_take_the_tile_path() {
         |p, r, c| p.a_at(r, c) + 2.0 * p.b_at(r, c),
     );
 }
+
+/// `rows` x `cols` contiguous rows starting `off` elements into a fresh buffer (rows start
+/// mid-line, as numpy's do 16 bytes in), holding `vals`.
+fn offset_matrix<T: Element + Elem>(vals: &[T], rows: usize, cols: usize, off: usize) -> Tensor {
+    let mut data = vec![T::default(); off];
+    data.extend_from_slice(vals);
+    Tensor::from_slice(&data, &[data.len() as i64])
+        .unwrap()
+        .narrow(0, off as i64, (rows * cols) as i64)
+        .unwrap()
+        .view(&[rows as i64, cols as i64])
+        .unwrap()
+}
+
+/// The fused transposed path's block grid, shifted to where the output's rows are
+/// line-aligned, and its streamed stores: outputs starting every few elements into a line
+/// (grid offsets 0 to 15 and the left / right edge columns they leave), row pitches that are
+/// whole lines and ones that are not (no streaming), odd shapes, and outputs of at least
+/// `STREAM_MIN_BYTES` (non-temporal stores where the aligned rows allow, for 32- and 64-byte
+/// columns: AVX2 and AVX-512, f32 and f64), into out= and in place (`a += b^T` with `a`
+/// offset), for every capability and 1 and 2 threads.
+#[test]
+fn fused_transposed_out_offsets_and_streaming() {
+    fn run<T: Element + Elem + std::ops::Add<Output = T> + std::fmt::Debug>(
+        shapes: &[(usize, usize)],
+        offsets: &[usize],
+    ) {
+        let before = get_num_threads();
+        for threads in [1, 2] {
+            set_num_threads(threads).unwrap();
+            for cap in capabilities() {
+                for (k, &(rows, cols)) in shapes.iter().enumerate() {
+                    let p = TransposedPair::<T>::new(rows, cols, k as u64 * 7 + 1);
+                    for &off in offsets {
+                        let fresh = vec![T::default(); rows * cols];
+                        for in_place in [false, true] {
+                            let out = if in_place {
+                                offset_matrix(&p.av, rows, cols, off)
+                            } else {
+                                offset_matrix(&fresh, rows, cols, off)
+                            };
+                            let a = if in_place { &out } else { &p.a };
+                            let iter = binary_op_config(&out, a, &p.bt)
+                                .unwrap()
+                                .build_standalone()
+                                .unwrap();
+                            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(1.0)).unwrap();
+                            drop(iter);
+                            let got = out.to_vec::<T>().unwrap();
+                            for r in 0..rows {
+                                for c in 0..cols {
+                                    let w = p.a_at(r, c) + p.b_at(r, c);
+                                    assert!(
+                                        got[r * cols + c] == w,
+                                        "{:?} {cap:?} {threads} thread(s) {rows}x{cols} out \
+                                         offset {off} in place {in_place} at ({r}, {c}): \
+                                         {:?} != {w:?}",
+                                        <T as Elem>::DTYPE,
+                                        got[r * cols + c]
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        set_num_threads(before as i64).unwrap();
+    }
+    // Small: line-pitched rows (64 and 320 f32, 64 f64) and not (131, 100), fewer rows than a
+    // block, offsets across a line.
+    run::<f32>(
+        &[(70, 64), (37, 320), (67, 131), (9, 100)],
+        &[0, 1, 5, 12, 15],
+    );
+    run::<f64>(&[(70, 64), (33, 131)], &[0, 3, 7]);
+    // At least STREAM_MIN_BYTES of output: streamed where rows are whole lines apart (2048
+    // columns), from a line-aligned start and from numpy's 16 bytes in (4 f32 / 2 f64
+    // elements); not streamed where rows are not whole lines apart (2050 columns).
+    let big = STREAM_MIN_BYTES / 4 / 2048;
+    run::<f32>(&[(big, 2048)], &[0, 4]);
+    run::<f32>(&[(big + 3, 2050)], &[4]);
+    run::<f64>(&[(big / 2, 2048)], &[2]);
+}

@@ -1422,16 +1422,33 @@ fn fused_input<I: Isa, M: Elem, R: Elem, const N: usize>(
     found
 }
 
+/// Rows of the output (the outer dimension) per tile of [`fused_2d`]: a tile reads
+/// `FUSED_TILE_J` elements of each of its `TILE` rows of the transposed operand, so each
+/// visit to one of that operand's 4 KB pages takes a kilobyte of f32, not the 256 bytes of
+/// square 64x64 tiles. In the standalone loop 128 and 256 rows were a few percent faster
+/// than 64, and 512 (128 KB of each operand per tile) much slower.
+const FUSED_TILE_J: usize = 256;
+
 /// The fused form of [`tiled_2d`] for the operands [`fused_input`] accepts, input `t` being
 /// the transposed one: each `K` x `K` block of it is transposed in registers
 /// (`transpose::with_block_t`), and each of its columns is combined at once with the `K`
 /// elements of the other inputs along the inner dimension and stored to the output, so the
-/// transposed operand is never stored to and reloaded from an L1 tile. The tiles keep the
-/// order of `tiled_2d` (whole lines of every operand per block); with each block, the lines
-/// of the same block of the next tile are prefetched, for the transposed operand and the
-/// others alike: each is a short run on its own 4 KB page, which the hardware prefetchers do
-/// not fetch ahead. The edges of a tile that are not whole blocks are computed element by
-/// element.
+/// transposed operand is never stored to and reloaded from an L1 tile.
+///
+/// What makes it run near the memory's speed on numpy's arrays (4 KB pages, rows starting
+/// 16 bytes into a line), measured in a standalone loop of the 4096x4096 f32 add (see Note
+/// [Pointwise kernels at bandwidth]):
+/// - the block grid along the inner dimension starts where the output's rows are 64-byte
+///   aligned (`ioff` elements in; those first and the last partial columns are computed
+///   element by element), so no store, and for equal offsets no load of the other inputs,
+///   splits across two lines;
+/// - with `stream` (outputs above `STREAM_MIN_BYTES`) and every output row line-aligned,
+///   each computed column is written by one non-temporal store (no read for ownership);
+/// - tiles of `TILE` x [`FUSED_TILE_J`];
+/// - every load of a block before any of its stores, and the lines of the block two blocks
+///   ahead along the inner dimension prefetched into L2 (`transpose::prefetch_rows_l2`), for
+///   every operand (each is a short run on its own 4 KB page, which the hardware prefetchers
+///   do not fetch ahead).
 ///
 /// # Safety
 /// As [`tiled_2d`], with `t` from [`fused_input`] for these operands and `K` the
@@ -1446,6 +1463,7 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
     n0: usize,
     n1: usize,
     f: &impl OpN<M, R, N>,
+    stream: bool,
 ) {
     let tq = t + 1;
     let at = |k: usize, i: usize, j: usize| -> *mut u8 {
@@ -1453,7 +1471,7 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
             .wrapping_offset(i as isize * s0[k])
             .wrapping_offset(j as isize * s1[k])
     };
-    // One element (i, j) (the edges of a tile).
+    // One element (i, j) (the edges of the grid).
     let one = |i: usize, j: usize| {
         let x: [M; N] = std::array::from_fn(|k| {
             // SAFETY: element (i, j) of input k, inside the 2-D loop, of type M.
@@ -1469,33 +1487,55 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
             size_of::<M>()
         }
     };
+    let er = size_of::<R>();
+    // The grid of whole blocks along the inner dimension: [ioff, iend).
+    let ioff = match peel_to_line(data[0], er, n0) {
+        p if p >= n0 => 0,
+        p => p,
+    };
+    let iend = ioff + (n0 - ioff) / K * K;
+    // Streaming needs every column store of every row on a line boundary of its size.
+    let stream = stream
+        && CAN_STREAM
+        && transpose::can_stream_block::<I>(K * er)
+        && s1[0].rem_euclid(64) == 0
+        && (data[0] as usize + ioff * er).is_multiple_of(K * er);
+    // The columns left of and right of the grid, row by row (contiguous in the output).
+    for j in 0..n1 {
+        for i in (0..ioff).chain(iend..n0) {
+            one(i, j);
+        }
+    }
     let mut j0 = 0;
     while j0 < n1 {
-        let lj = TILE.min(n1 - j0);
-        let mut i0 = 0;
-        while i0 < n0 {
-            let li = TILE.min(n0 - i0);
-            let (fi, fj) = (li - li % K, lj - lj % K);
+        let lj = FUSED_TILE_J.min(n1 - j0);
+        let fj = lj - lj % K;
+        let mut i0 = ioff;
+        while i0 < iend {
+            let li = TILE.min(iend - i0);
             let mut c = 0;
             while c < fj {
                 let mut r = 0;
-                while r < fi {
+                while r < li {
                     let (i, j) = (i0 + r, j0 + c);
-                    // The same block of the next tile, a block at a time (a whole tile asked
-                    // for at once filled the miss buffers and stalled): K rows of K elements
-                    // of the transposed input, K elements of K rows of the other operands.
-                    let ni = i + TILE;
-                    if ni < n0 {
-                        let rows = K.min(n0 - ni);
-                        transpose::prefetch_rows(at(tq, ni, j), s0[tq], rows, K * es(tq));
-                        for k in (0..=N).filter(|&k| k != tq) {
-                            transpose::prefetch_rows(at(k, ni, j), s1[k], K, rows * es(k));
+                    // Two blocks ahead along the inner dimension (into the next tile near
+                    // this one's end), a block at a time (a whole tile asked for at once
+                    // filled the miss buffers and stalled): K rows of K elements of the
+                    // transposed input, K elements of K rows of the other operands (not of
+                    // a streamed output, which is never read).
+                    let ni = i + 2 * K;
+                    if ni < iend {
+                        transpose::prefetch_rows_l2(at(tq, ni, j), s0[tq], K, K * es(tq));
+                        for k in (0..=N).filter(|&k| k != tq && (k != 0 || !stream)) {
+                            transpose::prefetch_rows_l2(at(k, ni, j), s1[k], K, K * es(k));
                         }
                     }
-                    // SAFETY: the K x K block at (i, j) of input t lies in the tile; its
+                    // SAFETY: the K x K block at (i, j) of input t lies in the grid; its
                     // column cc holds elements i..i + K of column j + cc, which the other
                     // operands hold contiguously (unit stride along the inner dimension) at
-                    // (i, j + cc).
+                    // (i, j + cc); with `stream`, the output's K elements there start on a
+                    // boundary of their size (checked above for row 0; rows are whole lines
+                    // apart).
                     unsafe {
                         transpose::with_block_t::<I, M, K>(at(tq, i, j), s0[tq], |cols| {
                             // Every load of the block before any store: the rows of the
@@ -1515,7 +1555,12 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
                                 let y: [R; K] = std::array::from_fn(|l| {
                                     f.call(std::array::from_fn(|k| xc[k][l]))
                                 });
-                                at(0, i, j + cc).cast::<[R; K]>().write_unaligned(y);
+                                let dst = at(0, i, j + cc);
+                                if stream {
+                                    transpose::stream_block::<I, [R; K]>(dst, y);
+                                } else {
+                                    dst.cast::<[R; K]>().write_unaligned(y);
+                                }
                             }
                         })
                     };
@@ -1523,20 +1568,19 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
                 }
                 c += K;
             }
-            // The edges: rows fi.. of every column, then columns fj.. of the first fi rows.
-            for j in j0..j0 + lj {
-                for i in i0 + fi..i0 + li {
-                    one(i, j);
-                }
-            }
-            for j in j0 + fj..j0 + lj {
-                for i in i0..i0 + fi {
-                    one(i, j);
-                }
-            }
             i0 += TILE;
         }
+        // The rows of the tile that are not a whole block: the transposed operand is read
+        // along its contiguous direction (j innermost).
+        for i in ioff..iend {
+            for j in j0 + fj..j0 + lj {
+                one(i, j);
+            }
+        }
         j0 += lj;
+    }
+    if stream {
+        stream_fence();
     }
 }
 
@@ -1558,6 +1602,9 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
 /// general one (casts, 1-, 2- and 16-byte or bool elements, several transposed inputs, the
 /// DEFAULT capability).
 ///
+/// `stream` (the output is larger than `STREAM_MIN_BYTES`) lets [`fused_2d`] write it with
+/// non-temporal stores.
+///
 /// # Safety
 /// As [`loop_2d`], with `s0`/`s1` the inner and outer byte strides.
 #[inline(always)]
@@ -1572,15 +1619,16 @@ unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     n1: usize,
     f: &impl OpN<M, R, N>,
     scratch: &mut Scratch<M, R, N>,
+    stream: bool,
 ) {
     if let Some(t) = fused_input::<I, M, R, N>(via, dts, s0, s1) {
         // SAFETY (every arm): forwarded contract; `t` from `fused_input`, `K` the block side
         // of M under I.
         unsafe {
             match transpose::block_side::<I>(size_of::<M>()) {
-                16 => return fused_2d::<I, M, R, N, 16>(t, data, s0, s1, n0, n1, f),
-                8 => return fused_2d::<I, M, R, N, 8>(t, data, s0, s1, n0, n1, f),
-                4 => return fused_2d::<I, M, R, N, 4>(t, data, s0, s1, n0, n1, f),
+                16 => return fused_2d::<I, M, R, N, 16>(t, data, s0, s1, n0, n1, f, stream),
+                8 => return fused_2d::<I, M, R, N, 8>(t, data, s0, s1, n0, n1, f, stream),
+                4 => return fused_2d::<I, M, R, N, 4>(t, data, s0, s1, n0, n1, f, stream),
                 _ => {}
             }
         }
@@ -1751,7 +1799,9 @@ unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     };
     if wants_tiling(&s0[..nt], &s1[..nt], n0, n1) {
         // SAFETY: forwarded contract.
-        unsafe { tiled_2d::<I, M, R, N>(via, dts, data, &s0, &s1, n0, n1, f, &mut scratch) };
+        unsafe {
+            tiled_2d::<I, M, R, N>(via, dts, data, &s0, &s1, n0, n1, f, &mut scratch, stream)
+        };
         return;
     }
     for j in 0..n1 {
