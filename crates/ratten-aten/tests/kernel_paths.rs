@@ -73,11 +73,7 @@ fn check_add<T: Element + Elem, M: Elem>(alpha: f64, scalar_b: bool, add: fn(M, 
                     .unwrap()
                     .narrow(0, (off * 5) % 11, n)
                     .unwrap();
-                let iter = binary_op_config(&out, &a, &b)
-                    .unwrap()
-                    .build_standalone()
-                    .unwrap();
-                (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(alpha)).unwrap();
+                run_add(cap, &out, &a, &b, &Scalar::Double(alpha));
                 let (ga, gb) = (a.to_vec::<T>().unwrap(), b.to_vec::<T>().unwrap());
                 let got = out.to_vec::<T>().unwrap();
                 let al = cast::<f64, M>(alpha);
@@ -284,11 +280,7 @@ fn transposed_tiles_for_every_dtype_family_and_edge() {
                     .t()
                     .unwrap();
                 let out = Tensor::empty(&[rows, cols], <O as Elem>::DTYPE).unwrap();
-                let iter = binary_op_config(&out, &a, &b)
-                    .unwrap()
-                    .build_standalone()
-                    .unwrap();
-                (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(alpha)).unwrap();
+                run_add(cap, &out, &a, &b, &Scalar::Double(alpha));
                 let got = out.to_vec::<O>().unwrap();
                 let al = cast::<f64, M>(alpha);
                 for r in 0..rows as usize {
@@ -496,12 +488,7 @@ fn fused_transposed_ternary_and_in_place() {
         "f32 a += b^T",
         |cap, p| {
             let a = Tensor::from_slice(&p.av, &[p.rows as i64, p.cols as i64]).unwrap();
-            let iter = binary_op_config(&a, &a, &p.bt)
-                .unwrap()
-                .build_standalone()
-                .unwrap();
-            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(1.0)).unwrap();
-            drop(iter);
+            run_add(cap, &a, &a, &p.bt, &Scalar::Double(1.0));
             a
         },
         |p, r, c| p.a_at(r, c) + p.b_at(r, c),
@@ -510,12 +497,7 @@ fn fused_transposed_ternary_and_in_place() {
         "i64 a -= 3 b^T",
         |cap, p| {
             let a = Tensor::from_slice(&p.av, &[p.rows as i64, p.cols as i64]).unwrap();
-            let iter = binary_op_config(&a, &a, &p.bt)
-                .unwrap()
-                .build_standalone()
-                .unwrap();
-            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(-3)).unwrap();
-            drop(iter);
+            run_add(cap, &a, &a, &p.bt, &Scalar::Int(-3));
             a
         },
         |p, r, c| p.a_at(r, c).wrapping_sub(p.b_at(r, c).wrapping_mul(3)),
@@ -530,16 +512,21 @@ fn two_transposed_inputs_take_the_tile_path() {
         |cap, p| {
             let at = p.a.t().unwrap().contiguous().unwrap().t().unwrap();
             let out = Tensor::empty(&[p.rows as i64, p.cols as i64], ScalarType::Float).unwrap();
-            let iter = binary_op_config(&out, &at, &p.bt)
-                .unwrap()
-                .build_standalone()
-                .unwrap();
-            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(2.0)).unwrap();
-            drop(iter);
+            run_add(cap, &out, &at, &p.bt, &Scalar::Double(2.0));
             out
         },
         |p, r, c| p.a_at(r, c) + 2.0 * p.b_at(r, c),
     );
+}
+
+/// `out = a + alpha * b` through `ADD_STUB`'s kernel for `cap`, on an iterator built as the
+/// binary ops build theirs (the iterator is dropped before `out` is read).
+fn run_add(cap: CpuCapability, out: &Tensor, a: &Tensor, b: &Tensor, alpha: &Scalar) {
+    let iter = binary_op_config(out, a, b)
+        .unwrap()
+        .build_standalone()
+        .unwrap();
+    (bk::ADD_STUB.cpu_kernel(cap))(&iter, alpha).unwrap();
 }
 
 /// `rows` x `cols` contiguous rows starting `off` elements into a fresh buffer (rows start
@@ -583,12 +570,7 @@ fn fused_transposed_out_offsets_and_streaming() {
                                 offset_matrix(&fresh, rows, cols, off)
                             };
                             let a = if in_place { &out } else { &p.a };
-                            let iter = binary_op_config(&out, a, &p.bt)
-                                .unwrap()
-                                .build_standalone()
-                                .unwrap();
-                            (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(1.0)).unwrap();
-                            drop(iter);
+                            run_add(cap, &out, a, &p.bt, &Scalar::Double(1.0));
                             let got = out.to_vec::<T>().unwrap();
                             for r in 0..rows {
                                 for c in 0..cols {
