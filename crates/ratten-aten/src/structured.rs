@@ -13,8 +13,8 @@
 //!   `add_tensor_meta`, `neg` -> `neg_meta`):
 //!
 //!   ```ignore
-//!   pub fn add_tensor_meta(m: &mut dyn MetaBase, self_: &Tensor, other: &Tensor, alpha: &Scalar)
-//!       -> Result<State>
+//!   pub fn add_tensor_meta<'a>(m: &'a dyn MetaBase, self_: &'a Tensor, other: &'a Tensor,
+//!       alpha: &Scalar) -> Result<State<'a>>
 //!   ```
 //!
 //!   It checks the arguments, computes each output's sizes, strides and dtype, and announces
@@ -49,10 +49,12 @@
 //! output's geometry it calls the wrapper, which allocates (functional), checks (in-place) or
 //! resizes (out=), and the iterator then reads the tensor back with `maybe_get_output`. ratten
 //! has no inheritance, so the wrapper is passed in instead: the meta passes its
-//! `m: &mut dyn MetaBase` to the iterator's build (`TensorIteratorConfig::build(m)`), the
+//! `m: &'a dyn MetaBase` to the iterator's build (`TensorIteratorConfig::build(m)`), the
 //! iterator calls `m.set_output_raw_strided(i, sizes, strides, options)` followed by
-//! `m.maybe_get_output(i)` for each output it allocates, and the meta returns the built
-//! iterator as the state. `set_output_raw_strided` never makes a proxy (the iterator copes with
+//! `m.maybe_get_output(i)` for each output it allocates, borrowing the output from `m` for
+//! `'a` as PyTorch's iterator borrows it from itself (Note [Borrowed structured outputs]), and
+//! the meta returns the built iterator as the state. The generated code keeps the state in a
+//! block that ends before it takes the outputs out of the wrapper. `set_output_raw_strided` never makes a proxy (the iterator copes with
 //! any output strides, as in PyTorch); `set_output_strided` does.
 //!
 //! ## What the generated wrappers do per variant (torchgen's `gen_class_set_output_body`)
@@ -71,7 +73,7 @@
 //! The same meta runs under the Meta dispatch key with no impl: every structured operator
 //! works on `device="meta"` without code written for it.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
@@ -166,11 +168,20 @@ fn emit(w: Warning) {
 /// What a structured kernel's meta function talks to (PyTorch's `at::impl::MetaBase`). The
 /// generated code passes one of [`StructuredFunctional`], [`StructuredInplace`] or
 /// [`StructuredOut`]; a TensorIterator's build calls it for each output it decides.
+///
+/// Note [Borrowed structured outputs]: the methods take `&self` (the wrappers keep their
+/// outputs in `OnceCell`s), so a meta can hold the wrapper borrowed for the life `'a` of the
+/// state it returns, and [`maybe_get_output`](MetaBase::maybe_get_output) of an `&'a` wrapper
+/// is an `&'a Tensor`: the TensorIterator a meta builds borrows its outputs from the wrapper,
+/// as PyTorch's `TensorIteratorBase::set_output_raw_strided` takes
+/// `MaybeOwned<TensorBase>::borrowed(maybe_get_output(i))`, instead of counting a reference
+/// to each (two atomic operations per output per call). An output is set once: it cannot be
+/// replaced while the state may borrow it.
 pub trait MetaBase {
     /// Announces output `idx` with exactly these strides. No proxy is ever made: the caller
     /// (TensorIterator) handles whatever strides the output ends up with.
     fn set_output_raw_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -180,7 +191,7 @@ pub trait MetaBase {
     /// Announces output `idx`; an in-place or out= output whose strides differ from `strides`
     /// is computed into a proxy with these strides and copied back afterwards.
     fn set_output_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -189,7 +200,7 @@ pub trait MetaBase {
 
     /// `set_output_contiguous`: `set_output_strided` with contiguous strides.
     fn set_output_contiguous(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         options: TensorOptions,
@@ -214,12 +225,24 @@ fn no_output(idx: usize, n: usize) -> Error {
 }
 
 /// `n` empty output slots (the inline buffer filled directly: `collect` costs more).
-fn nones(n: usize) -> OutVec<Option<Tensor>> {
+fn empty_slots(n: usize) -> OutVec<OnceCell<Tensor>> {
     if n <= 2 {
-        OutVec::from_buf_and_len([None, None], n)
+        OutVec::from_buf_and_len([OnceCell::new(), OnceCell::new()], n)
     } else {
-        std::iter::repeat_n(None, n).collect()
+        std::iter::repeat_with(OnceCell::new).take(n).collect()
     }
+}
+
+/// Fills an output slot, which must be empty (see Note [Borrowed structured outputs]).
+fn set_once(slot: &OnceCell<Tensor>, idx: usize, t: Tensor) -> Result<()> {
+    slot.set(t).map_err(|_| set_twice(idx))
+}
+
+#[cold]
+fn set_twice(idx: usize) -> Error {
+    Error::runtime(format!(
+        "structured kernel: output {idx} was set twice (a meta sets each output once)"
+    ))
 }
 
 fn check_idx(idx: usize, n: usize) -> Result<()> {
@@ -238,13 +261,13 @@ fn index_out_of_range(idx: usize, n: usize) -> Error {
 
 /// The functional wrapper: allocates each output (torchgen's `create_out`).
 pub struct StructuredFunctional {
-    outputs: OutVec<Option<Tensor>>,
+    outputs: OutVec<OnceCell<Tensor>>,
 }
 
 impl StructuredFunctional {
     pub fn new(num_outputs: usize) -> Self {
         StructuredFunctional {
-            outputs: nones(num_outputs),
+            outputs: empty_slots(num_outputs),
         }
     }
 
@@ -252,7 +275,7 @@ impl StructuredFunctional {
     pub fn output(&self, idx: usize) -> Result<&Tensor> {
         check_idx(idx, self.outputs.len())?;
         self.outputs[idx]
-            .as_ref()
+            .get()
             .ok_or_else(|| no_output(idx, self.outputs.len()))
     }
 
@@ -266,18 +289,21 @@ impl StructuredFunctional {
 
 impl MetaBase for StructuredFunctional {
     fn set_output_raw_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
         check_idx(idx, self.outputs.len())?;
-        self.outputs[idx] = Some(create_out(sizes, strides, options)?);
-        Ok(())
+        let slot = &self.outputs[idx];
+        if slot.get().is_some() {
+            return Err(set_twice(idx));
+        }
+        set_once(slot, idx, create_out(sizes, strides, options)?)
     }
     fn set_output_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -286,7 +312,7 @@ impl MetaBase for StructuredFunctional {
         self.set_output_raw_strided(idx, sizes, strides, options)
     }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
-        self.outputs.get(idx).and_then(Option::as_ref)
+        self.outputs.get(idx).and_then(OnceCell::get)
     }
     fn num_outputs(&self) -> usize {
         self.outputs.len()
@@ -299,14 +325,14 @@ impl MetaBase for StructuredFunctional {
 /// call neither builds nor reads a proxy list.
 struct GivenOutputs<'a> {
     outputs: OutVec<&'a Tensor>,
-    proxies: Option<Box<OutVec<Option<Tensor>>>>,
+    proxies: OnceCell<Box<OutVec<OnceCell<Tensor>>>>,
 }
 
 impl<'a> GivenOutputs<'a> {
     fn new(outputs: &[&'a Tensor]) -> Self {
         GivenOutputs {
             outputs: OutVec::from_slice(outputs),
-            proxies: None,
+            proxies: OnceCell::new(),
         }
     }
     #[inline]
@@ -314,13 +340,13 @@ impl<'a> GivenOutputs<'a> {
         let Some(&out) = self.outputs.get(idx) else {
             return Err(index_out_of_range(idx, self.outputs.len()));
         };
-        match &self.proxies {
-            Some(p) => Ok(p[idx].as_ref().unwrap_or(out)),
+        match self.proxies.get() {
+            Some(p) => Ok(p[idx].get().unwrap_or(out)),
             None => Ok(out),
         }
     }
     fn maybe_proxy(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -328,7 +354,11 @@ impl<'a> GivenOutputs<'a> {
     ) -> Result<()> {
         if let Some(p) = maybe_create_proxy(self.outputs[idx], sizes, strides, options)? {
             let n = self.outputs.len();
-            self.proxies.get_or_insert_with(|| Box::new(nones(n)))[idx] = Some(p);
+            set_once(
+                &self.proxies.get_or_init(|| Box::new(empty_slots(n)))[idx],
+                idx,
+                p,
+            )?;
         }
         Ok(())
     }
@@ -370,7 +400,7 @@ impl<'a> StructuredInplace<'a> {
 
 impl MetaBase for StructuredInplace<'_> {
     fn set_output_raw_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         _strides: &[i64],
@@ -380,7 +410,7 @@ impl MetaBase for StructuredInplace<'_> {
         check_inplace(self.given.outputs[idx], sizes, options)
     }
     fn set_output_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -421,7 +451,7 @@ impl<'a> StructuredOut<'a> {
 
 impl MetaBase for StructuredOut<'_> {
     fn set_output_raw_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -431,7 +461,7 @@ impl MetaBase for StructuredOut<'_> {
         resize_out(self.given.outputs[idx], sizes, strides, options)
     }
     fn set_output_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -829,9 +859,62 @@ mod tests {
     }
 
     #[test]
+    fn an_output_is_set_once() {
+        // Note [Borrowed structured outputs]: a set output may be borrowed, so it is never
+        // replaced.
+        let w = StructuredFunctional::new(1);
+        w.set_output_contiguous(0, &[2], ScalarType::Float.into())
+            .unwrap();
+        let first = w.output(0).unwrap().clone();
+        let e = w
+            .set_output_contiguous(0, &[3], ScalarType::Float.into())
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "structured kernel: output 0 was set twice (a meta sets each output once)"
+        );
+        assert!(w.output(0).unwrap().is_same(&first));
+        // A proxy too.
+        let out = t(&[2, 3], ScalarType::Float);
+        let w = StructuredOut::new(&[&out]);
+        w.set_output_strided(0, &[2, 3], &[1, 2], ScalarType::Float.into())
+            .unwrap();
+        let e = w
+            .set_output_strided(0, &[2, 3], &[1, 2], ScalarType::Float.into())
+            .unwrap_err();
+        assert!(e.message().contains("set twice"), "{e}");
+    }
+
+    #[test]
+    fn the_iterator_borrows_the_wrappers_outputs() {
+        // The state a TensorIterator meta returns holds no reference to the outputs (PyTorch's
+        // MaybeOwned::borrowed): only the wrapper (functional) or the caller (out=) does.
+        let a = t(&[3], ScalarType::Float);
+        let b = t(&[3], ScalarType::Float);
+        let alpha = Scalar::from(1.0);
+        let mut f = StructuredFunctional::new(1);
+        {
+            let it = crate::native::add_tensor_meta(&f, &a, &b, &alpha).unwrap();
+            let out = f.output(0).unwrap();
+            assert_eq!(out.use_count(), 1);
+            assert!(it.output(0).unwrap().is_same(out));
+        }
+        assert_eq!(f.take(0).unwrap().use_count(), 1);
+        let out = t(&[3], ScalarType::Float);
+        let w = StructuredOut::new(&[&out]);
+        let it = crate::native::add_tensor_meta(&w, &a, &b, &alpha).unwrap();
+        assert_eq!(out.use_count(), 1);
+        drop(it);
+        // The plain TensorIterator owns what it creates (its sink dies with the build).
+        let it = crate::tensor_iterator::TensorIterator::binary_op(None, &a, &b).unwrap();
+        let made = it.output(0).unwrap();
+        assert_eq!(made.use_count(), 2);
+    }
+
+    #[test]
     fn inplace_checks_dtype_and_size() {
         let s = t(&[3], ScalarType::Float);
-        let mut w = StructuredInplace::new(&[&s]);
+        let w = StructuredInplace::new(&[&s]);
         let e = w
             .set_output_contiguous(0, &[2, 3], ScalarType::Float.into())
             .unwrap_err();
@@ -854,7 +937,7 @@ mod tests {
     #[test]
     fn out_resizes_with_the_deprecation_warning() {
         let out = t(&[2], ScalarType::Float);
-        let mut w = StructuredOut::new(&[&out]);
+        let w = StructuredOut::new(&[&out]);
         let (r, ws) =
             capture_warnings(|| w.set_output_contiguous(0, &[3], ScalarType::Float.into()));
         r.unwrap();
@@ -897,7 +980,7 @@ mod tests {
         // out[i][j] lives at storage index i + 2j.
         assert_eq!(base.to_vec::<i64>().unwrap(), vec![1, 4, 2, 5, 3, 6]);
         // The raw-strided form never proxies.
-        let mut w = StructuredOut::new(&[&out]);
+        let w = StructuredOut::new(&[&out]);
         w.set_output_raw_strided(0, &[2, 3], &[3, 1], ScalarType::Long.into())
             .unwrap();
         assert!(w.output(0).unwrap().is_same(&out));

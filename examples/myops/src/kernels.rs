@@ -16,7 +16,7 @@ pub struct ScaledAddBase {
 
 /// TORCH_META_FUNC(scaled_add): one floating dtype, broadcast shapes, one device.
 pub fn scaled_add_meta(
-    m: &mut dyn MetaBase,
+    m: &dyn MetaBase,
     self_: &Tensor,
     other: &Tensor,
     scale: f64,

@@ -25,16 +25,20 @@ pub mod cpu {
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -42,8 +46,10 @@ pub mod cpu {
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -51,16 +57,20 @@ pub mod cpu {
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::argmax_meta(&mut op, self_, dim, keepdim)?;
-        crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
+        {
+            let mut state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
+            crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn argmax_outf(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::argmax_meta(&mut op, self_, dim, keepdim)?;
-        crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
+        {
+            let mut state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
+            crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -68,16 +78,20 @@ pub mod cpu {
     /// `aten::bitwise_not(Tensor self) -> Tensor`
     pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+            crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
     pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+            crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -85,8 +99,10 @@ pub mod cpu {
     /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
-        crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+            crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -114,24 +130,30 @@ pub mod cpu {
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+            crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+            crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
     pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+            crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -139,8 +161,10 @@ pub mod cpu {
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
     pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+            crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -148,8 +172,10 @@ pub mod cpu {
     /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+            crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -157,8 +183,10 @@ pub mod cpu {
     /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
-        crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+            crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -166,16 +194,20 @@ pub mod cpu {
     /// `aten::cos(Tensor self) -> Tensor`
     pub fn cos(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
-        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+            crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
     pub fn cos_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
-        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+            crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -183,8 +215,10 @@ pub mod cpu {
     /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
-        crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+            crate::native::cos_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -192,16 +226,20 @@ pub mod cpu {
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+            crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+            crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -209,8 +247,10 @@ pub mod cpu {
     /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
-        crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+            crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -218,16 +258,20 @@ pub mod cpu {
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
     pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
-        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+            crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
     pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
-        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+            crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -235,8 +279,10 @@ pub mod cpu {
     /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
     pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
-        crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+            crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -244,16 +290,20 @@ pub mod cpu {
     /// `aten::exp(Tensor self) -> Tensor`
     pub fn exp(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
-        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+            crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
     pub fn exp_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
-        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+            crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -261,8 +311,10 @@ pub mod cpu {
     /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
-        crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+            crate::native::exp_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -270,16 +322,20 @@ pub mod cpu {
     /// `aten::expm1(Tensor self) -> Tensor`
     pub fn expm1(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
-        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+            crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
     pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
-        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+            crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -287,8 +343,10 @@ pub mod cpu {
     /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
-        crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+            crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -306,16 +364,20 @@ pub mod cpu {
     /// `aten::log(Tensor self) -> Tensor`
     pub fn log(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
-        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+            crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
     pub fn log_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
-        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+            crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -323,8 +385,10 @@ pub mod cpu {
     /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
-        crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+            crate::native::log_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -332,16 +396,20 @@ pub mod cpu {
     /// `aten::log1p(Tensor self) -> Tensor`
     pub fn log1p(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
-        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+            crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
     pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
-        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+            crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -349,8 +417,10 @@ pub mod cpu {
     /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
-        crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+            crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -358,16 +428,20 @@ pub mod cpu {
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+            crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+            crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -375,8 +449,10 @@ pub mod cpu {
     /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
-        crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+            crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -384,16 +460,20 @@ pub mod cpu {
     /// `aten::neg(Tensor self) -> Tensor`
     pub fn neg(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+            crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
     pub fn neg_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+            crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -401,8 +481,10 @@ pub mod cpu {
     /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
-        crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+            crate::native::neg_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -420,16 +502,20 @@ pub mod cpu {
     /// `aten::rsqrt(Tensor self) -> Tensor`
     pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
-        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+            crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
     pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
-        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+            crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -437,8 +523,10 @@ pub mod cpu {
     /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
-        crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+            crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -446,16 +534,20 @@ pub mod cpu {
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
-        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+            crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
-        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+            crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -463,8 +555,10 @@ pub mod cpu {
     /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
-        crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+            crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -472,16 +566,20 @@ pub mod cpu {
     /// `aten::sin(Tensor self) -> Tensor`
     pub fn sin(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
-        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+            crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sin_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
-        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+            crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -489,8 +587,10 @@ pub mod cpu {
     /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
-        crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+            crate::native::sin_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -498,16 +598,20 @@ pub mod cpu {
     /// `aten::sqrt(Tensor self) -> Tensor`
     pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
-        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+            crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
-        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+            crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -515,8 +619,10 @@ pub mod cpu {
     /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
-        crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+            crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -524,16 +630,20 @@ pub mod cpu {
     /// `aten::tan(Tensor self) -> Tensor`
     pub fn tan(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
-        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+            crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
     pub fn tan_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
-        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+            crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -541,8 +651,10 @@ pub mod cpu {
     /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
-        crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+            crate::native::tan_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -550,16 +662,20 @@ pub mod cpu {
     /// `aten::tanh(Tensor self) -> Tensor`
     pub fn tanh(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
-        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+            crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
     pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
-        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+            crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -567,8 +683,10 @@ pub mod cpu {
     /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
-        crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+            crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -586,8 +704,10 @@ pub mod cpu {
     /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -595,16 +715,20 @@ pub mod cpu {
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
-        crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+            crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -617,8 +741,10 @@ pub mod cpu {
     /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
-        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+            crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -626,8 +752,10 @@ pub mod cpu {
     /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
-        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+            crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -635,8 +763,10 @@ pub mod cpu {
     /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -644,16 +774,20 @@ pub mod cpu {
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -661,8 +795,10 @@ pub mod cpu {
     /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -670,16 +806,20 @@ pub mod cpu {
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -687,8 +827,10 @@ pub mod cpu {
     /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -696,16 +838,20 @@ pub mod cpu {
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
-        crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+            crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -713,8 +859,10 @@ pub mod cpu {
     /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
     pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+            crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -722,8 +870,10 @@ pub mod cpu {
     /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
     pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+            crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -731,8 +881,10 @@ pub mod cpu {
     /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
-        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+            crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -740,16 +892,20 @@ pub mod cpu {
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
-        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+            crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
-        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+            crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -757,16 +913,20 @@ pub mod cpu {
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
-        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+            crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
-        crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+            crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -774,8 +934,10 @@ pub mod cpu {
     /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
-        crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+            crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -783,8 +945,10 @@ pub mod cpu {
     /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
-        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+            crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -792,16 +956,20 @@ pub mod cpu {
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
-        crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+            crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
-        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+            crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -809,16 +977,20 @@ pub mod cpu {
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
-        crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+            crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
-        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+            crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -826,16 +998,20 @@ pub mod cpu {
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
-        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+            crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
-        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+            crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -843,16 +1019,20 @@ pub mod cpu {
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
-        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+            crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
-        crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+            crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -860,8 +1040,10 @@ pub mod cpu {
     /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
-        crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+            crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -869,8 +1051,10 @@ pub mod cpu {
     /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
-        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+            crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -878,16 +1062,20 @@ pub mod cpu {
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
-        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+            crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
-        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+            crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -895,16 +1083,20 @@ pub mod cpu {
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
-        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+            crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
-        crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+            crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -912,8 +1104,10 @@ pub mod cpu {
     /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
-        crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+            crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -921,8 +1115,10 @@ pub mod cpu {
     /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
-        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+            crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -930,16 +1126,20 @@ pub mod cpu {
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
-        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+            crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
-        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+            crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -947,16 +1147,20 @@ pub mod cpu {
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
-        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+            crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
-        crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+            crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -964,8 +1168,10 @@ pub mod cpu {
     /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
-        crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+            crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -973,8 +1179,10 @@ pub mod cpu {
     /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
-        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+            crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -982,16 +1190,20 @@ pub mod cpu {
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
-        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+            crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
-        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+            crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -999,16 +1211,20 @@ pub mod cpu {
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
-        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+            crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
-        crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+            crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1016,8 +1232,10 @@ pub mod cpu {
     /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
-        crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+            crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1025,8 +1243,10 @@ pub mod cpu {
     /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1034,16 +1254,20 @@ pub mod cpu {
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1051,8 +1275,10 @@ pub mod cpu {
     /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1060,16 +1286,20 @@ pub mod cpu {
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
-        crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+            crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1077,16 +1307,20 @@ pub mod cpu {
     /// `aten::sign(Tensor self) -> Tensor`
     pub fn sign(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
-        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+            crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sign_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
-        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+            crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1094,8 +1328,10 @@ pub mod cpu {
     /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
-        crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+            crate::native::sign_out(&mut state, self_, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1103,8 +1339,10 @@ pub mod cpu {
     /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+            crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1112,8 +1350,10 @@ pub mod cpu {
     /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+            crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1121,24 +1361,30 @@ pub mod cpu {
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
     pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+            crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
     pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
-        crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+            crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
-        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+            crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1146,16 +1392,20 @@ pub mod cpu {
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
-        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+            crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
-        crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+            crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1163,8 +1413,10 @@ pub mod cpu {
     /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+            crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1172,16 +1424,20 @@ pub mod cpu {
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+            crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
-        crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+            crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1194,16 +1450,20 @@ pub mod cpu {
     /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
     pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
-        crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
+            crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
-        crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
+            crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1211,16 +1471,20 @@ pub mod cpu {
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
     pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
-        crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
+            crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
-        crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
+            crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1228,8 +1492,10 @@ pub mod cpu {
     /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1237,16 +1503,20 @@ pub mod cpu {
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
     pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
-        crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
+            crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1254,16 +1524,20 @@ pub mod cpu {
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
     pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
-        crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
+            crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1271,16 +1545,20 @@ pub mod cpu {
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
     pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
     pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1288,8 +1566,10 @@ pub mod cpu {
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
     pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
-        crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+            crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1707,14 +1987,18 @@ pub mod meta {
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.take(0)
     }
 
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1722,7 +2006,9 @@ pub mod meta {
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1730,14 +2016,18 @@ pub mod meta {
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::argmax_meta(&mut op, self_, dim, keepdim)?;
+        {
+            let _state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
+        }
         op.take(0)
     }
 
     /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn argmax_outf(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::argmax_meta(&mut op, self_, dim, keepdim)?;
+        {
+            let _state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1745,14 +2035,18 @@ pub mod meta {
     /// `aten::bitwise_not(Tensor self) -> Tensor`
     pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
     pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1760,7 +2054,9 @@ pub mod meta {
     /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1788,21 +2084,27 @@ pub mod meta {
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+        }
         op.take(0)
     }
 
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+        }
         op.take(0)
     }
 
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
     pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1810,7 +2112,9 @@ pub mod meta {
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
     pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1818,7 +2122,9 @@ pub mod meta {
     /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1826,7 +2132,9 @@ pub mod meta {
     /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&mut op, self_, min, max)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1839,14 +2147,18 @@ pub mod meta {
     /// `aten::cos(Tensor self) -> Tensor`
     pub fn cos(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
     pub fn cos_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1854,7 +2166,9 @@ pub mod meta {
     /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1862,14 +2176,18 @@ pub mod meta {
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1877,7 +2195,9 @@ pub mod meta {
     /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1885,14 +2205,18 @@ pub mod meta {
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
     pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+        }
         op.take(0)
     }
 
     /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
     pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1900,7 +2224,9 @@ pub mod meta {
     /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
     pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&mut op, self_, other, rounding_mode)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1908,14 +2234,18 @@ pub mod meta {
     /// `aten::exp(Tensor self) -> Tensor`
     pub fn exp(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
     pub fn exp_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1923,7 +2253,9 @@ pub mod meta {
     /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1931,14 +2263,18 @@ pub mod meta {
     /// `aten::expm1(Tensor self) -> Tensor`
     pub fn expm1(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
     pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1946,7 +2282,9 @@ pub mod meta {
     /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1964,14 +2302,18 @@ pub mod meta {
     /// `aten::log(Tensor self) -> Tensor`
     pub fn log(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
     pub fn log_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -1979,7 +2321,9 @@ pub mod meta {
     /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -1987,14 +2331,18 @@ pub mod meta {
     /// `aten::log1p(Tensor self) -> Tensor`
     pub fn log1p(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
     pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2002,7 +2350,9 @@ pub mod meta {
     /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2010,14 +2360,18 @@ pub mod meta {
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2025,7 +2379,9 @@ pub mod meta {
     /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2033,14 +2389,18 @@ pub mod meta {
     /// `aten::neg(Tensor self) -> Tensor`
     pub fn neg(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
     pub fn neg_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2048,7 +2408,9 @@ pub mod meta {
     /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2066,14 +2428,18 @@ pub mod meta {
     /// `aten::rsqrt(Tensor self) -> Tensor`
     pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
     pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2081,7 +2447,9 @@ pub mod meta {
     /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2089,14 +2457,18 @@ pub mod meta {
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2104,7 +2476,9 @@ pub mod meta {
     /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2112,14 +2486,18 @@ pub mod meta {
     /// `aten::sin(Tensor self) -> Tensor`
     pub fn sin(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sin_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2127,7 +2505,9 @@ pub mod meta {
     /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2135,14 +2515,18 @@ pub mod meta {
     /// `aten::sqrt(Tensor self) -> Tensor`
     pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2150,7 +2534,9 @@ pub mod meta {
     /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2158,14 +2544,18 @@ pub mod meta {
     /// `aten::tan(Tensor self) -> Tensor`
     pub fn tan(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
     pub fn tan_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2173,7 +2563,9 @@ pub mod meta {
     /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2181,14 +2573,18 @@ pub mod meta {
     /// `aten::tanh(Tensor self) -> Tensor`
     pub fn tanh(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
     pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2196,7 +2592,9 @@ pub mod meta {
     /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2214,7 +2612,9 @@ pub mod meta {
     /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2222,14 +2622,18 @@ pub mod meta {
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.take(0)
     }
 
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&mut op, self_, other, alpha)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2242,7 +2646,9 @@ pub mod meta {
     /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2250,7 +2656,9 @@ pub mod meta {
     /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2258,7 +2666,9 @@ pub mod meta {
     /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2266,14 +2676,18 @@ pub mod meta {
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2281,7 +2695,9 @@ pub mod meta {
     /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2289,14 +2705,18 @@ pub mod meta {
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2304,7 +2724,9 @@ pub mod meta {
     /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2312,14 +2734,18 @@ pub mod meta {
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2327,7 +2753,9 @@ pub mod meta {
     /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
     pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2335,7 +2763,9 @@ pub mod meta {
     /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
     pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2343,7 +2773,9 @@ pub mod meta {
     /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2351,14 +2783,18 @@ pub mod meta {
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2366,14 +2802,18 @@ pub mod meta {
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2381,7 +2821,9 @@ pub mod meta {
     /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2389,7 +2831,9 @@ pub mod meta {
     /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2397,14 +2841,18 @@ pub mod meta {
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2412,14 +2860,18 @@ pub mod meta {
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2427,14 +2879,18 @@ pub mod meta {
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2442,14 +2898,18 @@ pub mod meta {
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2457,7 +2917,9 @@ pub mod meta {
     /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2465,7 +2927,9 @@ pub mod meta {
     /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2473,14 +2937,18 @@ pub mod meta {
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2488,14 +2956,18 @@ pub mod meta {
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2503,7 +2975,9 @@ pub mod meta {
     /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2511,7 +2985,9 @@ pub mod meta {
     /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2519,14 +2995,18 @@ pub mod meta {
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2534,14 +3014,18 @@ pub mod meta {
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2549,7 +3033,9 @@ pub mod meta {
     /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2557,7 +3043,9 @@ pub mod meta {
     /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2565,14 +3053,18 @@ pub mod meta {
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2580,14 +3072,18 @@ pub mod meta {
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
     pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2595,7 +3091,9 @@ pub mod meta {
     /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2603,7 +3101,9 @@ pub mod meta {
     /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2611,14 +3111,18 @@ pub mod meta {
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.take(0)
     }
 
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2626,7 +3130,9 @@ pub mod meta {
     /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
     pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2634,14 +3140,18 @@ pub mod meta {
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.take(0)
     }
 
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&mut op, self_, tensor1, tensor2, value)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2649,14 +3159,18 @@ pub mod meta {
     /// `aten::sign(Tensor self) -> Tensor`
     pub fn sign(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+        }
         op.take(0)
     }
 
     /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
     pub fn sign_(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2664,7 +3178,9 @@ pub mod meta {
     /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&mut op, self_)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2672,7 +3188,9 @@ pub mod meta {
     /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2680,7 +3198,9 @@ pub mod meta {
     /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2688,21 +3208,27 @@ pub mod meta {
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
     pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
+        }
         op.take(0)
     }
 
     /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
     pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&mut op, self_, end, weight)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
+        }
         op.take(0)
     }
 
     /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2710,14 +3236,18 @@ pub mod meta {
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2725,7 +3255,9 @@ pub mod meta {
     /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2733,14 +3265,18 @@ pub mod meta {
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
     pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2753,14 +3289,18 @@ pub mod meta {
     /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
     pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2768,14 +3308,18 @@ pub mod meta {
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
     pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
+        }
         op.take(0)
     }
 
     /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&mut op, self_, other)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2783,7 +3327,9 @@ pub mod meta {
     /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2791,14 +3337,18 @@ pub mod meta {
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
     pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        {
+            let _state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2806,14 +3356,18 @@ pub mod meta {
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
     pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state = crate::native::pow_scalar_meta(&mut op, self_, exponent)?;
+        {
+            let _state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
     pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -2821,14 +3375,18 @@ pub mod meta {
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
     pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+        }
         op.take(0)
     }
 
     /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
     pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -2836,7 +3394,9 @@ pub mod meta {
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
     pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&mut op, self_, exponent)?;
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }

@@ -29,22 +29,11 @@ use crate::tensor_iterator::{
 };
 use crate::Tensor;
 
-/// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand: the
-/// output of an in-place op is `self_`, and is borrowed as `self_` is (no reference counted);
-/// another given output (out=) is owned.
-pub fn given_output<'a>(m: &dyn MetaBase, self_: Option<&'a TensorBase>) -> MaybeOwnedOutput<'a> {
-    MaybeOwnedOutput(m.maybe_get_output(0).map(|t| match self_ {
-        Some(s) if s.is_same(t.base()) => Cow::Borrowed(s),
-        _ => Cow::Owned(t.base().clone()),
-    }))
-}
-
-/// The tensor an input operand borrows, if it does.
-pub(crate) fn borrowed<'a>(t: &Cow<'a, TensorBase>) -> Option<&'a TensorBase> {
-    match t {
-        Cow::Borrowed(b) => Some(b),
-        Cow::Owned(_) => None,
-    }
+/// The output the wrapper already has (`maybe_get_output()`), as the iterator's operand:
+/// borrowed from the wrapper for `'a` (see Note [Borrowed structured outputs]); the output of
+/// an in-place op is `self_` itself.
+pub fn given_output<'a>(m: &'a dyn MetaBase) -> MaybeOwnedOutput<'a> {
+    MaybeOwnedOutput(m.maybe_get_output(0).map(|t| Cow::Borrowed(t.base())))
 }
 
 /// `wrapped_scalar_tensor(s)` on the CPU.
@@ -101,22 +90,22 @@ pub fn sub_check(self_: &TensorBase, other: &TensorBase) -> Result<()> {
 
 /// `build_borrowing_binary_op(maybe_get_output(), self, other)`.
 fn build_binary<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     a: impl InputOperand<'a>,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
     let a = a.into_operand();
-    let out = given_output(m, borrowed(&a));
+    let out = given_output(m);
     binary_op_config(out, a, b)?.build(m)
 }
 
 /// `build_borrowing_comparison_op(maybe_get_output(), self, other)`: bool result.
 fn build_comparison<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     a: &'a Tensor,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m, Some(a.base()));
+    let out = given_output(m);
     comparison_op_config(out, a, b)?.build(m)
 }
 
@@ -126,7 +115,7 @@ fn build_comparison<'a>(
 
 /// `TORCH_META_FUNC2(add, Tensor)`.
 pub fn add_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     other: &'a Tensor,
     alpha: &Scalar,
@@ -149,7 +138,7 @@ pub fn add_out(
 
 /// `TORCH_META_FUNC2(sub, Tensor)`.
 pub fn sub_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     other: &'a Tensor,
     alpha: &Scalar,
@@ -171,7 +160,7 @@ pub fn sub_out(
 
 /// `TORCH_META_FUNC2(mul, Tensor)`.
 pub fn mul_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     other: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
@@ -190,11 +179,11 @@ pub fn mul_out(
 
 /// `TORCH_META_FUNC2(div, Tensor)`: true division (integers promote to the default float).
 pub fn div_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     other: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     binary_float_op_config(out, self_, other)?.build(m)
 }
 
@@ -210,7 +199,7 @@ pub fn div_out(
 
 /// `TORCH_META_FUNC2(div, Tensor_mode)`.
 pub fn div_tensor_mode_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     other: &'a Tensor,
     rounding_mode: Option<&str>,
@@ -335,7 +324,7 @@ macro_rules! structured_binary {
     ($($(#[$doc:meta])* $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
         $(#[$doc])*
         pub fn $meta<'a>(
-            m: &mut dyn MetaBase,
+            m: &'a dyn MetaBase,
             self_: &'a Tensor,
             other: &'a Tensor,
         ) -> Result<TensorIteratorBase<'a>> {
@@ -356,7 +345,7 @@ macro_rules! structured_binary {
 /// `TORCH_META_FUNC(maximum)` / `minimum`: no complex.
 fn build_max_min<'a>(
     name: &str,
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     a: &'a Tensor,
     b: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
@@ -368,14 +357,14 @@ fn build_max_min<'a>(
     build_binary(m, a, b)
 }
 fn build_maximum<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     a: &'a Tensor,
     b: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
     build_max_min("maximum", m, a, b)
 }
 fn build_minimum<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     a: &'a Tensor,
     b: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
@@ -419,7 +408,7 @@ macro_rules! structured_comparison_scalar {
     ($($meta:ident, $imp:ident, $stub:ident;)*) => {$(
         /// The meta of the Scalar overload (the number is a wrapped-number operand).
         pub fn $meta<'a>(
-            m: &mut dyn MetaBase,
+            m: &'a dyn MetaBase,
             self_: &'a Tensor,
             other: &Scalar,
         ) -> Result<TensorIteratorBase<'a>> {
@@ -449,7 +438,7 @@ structured_comparison_scalar! {
 /// `TORCH_META_FUNC2(pow, Tensor_Scalar)`: NumPy's check on integer bases, then the exponent
 /// as a wrapped number (the result dtype is `result_type(self, exponent)`, as PyTorch's).
 pub fn pow_tensor_scalar_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     exponent: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
@@ -474,7 +463,7 @@ pub fn pow_tensor_scalar_out(
 }
 /// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
 pub fn pow_scalar_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &Scalar,
     exponent: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {

@@ -125,13 +125,13 @@ fn check_same_dtype(self_: &Tensor, what: &str, t: &Tensor) -> Result<()> {
 
 /// `TORCH_META_FUNC(lerp_Scalar)`: `end` must have `self`'s dtype.
 pub fn lerp_scalar_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     end: &'a Tensor,
     _weight: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     TensorIteratorConfig::new()
         .add_output(out)?
         .add_const_input(self_)
@@ -152,14 +152,14 @@ pub fn lerp_scalar(
 
 /// `TORCH_META_FUNC(lerp_Tensor)`: `end` and `weight` must have `self`'s dtype.
 pub fn lerp_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     end: &'a Tensor,
     weight: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
     check_same_dtype(self_, "weight", weight)?;
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     TensorIteratorConfig::new()
         .add_output(out)?
         .add_const_input(self_)
@@ -185,13 +185,13 @@ pub fn lerp_tensor(
 
 /// `TORCH_META_FUNC(addcmul)`: `build_ternary_op`.
 pub fn addcmul_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     tensor1: &'a Tensor,
     tensor2: &'a Tensor,
     _value: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     ternary_op_config(out, self_, tensor1, tensor2)?.build(m)
 }
 
@@ -209,7 +209,7 @@ pub fn addcmul_out(
 
 /// `TORCH_META_FUNC(addcdiv)`: integer division is refused with PyTorch's message.
 pub fn addcdiv_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     tensor1: &'a Tensor,
     tensor2: &'a Tensor,

@@ -17,7 +17,7 @@ pub struct ArgmaxState {
 
 /// TORCH_META_FUNC(argmax): `check_argmax_argmin` then `resize_reduction(..., kLong)`.
 pub fn argmax_meta(
-    m: &mut dyn MetaBase,
+    m: &dyn MetaBase,
     self_: &Tensor,
     dim: Option<i64>,
     keepdim: bool,

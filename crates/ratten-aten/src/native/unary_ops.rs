@@ -5,7 +5,7 @@ use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::dispatch_stub::DispatchStub;
 use crate::generated::operators as ops;
-use crate::native::binary_ops::{borrowed, given_output};
+use crate::native::binary_ops::given_output;
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
@@ -24,20 +24,20 @@ use crate::Tensor;
 
 /// `build_borrowing_unary_op` (UNARY_OP_CONFIG: output and input of one dtype).
 pub fn unary_op_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
     let self_ = self_.into_operand();
-    let out = given_output(m, borrowed(&self_));
+    let out = given_output(m);
     unary_op_config(out, self_)?.build(m)
 }
 
 /// `build_borrowing_unary_float_op` (integers promote to the default float dtype).
 pub fn unary_float_op_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     unary_float_op_config(out, self_)?.build(m)
 }
 
@@ -50,7 +50,7 @@ pub fn unary_impl(stub: &DispatchStub<UnaryFn>, iter: &TensorIteratorBase) -> Re
 }
 
 /// `TORCH_META_FUNC(neg)`: no bool (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
-pub fn neg_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
+pub fn neg_meta<'a>(m: &'a dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
     if self_.dtype() == ScalarType::Bool {
         return Err(Error::not_implemented(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to \
@@ -61,7 +61,7 @@ pub fn neg_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIte
 }
 
 /// `TORCH_META_FUNC(sign)`: no complex (`TORCH_CHECK_NOT_IMPLEMENTED`: NotImplementedError).
-pub fn sign_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
+pub fn sign_meta<'a>(m: &'a dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
     if self_.dtype().is_complex() {
         return Err(Error::not_implemented(
             "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use \
@@ -73,7 +73,7 @@ pub fn sign_meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIt
 
 /// `TORCH_META_FUNC(bitwise_not)`.
 pub fn bitwise_not_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
     unary_op_meta(m, self_)
@@ -83,7 +83,7 @@ pub fn bitwise_not_meta<'a>(
 macro_rules! structured_unary {
     ($($name:literal, $meta:ident, $imp:ident, $build:ident, $stub:ident;)*) => {$(
         #[doc = concat!("`TORCH_META_FUNC(", $name, ")`.")]
-        pub fn $meta<'a>(m: &mut dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
+        pub fn $meta<'a>(m: &'a dyn MetaBase, self_: &'a Tensor) -> Result<TensorIteratorBase<'a>> {
             $build(m, self_)
         }
         #[doc = concat!("`TORCH_IMPL_FUNC(", $name, "_out)`: the stub over the built iterator.")]
@@ -178,7 +178,7 @@ fn clamp_none_error() -> Error {
 /// `TORCH_META_FUNC(clamp)` with Scalar bounds: the bounds take part in type promotion for an
 /// integral `self` (a float bound makes the result float), which the in-place form refuses.
 pub fn clamp_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     min: Option<&Scalar>,
     max: Option<&Scalar>,
@@ -227,7 +227,7 @@ pub fn clamp_out(
 /// `TORCH_META_FUNC2(clamp, Tensor)`: a TensorIterator over self and the given bounds, all
 /// promoted to their common dtype (the output must be able to hold it).
 pub fn clamp_tensor_meta<'a>(
-    m: &mut dyn MetaBase,
+    m: &'a dyn MetaBase,
     self_: &'a Tensor,
     min: Option<&'a Tensor>,
     max: Option<&'a Tensor>,
@@ -239,7 +239,7 @@ pub fn clamp_tensor_meta<'a>(
     if self_.dtype().is_complex() || complex(min) || complex(max) {
         return Err(Error::runtime("clamp is not supported for complex types"));
     }
-    let out = given_output(m, Some(self_.base()));
+    let out = given_output(m);
     let mut config = TensorIteratorConfig::new()
         .set_check_mem_overlap(true)
         .add_output(out)?

@@ -22,7 +22,7 @@ pub mod overlap;
 pub mod parallel;
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::mem::ManuallyDrop;
 
 use ratten_core::access::SnapshotSpec;
@@ -61,22 +61,30 @@ pub(crate) fn fmt_sizes(s: &[i64]) -> String {
 /// (the kernels cast into it).
 #[derive(Clone, Debug, Default)]
 pub struct StandaloneOutputs {
-    pub outputs: Vec<Option<Tensor>>,
+    /// One slot per output: the given tensor, or empty until the iterator creates it.
+    pub outputs: Vec<OnceCell<Tensor>>,
 }
 
 impl MetaBase for StandaloneOutputs {
     fn set_output_raw_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
-        if self.outputs.len() <= idx {
-            self.outputs.resize(idx + 1, None);
-        }
-        match &self.outputs[idx] {
-            None => self.outputs[idx] = Some(create_out(sizes, strides, options)?),
+        let slot = self.outputs.get(idx).ok_or_else(|| {
+            Error::index(format!(
+                "TensorIterator: output index {idx} is out of range for {} outputs",
+                self.outputs.len()
+            ))
+        })?;
+        match slot.get() {
+            None => {
+                let t = create_out(sizes, strides, options)?;
+                // Empty just above, and nothing else fills it in between.
+                let _ = slot.set(t);
+            }
             Some(t) => {
                 if resize_output(t, sizes)? && !strides.is_empty() {
                     t.as_strided_(sizes, strides, None)?;
@@ -86,7 +94,7 @@ impl MetaBase for StandaloneOutputs {
         Ok(())
     }
     fn set_output_strided(
-        &mut self,
+        &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -95,10 +103,32 @@ impl MetaBase for StandaloneOutputs {
         self.set_output_raw_strided(idx, sizes, strides, options)
     }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
-        self.outputs.get(idx).and_then(Option::as_ref)
+        self.outputs.get(idx).and_then(OnceCell::get)
     }
     fn num_outputs(&self) -> usize {
         self.outputs.len()
+    }
+}
+
+/// Where a build's outputs come from (see Note [Borrowed structured outputs] in
+/// structured.rs).
+#[derive(Clone, Copy)]
+enum OutputSink<'s, 'a> {
+    /// A structured wrapper borrowed for the iterator's life: the operands borrow the outputs
+    /// it holds (no reference counted).
+    Borrowed(&'a dyn MetaBase),
+    /// A sink that dies with the build (the plain TensorIterator's): the operands own a
+    /// reference to each output.
+    Local(&'s dyn MetaBase),
+}
+
+impl<'a> OutputSink<'_, 'a> {
+    #[inline]
+    fn meta(&self) -> &dyn MetaBase {
+        match *self {
+            OutputSink::Borrowed(m) => m,
+            OutputSink::Local(m) => m,
+        }
     }
 }
 
@@ -376,16 +406,23 @@ impl<'a> TensorIteratorConfig<'a> {
     pub fn build_standalone(self) -> Result<TensorIterator<'a>> {
         let outputs = self.operands()[..self.num_outputs]
             .iter()
-            .map(|op| op.tensor.as_deref().cloned().map(Tensor::from_base))
+            .map(|op| {
+                let slot = OnceCell::new();
+                if let Some(t) = op.tensor.as_deref() {
+                    let _ = slot.set(Tensor::from_base(t.clone()));
+                }
+                slot
+            })
             .collect();
-        let mut sink = StandaloneOutputs { outputs };
-        let base = TensorIteratorBase::build(self, &mut sink)?;
+        let sink = StandaloneOutputs { outputs };
+        let base = TensorIteratorBase::build_with(self, OutputSink::Local(&sink))?;
         Ok(TensorIterator { base })
     }
 
     /// Builds, announcing outputs to `m` (a structured kernel's generated wrapper): the
-    /// iterator calls `m.set_output_raw_strided(i, ..)` then `m.maybe_get_output(i)`.
-    pub fn build(self, m: &mut dyn MetaBase) -> Result<TensorIteratorBase<'a>> {
+    /// iterator calls `m.set_output_raw_strided(i, ..)` then `m.maybe_get_output(i)`, and
+    /// borrows the output from `m` (see Note [Borrowed structured outputs]).
+    pub fn build(self, m: &'a dyn MetaBase) -> Result<TensorIteratorBase<'a>> {
         TensorIteratorBase::build(self, m)
     }
 }
@@ -783,8 +820,12 @@ impl SharedPtrs {
 }
 
 impl<'a> TensorIteratorBase<'a> {
-    /// `TensorIteratorBase::build(config)`.
-    pub fn build(mut config: TensorIteratorConfig<'a>, sink: &mut dyn MetaBase) -> Result<Self> {
+    /// `TensorIteratorBase::build(config)`, with the outputs borrowed from `sink`.
+    pub fn build(config: TensorIteratorConfig<'a>, sink: &'a dyn MetaBase) -> Result<Self> {
+        Self::build_with(config, OutputSink::Borrowed(sink))
+    }
+
+    fn build_with(mut config: TensorIteratorConfig<'a>, sink: OutputSink<'_, 'a>) -> Result<Self> {
         let mut it = TensorIteratorBase {
             s: ManuallyDrop::new(
                 config
@@ -845,7 +886,7 @@ impl<'a> TensorIteratorBase<'a> {
     fn trivial_build(
         &mut self,
         config: &TensorIteratorConfig,
-        sink: &mut dyn MetaBase,
+        sink: OutputSink<'_, 'a>,
     ) -> Result<bool> {
         #[cfg(test)]
         if tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
@@ -1280,7 +1321,7 @@ impl<'a> TensorIteratorBase<'a> {
     fn fast_set_up(
         &mut self,
         config: &TensorIteratorConfig,
-        sink: &mut dyn MetaBase,
+        sink: OutputSink<'_, 'a>,
     ) -> Result<bool> {
         let setup = self.compute_fast_setup_type(config);
         if setup == FastSetupType::None {
@@ -1340,7 +1381,7 @@ impl<'a> TensorIteratorBase<'a> {
     /// Calls the sink for output `i` and adopts the tensor it made.
     fn set_output(
         &mut self,
-        sink: &mut dyn MetaBase,
+        sink: OutputSink<'_, 'a>,
         i: usize,
         sizes: &[i64],
         strides: &[i64],
@@ -1368,24 +1409,36 @@ impl<'a> TensorIteratorBase<'a> {
             self.s.operands[i].meta.take()
         };
         let announced = match &own {
-            Some(m) => sink.set_output_raw_strided(i, m.sizes(), &[], options),
-            None => sink.set_output_raw_strided(i, sizes, strides, options),
+            Some(m) => sink
+                .meta()
+                .set_output_raw_strided(i, m.sizes(), &[], options),
+            None => sink
+                .meta()
+                .set_output_raw_strided(i, sizes, strides, options),
         };
         if own.is_some() {
             self.s.operands[i].meta = own;
         }
         announced?;
-        let t = sink.maybe_get_output(i).ok_or_else(|| {
+        let not_created = || {
             Error::runtime(format!(
                 "TensorIterator: output {i} was not created by set_output"
             ))
-        })?;
+        };
+        // The output, and for a borrowed wrapper the same reference for `'a`.
+        let (t, borrowed): (&TensorBase, Option<&'a TensorBase>) = match sink {
+            OutputSink::Borrowed(m) => {
+                let t = m.maybe_get_output(i).ok_or_else(not_created)?.base();
+                (t, Some(t))
+            }
+            OutputSink::Local(m) => (m.maybe_get_output(i).ok_or_else(not_created)?.base(), None),
+        };
         let st = &mut **self.s;
         let op = &mut st.operands[i];
         match &op.tensor {
             // The given output itself (out=, in-place): keep the operand as it was added
             // (borrowed when it was), and its snapshot unless the sink changed its geometry.
-            Some(given) if given.is_same(t.base()) => {
+            Some(given) if given.is_same(t) => {
                 if !op
                     .meta
                     .as_ref()
@@ -1395,13 +1448,21 @@ impl<'a> TensorIteratorBase<'a> {
                 }
             }
             _ => {
-                let t = t.base().clone();
                 if op.tensor.is_none() {
                     op.current_dtype = Some(t.dtype());
                 }
-                // SAFETY: `t` becomes this operand's tensor (see the `meta` field's doc).
-                op.meta = Some(unsafe { t.meta_pinned_unbounded() });
-                op.tensor = Some(Cow::Owned(t));
+                match borrowed {
+                    Some(t) => {
+                        op.meta = Some(t.meta_pinned());
+                        op.tensor = Some(Cow::Borrowed(t));
+                    }
+                    None => {
+                        let t = t.clone();
+                        // SAFETY: `t` becomes this operand's tensor (see the `meta` field's doc).
+                        op.meta = Some(unsafe { t.meta_pinned_unbounded() });
+                        op.tensor = Some(Cow::Owned(t));
+                    }
+                }
             }
         }
         if op.current_dtype.is_none() {
@@ -1519,7 +1580,7 @@ impl<'a> TensorIteratorBase<'a> {
     }
 
     /// `allocate_or_resize_outputs`.
-    fn allocate_or_resize_outputs(&mut self, sink: &mut dyn MetaBase) -> Result<()> {
+    fn allocate_or_resize_outputs(&mut self, sink: OutputSink<'_, 'a>) -> Result<()> {
         let ndim = self.s.shape.len();
         for i in 0..self.s.num_outputs {
             let op = &self.s.operands[i];

@@ -81,18 +81,23 @@ fn structured_body(
     };
     let annot = state_type.map(|t| format!(": {t}")).unwrap_or_default();
     let sep = if inputs.is_empty() { "" } else { ", " };
-    w.line(format!(
-        "let {state}{annot} = {meta_path}(&mut op{sep}{})?;",
-        inputs.join(", ")
-    ));
-    if let Some(ip) = impl_path {
-        let outs: Vec<String> = (0..n_out).map(|i| format!("op.output({i})?")).collect();
+    // The state may borrow the wrapper (a TensorIterator borrows its outputs, see Note
+    // [Borrowed structured outputs]): it lives in a block that ends before the wrapper's
+    // outputs are taken or its proxies copied back.
+    w.block("{", "}", |w| {
         w.line(format!(
-            "{ip}(&mut state, {}, {})?;",
-            inputs.join(", "),
-            outs.join(", ")
+            "let {state}{annot} = {meta_path}(&op{sep}{})?;",
+            inputs.join(", ")
         ));
-    }
+        if let Some(ip) = impl_path {
+            let outs: Vec<String> = (0..n_out).map(|i| format!("op.output({i})?")).collect();
+            w.line(format!(
+                "{ip}(&mut state, {}, {})?;",
+                inputs.join(", "),
+                outs.join(", ")
+            ));
+        }
+    });
     match wrapper {
         "functional" => {
             if n_out == 1 {

@@ -20,16 +20,20 @@ pub mod cpu {
     /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
     pub fn scaled_add(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
-        crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        {
+            let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+            crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        }
         op.take(0)
     }
 
     /// `myops::scaled_add_(Tensor(a!) self, Tensor other, *, float scale=1.0) -> Tensor(a!)`
     pub fn scaled_add_(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
-        crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        {
+            let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+            crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -37,8 +41,10 @@ pub mod cpu {
     /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
     pub fn scaled_add_outf(self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
-        crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        {
+            let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+            crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
@@ -51,14 +57,18 @@ pub mod meta {
     /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
     pub fn scaled_add(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
-        let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
+        {
+            let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+        }
         op.take(0)
     }
 
     /// `myops::scaled_add_(Tensor(a!) self, Tensor other, *, float scale=1.0) -> Tensor(a!)`
     pub fn scaled_add_(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
-        let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
+        {
+            let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+        }
         op.finish()?;
         Ok(self_.clone())
     }
@@ -66,7 +76,9 @@ pub mod meta {
     /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
     pub fn scaled_add_outf(self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
-        let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&mut op, self_, other, scale)?;
+        {
+            let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
+        }
         op.finish()?;
         Ok(out.clone())
     }
