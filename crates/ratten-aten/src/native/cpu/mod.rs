@@ -1009,7 +1009,7 @@ unsafe fn direct_run<I: Isa, M: Elem, R: Elem, const N: usize, const S: usize>(
     }
 }
 
-/// Elements per chunk of [`reduced_run`] (three f32 buffers of 256 bytes for a binary op).
+/// Elements per chunk of [`reduced_run_streamed`] (three f32 buffers of 256 bytes for a binary op).
 const REDUCED_CHUNK: usize = 64;
 
 /// A reduced float type (half, bfloat16) whose runs [`reduced_run`] converts to and from f32.
@@ -1115,13 +1115,24 @@ impl Reduced for bf16 {
     }
 }
 
+/// Elements per step of the register-fused form of [`reduced_run`]: one AVX-512 vector of
+/// f32 (two AVX2 ones).
+const REDUCED_VEC: usize = 16;
+
 /// The fused half / bfloat16 pass: every operand has the reduced type `T` (the common dtype,
-/// computed in f32 = `M` = `R`), the output and all but stride-0 inputs contiguous. Chunks of
-/// [`REDUCED_CHUNK`] elements are converted, computed and converted back while they are in
-/// L1, reading all inputs and writing the output in one interleaved stream (the block path
-/// reads each input a block at a time and stages the result, which leaves the memory system
-/// idle between its phases: 1.5-2x slower at 16M elements). No rounding through the common
-/// dtype is needed: inputs already have it and results are stored straight into it.
+/// computed in f32 = `M` = `R`), the output and all but stride-0 inputs contiguous. No
+/// rounding through the common dtype is needed: inputs already have it and results are
+/// stored straight into it.
+///
+/// Note [Register-fused reduced runs]: a run that is not streamed is converted, computed and
+/// converted back [`REDUCED_VEC`] elements at a time in stack arrays that LLVM keeps in
+/// registers (load halves, widen, op, narrow, store: what PyTorch's `Vectorized<Half>` loops
+/// do). Staging chunks through L1 buffers instead stores every element three times (widened
+/// inputs, f32 result, narrowed output): on a machine whose 512-bit stores take two cycles
+/// that bound a cached f16 add at ~2.3 elements a cycle, 1.16-1.19x PyTorch's time at 64K-1M
+/// elements; fused it is 0.60-0.65x. A streamed run is bound by memory and keeps the staged
+/// form ([`reduced_run_streamed`]): its non-temporal stores want whole line-aligned chunks,
+/// and the fused steps inlined into that loop made it 4-13% slower at 16M.
 ///
 /// # Safety
 /// As [`run_n`], with every operand of dtype `T`, `s[0] == size_of::<T>()` and each input
@@ -1133,6 +1144,81 @@ unsafe fn reduced_run<I: Isa, T: Reduced, M: Elem, R: Elem, const N: usize>(
     n: usize,
     f: &impl OpN<M, R, N>,
     stream: bool,
+    scratch: &mut Scratch<M, R, N>,
+) {
+    if stream && CAN_STREAM && n >= 4 * REDUCED_CHUNK {
+        // SAFETY: forwarded contract.
+        return unsafe { reduced_run_streamed::<I, T, M, R, N>(p, s, n, f, scratch) };
+    }
+    let et = size_of::<T>();
+    let mut hoisted = [M::default(); N];
+    for (k, h) in hoisted.iter_mut().enumerate() {
+        if s[k + 1] == 0 {
+            // SAFETY: input k + 1 holds one T.
+            *h = cast::<T, M>(unsafe { p[k + 1].cast::<T>().read() });
+        }
+    }
+    let mut done = 0;
+    while done + REDUCED_VEC <= n {
+        let mut x = [[M::default(); REDUCED_VEC]; N];
+        for (k, xk) in x.iter_mut().enumerate() {
+            if s[k + 1] == 0 {
+                *xk = [hoisted[k]; REDUCED_VEC];
+            } else {
+                // SAFETY: REDUCED_VEC contiguous Ts of input k + 1 from done; M is f32.
+                unsafe {
+                    T::to_f32_run::<I>(
+                        p[k + 1].add(done * et).cast::<T>(),
+                        xk.as_mut_ptr().cast::<f32>(),
+                        REDUCED_VEC,
+                    )
+                };
+            }
+        }
+        let mut o = [R::default(); REDUCED_VEC];
+        let xs: [*const M; N] = std::array::from_fn(|k| x[k].as_ptr());
+        // SAFETY: each xs[k] and `o` hold REDUCED_VEC elements; the output's REDUCED_VEC Ts
+        // from `done` are written after every input of them was read (in-place ops alias
+        // element for element); R is f32.
+        unsafe {
+            compute_run::<M, R, N>(&xs, o.as_mut_ptr(), REDUCED_VEC, f);
+            T::from_f32_run::<I>(
+                o.as_ptr().cast::<f32>(),
+                p[0].add(done * et).cast::<T>(),
+                REDUCED_VEC,
+            );
+        }
+        done += REDUCED_VEC;
+    }
+    if done < n {
+        // The last (fewer than REDUCED_VEC) elements through the staged form.
+        let mut q = *p;
+        for (k, qk) in q.iter_mut().enumerate().take(N + 1) {
+            if k == 0 || s[k] != 0 {
+                // SAFETY: `done` elements into each moving operand, which holds n.
+                *qk = unsafe { qk.add(done * et) };
+            }
+        }
+        // SAFETY: forwarded contract, for the remaining n - done elements.
+        unsafe { reduced_run_streamed::<I, T, M, R, N>(&q, s, n - done, f, scratch) };
+    }
+}
+
+/// The staged form of [`reduced_run`]: chunks of [`REDUCED_CHUNK`] elements are converted,
+/// computed and converted back while they are in L1, reading all inputs and writing the
+/// output in one interleaved stream (the block path reads each input a block at a time and
+/// stages the result, which leaves the memory system idle between its phases: 1.5-2x slower
+/// at 16M elements), streamed with non-temporal stores from the first line-aligned chunk
+/// when `n >= 4 * REDUCED_CHUNK` (the caller decided to stream).
+///
+/// # Safety
+/// As [`reduced_run`].
+#[inline(always)]
+unsafe fn reduced_run_streamed<I: Isa, T: Reduced, M: Elem, R: Elem, const N: usize>(
+    p: &[*mut u8; MAX_OPERANDS],
+    s: &[isize; MAX_OPERANDS],
+    n: usize,
+    f: &impl OpN<M, R, N>,
     scratch: &mut Scratch<M, R, N>,
 ) {
     const { assert!(REDUCED_CHUNK <= BLOCK && 2 * REDUCED_CHUNK <= STREAM_CHUNK) };
@@ -1147,7 +1233,7 @@ unsafe fn reduced_run<I: Isa, T: Reduced, M: Elem, R: Elem, const N: usize>(
         }
         src[k] = buf.as_ptr();
     }
-    let peel = if stream && CAN_STREAM && n >= 4 * REDUCED_CHUNK {
+    let peel = if CAN_STREAM && n >= 4 * REDUCED_CHUNK {
         peel_to_line(p[0], et, n)
     } else {
         n
@@ -2173,44 +2259,68 @@ mod tests {
         });
     }
 
-    /// The fused half / bfloat16 pass, streamed and not, against the element-wise cast.
+    /// The fused half / bfloat16 pass, streamed and not, register-fused steps and buffered
+    /// rests, with a hoisted (stride-0) input and in place, against the element-wise cast.
     #[test]
     fn reduced_runs_match() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        enum Form {
+            Plain,
+            HoistedB,
+            InPlace,
+        }
         fn check<I: Isa, T: Reduced>(stream: bool) {
-            for n in [0usize, 1, 63, 64, 65, 255, 256, 257, 300, 1000, 2049] {
+            let forms = [Form::Plain, Form::HoistedB, Form::InPlace];
+            for n in [
+                0usize, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 300, 1000, 2049, 4109,
+            ] {
                 for off in [0usize, 1, 5, 31, 32] {
-                    let a: Vec<T> = (0..n)
-                        .map(|i| T::from_f64(i as f64 * 0.37 - 50.0))
-                        .collect();
-                    let b: Vec<T> = (0..n)
-                        .map(|i| T::from_f64(i as f64 * 1.9 + 0.125))
-                        .collect();
-                    let mut out = vec![T::from_f64(-7.0); n + off + 4];
-                    let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
-                    p[0] = out[off..].as_mut_ptr().cast();
-                    p[1] = a.as_ptr().cast_mut().cast();
-                    p[2] = b.as_ptr().cast_mut().cast();
-                    let mut s = [0isize; MAX_OPERANDS];
-                    s[..3].fill(2);
-                    let op = Op2(|x: f32, y: f32| x * 3.0 + y);
-                    let mut scratch = Scratch::<f32, f32, 2>::new();
-                    // SAFETY: n contiguous Ts per operand; I is supported.
-                    run_isa::<I, _>(|| unsafe {
-                        reduced_run::<I, T, f32, f32, 2>(&p, &s, n, &op, stream, &mut scratch)
-                    });
-                    for i in 0..n {
-                        let want = T::from_f32(a[i].to_f32() * 3.0 + b[i].to_f32());
-                        assert!(
-                            out[off + i] == want,
-                            "{:?} {} n={n} off={off} i={i}",
-                            I::CAP,
-                            T::DTYPE
-                        );
+                    for form in forms {
+                        let a: Vec<T> = (0..n)
+                            .map(|i| T::from_f64(i as f64 * 0.37 - 50.0))
+                            .collect();
+                        let b: Vec<T> = (0..n.max(1))
+                            .map(|i| T::from_f64(i as f64 * 1.9 + 0.125))
+                            .collect();
+                        let b_at = |i: usize| b[if form == Form::HoistedB { 0 } else { i }];
+                        let mut out = vec![T::from_f64(-7.0); n + off + 4];
+                        // In place: `a` lives in `out` (the output is input 1).
+                        out[off..off + n].copy_from_slice(&a);
+                        let mut p = [std::ptr::null_mut::<u8>(); MAX_OPERANDS];
+                        p[0] = out[off..].as_mut_ptr().cast();
+                        p[1] = if form == Form::InPlace {
+                            p[0]
+                        } else {
+                            a.as_ptr().cast_mut().cast()
+                        };
+                        p[2] = b.as_ptr().cast_mut().cast();
+                        let mut s = [0isize; MAX_OPERANDS];
+                        s[..3].fill(2);
+                        if form == Form::HoistedB {
+                            s[2] = 0;
+                        }
+                        let op = Op2(|x: f32, y: f32| x * 3.0 + y);
+                        let mut scratch = Scratch::<f32, f32, 2>::new();
+                        // SAFETY: n contiguous Ts per operand (one for a hoisted b); the
+                        // in-place output aliases input 1 element for element; I is
+                        // supported.
+                        run_isa::<I, _>(|| unsafe {
+                            reduced_run::<I, T, f32, f32, 2>(&p, &s, n, &op, stream, &mut scratch)
+                        });
+                        for i in 0..n {
+                            let want = T::from_f32(a[i].to_f32() * 3.0 + b_at(i).to_f32());
+                            assert!(
+                                out[off + i] == want,
+                                "{:?} {} {form:?} n={n} off={off} i={i}",
+                                I::CAP,
+                                T::DTYPE
+                            );
+                        }
+                        assert!(out[..off]
+                            .iter()
+                            .chain(&out[off + n..])
+                            .all(|&x| x == T::from_f64(-7.0)));
                     }
-                    assert!(out[..off]
-                        .iter()
-                        .chain(&out[off + n..])
-                        .all(|&x| x == T::from_f64(-7.0)));
                 }
             }
         }
