@@ -17,7 +17,12 @@ torch in interleaved rounds on the SAME memory (numpy arrays wrapped zero-copy b
 threads, and the 4096x4096 add with a transposed operand, the 4096x1 + 1x4096 broadcast and
 int32 + float32 16M, all into out: medians over the rounds and the median of the per-round
 ratios. This separates the kernels from the allocators (a difference on the same memory is
-the kernel's).
+the kernel's). Its 2-thread rows are biased against ratten: torch's OpenMP workers keep
+spinning after torch's turn (libgomp's default wait policy), even 20 ms later, and hold the
+second core through ratten's. A 16M float16 add at 2 threads took ratten 3.6-3.7 ms beside
+torch and 2.7 ms with torch not imported or its workers passive; with `OMP_WAIT_POLICY=PASSIVE`
+torch's own 2-thread adds slowed to about its 1-thread time, so neither setting is fair to
+both in one process (`--mid` runs each library in its own process for this reason).
 
 The 1-element cases are statements timed with timeit (no Python function call around them),
 interleaved: each round times every library once, in a rotating order, so the libraries are
