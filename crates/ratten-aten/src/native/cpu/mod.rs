@@ -1209,7 +1209,8 @@ unsafe fn reduced_run<I: Isa, T: Reduced, M: Elem, R: Elem, const N: usize>(
 /// output in one interleaved stream (the block path reads each input a block at a time and
 /// stages the result, which leaves the memory system idle between its phases: 1.5-2x slower
 /// at 16M elements), streamed with non-temporal stores from the first line-aligned chunk
-/// when `n >= 4 * REDUCED_CHUNK` (the caller decided to stream).
+/// when `n >= 4 * REDUCED_CHUNK`: [`reduced_run`] passes such an `n` only for an op that
+/// streams (otherwise only its last, fewer than [`REDUCED_VEC`], elements).
 ///
 /// # Safety
 /// As [`reduced_run`].
