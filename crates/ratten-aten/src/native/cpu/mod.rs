@@ -1130,7 +1130,7 @@ const REDUCED_VEC: usize = 16;
 /// do). Staging chunks through L1 buffers instead stores every element three times (widened
 /// inputs, f32 result, narrowed output): on a machine whose 512-bit stores take two cycles
 /// that bound a cached f16 add at ~2.3 elements a cycle, 1.16-1.19x PyTorch's time at 64K-1M
-/// elements; fused it is 0.60-0.65x. A streamed run is bound by memory and keeps the staged
+/// elements; fused it is 0.58-0.78x. A streamed run is bound by memory and keeps the staged
 /// form ([`reduced_run_streamed`]): its non-temporal stores want whole line-aligned chunks,
 /// and the fused steps inlined into that loop made it 4-13% slower at 16M.
 ///
