@@ -77,7 +77,7 @@ fn full_infers_dtype_like_torch_full() {
     let t = Tensor::full(&[2], 1.5, ScalarType::Long).unwrap();
     assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, 1]);
     let e = Tensor::full(&[2], 300i64, ScalarType::Char).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Value);
+    assert_eq!(e.kind(), ErrorKind::Runtime);
     assert_eq!(
         e.message(),
         "value cannot be converted to type int8_t without overflow"
@@ -91,9 +91,12 @@ fn full_infers_dtype_like_torch_full() {
         "value cannot be converted to type float without overflow"
     );
     assert_eq!(
-        msg(Tensor::full(&[1], 1e5, ScalarType::Half)),
-        "value cannot be converted to type at::Half without overflow"
+        msg(Tensor::full(&[2], 1e5, ScalarType::Half)),
+        "value cannot be converted to type c10::Half without overflow"
     );
+    // One element: torch's scalar_fill casts unchecked (inf).
+    let h = Tensor::full(&[1], 1e5, ScalarType::Half).unwrap();
+    assert!(h.to_vec::<half::f16>().unwrap()[0].is_infinite());
 }
 
 #[test]

@@ -26,9 +26,10 @@ impl Default for Scalar {
     }
 }
 
-/// `report_overflow(name)`. c10 throws `c10::ValueError`, which Python raises as ValueError.
+/// `report_overflow(name)`: PyTorch 2.15 raises it as a RuntimeError (`torch.full([2], 300,
+/// dtype=torch.int8)`, `fill_`, `clamp`, `pow`).
 fn overflow(cpp_name: &str) -> Error {
-    Error::value(format!(
+    Error::runtime(format!(
         "value cannot be converted to type {cpp_name} without overflow"
     ))
 }
@@ -169,7 +170,7 @@ impl Limits {
 ///
 /// [`Element`]: crate::dtype::Element
 pub trait ScalarConvert: Sized + Copy {
-    /// The C++ type name c10 puts in its overflow message (`int8_t`, `at::Half`, ...).
+    /// The C++ type name c10 puts in its overflow message (`int8_t`, `c10::Half`, ...).
     const CPP_NAME: &'static str;
     /// `checked_convert<Self, ...>`.
     fn from_scalar(s: &Scalar) -> Result<Self>;
@@ -183,7 +184,8 @@ fn bool_convert(s: &Scalar) -> bool {
         Scalar::Bool(b) => b,
         Scalar::Int(i) => i != 0,
         Scalar::Double(d) => d != 0.0,
-        Scalar::ComplexDouble(z) => z.re != 0.0,
+        // c10 casts a complex to bool as `z != 0`: a purely imaginary value is true.
+        Scalar::ComplexDouble(z) => z.re != 0.0 || z.im != 0.0,
     }
 }
 
@@ -346,8 +348,8 @@ macro_rules! scalar_convert_float {
     )*};
 }
 scalar_convert_float!(
-    f16 => "at::Half", f16::MAX.to_f64();
-    bf16 => "at::BFloat16", bf16::MAX.to_f64();
+    f16 => "c10::Half", f16::MAX.to_f64();
+    bf16 => "c10::BFloat16", bf16::MAX.to_f64();
     f32 => "float", f32::MAX as f64;
     f64 => "double", f64::MAX;
 );
@@ -429,7 +431,7 @@ mod tests {
 
     fn err<T: ScalarConvert + fmt::Debug>(s: impl Into<Scalar>) -> String {
         let e = s.into().to::<T>().unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Value);
+        assert_eq!(e.kind(), crate::ErrorKind::Runtime);
         e.message().to_string()
     }
 
@@ -449,7 +451,7 @@ mod tests {
         );
         assert_eq!(
             err::<f16>(1e5),
-            "value cannot be converted to type at::Half without overflow"
+            "value cannot be converted to type c10::Half without overflow"
         );
         assert_eq!(
             err::<f32>(1e300),
@@ -469,7 +471,7 @@ mod tests {
         );
         assert_eq!(
             err::<bf16>(1e39),
-            "value cannot be converted to type at::BFloat16 without overflow"
+            "value cannot be converted to type c10::BFloat16 without overflow"
         );
     }
 
@@ -488,9 +490,11 @@ mod tests {
             .unwrap()
             .is_infinite());
         assert!(Scalar::from(f64::NAN).to::<f32>().unwrap().is_nan());
-        // bool never overflows; a complex converts to bool through its real part.
+        // bool never overflows; a complex is true when nonzero (torch.full([2], 1j,
+        // dtype=torch.bool) is all True).
         assert!(Scalar::from(1e300).to::<bool>().unwrap());
-        assert!(!Scalar::from(Complex::new(0.0, 1.0)).to::<bool>().unwrap());
+        assert!(Scalar::from(Complex::new(0.0, 1.0)).to::<bool>().unwrap());
+        assert!(!Scalar::from(Complex::new(0.0, 0.0)).to::<bool>().unwrap());
         assert_eq!(Scalar::from(true).to::<f64>().unwrap(), 1.0);
         assert_eq!(
             Scalar::from(3i64).to::<c64>().unwrap(),

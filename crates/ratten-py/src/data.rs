@@ -240,7 +240,7 @@ mod tests {
             vec![Scalar::Int(1), Scalar::Int(2), Scalar::Int(1)]
         );
         let e = tensor_from_scalars(&[Scalar::Int(300)], &[1], ScalarType::Char).unwrap_err();
-        assert_eq!(e.kind(), ratten_core::ErrorKind::Value);
+        assert_eq!(e.kind(), ratten_core::ErrorKind::Runtime);
         let t =
             tensor_from_scalars(&[Scalar::Int(1), Scalar::Int(0)], &[2], ScalarType::Bool).unwrap();
         assert_eq!(
