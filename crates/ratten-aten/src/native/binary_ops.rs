@@ -452,14 +452,45 @@ pub fn pow_tensor_scalar_meta<'a>(
     }
     build_binary(m, self_, wrap_scalar(exponent)?)
 }
-/// `TORCH_IMPL_FUNC(pow_Tensor_Scalar_out)`.
+/// `TORCH_IMPL_FUNC(pow_Tensor_Scalar_out)`: an exponent of 0 fills with 1 and an exponent of
+/// 1 copies the base (so `pow(bool, True)` works, and a complex base is returned unchanged);
+/// otherwise the exponent must convert to an integer, half or bfloat16 common dtype without
+/// overflow (`exp_scalar.to<scalar_t>()` in PowKernel.cpp) before the stub runs.
 pub fn pow_tensor_scalar_out(
     iter: &mut TensorIteratorBase,
-    _self: &Tensor,
-    _exponent: &Scalar,
-    _out: &Tensor,
+    self_: &Tensor,
+    exponent: &Scalar,
+    out: &Tensor,
 ) -> Result<()> {
+    if iter.is_meta() {
+        return Ok(());
+    }
+    if scalar_equals(exponent, 0.0, false) {
+        ops::fill__Scalar::call(out, &Scalar::Int(1))?;
+        return Ok(());
+    }
+    if scalar_equals(exponent, 1.0, true) {
+        ops::copy_::call(out, self_, false)?;
+        return Ok(());
+    }
+    let dt = iter.common_dtype().unwrap_or(ScalarType::Float);
+    if dt.is_integral(false) || matches!(dt, ScalarType::Half | ScalarType::BFloat16) {
+        ratten_core::dispatch_all_types!(dt, T => {
+            <T as ratten_core::ScalarConvert>::from_scalar(exponent)?;
+        });
+    }
     call_stub(&POW_STUB, iter)
+}
+
+/// c10's `Scalar::equal(num)` / `equal(bool)`: a number equals `num` in value (a complex one
+/// with a zero imaginary part), a bool only equals `flag`.
+fn scalar_equals(s: &Scalar, num: f64, flag: bool) -> bool {
+    match *s {
+        Scalar::Bool(b) => b == flag,
+        Scalar::Int(i) => i as f64 == num,
+        Scalar::Double(d) => d == num,
+        Scalar::ComplexDouble(z) => z.re == num && z.im == 0.0,
+    }
 }
 /// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
 pub fn pow_scalar_meta<'a>(

@@ -282,7 +282,10 @@ pub fn to_dtype_layout(
 /// `self.fill_(value)` through TensorIterator's nullary loop (any strides, in parallel above
 /// the grain size); `Tensor::fill_` converts the value with c10's checks first.
 pub fn fill_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
-    let iter = nullary_op_config(self_)?.build_standalone()?;
+    // PyTorch's fill_out: "Fill is idempotent, so overlap is okay" (an expanded tensor fills).
+    let iter = nullary_op_config(self_)?
+        .set_check_mem_overlap(false)
+        .build_standalone()?;
     (FILL_STUB.get(iter.device_type())?)(&iter, value)?;
     Ok(self_.clone())
 }

@@ -225,7 +225,13 @@ impl Tensor {
     /// element, through TensorIterator's nullary loop (`native::copy::fill_`). A no-op for
     /// meta tensors.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
-        let value = value.into();
+        let mut value = value.into();
+        // PyTorch fills a 1-element CPU half / bfloat16 / complex32 tensor through
+        // `scalar_fill`, which casts without the overflow check (1e300 becomes inf); the value
+        // is rounded here the way that cast rounds, and then passes the check.
+        if self.numel() == 1 && !self.is_meta() {
+            value = unchecked_reduced_value(self.dtype(), value);
+        }
         // Convert first: an overflow leaves the tensor untouched.
         dispatch_all_types!(self.dtype(), T => { T::from_scalar(&value)?; });
         if !self.is_meta() {
@@ -237,6 +243,28 @@ impl Tensor {
     /// `zero_()`.
     pub fn zero_(&self) -> Result<&Tensor> {
         self.fill_(0i64)
+    }
+}
+
+/// `value` as an unchecked `static_cast` to half, bfloat16 or complex32 leaves it (through
+/// float, as c10's constructors go), so that c10's overflow check then passes; other dtypes
+/// keep `value`.
+fn unchecked_reduced_value(dtype: ScalarType, value: Scalar) -> Scalar {
+    let re_im = |s: &Scalar| match *s {
+        Scalar::Bool(b) => (b as u8 as f64, 0.0),
+        Scalar::Int(i) => (i as f64, 0.0),
+        Scalar::Double(d) => (d, 0.0),
+        Scalar::ComplexDouble(z) => (z.re, z.im),
+    };
+    let (re, im) = re_im(&value);
+    match dtype {
+        ScalarType::Half => Scalar::Double(half::f16::from_f32(re as f32).to_f64()),
+        ScalarType::BFloat16 => Scalar::Double(half::bf16::from_f32(re as f32).to_f64()),
+        ScalarType::ComplexHalf => Scalar::ComplexDouble(num_complex::Complex::new(
+            half::f16::from_f32(re as f32).to_f64(),
+            half::f16::from_f32(im as f32).to_f64(),
+        )),
+        _ => value,
     }
 }
 

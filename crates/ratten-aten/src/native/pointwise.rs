@@ -18,14 +18,22 @@ use crate::Tensor;
 // where
 // ---------------------------------------------------------------------------------------------
 
+/// PyTorch accepts a bool condition, and a uint8 one with a (deprecation) warning; the kernel
+/// reads either as "nonzero".
 fn check_condition(condition: &Tensor) -> Result<()> {
-    if condition.dtype() != ScalarType::Bool {
-        return Err(Error::runtime(format!(
-            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-            condition.dtype()
-        )));
+    match condition.dtype() {
+        ScalarType::Bool => Ok(()),
+        ScalarType::Byte => {
+            crate::structured::warn(
+                "where received a uint8 condition tensor. This behavior is deprecated and will \
+                 be removed in a future version of PyTorch. Use a boolean condition instead.",
+            );
+            Ok(())
+        }
+        dt => Err(Error::runtime(format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {dt}"
+        ))),
     }
-    Ok(())
 }
 
 /// `where_self_out` (CPU and Meta): the values in the promoted dtype of `self` and `other`,
@@ -36,7 +44,6 @@ pub fn where_self_out(
     other: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    check_condition(condition)?;
     let dtype = result_type(self_, other);
     if out.dtype() != dtype {
         return Err(Error::runtime(format!(
@@ -44,6 +51,7 @@ pub fn where_self_out(
             out.dtype()
         )));
     }
+    check_condition(condition)?;
     let iter = TensorIteratorConfig::new()
         .check_all_same_dtype(false)
         .add_output(out)?
@@ -59,7 +67,6 @@ pub fn where_self_out(
 
 /// `where.self` (CPU and Meta).
 pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    check_condition(condition)?;
     let dtype = result_type(self_, other);
     let device = if self_.dim() == 0 && !other.is_meta() {
         other.device()
@@ -131,12 +138,8 @@ pub fn lerp_scalar_meta<'a>(
     _weight: &Scalar,
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
-    let out = given_output(m);
-    TensorIteratorConfig::new()
-        .add_output(out)?
-        .add_const_input(self_)
-        .add_const_input(end)
-        .build(m)
+    // `build_binary_op`: an out= of another dtype the result can be cast to is accepted.
+    crate::tensor_iterator::binary_op_config(given_output(m), self_, end)?.build(m)
 }
 
 /// `TORCH_IMPL_FUNC(lerp_Scalar)`.
@@ -150,7 +153,9 @@ pub fn lerp_scalar(
     (LERP_SCALAR_STUB.get(iter.device_type())?)(iter, weight)
 }
 
-/// `TORCH_META_FUNC(lerp_Tensor)`: `end` and `weight` must have `self`'s dtype.
+/// `TORCH_META_FUNC(lerp_Tensor)`: `end` must have `self`'s dtype, and so must `weight` unless
+/// it is 0-dim: a 0-dim weight takes part in type promotion (as a CPU scalar), with the
+/// result cast to the output.
 pub fn lerp_tensor_meta<'a>(
     m: &'a dyn MetaBase,
     self_: &'a Tensor,
@@ -158,9 +163,16 @@ pub fn lerp_tensor_meta<'a>(
     weight: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
     check_same_dtype(self_, "end", end)?;
-    check_same_dtype(self_, "weight", weight)?;
+    let promote_weight = weight.dim() == 0;
+    if !promote_weight {
+        check_same_dtype(self_, "weight", weight)?;
+    }
     let out = given_output(m);
     TensorIteratorConfig::new()
+        .allow_cpu_scalars(true)
+        .promote_inputs_to_common_dtype(promote_weight)
+        .enforce_safe_casting_to_output(promote_weight)
+        .cast_common_dtype_to_outputs(promote_weight)
         .add_output(out)?
         .add_const_input(self_)
         .add_const_input(end)
@@ -217,7 +229,8 @@ pub fn addcdiv_meta<'a>(
 ) -> Result<TensorIteratorBase<'a>> {
     if tensor1.dtype().is_integral(true) && tensor2.dtype().is_integral(true) {
         return Err(Error::runtime(
-            "Integer division with addcdiv is no longer supported, and in a future release \
+            // PyTorch's text has two spaces in "future  release".
+            "Integer division with addcdiv is no longer supported, and in a future  release \
              addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv \
              behavior can be implemented as (input + value * torch.trunc(tensor1 / \
              tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / \
@@ -251,7 +264,10 @@ pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
-/// `fill_.Tensor` (CPU): `value` must be 0-dim; its item is the fill value.
+/// `fill_.Tensor` (CPU): `value` must be 0-dim; on the same device PyTorch copies it into
+/// `self` (`self.copy_(value)`, a clone first when it aliases `self`), so the value is cast
+/// as `copy_` casts (a complex value's real part into a real tensor), not checked as a
+/// Scalar would be.
 pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     if value.dim() != 0 {
         return Err(Error::runtime(format!(
@@ -259,7 +275,17 @@ pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
             value.dim()
         )));
     }
-    fill_scalar_(self_, &value.item()?)
+    if self_.device() != value.device() {
+        return fill_scalar_(self_, &value.item()?);
+    }
+    if self_.storage().is_alias_of(&value.storage()) {
+        let v = crate::native::copy::empty_like_dtype(value, value.dtype())?;
+        ops::copy_::call(&v, value, false)?;
+        ops::copy_::call(self_, &v, false)?;
+    } else {
+        ops::copy_::call(self_, value, false)?;
+    }
+    Ok(self_.clone())
 }
 
 /// `fill_meta_` for `fill_.Scalar`: nothing to write on a meta tensor.

@@ -124,15 +124,42 @@ pub fn bitwise_not_out(iter: &mut TensorIteratorBase, _self: &Tensor, _out: &Ten
 // abs, logical_not (CPU out= kernels, composite functional / in-place)
 // ---------------------------------------------------------------------------------------------
 
-/// `abs.out` (CPU and Meta): `unary_op_impl_out`.
+/// `abs.out` (CPU and Meta): `unary_op_impl_with_complex_to_float_out`. A complex input with
+/// a real `out` gives the magnitudes in `out` (which the real counterpart of self's dtype
+/// must be able to cast to); otherwise `unary_op_impl_out` (same dtype in and out).
 pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() && !out.dtype().is_complex() {
+        let float_type = self_.dtype().to_real();
+        if !ratten_core::type_promotion::can_cast(float_type, out.dtype()) {
+            return Err(Error::runtime(format!(
+                "result type {float_type} can't be cast to the desired output type {}",
+                out.dtype()
+            )));
+        }
+        // PyTorch computes complex -> complex into a temporary and copies the real part; the
+        // kernel writes |z| straight into `out` (the same values, one pass).
+        let iter = TensorIteratorConfig::new()
+            .set_check_mem_overlap(true)
+            .check_all_same_dtype(false)
+            .add_output(out)?
+            .add_const_input(self_)
+            .build_standalone()?;
+        unary_impl(&ABS_STUB, &iter)?;
+        return Ok(out.clone());
+    }
     let iter = unary_op_config(out, self_)?.build_standalone()?;
     unary_impl(&ABS_STUB, &iter)?;
     Ok(out.clone())
 }
-/// `abs` (CompositeExplicitAutograd): the out= kernel into a fresh tensor of self's dtype.
+/// `abs` (CompositeExplicitAutograd): the out= kernel into a fresh tensor of self's dtype, or
+/// of its real counterpart for a complex self (`unary_op_impl_with_complex_to_float`).
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
-    let result = Tensor::empty(&[0], (self_.dtype(), self_.device()))?;
+    let dtype = if self_.dtype().is_complex() {
+        self_.dtype().to_real()
+    } else {
+        self_.dtype()
+    };
+    let result = Tensor::empty(&[0], (dtype, self_.device()))?;
     ops::abs_out::call(self_, &result)?;
     Ok(result)
 }
@@ -213,7 +240,8 @@ pub fn clamp_meta<'a>(
     unary_op_meta(m, input)
 }
 
-/// `TORCH_IMPL_FUNC(clamp_out)`.
+/// `TORCH_IMPL_FUNC(clamp_out)`, with the bounds as PyTorch 2.15 takes them (see
+/// [`clamp_scalar_bounds`]).
 pub fn clamp_out(
     iter: &mut TensorIteratorBase,
     _self: &Tensor,
@@ -221,7 +249,61 @@ pub fn clamp_out(
     max: Option<&Scalar>,
     _out: &Tensor,
 ) -> Result<()> {
-    (CLAMP_SCALAR_STUB.get(iter.device_type())?)(iter, min, max)
+    let dtype = iter.common_dtype().unwrap_or(ScalarType::Float);
+    let (min, max) = clamp_scalar_bounds(dtype, min, max)?;
+    (CLAMP_SCALAR_STUB.get(iter.device_type())?)(iter, min.as_ref(), max.as_ref())
+}
+
+/// The scalar bounds of `clamp` for a result of `dtype`, as PyTorch 2.15 checks them:
+/// - floating: each bound converts to double (a complex one with an imaginary part is an
+///   overflow error naming `double`) and then to `dtype` with c10's overflow check (70000 for
+///   a half tensor is an error);
+/// - integral, with an integer bound: a bound outside the type's range on the side that
+///   cannot clamp anything is dropped (`min=-1` for uint8), one on the other side is an error
+///   ("Clamp max value -1 is outside the representable range of Byte").
+fn clamp_scalar_bounds(
+    dtype: ScalarType,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+) -> Result<(Option<Scalar>, Option<Scalar>)> {
+    use ratten_core::ScalarConvert;
+    let (mut lo, mut hi) = (min.copied(), max.copied());
+    if dtype.is_floating_point() {
+        for b in [min, max].into_iter().flatten() {
+            f64::from_scalar(b)?;
+            ratten_core::dispatch_all_types!(dtype, T => { T::from_scalar(b)?; });
+        }
+    } else if dtype.is_integral(false) {
+        let (type_min, type_max): (i64, i64) = match dtype {
+            ScalarType::Byte => (0, u8::MAX as i64),
+            ScalarType::Char => (i8::MIN as i64, i8::MAX as i64),
+            ScalarType::Short => (i16::MIN as i64, i16::MAX as i64),
+            ScalarType::Int => (i32::MIN as i64, i32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
+        };
+        let outside = |which: &str, v: i64| {
+            Error::runtime(format!(
+                "Clamp {which} value {v} is outside the representable range of {dtype}"
+            ))
+        };
+        if let Some(Scalar::Int(v)) = min.copied() {
+            if v > type_max {
+                return Err(outside("min", v));
+            }
+            if v < type_min {
+                lo = None;
+            }
+        }
+        if let Some(Scalar::Int(v)) = max.copied() {
+            if v < type_min {
+                return Err(outside("max", v));
+            }
+            if v > type_max {
+                hi = None;
+            }
+        }
+    }
+    Ok((lo, hi))
 }
 
 /// `TORCH_META_FUNC2(clamp, Tensor)`: a TensorIterator over self and the given bounds, all

@@ -39,6 +39,8 @@ pub trait Arith: Elem {
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
+    /// `-self` (wrapping for integers; for floats the sign flips, so -(0.0) is -0.0).
+    fn neg(self) -> Self;
 }
 
 macro_rules! arith_int {
@@ -47,6 +49,7 @@ macro_rules! arith_int {
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
         }
     )*};
 }
@@ -57,6 +60,7 @@ macro_rules! arith_float {
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
             #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn neg(self) -> Self { -self }
         }
     )*};
 }
@@ -74,6 +78,10 @@ impl Arith for bool {
     fn mul(self, o: Self) -> Self {
         self & o
     }
+    #[inline(always)]
+    fn neg(self) -> Self {
+        self
+    }
 }
 
 /// The alpha scalar in the computation type (`alpha.to<opmath_t>()`).
@@ -90,7 +98,9 @@ fn add_kernel<I: Isa>(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
     dispatch_opmath!(dt, M => {
         let a: M = scalar_as(alpha);
-        if a == M::from_i64(1) {
+        // PyTorch computes `a + alpha * b` always; skipping the product for alpha == 1 is
+        // exact for reals, not for complex (1 * (nan + 0j) is nan + nanj).
+        if a == M::from_i64(1) && !M::DTYPE.is_complex() {
             cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.add(y))
         } else {
             cpu_binary::<I, M, M>(iter, #[inline(always)] move |x, y| x.add(a.mul(y)))
@@ -102,7 +112,34 @@ stub!(
     ADD_STUB, "add_stub", BinaryFnAlpha, add_kernel
 );
 
+/// PyTorch's reduced-float scalar path of mul and the divisions: when the common dtype is half
+/// or bfloat16 and `other` (operand 2) is one value broadcast everywhere, the kernel uses that
+/// value as the operand held it, cast to float (`iter.original_scalar_value<opmath_t>(2)`),
+/// not rounded to the common dtype first: `half_tensor * 1e10` multiplies by 1e10, not by inf.
+fn reduced_scalar_other(iter: &TensorIteratorBase) -> Option<f32> {
+    let dt = iter.common_dtype()?;
+    if !matches!(dt, ScalarType::Half | ScalarType::BFloat16)
+        || iter.ntensors() != 3
+        || iter.numel() == 0
+        || iter.is_meta()
+        || !iter.is_scalar(2)
+    {
+        return None;
+    }
+    // `item` needs one element: an operand expanded from one (stride 0, more elements) keeps
+    // the general path, which reads the same value.
+    Some(match iter.scalar_value(2).ok()? {
+        Scalar::Bool(b) => b as u8 as f32,
+        Scalar::Int(i) => i as f32,
+        Scalar::Double(d) => d as f32,
+        Scalar::ComplexDouble(z) => z.re as f32,
+    })
+}
+
 fn mul_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    if let Some(b) = reduced_scalar_other(iter) {
+        return cpu_binary::<I, f32, f32>(iter, move |x, _| x * b);
+    }
     let dt = iter.computation_dtype()?;
     dispatch_opmath!(dt, M => cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.mul(y)))
 }
@@ -161,6 +198,9 @@ fn c10_complex_div<T: num_traits::Float>(a: T, b: T, c: T, d: T) -> (T, T) {
 }
 
 fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    if let Some(b) = reduced_scalar_other(iter) {
+        return cpu_binary::<I, f32, f32>(iter, move |x, _| x / b);
+    }
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
@@ -323,6 +363,9 @@ macro_rules! int_dispatch {
 pub(crate) use int_dispatch;
 
 fn div_trunc_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    if let Some(b) = reduced_scalar_other(iter) {
+        return cpu_binary::<I, f32, f32>(iter, move |x, _| (x / b).trunc());
+    }
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| (x / y).trunc()),
@@ -336,6 +379,9 @@ fn div_trunc_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
 stub!(DIV_TRUNC_STUB, "div_trunc_stub", BinaryFn, div_trunc_kernel);
 
 fn div_floor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    if let Some(b) = reduced_scalar_other(iter) {
+        return cpu_binary::<I, f32, f32>(iter, move |x, _| div_floor_f32(x, b));
+    }
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, div_floor_f32),
@@ -589,16 +635,14 @@ fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
         ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |a, b| a.powc(b)),
         ScalarType::Bool => Err(not_implemented("pow", dt)),
         _ => int_dispatch!(dt, "pow", M => {
-            let zero = AtomicBool::new(false);
             cpu_binary::<I, M, M>(iter, |a: M, b: M| {
                 let (base, mut exp) = (a.to_i64(), b.to_i64());
                 if exp < 0 {
-                    // PyTorch: a negative integer power is 1 for base 1, (+-1) for -1, else 0
-                    // (and an error for base 0, checked in the front end).
+                    // c10's powi: a negative integer power is 1 for base 1, +-1 for -1, else 0
+                    // (base 0 included: only pow(Tensor, Scalar) refuses negative exponents).
                     return M::from_i64(match base {
                         1 => 1,
                         -1 => if exp % 2 == 0 { 1 } else { -1 },
-                        0 => { zero.store(true, Ordering::Relaxed); 0 }
                         _ => 0,
                     });
                 }
@@ -609,11 +653,7 @@ fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
                     exp >>= 1;
                 }
                 M::from_i64(result)
-            })?;
-            if zero.load(Ordering::Relaxed) {
-                return Err(Error::runtime("Integers to negative integer powers are not allowed."));
-            }
-            Ok(())
+            })
         }),
     }
 }

@@ -93,19 +93,35 @@ fn neg_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     if dt == ScalarType::Bool {
         return Err(not_implemented("neg_cpu", dt));
     }
-    dispatch_opmath!(dt, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| M::default().sub(x)))
+    // `-x`, not `0 - x`: the negation of 0.0 is -0.0, as PyTorch's `-a` gives.
+    dispatch_opmath!(dt, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| x.neg()))
 }
 stub!(NEG_STUB, "neg_stub", UnaryFn, neg_kernel);
 
 fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    // PyTorch dispatches abs over ALL_TYPES_AND2(Half, BFloat16) (and complex through abs's
-    // complex-to-real path, which ratten lacks): Bool is "abs_cpu" not implemented.
-    if dt.is_complex() || dt == ScalarType::Bool {
+    // Complex: |z| (a hypotenuse, as std::abs), into a complex output as |z| + 0i or into a
+    // real one (abs's complex-to-float path) as |z|.
+    if dt.is_complex() {
+        let real_out = !iter.dtype(0).is_complex();
+        return match (super::opmath_dtype(dt), real_out) {
+            (ScalarType::ComplexFloat, false) => {
+                cpu_unary::<I, c64, c64>(iter, |z: c64| c64::new(z.norm(), 0.0))
+            }
+            (ScalarType::ComplexFloat, true) => cpu_unary::<I, c64, f32>(iter, |z: c64| z.norm()),
+            (_, false) => cpu_unary::<I, c128, c128>(iter, |z: c128| c128::new(z.norm(), 0.0)),
+            (_, true) => cpu_unary::<I, c128, f64>(iter, |z: c128| z.norm()),
+        };
+    }
+    // PyTorch dispatches the real abs over ALL_TYPES_AND2(Half, BFloat16): Bool is "abs_cpu"
+    // not implemented.
+    if dt == ScalarType::Bool {
         return Err(not_implemented("abs_cpu", dt));
     }
     real_dispatch!(dt, "abs_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
-        if x < M::default() { M::default().sub(x) } else { x }
+        // `x + 0` for the rest: -0.0 becomes 0.0 (PyTorch's abs clears the sign bit).
+        let z = M::default();
+        if x < z { z.sub(x) } else { x.add(z) }
     }))
 }
 stub!(ABS_STUB, "abs_stub", UnaryFn, abs_kernel);
@@ -114,9 +130,10 @@ fn sign_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     real_dispatch!(dt, "sign_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
         let z = M::default();
+        // `(0 < a) - (a < 0)`: 0 for NaN, as PyTorch's sign gives.
         let pos = M::from_bool(z < x);
         let neg = M::from_bool(x < z);
-        if x.is_nan() { x } else { pos.sub(neg) }
+        pos.sub(neg)
     }))
 }
 stub!(SIGN_STUB, "sign_stub", UnaryFn, sign_kernel);
@@ -303,16 +320,27 @@ stub!(WHERE_STUB, "where_stub", UnaryFn, where_kernel);
 
 /// `lerp_kernel_scalar_weight`: operands (out, self, end); `self + weight * (end - self)`
 /// with PyTorch's two-sided formula for accuracy near weight 1.
+/// The weight is `weight.to<opmath_t>()`: c10's checked conversion (a complex weight for a
+/// real tensor is an overflow error).
 fn lerp_scalar_kernel<I: Isa>(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
+    use ratten_core::ScalarConvert;
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
-            let w: f32 = scalar_as(weight);
+            let w = f32::from_scalar(weight)?;
             cpu_binary::<I, f32, f32>(iter, move |s, e| lerp_f32(s, e, w))
         }
         ScalarType::Double => {
-            let w: f64 = scalar_as(weight);
+            let w = f64::from_scalar(weight)?;
             cpu_binary::<I, f64, f64>(iter, move |s, e| lerp_f64(s, e, w))
+        }
+        ScalarType::ComplexFloat => {
+            let w = c64::from_scalar(weight)?;
+            cpu_binary::<I, c64, c64>(iter, move |s, e| lerp_c64(s, e, w))
+        }
+        ScalarType::ComplexDouble => {
+            let w = c128::from_scalar(weight)?;
+            cpu_binary::<I, c128, c128>(iter, move |s, e| lerp_c128(s, e, w))
         }
         _ => Err(not_implemented("lerp_kernel_scalar", dt)),
     }
@@ -341,12 +369,32 @@ fn lerp_f64(s: f64, e: f64, w: f64) -> f64 {
     }
 }
 
+// Complex lerp: the same two-sided formula, choosing the side by |weight| (c10's `lerp`).
+#[inline(always)]
+fn lerp_c64(s: c64, e: c64, w: c64) -> c64 {
+    if w.norm() < 0.5 {
+        s + w * (e - s)
+    } else {
+        e - (e - s) * (c64::new(1.0, 0.0) - w)
+    }
+}
+#[inline(always)]
+fn lerp_c128(s: c128, e: c128, w: c128) -> c128 {
+    if w.norm() < 0.5 {
+        s + w * (e - s)
+    } else {
+        e - (e - s) * (c128::new(1.0, 0.0) - w)
+    }
+}
+
 /// `lerp_kernel_tensor_weight`: operands (out, self, end, weight).
 fn lerp_tensor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_ternary::<I, f32, f32>(iter, lerp_f32),
         ScalarType::Double => cpu_ternary::<I, f64, f64>(iter, lerp_f64),
+        ScalarType::ComplexFloat => cpu_ternary::<I, c64, c64>(iter, lerp_c64),
+        ScalarType::ComplexDouble => cpu_ternary::<I, c128, c128>(iter, lerp_c128),
         _ => Err(not_implemented("lerp_kernel_tensor", dt)),
     }
 }

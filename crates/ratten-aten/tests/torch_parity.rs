@@ -1,0 +1,373 @@
+//! Cases where ratten differed from PyTorch 2.15, found by a differential test against torch
+//! (session 10); each expected value or message is what torch 2.15 gives for the same call.
+
+use ratten_aten::structured::capture_warnings;
+use ratten_aten::{functions, Tensor};
+use ratten_core::num_complex::Complex;
+use ratten_core::{Scalar, ScalarType};
+
+fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
+    Tensor::from_slice(v, sizes).unwrap()
+}
+
+fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
+    r.unwrap_err().message().to_string()
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec::<f32>()
+        .unwrap()
+        .into_iter()
+        .map(f32::to_bits)
+        .collect()
+}
+
+/// `torch.tensor([nan, -2., 0., 3.]).sign()` is `[0., -1., 0., 1.]` (sign is
+/// `(0 < a) - (a < 0)`).
+#[test]
+fn sign_of_nan_is_zero() {
+    let a = f32s(&[f32::NAN, -2.0, 0.0, 3.0], &[4]);
+    assert_eq!(
+        functions::sign(&a).unwrap().to_vec::<f32>().unwrap(),
+        vec![0.0, -1.0, 0.0, 1.0]
+    );
+}
+
+/// `-torch.tensor([0.])` is `-0.`; `torch.tensor([-0.]).abs()` is `0.`; `-(1j)` is `-0-1j`.
+#[test]
+fn signed_zeros_of_neg_and_abs() {
+    let z = f32s(&[0.0, -0.0], &[2]);
+    assert_eq!(
+        bits(&functions::neg(&z).unwrap()),
+        vec![(-0.0f32).to_bits(), 0.0f32.to_bits()]
+    );
+    assert_eq!(
+        bits(&functions::abs(&z).unwrap()),
+        vec![0.0f32.to_bits(), 0.0f32.to_bits()]
+    );
+    let j = Tensor::from_slice(&[Complex::new(0.0f32, 1.0)], &[1]).unwrap();
+    let n = functions::neg(&j)
+        .unwrap()
+        .to_vec::<Complex<f32>>()
+        .unwrap()[0];
+    assert!(n.re == 0.0 && n.re.is_sign_negative() && n.im == -1.0);
+}
+
+/// `torch.tensor([3+4j]).abs()` is `tensor([5.])` (float32); out= of a real dtype it casts
+/// to, or of a complex dtype (`5+0j`); an integer out= is refused; in-place is refused.
+#[test]
+fn abs_of_complex_is_real() {
+    let z =
+        Tensor::from_slice(&[Complex::new(3.0f32, 4.0), Complex::new(-5.0, 12.0)], &[2]).unwrap();
+    let r = functions::abs(&z).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Float);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![5.0, 13.0]);
+    let out = Tensor::zeros(&[0], ScalarType::Double).unwrap();
+    functions::abs_out(&out, &z).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), vec![5.0, 13.0]);
+    let outc = Tensor::zeros(&[2], ScalarType::ComplexFloat).unwrap();
+    functions::abs_out(&outc, &z).unwrap();
+    assert_eq!(
+        outc.to_vec::<Complex<f32>>().unwrap(),
+        vec![Complex::new(5.0, 0.0), Complex::new(13.0, 0.0)]
+    );
+    let outi = Tensor::zeros(&[2], ScalarType::Int).unwrap();
+    assert_eq!(
+        msg(functions::abs_out(&outi, &z)),
+        "result type Float can't be cast to the desired output type Int"
+    );
+    assert_eq!(
+        msg(z.abs_()),
+        "In-place abs is not supported for complex tensors."
+    );
+    let zd = z.to_dtype(ScalarType::ComplexDouble).unwrap();
+    let rd = functions::abs(&zd).unwrap();
+    assert_eq!(rd.dtype(), ScalarType::Double);
+    assert_eq!(rd.to_vec::<f64>().unwrap(), vec![5.0, 13.0]);
+}
+
+/// `torch.tensor([1+0j]) + float('nan')` is `nan+nanj`: the sum is `a + alpha * b` even for
+/// alpha 1, and (1+0j) * (nan+0j) is nan+nanj.
+#[test]
+fn complex_add_multiplies_by_alpha() {
+    let a = Tensor::from_slice(&[Complex::new(1.0f32, 0.0)], &[1]).unwrap();
+    let r = functions::add_scalar(&a, f64::NAN).unwrap();
+    let v = r.to_vec::<Complex<f32>>().unwrap()[0];
+    assert!(v.re.is_nan() && v.im.is_nan(), "{v:?}");
+    // Reals keep the plain sum.
+    let x = f32s(&[1.0], &[1]);
+    assert!(functions::add_scalar(&x, f64::NAN)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()[0]
+        .is_nan());
+}
+
+/// `torch.zeros(2, dtype=torch.bool).fill_(0.5j)` is `[True, True]`: a complex value is true
+/// when it is nonzero.
+#[test]
+fn complex_to_bool_is_nonzero() {
+    let b = Tensor::zeros(&[2], ScalarType::Bool).unwrap();
+    b.fill_(Scalar::ComplexDouble(Complex::new(0.0, 0.5)))
+        .unwrap();
+    assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, true]);
+}
+
+/// `torch.where` accepts a uint8 condition with a warning, checks the out= dtype before the
+/// condition, and still refuses other condition dtypes.
+#[test]
+fn where_takes_a_uint8_condition() {
+    let c = Tensor::from_slice(&[1u8, 0], &[2]).unwrap();
+    let (a, b) = (f32s(&[1.0, 2.0], &[2]), f32s(&[3.0, 4.0], &[2]));
+    let (r, warnings) = capture_warnings(|| functions::r#where(&c, &a, &b));
+    assert_eq!(r.unwrap().to_vec::<f32>().unwrap(), vec![1.0, 4.0]);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0]
+        .message
+        .starts_with("where received a uint8 condition tensor. This behavior is deprecated"));
+    let c8 = Tensor::from_slice(&[1i8, 0], &[2]).unwrap();
+    assert_eq!(
+        msg(functions::r#where(&c8, &a, &b)),
+        "where expected condition to be a boolean tensor, but got a tensor with dtype Char"
+    );
+    let out = Tensor::zeros(&[2], ScalarType::Int).unwrap();
+    assert_eq!(
+        msg(functions::where_out(&out, &c8, &a, &b)),
+        "Expected out type to be Float but got Int"
+    );
+}
+
+/// `fill_` writes through an expanded tensor (fill is idempotent, so PyTorch skips the overlap
+/// check); a 0-dim tensor value is copied (a complex value's real part into an integer
+/// tensor), a 1-d one refused; a 1-element half tensor takes 1e300 as inf.
+#[test]
+fn fill_follows_pytorch() {
+    let base = Tensor::zeros(&[1], ScalarType::Float).unwrap();
+    let e = base.expand(&[3]).unwrap();
+    e.fill_(2.0).unwrap();
+    assert_eq!(e.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 2.0]);
+
+    let t = Tensor::from_slice(&[3i16, -2, -8], &[3]).unwrap();
+    let v = Tensor::scalar_tensor(
+        Complex::new(2.44, 3.55),
+        (ScalarType::ComplexFloat, ratten_core::Device::CPU),
+    )
+    .unwrap();
+    functions::fill_(&t, &v).unwrap();
+    assert_eq!(t.to_vec::<i16>().unwrap(), vec![2, 2, 2]);
+    let one_d = f32s(&[3.0], &[1]);
+    assert_eq!(
+        msg(functions::fill_(&f32s(&[1.0, 2.0], &[2]), &one_d)),
+        "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions."
+    );
+    // A value tensor that aliases self is cloned first.
+    let s = f32s(&[5.0, 6.0], &[2]);
+    let alias = s.select(0, 1).unwrap();
+    functions::fill_(&s, &alias).unwrap();
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![6.0, 6.0]);
+
+    let h = Tensor::zeros(&[1], ScalarType::Half).unwrap();
+    h.fill_(1e300).unwrap();
+    assert!(h.to_vec::<half::f16>().unwrap()[0].is_infinite());
+    // Two elements: the checked conversion, as torch.
+    let h2 = Tensor::zeros(&[2], ScalarType::Half).unwrap();
+    assert_eq!(
+        msg(h2.fill_(1e300)),
+        "value cannot be converted to type c10::Half without overflow"
+    );
+}
+
+/// pow: an exponent of 0 or 1 (or False/True) short-circuits (so a bool base works), integer
+/// exponents must fit the integer dtype, and pow(0, negative integer tensor) is 0.
+#[test]
+fn pow_follows_pytorch() {
+    let b = Tensor::from_slice(&[true, false], &[2]).unwrap();
+    assert_eq!(
+        functions::pow_tensor_scalar(&b, true)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        vec![true, false]
+    );
+    assert_eq!(
+        functions::pow_tensor_scalar(&b, false)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        vec![true, true]
+    );
+    // An int exponent promotes the bool base to int64; bool ** bool tensors stay refused.
+    assert_eq!(
+        functions::pow_tensor_scalar(&b, 2)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![1, 0]
+    );
+    assert_eq!(
+        msg(functions::pow_tensor_tensor(&b, &b)),
+        "\"pow\" not implemented for 'Bool'"
+    );
+    let i = Tensor::from_slice(&[1i16, 2], &[2]).unwrap();
+    assert_eq!(
+        msg(functions::pow_tensor_scalar(&i, 1i64 << 40)),
+        "value cannot be converted to type int16_t without overflow"
+    );
+    let e = Tensor::from_slice(&[-3i32, 0, -1], &[3]).unwrap();
+    assert_eq!(
+        functions::pow_scalar(0, &e)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![0, 1, 0]
+    );
+    // A complex base to the power 1 is returned as is, non-finite parts included.
+    let z = Tensor::from_slice(&[Complex::new(f32::NEG_INFINITY, -23.7)], &[1]).unwrap();
+    let r = functions::pow_tensor_scalar(&z, 1).unwrap();
+    assert_eq!(
+        r.to_vec::<Complex<f32>>().unwrap(),
+        vec![Complex::new(f32::NEG_INFINITY, -23.7)]
+    );
+}
+
+/// clamp with integer bounds outside an integer dtype's range: the harmless side is dropped,
+/// the other is an error; float bounds must convert to the dtype.
+#[test]
+fn clamp_bounds_outside_the_dtype() {
+    let u = Tensor::from_slice(&[5u8, 200], &[2]).unwrap();
+    let r = functions::clamp_with(&u, Some(Scalar::Int(-1)), None).unwrap();
+    assert_eq!(r.to_vec::<u8>().unwrap(), vec![5, 200]);
+    let r = functions::clamp_with(&u, Some(Scalar::Int(-5)), Some(Scalar::Int(300))).unwrap();
+    assert_eq!(r.to_vec::<u8>().unwrap(), vec![5, 200]);
+    assert_eq!(
+        msg(functions::clamp_with(&u, None, Some(Scalar::Int(-1)))),
+        "Clamp max value -1 is outside the representable range of Byte"
+    );
+    assert_eq!(
+        msg(functions::clamp_with(&u, Some(Scalar::Int(256)), None)),
+        "Clamp min value 256 is outside the representable range of Byte"
+    );
+    let s = Tensor::from_slice(&[5i16], &[1]).unwrap();
+    let r =
+        functions::clamp_with(&s, Some(Scalar::Int(-100000)), Some(Scalar::Int(100000))).unwrap();
+    assert_eq!(r.to_vec::<i16>().unwrap(), vec![5]);
+    let h = f32s(&[5.0], &[1]).to_dtype(ScalarType::Half).unwrap();
+    assert_eq!(
+        msg(functions::clamp_with(
+            &h,
+            None,
+            Some(Scalar::Double(70000.0))
+        )),
+        "value cannot be converted to type c10::Half without overflow"
+    );
+    assert_eq!(
+        msg(functions::clamp_with(
+            &f32s(&[1.0], &[1]),
+            None,
+            Some(Scalar::ComplexDouble(Complex::new(0.0, 1.0)))
+        )),
+        "value cannot be converted to type double without overflow"
+    );
+}
+
+/// lerp: complex operands; a 0-dim weight of another dtype takes part in promotion (a 1-d one
+/// must match); an out= of a dtype the result casts to is accepted.
+#[test]
+fn lerp_follows_pytorch() {
+    let s = Tensor::from_slice(&[Complex::new(1.0f32, 1.0)], &[1]).unwrap();
+    let e = Tensor::from_slice(&[Complex::new(2.0f32, 2.0)], &[1]).unwrap();
+    assert_eq!(
+        functions::lerp_scalar(&s, &e, 0.5)
+            .unwrap()
+            .to_vec::<Complex<f32>>()
+            .unwrap(),
+        vec![Complex::new(1.5, 1.5)]
+    );
+    let w = Tensor::from_slice(&[Complex::new(0.5f32, 1.0)], &[1]).unwrap();
+    assert_eq!(
+        functions::lerp(&s, &e, &w)
+            .unwrap()
+            .to_vec::<Complex<f32>>()
+            .unwrap(),
+        vec![Complex::new(0.5, 2.5)]
+    );
+    let (a, b) = (f32s(&[1.0], &[1]), f32s(&[2.0], &[1]));
+    assert_eq!(
+        msg(functions::lerp_scalar(
+            &a,
+            &b,
+            Scalar::ComplexDouble(Complex::new(0.5, 1.0))
+        )),
+        "value cannot be converted to type float without overflow"
+    );
+    let w64 = Tensor::scalar_tensor(0.5, (ScalarType::Double, ratten_core::Device::CPU)).unwrap();
+    let r = functions::lerp(&a, &b, &w64).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Float);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.5]);
+    let w1 = Tensor::from_slice(&[0.5f64], &[1]).unwrap();
+    assert_eq!(
+        msg(functions::lerp(&a, &b, &w1)),
+        "expected dtype float for `weight` but got dtype double"
+    );
+    let out = Tensor::zeros(&[1], ScalarType::Double).unwrap();
+    functions::lerp_scalar_out(&out, &a, &b, 0.5).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), vec![1.5]);
+    let outi = Tensor::zeros(&[1], ScalarType::Int).unwrap();
+    assert_eq!(
+        msg(functions::lerp_scalar_out(&outi, &a, &b, 0.5)),
+        "result type Float can't be cast to the desired output type Int"
+    );
+}
+
+/// half / bfloat16 times or over a scalar uses the scalar's own value in float, not the value
+/// rounded to the tensor's dtype: `torch.tensor([0.], dtype=torch.half) * 1e10` is 0 (not
+/// 0 * inf), `torch.tensor([3.], dtype=torch.half) * 0.1` is 0.300048828125.
+#[test]
+fn reduced_float_scalar_operand_keeps_its_value() {
+    let h = f32s(&[0.0, 3.0], &[2]).to_dtype(ScalarType::Half).unwrap();
+    let r = functions::mul_scalar(&h, 1e10)
+        .unwrap()
+        .to_dtype(ScalarType::Float)
+        .unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap()[0], 0.0);
+    let r = functions::mul_scalar(&h, 0.1)
+        .unwrap()
+        .to_dtype(ScalarType::Float)
+        .unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap()[1], 0.300048828125);
+    let r = functions::div_scalar(&h, 1e-10)
+        .unwrap()
+        .to_dtype(ScalarType::Float)
+        .unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap()[0], 0.0);
+    for mode in ["trunc", "floor"] {
+        let r = functions::div_scalar_mode(&h, 1e-10, Some(mode))
+            .unwrap()
+            .to_dtype(ScalarType::Float)
+            .unwrap();
+        assert_eq!(r.to_vec::<f32>().unwrap()[0], 0.0, "{mode}");
+    }
+    // bfloat16 times a 0-dim half tensor: the half value, not its bfloat16 rounding.
+    let b = f32s(&[3.0], &[1]).to_dtype(ScalarType::BFloat16).unwrap();
+    let w = Tensor::scalar_tensor(
+        0.0621337890625,
+        (ScalarType::Half, ratten_core::Device::CPU),
+    )
+    .unwrap();
+    let r = functions::mul(&b, &w).unwrap();
+    assert_eq!(r.dtype(), ScalarType::BFloat16);
+    assert_eq!(
+        r.to_dtype(ScalarType::Float)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![0.1865234375]
+    );
+}
+
+/// `addcdiv` on integers: PyTorch's message has two spaces in "future  release".
+#[test]
+fn addcdiv_integer_message() {
+    let i = Tensor::from_slice(&[1i64], &[1]).unwrap();
+    assert!(msg(functions::addcdiv(&i, &i, &i)).contains("in a future  release addcdiv"));
+}
