@@ -12,17 +12,21 @@ threads, 20 back-to-back calls per round (the sizes where threads wake late), ea
 its own subprocess (torch's OpenMP workers spin after each call and would hold the second core).
 
 `--same-memory`: the 16M-element out= adds of float32, float16 and bfloat16, ratten against
-torch in interleaved rounds on the SAME memory (numpy arrays wrapped zero-copy by both
-`from_numpy`s; bfloat16, which numpy lacks, on each library's own memory), with 1 and 2
-threads, and the 4096x4096 add with a transposed operand, the 4096x1 + 1x4096 broadcast and
-int32 + float32 16M, all into out: medians over the rounds and the median of the per-round
-ratios. This separates the kernels from the allocators (a difference on the same memory is
-the kernel's). Its 2-thread rows are biased against ratten: torch's OpenMP workers keep
-spinning after torch's turn (libgomp's default wait policy), even 20 ms later, and hold the
-second core through ratten's. A 16M float16 add at 2 threads took ratten 3.6-3.7 ms beside
-torch and 2.7 ms with torch not imported or its workers passive; with `OMP_WAIT_POLICY=PASSIVE`
-torch's own 2-thread adds slowed to about its 1-thread time, so neither setting is fair to
-both in one process (`--mid` runs each library in its own process for this reason).
+torch on the SAME memory (numpy arrays wrapped zero-copy by both `from_numpy`s; bfloat16, which
+numpy lacks, on each library's own memory), with 1 and 2 threads, and the 4096x4096 add with a
+transposed operand, the 4096x1 + 1x4096 broadcast and int32 + float32 16M, all into out:
+medians over the rounds and the median of the ratios of rounds paired by position. This
+separates the kernels from the allocators (a difference on the same memory is the kernel's).
+The 1-thread rows time both libraries in one process in interleaved rounds. The 2-thread rows
+run each library in its own process (`--same-memory-worker`, alternating in a rotating order,
+as `--mid`) over the same arrays, kept in .npy files under /dev/shm that both processes map
+(np.load(mmap_mode="r+"): the same physical pages; removed at the end): in one process,
+torch's OpenMP workers keep spinning after torch's turn (libgomp's default wait policy), even
+20 ms later, and hold the second core through ratten's -- a 16M float16 add at 2 threads took
+ratten 3.6-3.7 ms beside torch, 2.7 ms with torch not imported -- while `OMP_WAIT_POLICY=PASSIVE`
+slows torch's own 2-thread adds to about its 1-thread time. `--procs-1t` also runs the
+1-thread rows that way (a check that the process split and the /dev/shm pages, 4K pages where
+numpy's own large arrays may get huge pages, move neither library).
 
 The 1-element cases are statements timed with timeit (no Python function call around them),
 interleaved: each round times every library once, in a rotating order, so the libraries are
@@ -192,69 +196,196 @@ def interleave_calls(name, fns, rounds, reps=3):
     print(f"{name:44s} ratten {fmt(med['ratten'])}  torch {fmt(med['torch'])}   ratten/torch {rat:5.2f}x")
 
 
-def same_memory(rounds):
-    """The 16M out= adds on the same memory for both libraries (see the module doc)."""
-    if torch is None:
-        print("--same-memory needs torch")
-        return
-    n = 16 * 1024 * 1024
-    for threads in (1, 2):
-        ratten.set_num_threads(threads)
-        torch.set_num_threads(threads)
-        print(f"== same-memory out= adds, 16M elements, {threads} thread(s)")
-        for name, dt in (("float32", np.float32), ("float16", np.float16)):
-            a = (np.arange(n) % 7).astype(dt)
-            b = (np.arange(n) % 5).astype(dt)
-            c = np.zeros(n, dtype=dt)
-            ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-            ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
-            interleave_calls(
-                f"{name} add into out (numpy memory)",
-                {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
-                rounds,
-            )
-            del ta, tb, tc, ra, rb, rc
-        # The other large cases of issue 6, on numpy memory: one operand transposed, a
-        # broadcast of a column and a row, int32 + float32 (one fused pass).
-        m = 4096
-        a = (np.arange(m * m) % 7).astype(np.float32).reshape(m, m)
-        b = (np.arange(m * m) % 5).astype(np.float32).reshape(m, m)
-        c = np.zeros((m, m), dtype=np.float32)
+SAME_N = 16 * 1024 * 1024
+SAME_M = 4096
+
+
+def same_memory_files(d):
+    """Writes the arrays of `--same-memory`'s numpy-memory cases as .npy files under the folder
+    `d` (672 MB in all), filled in place; returns their names."""
+    import os
+
+    n, m = SAME_N, SAME_M
+    spec = {
+        "f32_a": ((n,), np.float32, 7), "f32_b": ((n,), np.float32, 5), "f32_c": ((n,), np.float32, 0),
+        "f16_a": ((n,), np.float16, 7), "f16_b": ((n,), np.float16, 5), "f16_c": ((n,), np.float16, 0),
+        "sq_a": ((m, m), np.float32, 7), "sq_b": ((m, m), np.float32, 5), "sq_c": ((m, m), np.float32, 0),
+        "i32_a": ((n,), np.int32, 7), "i32_b": ((n,), np.float32, 5), "i32_c": ((n,), np.float32, 0),
+    }
+    for name, (shape, dt, mod) in spec.items():
+        x = np.lib.format.open_memmap(os.path.join(d, name + ".npy"), mode="w+", dtype=dt, shape=shape)
+        if mod:
+            x[...] = (np.arange(int(np.prod(shape))) % mod).reshape(shape)
+        else:
+            x[...] = 0
+        x.flush()
+        del x
+    # The broadcast's column and row, as in-process: a[:, :1] and b[:1, :] of the 4096x4096 pair.
+    sq_a = np.load(os.path.join(d, "sq_a.npy"), mmap_mode="r")
+    sq_b = np.load(os.path.join(d, "sq_b.npy"), mmap_mode="r")
+    np.save(os.path.join(d, "col.npy"), np.ascontiguousarray(sq_a[:, :1]))
+    np.save(os.path.join(d, "row.npy"), np.ascontiguousarray(sq_b[:1, :]))
+    del sq_a, sq_b
+    return list(spec) + ["col", "row"]
+
+
+def same_memory_worker(lib, threads, rounds, d, reps=3):
+    """One library alone in this process (`--same-memory-worker`): maps the .npy files under `d`
+    (written by `same_memory_files`) and wraps them zero-copy; for each case, `rounds` rounds of
+    `reps` calls; prints one JSON object {case: [seconds per call, one per round]}."""
+    import json
+    import os
+
+    mod = ratten if lib == "ratten" else torch
+    mod.set_num_threads(threads)
+
+    def load(name):
+        # np.memmap over the shared pages; both from_numpys take it as is.
+        return mod.from_numpy(np.load(os.path.join(d, name + ".npy"), mmap_mode="r+"))
+
+    def time_rounds(fn):
+        fn()
+        fn()
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            times.append((time.perf_counter() - t0) / reps)
+        return times
+
+    res = {}
+    for name, key in (("float32", "f32"), ("float16", "f16")):
+        a, b, c = (load(f"{key}_{x}") for x in "abc")
+        res[f"{name} add into out (numpy memory)"] = time_rounds(lambda: mod.add(a, b, out=c))
+        del a, b, c
+    a, b, c = (load(f"sq_{x}") for x in "abc")
+    res["4096x4096 + transposed into out"] = time_rounds(lambda: mod.add(a, b.t(), out=c))
+    col, row = load("col"), load("row")
+    res["4096x1 + 1x4096 broadcast into out"] = time_rounds(lambda: mod.add(col, row, out=c))
+    del a, b, c, col, row
+    a, b, c = (load(f"i32_{x}") for x in "abc")
+    res["int32 + float32 16M into out"] = time_rounds(lambda: mod.add(a, b, out=c))
+    del a, b, c
+    for name in ("float32", "float16", "bfloat16"):
+        t = [mod.full((SAME_N,), 3.0, dtype=getattr(mod, name)) for _ in range(3)]
+        res[f"{name} add into out (own memory)"] = time_rounds(lambda: mod.add(t[0], t[1], out=t[2]))
+        del t
+    print(json.dumps(res))
+
+
+def same_memory_procs(threads, rounds, d, passes=3):
+    """`--same-memory`'s cases with each library in its own process over the files under `d`:
+    `passes` workers per library, alternating in a rotating order; prints per case the medians
+    over all rounds and the median of the ratios of rounds paired by position."""
+    import json
+    import os
+    import subprocess
+
+    libs = ("ratten", "torch")
+    per = {lib: {} for lib in libs}
+    for p in range(passes):
+        for lib in libs[p % 2:] + libs[: p % 2]:
+            out = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--same-memory-worker", lib, str(threads), str(rounds), d],
+                check=True,
+                stdout=subprocess.PIPE,
+                text=True,
+            ).stdout
+            for case, times in json.loads(out.strip().splitlines()[-1]).items():
+                per[lib].setdefault(case, []).extend(times)
+    print(
+        f"== same-memory out= adds, 16M elements, {threads} thread(s), each library in its own process"
+        f" on /dev/shm memory (load {os.getloadavg()[0]:.2f})"
+    )
+    for case in per["ratten"]:
+        r, t = per["ratten"][case], per["torch"][case]
+        rat = statistics.median(a / b for a, b in zip(r, t))
+        print(f"{case:44s} ratten {fmt(statistics.median(r))}  torch {fmt(statistics.median(t))}   ratten/torch {rat:5.2f}x")
+
+
+def same_memory_in_process(threads, rounds):
+    """`--same-memory`'s cases with both libraries in this process, interleaved rounds."""
+    import os
+
+    ratten.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    print(f"== same-memory out= adds, 16M elements, {threads} thread(s) (load {os.getloadavg()[0]:.2f})")
+    n = SAME_N
+    for name, dt in (("float32", np.float32), ("float16", np.float16)):
+        a = (np.arange(n) % 7).astype(dt)
+        b = (np.arange(n) % 5).astype(dt)
+        c = np.zeros(n, dtype=dt)
         ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
         ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
         interleave_calls(
-            "4096x4096 + transposed into out",
-            {"ratten": lambda: ratten.add(ra, rb.t(), out=rc), "torch": lambda: torch.add(ta, tb.t(), out=tc)},
-            rounds,
-        )
-        col, row = a[:, :1].copy(), b[:1, :].copy()
-        tcol, trow, rcol, rrow = torch.from_numpy(col), torch.from_numpy(row), ratten.from_numpy(col), ratten.from_numpy(row)
-        interleave_calls(
-            "4096x1 + 1x4096 broadcast into out",
-            {"ratten": lambda: ratten.add(rcol, rrow, out=rc), "torch": lambda: torch.add(tcol, trow, out=tc)},
-            rounds,
-        )
-        del ta, tb, tc, ra, rb, rc, a, b, c
-        ai = (np.arange(n) % 7).astype(np.int32)
-        bf = (np.arange(n) % 5).astype(np.float32)
-        cf = np.zeros(n, dtype=np.float32)
-        ta, tb, tc = (torch.from_numpy(x) for x in (ai, bf, cf))
-        ra, rb, rc = (ratten.from_numpy(x) for x in (ai, bf, cf))
-        interleave_calls(
-            "int32 + float32 16M into out",
+            f"{name} add into out (numpy memory)",
             {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
             rounds,
         )
         del ta, tb, tc, ra, rb, rc
-        for name in ("float32", "float16", "bfloat16"):
-            tt = [torch.full((n,), 3.0, dtype=getattr(torch, name)) for _ in range(3)]
-            rt = [ratten.full((n,), 3.0, dtype=getattr(ratten, name)) for _ in range(3)]
-            interleave_calls(
-                f"{name} add into out (own memory)",
-                {"ratten": lambda: ratten.add(rt[0], rt[1], out=rt[2]), "torch": lambda: torch.add(tt[0], tt[1], out=tt[2])},
-                rounds,
-            )
-            del tt, rt
+    # The other large cases of issue 6, on numpy memory: one operand transposed, a
+    # broadcast of a column and a row, int32 + float32 (one fused pass).
+    m = SAME_M
+    a = (np.arange(m * m) % 7).astype(np.float32).reshape(m, m)
+    b = (np.arange(m * m) % 5).astype(np.float32).reshape(m, m)
+    c = np.zeros((m, m), dtype=np.float32)
+    ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+    ra, rb, rc = (ratten.from_numpy(x) for x in (a, b, c))
+    interleave_calls(
+        "4096x4096 + transposed into out",
+        {"ratten": lambda: ratten.add(ra, rb.t(), out=rc), "torch": lambda: torch.add(ta, tb.t(), out=tc)},
+        rounds,
+    )
+    col, row = a[:, :1].copy(), b[:1, :].copy()
+    tcol, trow, rcol, rrow = torch.from_numpy(col), torch.from_numpy(row), ratten.from_numpy(col), ratten.from_numpy(row)
+    interleave_calls(
+        "4096x1 + 1x4096 broadcast into out",
+        {"ratten": lambda: ratten.add(rcol, rrow, out=rc), "torch": lambda: torch.add(tcol, trow, out=tc)},
+        rounds,
+    )
+    del ta, tb, tc, ra, rb, rc, a, b, c
+    ai = (np.arange(n) % 7).astype(np.int32)
+    bf = (np.arange(n) % 5).astype(np.float32)
+    cf = np.zeros(n, dtype=np.float32)
+    ta, tb, tc = (torch.from_numpy(x) for x in (ai, bf, cf))
+    ra, rb, rc = (ratten.from_numpy(x) for x in (ai, bf, cf))
+    interleave_calls(
+        "int32 + float32 16M into out",
+        {"ratten": lambda: ratten.add(ra, rb, out=rc), "torch": lambda: torch.add(ta, tb, out=tc)},
+        rounds,
+    )
+    del ta, tb, tc, ra, rb, rc
+    for name in ("float32", "float16", "bfloat16"):
+        tt = [torch.full((n,), 3.0, dtype=getattr(torch, name)) for _ in range(3)]
+        rt = [ratten.full((n,), 3.0, dtype=getattr(ratten, name)) for _ in range(3)]
+        interleave_calls(
+            f"{name} add into out (own memory)",
+            {"ratten": lambda: ratten.add(rt[0], rt[1], out=rt[2]), "torch": lambda: torch.add(tt[0], tt[1], out=tt[2])},
+            rounds,
+        )
+        del tt, rt
+
+
+def same_memory(rounds, procs_1t=False):
+    """The 16M out= adds on the same memory for both libraries (see the module doc): 1 thread in
+    this process (and, with `procs_1t`, also one process per library), 2 threads one process per
+    library on /dev/shm files."""
+    import shutil
+    import tempfile
+
+    if torch is None:
+        print("--same-memory needs torch")
+        return
+    # 1 thread first: torch then never starts OpenMP workers in this process.
+    same_memory_in_process(1, rounds)
+    d = tempfile.mkdtemp(prefix="ratten-bench-", dir="/dev/shm")
+    try:
+        same_memory_files(d)
+        for threads in (1, 2) if procs_1t else (2,):
+            same_memory_procs(threads, rounds, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 MID_SIZES = (100_000, 300_000, 1_000_000)
@@ -333,18 +464,26 @@ def main():
     p.add_argument("--small", action="store_true", help="only the 1-element cases")
     p.add_argument("--same-memory", action="store_true", help="only the same-memory 16M out= adds vs torch")
     p.add_argument("--mid", action="store_true", help="only the 100K-1M f32 adds vs torch, one process each")
+    p.add_argument(
+        "--procs-1t", action="store_true", help="with --same-memory: also the 1-thread rows one process per library"
+    )
     p.add_argument("--mid-worker", nargs=3, metavar=("LIB", "THREADS", "ROUNDS"), help=argparse.SUPPRESS)
+    p.add_argument("--same-memory-worker", nargs=4, metavar=("LIB", "THREADS", "ROUNDS", "DIR"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.mid_worker:
         lib, threads, worker_rounds = args.mid_worker
         mid_worker(lib, int(threads), int(worker_rounds))
+        return
+    if args.same_memory_worker:
+        lib, threads, worker_rounds, d = args.same_memory_worker
+        same_memory_worker(lib, int(threads), int(worker_rounds), d)
         return
     rounds, rep_large = (5, 2) if args.quick else (21, 5)
     if args.mid:
         mid_sizes(rounds)
         return
     if args.same_memory:
-        same_memory(rounds)
+        same_memory(rounds, args.procs_1t)
         return
     n_small = 20000 if not args.quick else 2000
 
