@@ -455,6 +455,15 @@ pub fn into_py_result<T: IntoPyResult>(py: Python<'_>, v: T) -> PyResult<PyObjec
     v.into_py_result(py)
 }
 
+/// A parser from torch-format signature strings that are part of this crate (exercised by its
+/// tests); a bad one gives a parser without signatures, reported on use rather than at import.
+pub fn static_parser(name: &str, signatures: &[&str], method: bool) -> Parser {
+    Parser::from_signature_strings(name, signatures, method).unwrap_or_else(|_| Parser {
+        name: name.to_string(),
+        signatures: Vec::new(),
+    })
+}
+
 /// The parsers of the generated tables, built once from their signature strings.
 struct Tables {
     functions: Vec<Parser>,
@@ -468,16 +477,7 @@ fn tables() -> &'static Tables {
     T.get_or_init(|| {
         let build = |list: &[crate::arg_parser::Binding], method: bool| -> Vec<Parser> {
             list.iter()
-                .map(|b| {
-                    // The strings are generated and checked by the crate's tests; a bad one
-                    // would be a generator bug, reported on use rather than at import.
-                    Parser::from_signature_strings(b.name, b.signatures, method).unwrap_or_else(
-                        |_| Parser {
-                            name: b.name.to_string(),
-                            signatures: Vec::new(),
-                        },
-                    )
-                })
+                .map(|b| static_parser(b.name, b.signatures, method))
                 .collect()
         };
         Tables {
@@ -520,6 +520,18 @@ pub fn call_generated(
         Some(_) => (&t.methods[index], dispatch::METHOD_DISPATCH[index]),
         None => (&t.functions[index], dispatch::FUNCTION_DISPATCH[index]),
     };
+    let r = parse_args(parser, self_obj, args, kwargs)?;
+    f(py, &r)
+}
+
+/// Parses a call against `parser` (torch's `PythonArgParser::parse`): the matched signature's
+/// arguments, or torch's TypeError.
+pub fn parse_args<'a, 'py>(
+    parser: &'a Parser,
+    self_obj: Option<&'a Bound<'py, PyAny>>,
+    args: &'a [Bound<'py, PyAny>],
+    kwargs: &'a [(String, Bound<'py, PyAny>)],
+) -> PyResult<PythonArgs<'a, 'py>> {
     let kinds: Vec<ArgKind> = args.iter().map(classify).collect();
     let kw_kinds: Vec<(String, ArgKind)> = kwargs
         .iter()
@@ -528,7 +540,7 @@ pub fn call_generated(
     let parsed = parser
         .parse(&kinds, &kw_kinds)
         .map_err(PyTypeError::new_err)?;
-    let r = PythonArgs {
+    Ok(PythonArgs {
         sig: &parser.signatures[parsed.signature],
         index: parsed.signature,
         slots: parsed.slots,
@@ -536,11 +548,10 @@ pub fn call_generated(
         kwargs,
         self_obj,
         max_numel: Cell::new(0),
-    };
-    f(py, &r)
+    })
 }
 
-fn split_kwargs<'py>(
+pub(crate) fn split_kwargs<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
     let mut v = Vec::new();
