@@ -1,5 +1,6 @@
-"""torch's type-promotion functions (result_type, promote_types, can_cast) and the default dtype
-(get_default_dtype / set_default_dtype).
+"""torch's type-promotion functions (result_type, promote_types, can_cast), the default dtype
+(get_default_dtype / set_default_dtype), and Tensor.to: the same object back when nothing
+changes, the device forms (`to('cpu')`, `to(None)`) and memory_format objects.
 
 Every behaviour has a torch-free test with the expected values written out (taken from torch
 2.15), and a comparison with torch when it is installed (`pytest.importorskip` inside the test,
@@ -59,6 +60,11 @@ def test_exported():
         "can_cast",
         "get_default_dtype",
         "set_default_dtype",
+        "memory_format",
+        "contiguous_format",
+        "preserve_format",
+        "channels_last",
+        "channels_last_3d",
     ):
         assert name in ratten.__all__, name
         assert hasattr(ratten, name), name
@@ -399,3 +405,192 @@ def test_default_dtype_matches_torch():
             call(torch)
         assert norm(r.value) == str(t.value)
     assert ratten.get_default_dtype() is ratten.float32
+
+
+# ---- Tensor.to ---------------------------------------------------------------------------------
+
+
+def test_to_returns_self_when_nothing_changes():
+    t = ratten.ones(2)
+    assert t.to(t.dtype) is t
+    assert t.to(ratten.float32) is t
+    assert t.to(dtype=ratten.float32) is t
+    assert t.to(ratten.float32, copy=False) is t
+    assert t.to(ratten.float32, True) is t  # non_blocking
+    assert t.to(ratten.float32, non_blocking=True) is t
+    assert t.to() is t
+    assert t.to(copy=False) is t
+    assert t.to(dtype=None) is t
+    assert t.to(device="cpu") is t
+    assert t.to(device=None, dtype=None) is t
+    assert t.to(ratten.device("cpu")) is t
+    assert t.to(t) is t
+    assert t.to(tensor=t) is t
+    assert t.to(ratten.zeros(3)) is t
+    assert ratten.Tensor.to(t, ratten.float32) is t
+    v = t[0:1]
+    assert v.to(v.dtype) is v
+    i = ratten.tensor([1, 2])
+    assert i.to(ratten.int64) is i
+
+
+def test_to_copies_when_asked_or_needed():
+    t = ratten.tensor([1.5, 2.5])
+    for r in (
+        t.to(ratten.float32, copy=True),
+        t.to(copy=True),
+        t.to(t, True, True),
+        t.to("cpu", ratten.float32, False, True),
+    ):
+        assert r is not t
+        assert r.dtype is ratten.float32
+        assert r.tolist() == [1.5, 2.5]
+        r.add_(1)
+        assert t.tolist() == [1.5, 2.5]
+    d = t.to(ratten.float64)
+    assert d is not t and d.dtype is ratten.float64 and d.tolist() == [1.5, 2.5]
+    assert t.to(ratten.int64).tolist() == [1, 2]
+    assert t.to(ratten.zeros(1, dtype=ratten.float64)).dtype is ratten.float64
+    assert t.to(dtype=ratten.float64, device="cpu").dtype is ratten.float64
+    # A number where the tensor goes is a wrapped-number tensor (float64), as in torch.
+    assert t.to(3.5).dtype is ratten.float64
+
+
+def test_to_device_string_and_none():
+    t = ratten.ones(2)
+    assert t.to("cpu") is t
+    assert t.to(None) is t
+    assert t.to("cpu", non_blocking=True) is t
+    assert t.to("cpu", ratten.float32) is t
+    assert t.to("cpu", ratten.float64).dtype is ratten.float64
+    assert t.to(None, ratten.float64).dtype is ratten.float64
+    assert t.to("cpu", dtype=ratten.float64).dtype is ratten.float64
+    m = t.to("meta")
+    assert m.device.type == "meta" and m.shape == t.shape
+    with pytest.raises(RuntimeError):
+        t.to("foo")
+    with pytest.raises(TypeError, match=r"to\(\) received an invalid combination of arguments - got \(str, str\)"):
+        t.to("cpu", "cpu")
+    with pytest.raises(TypeError, match=r"got \(ratten.dtype, str\)"):
+        t.to(ratten.float64, "cpu")
+    # torch's to() takes no layout / pin_memory / other=.
+    for kw in ({"layout": None}, {"pin_memory": False}, {"other": t}):
+        with pytest.raises(TypeError, match=r"to\(\) received an invalid combination"):
+            t.to(**kw)
+
+
+def test_memory_format_objects():
+    mf = ratten.memory_format
+    for name in ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d"):
+        o = getattr(ratten, name)
+        assert type(o) is mf
+        assert repr(o) == f"ratten.{name}"
+        assert str(o) == f"ratten.{name}"
+        assert o == getattr(ratten, name)
+        assert hash(o) == hash(getattr(ratten, name))
+        assert getattr(ratten._C, name) is o
+    assert ratten.contiguous_format != ratten.preserve_format
+    assert len({ratten.contiguous_format, ratten.preserve_format, ratten.channels_last}) == 3
+    with pytest.raises(TypeError):
+        ratten.memory_format()
+
+
+def test_to_memory_format():
+    t = ratten.ones(2, 3)
+    assert t.to(memory_format=ratten.contiguous_format) is t
+    assert t.to(memory_format=ratten.preserve_format) is t
+    assert t.to(memory_format=None) is t
+    assert t.to(ratten.float32, memory_format=ratten.preserve_format) is t
+    assert t.to("cpu", memory_format=ratten.contiguous_format) is t
+    T = ratten.arange(6.0).reshape(2, 3).t()
+    assert T.to(ratten.float64).stride() == (1, 3)
+    p = T.to(ratten.float64, memory_format=ratten.preserve_format)
+    assert p.stride() == (1, 3) and p.tolist() == T.tolist()
+    c = T.to(ratten.float64, memory_format=ratten.contiguous_format)
+    assert c.stride() == (2, 1) and c.is_contiguous() and c.tolist() == T.tolist()
+    c = T.to(T, memory_format=ratten.contiguous_format, copy=True)
+    assert c.stride() == (2, 1)
+    # memory_format is keyword-only, as in torch.
+    with pytest.raises(TypeError, match=r"got \(ratten.dtype, bool, bool, ratten.memory_format\)"):
+        t.to(ratten.float32, False, False, ratten.preserve_format)
+    for bad in (1, "contiguous_format"):
+        with pytest.raises(TypeError, match=r"to\(\) received an invalid combination"):
+            t.to(memory_format=bad)
+
+
+def test_to_error_lists_torch_signatures():
+    with pytest.raises(TypeError) as e:
+        ratten.ones(2).to("cpu", "cpu")
+    lines = str(e.value).splitlines()
+    assert (
+        " * (ratten.device device = None, ratten.dtype dtype = None, bool non_blocking = False, "
+        "bool copy = False, *, ratten.memory_format memory_format = None)" in lines
+    )
+    assert (
+        " * (ratten.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+        "ratten.memory_format memory_format = None)" in lines
+    )
+    assert (
+        " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+        "ratten.memory_format memory_format = None)" in lines
+    )
+
+
+def test_to_matches_torch():
+    torch = pytest.importorskip("torch")
+    to_contiguous_format = lambda m, t: t.to(memory_format=m.contiguous_format)
+    calls = [
+        lambda m, t: t.to(t.dtype),
+        lambda m, t: t.to(m.float32),
+        lambda m, t: t.to(m.float64),
+        lambda m, t: t.to(m.float32, copy=True),
+        lambda m, t: t.to(m.float32, copy=False),
+        lambda m, t: t.to(copy=True),
+        lambda m, t: t.to(),
+        lambda m, t: t.to("cpu"),
+        lambda m, t: t.to(None),
+        lambda m, t: t.to(device="cpu"),
+        lambda m, t: t.to(m.device("cpu")),
+        lambda m, t: t.to("cpu", m.float32),
+        lambda m, t: t.to("cpu", m.float64),
+        lambda m, t: t.to(None, m.float64),
+        lambda m, t: t.to(t),
+        lambda m, t: t.to(t, True, True),
+        lambda m, t: t.to(m.zeros(1, dtype=m.float64)),
+        lambda m, t: t.to(3.5),
+        to_contiguous_format,
+        lambda m, t: t.to(memory_format=m.preserve_format),
+        lambda m, t: t.to(m.float32, memory_format=m.preserve_format),
+        lambda m, t: t.to(m.float64, memory_format=m.contiguous_format),
+        lambda m, t: t.to("cpu", non_blocking=True),
+        lambda m, t: m.Tensor.to(t, m.float32),
+    ]
+    for make in (lambda m: m.ones(2, 3), lambda m: m.arange(6.0).reshape(2, 3).t()):
+        rt, tt = make(ratten), make(torch)
+        for i, call in enumerate(calls):
+            if call is to_contiguous_format and not rt.is_contiguous():
+                # torch keeps a non-contiguous 2-D tensor as it is for contiguous_format (its
+                # suggest_memory_format() is contiguous); ratten-aten's to() copies it.
+                continue
+            r, t = call(ratten, rt), call(torch, tt)
+            assert (r is rt) == (t is tt), i
+            assert name_of(r.dtype) == name_of(t.dtype), i
+            assert tuple(r.stride()) == tuple(t.stride()), i
+            assert r.tolist() == t.tolist(), i
+    for call in (
+        lambda m, t: t.to("cpu", "cpu"),
+        lambda m, t: t.to(m.float32, False, False, m.preserve_format),
+        lambda m, t: t.to(layout=None),
+        lambda m, t: t.to(memory_format=1),
+    ):
+        with pytest.raises(TypeError) as r:
+            call(ratten, ratten.ones(2))
+        with pytest.raises(TypeError) as t:
+            call(torch, torch.ones(2))
+        # The signature lines as torch prints them (the first line differs only by torch's
+        # trailing ", " after keyword-only arguments).
+        assert [l for l in norm(r.value).splitlines() if l.startswith(" * ")] == [
+            l for l in str(t.value).splitlines() if l.startswith(" * ")
+        ]
+    for name in ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d"):
+        assert norm(repr(getattr(ratten, name))) == repr(getattr(torch, name))

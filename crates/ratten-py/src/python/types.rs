@@ -1,4 +1,4 @@
-//! `ratten.dtype` and `ratten.device`, and the functions on dtypes:
+//! `ratten.dtype`, `ratten.device` and `ratten.memory_format`, and the functions on dtypes:
 //! `result_type`, `promote_types`, `can_cast` and the default dtype.
 
 use std::sync::OnceLock;
@@ -7,6 +7,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use ratten_aten::native::type_properties;
+use ratten_aten::native::MemoryFormat;
 use ratten_core::{Device, ScalarType};
 
 use super::python_args::{parse_args, split_kwargs, static_parser};
@@ -145,6 +146,48 @@ pub fn dtype_object(py: Python<'_>, st: ScalarType) -> PyResult<Py<PyDtype>> {
         .ok_or_else(|| PyTypeError::new_err(format!("no dtype object for {st}")))
 }
 
+/// `torch.memory_format`: `ratten.contiguous_format`, `ratten.preserve_format`,
+/// `ratten.channels_last`, `ratten.channels_last_3d` (one object each; no constructor).
+#[pyclass(name = "memory_format", module = "ratten", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyMemoryFormat {
+    /// c10's value (`MemoryFormat as u8`).
+    code: u8,
+}
+
+/// The memory formats and their module attribute names, in c10's order.
+const MEMORY_FORMATS: [(MemoryFormat, &str); 4] = [
+    (MemoryFormat::Contiguous, "contiguous_format"),
+    (MemoryFormat::Preserve, "preserve_format"),
+    (MemoryFormat::ChannelsLast, "channels_last"),
+    (MemoryFormat::ChannelsLast3d, "channels_last_3d"),
+];
+
+impl PyMemoryFormat {
+    pub fn format(&self) -> MemoryFormat {
+        MEMORY_FORMATS
+            .iter()
+            .find(|(f, _)| *f as u8 == self.code)
+            .map_or(MemoryFormat::Preserve, |(f, _)| *f)
+    }
+    fn name(&self) -> &'static str {
+        MEMORY_FORMATS
+            .iter()
+            .find(|(f, _)| *f as u8 == self.code)
+            .map_or("preserve_format", |(_, n)| n)
+    }
+}
+
+#[pymethods]
+impl PyMemoryFormat {
+    fn __repr__(&self) -> String {
+        format!("ratten.{}", self.name())
+    }
+    fn __str__(&self) -> String {
+        self.__repr__()
+    }
+}
+
 /// `ratten.result_type`'s overloads, in torch's order (python_torch_functions).
 const RESULT_TYPE_SIGNATURES: &[&str] = &[
     "result_type(Tensor tensor, Tensor other)",
@@ -269,6 +312,10 @@ fn _set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDtype>()?;
     m.add_class::<PyDevice>()?;
+    m.add_class::<PyMemoryFormat>()?;
+    for (f, name) in MEMORY_FORMATS {
+        m.add(name, Py::new(m.py(), PyMemoryFormat { code: f as u8 })?)?;
+    }
     m.add_function(wrap_pyfunction!(result_type, m)?)?;
     m.add_function(wrap_pyfunction!(promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(can_cast, m)?)?;
