@@ -11,13 +11,22 @@ Operators registered at run time (from ``_C._dispatch_library``) are found by na
 from . import _C
 from ._C import (
     Tensor,
+    can_cast,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
     device,
     dtype,
     from_numpy,
+    get_default_dtype,
     get_num_threads,
     initial_seed,
     is_tensor,
     manual_seed,
+    memory_format,
+    preserve_format,
+    promote_types,
+    result_type,
     set_num_threads,
     tensor,
 )
@@ -39,22 +48,43 @@ del _name, _fn, _m
 __all__ = [
     "Tensor",
     "arange",
+    "can_cast",
+    "channels_last",
+    "channels_last_3d",
+    "contiguous_format",
     "device",
     "dtype",
     "empty",
     "from_numpy",
     "full",
+    "get_default_dtype",
     "get_num_threads",
     "initial_seed",
     "is_tensor",
     "manual_seed",
+    "memory_format",
     "ones",
+    "preserve_format",
+    "promote_types",
     "rand",
     "randn",
+    "result_type",
+    "set_default_dtype",
     "set_num_threads",
     "tensor",
     "zeros",
 ] + sorted(_C._dtypes)
+
+
+def set_default_dtype(d, /):
+    """set_default_dtype(d) -> None
+
+    Sets the default floating point dtype to ``d`` (float32, float64, float16 or bfloat16):
+    what Python floats become in ``ratten.tensor`` and in type promotion, and the dtype of
+    factories (``ratten.ones(2)``) given none. Complex numbers follow (complex64 for float32,
+    complex128 for float64, complex32 for float16). As ``torch.set_default_dtype``.
+    """
+    _C._set_default_dtype(d)
 
 
 def zeros(*args, **kwargs):

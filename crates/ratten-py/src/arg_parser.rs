@@ -23,6 +23,8 @@ pub enum ArgKind {
     None,
     Dtype,
     Device,
+    /// A `ratten.memory_format` (`ratten.contiguous_format`, ...).
+    MemoryFormat,
     /// A tuple or list (`container` is `tuple`/`list`), with its elements.
     Seq {
         container: &'static str,
@@ -45,6 +47,7 @@ impl ArgKind {
             ArgKind::None => "NoneType".into(),
             ArgKind::Dtype => "ratten.dtype".into(),
             ArgKind::Device => "ratten.device".into(),
+            ArgKind::MemoryFormat => "ratten.memory_format".into(),
             ArgKind::Seq { container, elems } => {
                 // torch: "tuple of (int, str)" for mixed, "tuple of ints" when uniform.
                 if elems.is_empty() {
@@ -87,8 +90,10 @@ pub enum ParamType {
     FloatList,
     BoolList,
     TensorList,
-    /// Generator, Layout, MemoryFormat and other types ratten's Python layer does not make:
-    /// only their default (None) can be passed.
+    /// `MemoryFormat`: a `ratten.memory_format` object (or None).
+    MemoryFormat,
+    /// Generator, Layout and other types ratten's Python layer does not make: only their
+    /// default (None) can be passed.
     Opaque(String),
 }
 
@@ -104,6 +109,7 @@ impl ParamType {
             Type::Str | Type::Dimname => ParamType::Str,
             Type::ScalarType => ParamType::ScalarType,
             Type::Device => ParamType::Device,
+            Type::MemoryFormat => ParamType::MemoryFormat,
             Type::List { elem, size } => match elem.as_ref() {
                 Type::Int | Type::SymInt => ParamType::IntList { size: *size },
                 Type::Float => ParamType::FloatList,
@@ -133,6 +139,7 @@ impl ParamType {
             ParamType::FloatList => "tuple of floats".into(),
             ParamType::BoolList => "tuple of bools".into(),
             ParamType::TensorList => "tuple of Tensors".into(),
+            ParamType::MemoryFormat => "ratten.memory_format".into(),
             ParamType::Opaque(n) => n.clone(),
         }
     }
@@ -175,6 +182,7 @@ impl Param {
             (ParamType::Str, k) => matches!(k, ArgKind::Str),
             (ParamType::ScalarType, k) => matches!(k, ArgKind::Dtype),
             (ParamType::Device, k) => matches!(k, ArgKind::Device | ArgKind::Str | ArgKind::Int),
+            (ParamType::MemoryFormat, k) => matches!(k, ArgKind::MemoryFormat),
             (ParamType::IntList { size }, k) => match k {
                 ArgKind::Seq { elems, .. } => elems.iter().all(|e| matches!(e, ArgKind::Int)),
                 // `int[2] stride=1` also takes a single int.
@@ -569,6 +577,7 @@ impl ParamType {
             "c10::string_view" | "std::string" | "std::string_view" | "Dimname" => ParamType::Str,
             "ScalarType" => ParamType::ScalarType,
             "Device" => ParamType::Device,
+            "MemoryFormat" => ParamType::MemoryFormat,
             "IntArrayRef" | "SymIntArrayRef" => ParamType::IntList { size },
             "ArrayRef<double>" => ParamType::FloatList,
             "ArrayRef<bool>" => ParamType::BoolList,
@@ -1053,5 +1062,51 @@ mod tests {
         assert_eq!(s.params[3].default, Some(DefaultValue::Float(1e-5)));
         assert!(Signature::parse("f(Tensor)", 0, false).is_err());
         assert!(Signature::parse("f Tensor x", 0, false).is_err());
+    }
+
+    #[test]
+    fn memory_format_parameters_take_memory_format_objects() {
+        let p = Parser::from_signature_strings(
+            "to",
+            &[
+                "to(Device device=None, ScalarType dtype=None, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+                "to(ScalarType dtype, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(p.signatures[0].params[4].ty, ParamType::MemoryFormat);
+        let mf = || vec![("memory_format".to_string(), ArgKind::MemoryFormat)];
+        assert_eq!(p.parse(&[], &mf()).unwrap().slots[4], Slot::Keyword(0));
+        assert_eq!(p.parse(&[ArgKind::Dtype], &mf()).unwrap().signature, 1);
+        let kw_none = [("memory_format".to_string(), ArgKind::None)];
+        assert!(p.parse(&[ArgKind::Str], &kw_none).is_ok());
+        assert!(p.parse(&[ArgKind::None], &[]).is_ok());
+        // Keyword-only, and nothing else is a memory format.
+        let e = p
+            .parse(
+                &[
+                    ArgKind::Dtype,
+                    ArgKind::Bool,
+                    ArgKind::Bool,
+                    ArgKind::MemoryFormat,
+                ],
+                &[],
+            )
+            .unwrap_err();
+        assert!(
+            e.contains("got (ratten.dtype, bool, bool, ratten.memory_format)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("*, ratten.memory_format memory_format = None)"),
+            "{e}"
+        );
+        let kw_int = [("memory_format".to_string(), ArgKind::Int)];
+        assert!(p.parse(&[], &kw_int).is_err());
+        // From a schema too (the dispatcher's parsers).
+        let s = schema("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)");
+        let sig = Signature::from_schema(&s, 0, true);
+        assert_eq!(sig.params[3].ty, ParamType::MemoryFormat);
     }
 }

@@ -16,7 +16,7 @@ use ratten_dispatch::{Dispatcher, IValue, OperatorHandle};
 use ratten_schema::{DefaultValue, FunctionSchema, OperatorName};
 
 use super::tensor::{wrap, PyTensor};
-use super::types::{parse_device, PyDevice, PyDtype};
+use super::types::{parse_device, PyDevice, PyDtype, PyMemoryFormat};
 use super::IntoPy;
 use crate::arg_parser::{ArgKind, Param, ParamType, Parser, Slot};
 
@@ -41,6 +41,8 @@ pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
         ArgKind::Dtype
     } else if obj.is_instance_of::<PyDevice>() {
         ArgKind::Device
+    } else if obj.is_instance_of::<PyMemoryFormat>() {
+        ArgKind::MemoryFormat
     } else if let Ok(t) = obj.downcast::<PyTuple>() {
         ArgKind::Seq {
             container: "tuple",
@@ -157,6 +159,10 @@ fn to_ivalue(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<IValue> {
         ParamType::Str => IValue::String(obj.extract::<String>()?.into()),
         ParamType::ScalarType => IValue::Int(obj.downcast::<PyDtype>()?.get().st as i64),
         ParamType::Device => IValue::Device(parse_device(obj)?),
+        // c10's MemoryFormat travels as its integer value.
+        ParamType::MemoryFormat => {
+            IValue::Int(obj.downcast::<PyMemoryFormat>()?.get().format() as i64)
+        }
         ParamType::IntList { size } => match obj.extract::<i64>() {
             Ok(v) if !obj.is_instance_of::<PyBool>() => {
                 IValue::IntList(vec![v; size.unwrap_or(1) as usize])

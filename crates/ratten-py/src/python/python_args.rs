@@ -11,13 +11,14 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::IntoPyObjectExt;
+use ratten_aten::native::MemoryFormat;
 use ratten_aten::Tensor;
 use ratten_core::{Device, Scalar, ScalarType};
 use ratten_schema::DefaultValue;
 
 use super::ops::{classify, scalar_to_py, to_scalar};
 use super::tensor::{wrap, PyTensor};
-use super::types::{parse_device, PyDtype};
+use super::types::{parse_device, PyDtype, PyMemoryFormat};
 use super::IntoPy;
 use crate::arg_parser::{ArgKind, Parser, Signature, Slot};
 use crate::generated::{dispatch, signatures};
@@ -254,8 +255,16 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         self.device(k).map(Some)
     }
 
-    /// A parameter of a type ratten has no Python objects for (Layout, MemoryFormat): the
-    /// parser only lets None through.
+    /// A `MemoryFormat?` parameter: a `ratten.memory_format` object, or None.
+    pub fn optional_memory_format(&self, k: usize) -> PyResult<Option<MemoryFormat>> {
+        match self.get(k) {
+            Some(o) if !o.is_none() => Ok(Some(o.downcast::<PyMemoryFormat>()?.get().format())),
+            _ => Ok(None),
+        }
+    }
+
+    /// A parameter of a type ratten has no Python objects for (Layout; MemoryFormat in the
+    /// generated bindings): the parser only lets None through.
     pub fn none_only<T>(&self, k: usize) -> PyResult<Option<T>> {
         if self.is_none(k) {
             Ok(None)
@@ -455,45 +464,136 @@ pub fn into_py_result<T: IntoPyResult>(py: Python<'_>, v: T) -> PyResult<PyObjec
     v.into_py_result(py)
 }
 
+/// A Tensor method whose binding is written by hand, as torch's are in
+/// python_variable_methods.cpp: its signature strings and dispatch function replace the
+/// generated ones (which follow native_functions.yaml).
+struct MethodOverride {
+    name: &'static str,
+    signatures: &'static [&'static str],
+    dispatch: DispatchFn,
+}
+
+const METHOD_OVERRIDES: &[MethodOverride] = &[MethodOverride {
+    name: "to",
+    signatures: TO_SIGNATURES,
+    dispatch: method_to,
+}];
+
+/// `THPVariable_to`'s parser (torch 2.15): a device (string, index or None) with an optional
+/// dtype, a dtype, or a tensor whose dtype and device are taken; `memory_format` is
+/// keyword-only, and there is no `layout` / `pin_memory`.
+const TO_SIGNATURES: &[&str] = &[
+    "to(Device device=None, ScalarType dtype=None, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+    "to(ScalarType dtype, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+    "to(Tensor tensor, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
+];
+
+/// `Tensor.to` (torch's `THPVariable_to` with `parse_to_conversion`): the tensor itself, as the
+/// same Python object, when nothing is asked for or nothing changes (`t.to(t.dtype) is t`, as
+/// the in-place methods return `self`); a new tensor otherwise.
+fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    let a_self = r.self_tensor()?;
+    let (device, dtype, non_blocking, copy) = match r.index() {
+        0 => (
+            r.optional_device(0)?,
+            r.optional_scalar_type(1)?,
+            r.bool(2)?,
+            r.bool(3)?,
+        ),
+        1 => (None, Some(r.scalar_type(0)?), r.bool(1)?, r.bool(2)?),
+        2 => {
+            let other = r.tensor(0)?;
+            (
+                Some(other.device()),
+                Some(other.dtype()),
+                r.bool(1)?,
+                r.bool(2)?,
+            )
+        }
+        _ => return Err(r.unknown_signature()),
+    };
+    // The last parameter of each signature.
+    let memory_format = r.optional_memory_format(r.sig.params.len() - 1)?;
+    if device.is_none() && dtype.is_none() && !copy && memory_format.is_none() {
+        return Ok(r.self_object());
+    }
+    let (t, same) = r.run(py, move || {
+        let t = a_self.to_dtype_layout_with(
+            dtype,
+            None,
+            device,
+            None,
+            non_blocking,
+            copy,
+            memory_format,
+        )?;
+        let same = t.is_same(&a_self);
+        Ok((t, same))
+    })?;
+    if same {
+        return Ok(r.self_object());
+    }
+    into_py_result(py, t)
+}
+
+/// The override of generated method `name`, if it has one.
+fn method_override(name: &str) -> Option<&'static MethodOverride> {
+    METHOD_OVERRIDES.iter().find(|o| o.name == name)
+}
+
+/// The signature strings generated method `index` is parsed with (an override's, if any).
+fn method_signature_strings(index: usize) -> &'static [&'static str] {
+    let b = &signatures::METHODS[index];
+    method_override(b.name).map_or(b.signatures, |o| o.signatures)
+}
+
 /// The parsers of the generated tables, built once from their signature strings.
 struct Tables {
     functions: Vec<Parser>,
     methods: Vec<Parser>,
+    /// The methods' dispatch functions (the generated ones, or an override's).
+    method_dispatch: Vec<DispatchFn>,
     function_index: HashMap<&'static str, usize>,
     method_index: HashMap<&'static str, usize>,
 }
 
+/// A parser from torch-format signature strings that are part of this crate (exercised by its
+/// tests); a bad one gives a parser without signatures, reported on use rather than at import.
+pub fn static_parser(name: &str, signatures: &[&str], method: bool) -> Parser {
+    Parser::from_signature_strings(name, signatures, method).unwrap_or_else(|_| Parser {
+        name: name.to_string(),
+        signatures: Vec::new(),
+    })
+}
+
 fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
-    T.get_or_init(|| {
-        let build = |list: &[crate::arg_parser::Binding], method: bool| -> Vec<Parser> {
-            list.iter()
-                .map(|b| {
-                    // The strings are generated and checked by the crate's tests; a bad one
-                    // would be a generator bug, reported on use rather than at import.
-                    Parser::from_signature_strings(b.name, b.signatures, method).unwrap_or_else(
-                        |_| Parser {
-                            name: b.name.to_string(),
-                            signatures: Vec::new(),
-                        },
-                    )
-                })
-                .collect()
-        };
-        Tables {
-            functions: build(signatures::FUNCTIONS, false),
-            methods: build(signatures::METHODS, true),
-            function_index: signatures::FUNCTIONS
-                .iter()
-                .enumerate()
-                .map(|(i, b)| (b.name, i))
-                .collect(),
-            method_index: signatures::METHODS
-                .iter()
-                .enumerate()
-                .map(|(i, b)| (b.name, i))
-                .collect(),
-        }
+    T.get_or_init(|| Tables {
+        functions: signatures::FUNCTIONS
+            .iter()
+            .map(|b| static_parser(b.name, b.signatures, false))
+            .collect(),
+        methods: (0..signatures::METHODS.len())
+            .map(|i| {
+                let name = signatures::METHODS[i].name;
+                static_parser(name, method_signature_strings(i), true)
+            })
+            .collect(),
+        method_dispatch: signatures::METHODS
+            .iter()
+            .zip(dispatch::METHOD_DISPATCH.iter())
+            .map(|(b, &f)| method_override(b.name).map_or(f, |o| o.dispatch))
+            .collect(),
+        function_index: signatures::FUNCTIONS
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name, i))
+            .collect(),
+        method_index: signatures::METHODS
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name, i))
+            .collect(),
     })
 }
 
@@ -517,9 +617,21 @@ pub fn call_generated(
 ) -> PyResult<PyObject> {
     let t = tables();
     let (parser, f) = match self_obj {
-        Some(_) => (&t.methods[index], dispatch::METHOD_DISPATCH[index]),
+        Some(_) => (&t.methods[index], t.method_dispatch[index]),
         None => (&t.functions[index], dispatch::FUNCTION_DISPATCH[index]),
     };
+    let r = parse_args(parser, self_obj, args, kwargs)?;
+    f(py, &r)
+}
+
+/// Parses a call against `parser` (torch's `PythonArgParser::parse`): the matched signature's
+/// arguments, or torch's TypeError.
+pub fn parse_args<'a, 'py>(
+    parser: &'a Parser,
+    self_obj: Option<&'a Bound<'py, PyAny>>,
+    args: &'a [Bound<'py, PyAny>],
+    kwargs: &'a [(String, Bound<'py, PyAny>)],
+) -> PyResult<PythonArgs<'a, 'py>> {
     let kinds: Vec<ArgKind> = args.iter().map(classify).collect();
     let kw_kinds: Vec<(String, ArgKind)> = kwargs
         .iter()
@@ -528,7 +640,7 @@ pub fn call_generated(
     let parsed = parser
         .parse(&kinds, &kw_kinds)
         .map_err(PyTypeError::new_err)?;
-    let r = PythonArgs {
+    Ok(PythonArgs {
         sig: &parser.signatures[parsed.signature],
         index: parsed.signature,
         slots: parsed.slots,
@@ -536,11 +648,10 @@ pub fn call_generated(
         kwargs,
         self_obj,
         max_numel: Cell::new(0),
-    };
-    f(py, &r)
+    })
 }
 
-fn split_kwargs<'py>(
+pub(crate) fn split_kwargs<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
     let mut v = Vec::new();
@@ -692,7 +803,7 @@ impl GeneratedMethod {
     }
     #[getter]
     fn signatures(&self) -> Vec<&'static str> {
-        signatures::METHODS[self.index].signatures.to_vec()
+        method_signature_strings(self.index).to_vec()
     }
 }
 
@@ -765,16 +876,18 @@ fn _generated_methods(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
-/// `ratten._C._generated_signatures(name, method=False)`: the signature strings.
+/// `ratten._C._generated_signatures(name, method=False)`: the signature strings (for a method
+/// with a hand-written binding, `to`, the ones it is parsed with).
 #[pyfunction]
 #[pyo3(signature = (name, method=false))]
 fn _generated_signatures(name: &str, method: bool) -> Vec<&'static str> {
-    let list = if method {
-        signatures::METHODS
-    } else {
-        signatures::FUNCTIONS
-    };
-    list.iter()
+    if method {
+        return method_index(name)
+            .map(|i| method_signature_strings(i).to_vec())
+            .unwrap_or_default();
+    }
+    signatures::FUNCTIONS
+        .iter()
         .find(|b| b.name == name)
         .map(|b| b.signatures.to_vec())
         .unwrap_or_default()
