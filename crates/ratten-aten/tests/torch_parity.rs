@@ -371,3 +371,88 @@ fn addcdiv_integer_message() {
     let i = Tensor::from_slice(&[1i64], &[1]).unwrap();
     assert!(msg(functions::addcdiv(&i, &i, &i)).contains("in a future  release addcdiv"));
 }
+
+/// Error classes torch 2.15 raises: maximum of complex is a TypeError, clamp of complex and
+/// relu of bool NotImplementedError (with the one-bound kernel names for bool); a where
+/// number that does not fit the result dtype is an overflow.
+#[test]
+fn error_kinds_and_where_numbers() {
+    use ratten_core::ErrorKind;
+    let z = Tensor::from_slice(&[Complex::new(1.0f32, 1.0)], &[1]).unwrap();
+    let e = functions::maximum(&z, &z).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Type);
+    assert_eq!(e.message(), "maximum not implemented for complex tensors.");
+    let e = functions::clamp_with(&z, Some(Scalar::Int(0)), None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotImplemented);
+    let b = Tensor::from_slice(&[true], &[1]).unwrap();
+    let e = functions::relu(&b).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotImplemented);
+    assert_eq!(
+        msg(functions::clamp_with(&b, None, Some(Scalar::Bool(true)))),
+        "\"clamp_max_scalar_cpu\" not implemented for 'Bool'"
+    );
+    let c = Tensor::from_slice(&[true], &[1]).unwrap();
+    let i8s = Tensor::from_slice(&[1i8], &[1]).unwrap();
+    assert_eq!(
+        msg(functions::where_scalar_other(&c, &i8s, 1000)),
+        "value cannot be converted to type int8_t without overflow"
+    );
+    assert_eq!(
+        functions::where_scalar_other(&c, &i8s, 100)
+            .unwrap()
+            .to_vec::<i8>()
+            .unwrap(),
+        vec![1]
+    );
+}
+
+/// Float to integer conversion of NaN, inf and out-of-range values gives x86's integer
+/// indefinite, as torch: `torch.tensor([1., inf, nan]).to(torch.int32)` is
+/// `[1, -2147483648, -2147483648]`, `torch.tensor([1e10]).to(torch.int16)` is `[0]`.
+#[test]
+fn float_to_int_out_of_range() {
+    let x = f32s(&[1.0, f32::INFINITY, f32::NAN, -1.0, 300.0], &[5]);
+    assert_eq!(
+        x.to_dtype(ScalarType::Int).unwrap().to_vec::<i32>().unwrap(),
+        vec![1, i32::MIN, i32::MIN, -1, 300]
+    );
+    assert_eq!(
+        x.to_dtype(ScalarType::Byte).unwrap().to_vec::<u8>().unwrap(),
+        vec![1, 0, 0, 255, 44]
+    );
+    assert_eq!(
+        f32s(&[1e10], &[1])
+            .to_dtype(ScalarType::Short)
+            .unwrap()
+            .to_vec::<i16>()
+            .unwrap(),
+        vec![0]
+    );
+    assert_eq!(
+        f32s(&[1e10, f32::NAN], &[2])
+            .to_dtype(ScalarType::Long)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![10_000_000_000, i64::MIN]
+    );
+}
+
+/// addcmul / addcdiv convert `value` to the computation type with c10's check.
+#[test]
+fn addcmul_value_is_checked() {
+    let a = f32s(&[1.0], &[1]);
+    let j = Scalar::ComplexDouble(Complex::new(0.0, 1.0));
+    assert_eq!(
+        msg(functions::addcmul_with(&a, &a, &a, j)),
+        "value cannot be converted to type float without overflow"
+    );
+    assert_eq!(
+        msg(functions::addcdiv_with(&a, &a, &a, j)),
+        "value cannot be converted to type float without overflow"
+    );
+    // half: the computation type is float, so 1e10 is a value, not an overflow.
+    let h = a.to_dtype(ScalarType::Half).unwrap();
+    let r = functions::addcmul_with(&h, &h, &h, 1e10).unwrap();
+    assert!(r.to_vec::<half::f16>().unwrap()[0].is_infinite());
+}

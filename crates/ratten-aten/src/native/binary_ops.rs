@@ -350,7 +350,8 @@ fn build_max_min<'a>(
     b: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
     if a.dtype().is_complex() || b.dtype().is_complex() {
-        return Err(Error::runtime(format!(
+        // TORCH_CHECK_TYPE: a TypeError in Python.
+        return Err(Error::type_error(format!(
             "{name} not implemented for complex tensors."
         )));
     }

@@ -1151,6 +1151,12 @@ impl PyTensor {
         Self::unary(slf, "abs")
     }
     fn __invert__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        // torch's THPVariable_invert refuses floating and complex tensors before dispatch.
+        if !slf.borrow().t.dtype().is_integral(true) {
+            return Err(PyTypeError::new_err(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
+            ));
+        }
         Self::unary(slf, "bitwise_not")
     }
     fn __richcmp__(

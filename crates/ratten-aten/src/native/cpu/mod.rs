@@ -70,6 +70,48 @@ pub trait Elem: Copy + Send + Sync + Default + PartialEq + 'static {
     }
 }
 
+/// `static_cast<T>(v)` of a float to an integer as PyTorch's CPU build computes it on x86: a
+/// 64-bit target takes the 64-bit truncating conversion, a narrower one the 32-bit conversion
+/// and keeps its low bits; NaN and values out of the conversion's range give its "integer
+/// indefinite" value, the minimum (`torch.tensor([inf, nan]).to(torch.int32)` is
+/// `[-2147483648, -2147483648]`, `torch.tensor([1e10]).to(torch.int16)` is `[0]`). In range
+/// this is plain truncation (300.0 as uint8 is 44).
+#[inline(always)]
+fn x86_float_to_int<T: Copy + 'static>(v: f64) -> T
+where
+    i64: AsPrimitive<T>,
+{
+    let wide = std::mem::size_of::<T>() == 8;
+    let r = if wide {
+        if v >= -9.223_372_036_854_775_808e18 && v < 9.223_372_036_854_775_808e18 {
+            v as i64
+        } else {
+            i64::MIN
+        }
+    } else if v > -2_147_483_649.0 && v < 2_147_483_648.0 {
+        v as i32 as i64
+    } else {
+        i32::MIN as i64
+    };
+    r.as_()
+}
+
+/// `i64 as T` for the integer element types (wrapping to the low bits).
+trait AsPrimitive<T> {
+    fn as_(self) -> T;
+}
+macro_rules! as_primitive {
+    ($($t:ty),*) => {$(
+        impl AsPrimitive<$t> for i64 {
+            #[inline(always)]
+            fn as_(self) -> $t {
+                self as $t
+            }
+        }
+    )*};
+}
+as_primitive!(u8, i8, i16, i32, i64);
+
 macro_rules! elem_int {
     ($($t:ty => $d:ident),*) => {$(
         impl Elem for $t {
@@ -81,11 +123,11 @@ macro_rules! elem_int {
             #[inline(always)] fn to_c(self) -> c128 { Complex::new(self as f64, 0.0) }
             #[inline(always)] fn to_bool(self) -> bool { self != 0 }
             #[inline(always)] fn from_i64(v: i64) -> Self { v as $t }
-            // c10 goes through int64 for narrow targets (x86 truncation semantics); Rust's
-            // `as` saturates where C++ is undefined (out-of-range floats).
-            #[inline(always)] fn from_f32(v: f32) -> Self { v as i64 as $t }
-            #[inline(always)] fn from_f64(v: f64) -> Self { v as i64 as $t }
-            #[inline(always)] fn from_c(v: c128) -> Self { v.re as i64 as $t }
+            // C++'s `static_cast` as x86 compiles it (see `x86_float_to_int`); Rust's `as`
+            // saturates instead.
+            #[inline(always)] fn from_f32(v: f32) -> Self { x86_float_to_int::<$t>(v as f64) }
+            #[inline(always)] fn from_f64(v: f64) -> Self { x86_float_to_int::<$t>(v) }
+            #[inline(always)] fn from_c(v: c128) -> Self { x86_float_to_int::<$t>(v.re) }
             #[inline(always)] fn from_bool(v: bool) -> Self { v as $t }
         }
     )*};
@@ -2166,6 +2208,15 @@ mod tests {
         assert_eq!(cast::<bool, f32>(true), 1.0);
         assert_eq!(cast::<c128, f32>(Complex::new(2.5, 1.0)), 2.5);
         assert_eq!(cast::<i32, f32>(16777217), 16777216.0);
+        // NaN and out-of-range floats: x86's integer indefinite (torch's values).
+        assert_eq!(cast::<f32, i32>(f32::INFINITY), i32::MIN);
+        assert_eq!(cast::<f32, i32>(f32::NAN), i32::MIN);
+        assert_eq!(cast::<f64, i64>(9.3e18), i64::MIN);
+        assert_eq!(cast::<f64, i64>(-9.223372036854775808e18), i64::MIN);
+        assert_eq!(cast::<f32, i16>(1e10), 0);
+        assert_eq!(cast::<f64, i32>(-2147483648.9), i32::MIN);
+        assert_eq!(cast::<f64, i32>(2147483647.9), i32::MAX);
+        assert_eq!(cast::<f32, u8>(-1.0), 255);
         assert_eq!(cast::<f32, bf16>(1.0), bf16::from_f32(1.0));
         for v in [
             1.0f32,

@@ -276,6 +276,15 @@ fn clamp_scalar_kernel<I: Isa>(
     max: Option<&Scalar>,
 ) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::Bool {
+        // PyTorch names the kernel by the bounds given.
+        let name = match (min.is_some(), max.is_some()) {
+            (true, false) => "clamp_min_scalar_cpu",
+            (false, true) => "clamp_max_scalar_cpu",
+            _ => "clamp_scalar_cpu",
+        };
+        return Err(not_implemented(name, dt));
+    }
     real_dispatch!(dt, "clamp_scalar_cpu", M => {
         let lo: Option<M> = min.map(scalar_as);
         let hi: Option<M> = max.map(scalar_as);
@@ -411,8 +420,10 @@ fn addcmul_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<(
     if dt == ScalarType::Bool {
         return Err(not_implemented("addcmul_cpu_out", dt));
     }
+    // `value.to<opmath_t>()`: c10's checked conversion (a complex value for a real tensor is
+    // an overflow error; 1e10 for a half tensor is fine, its opmath being float).
     dispatch_opmath!(dt, M => {
-        let v: M = scalar_as(value);
+        let v = <M as ratten_core::ScalarConvert>::from_scalar(value)?;
         cpu_ternary::<I, M, M>(iter, move |s: M, a: M, b: M| s.add(v.mul(a).mul(b)))
     })
 }
@@ -424,15 +435,15 @@ fn addcdiv_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<(
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
-            let v: f32 = scalar_as(value);
+            let v = <f32 as ratten_core::ScalarConvert>::from_scalar(value)?;
             cpu_ternary::<I, f32, f32>(iter, move |s, a, b| s + v * a / b)
         }
         ScalarType::Double => {
-            let v: f64 = scalar_as(value);
+            let v = <f64 as ratten_core::ScalarConvert>::from_scalar(value)?;
             cpu_ternary::<I, f64, f64>(iter, move |s, a, b| s + v * a / b)
         }
         ScalarType::ComplexFloat | ScalarType::ComplexDouble => {
-            let v: c128 = scalar_as(value);
+            let v = <c128 as ratten_core::ScalarConvert>::from_scalar(value)?;
             cpu_ternary::<I, c128, c128>(iter, move |s, a, b| s + v * a / b)
         }
         _ => Err(not_implemented("addcdiv_cpu_out", dt)),
