@@ -413,11 +413,17 @@ fn error_kinds_and_where_numbers() {
 fn float_to_int_out_of_range() {
     let x = f32s(&[1.0, f32::INFINITY, f32::NAN, -1.0, 300.0], &[5]);
     assert_eq!(
-        x.to_dtype(ScalarType::Int).unwrap().to_vec::<i32>().unwrap(),
+        x.to_dtype(ScalarType::Int)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
         vec![1, i32::MIN, i32::MIN, -1, 300]
     );
     assert_eq!(
-        x.to_dtype(ScalarType::Byte).unwrap().to_vec::<u8>().unwrap(),
+        x.to_dtype(ScalarType::Byte)
+            .unwrap()
+            .to_vec::<u8>()
+            .unwrap(),
         vec![1, 0, 0, 255, 44]
     );
     assert_eq!(

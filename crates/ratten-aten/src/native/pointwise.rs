@@ -80,13 +80,19 @@ pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Ten
 /// `where.ScalarSelf` (CompositeImplicitAutograd): the number is a wrapped number on the
 /// other operand's device, as PyTorch's `wrapped_scalar_tensor(self, other.device())`.
 pub fn where_scalar_self(condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Tensor> {
-    check_fits(self_, crate::native::type_properties::result_type_scalar(other, self_))?;
+    check_fits(
+        self_,
+        crate::native::type_properties::result_type_scalar(other, self_),
+    )?;
     let s = Tensor::wrapped_scalar_tensor(*self_, other.device())?;
     ops::where_self::call(condition, &s, other)
 }
 /// `where.ScalarOther`.
 pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    check_fits(other, crate::native::type_properties::result_type_scalar(self_, other))?;
+    check_fits(
+        other,
+        crate::native::type_properties::result_type_scalar(self_, other),
+    )?;
     let o = Tensor::wrapped_scalar_tensor(*other, self_.device())?;
     ops::where_self::call(condition, self_, &o)
 }

@@ -215,7 +215,9 @@ pub fn clamp_meta<'a>(
     }
     let mut result_type = self_.dtype();
     if result_type.is_complex() {
-        return Err(Error::not_implemented("clamp is not supported for complex types"));
+        return Err(Error::not_implemented(
+            "clamp is not supported for complex types",
+        ));
     }
     if !result_type.is_floating_point() {
         let mut state = ResultTypeState::default();
@@ -233,7 +235,9 @@ pub fn clamp_meta<'a>(
         }
     }
     if result_type.is_complex() {
-        return Err(Error::not_implemented("clamp is not supported for complex types"));
+        return Err(Error::not_implemented(
+            "clamp is not supported for complex types",
+        ));
     }
     // `build_borrowing_unary_op(maybe_get_output(), self.to(result_type))`.
     let input = crate::native::copy::to_dtype(self_, result_type, false, false, None)?;
@@ -320,7 +324,9 @@ pub fn clamp_tensor_meta<'a>(
     // Only `self` is checked here; complex bounds promote, and the kernel refuses the complex
     // common dtype ("clamp_cpu" / "maximum_cpu" / "minimum_cpu" not implemented), as PyTorch.
     if self_.dtype().is_complex() {
-        return Err(Error::not_implemented("clamp is not supported for complex types"));
+        return Err(Error::not_implemented(
+            "clamp is not supported for complex types",
+        ));
     }
     let out = given_output(m);
     let mut config = TensorIteratorConfig::new()
@@ -355,7 +361,9 @@ pub fn clamp_tensor_out(
 
 fn relu_check(self_: &Tensor) -> Result<()> {
     if self_.dtype() == ScalarType::Bool {
-        return Err(Error::not_implemented("Boolean inputs not supported for relu"));
+        return Err(Error::not_implemented(
+            "Boolean inputs not supported for relu",
+        ));
     }
     Ok(())
 }
