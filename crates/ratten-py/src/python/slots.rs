@@ -439,8 +439,10 @@ unsafe fn binary(
                     Ok(b) => b,
                     Err(e) => return Outcome::Done(Err(e)),
                 };
-                // `number <op> tensor` keeps the operands' order (reflected).
-                Outcome::Done(if vt {
+                // `number + tensor` and `number * tensor` are torch's __radd__ / __rmul__, which
+                // are `tensor.add(number)` / `tensor.mul(number)` (the order shows in complex
+                // NaN parts); `number - tensor` and `number / tensor` keep the operands' order.
+                Outcome::Done(if vt || matches!(op, Arith::Add | Arith::Mul) {
                     op.functional(a, &b)
                 } else {
                     op.functional(&b, a)

@@ -924,6 +924,15 @@ impl PyTensor {
 
     // ---- in-place fills -------------------------------------------------------------------
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        // A tensor value takes `fill_.Tensor` (0-dim only; copied as copy_ does), as torch.
+        if let Ok(v) = value.downcast::<PyTensor>() {
+            let v = v.get().t.clone();
+            let t = &slf.get().t;
+            slf.py()
+                .allow_threads(|| ratten_aten::functions::fill_(t, &v).map(|_| ()))
+                .py()?;
+            return Ok(slf.clone().unbind());
+        }
         let v = to_scalar(value)?;
         let t = &slf.get().t;
         slf.py().allow_threads(|| t.fill_(v).map(|_| ())).py()?;
@@ -1030,8 +1039,9 @@ impl PyTensor {
     fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         Self::binary(slf, o, "add", false)
     }
+    // torch's __radd__ and __rmul__ are THPVariable_add / _mul: `self.add(other)`.
     fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        Self::binary(slf, o, "add", true)
+        Self::binary(slf, o, "add", false)
     }
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         Self::inplace(slf, o, "add_")
@@ -1049,7 +1059,7 @@ impl PyTensor {
         Self::binary(slf, o, "mul", false)
     }
     fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        Self::binary(slf, o, "mul", true)
+        Self::binary(slf, o, "mul", false)
     }
     fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         Self::inplace(slf, o, "mul_")

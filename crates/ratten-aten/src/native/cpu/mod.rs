@@ -81,9 +81,11 @@ fn x86_float_to_int<T: Copy + 'static>(v: f64) -> T
 where
     i64: AsPrimitive<T>,
 {
+    // 2^63, exactly representable.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
     let wide = std::mem::size_of::<T>() == 8;
     let r = if wide {
-        if v >= -9.223_372_036_854_775_808e18 && v < 9.223_372_036_854_775_808e18 {
+        if (-TWO_63..TWO_63).contains(&v) {
             v as i64
         } else {
             i64::MIN
@@ -2212,7 +2214,7 @@ mod tests {
         assert_eq!(cast::<f32, i32>(f32::INFINITY), i32::MIN);
         assert_eq!(cast::<f32, i32>(f32::NAN), i32::MIN);
         assert_eq!(cast::<f64, i64>(9.3e18), i64::MIN);
-        assert_eq!(cast::<f64, i64>(-9.223372036854775808e18), i64::MIN);
+        assert_eq!(cast::<f64, i64>(-(2f64.powi(63))), i64::MIN);
         assert_eq!(cast::<f32, i16>(1e10), 0);
         assert_eq!(cast::<f64, i32>(-2147483648.9), i32::MIN);
         assert_eq!(cast::<f64, i32>(2147483647.9), i32::MAX);
