@@ -67,6 +67,12 @@ impl Scalar {
     pub fn to<T: ScalarConvert>(&self) -> Result<T> {
         T::from_scalar(self)
     }
+    /// `to<T>()` for the element type of `dtype`, the value discarded: whether the scalar
+    /// converts to `dtype` without c10's overflow error (and that error when it does not).
+    pub fn check_fits(&self, dtype: ScalarType) -> Result<()> {
+        crate::dispatch_all_types!(dtype, T => { T::from_scalar(self)?; });
+        Ok(())
+    }
     pub fn to_bool(&self) -> bool {
         bool_convert(self)
     }

@@ -466,33 +466,22 @@ pub fn pow_tensor_scalar_out(
     if iter.is_meta() {
         return Ok(());
     }
-    if scalar_equals(exponent, 0.0, false) {
+    // c10's `exp.equal(0.0) || exp.equal(false)` (a bool only equals a bool).
+    if exponent.equal(0.0) || matches!(exponent, Scalar::Bool(false)) {
         ops::fill__Scalar::call(out, &Scalar::Int(1))?;
         return Ok(());
     }
-    if scalar_equals(exponent, 1.0, true) {
+    if exponent.equal(1.0) || matches!(exponent, Scalar::Bool(true)) {
         ops::copy_::call(out, self_, false)?;
         return Ok(());
     }
     let dt = iter.common_dtype().unwrap_or(ScalarType::Float);
     if dt.is_integral(false) || matches!(dt, ScalarType::Half | ScalarType::BFloat16) {
-        ratten_core::dispatch_all_types!(dt, T => {
-            <T as ratten_core::ScalarConvert>::from_scalar(exponent)?;
-        });
+        exponent.check_fits(dt)?;
     }
     call_stub(&POW_STUB, iter)
 }
 
-/// c10's `Scalar::equal(num)` / `equal(bool)`: a number equals `num` in value (a complex one
-/// with a zero imaginary part), a bool only equals `flag`.
-fn scalar_equals(s: &Scalar, num: f64, flag: bool) -> bool {
-    match *s {
-        Scalar::Bool(b) => b == flag,
-        Scalar::Int(i) => i as f64 == num,
-        Scalar::Double(d) => d == num,
-        Scalar::ComplexDouble(z) => z.re == num && z.im == 0.0,
-    }
-}
 /// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
 pub fn pow_scalar_meta<'a>(
     m: &'a dyn MetaBase,

@@ -233,7 +233,7 @@ impl Tensor {
             value = unchecked_reduced_value(self.dtype(), value);
         }
         // Convert first: an overflow leaves the tensor untouched.
-        dispatch_all_types!(self.dtype(), T => { T::from_scalar(&value)?; });
+        value.check_fits(self.dtype())?;
         if !self.is_meta() {
             crate::native::copy::fill_(self, &value)?;
         }

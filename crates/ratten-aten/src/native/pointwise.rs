@@ -80,32 +80,23 @@ pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Ten
 /// `where.ScalarSelf` (CompositeImplicitAutograd): the number is a wrapped number on the
 /// other operand's device, as PyTorch's `wrapped_scalar_tensor(self, other.device())`.
 pub fn where_scalar_self(condition: &Tensor, self_: &Scalar, other: &Tensor) -> Result<Tensor> {
-    check_fits(
-        self_,
-        crate::native::type_properties::result_type_scalar(other, self_),
-    )?;
+    // PyTorch makes the number a tensor of the result dtype: it must fit it
+    // (`where(c, int8_tensor, 1000)` is an overflow error).
+    self_.check_fits(crate::native::type_properties::result_type_scalar(
+        other, self_,
+    ))?;
     let s = Tensor::wrapped_scalar_tensor(*self_, other.device())?;
     ops::where_self::call(condition, &s, other)
 }
 /// `where.ScalarOther`.
 pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    check_fits(
-        other,
-        crate::native::type_properties::result_type_scalar(self_, other),
-    )?;
+    // As in `where_scalar_self`.
+    other.check_fits(crate::native::type_properties::result_type_scalar(
+        self_, other,
+    ))?;
     let o = Tensor::wrapped_scalar_tensor(*other, self_.device())?;
     ops::where_self::call(condition, self_, &o)
 }
-/// PyTorch makes the number a tensor of the result dtype, so it must convert to that dtype
-/// without overflow (`where(c, int8_tensor, 1000)` is "value cannot be converted to type
-/// int8_t without overflow").
-fn check_fits(value: &Scalar, dtype: ScalarType) -> Result<()> {
-    ratten_core::dispatch_all_types!(dtype, T => {
-        <T as ratten_core::ScalarConvert>::from_scalar(value)?;
-    });
-    Ok(())
-}
-
 /// `where.Scalar`: both numbers wrapped on the condition's device.
 pub fn where_scalar(condition: &Tensor, self_: &Scalar, other: &Scalar) -> Result<Tensor> {
     let s = Tensor::wrapped_scalar_tensor(*self_, condition.device())?;

@@ -275,7 +275,7 @@ fn clamp_scalar_bounds(
     if dtype.is_floating_point() {
         for b in [min, max].into_iter().flatten() {
             f64::from_scalar(b)?;
-            ratten_core::dispatch_all_types!(dtype, T => { T::from_scalar(b)?; });
+            b.check_fits(dtype)?;
         }
     } else if dtype.is_integral(false) {
         let (type_min, type_max): (i64, i64) = match dtype {

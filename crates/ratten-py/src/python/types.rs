@@ -196,17 +196,20 @@ const RESULT_TYPE_SIGNATURES: &[&str] = &[
     "result_type(Scalar scalar1, Scalar scalar2)",
 ];
 
-/// Parses `args` / `kwargs` against a parser kept in `cell`.
-fn parsed_call<'a, 'py, R>(
+/// Parses a pyfunction's `*args` / `**kwargs` against a parser kept in `cell` and runs `f`
+/// on the parsed arguments.
+fn parsed_call<'py, R>(
     cell: &'static OnceLock<Parser>,
     name: &str,
     signatures: &[&str],
-    args: &'a [Bound<'py, PyAny>],
-    kwargs: &'a [(String, Bound<'py, PyAny>)],
-    f: impl FnOnce(&super::python_args::PythonArgs<'a, 'py>) -> PyResult<R>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+    f: impl for<'a> FnOnce(&super::python_args::PythonArgs<'a, 'py>) -> PyResult<R>,
 ) -> PyResult<R> {
+    let args: Vec<Bound<'py, PyAny>> = args.iter().collect();
+    let kwargs = split_kwargs(kwargs)?;
     let parser = cell.get_or_init(|| static_parser(name, signatures, false));
-    let r = parse_args(parser, None, args, kwargs)?;
+    let r = parse_args(parser, None, &args, &kwargs)?;
     f(&r)
 }
 
@@ -221,14 +224,12 @@ fn result_type(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyDtype>> {
     static PARSER: OnceLock<Parser> = OnceLock::new();
-    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-    let kwargs = split_kwargs(kwargs)?;
     let st = parsed_call(
         &PARSER,
         "result_type",
         RESULT_TYPE_SIGNATURES,
-        &args,
-        &kwargs,
+        args,
+        kwargs,
         |r| {
             Ok(match r.index() {
                 0 => type_properties::result_type(r.tensor(0)?.base(), r.tensor(1)?.base()),
@@ -251,14 +252,12 @@ fn promote_types(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyDtype>> {
     static PARSER: OnceLock<Parser> = OnceLock::new();
-    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-    let kwargs = split_kwargs(kwargs)?;
     let st = parsed_call(
         &PARSER,
         "promote_types",
         &["promote_types(ScalarType type1, ScalarType type2)"],
-        &args,
-        &kwargs,
+        args,
+        kwargs,
         |r| {
             Ok(type_properties::promote_types(
                 r.scalar_type(0)?,
@@ -274,14 +273,12 @@ fn promote_types(
 #[pyo3(signature = (*args, **kwargs))]
 fn can_cast(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<bool> {
     static PARSER: OnceLock<Parser> = OnceLock::new();
-    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-    let kwargs = split_kwargs(kwargs)?;
     parsed_call(
         &PARSER,
         "can_cast",
         &["can_cast(ScalarType from_, ScalarType to)"],
-        &args,
-        &kwargs,
+        args,
+        kwargs,
         |r| {
             Ok(type_properties::can_cast(
                 r.scalar_type(0)?,
