@@ -20,6 +20,7 @@
 
 pub mod overlap;
 pub mod parallel;
+mod trivial;
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
@@ -40,6 +41,7 @@ use crate::native::type_properties::{
 use crate::structured::{create_out, resize_output, MetaBase};
 use crate::Tensor;
 pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE};
+use trivial::{Pins, TrivialBox, TrivialIter};
 
 /// Operand lists: outputs first, then inputs; up to 4 inline.
 type OpVec<T> = SmallVec<[T; 4]>;
@@ -203,10 +205,10 @@ impl<'a> OutputOperand<'a> for MaybeOwnedOutput<'a> {
 /// `TensorIteratorConfig`: operands and flags. Outputs must be added before inputs.
 #[derive(Clone, Debug)]
 pub struct TensorIteratorConfig<'a> {
-    /// The iterator state the build will fill, taken from the thread's spare box when the
-    /// config is made: `add_output`/`add_input` push their operands (with their snapshots)
-    /// straight into it, so the build moves nothing. `None` only once the build took it.
-    state: Option<Box<IterState<'a>>>,
+    /// The operands as added (outputs first; `None` is an output to allocate). Inline up to
+    /// four: a trivial build moves them into its compact form, the general one into its
+    /// `OperandInfo` records.
+    operands: OpVec<Option<Cow<'a, TensorBase>>>,
     num_outputs: usize,
     num_inputs: usize,
     /// Boxed: the config is passed by value through the builder calls, so it is kept small.
@@ -236,7 +238,7 @@ impl<'a> TensorIteratorConfig<'a> {
     #[inline]
     pub fn new() -> Self {
         TensorIteratorConfig {
-            state: Some(IterState::take(0, false)),
+            operands: OpVec::new(),
             num_outputs: 0,
             num_inputs: 0,
             static_shape: None,
@@ -254,18 +256,6 @@ impl<'a> TensorIteratorConfig<'a> {
             promote_integer_inputs_to_float: false,
             cast_common_dtype_to_outputs: false,
         }
-    }
-
-    fn operands(&self) -> &[OperandInfo<'a>] {
-        self.state.as_deref().map_or(&[], |s| &s.operands)
-    }
-
-    #[inline]
-    fn operands_mut(&mut self) -> &mut Vec<OperandInfo<'a>> {
-        &mut self
-            .state
-            .get_or_insert_with(|| IterState::take(0, false))
-            .operands
     }
 
     /// `add_output` / `add_owned_output`: a borrowed output (`Option<&TensorBase>`, `&Tensor`)
@@ -294,13 +284,13 @@ impl<'a> TensorIteratorConfig<'a> {
                  For more details, see https://github.com/pytorch/pytorch/wiki/How-to-use-TensorIterator.",
             ));
         }
-        self.operands_mut().push(OperandInfo::new(t, false));
+        self.operands.push(t);
         self.num_outputs += 1;
         Ok(())
     }
     #[inline(always)]
     fn push_input(&mut self, t: Cow<'a, TensorBase>) {
-        self.operands_mut().push(OperandInfo::new(Some(t), true));
+        self.operands.push(Some(t));
         self.num_inputs += 1;
     }
     #[inline]
@@ -404,11 +394,11 @@ impl<'a> TensorIteratorConfig<'a> {
     /// Builds with the plain TensorIterator's outputs (PyTorch's `TensorIteratorConfig::build()`
     /// returning a `TensorIterator`).
     pub fn build_standalone(self) -> Result<TensorIterator<'a>> {
-        let outputs = self.operands()[..self.num_outputs]
+        let outputs = self.operands[..self.num_outputs]
             .iter()
             .map(|op| {
                 let slot = OnceCell::new();
-                if let Some(t) = op.tensor.as_deref() {
+                if let Some(t) = op.as_deref() {
                     let _ = slot.set(Tensor::from_base(t.clone()));
                 }
                 slot
@@ -422,6 +412,7 @@ impl<'a> TensorIteratorConfig<'a> {
     /// Builds, announcing outputs to `m` (a structured kernel's generated wrapper): the
     /// iterator calls `m.set_output_raw_strided(i, ..)` then `m.maybe_get_output(i)`, and
     /// borrows the output from `m` (see Note [Borrowed structured outputs]).
+    #[inline(always)]
     pub fn build(self, m: &'a dyn MetaBase) -> Result<TensorIteratorBase<'a>> {
         TensorIteratorBase::build(self, m)
     }
@@ -461,11 +452,16 @@ pub struct OperandInfo<'a> {
 }
 
 impl<'a> OperandInfo<'a> {
+    /// An operand for `tensor`, with its snapshot `pin` when one was pinned already.
     #[inline]
-    fn new(tensor: Option<Cow<'a, TensorBase>>, is_const: bool) -> Self {
+    fn new(
+        tensor: Option<Cow<'a, TensorBase>>,
+        is_const: bool,
+        pin: Option<Pinned<'a, TensorMeta>>,
+    ) -> Self {
         let dtype = tensor.as_ref().map(|t| t.dtype());
         let device = tensor.as_ref().map(|t| t.device());
-        let meta = tensor.as_ref().map(pin_operand);
+        let meta = pin.or_else(|| tensor.as_ref().map(pin_operand));
         OperandInfo {
             meta,
             tensor,
@@ -482,7 +478,7 @@ impl<'a> OperandInfo<'a> {
 }
 
 /// The snapshot of an operand's tensor, pinned for as long as the operand holds the tensor.
-#[inline]
+#[inline(always)]
 fn pin_operand<'a>(t: &Cow<'a, TensorBase>) -> Pinned<'a, TensorMeta> {
     match t {
         Cow::Borrowed(t) => t.meta_pinned(),
@@ -499,16 +495,30 @@ enum FastSetupType {
     NonOverlappingDense,
 }
 
-/// `TensorIteratorBase`: the built iterator.
+/// `TensorIteratorBase`: the built iterator, in one of two forms that answer every question
+/// the same way: the compact form of a trivial build (Note [TensorIterator trivial build] in
+/// `trivial.rs`: no per-operand records) or the general one.
+#[derive(Clone, Debug)]
+pub struct TensorIteratorBase<'a> {
+    repr: Repr<'a>,
+}
+
+#[derive(Clone, Debug)]
+enum Repr<'a> {
+    General(General<'a>),
+    Trivial(TrivialBox<'a>),
+}
+
+/// The general form: PyTorch's state, `OperandInfo` records and all.
 ///
 /// The state is boxed: a structured kernel's meta function returns the iterator through
 /// several layers (build, the op's meta, the generated wrapper), and moving ~600 bytes at each
 /// costs more than a pointer. A dropped iterator leaves its box, emptied, in a one-slot
 /// per-thread spare that the next build on the thread reuses, so the steady state of a loop
-/// of small ops neither allocates the state nor copies it (see Note [Small-op latency] in
+/// of ops neither allocates the state nor copies it (see Note [Small-op latency] in
 /// ARCHITECTURE.md).
 #[derive(Clone, Debug)]
-pub struct TensorIteratorBase<'a> {
+struct General<'a> {
     /// Always initialised; taken out only in `Drop`.
     s: ManuallyDrop<Box<IterState<'a>>>,
 }
@@ -517,7 +527,7 @@ thread_local! {
     static SPARE_STATE: Cell<Option<Box<IterState<'static>>>> = const { Cell::new(None) };
 }
 
-impl Drop for TensorIteratorBase<'_> {
+impl Drop for General<'_> {
     fn drop(&mut self) {
         // SAFETY: `s` is initialised from construction until here, and not used after.
         let state = unsafe { ManuallyDrop::take(&mut self.s) }.into_spare();
@@ -595,20 +605,6 @@ struct IterState<'a> {
     all_ops_are_scalars: bool,
     is_reduction: bool,
     is_meta: bool,
-}
-
-/// Makes `v` the one-element list `[x]` (a small op's collapsed shape and strides): a store
-/// and a length, where `clear` + `push` is an out-of-line call that checks for room.
-#[inline(always)]
-fn set_single(v: &mut DimVec, x: i64) {
-    v.truncate(0);
-    // SAFETY: a DimVec's capacity is at least its 6 inline elements (more once spilled), so
-    // there is room for one after the truncate; the element is written before the length
-    // covers it.
-    unsafe {
-        v.as_mut_ptr().write(x);
-        v.set_len(1);
-    }
 }
 
 /// The plain `TensorIterator` (outputs created by the iterator itself).
@@ -821,31 +817,42 @@ impl SharedPtrs {
 
 impl<'a> TensorIteratorBase<'a> {
     /// `TensorIteratorBase::build(config)`, with the outputs borrowed from `sink`.
+    #[inline(always)]
     pub fn build(config: TensorIteratorConfig<'a>, sink: &'a dyn MetaBase) -> Result<Self> {
         Self::build_with(config, OutputSink::Borrowed(sink))
     }
 
+    /// Inlined, so that the config stays where its maker wrote it (both builds take it by
+    /// reference).
+    #[inline(always)]
     fn build_with(mut config: TensorIteratorConfig<'a>, sink: OutputSink<'_, 'a>) -> Result<Self> {
-        let mut it = TensorIteratorBase {
-            s: ManuallyDrop::new(
-                config
-                    .state
-                    .take()
-                    .unwrap_or_else(|| IterState::take(0, false)),
-            ),
-        };
-        it.populate_operands(&config);
-        if it.trivial_build(&config, sink)? {
-            return Ok(it);
+        let mut pins: Pins<'a> = [None, None, None, None];
+        if let Some(t) = TrivialIter::try_build(&mut config, sink, &mut pins)? {
+            return Ok(TensorIteratorBase {
+                repr: Repr::Trivial(t),
+            });
         }
+        Self::build_general(&mut config, sink, pins)
+    }
+
+    /// The general pipeline.
+    #[inline(never)]
+    fn build_general(
+        config: &mut TensorIteratorConfig<'a>,
+        sink: OutputSink<'_, 'a>,
+        pins: Pins<'a>,
+    ) -> Result<Self> {
+        let mut it = General::from_config(config, pins);
+        let config = &*config;
+        it.populate_operands(config);
         it.mark_outputs();
-        it.compute_mem_overlaps(&config)?;
-        it.compute_shape(&config)?;
-        it.mark_resize_outputs(&config)?;
-        it.compute_types(&config)?;
-        if !it.fast_set_up(&config, sink)? {
+        it.compute_mem_overlaps(config)?;
+        it.compute_shape(config)?;
+        it.mark_resize_outputs(config)?;
+        it.compute_types(config)?;
+        if !it.fast_set_up(config, sink)? {
             it.compute_strides();
-            it.reorder_dimensions(&config);
+            it.reorder_dimensions(config);
             it.allocate_or_resize_outputs(sink)?;
             if !it.s.is_meta {
                 it.coalesce_dimensions();
@@ -857,11 +864,28 @@ impl<'a> TensorIteratorBase<'a> {
                 "TensorIterator: an output was not allocated by the output sink",
             ));
         }
-        Ok(it)
+        Ok(TensorIteratorBase {
+            repr: Repr::General(it),
+        })
+    }
+}
+
+impl<'a> General<'a> {
+    /// The state (the thread's spare box when there is one) with the config's operands as
+    /// `OperandInfo` records, reusing the snapshots a trivial attempt pinned.
+    fn from_config(config: &mut TensorIteratorConfig<'a>, mut pins: Pins<'a>) -> Self {
+        let mut s = IterState::take(config.num_outputs, config.is_reduction);
+        let num_outputs = config.num_outputs;
+        for (k, t) in config.operands.drain(..).enumerate() {
+            let pin = pins.get_mut(k).and_then(Option::take);
+            s.operands.push(OperandInfo::new(t, k >= num_outputs, pin));
+        }
+        General {
+            s: ManuallyDrop::new(s),
+        }
     }
 
-    /// The operands are already in the state (the config pushed them there); this sets the
-    /// state's flags from the config.
+    /// Sets the state's flags from the config (the operands are already in the state).
     fn populate_operands(&mut self, config: &TensorIteratorConfig) {
         let s = &mut *self.s;
         s.num_outputs = config.num_outputs;
@@ -870,131 +894,6 @@ impl<'a> TensorIteratorBase<'a> {
             .operands
             .iter()
             .any(|op| op.device.is_some_and(|d| d.is_meta()));
-    }
-
-    /// Note [TensorIterator trivial build]: the common case of a small op is one output and
-    /// CPU inputs of one dtype and one shape, all contiguous, with the output either undefined
-    /// or of that shape and dtype and not sharing memory with an input (other than being the
-    /// same tensor, as in-place ops are). For it, every step of the general pipeline has a
-    /// known answer: no overlap can exist (a contiguous tensor has no internal overlap;
-    /// distinct storages cannot overlap), the shape is the common shape, nothing is resized,
-    /// the common dtype is the inputs' dtype (PyTorch's result_type of equal dtypes, unless
-    /// every operand is 0-dim and one is a wrapped number, or integers are promoted to float:
-    /// those take the general path), and the fast setup is `Contiguous`. This computes those
-    /// answers directly from the snapshots and returns false, changing nothing, for anything
-    /// else. `tensor_iterator::tests` checks that both paths build the same iterator.
-    fn trivial_build(
-        &mut self,
-        config: &TensorIteratorConfig,
-        sink: OutputSink<'_, 'a>,
-    ) -> Result<bool> {
-        #[cfg(test)]
-        if tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
-            return Ok(false);
-        }
-        let s = &mut *self.s;
-        let n = s.operands.len();
-        if s.num_outputs != 1
-            || n < 2
-            || s.is_meta
-            || s.is_reduction
-            || config.static_shape.is_some()
-            || config.static_device.is_some()
-        {
-            return Ok(false);
-        }
-        let Some(first) = s.operands[1].meta.as_deref() else {
-            return Ok(false);
-        };
-        let Some(dtype) = s.operands[1].current_dtype else {
-            return Ok(false);
-        };
-        let sizes = first.sizes();
-        for k in 1..n {
-            let (op, m) = (&s.operands[k], s.operands[k].meta.as_deref());
-            let Some(m) = m else { return Ok(false) };
-            if op.current_dtype != Some(dtype)
-                || op.device != Some(Device::CPU)
-                || (k > 1 && !std::ptr::eq(m, first) && !same_dims(m.sizes(), sizes))
-                || !m.is_contiguous()
-            {
-                return Ok(false);
-            }
-        }
-        // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
-        let any_wrapped = || {
-            s.operands[1..]
-                .iter()
-                .any(|op| op.tensor.as_ref().is_some_and(|t| t.is_wrapped_number()))
-        };
-        if (sizes.is_empty() && config.promote_inputs_to_common_dtype && any_wrapped())
-            || (config.promote_integer_inputs_to_float && dtype.is_integral(true))
-        {
-            return Ok(false);
-        }
-        let mut read_write = false;
-        if let (Some(out), Some(om)) = (&s.operands[0].tensor, s.operands[0].meta.as_deref()) {
-            if s.operands[0].current_dtype != Some(dtype)
-                || s.operands[0].device != Some(Device::CPU)
-                || !same_dims(om.sizes(), sizes)
-                || !om.is_contiguous()
-            {
-                return Ok(false);
-            }
-            let out_storage = om.storage();
-            for k in 1..n {
-                let input = s.operands[k].tensor.as_ref().expect("inputs are defined");
-                if input.is_same(out) {
-                    read_write = true;
-                } else if config.check_mem_overlap
-                    && s.operands[k]
-                        .meta
-                        .as_deref()
-                        .is_some_and(|m| m.storage().is_alias_of(out_storage))
-                {
-                    // Shared memory: the general path decides between full and partial overlap.
-                    return Ok(false);
-                }
-            }
-        }
-        let out_dtype = match s.operands[0].tensor {
-            Some(_) => dtype,
-            None => config.static_dtype.unwrap_or(dtype),
-        };
-        let ndim = sizes.len();
-        let numel: i64 = sizes.iter().product();
-        s.common_dtype = Some(dtype);
-        s.common_device = Device::CPU;
-        s.all_ops_same_shape = true;
-        s.all_ops_are_scalars = ndim == 0;
-        let out = &mut s.operands[0];
-        out.is_output = true;
-        out.is_read_write = read_write;
-        out.target_dtype = Some(out_dtype);
-        out.device = Some(Device::CPU);
-        // The shape is the first input's sizes: lend its snapshot to `set_output` (taken out
-        // and put back, so no reference is counted).
-        let first = s.operands[1].meta.take();
-        let sizes = first.as_deref().map_or(&[][..], |m| m.sizes());
-        let made = self.set_output(sink, 0, sizes, &[]);
-        self.s.operands[1].meta = first;
-        made?;
-        #[cfg(test)]
-        tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
-        // `collapse_to_one_dimension` of the common shape, written in place.
-        let s = &mut *self.s;
-        s.has_coalesced_dimensions = ndim > 1;
-        s.shape.clear();
-        s.perm.clear();
-        if ndim > 0 {
-            set_single(&mut s.shape, numel);
-            set_single(&mut s.perm, 0);
-            for op in s.operands.iter_mut() {
-                let size = dtype_size(op) as i64;
-                set_single(&mut op.stride_bytes, size);
-            }
-        }
-        Ok(true)
     }
 
     fn mark_outputs(&mut self) {
@@ -1676,97 +1575,133 @@ impl<'a> TensorIteratorBase<'a> {
         }
         self.s.has_coalesced_dimensions = true;
     }
+}
 
-    // -----------------------------------------------------------------------------------------
-    // Accessors
-    // -----------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
+// Accessors (both forms)
+// ---------------------------------------------------------------------------------------------
 
+impl<'a> TensorIteratorBase<'a> {
     pub fn ndim(&self) -> usize {
-        self.s.shape.len()
+        self.shape().len()
     }
     /// The iteration shape (after reordering and coalescing: fastest dimension first).
     pub fn shape(&self) -> &[i64] {
-        &self.s.shape
+        match &self.repr {
+            Repr::General(g) => &g.s.shape,
+            Repr::Trivial(t) => t.shape(),
+        }
     }
     pub fn numel(&self) -> i64 {
-        self.s.shape.iter().product()
+        match &self.repr {
+            Repr::General(g) => g.numel(),
+            Repr::Trivial(t) => t.numel(),
+        }
     }
     pub fn ntensors(&self) -> usize {
-        self.s.operands.len()
+        match &self.repr {
+            Repr::General(g) => g.s.operands.len(),
+            Repr::Trivial(t) => t.ntensors(),
+        }
     }
     pub fn noutputs(&self) -> usize {
-        self.s.num_outputs
+        match &self.repr {
+            Repr::General(g) => g.s.num_outputs,
+            Repr::Trivial(t) => t.noutputs(),
+        }
     }
     pub fn ninputs(&self) -> usize {
-        self.s.operands.len() - self.s.num_outputs
+        self.ntensors() - self.noutputs()
     }
-    pub fn operand(&self, i: usize) -> &OperandInfo<'a> {
-        &self.s.operands[i]
-    }
-    /// The byte strides of operand `arg` in iteration order.
+    /// The byte strides of operand `arg` in iteration order (`ndim()` long).
     pub fn strides(&self, arg: usize) -> &[i64] {
-        &self.s.operands[arg].stride_bytes
+        match &self.repr {
+            Repr::General(g) => &g.s.operands[arg].stride_bytes,
+            Repr::Trivial(t) => t.strides(arg),
+        }
     }
     /// The dtype operand `arg` holds (what a kernel reads or writes there).
     pub fn dtype(&self, arg: usize) -> ScalarType {
-        let op = &self.s.operands[arg];
-        op.current_dtype
-            .or(op.target_dtype)
-            .expect("every operand has a dtype after the build")
+        match &self.repr {
+            Repr::General(g) => {
+                let op = &g.s.operands[arg];
+                op.current_dtype
+                    .or(op.target_dtype)
+                    .expect("every operand has a dtype after the build")
+            }
+            Repr::Trivial(t) => t.dtype(arg),
+        }
     }
     /// The dtype the op computes in (None when the inputs differ and no promotion was asked).
     pub fn common_dtype(&self) -> Option<ScalarType> {
-        self.s.common_dtype
+        match &self.repr {
+            Repr::General(g) => g.s.common_dtype,
+            Repr::Trivial(t) => Some(t.common_dtype()),
+        }
     }
     /// `common_dtype()` or an error naming the op (for kernels that need one).
     pub fn computation_dtype(&self) -> Result<ScalarType> {
-        self.s
-            .common_dtype
+        self.common_dtype()
             .ok_or_else(|| Error::runtime("TensorIterator: the inputs have no common dtype"))
     }
     pub fn input_dtype(&self, i: usize) -> ScalarType {
-        self.dtype(self.s.num_outputs + i)
+        self.dtype(self.noutputs() + i)
     }
     pub fn device(&self) -> Device {
-        self.s.common_device
+        match &self.repr {
+            Repr::General(g) => g.s.common_device,
+            Repr::Trivial(_) => Device::CPU,
+        }
     }
     /// The device type a DispatchStub selects its kernel by.
     pub fn device_type(&self) -> ratten_core::DeviceType {
-        self.s.common_device.device_type
+        self.device().device_type
     }
     pub fn is_meta(&self) -> bool {
-        self.s.is_meta
+        match &self.repr {
+            Repr::General(g) => g.s.is_meta,
+            Repr::Trivial(_) => false,
+        }
     }
     pub fn has_coalesced_dimensions(&self) -> bool {
-        self.s.has_coalesced_dimensions
+        match &self.repr {
+            Repr::General(g) => g.s.has_coalesced_dimensions,
+            Repr::Trivial(t) => t.has_coalesced_dimensions(),
+        }
+    }
+    /// Operand `arg`'s tensor (None for an operand that does not exist).
+    fn operand_tensor(&self, arg: usize) -> Option<&TensorBase> {
+        match &self.repr {
+            Repr::General(g) => g.s.operands.get(arg).and_then(|op| op.tensor.as_deref()),
+            Repr::Trivial(t) => t.tensor(arg),
+        }
     }
     /// The i-th output tensor.
     pub fn output(&self, i: usize) -> Result<TensorBase> {
-        self.s
-            .operands
-            .get(i)
-            .filter(|op| op.is_output)
-            .and_then(|op| op.tensor.as_deref().cloned())
+        (i < self.noutputs())
+            .then(|| self.operand_tensor(i).cloned())
+            .flatten()
             .ok_or_else(|| Error::index(format!("TensorIterator: no output {i}")))
     }
     /// The i-th input tensor.
     pub fn input(&self, i: usize) -> Result<TensorBase> {
-        self.s
-            .operands
-            .get(self.s.num_outputs + i)
-            .and_then(|op| op.tensor.as_deref().cloned())
+        self.operand_tensor(self.noutputs() + i)
+            .cloned()
             .ok_or_else(|| Error::index(format!("TensorIterator: no input {i}")))
     }
     /// Whether operand `arg` is a 0-dim CPU tensor (a scalar a kernel may read once).
     pub fn is_cpu_scalar(&self, arg: usize) -> bool {
-        self.s.operands[arg]
-            .tensor
-            .as_ref()
-            .is_some_and(|t| t.dim() == 0 && t.is_cpu())
+        match &self.repr {
+            Repr::General(g) => g.s.operands[arg]
+                .tensor
+                .as_ref()
+                .is_some_and(|t| t.dim() == 0 && t.is_cpu()),
+            Repr::Trivial(t) => t.is_cpu_scalar(arg),
+        }
     }
     /// Whether operand `arg` is the same value at every position (all strides 0).
     pub fn is_scalar(&self, arg: usize) -> bool {
-        self.s.operands[arg].stride_bytes.iter().all(|&s| s == 0)
+        self.strides(arg).iter().all(|&s| s == 0)
     }
     /// Whether every operand is contiguous in the single iteration dimension.
     pub fn is_contiguous(&self) -> bool {
@@ -1776,41 +1711,101 @@ impl<'a> TensorIteratorBase<'a> {
         if self.ndim() != 1 {
             return false;
         }
-        (0..self.ntensors())
-            .all(|i| self.s.operands[i].stride_bytes[0] == self.dtype(i).element_size() as i64)
+        (0..self.ntensors()).all(|i| self.strides(i)[0] == self.dtype(i).element_size() as i64)
     }
 
     /// Removes operand `arg` (PyTorch's `remove_operand`, used to drop a scalar input after
     /// reading it).
     pub fn remove_operand(&mut self, arg: usize) {
-        self.s.operands.remove(arg);
-        if arg < self.s.num_outputs {
-            self.s.num_outputs -= 1;
+        match &mut self.repr {
+            Repr::General(g) => {
+                g.s.operands.remove(arg);
+                if arg < g.s.num_outputs {
+                    g.s.num_outputs -= 1;
+                }
+            }
+            Repr::Trivial(t) => t.remove_operand(arg),
         }
     }
 
     /// Reads the value of a CPU scalar operand as a `Scalar` (`scalar_value`).
     pub fn scalar_value(&self, arg: usize) -> Result<ratten_core::Scalar> {
-        self.s.operands[arg]
-            .tensor
-            .as_ref()
+        self.operand_tensor(arg)
             .ok_or_else(|| Error::runtime("TensorIterator: undefined operand"))?
             .item()
     }
 
-    // -----------------------------------------------------------------------------------------
-    // Loops
-    // -----------------------------------------------------------------------------------------
-
-    /// Runs `f` with every operand's data pointer while one access guard holds them all
-    /// (inputs read, outputs written). The guard stays in this frame (returning it would copy
-    /// it).
+    /// `for_each(loop, grain_size)`: runs `loop` over every element, in parallel chunks when
+    /// there are at least `grain_size` elements and more than one thread. A no-op for meta
+    /// tensors and empty iterations.
     ///
     /// The loops use the geometry captured at the build (the snapshots the strides were
     /// computed from), as PyTorch's TensorIterator uses the data pointers and strides it
     /// captured: an operand restrided after the build does not change what an already built
     /// iterator does. Memory safety does not depend on it: a snapshot keeps its storage alive,
     /// its view was checked in bounds when it was made, and storages only grow.
+    pub fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
+        match &self.repr {
+            Repr::General(g) => g.for_each(loop2d, grain_size),
+            Repr::Trivial(t) => t.for_each(loop2d, grain_size),
+        }
+    }
+
+    /// For a compactly built iterator (Note [TensorIterator trivial build]), runs
+    /// `f(data, strides, numel)` over its one contiguous run on this thread, under the access
+    /// guard: `for_each` below its grain size, with a closure that is inlined rather than
+    /// called through `dyn` (a kernel's short-run path). `None` for the general form.
+    #[inline]
+    pub fn with_trivial_run<R>(
+        &self,
+        f: impl FnOnce(&[*mut u8], &[isize], usize) -> R,
+    ) -> Option<Result<R>> {
+        match &self.repr {
+            Repr::Trivial(t) => Some(t.run_serial(f)),
+            Repr::General(_) => None,
+        }
+    }
+
+    /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
+    pub fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
+        if end <= begin || self.is_meta() {
+            return Ok(());
+        }
+        if begin < 0 || end > self.numel() {
+            return Err(Error::index(format!(
+                "serial_for_each: range [{begin}, {end}) is outside [0, {})",
+                self.numel()
+            )));
+        }
+        match &self.repr {
+            Repr::General(g) => g.with_acquired(|ptrs| {
+                // SAFETY: pointers from the guard held during this closure; range checked
+                // above.
+                unsafe { g.serial_for_each_ptrs(ptrs, loop2d, begin, end) };
+            }),
+            Repr::Trivial(t) => t.serial_for_each(loop2d, begin, end),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loops of the general form
+// ---------------------------------------------------------------------------------------------
+
+impl<'a> General<'a> {
+    fn numel(&self) -> i64 {
+        self.s.shape.iter().product()
+    }
+    fn ntensors(&self) -> usize {
+        self.s.operands.len()
+    }
+    fn ndim(&self) -> usize {
+        self.s.shape.len()
+    }
+
+    /// Runs `f` with every operand's data pointer while one access guard holds them all
+    /// (inputs read, outputs written). The guard stays in this frame (returning it would copy
+    /// it). See `TensorIteratorBase::for_each` on the geometry used.
     fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
         // Up to 4 operands (every pointwise op) the lists live on the stack.
         const INLINE: usize = 4;
@@ -1872,10 +1867,8 @@ impl<'a> TensorIteratorBase<'a> {
         s
     }
 
-    /// `for_each(loop, grain_size)`: runs `loop` over every element, in parallel chunks when
-    /// there are at least `grain_size` elements and more than one thread. A no-op for meta
-    /// tensors and empty iterations.
-    pub fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
+    /// `for_each` of the general form.
+    fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
         let numel = self.numel();
         if numel == 0 || self.s.is_meta {
             return Ok(());
@@ -1905,23 +1898,6 @@ impl<'a> TensorIteratorBase<'a> {
                 })
             }
         })?
-    }
-
-    /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
-    pub fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
-        if end <= begin || self.s.is_meta {
-            return Ok(());
-        }
-        if begin < 0 || end > self.numel() {
-            return Err(Error::index(format!(
-                "serial_for_each: range [{begin}, {end}) is outside [0, {})",
-                self.numel()
-            )));
-        }
-        self.with_acquired(|ptrs| {
-            // SAFETY: pointers from the guard held during this closure; range checked above.
-            unsafe { self.serial_for_each_ptrs(ptrs, loop2d, begin, end) };
-        })
     }
 
     /// # Safety

@@ -168,31 +168,38 @@ fn loops_use_the_geometry_captured_at_the_build() {
 }
 
 /// What a built iterator exposes, in a comparable form (the output tensor itself is a new
-/// allocation on each build, so it is compared by geometry and dtype).
+/// allocation on each build, so it is compared by geometry and dtype, and by which inputs it
+/// is).
 fn summary(it: &TensorIteratorBase) -> String {
-    let s = &*it.s;
     let mut parts = vec![format!(
-        "shape={:?} perm={:?} coalesced={} common={:?} device={:?} same_shape={} scalars={}",
-        s.shape,
-        s.perm,
-        s.has_coalesced_dimensions,
-        s.common_dtype,
-        s.common_device,
-        s.all_ops_same_shape,
-        s.all_ops_are_scalars
+        "shape={:?} ndim={} numel={} coalesced={} common={:?} device={:?} meta={} \
+         outputs={} inputs={} contiguous={}",
+        it.shape(),
+        it.ndim(),
+        it.numel(),
+        it.has_coalesced_dimensions(),
+        it.common_dtype(),
+        it.device(),
+        it.is_meta(),
+        it.noutputs(),
+        it.ninputs(),
+        it.is_contiguous(),
     )];
-    for op in &s.operands {
-        let t = op.tensor.as_ref().unwrap();
+    let tensors: Vec<TensorBase> = (0..it.noutputs())
+        .map(|i| it.output(i).unwrap())
+        .chain((0..it.ninputs()).map(|i| it.input(i).unwrap()))
+        .collect();
+    for (k, t) in tensors.iter().enumerate() {
+        let same_as: Vec<usize> = (0..tensors.len())
+            .filter(|&j| j != k && tensors[j].is_same(t))
+            .collect();
         parts.push(format!(
-            "strides={:?} target={:?} current={:?} device={:?} out={} resize={} rw={} \
+            "strides={:?} dtype={:?} cpu_scalar={} scalar={} same_as={same_as:?} \
              tensor=({:?}, {:?}, {:?})",
-            op.stride_bytes,
-            op.target_dtype,
-            op.current_dtype,
-            op.device,
-            op.is_output,
-            op.will_resize,
-            op.is_read_write,
+            it.strides(k),
+            it.dtype(k),
+            it.is_cpu_scalar(k),
+            it.is_scalar(k),
             t.sizes().as_slice(),
             t.strides().as_slice(),
             t.dtype()
@@ -322,4 +329,106 @@ fn a_reused_state_builds_like_a_fresh_one() {
     assert_eq!(copy.shape(), &[2]);
     drop(copy);
     assert_eq!(make(), fresh);
+}
+
+/// A sink that makes an output of its own choosing, as a user's `MetaBase` may.
+struct OneElementSink(OnceCell<Tensor>);
+
+impl MetaBase for OneElementSink {
+    fn set_output_raw_strided(
+        &self,
+        _idx: usize,
+        _sizes: &[i64],
+        _strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        let t = TensorBase::zeros(&[1], options.dtype_or_default(), Device::CPU)?;
+        let _ = self.0.set(Tensor::from_base(t));
+        Ok(())
+    }
+    fn set_output_strided(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)
+    }
+    fn maybe_get_output(&self, _idx: usize) -> Option<&Tensor> {
+        self.0.get()
+    }
+    fn num_outputs(&self) -> usize {
+        1
+    }
+}
+
+/// The compact form writes `numel` contiguous elements of the output: an output the sink made
+/// with another shape is refused (an error, not a write past its end).
+#[test]
+fn a_compact_build_refuses_a_sink_output_of_another_shape() {
+    let f = ScalarType::Float;
+    let (a, b) = (t(&[8], f), t(&[8], f));
+    let sink = OneElementSink(OnceCell::new());
+    let before = TRIVIAL_BUILDS.with(|c| c.get());
+    let e = binary_op_config(None::<&TensorBase>, &a, &b)
+        .unwrap()
+        .build(&sink)
+        .unwrap_err();
+    assert_eq!(
+        e.message(),
+        "TensorIterator: the output set for operand 0 has sizes [1] and strides [1], not the \
+         contiguous [8]"
+    );
+    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before);
+}
+
+/// What the kernels use of a compact iterator besides its shape: `remove_operand`, ranges of
+/// `serial_for_each`, a parallel `for_each`, and the inlined run of `with_trivial_run`; each
+/// as the general form does it.
+#[test]
+fn compact_and_general_forms_run_alike() {
+    let n = 3 * GRAIN_SIZE + 5;
+    let a = TensorBase::from_slice(&(0..n).map(|i| i as f32).collect::<Vec<_>>(), &[n]).unwrap();
+    let b =
+        TensorBase::from_slice(&(0..n).map(|i| (2 * i) as f32).collect::<Vec<_>>(), &[n]).unwrap();
+    let run = |force_general: bool| {
+        FORCE_GENERAL_BUILD.with(|c| c.set(force_general));
+        let it = TensorIterator::binary_op(None, &a, &b).unwrap();
+        FORCE_GENERAL_BUILD.with(|c| c.set(false));
+        let threads = get_num_threads();
+        set_num_threads(2).unwrap();
+        it.for_each(&f32_loop(|x, y| x + y), GRAIN_SIZE).unwrap();
+        set_num_threads(threads as i64).unwrap();
+        let whole = it.output(0).unwrap().to_vec::<f32>().unwrap();
+        it.serial_for_each(&f32_loop(|x, y| y - x), 5, 9).unwrap();
+        let ranged = it.output(0).unwrap().to_vec::<f32>().unwrap();
+        let err = it
+            .serial_for_each(&f32_loop(|x, _| x), 0, n + 1)
+            .unwrap_err()
+            .message()
+            .to_string();
+        let trivial_run = it.with_trivial_run(|_, strides, numel| (strides.to_vec(), numel));
+        let mut it = it.into_base();
+        it.remove_operand(2);
+        (
+            whole,
+            ranged,
+            err,
+            summary(&it),
+            trivial_run.map(|r| r.unwrap()),
+        )
+    };
+    let (general, compact) = (run(true), run(false));
+    assert_eq!(
+        general.0,
+        (0..n).map(|i| (3 * i) as f32).collect::<Vec<_>>()
+    );
+    assert_eq!(general.1[4..10], [12.0, 5.0, 6.0, 7.0, 8.0, 27.0]);
+    assert_eq!(general.0, compact.0);
+    assert_eq!(general.1, compact.1);
+    assert_eq!(general.2, compact.2);
+    assert_eq!(general.3, compact.3);
+    assert_eq!(general.4, None);
+    assert_eq!(compact.4, Some((vec![4, 4, 4, 0, 0, 0], n as usize)));
 }

@@ -2114,20 +2114,32 @@ pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
         *d = iter.dtype(k);
     }
     let via = reduced_common(iter);
-    let stream = CAN_STREAM && streams(iter, &dts[..=N]);
     let short = short_form::<M, R, N>(via, &dts);
+    // A run of at most SHORT_RUN elements is computed element by element, before any vector
+    // set-up (Note [Pointwise kernels at bandwidth]).
+    let short_run_of = |data: &[*mut u8], strides: &[isize], n0: usize| {
+        // SAFETY: TensorIterator hands a valid 1-D run of n0 elements over its operands,
+        // whose dtypes are `dts`, from which `short` was computed.
+        unsafe {
+            if short == ShortForm::Native {
+                short_run::<M, R, M, R, N>(data, strides, n0, &f);
+            } else {
+                short_run_reduced::<M, R, N>(short, data, strides, n0, &f);
+            }
+        }
+    };
+    let numel = iter.numel();
+    if short != ShortForm::None && numel > 0 && numel as usize <= SHORT_RUN {
+        // A small op of a compact iterator: its run, without the `dyn` loop.
+        if let Some(r) = iter.with_trivial_run(short_run_of) {
+            return r;
+        }
+    }
+    let stream = CAN_STREAM && streams(iter, &dts[..=N]);
     iter.for_each(
         &|data, strides, n0, n1| {
             if n1 == 1 && n0 <= SHORT_RUN && short != ShortForm::None {
-                // SAFETY: TensorIterator hands a valid 1-D run of n0 elements over its
-                // operands, whose dtypes are `dts`, from which `short` was computed.
-                unsafe {
-                    if short == ShortForm::Native {
-                        short_run::<M, R, M, R, N>(data, strides, n0, &f);
-                    } else {
-                        short_run_reduced::<M, R, N>(short, data, strides, n0, &f);
-                    }
-                }
+                short_run_of(data, strides, n0);
                 return;
             }
             run_isa::<I, _>(

@@ -1,0 +1,489 @@
+//! The compact form of a trivially built TensorIterator.
+//!
+//! Note [TensorIterator trivial build]: the common case of a small op is one output and CPU
+//! inputs of one dtype and one shape, all contiguous, with the output either undefined or of
+//! that shape and dtype and not sharing memory with an input (other than being the same
+//! tensor, as in-place ops are). For it, every step of the general pipeline has a known
+//! answer: no overlap can exist (a contiguous tensor has no internal overlap; distinct
+//! storages cannot overlap), the shape is the common shape, nothing is resized, the common
+//! dtype is the inputs' dtype (PyTorch's result_type of equal dtypes, unless every operand is
+//! 0-dim and one is a wrapped number, or integers are promoted to float: those take the
+//! general path), the fast setup is `Contiguous`, and the iteration is one dimension of
+//! `numel` elements at each operand's element size.
+//!
+//! Such an iterator is kept in this compact form: the operands (tensor and pinned snapshot)
+//! and their dtypes in fixed arrays, and nothing else. No `OperandInfo` records, no boxed state,
+//! no stride lists: a small op neither writes nor drops them, and its loop reads its data
+//! pointers from the operands directly (see Note [Small-op latency] in ARCHITECTURE.md). What
+//! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
+//! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+
+use ratten_core::access::SnapshotSpec;
+use ratten_core::snapshot::Pinned;
+use ratten_core::tensor_impl::TensorMeta;
+use ratten_core::{Device, Error, RawAccess, Result, ScalarType, TensorBase, TensorOptions};
+
+use super::parallel::{get_num_threads, parallel_for};
+use super::{pin_operand, same_dims, Loop2d, OutputSink, SharedPtrs, TensorIteratorConfig};
+
+/// The most operands a compact iterator holds (one output and up to three inputs: every
+/// pointwise op of issue 6).
+pub(super) const MAX_TRIVIAL: usize = 4;
+
+/// The pinned snapshots a failed attempt made, handed to the general build (operand k's at k)
+/// so that it does not pin again.
+pub(super) type Pins<'a> = [Option<Pinned<'a, TensorMeta>>; MAX_TRIVIAL];
+
+/// A compact iterator in a box that, when dropped, is emptied and kept as this thread's spare
+/// for the next trivial build (as the general form's state is): the iterator is returned
+/// through build, the op's meta and the generated wrapper as one pointer, and a loop of small
+/// ops neither allocates nor copies it.
+pub(super) struct TrivialBox<'a>(ManuallyDrop<Box<TrivialIter<'a>>>);
+
+thread_local! {
+    static SPARE_TRIVIAL: Cell<Option<Box<TrivialIter<'static>>>> = const { Cell::new(None) };
+}
+
+impl<'a> TrivialBox<'a> {
+    /// An empty compact iterator, in the thread's spare box when there is one.
+    fn take() -> TrivialBox<'a> {
+        let b = match SPARE_TRIVIAL.try_with(Cell::take).ok().flatten() {
+            Some(b) => b,
+            None => Box::new(TrivialIter::EMPTY),
+        };
+        TrivialBox(ManuallyDrop::new(b))
+    }
+}
+
+impl Drop for TrivialBox<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the box is initialised from construction until here, and not used after.
+        let mut b = unsafe { ManuallyDrop::take(&mut self.0) };
+        b.ops = [None, None, None, None];
+        // SAFETY: the operands, the only fields that borrow for `'a`, were just dropped; what
+        // is left holds no reference, and lifetimes do not change a type's layout.
+        let spare =
+            unsafe { std::mem::transmute::<Box<TrivialIter<'_>>, Box<TrivialIter<'static>>>(b) };
+        // At thread exit the slot may be gone: the box is then simply freed.
+        let _ = SPARE_TRIVIAL.try_with(move |slot| slot.set(Some(spare)));
+    }
+}
+
+impl Clone for TrivialBox<'_> {
+    fn clone(&self) -> Self {
+        TrivialBox(ManuallyDrop::new(Box::new((**self.0).clone())))
+    }
+}
+
+impl std::fmt::Debug for TrivialBox<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self.0).fmt(f)
+    }
+}
+
+impl<'a> std::ops::Deref for TrivialBox<'a> {
+    type Target = TrivialIter<'a>;
+    fn deref(&self) -> &TrivialIter<'a> {
+        &self.0
+    }
+}
+
+impl<'a> std::ops::DerefMut for TrivialBox<'a> {
+    fn deref_mut(&mut self) -> &mut TrivialIter<'a> {
+        &mut self.0
+    }
+}
+
+/// One operand: its tensor and the snapshot the iteration uses.
+#[derive(Clone, Debug)]
+struct TrivialOperand<'a> {
+    /// Declared before `tensor`, so dropped first: an owned tensor's snapshot is pinned
+    /// unbounded and must be let go while the tensor still lives (as `OperandInfo::meta`).
+    meta: Pinned<'a, TensorMeta>,
+    tensor: Cow<'a, TensorBase>,
+}
+
+/// A trivially built iterator (Note [TensorIterator trivial build]).
+#[derive(Clone, Debug)]
+pub(super) struct TrivialIter<'a> {
+    ops: [Option<TrivialOperand<'a>>; MAX_TRIVIAL],
+    /// Each operand's tensor's dtype (what the kernels read or write there).
+    dtypes: [ScalarType; MAX_TRIVIAL],
+    /// Each operand's byte stride along the one dimension: its element size.
+    stride_bytes: [i64; MAX_TRIVIAL],
+    ntensors: u8,
+    noutputs: u8,
+    /// The iteration shape: `[numel]`, or `[]` when every operand is 0-dim.
+    shape: [i64; 1],
+    ndim: u8,
+    /// Whether the operands had more than one dimension (collapsed into one).
+    coalesced: bool,
+    common_dtype: ScalarType,
+}
+
+impl<'a> TrivialIter<'a> {
+    const EMPTY: TrivialIter<'static> = TrivialIter {
+        ops: [None, None, None, None],
+        dtypes: [ScalarType::Bool; MAX_TRIVIAL],
+        stride_bytes: [0; MAX_TRIVIAL],
+        ntensors: 0,
+        noutputs: 0,
+        shape: [0],
+        ndim: 0,
+        coalesced: false,
+        common_dtype: ScalarType::Bool,
+    };
+
+    /// Builds the compact iterator when `config` is trivial, announcing the output to `sink`;
+    /// otherwise returns None having changed nothing (the sink is not called), with the
+    /// snapshots it pinned in `pins`. An error is only the sink's (or a sink that made an
+    /// output of another shape).
+    pub(super) fn try_build(
+        config: &mut TensorIteratorConfig<'a>,
+        sink: OutputSink<'_, 'a>,
+        pins: &mut Pins<'a>,
+    ) -> Result<Option<TrivialBox<'a>>> {
+        #[cfg(test)]
+        if super::tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
+            return Ok(None);
+        }
+        let n = config.operands.len();
+        if config.num_outputs != 1
+            || !(2..=MAX_TRIVIAL).contains(&n)
+            || config.is_reduction
+            || config.static_shape.is_some()
+            || config.static_device.is_some()
+        {
+            return Ok(None);
+        }
+        // The inputs: one dtype, CPU, contiguous, the first one's sizes.
+        let ops = &config.operands[..n];
+        let Some(first_t) = ops[1].as_ref() else {
+            return Ok(None);
+        };
+        let dtype = first_t.dtype();
+        for k in 1..n {
+            let Some(t) = ops[k].as_ref() else {
+                return Ok(None);
+            };
+            if t.dtype() != dtype || t.device() != Device::CPU {
+                return Ok(None);
+            }
+            pins[k] = Some(pin_operand(t));
+            let m = pins[k].as_ref().expect("pinned above");
+            let same_shape = k == 1 || {
+                let first = pins[1].as_deref().expect("pinned above");
+                std::ptr::eq(&**m, first) || same_dims(m.sizes(), first.sizes())
+            };
+            if !same_shape || !m.is_contiguous() {
+                return Ok(None);
+            }
+        }
+        let first = pins[1].as_deref().expect("an input was pinned");
+        let sizes = first.sizes();
+        // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
+        if (sizes.is_empty()
+            && config.promote_inputs_to_common_dtype
+            && ops[1..]
+                .iter()
+                .any(|t| t.as_ref().is_some_and(|t| t.is_wrapped_number())))
+            || (config.promote_integer_inputs_to_float && dtype.is_integral(true))
+        {
+            return Ok(None);
+        }
+        // A given output: of that dtype, shape and layout, and not sharing an input's memory
+        // unless it is that input (in-place).
+        if let Some(out) = ops[0].as_ref() {
+            if out.dtype() != dtype || out.device() != Device::CPU {
+                return Ok(None);
+            }
+            pins[0] = Some(pin_operand(out));
+            let om = pins[0].as_deref().expect("pinned above");
+            let first = pins[1].as_deref().expect("an input was pinned");
+            if !same_dims(om.sizes(), first.sizes()) || !om.is_contiguous() {
+                return Ok(None);
+            }
+            if config.check_mem_overlap {
+                let out_storage = om.storage();
+                for k in 1..n {
+                    let input = ops[k].as_ref().expect("inputs are defined");
+                    let im = pins[k].as_deref().expect("inputs were pinned");
+                    if !input.is_same(out) && im.storage().is_alias_of(out_storage) {
+                        // Shared memory: the general path decides between full and partial
+                        // overlap.
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+
+        // Trivial: from here on the operands are taken out of the config.
+        let out_pin = pins[0].take();
+        let first = pins[1].as_deref().expect("an input was pinned");
+        let ndim = first.sizes().len();
+        let numel = first.numel();
+        let out_dtype = match &ops[0] {
+            Some(_) => dtype,
+            None => config.static_dtype.unwrap_or(dtype),
+        };
+        let output = adopt_output(config, sink, out_pin, out_dtype, first)?;
+        // The loop writes `numel` contiguous elements of the output's dtype: a sink that made
+        // (or substituted) an output of another shape or layout cannot be iterated like this.
+        if !same_dims(output.meta.sizes(), first.sizes()) || !output.meta.is_contiguous() {
+            return Err(Error::runtime(format!(
+                "TensorIterator: the output set for operand 0 has sizes {} and strides {}, \
+                 not the contiguous {}",
+                super::fmt_sizes(output.meta.sizes()),
+                super::fmt_sizes(output.meta.strides()),
+                super::fmt_sizes(first.sizes()),
+            )));
+        }
+        let mut it = TrivialBox::take();
+        it.dtypes = [dtype; MAX_TRIVIAL];
+        it.stride_bytes = [dtype.element_size() as i64; MAX_TRIVIAL];
+        it.ntensors = n as u8;
+        it.noutputs = 1;
+        it.shape = [numel];
+        it.ndim = (ndim > 0) as u8;
+        it.coalesced = ndim > 1;
+        it.common_dtype = dtype;
+        it.dtypes[0] = output.tensor.dtype();
+        it.stride_bytes[0] = it.dtypes[0].element_size() as i64;
+        it.ops[0] = Some(output);
+        let inputs = config.operands[1..n].iter_mut().zip(&mut pins[1..n]);
+        for (slot, (tensor, meta)) in it.ops[1..n].iter_mut().zip(inputs) {
+            let tensor = tensor.take().expect("inputs are defined");
+            let meta = meta.take().expect("inputs were pinned");
+            *slot = Some(TrivialOperand { meta, tensor });
+        }
+        #[cfg(test)]
+        super::tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
+        Ok(Some(it))
+    }
+
+    fn op(&self, k: usize) -> &TrivialOperand<'a> {
+        self.ops[k]
+            .as_ref()
+            .expect("operands 0..ntensors of a compact iterator are set")
+    }
+
+    pub(super) fn ntensors(&self) -> usize {
+        self.ntensors as usize
+    }
+    pub(super) fn noutputs(&self) -> usize {
+        self.noutputs as usize
+    }
+    pub(super) fn shape(&self) -> &[i64] {
+        &self.shape[..self.ndim as usize]
+    }
+    pub(super) fn numel(&self) -> i64 {
+        self.shape[0]
+    }
+    pub(super) fn has_coalesced_dimensions(&self) -> bool {
+        self.coalesced
+    }
+    pub(super) fn common_dtype(&self) -> ScalarType {
+        self.common_dtype
+    }
+    pub(super) fn dtype(&self, arg: usize) -> ScalarType {
+        assert!(arg < self.ntensors(), "operand {arg} of {}", self.ntensors);
+        self.dtypes[arg]
+    }
+    /// Operand `arg`'s byte strides (`ndim()` long).
+    pub(super) fn strides(&self, arg: usize) -> &[i64] {
+        assert!(arg < self.ntensors(), "operand {arg} of {}", self.ntensors);
+        &self.stride_bytes[arg..arg + self.ndim as usize]
+    }
+    pub(super) fn tensor(&self, arg: usize) -> Option<&TensorBase> {
+        (arg < self.ntensors()).then(|| &*self.op(arg).tensor)
+    }
+    pub(super) fn is_cpu_scalar(&self, arg: usize) -> bool {
+        self.op(arg).meta.dim() == 0
+    }
+
+    /// `remove_operand`: the operands after `arg` move down one.
+    pub(super) fn remove_operand(&mut self, arg: usize) {
+        let n = self.ntensors();
+        assert!(arg < n, "operand {arg} of {n}");
+        self.ops[arg..n].rotate_left(1);
+        self.dtypes[arg..n].rotate_left(1);
+        self.stride_bytes[arg..n].rotate_left(1);
+        self.ops[n - 1] = None;
+        self.ntensors -= 1;
+        if arg < self.noutputs() {
+            self.noutputs -= 1;
+        }
+    }
+
+    /// The inner strides of the one-dimensional run, as a 2-D loop takes them (the outer ones
+    /// 0).
+    fn loop_strides(&self) -> [isize; 2 * MAX_TRIVIAL] {
+        let mut s = [0isize; 2 * MAX_TRIVIAL];
+        for (k, &b) in self.stride_bytes[..self.ntensors()].iter().enumerate() {
+            s[k] = b as isize;
+        }
+        s
+    }
+
+    /// Runs `f(data, strides, numel)` over the one run on this thread, under the access guard
+    /// (what `for_each` does below its grain size, through a closure the caller's code can
+    /// inline).
+    #[inline]
+    pub(super) fn run_serial<R>(
+        &self,
+        f: impl FnOnce(&[*mut u8], &[isize], usize) -> R,
+    ) -> Result<R> {
+        let n = self.ntensors();
+        let strides = self.loop_strides();
+        let numel = self.numel() as usize;
+        self.with_acquired(|ptrs| f(ptrs, &strides[..2 * n], numel))
+    }
+
+    /// Runs `f` with every operand's data pointer while one access guard holds them all
+    /// (`TensorIteratorBase::with_acquired` of the general form).
+    #[inline]
+    fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
+        let n = self.ntensors();
+        let spec =
+            |k: usize| -> SnapshotSpec<'_> { (&*self.op(k).meta, self.dtypes[k], Device::CPU) };
+        let mut specs = [spec(0); MAX_TRIVIAL];
+        // An index loop: the iterator-adapter form (`enumerate().take(n).skip(1)`) compiled to
+        // a call per element.
+        #[allow(clippy::needless_range_loop)]
+        for k in 1..n {
+            specs[k] = spec(k);
+        }
+        let mut ptrs = [std::ptr::null_mut::<u8>(); MAX_TRIVIAL];
+        // SAFETY: each snapshot is its operand tensor's pinned snapshot (refreshed when the
+        // output was set), and `dtypes[k]` and the CPU are that tensor's dtype and device; the
+        // guard borrows the snapshots, which the iterator holds for longer.
+        let g = unsafe { RawAccess::acquire(&specs[..n], self.noutputs(), &mut ptrs[..n])? };
+        let r = f(&ptrs[..n]);
+        drop(g);
+        Ok(r)
+    }
+
+    pub(super) fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
+        let numel = self.numel();
+        if numel == 0 {
+            return Ok(());
+        }
+        let n = self.ntensors();
+        let strides = self.loop_strides();
+        if numel < grain_size || get_num_threads() == 1 {
+            // SAFETY (of the loop's use of the pointers): they come from the guard
+            // `with_acquired` holds during this closure and address `numel` contiguous
+            // elements of each operand.
+            return self.with_acquired(|ptrs| loop2d(ptrs, &strides[..2 * n], numel as usize, 1));
+        }
+        self.with_acquired(|ptrs| {
+            let shared = SharedPtrs(ptrs.into());
+            parallel_for(0, numel, grain_size, |b, e| {
+                // SAFETY: as above; the guard outlives the parallel region, and chunks are
+                // disjoint ranges of the output.
+                unsafe { run_range(shared.get(), &strides[..2 * n], loop2d, b, e) };
+            })
+        })?
+    }
+
+    pub(super) fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
+        let n = self.ntensors();
+        let strides = self.loop_strides();
+        self.with_acquired(|ptrs| {
+            // SAFETY: pointers from the guard held during this closure; the caller checked
+            // the range against `numel`.
+            unsafe { run_range(ptrs, &strides[..2 * n], loop2d, begin, end) };
+        })
+    }
+}
+
+/// Runs `loop2d` over elements `[begin, end)` of a one-dimensional iteration.
+///
+/// # Safety
+/// `base` must hold the operands' data pointers under a live access guard, each addressing at
+/// least `end` elements at its stride in `strides`.
+unsafe fn run_range(
+    base: &[*mut u8],
+    strides: &[isize],
+    loop2d: &Loop2d<'_>,
+    begin: i64,
+    end: i64,
+) {
+    let mut ptrs = [std::ptr::null_mut::<u8>(); MAX_TRIVIAL];
+    for (k, p) in ptrs.iter_mut().enumerate().take(base.len()) {
+        *p = base[k].wrapping_offset(begin as isize * strides[k]);
+    }
+    loop2d(&ptrs[..base.len()], strides, (end - begin) as usize, 1);
+}
+
+/// Announces output 0 to the sink (a given output with its own sizes, a new one with the
+/// inputs' sizes and `out_dtype`) and returns the operand for the tensor the sink holds:
+/// the given output keeps its pin unless the sink changed its geometry.
+fn adopt_output<'a>(
+    config: &mut TensorIteratorConfig<'a>,
+    sink: OutputSink<'_, 'a>,
+    given_pin: Option<Pinned<'a, TensorMeta>>,
+    out_dtype: ScalarType,
+    first: &TensorMeta,
+) -> Result<TrivialOperand<'a>> {
+    let given = config.operands[0].take();
+    match (&given, &given_pin) {
+        (Some(g), Some(m)) => sink.meta().set_output_raw_strided(
+            0,
+            m.sizes(),
+            &[],
+            TensorOptions::new().dtype(g.dtype()).device(g.device()),
+        )?,
+        _ => sink.meta().set_output_raw_strided(
+            0,
+            first.sizes(),
+            &[],
+            TensorOptions::new().dtype(out_dtype).device(Device::CPU),
+        )?,
+    }
+    let not_created = || Error::runtime("TensorIterator: output 0 was not created by set_output");
+    let (t, borrowed): (&TensorBase, Option<&'a TensorBase>) = match sink {
+        OutputSink::Borrowed(m) => {
+            let t = m.maybe_get_output(0).ok_or_else(not_created)?.base();
+            (t, Some(t))
+        }
+        OutputSink::Local(m) => (m.maybe_get_output(0).ok_or_else(not_created)?.base(), None),
+    };
+    if let (Some(g), Some(m)) = (given, given_pin) {
+        if g.is_same(t) {
+            // The given output itself (out=, in-place): kept as it was added, with its
+            // snapshot unless the sink restrided it.
+            let meta = if g.is_current_meta_ref(&m) {
+                m
+            } else {
+                drop(m);
+                pin_operand(&g)
+            };
+            return Ok(TrivialOperand { meta, tensor: g });
+        }
+        // The sink replaced it: its snapshot goes before it (an owned one is pinned
+        // unbounded).
+        drop(m);
+        drop(g);
+    }
+    Ok(match borrowed {
+        Some(t) => TrivialOperand {
+            meta: t.meta_pinned(),
+            tensor: Cow::Borrowed(t),
+        },
+        None => {
+            let t = t.clone();
+            // SAFETY: `t` becomes this operand's tensor, dropped after its `meta` (see
+            // `TrivialOperand::meta`).
+            let meta = unsafe { t.meta_pinned_unbounded() };
+            TrivialOperand {
+                meta,
+                tensor: Cow::Owned(t),
+            }
+        }
+    })
+}
