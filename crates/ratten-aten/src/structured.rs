@@ -189,14 +189,17 @@ pub trait MetaBase {
     ) -> Result<()>;
 
     /// Announces output `idx`; an in-place or out= output whose strides differ from `strides`
-    /// is computed into a proxy with these strides and copied back afterwards.
+    /// is computed into a proxy with these strides and copied back afterwards. By default (a
+    /// sink that makes its outputs itself, so never needs a proxy) `set_output_raw_strided`.
     fn set_output_strided(
         &self,
         idx: usize,
         sizes: &[i64],
         strides: &[i64],
         options: TensorOptions,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        self.set_output_raw_strided(idx, sizes, strides, options)
+    }
 
     /// `set_output_contiguous`: `set_output_strided` with contiguous strides.
     fn set_output_contiguous(
@@ -301,15 +304,6 @@ impl MetaBase for StructuredFunctional {
             return Err(set_twice(idx));
         }
         set_once(slot, idx, create_out(sizes, strides, options)?)
-    }
-    fn set_output_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided(idx, sizes, strides, options)
     }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
         self.outputs.get(idx).and_then(OnceCell::get)

@@ -64,6 +64,15 @@ impl ArgKind {
         }
     }
 
+    /// The Python type's own name (`Py_TYPE(obj)->tp_name`), which torch prints in "argument
+    /// 'x' must be Tensor, not list": a sequence is its container alone.
+    pub fn python_type_name(&self) -> String {
+        match self {
+            ArgKind::Seq { container, .. } => container.to_string(),
+            k => k.type_name(),
+        }
+    }
+
     fn is_number(&self) -> bool {
         matches!(
             self,
@@ -475,7 +484,7 @@ impl Signature {
                     bad.push(BadArg {
                         param: p.name.clone(),
                         expected: p.ty.name(),
-                        got: k.type_name(),
+                        got: k.python_type_name(),
                         position,
                     });
                     slots.push(slot);
@@ -954,6 +963,16 @@ mod tests {
             p.parse(&[T, ArgKind::Str], &[]).unwrap_err(),
             "add(): argument 'other' (position 2) must be Tensor, not str"
         );
+        // torch names the Python type alone here ("must be Tensor, not list"), where its
+        // overload-mismatch message describes the elements ("got (Tensor, list of [int])").
+        let ints = ArgKind::Seq {
+            container: "tuple",
+            elems: vec![ArgKind::Int],
+        };
+        assert_eq!(
+            p.parse(&[T, ints], &[]).unwrap_err(),
+            "add(): argument 'other' (position 2) must be Tensor, not tuple"
+        );
         assert_eq!(
             p.parse(&[T], &[]).unwrap_err(),
             "add() missing 1 required positional arguments: \"other\""
@@ -1019,7 +1038,7 @@ mod tests {
         };
         assert_eq!(
             p.parse(&[bad], &[]).unwrap_err(),
-            "view(): argument 'size' (position 1) must be tuple of ints, not list of (int, str)"
+            "view(): argument 'size' (position 1) must be tuple of ints, not list"
         );
     }
 

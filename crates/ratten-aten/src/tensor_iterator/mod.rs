@@ -95,15 +95,6 @@ impl MetaBase for StandaloneOutputs {
         }
         Ok(())
     }
-    fn set_output_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided(idx, sizes, strides, options)
-    }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
         self.outputs.get(idx).and_then(OnceCell::get)
     }

@@ -3,7 +3,7 @@ use ratten_core::Device;
 use std::cell::Cell;
 
 thread_local! {
-    /// Makes `trivial_build` decline, so a test can build the same case on both paths.
+    /// Makes the trivial build (`TrivialIter::try_build`) decline, so a test can build the same case on both paths.
     pub(super) static FORCE_GENERAL_BUILD: Cell<bool> = const { Cell::new(false) };
     /// How many builds took the trivial path on this thread.
     pub(super) static TRIVIAL_BUILDS: Cell<usize> = const { Cell::new(0) };
@@ -345,15 +345,6 @@ impl MetaBase for OneElementSink {
         let t = TensorBase::zeros(&[1], options.dtype_or_default(), Device::CPU)?;
         let _ = self.0.set(Tensor::from_base(t));
         Ok(())
-    }
-    fn set_output_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided(idx, sizes, strides, options)
     }
     fn maybe_get_output(&self, _idx: usize) -> Option<&Tensor> {
         self.0.get()
