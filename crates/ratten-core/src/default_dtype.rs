@@ -1,9 +1,9 @@
 //! `torch.set_default_dtype` / `torch.get_default_dtype`: the dtype a Python or Rust float
 //! becomes in type promotion (and, in torch, in factories). Process-wide, as in torch.
 //!
-//! Note: ratten's factories (owned by another module) still use the fixed float32 default in
-//! `options::DEFAULT_DTYPE`; type promotion (`result_type`, TensorIterator's
-//! `promote_integer_inputs_to_float`) reads the setting here.
+//! Factories (through `TensorOptions::dtype_or_default`) and type promotion (`result_type`,
+//! TensorIterator's `promote_integer_inputs_to_float`) read the setting here;
+//! `options::DEFAULT_DTYPE` is only its initial value.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

@@ -417,7 +417,7 @@ impl<'a> TensorIteratorConfig<'a> {
 #[derive(Clone, Debug)]
 pub struct OperandInfo<'a> {
     /// The metadata snapshot of the tensor (None for an output not yet allocated), taken once
-    /// when the operand is added or created: every build step reads geometry from it (one
+    /// when the build starts (by the trivial attempt) or the output is created: every build step reads geometry from it (one
     /// snapshot load per operand instead of one per question), and after the build it is the
     /// geometry the strides were computed from, whose storages the loops lock.
     ///
