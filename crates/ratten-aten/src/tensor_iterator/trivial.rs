@@ -11,10 +11,10 @@
 //! general path), the fast setup is `Contiguous`, and the iteration is one dimension of
 //! `numel` elements at each operand's element size.
 //!
-//! Such an iterator is kept in this compact form: the operands (tensor and pinned snapshot)
-//! and their dtypes in fixed arrays, and nothing else. No `OperandInfo` records, no boxed state,
-//! no stride lists: a small op neither writes nor drops them, and its loop reads its data
-//! pointers from the operands directly (see Note [Small-op latency] in ARCHITECTURE.md). What
+//! Such an iterator is kept in this compact form: the operands (tensor and pinned snapshot),
+//! their dtypes and strides in fixed arrays, and nothing else (in a box the thread reuses, see
+//! [`TrivialBox`]). No `OperandInfo` records, no stride lists: a small op neither writes nor
+//! drops them, and its loop reads its data pointers from the operands directly (see Note [Small-op latency] in ARCHITECTURE.md). What
 //! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
 //! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
 
