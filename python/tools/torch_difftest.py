@@ -414,6 +414,21 @@ def check(op, variant, fn, repro, dtypes, tol=0, strides=True):
             report(op, variant, cat, "", repro, tres, rres, dtypes)
 
 
+
+def check_outs(op, variant, rng, fn, repro, dtypes, tol=0):
+    """The out= form of fn(L, **out_kw) (repro ending in ')'): an out of the result's dtype and
+    one of a random dtype, each of the result's shape (as torch computes it)."""
+    ok, tr = call(TL, fn)
+    if not ok:
+        return
+    shp = tuple(tr.shape)
+    for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
+        def f_out(L, odt=odt):
+            o = L.m.zeros(shp, dtype=L.dt(odt))
+            rr = fn(L, out=o)
+            return (rr is o, o)
+        check(op, variant, f_out, repro[:-1] + ", out=L.zeros(%r, dtype=L.%s))" % (shp, odt), dtypes, tol)
+
 def rep(s, L="L"):
     return s
 
@@ -725,14 +740,8 @@ def run_where(rng, ncase):
                     if k == 0:
                         check(op, "m", lambda L: X.build(L).where(C.build(L), Y.build(L)),
                               "%s.where(%s, %s)" % (X.repr(), C.repr(), Y.repr()), "%s,%s,%s" % (dc, dx, dy))
-                        ok, tr = call(TL, lambda L: L.m.where(C.build(L), X.build(L), Y.build(L)))
-                        if ok:
-                            for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
-                                def f_out(L, odt=odt, shp=tuple(tr.shape)):
-                                    o = L.m.zeros(shp, dtype=L.dt(odt))
-                                    rr = L.m.where(C.build(L), X.build(L), Y.build(L), out=o)
-                                    return (rr is o, o)
-                                check(op, "out", f_out, r[:-1] + ", out=L.zeros(%r, dtype=L.%s))" % (tuple(tr.shape), odt), "%s,%s,%s" % (dc, dx, dy))
+                        check_outs(op, "out", rng, lambda L, **o: L.m.where(C.build(L), X.build(L), Y.build(L), **o),
+                                   r, "%s,%s,%s" % (dc, dx, dy))
         # scalars
         for dx in DTYPES:
             for s in scalar_list(rng, 5):
@@ -780,14 +789,8 @@ def run_clamp(rng, ncase):
             if k % 3 == 0:
                 check(op, "f-positional", lambda L: L.m.clamp(A.build(L), mn, mx),
                       "L.clamp(%s, %s, %s)" % (ar, pyrepr(mn), pyrepr(mx)), da)
-                ok, tr = call(TL, lambda L: L.m.clamp(A.build(L), **kw))
-                if ok:
-                    for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
-                        def f_out(L, odt=odt, shp=tuple(tr.shape)):
-                            o = L.m.zeros(shp, dtype=L.dt(odt))
-                            rr = L.m.clamp(A.build(L), **kw, out=o)
-                            return (rr is o, o)
-                        check(op, "out-scalar", f_out, "L.clamp(%s%s, out=L.zeros(%r, dtype=L.%s))" % (ar, kr, tuple(tr.shape), odt), da)
+                check_outs(op, "out-scalar", rng, lambda L, **o: L.m.clamp(A.build(L), **kw, **o),
+                           "L.clamp(%s%s)" % (ar, kr), da)
     # tensor bounds
     for da in DTYPES:
         for dm in DTYPES:
@@ -811,14 +814,9 @@ def run_clamp(rng, ncase):
                     r = a.clamp_(b(MN, L), b(MX, L))
                     return (r is a, a)
                 check(op, "i-tensor", f_ip, "%s.clamp_(%s, %s)" % (A.repr(), mr, xr), dts, strides=False)
-                ok, tr = call(TL, lambda L: L.m.clamp(A.build(L), b(MN, L), b(MX, L)))
-                if ok and k == 0:
-                    for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
-                        def f_out(L, odt=odt, shp=tuple(tr.shape)):
-                            o = L.m.zeros(shp, dtype=L.dt(odt))
-                            rr = L.m.clamp(A.build(L), b(MN, L), b(MX, L), out=o)
-                            return (rr is o, o)
-                        check(op, "out-tensor", f_out, "L.clamp(%s, %s, %s, out=L.zeros(%r, dtype=L.%s))" % (A.repr(), mr, xr, tuple(tr.shape), odt), dts)
+                if k == 0:
+                    check_outs(op, "out-tensor", rng, lambda L, **o: L.m.clamp(A.build(L), b(MN, L), b(MX, L), **o),
+                               "L.clamp(%s, %s, %s)" % (A.repr(), mr, xr), dts)
     # mixed: tensor min, scalar max
     for da in DTYPES:
         A = TSpec(da, (3,), rng)
@@ -848,14 +846,8 @@ def run_lerp(rng, ncase):
                     rr = a.lerp_(B.build(L), W.build(L))
                     return (rr is a, a)
                 check(op, "i", f_ip, r.replace("L.lerp(", "(in-place) L.lerp_("), dts, APPROX, strides=False)
-                ok, tr = call(TL, lambda L: L.m.lerp(A.build(L), B.build(L), W.build(L)))
-                if ok:
-                    for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
-                        def f_out(L, odt=odt, shp=tuple(tr.shape)):
-                            o = L.m.zeros(shp, dtype=L.dt(odt))
-                            rr = L.m.lerp(A.build(L), B.build(L), W.build(L), out=o)
-                            return (rr is o, o)
-                        check(op, "out", f_out, r[:-1] + ", out=L.zeros(%r, dtype=L.%s))" % (tuple(tr.shape), odt), dts, APPROX)
+                check_outs(op, "out", rng, lambda L, **o: L.m.lerp(A.build(L), B.build(L), W.build(L), **o),
+                           r, dts, APPROX)
 
 
 def run_addc(op, rng, ncase):
@@ -879,14 +871,10 @@ def run_addc(op, rng, ncase):
                     rr = getattr(a, op + "_")(T1.build(L), T2.build(L), **kw)
                     return (rr is a, a)
                 check(op, "i", f_ip, r + " [in-place]", dts, APPROX, strides=False)
-                ok, tr = call(TL, lambda L: getattr(L.m, op)(A.build(L), T1.build(L), T2.build(L), **kw))
-                if ok and k < 2:
-                    for odt in [dname(tr.dtype), str(rng.choice(DTYPES))]:
-                        def f_out(L, odt=odt, shp=tuple(tr.shape)):
-                            o = L.m.zeros(shp, dtype=L.dt(odt))
-                            rr = getattr(L.m, op)(A.build(L), T1.build(L), T2.build(L), **kw, out=o)
-                            return (rr is o, o)
-                        check(op, "out", f_out, r[:-1] + ", out=L.zeros(%r, dtype=L.%s))" % (tuple(tr.shape), odt), dts, APPROX)
+                if k < 2:
+                    check_outs(op, "out", rng,
+                               lambda L, **o: getattr(L.m, op)(A.build(L), T1.build(L), T2.build(L), **kw, **o),
+                               r, dts, APPROX)
 
 
 def run_fill(rng, ncase):

@@ -18,17 +18,19 @@
 //! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
 //! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
 use ratten_core::access::SnapshotSpec;
 use ratten_core::snapshot::Pinned;
 use ratten_core::tensor_impl::TensorMeta;
-use ratten_core::{Device, Error, RawAccess, Result, ScalarType, TensorBase, TensorOptions};
+use ratten_core::{Device, Error, Result, ScalarType, TensorBase, TensorOptions};
 
 use super::parallel::{get_num_threads, parallel_for};
-use super::{pin_operand, same_dims, Loop2d, OutputSink, SharedPtrs, TensorIteratorConfig};
+use super::{
+    adopt_output, pin_operand, same_dims, with_guard, Loop2d, OutputSink, PinnedOperand,
+    SharedPtrs, TensorIteratorConfig,
+};
 
 /// The most operands a compact iterator holds (one output and up to three inputs: every
 /// pointwise op of issue 6).
@@ -98,19 +100,10 @@ impl<'a> std::ops::DerefMut for TrivialBox<'a> {
     }
 }
 
-/// One operand: its tensor and the snapshot the iteration uses.
-#[derive(Clone, Debug)]
-struct TrivialOperand<'a> {
-    /// Declared before `tensor`, so dropped first: an owned tensor's snapshot is pinned
-    /// unbounded and must be let go while the tensor still lives (as `OperandInfo::meta`).
-    meta: Pinned<'a, TensorMeta>,
-    tensor: Cow<'a, TensorBase>,
-}
-
 /// A trivially built iterator (Note [TensorIterator trivial build]).
 #[derive(Clone, Debug)]
 pub(super) struct TrivialIter<'a> {
-    ops: [Option<TrivialOperand<'a>>; MAX_TRIVIAL],
+    ops: [Option<PinnedOperand<'a>>; MAX_TRIVIAL],
     /// Each operand's tensor's dtype (what the kernels read or write there).
     dtypes: [ScalarType; MAX_TRIVIAL],
     /// Each operand's byte stride along the one dimension: its element size.
@@ -230,7 +223,7 @@ impl<'a> TrivialIter<'a> {
             Some(_) => dtype,
             None => config.static_dtype.unwrap_or(dtype),
         };
-        let output = adopt_output(config, sink, out_pin, out_dtype, first)?;
+        let output = announce_output(config, sink, out_pin, out_dtype, first)?;
         // The loop writes `numel` contiguous elements of the output's dtype: a sink that made
         // (or substituted) an output of another shape or layout cannot be iterated like this.
         if !same_dims(output.meta.sizes(), first.sizes()) || !output.meta.is_contiguous() {
@@ -258,14 +251,14 @@ impl<'a> TrivialIter<'a> {
         for (slot, (tensor, meta)) in it.ops[1..n].iter_mut().zip(inputs) {
             let tensor = tensor.take().expect("inputs are defined");
             let meta = meta.take().expect("inputs were pinned");
-            *slot = Some(TrivialOperand { meta, tensor });
+            *slot = Some(PinnedOperand { meta, tensor });
         }
         #[cfg(test)]
         super::tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
         Ok(Some(it))
     }
 
-    fn op(&self, k: usize) -> &TrivialOperand<'a> {
+    fn op(&self, k: usize) -> &PinnedOperand<'a> {
         self.ops[k]
             .as_ref()
             .expect("operands 0..ntensors of a compact iterator are set")
@@ -357,14 +350,10 @@ impl<'a> TrivialIter<'a> {
         for k in 1..n {
             specs[k] = spec(k);
         }
-        let mut ptrs = [std::ptr::null_mut::<u8>(); MAX_TRIVIAL];
         // SAFETY: each snapshot is its operand tensor's pinned snapshot (refreshed when the
         // output was set), and `dtypes[k]` and the CPU are that tensor's dtype and device; the
         // guard borrows the snapshots, which the iterator holds for longer.
-        let g = unsafe { RawAccess::acquire(&specs[..n], self.noutputs(), &mut ptrs[..n])? };
-        let r = f(&ptrs[..n]);
-        drop(g);
-        Ok(r)
+        unsafe { with_guard(&specs[..n], self.noutputs(), f) }
     }
 
     pub(super) fn for_each(&self, loop2d: &Loop2d<'_>, grain_size: i64) -> Result<()> {
@@ -421,69 +410,30 @@ unsafe fn run_range(
 }
 
 /// Announces output 0 to the sink (a given output with its own sizes, a new one with the
-/// inputs' sizes and `out_dtype`) and returns the operand for the tensor the sink holds:
-/// the given output keeps its pin unless the sink changed its geometry.
-fn adopt_output<'a>(
+/// inputs' sizes and `out_dtype`) and returns the operand for the tensor the sink then holds.
+fn announce_output<'a>(
     config: &mut TensorIteratorConfig<'a>,
     sink: OutputSink<'_, 'a>,
     given_pin: Option<Pinned<'a, TensorMeta>>,
     out_dtype: ScalarType,
     first: &TensorMeta,
-) -> Result<TrivialOperand<'a>> {
-    let given = config.operands[0].take();
-    match (&given, &given_pin) {
-        (Some(g), Some(m)) => sink.meta().set_output_raw_strided(
-            0,
-            m.sizes(),
-            &[],
-            TensorOptions::new().dtype(g.dtype()).device(g.device()),
-        )?,
-        _ => sink.meta().set_output_raw_strided(
-            0,
-            first.sizes(),
-            &[],
-            TensorOptions::new().dtype(out_dtype).device(Device::CPU),
-        )?,
-    }
-    let not_created = || Error::runtime("TensorIterator: output 0 was not created by set_output");
-    let (t, borrowed): (&TensorBase, Option<&'a TensorBase>) = match sink {
-        OutputSink::Borrowed(m) => {
-            let t = m.maybe_get_output(0).ok_or_else(not_created)?.base();
-            (t, Some(t))
-        }
-        OutputSink::Local(m) => (m.maybe_get_output(0).ok_or_else(not_created)?.base(), None),
+) -> Result<PinnedOperand<'a>> {
+    let given = match (given_pin, config.operands[0].take()) {
+        (Some(meta), Some(tensor)) => Some(PinnedOperand { meta, tensor }),
+        _ => None,
     };
-    if let (Some(g), Some(m)) = (given, given_pin) {
-        if g.is_same(t) {
-            // The given output itself (out=, in-place): kept as it was added, with its
-            // snapshot unless the sink restrided it.
-            let meta = if g.is_current_meta_ref(&m) {
-                m
-            } else {
-                drop(m);
-                pin_operand(&g)
-            };
-            return Ok(TrivialOperand { meta, tensor: g });
-        }
-        // The sink replaced it: its snapshot goes before it (an owned one is pinned
-        // unbounded).
-        drop(m);
-        drop(g);
-    }
-    Ok(match borrowed {
-        Some(t) => TrivialOperand {
-            meta: t.meta_pinned(),
-            tensor: Cow::Borrowed(t),
-        },
-        None => {
-            let t = t.clone();
-            // SAFETY: `t` becomes this operand's tensor, dropped after its `meta` (see
-            // `TrivialOperand::meta`).
-            let meta = unsafe { t.meta_pinned_unbounded() };
-            TrivialOperand {
-                meta,
-                tensor: Cow::Owned(t),
-            }
-        }
-    })
+    let (sizes, options) = match &given {
+        Some(g) => (
+            g.meta.sizes(),
+            TensorOptions::new()
+                .dtype(g.tensor.dtype())
+                .device(g.tensor.device()),
+        ),
+        None => (
+            first.sizes(),
+            TensorOptions::new().dtype(out_dtype).device(Device::CPU),
+        ),
+    };
+    sink.meta().set_output_raw_strided(0, sizes, &[], options)?;
+    adopt_output(sink, 0, given)
 }
