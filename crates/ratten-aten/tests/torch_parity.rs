@@ -462,3 +462,171 @@ fn addcmul_value_is_checked() {
     let r = functions::addcmul_with(&h, &h, &h, 1e10).unwrap();
     assert!(r.to_vec::<half::f16>().unwrap()[0].is_infinite());
 }
+
+/// Where PyTorch's CPU build has no kernel for a dtype, the op refuses it with the kernel's
+/// name, as torch 2.15 does (`torch.exp(torch.ones(2, dtype=torch.complex32))`:
+/// `NotImplementedError: "exp_vml_cpu" not implemented for 'ComplexHalf'`). complex32 has only
+/// the arithmetic, comparison, copy and fill kernels; clamp with tensor bounds has no bool one.
+#[test]
+fn dtypes_torch_has_no_cpu_kernel_for_are_refused() {
+    use ratten_core::ErrorKind;
+    let c = || {
+        Tensor::from_slice(&[1.5f32, 2.0], &[2])
+            .unwrap()
+            .to_dtype(ScalarType::ComplexHalf)
+            .unwrap()
+    };
+    let refused = |r: ratten_core::Result<Tensor>, kernel: &str, dtype: &str| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
+        assert_eq!(
+            e.message(),
+            format!("\"{kernel}\" not implemented for '{dtype}'")
+        );
+    };
+    let (a, b) = (c(), c());
+    refused(functions::div(&a, &b), "div_cpu", "ComplexHalf");
+    refused(functions::div_scalar(&a, 2), "div_cpu", "ComplexHalf");
+    refused(functions::pow_tensor_tensor(&a, &b), "pow", "ComplexHalf");
+    refused(functions::pow_tensor_scalar(&a, 2), "pow", "ComplexHalf");
+    refused(
+        functions::pow_tensor_scalar(&a, 0.5),
+        "sqrt_vml_cpu",
+        "ComplexHalf",
+    );
+    refused(
+        functions::pow_tensor_scalar(&a, -0.5),
+        "rsqrt_cpu",
+        "ComplexHalf",
+    );
+    refused(
+        functions::pow_tensor_scalar(&a, -1),
+        "reciprocal_cpu",
+        "ComplexHalf",
+    );
+    refused(functions::pow_scalar(2, &a), "pow", "ComplexHalf");
+    refused(
+        functions::logical_and(&a, &b),
+        "logical_and_cpu",
+        "ComplexHalf",
+    );
+    refused(
+        functions::logical_or(&a, &b),
+        "logical_or_cpu",
+        "ComplexHalf",
+    );
+    refused(
+        functions::logical_xor(&a, &b),
+        "logical_xor_cpu",
+        "ComplexHalf",
+    );
+    refused(functions::logical_not(&a), "logical_not_cpu", "ComplexHalf");
+    refused(functions::exp(&a), "exp_vml_cpu", "ComplexHalf");
+    refused(functions::sqrt(&a), "sqrt_vml_cpu", "ComplexHalf");
+    refused(functions::rsqrt(&a), "rsqrt_cpu", "ComplexHalf");
+    refused(functions::tanh(&a), "tanh_vml_cpu", "ComplexHalf");
+    refused(functions::sigmoid(&a), "sigmoid_cpu", "ComplexHalf");
+    refused(
+        functions::lerp(&a, &b, &c()),
+        "lerp_kernel_tensor",
+        "ComplexHalf",
+    );
+    refused(
+        functions::lerp_scalar(&a, &b, 0.5),
+        "lerp_kernel_scalar",
+        "ComplexHalf",
+    );
+    refused(
+        functions::addcdiv(&a, &b, &c()),
+        "addcdiv_cpu_out",
+        "ComplexHalf",
+    );
+    let e = a.exp_().unwrap_err();
+    assert_eq!(
+        e.message(),
+        "\"exp_vml_cpu\" not implemented for 'ComplexHalf'"
+    );
+    // The common dtype decides: a bool with a complex32 is refused, a float32 with a complex32
+    // is complex64 and computed; logical_not reads its input's own dtype.
+    let t = Tensor::from_slice(&[true, false], &[2]).unwrap();
+    refused(
+        functions::logical_and(&t, &a),
+        "logical_and_cpu",
+        "ComplexHalf",
+    );
+    let f = Tensor::from_slice(&[0.0f32, 1.0], &[2]).unwrap();
+    assert_eq!(
+        functions::logical_and(&f, &a)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        vec![false, true]
+    );
+    assert_eq!(
+        functions::pow_tensor_tensor(&a, &f).unwrap().dtype(),
+        ScalarType::ComplexFloat
+    );
+    // Exponents 0 and 1 fill and copy without a kernel, as in torch.
+    assert_eq!(
+        functions::pow_tensor_scalar(&a, 1).unwrap().dtype(),
+        ScalarType::ComplexHalf
+    );
+    functions::pow_tensor_scalar(&a, 0).unwrap();
+    // What torch computes for complex32 still works.
+    for r in [
+        functions::add(&a, &b),
+        functions::mul(&a, &b),
+        functions::sub(&a, &b),
+        functions::neg(&a),
+        functions::eq(&a, &b),
+        functions::addcmul(&a, &b, &c()),
+    ] {
+        r.unwrap();
+    }
+    // clamp with tensor bounds has no bool kernel (with Scalar bounds see above).
+    refused(
+        functions::clamp_tensor_with(&t, Some(&t), Some(&t)),
+        "clamp_cpu",
+        "Bool",
+    );
+}
+
+/// `pow(Scalar, Tensor)` is not a TensorIterator op in PyTorch: its output is contiguous
+/// whatever the exponent's layout (`torch.pow(7, t.T).stride()` is `(2, 1)`), a base of 1
+/// fills with 1 (`torch.pow(1, tensor([nan+nanj]))` is `[1+0j]`), and out= goes through
+/// `pow.Tensor_Tensor_out` with its casting check.
+#[test]
+fn pow_of_a_number_base() {
+    let e = Tensor::from_slice(&[5i8, 4, 2, 3, 0, 2, 4, 3], &[2, 4]).unwrap();
+    let e = e.transpose(0, 1).unwrap();
+    let r = functions::pow_scalar(7, &e).unwrap();
+    assert_eq!(r.strides().to_vec(), vec![2, 1]);
+    assert_eq!(
+        r.to_vec::<i8>().unwrap(),
+        vec![-89, 1, 97, 49, 49, 97, 87, 87]
+    );
+    let nan = Tensor::from_slice(&[Complex::new(f32::NAN, f32::NAN)], &[1]).unwrap();
+    let one = functions::pow_scalar(1, &nan).unwrap();
+    assert_eq!(
+        one.to_vec::<Complex<f32>>().unwrap(),
+        vec![Complex::new(1.0, 0.0)]
+    );
+    let b = Tensor::from_slice(&[true, false], &[2]).unwrap();
+    assert_eq!(
+        functions::pow_scalar(1, &b).unwrap().dtype(),
+        ScalarType::Long
+    );
+    let out = Tensor::empty(&[1], ScalarType::Long).unwrap();
+    assert_eq!(
+        msg(functions::pow_scalar_out(&out, 2, &f32s(&[1.5], &[1]))),
+        "result type Float can't be cast to the desired output type Long"
+    );
+    // A given output keeps its layout.
+    let o = Tensor::empty(&[2, 3], ScalarType::Float)
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    functions::pow_scalar_out(&o, 2.0, &f32s(&[1.0; 6], &[3, 2])).unwrap();
+    assert_eq!(o.strides().to_vec(), vec![1, 3]);
+    assert_eq!(o.to_vec::<f32>().unwrap(), vec![2.0; 6]);
+}

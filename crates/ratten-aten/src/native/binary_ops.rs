@@ -479,25 +479,54 @@ pub fn pow_tensor_scalar_out(
     if dt.is_integral(false) || matches!(dt, ScalarType::Half | ScalarType::BFloat16) {
         exponent.check_fits(dt)?;
     }
+    if dt == ScalarType::ComplexHalf {
+        // PyTorch's CPU build has no complex32 pow; its `pow_tensor_scalar_kernel` first hands
+        // the exponents 0.5, -0.5 and -1 of a complex base to sqrt, rsqrt and reciprocal, so
+        // the refusal names that kernel.
+        let kernel = if exponent.equal(0.5) {
+            "sqrt_vml_cpu"
+        } else if exponent.equal(-0.5) {
+            "rsqrt_cpu"
+        } else if exponent.equal(-1.0) {
+            "reciprocal_cpu"
+        } else {
+            "pow"
+        };
+        return Err(crate::native::cpu::not_implemented(kernel, dt));
+    }
     call_stub(&POW_STUB, iter)
 }
 
-/// `TORCH_META_FUNC2(pow, Scalar)`: a number base (wrapped) with a tensor exponent.
-pub fn pow_scalar_meta<'a>(
-    m: &'a dyn MetaBase,
-    self_: &Scalar,
-    exponent: &'a Tensor,
-) -> Result<TensorIteratorBase<'a>> {
-    build_binary(m, wrap_scalar(self_)?, exponent)
+/// `TORCH_META_FUNC2(pow, Scalar)`: a number base with a tensor exponent. Not a TensorIterator
+/// (as in PyTorch): the output has the exponent's sizes, contiguous (not the exponent's
+/// layout), and the dtype of a given output or else `result_type(base, exponent)`.
+pub fn pow_scalar_meta(m: &dyn MetaBase, self_: &Scalar, exponent: &Tensor) -> Result<()> {
+    let dtype = match m.maybe_get_output(0) {
+        Some(out) => out.dtype(),
+        None => crate::native::type_properties::result_type_scalar(exponent, self_),
+    };
+    let options = ratten_core::TensorOptions::new()
+        .dtype(dtype)
+        .device(exponent.device());
+    m.set_output_raw_strided(0, &exponent.sizes(), &[], options)
 }
-/// `TORCH_IMPL_FUNC(pow_Scalar_out)`.
+/// `TORCH_IMPL_FUNC(pow_Scalar_out)`: a base of 1 fills the output with 1 (whatever the
+/// exponent holds); otherwise `pow_out(out, wrapped_scalar_tensor(base), exponent)`.
 pub fn pow_scalar_out(
-    iter: &mut TensorIteratorBase,
-    _self: &Scalar,
-    _exponent: &Tensor,
-    _out: &Tensor,
+    _state: &mut (),
+    self_: &Scalar,
+    exponent: &Tensor,
+    out: &Tensor,
 ) -> Result<()> {
-    call_stub(&POW_STUB, iter)
+    if exponent.device().is_meta() {
+        return Ok(());
+    }
+    if self_.equal(1.0) {
+        ops::fill__Scalar::call(out, &Scalar::Int(1))?;
+        return Ok(());
+    }
+    ops::pow_Tensor_Tensor_out::call(&wrap_scalar(self_)?, exponent, out)?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

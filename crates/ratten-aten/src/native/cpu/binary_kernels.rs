@@ -202,12 +202,16 @@ fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
         return cpu_binary::<I, f32, f32>(iter, move |x, _| x / b);
     }
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::ComplexHalf {
+        // PyTorch's CPU build has no complex32 division.
+        return Err(not_implemented("div_cpu", dt));
+    }
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
         ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x / y),
         ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |x, y| x.div(y)),
         ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |x, y| x.div(y)),
-        _ => Err(not_implemented("div_true_cpu", dt)),
+        _ => Err(not_implemented("div_cpu", dt)),
     }
 }
 stub!(DIV_TRUE_STUB, "div_true_stub", BinaryFn, div_true_kernel);
@@ -527,18 +531,24 @@ stub!(GT_STUB, "gt_stub", BinaryFn, gt_kernel);
 stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
 
 /// Logical ops read every input as bool (any dtype, cast by the driver) and write bool or the
-/// output's dtype. The iterator for them does not promote, so inputs keep their dtypes.
-fn logical<I: Isa>(iter: &TensorIteratorBase, f: fn(bool, bool) -> bool) -> Result<()> {
+/// output's dtype. Reading an input as bool gives what reading its value in the common dtype
+/// would, so the driver casts from each input's own dtype; the common dtype only decides, as
+/// PyTorch's `AT_DISPATCH_V2(iter.common_dtype(), ...)` does, which dtypes are refused (torch
+/// has no complex32 logical kernels).
+fn logical<I: Isa>(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
+    if let Some(dt @ ScalarType::ComplexHalf) = iter.common_dtype() {
+        return Err(not_implemented(name, dt));
+    }
     cpu_binary::<I, bool, bool>(iter, f)
 }
 fn logical_and_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, |a, b| a & b)
+    logical::<I>(iter, "logical_and_cpu", |a, b| a & b)
 }
 fn logical_or_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, |a, b| a | b)
+    logical::<I>(iter, "logical_or_cpu", |a, b| a | b)
 }
 fn logical_xor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, |a, b| a ^ b)
+    logical::<I>(iter, "logical_xor_cpu", |a, b| a ^ b)
 }
 stub!(
     LOGICAL_AND_STUB,
@@ -627,6 +637,10 @@ stub!(
 fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
+        // PyTorch's CPU build has no complex32 pow.
+        ScalarType::ComplexFloat if dt == ScalarType::ComplexHalf => {
+            Err(not_implemented("pow", dt))
+        }
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |a, b| a.powf(b)),
         ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |a, b| a.powf(b)),
         ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |a, b| {

@@ -150,6 +150,10 @@ stub!(
 );
 
 fn logical_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+    // PyTorch dispatches on the input's dtype, with no complex32 case.
+    if iter.dtype(1) == ScalarType::ComplexHalf {
+        return Err(not_implemented("logical_not_cpu", ScalarType::ComplexHalf));
+    }
     cpu_unary::<I, bool, bool>(iter, |x| !x)
 }
 stub!(
@@ -233,6 +237,10 @@ fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
 pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
+        // PyTorch's CPU build has none of these for complex32.
+        ScalarType::ComplexFloat if dt == ScalarType::ComplexHalf => {
+            Err(not_implemented(op.name(), dt))
+        }
         ScalarType::Float => cpu_unary::<I, f32, f32>(iter, float_fn!(op, f32)),
         ScalarType::Double => cpu_unary::<I, f64, f64>(iter, float_fn!(op, f64)),
         ScalarType::ComplexFloat => match complex_fn(op) {
@@ -309,6 +317,9 @@ stub!(
 /// `clamp_stub` with tensor bounds: operands (out, self, min, max).
 fn clamp_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::Bool {
+        return Err(not_implemented("clamp_cpu", dt));
+    }
     real_dispatch!(dt, "clamp_cpu", M => cpu_ternary::<I, M, M>(iter, |x: M, l: M, h: M| {
         if x.is_nan() { return x; }
         let lo = if x < l || l.is_nan() { l } else { x };
@@ -334,6 +345,10 @@ stub!(WHERE_STUB, "where_stub", UnaryFn, where_kernel);
 fn lerp_scalar_kernel<I: Isa>(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
     use ratten_core::ScalarConvert;
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::ComplexHalf {
+        // Not in PyTorch's CPU build.
+        return Err(not_implemented("lerp_kernel_scalar", dt));
+    }
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let w = f32::from_scalar(weight)?;
@@ -399,6 +414,10 @@ fn lerp_c128(s: c128, e: c128, w: c128) -> c128 {
 /// `lerp_kernel_tensor_weight`: operands (out, self, end, weight).
 fn lerp_tensor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::ComplexHalf {
+        // Not in PyTorch's CPU build.
+        return Err(not_implemented("lerp_kernel_tensor", dt));
+    }
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_ternary::<I, f32, f32>(iter, lerp_f32),
         ScalarType::Double => cpu_ternary::<I, f64, f64>(iter, lerp_f64),
@@ -433,6 +452,10 @@ stub!(ADDCMUL_STUB, "addcmul_stub", ScalarFn, addcmul_kernel);
 /// integer inputs with PyTorch's message).
 fn addcdiv_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    if dt == ScalarType::ComplexHalf {
+        // Not in PyTorch's CPU build.
+        return Err(not_implemented("addcdiv_cpu_out", dt));
+    }
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let v = <f32 as ratten_core::ScalarConvert>::from_scalar(value)?;
