@@ -86,6 +86,24 @@ def test_complex_abs_sign_and_where():
     assert r.tolist() == [1.0, 4.0]
 
 
+def test_reflected_division_is_reciprocal_times_number():
+    # torch's __rtruediv__ is self.reciprocal() * other: rounded twice, unlike div(other, self).
+    assert (-3 / ratten.tensor(7, dtype=ratten.uint8)).item() == -0.4285714626312256
+    assert ratten.div(-3, ratten.tensor(7, dtype=ratten.uint8)).item() == -0.4285714328289032
+    assert (7 / ratten.tensor([3], dtype=ratten.int8)).tolist() == [2.3333334922790527]
+    # A complex number over a float16 tensor is a complex32 product (torch has no complex32
+    # division kernel, and says so when the tensor itself is complex32).
+    r = (1 + 2j) / ratten.tensor([-0.5], dtype=ratten.float16)
+    assert r.dtype == ratten.complex32 and r.tolist() == [-2 - 4j]
+    with pytest.raises(NotImplementedError, match="\"reciprocal_cpu\" not implemented for 'ComplexHalf'"):
+        0 / ratten.ones(2, dtype=ratten.complex32)
+    assert ratten.reciprocal(ratten.tensor([2, 4], dtype=ratten.int32)).tolist() == [0.5, 0.25]
+    assert ratten.tensor([True, False]).reciprocal().tolist() == [1.0, math.inf]
+    t = ratten.tensor([4.0])
+    t.reciprocal_()
+    assert t.tolist() == [0.25]
+
+
 @pytest.mark.skipif(torch is None, reason="needs torch")
 def test_against_torch():
     def same(f):

@@ -630,3 +630,74 @@ fn pow_of_a_number_base() {
     assert_eq!(o.strides().to_vec(), vec![1, 3]);
     assert_eq!(o.to_vec::<f32>().unwrap(), vec![2.0; 6]);
 }
+
+/// `reciprocal`: a unary float op (integers and bool give float32, `1/0` is inf), refused for
+/// complex32 as torch's CPU build does (`"reciprocal_cpu" not implemented for 'ComplexHalf'`).
+#[test]
+fn reciprocal_follows_pytorch() {
+    let i = Tensor::from_slice(&[2i32, 4], &[2]).unwrap();
+    let r = functions::reciprocal(&i).unwrap();
+    assert_eq!(r.dtype(), ScalarType::Float);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![0.5, 0.25]);
+    let b = Tensor::from_slice(&[true, false], &[2]).unwrap();
+    assert_eq!(
+        functions::reciprocal(&b).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, f32::INFINITY]
+    );
+    let z = Tensor::from_slice(&[Complex::new(0.0f64, 2.0)], &[1]).unwrap();
+    assert_eq!(
+        functions::reciprocal(&z)
+            .unwrap()
+            .to_vec::<Complex<f64>>()
+            .unwrap(),
+        vec![Complex::new(0.0, -0.5)]
+    );
+    let c32 = z.to_dtype(ScalarType::ComplexHalf).unwrap();
+    assert_eq!(
+        msg(functions::reciprocal(&c32)),
+        "\"reciprocal_cpu\" not implemented for 'ComplexHalf'"
+    );
+    let t = f32s(&[4.0], &[1]);
+    t.reciprocal_().unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.25]);
+}
+
+/// PyTorch replaces a CPU input of another dtype than the common one by a temporary
+/// `input.to(common)` (contiguous when the input is not dense, as an expanded one is), and
+/// the result's layout follows the temporaries: `maximum(bool.expand(1, 3, 2), int8.T)` is
+/// row-major in torch (strides (6, 2, 1)), while with an int8 first operand, which needs no
+/// temporary, it follows the transposed one ((6, 1, 3)). ratten casts while streaming but
+/// orders the dimensions the same way.
+#[test]
+fn result_layout_follows_pytorchs_cast_temporaries() {
+    let b = Tensor::from_slice(&[5i8, -8, -2, -5, -6, 5], &[2, 3])
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    let mask = Tensor::from_slice(&[false, true, true], &[1, 3, 1])
+        .unwrap()
+        .expand(&[1, 3, 2])
+        .unwrap();
+    let r = functions::maximum(&mask, &b).unwrap();
+    assert_eq!(r.strides().to_vec(), vec![6, 2, 1]);
+    assert_eq!(r.to_vec::<i8>().unwrap(), vec![5, 0, 1, 1, 1, 5]);
+    let same = Tensor::from_slice(&[0i8, 1, 1], &[1, 3, 1])
+        .unwrap()
+        .expand(&[1, 3, 2])
+        .unwrap();
+    let r = functions::maximum(&same, &b).unwrap();
+    assert_eq!(r.strides().to_vec(), vec![6, 1, 3]);
+    // A dense input of another dtype keeps its layout in the temporary: a transposed float16
+    // plus a transposed float32 stays transposed.
+    let h = Tensor::from_slice(&[1.0f32; 6], &[2, 3])
+        .unwrap()
+        .to_dtype(ScalarType::Half)
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    let f = f32s(&[1.0; 6], &[2, 3]).transpose(0, 1).unwrap();
+    assert_eq!(
+        functions::add(&h, &f).unwrap().strides().to_vec(),
+        vec![1, 3]
+    );
+}

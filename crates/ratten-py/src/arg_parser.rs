@@ -402,6 +402,12 @@ impl Signature {
         format!("({})", parts.join(", "))
     }
 
+    /// The entries torch's error text counts in this signature: its parameters and the `*`
+    /// before keyword-only ones (torch's `_parseOption` splits the signature string at commas).
+    fn option_entries(&self) -> usize {
+        self.params.len() + usize::from(self.params.iter().any(|p| p.kwarg_only))
+    }
+
     fn max_positional(&self) -> usize {
         self.params.iter().filter(|p| !p.kwarg_only).count()
     }
@@ -842,6 +848,17 @@ impl Parser {
         if self.signatures.len() == 1 {
             return Err(errors[0].message(&self.name));
         }
+        // torch's `print_error`: when the number of arguments fits exactly one signature
+        // (between its required and its total parameters), that signature's own error:
+        // `sum('x')` names the argument, `sum(t, dtype='x')` lists both signatures.
+        let n = args.len() + kwargs.len();
+        let mut plausible = self.signatures.iter().enumerate().filter(|(_, sig)| {
+            let required = sig.params.iter().filter(|p| !p.is_optional()).count();
+            (required..=sig.params.len()).contains(&n)
+        });
+        if let (Some((i, _)), None) = (plausible.next(), plausible.next()) {
+            return Err(errors[i].message(&self.name));
+        }
         Err(self.invalid_combination(args, kwargs, &errors))
     }
 
@@ -861,6 +878,12 @@ impl Parser {
         );
         for (sig, err) in self.signatures.iter().zip(errors) {
             s.push_str(&format!(" * {}\n", sig.text()));
+            // torch explains a mismatch only for a signature with as many entries as the call
+            // has arguments (`_argcountMatch`), the `*` marker counted: `lt(t, 'x')` gets no
+            // reason under `(Tensor input, Tensor other, *, Tensor out = None)`.
+            if args.len() + kwargs.len() != sig.option_entries() {
+                continue;
+            }
             if let BindError::BadTypes(bad) = err {
                 let mut marked: Vec<String> = Vec::new();
                 for (i, a) in args.iter().enumerate() {
@@ -1000,14 +1023,26 @@ mod tests {
             schema("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"),
         ];
         let p = Parser::from_schemas("sum", &schemas, false);
-        let e = p.parse(&[ArgKind::Str], &[]).unwrap_err();
+        // One argument fits only the first signature (torch's "plausible" rule): its error.
         assert_eq!(
-            e,
-            "sum() received an invalid combination of arguments - got (str), but expected one of:\n \
-             * (Tensor input, *, ratten.dtype dtype = None)\n      didn't match because some of the \
-             arguments have invalid types: (!str!)\n * (Tensor input, tuple of ints dim, bool keepdim \
-             = False, *, ratten.dtype dtype = None)\n      didn't match because some of the arguments \
-             have invalid types: (!str!)\n"
+            p.parse(&[ArgKind::Str], &[]).unwrap_err(),
+            "sum(): argument 'input' (position 1) must be Tensor, not str"
+        );
+        // Two arguments fit both: the list, with a reason only where the entries (the `*`
+        // counted) match the arguments given.
+        assert_eq!(
+            p.parse(&[T], &[("dtype".into(), ArgKind::Str)])
+                .unwrap_err(),
+            "sum() received an invalid combination of arguments - got (Tensor, dtype=str), but \
+             expected one of:\n * (Tensor input, *, ratten.dtype dtype = None)\n * (Tensor input, \
+             tuple of ints dim, bool keepdim = False, *, ratten.dtype dtype = None)\n"
+        );
+        let m = Parser::from_schemas("sum", &schemas, true);
+        assert_eq!(
+            m.parse(&[ArgKind::Str], &[]).unwrap_err(),
+            "sum() received an invalid combination of arguments - got (str), but expected one \
+             of:\n * (*, ratten.dtype dtype = None)\n * (tuple of ints dim, bool keepdim = False, \
+             *, ratten.dtype dtype = None)\n"
         );
         // int[1] takes a single int
         let r = p.parse(&[T, ArgKind::Int], &[]).unwrap();

@@ -531,6 +531,38 @@ pub mod cpu {
         Ok(out.clone())
     }
 
+    /// `aten::reciprocal(Tensor self) -> Tensor`
+    pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
+            crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
+        }
+        op.take(0)
+    }
+
+    /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
+            crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
+        }
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn reciprocal_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        {
+            let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
+            crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
+        }
+        op.finish()?;
+        Ok(out.clone())
+    }
+
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
         let mut op = structured::StructuredFunctional::new(1);
@@ -2449,6 +2481,35 @@ pub mod meta {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
+        }
+        op.finish()?;
+        Ok(out.clone())
+    }
+
+    /// `aten::reciprocal(Tensor self) -> Tensor`
+    pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredFunctional::new(1);
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
+        }
+        op.take(0)
+    }
+
+    /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredInplace::new(&[self_]);
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
+        }
+        op.finish()?;
+        Ok(self_.clone())
+    }
+
+    /// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+    pub fn reciprocal_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let mut op = structured::StructuredOut::new(&[out]);
+        {
+            let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
         }
         op.finish()?;
         Ok(out.clone())

@@ -477,6 +477,23 @@ pub fn rsqrt_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::reciprocal(Tensor self) -> Tensor`
+pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+    operators::reciprocal::call(self_)
+}
+
+/// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+pub fn reciprocal_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::reciprocal_::call(self_)?;
+    Ok(self_)
+}
+
+/// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn reciprocal_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::reciprocal_out::call(self_, out)?;
+    Ok(out)
+}
+
 /// `aten::sigmoid(Tensor self) -> Tensor`
 pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
     operators::sigmoid::call(self_)

@@ -408,6 +408,17 @@ impl Tensor {
         Ok(self)
     }
 
+    /// `aten::reciprocal(Tensor self) -> Tensor`
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        operators::reciprocal::call(self)
+    }
+
+    /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+    pub fn reciprocal_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::reciprocal_::call(self)?;
+        Ok(self)
+    }
+
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(&self) -> Result<Tensor> {
         operators::sigmoid::call(self)

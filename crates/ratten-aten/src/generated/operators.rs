@@ -2412,6 +2412,102 @@ pub mod rsqrt_out {
     }
 }
 
+/// `aten::reciprocal(Tensor self) -> Tensor`
+pub mod reciprocal {
+    use super::*;
+
+    pub const NAME: &str = "aten::reciprocal";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "reciprocal(Tensor self) -> Tensor";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+pub mod reciprocal_ {
+    use super::*;
+
+    pub const NAME: &str = "aten::reciprocal_";
+    pub const OVERLOAD_NAME: &str = "";
+    pub const SCHEMA: &str = "reciprocal_(Tensor(a!) self) -> Tensor(a!)";
+    pub type Args = (Tensor,);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor) -> Result<Return> {
+        handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub mod reciprocal_out {
+    use super::*;
+
+    pub const NAME: &str = "aten::reciprocal";
+    pub const OVERLOAD_NAME: &str = "out";
+    pub const SCHEMA: &str = "reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    pub type Args = (Tensor, Tensor);
+    pub type Return = Tensor;
+
+    /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
+    pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<Args, Return>> = OnceLock::new();
+        if let Some(h) = HANDLE.get() {
+            return Ok(*h);
+        }
+        super::super::registration::ensure_linked();
+        let h = TypedOperatorHandle::find(NAME, OVERLOAD_NAME)?;
+        Ok(*HANDLE.get_or_init(|| h))
+    }
+
+    /// Calls through the dispatcher.
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for the highest key of `ks` (from a kernel, below its own key).
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Return> {
+        handle()?.redispatch(ks, (self_, out))
+    }
+}
+
 /// `aten::sigmoid(Tensor self) -> Tensor`
 pub mod sigmoid {
     use super::*;

@@ -95,6 +95,9 @@ ratten_dispatch::torch_library!(aten, |m| {
     m.def("rsqrt(Tensor self) -> Tensor")?;
     m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("reciprocal(Tensor self) -> Tensor")?;
+    m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("sigmoid(Tensor self) -> Tensor")?;
     m.def("sigmoid_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -294,6 +297,9 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("rsqrt", CppFunction::typed::<operators::rsqrt::Args, operators::rsqrt::Return, _>(backends::cpu::rsqrt))?;
     m.impl_("rsqrt_", CppFunction::typed::<operators::rsqrt_::Args, operators::rsqrt_::Return, _>(backends::cpu::rsqrt_))?;
     m.impl_("rsqrt.out", CppFunction::typed::<operators::rsqrt_out::Args, operators::rsqrt_out::Return, _>(backends::cpu::rsqrt_outf))?;
+    m.impl_("reciprocal", CppFunction::typed::<operators::reciprocal::Args, operators::reciprocal::Return, _>(backends::cpu::reciprocal))?;
+    m.impl_("reciprocal_", CppFunction::typed::<operators::reciprocal_::Args, operators::reciprocal_::Return, _>(backends::cpu::reciprocal_))?;
+    m.impl_("reciprocal.out", CppFunction::typed::<operators::reciprocal_out::Args, operators::reciprocal_out::Return, _>(backends::cpu::reciprocal_outf))?;
     m.impl_("sigmoid", CppFunction::typed::<operators::sigmoid::Args, operators::sigmoid::Return, _>(backends::cpu::sigmoid))?;
     m.impl_("sigmoid_", CppFunction::typed::<operators::sigmoid_::Args, operators::sigmoid_::Return, _>(backends::cpu::sigmoid_))?;
     m.impl_("sigmoid.out", CppFunction::typed::<operators::sigmoid_out::Args, operators::sigmoid_out::Return, _>(backends::cpu::sigmoid_outf))?;
@@ -525,6 +531,9 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("rsqrt", CppFunction::typed::<operators::rsqrt::Args, operators::rsqrt::Return, _>(backends::meta::rsqrt))?;
     m.impl_("rsqrt_", CppFunction::typed::<operators::rsqrt_::Args, operators::rsqrt_::Return, _>(backends::meta::rsqrt_))?;
     m.impl_("rsqrt.out", CppFunction::typed::<operators::rsqrt_out::Args, operators::rsqrt_out::Return, _>(backends::meta::rsqrt_outf))?;
+    m.impl_("reciprocal", CppFunction::typed::<operators::reciprocal::Args, operators::reciprocal::Return, _>(backends::meta::reciprocal))?;
+    m.impl_("reciprocal_", CppFunction::typed::<operators::reciprocal_::Args, operators::reciprocal_::Return, _>(backends::meta::reciprocal_))?;
+    m.impl_("reciprocal.out", CppFunction::typed::<operators::reciprocal_out::Args, operators::reciprocal_out::Return, _>(backends::meta::reciprocal_outf))?;
     m.impl_("sigmoid", CppFunction::typed::<operators::sigmoid::Args, operators::sigmoid::Return, _>(backends::meta::sigmoid))?;
     m.impl_("sigmoid_", CppFunction::typed::<operators::sigmoid_::Args, operators::sigmoid_::Return, _>(backends::meta::sigmoid_))?;
     m.impl_("sigmoid.out", CppFunction::typed::<operators::sigmoid_out::Args, operators::sigmoid_out::Return, _>(backends::meta::sigmoid_outf))?;

@@ -9,8 +9,8 @@ use crate::native::binary_ops::given_output;
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
-    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NEG_STUB, RSQRT_STUB, SIGMOID_STUB,
-    SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NEG_STUB, RECIPROCAL_STUB, RSQRT_STUB,
+    SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
 };
 use crate::native::type_properties::{
     result_type_of_state, update_result_type_state, update_result_type_state_scalar,
@@ -105,6 +105,7 @@ structured_unary! {
     "tan", tan_meta, tan_out, unary_float_op_meta, TAN_STUB;
     "tanh", tanh_meta, tanh_out, unary_float_op_meta, TANH_STUB;
     "sigmoid", sigmoid_meta, sigmoid_out, unary_float_op_meta, SIGMOID_STUB;
+    "reciprocal", reciprocal_meta, reciprocal_out, unary_float_op_meta, RECIPROCAL_STUB;
 }
 
 /// `TORCH_IMPL_FUNC(neg_out)`.

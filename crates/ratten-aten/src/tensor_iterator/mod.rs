@@ -28,7 +28,7 @@ use std::mem::ManuallyDrop;
 
 use ratten_core::access::SnapshotSpec;
 use ratten_core::snapshot::Pinned;
-use ratten_core::tensor_impl::{DimVec, TensorMeta};
+use ratten_core::tensor_impl::{contiguous_strides, DimVec, TensorMeta};
 use ratten_core::{
     can_cast, get_default_dtype, Device, Error, RawAccess, Result, ScalarType, TensorBase,
     TensorOptions,
@@ -45,6 +45,33 @@ use trivial::{Pins, TrivialBox, TrivialIter};
 
 /// Operand lists: outputs first, then inputs; up to 4 inline.
 type OpVec<T> = SmallVec<[T; 4]>;
+
+/// c10's `compute_non_overlapping_and_dense`: the elements fill a block of memory exactly,
+/// in some order of the dimensions (size-1 dimensions ignored).
+fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut dims: DimVec = (0..sizes.len() as i64).collect();
+    dims.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        match (sizes[a] < 2, sizes[b] < 2) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            (false, false) => strides[a].cmp(&strides[b]),
+        }
+    });
+    let mut required = 1;
+    for &d in &dims {
+        let size = sizes[d as usize];
+        if size < 2 {
+            return true;
+        }
+        if strides[d as usize] != required {
+            return false;
+        }
+        required *= size;
+    }
+    true
+}
 
 /// Formats sizes as PyTorch prints an IntArrayRef: `[2, 3]`.
 pub(crate) fn fmt_sizes(s: &[i64]) -> String {
@@ -1365,14 +1392,16 @@ impl<'a> General<'a> {
             }
             return;
         }
+        let layout = self.layout_strides(config);
         // should_swap(dim0, dim1): 1 = swap, -1 = keep, 0 = ambiguous.
         let should_swap = |it: &Self, dim0: usize, dim1: usize| -> i32 {
-            for op in &it.s.operands {
+            for (k, op) in it.s.operands.iter().enumerate() {
                 if op.tensor.is_none() || op.will_resize {
                     continue;
                 }
-                let s0 = op.stride_bytes[dim0];
-                let s1 = op.stride_bytes[dim1];
+                let strides = layout[k].as_ref().unwrap_or(&op.stride_bytes);
+                let s0 = strides[dim0];
+                let s1 = strides[dim1];
                 if it.s.is_reduction && op.is_output {
                     // Reduced dimensions move to the front.
                     if (s0 == 0) != (s1 == 0) {
@@ -1414,6 +1443,50 @@ impl<'a> General<'a> {
             }
         }
         self.permute_dimensions();
+    }
+
+    /// The strides the dimension order is decided by, where they are not the operand's own
+    /// (None: its own). PyTorch replaces a CPU input of another dtype than the common one by a
+    /// temporary `input.to(common_dtype)` (layout preserved when the input is non-overlapping
+    /// and dense, else contiguous), and an output of another dtype (with
+    /// `cast_common_dtype_to_outputs`) by a contiguous temporary; ratten casts while streaming
+    /// instead ("no CPU temporaries" in ARCHITECTURE.md), but orders the dimensions by
+    /// the temporaries' strides so that the result's layout is PyTorch's: an expanded int8
+    /// input compared with a complex32 one gives a row-major result, not the other's layout.
+    fn layout_strides(&self, config: &TensorIteratorConfig) -> Vec<Option<DimVec>> {
+        let st = &*self.s;
+        let ndim = st.shape.len();
+        let (Some(common), Device::CPU) = (st.common_dtype, st.common_device) else {
+            return vec![None; st.operands.len()];
+        };
+        st.operands
+            .iter()
+            .map(|op| {
+                let temporary = if op.is_output {
+                    config.cast_common_dtype_to_outputs
+                } else {
+                    config.promote_inputs_to_common_dtype
+                };
+                let m = op.meta.as_deref()?;
+                if !temporary || op.current_dtype == Some(common) || m.sizes().is_empty() {
+                    return None;
+                }
+                let (sizes, strides) = (m.sizes(), m.strides());
+                if !op.is_output && is_non_overlapping_and_dense(sizes, strides) {
+                    return None;
+                }
+                // Contiguous strides of the tensor's own shape, broadcast like compute_strides.
+                let contiguous = contiguous_strides(sizes);
+                let offset = ndim - sizes.len();
+                let mut sb = DimVec::from_elem(0, ndim);
+                for i in 0..sizes.len() {
+                    if !(sizes[i] == 1 && st.shape[offset + i] != 1) {
+                        sb[offset + i] = contiguous[i];
+                    }
+                }
+                Some(sb)
+            })
+            .collect()
     }
 
     /// Applies `perm` to the shape and every operand's strides.

@@ -15,6 +15,7 @@
 //!   as a keyword-only `out=None` (called when `out` is not None);
 //! - `add/sub/mul/div.Scalar` (and their in-place and out= forms) are not bound
 //!   (`SKIP_PYTHON_BINDINGS_SIGNATURES`): the Tensor overload takes Python numbers;
+//! - functions made by `autogen:` are not bound (`should_generate_py_binding`);
 //! - signatures taking `Scalar` where a sibling takes `Tensor` come after it.
 //!
 //! Only `signatures.rs` is plain Rust; `dispatch.rs` uses pyo3 and the helpers of ratten-py's
@@ -95,7 +96,9 @@ fn torch_default(a: &Argument) -> Option<String> {
 }
 
 fn param_text(a: &Argument, method: bool) -> Result<String, String> {
-    let name = if a.name == "self" && !method {
+    // torch renames a Tensor `self` of a function to `input`; a Scalar one keeps its name
+    // (`pow(Number self, Tensor exponent)`).
+    let name = if a.name == "self" && !method && a.ty.unwrap_optional() == &Type::Tensor {
         "input"
     } else {
         a.name.as_str()
@@ -188,6 +191,12 @@ fn same_inputs(a: &NativeFunction, b: &NativeFunction) -> bool {
 
 fn skipped(f: &NativeFunction) -> bool {
     let ov = f.func.name.overload_name.as_str();
+    // torchgen's `should_generate_py_binding`: functions made by `autogen:` (tagged
+    // "generated", such as `rsub.Tensor_out` and `relu.out`) have no Python binding, so
+    // `torch.rsub(a, b, out=c)` is a TypeError; view_copy ops are the exception.
+    if f.is_generated() && !f.tags.contains("view_copy") {
+        return true;
+    }
     SKIPPED_SCALAR_OVERLOADS.contains(&f.func.name.name.as_str())
         && (ov == "Scalar" || ov == "Scalar_out")
 }

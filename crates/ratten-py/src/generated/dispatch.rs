@@ -54,6 +54,8 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     function_neg,
     function_neg_,
     function_pow,
+    function_reciprocal,
+    function_reciprocal_,
     function_relu,
     function_relu_,
     function_remainder,
@@ -227,18 +229,11 @@ fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             r.run(py, move || functions::bitwise_and_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_and(Scalar input, Tensor other, *, Tensor out=None)
+        // bitwise_and(Scalar self, Tensor other)
         2 => {
-            if r.is_none(2) {
-                let a_self = r.scalar(0)?;
-                let a_other = r.tensor(1)?;
-                return into_py_result(py, r.run(py, move || functions::bitwise_and_scalar_tensor(a_self, &a_other))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.scalar(0)?;
             let a_other = r.tensor(1)?;
-            r.run(py, move || functions::bitwise_and_scalar_tensor_out(&a_out, a_self, &a_other).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::bitwise_and_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -291,18 +286,11 @@ fn function_bitwise_or(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObj
             r.run(py, move || functions::bitwise_or_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_or(Scalar input, Tensor other, *, Tensor out=None)
+        // bitwise_or(Scalar self, Tensor other)
         2 => {
-            if r.is_none(2) {
-                let a_self = r.scalar(0)?;
-                let a_other = r.tensor(1)?;
-                return into_py_result(py, r.run(py, move || functions::bitwise_or_scalar_tensor(a_self, &a_other))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.scalar(0)?;
             let a_other = r.tensor(1)?;
-            r.run(py, move || functions::bitwise_or_scalar_tensor_out(&a_out, a_self, &a_other).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::bitwise_or_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -337,18 +325,11 @@ fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             r.run(py, move || functions::bitwise_xor_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_xor(Scalar input, Tensor other, *, Tensor out=None)
+        // bitwise_xor(Scalar self, Tensor other)
         2 => {
-            if r.is_none(2) {
-                let a_self = r.scalar(0)?;
-                let a_other = r.tensor(1)?;
-                return into_py_result(py, r.run(py, move || functions::bitwise_xor_scalar_tensor(a_self, &a_other))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.scalar(0)?;
             let a_other = r.tensor(1)?;
-            r.run(py, move || functions::bitwise_xor_scalar_tensor_out(&a_out, a_self, &a_other).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::bitwise_xor_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -417,20 +398,12 @@ fn function_clamp_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject>
 /// `copy`: 1 signature(s).
 fn function_copy(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // copy(Tensor input, Tensor src, bool non_blocking=False, *, Tensor out=None)
+        // copy(Tensor input, Tensor src, bool non_blocking=False)
         0 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_src = r.tensor(1)?;
-                let a_non_blocking = r.bool(2)?;
-                return into_py_result(py, r.run(py, move || functions::copy_with(&a_self, &a_src, a_non_blocking))?);
-            }
-            let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_src = r.tensor(1)?;
             let a_non_blocking = r.bool(2)?;
-            r.run(py, move || functions::copy_out_with(&a_out, &a_self, &a_src, a_non_blocking).map(|_| ()))?;
-            Ok(r.object(3))
+            into_py_result(py, r.run(py, move || functions::copy_with(&a_self, &a_src, a_non_blocking))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -498,20 +471,12 @@ fn function_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
             r.run(py, move || functions::div_out_mode_out(&a_out, &a_self, &a_other, a_rounding_mode.as_deref()).map(|_| ()))?;
             Ok(r.object(3))
         }
-        // div(Tensor input, Scalar other, *, c10::string_view? rounding_mode, Tensor out=None)
+        // div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)
         2 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_other = r.scalar(1)?;
-                let a_rounding_mode = r.optional_string(2)?;
-                return into_py_result(py, r.run(py, move || functions::div_scalar_mode(&a_self, a_other, a_rounding_mode.as_deref()))?);
-            }
-            let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_other = r.scalar(1)?;
             let a_rounding_mode = r.optional_string(2)?;
-            r.run(py, move || functions::div_scalar_mode_out(&a_out, &a_self, a_other, a_rounding_mode.as_deref()).map(|_| ()))?;
-            Ok(r.object(3))
+            into_py_result(py, r.run(py, move || functions::div_scalar_mode(&a_self, a_other, a_rounding_mode.as_deref()))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -615,31 +580,17 @@ fn function_expm1_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject>
 /// `fill`: 2 signature(s).
 fn function_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // fill(Tensor input, Tensor value, *, Tensor out=None)
+        // fill(Tensor input, Tensor value)
         0 => {
-            if r.is_none(2) {
-                let a_self = r.tensor(0)?;
-                let a_value = r.tensor(1)?;
-                return into_py_result(py, r.run(py, move || functions::fill(&a_self, &a_value))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.tensor(0)?;
             let a_value = r.tensor(1)?;
-            r.run(py, move || functions::fill_out(&a_out, &a_self, &a_value).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::fill(&a_self, &a_value))?)
         }
-        // fill(Tensor input, Scalar value, *, Tensor out=None)
+        // fill(Tensor input, Scalar value)
         1 => {
-            if r.is_none(2) {
-                let a_self = r.tensor(0)?;
-                let a_value = r.scalar(1)?;
-                return into_py_result(py, r.run(py, move || functions::fill_scalar(&a_self, a_value))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.tensor(0)?;
             let a_value = r.scalar(1)?;
-            r.run(py, move || functions::fill_scalar_out(&a_out, &a_self, a_value).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::fill_scalar(&a_self, a_value))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1148,7 +1099,7 @@ fn function_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
             r.run(py, move || functions::pow_tensor_tensor_out(&a_out, &a_self, &a_exponent).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // pow(Scalar input, Tensor exponent, *, Tensor out=None)
+        // pow(Scalar self, Tensor exponent, *, Tensor out=None)
         1 => {
             if r.is_none(2) {
                 let a_self = r.scalar(0)?;
@@ -1178,19 +1129,44 @@ fn function_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     }
 }
 
-/// `relu`: 1 signature(s).
-fn function_relu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+/// `reciprocal`: 1 signature(s).
+fn function_reciprocal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // relu(Tensor input, *, Tensor out=None)
+        // reciprocal(Tensor input, *, Tensor out=None)
         0 => {
             if r.is_none(1) {
                 let a_self = r.tensor(0)?;
-                return into_py_result(py, r.run(py, move || functions::relu(&a_self))?);
+                return into_py_result(py, r.run(py, move || functions::reciprocal(&a_self))?);
             }
             let a_out = r.tensor(1)?;
             let a_self = r.tensor(0)?;
-            r.run(py, move || functions::relu_out(&a_out, &a_self).map(|_| ()))?;
+            r.run(py, move || functions::reciprocal_out(&a_out, &a_self).map(|_| ()))?;
             Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `reciprocal_`: 1 signature(s).
+fn function_reciprocal_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reciprocal_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || functions::reciprocal_(&a_self).map(|_| ()))?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `relu`: 1 signature(s).
+fn function_relu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // relu(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            into_py_result(py, r.run(py, move || functions::relu(&a_self))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1238,18 +1214,11 @@ fn function_remainder(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObje
             r.run(py, move || functions::remainder_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // remainder(Scalar input, Tensor other, *, Tensor out=None)
+        // remainder(Scalar self, Tensor other)
         2 => {
-            if r.is_none(2) {
-                let a_self = r.scalar(0)?;
-                let a_other = r.tensor(1)?;
-                return into_py_result(py, r.run(py, move || functions::remainder_scalar_tensor(a_self, &a_other))?);
-            }
-            let a_out = r.tensor(2)?;
             let a_self = r.scalar(0)?;
             let a_other = r.tensor(1)?;
-            r.run(py, move || functions::remainder_scalar_tensor_out(&a_out, a_self, &a_other).map(|_| ()))?;
-            Ok(r.object(2))
+            into_py_result(py, r.run(py, move || functions::remainder_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1289,35 +1258,19 @@ fn function_rsqrt_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject>
 /// `rsub`: 2 signature(s).
 fn function_rsub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // rsub(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)
+        // rsub(Tensor input, Tensor other, *, Scalar alpha=1)
         0 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_other = r.tensor(1)?;
-                let a_alpha = r.scalar(2)?;
-                return into_py_result(py, r.run(py, move || functions::rsub_with(&a_self, &a_other, a_alpha))?);
-            }
-            let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_other = r.tensor(1)?;
             let a_alpha = r.scalar(2)?;
-            r.run(py, move || functions::rsub_out_with(&a_out, &a_self, &a_other, a_alpha).map(|_| ()))?;
-            Ok(r.object(3))
+            into_py_result(py, r.run(py, move || functions::rsub_with(&a_self, &a_other, a_alpha))?)
         }
-        // rsub(Tensor input, Scalar other, Scalar alpha=1, *, Tensor out=None)
+        // rsub(Tensor input, Scalar other, Scalar alpha=1)
         1 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_other = r.scalar(1)?;
-                let a_alpha = r.scalar(2)?;
-                return into_py_result(py, r.run(py, move || functions::rsub_scalar_with(&a_self, a_other, a_alpha))?);
-            }
-            let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_other = r.scalar(1)?;
             let a_alpha = r.scalar(2)?;
-            r.run(py, move || functions::rsub_scalar_out_with(&a_out, &a_self, a_other, a_alpha).map(|_| ()))?;
-            Ok(r.object(3))
+            into_py_result(py, r.run(py, move || functions::rsub_scalar_with(&a_self, a_other, a_alpha))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1536,7 +1489,7 @@ fn function_where(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> 
             r.run(py, move || functions::where_out(&a_out, &a_condition, &a_self, &a_other).map(|_| ()))?;
             Ok(r.object(3))
         }
-        // where(Tensor condition, Scalar input, Tensor other)
+        // where(Tensor condition, Scalar self, Tensor other)
         1 => {
             let a_condition = r.tensor(0)?;
             let a_self = r.scalar(1)?;
@@ -1550,7 +1503,7 @@ fn function_where(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> 
             let a_other = r.scalar(2)?;
             into_py_result(py, r.run(py, move || functions::where_scalar_other(&a_condition, &a_self, a_other))?)
         }
-        // where(Tensor condition, Scalar input, Scalar other)
+        // where(Tensor condition, Scalar self, Scalar other)
         3 => {
             let a_condition = r.tensor(0)?;
             let a_self = r.scalar(1)?;
@@ -1628,6 +1581,8 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     method_neg_,
     method_pow,
     method_pow_,
+    method_reciprocal,
+    method_reciprocal_,
     method_relu,
     method_relu_,
     method_remainder,
@@ -2724,6 +2679,31 @@ fn method_pow_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
             let a_self = r.self_tensor()?;
             let a_exponent = r.scalar(0)?;
             r.run(py, move || a_self.pow_scalar_(a_exponent).map(|_| ()))?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.reciprocal`: 1 signature(s).
+fn method_reciprocal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reciprocal()
+        0 => {
+            let a_self = r.self_tensor()?;
+            into_py_result(py, r.run(py, move || a_self.reciprocal())?)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.reciprocal_`: 1 signature(s).
+fn method_reciprocal_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reciprocal_()
+        0 => {
+            let a_self = r.self_tensor()?;
+            r.run(py, move || a_self.reciprocal_().map(|_| ()))?;
             Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 63 names.
+/// Module functions (`ratten.add`): 65 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -46,7 +46,7 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "bitwise_and(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_and(Tensor input, Scalar other, *, Tensor out=None)",
-            "bitwise_and(Scalar input, Tensor other, *, Tensor out=None)",
+            "bitwise_and(Scalar self, Tensor other)",
         ],
     },
     Binding {
@@ -60,7 +60,7 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "bitwise_or(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_or(Tensor input, Scalar other, *, Tensor out=None)",
-            "bitwise_or(Scalar input, Tensor other, *, Tensor out=None)",
+            "bitwise_or(Scalar self, Tensor other)",
         ],
     },
     Binding {
@@ -68,7 +68,7 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "bitwise_xor(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)",
-            "bitwise_xor(Scalar input, Tensor other, *, Tensor out=None)",
+            "bitwise_xor(Scalar self, Tensor other)",
         ],
     },
     Binding {
@@ -88,7 +88,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "copy",
         signatures: &[
-            "copy(Tensor input, Tensor src, bool non_blocking=False, *, Tensor out=None)",
+            "copy(Tensor input, Tensor src, bool non_blocking=False)",
         ],
     },
     Binding {
@@ -108,7 +108,7 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "div(Tensor input, Tensor other, *, Tensor out=None)",
             "div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)",
-            "div(Tensor input, Scalar other, *, c10::string_view? rounding_mode, Tensor out=None)",
+            "div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)",
         ],
     },
     Binding {
@@ -145,8 +145,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "fill",
         signatures: &[
-            "fill(Tensor input, Tensor value, *, Tensor out=None)",
-            "fill(Tensor input, Scalar value, *, Tensor out=None)",
+            "fill(Tensor input, Tensor value)",
+            "fill(Tensor input, Scalar value)",
         ],
     },
     Binding {
@@ -287,14 +287,26 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "pow",
         signatures: &[
             "pow(Tensor input, Tensor exponent, *, Tensor out=None)",
-            "pow(Scalar input, Tensor exponent, *, Tensor out=None)",
+            "pow(Scalar self, Tensor exponent, *, Tensor out=None)",
             "pow(Tensor input, Scalar exponent, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "reciprocal",
+        signatures: &[
+            "reciprocal(Tensor input, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "reciprocal_",
+        signatures: &[
+            "reciprocal_(Tensor input)",
         ],
     },
     Binding {
         name: "relu",
         signatures: &[
-            "relu(Tensor input, *, Tensor out=None)",
+            "relu(Tensor input)",
         ],
     },
     Binding {
@@ -308,7 +320,7 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "remainder(Tensor input, Tensor other, *, Tensor out=None)",
             "remainder(Tensor input, Scalar other, *, Tensor out=None)",
-            "remainder(Scalar input, Tensor other, *, Tensor out=None)",
+            "remainder(Scalar self, Tensor other)",
         ],
     },
     Binding {
@@ -326,8 +338,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "rsub",
         signatures: &[
-            "rsub(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
-            "rsub(Tensor input, Scalar other, Scalar alpha=1, *, Tensor out=None)",
+            "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
+            "rsub(Tensor input, Scalar other, Scalar alpha=1)",
         ],
     },
     Binding {
@@ -406,14 +418,14 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "where",
         signatures: &[
             "where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)",
-            "where(Tensor condition, Scalar input, Tensor other)",
+            "where(Tensor condition, Scalar self, Tensor other)",
             "where(Tensor condition, Tensor input, Scalar other)",
-            "where(Tensor condition, Scalar input, Scalar other)",
+            "where(Tensor condition, Scalar self, Scalar other)",
         ],
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 87 names.
+/// Tensor methods (`t.add`), without `self`: 89 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -833,6 +845,18 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "pow_(Tensor exponent)",
             "pow_(Scalar exponent)",
+        ],
+    },
+    Binding {
+        name: "reciprocal",
+        signatures: &[
+            "reciprocal()",
+        ],
+    },
+    Binding {
+        name: "reciprocal_",
+        signatures: &[
+            "reciprocal_()",
         ],
     },
     Binding {

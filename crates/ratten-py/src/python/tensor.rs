@@ -1067,8 +1067,15 @@ impl PyTensor {
     fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         Self::binary(slf, o, "div", false)
     }
+    // torch's Tensor.__rdiv__ is `self.reciprocal() * other`, not `div(other, self)`: the
+    // quotient is rounded twice (3 / t can differ from div(3, t) by an ulp) and a complex32
+    // result is a product, which torch's CPU build has, not a quotient, which it lacks.
     fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        Self::binary(slf, o, "div", true)
+        if !operand(o) && !o.is_instance_of::<PyBool>() {
+            return Ok(slf.py().NotImplemented());
+        }
+        let reciprocal = slf.call_method0("reciprocal")?;
+        Ok(reciprocal.call_method1("__mul__", (o,))?.unbind())
     }
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         Self::inplace(slf, o, "div_")
@@ -1186,9 +1193,11 @@ impl PyTensor {
     }
 
     /// Generated methods are set on the class by the package (`ratten/__init__.py`); this
-    /// finds operators registered at run time that have a `self` overload (`t.myop(u)`).
+    /// finds operators registered at run time that have a `self` overload (`t.myop(u)`). An
+    /// operator of the generated bindings that has no method there (`rsub`, declared
+    /// `variants: function`) is no attribute, as in torch.
     fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
-        if !name.starts_with("__") && has_method(name) {
+        if !name.starts_with("__") && function_index(name).is_none() && has_method(name) {
             return Ok(Py::new(
                 slf.py(),
                 BoundOp {

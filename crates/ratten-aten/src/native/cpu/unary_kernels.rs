@@ -178,6 +178,7 @@ pub enum FloatUnary {
     Tan,
     Tanh,
     Sigmoid,
+    Reciprocal,
 }
 
 impl FloatUnary {
@@ -194,6 +195,7 @@ impl FloatUnary {
             FloatUnary::Tan => "tan_vml_cpu",
             FloatUnary::Tanh => "tanh_vml_cpu",
             FloatUnary::Sigmoid => "sigmoid_cpu",
+            FloatUnary::Reciprocal => "reciprocal_cpu",
         }
     }
 }
@@ -212,6 +214,7 @@ macro_rules! float_fn {
             FloatUnary::Tan => |x| x.tan(),
             FloatUnary::Tanh => |x| x.tanh(),
             FloatUnary::Sigmoid => |x| 1.0 / (1.0 + (-x).exp()),
+            FloatUnary::Reciprocal => |x| 1.0 / x,
         };
         f
     }};
@@ -230,6 +233,7 @@ fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
         FloatUnary::Sigmoid => |x: c128| 1.0 / (1.0 + (-x).exp()),
         FloatUnary::Log1p => |x: c128| (x + 1.0).ln(),
         FloatUnary::Expm1 => |x: c128| x.exp() - 1.0,
+        FloatUnary::Reciprocal => |x: c128| 1.0 / x,
     })
 }
 
@@ -275,6 +279,7 @@ float_unary_stub! {
     TAN_STUB, "tan_stub", tan_kernel, Tan;
     TANH_STUB, "tanh_stub", tanh_kernel, Tanh;
     SIGMOID_STUB, "sigmoid_stub", sigmoid_kernel, Sigmoid;
+    RECIPROCAL_STUB, "reciprocal_stub", reciprocal_kernel, Reciprocal;
 }
 
 /// `clamp_scalar_stub` (also relu = clamp_min(0)): NaN propagates, as in PyTorch.
