@@ -104,6 +104,30 @@ def test_reflected_division_is_reciprocal_times_number():
     assert t.tolist() == [0.25]
 
 
+def test_bindings_torch_does_not_have():
+    # Functions made by autogen (rsub.Tensor_out, relu.out, ...) have no Python binding, and
+    # rsub is no Tensor method (variants: function).
+    t = ratten.tensor([1, 2])
+    with pytest.raises(TypeError, match=r"^relu\(\) got an unexpected keyword argument 'out'$"):
+        ratten.relu(ratten.tensor([1.0]), out=ratten.empty(1))
+    with pytest.raises(TypeError, match=r"rsub\(\) received an invalid combination of arguments"):
+        ratten.rsub(t, t, out=ratten.empty(2, dtype=ratten.int64))
+    with pytest.raises(AttributeError, match="'Tensor' object has no attribute 'rsub'"):
+        t.rsub
+    # Overloads in torch's order, a Scalar self keeps its name, and a reason is given only
+    # for a signature with as many entries as the call has arguments.
+    with pytest.raises(TypeError) as e:
+        ratten.bitwise_and(ratten.tensor([1.0, 2.0]), "x")
+    assert str(e.value) == (
+        "bitwise_and() received an invalid combination of arguments - got (Tensor, str), but "
+        "expected one of:\n"
+        " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+        " * (Number self, Tensor other)\n"
+        "      didn't match because some of the arguments have invalid types: (!Tensor!, !str!)\n"
+        " * (Tensor input, Number other, *, Tensor out = None)\n"
+    )
+
+
 @pytest.mark.skipif(torch is None, reason="needs torch")
 def test_against_torch():
     def same(f):

@@ -16,7 +16,8 @@
 //! - `add/sub/mul/div.Scalar` (and their in-place and out= forms) are not bound
 //!   (`SKIP_PYTHON_BINDINGS_SIGNATURES`): the Tensor overload takes Python numbers;
 //! - functions made by `autogen:` are not bound (`should_generate_py_binding`);
-//! - signatures taking `Scalar` where a sibling takes `Tensor` come after it.
+//! - overloads are ordered as torchgen's `sort_overloads` does (by text, then those taking
+//!   `Scalar` where a sibling takes `Tensor` after it).
 //!
 //! Only `signatures.rs` is plain Rust; `dispatch.rs` uses pyo3 and the helpers of ratten-py's
 //! `python::python_args` module, so it is compiled behind ratten-py's `python` feature.
@@ -43,7 +44,9 @@ struct PySig<'a> {
     param_of_arg: Vec<Option<usize>>,
     /// Python parameter index of `out` (folded or own).
     out_param: Option<usize>,
-    scalar_count: usize,
+    /// The schema types of the Python-visible inputs (torchgen's `arguments(skip_outputs=True)`),
+    /// which order the overloads.
+    arg_types: Vec<String>,
 }
 
 /// A Python-visible name and its signatures.
@@ -162,19 +165,21 @@ fn signature<'a>(
         });
         out_param = Some(n);
     }
-    let scalar_count = f
+    let arg_types = f
         .func
         .arguments
         .iter()
-        .filter(|a| *a.ty.unwrap_optional() == Type::Scalar)
-        .count();
+        .enumerate()
+        .filter(|&(i, a)| !a.is_out() && !(method && Some(i) == op.self_arg))
+        .map(|(_, a)| a.ty.to_string())
+        .collect();
     Ok(PySig {
         text: format!("{name}({})", parts.join(", ")),
         op,
         out,
         param_of_arg,
         out_param,
-        scalar_count,
+        arg_types,
     })
 }
 
@@ -250,15 +255,70 @@ fn names<'a>(
                 Err(e) => errors.push(format!("{}: {e}", op.name_with_overload)),
             }
         }
-        // Stable: Tensor overloads before the Scalar ones (a Python number would match both).
-        sigs.sort_by_key(|s| s.scalar_count);
-        out.push(PyName { name, sigs });
+        out.push(PyName {
+            name,
+            sigs: sort_overloads(sigs),
+        });
     }
     if errors.is_empty() {
         Ok(out)
     } else {
         Err(errors)
     }
+}
+
+/// torchgen's `is_arg_smaller`: an overload taking `t1` where another takes `t2` goes after it
+/// (a Python number matches a Scalar and a Tensor parameter; an int matches int and int[]).
+fn is_arg_smaller(t1: &str, t2: &str) -> bool {
+    (t1 == "Scalar" && t2 == "Tensor")
+        || (t1 == "Scalar?" && t2 == "Tensor?")
+        || (t1.contains("Dimname") && !t2.contains("Dimname"))
+        || (t1 == "int[]" && (t2 == "int" || t2 == "int?"))
+        || (t1 == "Tensor[]" && t2.contains("[]"))
+        || (t1 == "SymInt[]" && t2 == "int[]")
+        || ((t1 == "SymInt" || t1 == "int") && t2 == "Tensor")
+}
+
+/// torchgen's `sort_overloads`: by signature text, then a topological sort of the partial
+/// order "same arity, each argument equal or smaller, not all equal" (smaller goes later):
+/// `bitwise_and` lists (Tensor, Tensor), (Number self, Tensor), (Tensor, Number).
+fn sort_overloads(mut sigs: Vec<PySig<'_>>) -> Vec<PySig<'_>> {
+    sigs.sort_by(|a, b| a.text.cmp(&b.text));
+    let smaller = |a: &PySig, b: &PySig| {
+        a.arg_types.len() == b.arg_types.len()
+            && a.arg_types != b.arg_types
+            && a.arg_types
+                .iter()
+                .zip(&b.arg_types)
+                .all(|(x, y)| x == y || is_arg_smaller(x, y))
+    };
+    let n = sigs.len();
+    // larger_than[i]: the overloads that must come before overload i.
+    let mut larger_than: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..n {
+        for j in 0..n {
+            if smaller(&sigs[i], &sigs[j]) {
+                larger_than.entry(i).or_default().push(j);
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..n).filter(|i| !larger_than.contains_key(i)).collect();
+    let mut k = 0;
+    while k < order.len() {
+        let placed = order[k];
+        let keys: Vec<usize> = larger_than.keys().copied().collect();
+        for j in keys {
+            let waiting = larger_than.get_mut(&j).expect("key listed above");
+            waiting.retain(|&x| x != placed);
+            if waiting.is_empty() {
+                larger_than.remove(&j);
+                order.push(j);
+            }
+        }
+        k += 1;
+    }
+    let mut slots: Vec<Option<PySig>> = sigs.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// How one argument is read from the parsed Python arguments: (the `let` expression, how the

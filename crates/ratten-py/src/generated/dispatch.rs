@@ -216,8 +216,14 @@ fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             r.run(py, move || functions::bitwise_and_out(&a_out, &a_self, &a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_and(Tensor input, Scalar other, *, Tensor out=None)
+        // bitwise_and(Scalar self, Tensor other)
         1 => {
+            let a_self = r.scalar(0)?;
+            let a_other = r.tensor(1)?;
+            into_py_result(py, r.run(py, move || functions::bitwise_and_scalar_tensor(a_self, &a_other))?)
+        }
+        // bitwise_and(Tensor input, Scalar other, *, Tensor out=None)
+        2 => {
             if r.is_none(2) {
                 let a_self = r.tensor(0)?;
                 let a_other = r.scalar(1)?;
@@ -228,12 +234,6 @@ fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_other = r.scalar(1)?;
             r.run(py, move || functions::bitwise_and_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
-        }
-        // bitwise_and(Scalar self, Tensor other)
-        2 => {
-            let a_self = r.scalar(0)?;
-            let a_other = r.tensor(1)?;
-            into_py_result(py, r.run(py, move || functions::bitwise_and_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -273,8 +273,14 @@ fn function_bitwise_or(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObj
             r.run(py, move || functions::bitwise_or_out(&a_out, &a_self, &a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_or(Tensor input, Scalar other, *, Tensor out=None)
+        // bitwise_or(Scalar self, Tensor other)
         1 => {
+            let a_self = r.scalar(0)?;
+            let a_other = r.tensor(1)?;
+            into_py_result(py, r.run(py, move || functions::bitwise_or_scalar_tensor(a_self, &a_other))?)
+        }
+        // bitwise_or(Tensor input, Scalar other, *, Tensor out=None)
+        2 => {
             if r.is_none(2) {
                 let a_self = r.tensor(0)?;
                 let a_other = r.scalar(1)?;
@@ -285,12 +291,6 @@ fn function_bitwise_or(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObj
             let a_other = r.scalar(1)?;
             r.run(py, move || functions::bitwise_or_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
-        }
-        // bitwise_or(Scalar self, Tensor other)
-        2 => {
-            let a_self = r.scalar(0)?;
-            let a_other = r.tensor(1)?;
-            into_py_result(py, r.run(py, move || functions::bitwise_or_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -312,8 +312,14 @@ fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             r.run(py, move || functions::bitwise_xor_out(&a_out, &a_self, &a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)
+        // bitwise_xor(Scalar self, Tensor other)
         1 => {
+            let a_self = r.scalar(0)?;
+            let a_other = r.tensor(1)?;
+            into_py_result(py, r.run(py, move || functions::bitwise_xor_scalar_tensor(a_self, &a_other))?)
+        }
+        // bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)
+        2 => {
             if r.is_none(2) {
                 let a_self = r.tensor(0)?;
                 let a_other = r.scalar(1)?;
@@ -324,12 +330,6 @@ fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_other = r.scalar(1)?;
             r.run(py, move || functions::bitwise_xor_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
-        }
-        // bitwise_xor(Scalar self, Tensor other)
-        2 => {
-            let a_self = r.scalar(0)?;
-            let a_other = r.tensor(1)?;
-            into_py_result(py, r.run(py, move || functions::bitwise_xor_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1201,8 +1201,14 @@ fn function_remainder(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObje
             r.run(py, move || functions::remainder_out(&a_out, &a_self, &a_other).map(|_| ()))?;
             Ok(r.object(2))
         }
-        // remainder(Tensor input, Scalar other, *, Tensor out=None)
+        // remainder(Scalar self, Tensor other)
         1 => {
+            let a_self = r.scalar(0)?;
+            let a_other = r.tensor(1)?;
+            into_py_result(py, r.run(py, move || functions::remainder_scalar_tensor(a_self, &a_other))?)
+        }
+        // remainder(Tensor input, Scalar other, *, Tensor out=None)
+        2 => {
             if r.is_none(2) {
                 let a_self = r.tensor(0)?;
                 let a_other = r.scalar(1)?;
@@ -1213,12 +1219,6 @@ fn function_remainder(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObje
             let a_other = r.scalar(1)?;
             r.run(py, move || functions::remainder_scalar_out(&a_out, &a_self, a_other).map(|_| ()))?;
             Ok(r.object(2))
-        }
-        // remainder(Scalar self, Tensor other)
-        2 => {
-            let a_self = r.scalar(0)?;
-            let a_other = r.tensor(1)?;
-            into_py_result(py, r.run(py, move || functions::remainder_scalar_tensor(a_self, &a_other))?)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -45,8 +45,8 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "bitwise_and",
         signatures: &[
             "bitwise_and(Tensor input, Tensor other, *, Tensor out=None)",
-            "bitwise_and(Tensor input, Scalar other, *, Tensor out=None)",
             "bitwise_and(Scalar self, Tensor other)",
+            "bitwise_and(Tensor input, Scalar other, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -59,16 +59,16 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "bitwise_or",
         signatures: &[
             "bitwise_or(Tensor input, Tensor other, *, Tensor out=None)",
-            "bitwise_or(Tensor input, Scalar other, *, Tensor out=None)",
             "bitwise_or(Scalar self, Tensor other)",
+            "bitwise_or(Tensor input, Scalar other, *, Tensor out=None)",
         ],
     },
     Binding {
         name: "bitwise_xor",
         signatures: &[
             "bitwise_xor(Tensor input, Tensor other, *, Tensor out=None)",
-            "bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)",
             "bitwise_xor(Scalar self, Tensor other)",
+            "bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -319,8 +319,8 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "remainder",
         signatures: &[
             "remainder(Tensor input, Tensor other, *, Tensor out=None)",
-            "remainder(Tensor input, Scalar other, *, Tensor out=None)",
             "remainder(Scalar self, Tensor other)",
+            "remainder(Tensor input, Scalar other, *, Tensor out=None)",
         ],
     },
     Binding {
