@@ -170,7 +170,7 @@ fn signature<'a>(
         .arguments
         .iter()
         .enumerate()
-        .filter(|&(i, a)| !a.is_out() && !(method && Some(i) == op.self_arg))
+        .filter(|&(i, a)| !(a.is_out() || (method && Some(i) == op.self_arg)))
         .map(|(_, a)| a.ty.to_string())
         .collect();
     Ok(PySig {
