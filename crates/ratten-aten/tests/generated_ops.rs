@@ -377,6 +377,12 @@ fn clamp_with_tensor_bounds() {
         msg(i.clamp_tensor_with_(Some(&half), None)),
         "result type Float can't be cast to the desired output type Long"
     );
+    // With a Scalar bound torch prints self's caffe2::TypeMeta ("long int"), as
+    // `torch.zeros(1, dtype=torch.long).clamp_(min=0.5)` does.
+    assert_eq!(
+        msg(functions::clamp_(&i, Some(Scalar::Double(0.5)))),
+        "result type Float can't be cast to the desired output type long int"
+    );
     // In-place and out= forms.
     let y = f32s(&[1., 5., 9.], &[3]);
     y.clamp_tensor_with_(Some(&lo), Some(&hi)).unwrap();

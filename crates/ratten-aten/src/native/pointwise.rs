@@ -108,25 +108,8 @@ pub fn where_scalar(condition: &Tensor, self_: &Scalar, other: &Scalar) -> Resul
 // lerp
 // ---------------------------------------------------------------------------------------------
 
-/// How `operator<<(ostream&, caffe2::TypeMeta)` prints a dtype (the C++ type's name, as
-/// gcc spells it): PyTorch's lerp checks print `self.dtype()`, a TypeMeta.
-fn type_meta_name(dt: ScalarType) -> &'static str {
-    match dt {
-        ScalarType::Bool => "bool",
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::BFloat16 => "c10::BFloat16",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-        ScalarType::ComplexHalf => "c10::complex<c10::Half>",
-        ScalarType::ComplexFloat => "c10::complex<float>",
-        ScalarType::ComplexDouble => "c10::complex<double>",
-    }
-}
+// PyTorch's lerp checks print `self.dtype()`, a caffe2::TypeMeta.
+use crate::structured::type_meta_name;
 
 fn check_same_dtype(self_: &Tensor, what: &str, t: &Tensor) -> Result<()> {
     if self_.dtype() != t.dtype() {

@@ -229,9 +229,10 @@ pub fn clamp_meta<'a>(
         result_type = result_type_of_state(&state).unwrap_or(result_type);
         let inplace = m.maybe_get_output(0).is_some_and(|o| o.is_same(self_));
         if result_type != self_.dtype() && inplace {
+            // PyTorch prints `self.dtype()`, a caffe2::TypeMeta ("int", not "Int").
             return Err(Error::runtime(format!(
                 "result type {result_type} can't be cast to the desired output type {}",
-                self_.dtype()
+                crate::structured::type_meta_name(self_.dtype())
             )));
         }
     }
