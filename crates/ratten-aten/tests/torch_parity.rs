@@ -175,6 +175,36 @@ fn fill_follows_pytorch() {
         msg(h2.fill_(1e300)),
         "value cannot be converted to type c10::Half without overflow"
     );
+    // The 1-element half path goes through double: a complex value with an imaginary part
+    // is refused as "double" (two elements: as c10::Half).
+    let i = Scalar::ComplexDouble(Complex::new(1.0, 1.0));
+    assert_eq!(
+        msg(h.fill_(i)),
+        "value cannot be converted to type double without overflow"
+    );
+    assert_eq!(
+        msg(h2.fill_(i)),
+        "value cannot be converted to type c10::Half without overflow"
+    );
+    // complex32: one element is checked as complex<Half> (70000 refused), more as the
+    // kernel's complex<float> (70000 becomes inf, 1e300 is refused).
+    let c1 = Tensor::zeros(&[1], ScalarType::ComplexHalf).unwrap();
+    assert_eq!(
+        msg(c1.fill_(70000)),
+        "value cannot be converted to type c10::complex<c10::Half> without overflow"
+    );
+    let c2 = Tensor::zeros(&[2], ScalarType::ComplexHalf).unwrap();
+    c2.fill_(70000).unwrap();
+    let v = c2
+        .to_dtype(ScalarType::ComplexFloat)
+        .unwrap()
+        .to_vec::<Complex<f32>>()
+        .unwrap();
+    assert!(v.iter().all(|z| z.re.is_infinite() && z.im == 0.0));
+    assert_eq!(
+        msg(c2.fill_(1e300)),
+        "value cannot be converted to type c10::complex<float> without overflow"
+    );
 }
 
 /// pow: an exponent of 0 or 1 (or False/True) short-circuits (so a bool base works), integer

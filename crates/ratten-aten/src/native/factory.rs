@@ -226,14 +226,27 @@ impl Tensor {
     /// meta tensors.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
         let mut value = value.into();
-        // PyTorch fills a 1-element CPU half / bfloat16 / complex32 tensor through
-        // `scalar_fill`, which casts without the overflow check (1e300 becomes inf); the value
-        // is rounded here the way that cast rounds, and then passes the check.
+        let dtype = self.dtype();
+        // Convert first: an overflow leaves the tensor untouched. The checks are those of
+        // PyTorch's two paths:
+        // - a 1-element CPU tensor goes through `scalar_fill`, whose half / bfloat16 cast goes
+        //   through double (a complex value with an imaginary part is refused as "double")
+        //   and then casts without the overflow check (1e300 becomes inf): the value is
+        //   rounded here the way that cast rounds, and then passes the check; complex32 is
+        //   checked as c10::complex<c10::Half>;
+        // - otherwise the fill kernel converts a complex32 value to its opmath
+        //   complex<float> with the check (1e300 is refused, 70000 becomes inf+0j).
         if self.numel() == 1 && !self.is_meta() {
-            value = unchecked_reduced_value(self.dtype(), value);
+            if matches!(dtype, ScalarType::Half | ScalarType::BFloat16) {
+                value.check_fits(ScalarType::Double)?;
+                value = unchecked_reduced_value(dtype, value);
+            }
+            value.check_fits(dtype)?;
+        } else if dtype == ScalarType::ComplexHalf {
+            value.check_fits(ScalarType::ComplexFloat)?;
+        } else {
+            value.check_fits(dtype)?;
         }
-        // Convert first: an overflow leaves the tensor untouched.
-        value.check_fits(self.dtype())?;
         if !self.is_meta() {
             crate::native::copy::fill_(self, &value)?;
         }
@@ -246,24 +259,20 @@ impl Tensor {
     }
 }
 
-/// `value` as an unchecked `static_cast` to half, bfloat16 or complex32 leaves it (through
-/// float, as c10's constructors go), so that c10's overflow check then passes; other dtypes
-/// keep `value`.
+/// `value` as an unchecked `static_cast` to half or bfloat16 leaves it (through float, as
+/// c10's constructors go), so that c10's overflow check then passes; other dtypes keep
+/// `value`.
 fn unchecked_reduced_value(dtype: ScalarType, value: Scalar) -> Scalar {
-    let re_im = |s: &Scalar| match *s {
-        Scalar::Bool(b) => (b as u8 as f64, 0.0),
-        Scalar::Int(i) => (i as f64, 0.0),
-        Scalar::Double(d) => (d, 0.0),
-        Scalar::ComplexDouble(z) => (z.re, z.im),
+    // The real part: the caller has refused a complex value with an imaginary part.
+    let re = match value {
+        Scalar::Bool(b) => b as u8 as f64,
+        Scalar::Int(i) => i as f64,
+        Scalar::Double(d) => d,
+        Scalar::ComplexDouble(z) => z.re,
     };
-    let (re, im) = re_im(&value);
     match dtype {
         ScalarType::Half => Scalar::Double(half::f16::from_f32(re as f32).to_f64()),
         ScalarType::BFloat16 => Scalar::Double(half::bf16::from_f32(re as f32).to_f64()),
-        ScalarType::ComplexHalf => Scalar::ComplexDouble(num_complex::Complex::new(
-            half::f16::from_f32(re as f32).to_f64(),
-            half::f16::from_f32(im as f32).to_f64(),
-        )),
         _ => value,
     }
 }

@@ -72,6 +72,17 @@ fn opmath_rank(d: ScalarType) -> u8 {
 /// front end).
 fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.dtype(0);
+    // PyTorch converts a complex32 fill value to complex<float> with the overflow check and
+    // then casts it without one (70000 becomes inf + 0j; 1e300 is refused as complex<float>).
+    let rounded;
+    let value = if dt == ScalarType::ComplexHalf {
+        let z: c64 = ratten_core::ScalarConvert::from_scalar(value)?;
+        let h = |x: f32| half::f16::from_f32(x).to_f64();
+        rounded = Scalar::ComplexDouble(c128::new(h(z.re), h(z.im)));
+        &rounded
+    } else {
+        value
+    };
     ratten_core::dispatch_all_types!(dt, T => {
         let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
         iter.for_each(&|data, strides, n0, n1| run_isa::<I, _>(|| {
