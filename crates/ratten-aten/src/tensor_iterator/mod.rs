@@ -1399,7 +1399,10 @@ impl<'a> General<'a> {
                 if op.tensor.is_none() || op.will_resize {
                     continue;
                 }
-                let strides = layout[k].as_ref().unwrap_or(&op.stride_bytes);
+                let strides = layout
+                    .as_ref()
+                    .and_then(|l| l[k].as_ref())
+                    .unwrap_or(&op.stride_bytes);
                 let s0 = strides[dim0];
                 let s1 = strides[dim1];
                 if it.s.is_reduction && op.is_output {
@@ -1446,20 +1449,34 @@ impl<'a> General<'a> {
     }
 
     /// The strides the dimension order is decided by, where they are not the operand's own
-    /// (None: its own). PyTorch replaces a CPU input of another dtype than the common one by a
+    /// (None: its own; None overall: every operand's own). PyTorch replaces a CPU input of another dtype than the common one by a
     /// temporary `input.to(common_dtype)` (layout preserved when the input is non-overlapping
     /// and dense, else contiguous), and an output of another dtype (with
     /// `cast_common_dtype_to_outputs`) by a contiguous temporary; ratten casts while streaming
     /// instead ("no CPU temporaries" in ARCHITECTURE.md), but orders the dimensions by
     /// the temporaries' strides so that the result's layout is PyTorch's: an expanded int8
     /// input compared with a complex32 one gives a row-major result, not the other's layout.
-    fn layout_strides(&self, config: &TensorIteratorConfig) -> Vec<Option<DimVec>> {
+    fn layout_strides(
+        &self,
+        config: &TensorIteratorConfig,
+    ) -> Option<SmallVec<[Option<DimVec>; 4]>> {
         let st = &*self.s;
         let ndim = st.shape.len();
         let (Some(common), Device::CPU) = (st.common_dtype, st.common_device) else {
-            return vec![None; st.operands.len()];
+            return None;
         };
-        st.operands
+        // The common case, every tensor of the common dtype (or 0-dim, which has no layout):
+        // nothing to compute.
+        let own = |op: &OperandInfo| {
+            op.meta
+                .as_deref()
+                .is_none_or(|m| m.sizes().is_empty() || op.current_dtype == Some(common))
+        };
+        if st.operands.iter().all(own) {
+            return None;
+        }
+        let layout: SmallVec<[Option<DimVec>; 4]> = st
+            .operands
             .iter()
             .map(|op| {
                 let temporary = if op.is_output {
@@ -1486,7 +1503,8 @@ impl<'a> General<'a> {
                 }
                 Some(sb)
             })
-            .collect()
+            .collect();
+        layout.iter().any(Option::is_some).then_some(layout)
     }
 
     /// Applies `perm` to the shape and every operand's strides.
