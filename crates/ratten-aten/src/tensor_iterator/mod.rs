@@ -1449,12 +1449,13 @@ impl<'a> General<'a> {
     }
 
     /// The strides the dimension order is decided by, where they are not the operand's own
-    /// (None: its own; None overall: every operand's own). PyTorch replaces a CPU input of another dtype than the common one by a
-    /// temporary `input.to(common_dtype)` (layout preserved when the input is non-overlapping
-    /// and dense, else contiguous), and an output of another dtype (with
-    /// `cast_common_dtype_to_outputs`) by a contiguous temporary; ratten casts while streaming
-    /// instead ("no CPU temporaries" in ARCHITECTURE.md), but orders the dimensions by
-    /// the temporaries' strides so that the result's layout is PyTorch's: an expanded int8
+    /// (None: its own; None overall: every operand's own), in elements (only their order
+    /// within one operand counts). PyTorch replaces a CPU input of another dtype than the
+    /// common one by a temporary `input.to(common_dtype)` (layout preserved when the input is
+    /// non-overlapping and dense, else contiguous), and an output of another dtype (with
+    /// `cast_common_dtype_to_outputs`) by a contiguous temporary; ratten casts while
+    /// streaming instead ("no CPU temporaries" in ARCHITECTURE.md), but orders the dimensions
+    /// by the temporaries' strides so that the result's layout is PyTorch's: an expanded int8
     /// input compared with a complex32 one gives a row-major result, not the other's layout.
     fn layout_strides(
         &self,
