@@ -47,19 +47,29 @@ def run(L):
     res = {}
     for name, f in cases(L):
         for dt in DT:
-            try:
-                f(dt); res[(name, dt)] = "ok"
-            except Exception as e:
-                res[(name, dt)] = type(e).__name__ + ": " + str(e).split("\n")[0][:120]
+            res[(name, dt)] = outcome(lambda: f(dt))
     return res
-t = run(torch); r = run(ratten)
-n = 0
-for k in t:
-    a, b = t[k], r.get(k)
-    if (a == "ok") != (b == "ok") or (a != "ok" and a != b):
-        n += 1
-        print(f"{k[0]:22s} {k[1]:10s} torch: {a}\n{'':33s} ratten: {b}")
-print("mismatches", n, "of", len(t))
+def outcome(f):
+    """'ok', or the exception's class and first line."""
+    try:
+        f()
+        return "ok"
+    except Exception as e:
+        return type(e).__name__ + ": " + str(e).split("\n")[0][:120]
+
+
+def report(what, t, r):
+    """Prints the cases where torch and ratten differ (one raises, or other messages)."""
+    n = 0
+    for k in t:
+        a, b = t[k], r.get(k)
+        if (a == "ok") != (b == "ok") or (a != "ok" and a != b):
+            n += 1
+            print(f"{what} {k} torch: {a}\n{'':33s} ratten: {b}")
+    print(what, "mismatches", n, "of", len(t))
+
+
+report("single", run(torch), run(ratten))
 
 # mixed pairs: binary ops with operands of two dtypes (2-element tensors) and a 0-dim second.
 def pairs(L):
@@ -68,21 +78,14 @@ def pairs(L):
         for d1 in DT:
             for d2 in DT:
                 for zd in (False, True):
-                    try:
+                    def call(op=op, d1=d1, d2=d2, zd=zd):
                         a = mk(L, d1); b = mk(L, d2)
                         if zd: b = b[0]
                         if op == "lerp_s": L.lerp(a, b, 0.5)
                         elif op == "where": L.where(mk(L, "bool"), a, b)
                         else: getattr(L, op)(a, b)
-                        res[(op, d1, d2, zd)] = "ok"
-                    except Exception as e:
-                        res[(op, d1, d2, zd)] = type(e).__name__ + ": " + str(e).split("\n")[0][:120]
+                    res[(op, d1, d2, zd)] = outcome(call)
     return res
-t = pairs(torch); r = pairs(ratten)
-n = 0
-for k in t:
-    a, b = t[k], r.get(k)
-    if (a == "ok") != (b == "ok") or (a != "ok" and a != b):
-        n += 1
-        print(f"PAIR {k} torch: {a}\n{'':33s} ratten: {b}")
-print("pair mismatches", n, "of", len(t))
+
+
+report("pair", pairs(torch), pairs(ratten))
