@@ -480,9 +480,9 @@ pub fn pow_tensor_scalar_out(
         exponent.check_fits(dt)?;
     }
     if dt == ScalarType::ComplexHalf {
-        // PyTorch's CPU build has no complex32 pow; its `pow_tensor_scalar_kernel` first hands
-        // the exponents 0.5, -0.5 and -1 of a complex base to sqrt, rsqrt and reciprocal, so
-        // the refusal names that kernel.
+        // PyTorch's `pow_tensor_scalar_kernel` hands the exponents 0.5, -0.5 and -1 of a
+        // complex base to sqrt, rsqrt and reciprocal, so the complex32 refusal names that
+        // kernel.
         let kernel = if exponent.equal(0.5) {
             "sqrt_vml_cpu"
         } else if exponent.equal(-0.5) {
@@ -492,7 +492,7 @@ pub fn pow_tensor_scalar_out(
         } else {
             "pow"
         };
-        return Err(crate::native::cpu::not_implemented(kernel, dt));
+        crate::native::cpu::refuse_complex32(kernel, dt)?;
     }
     call_stub(&POW_STUB, iter)
 }

@@ -46,31 +46,18 @@ use trivial::{Pins, TrivialBox, TrivialIter};
 /// Operand lists: outputs first, then inputs; up to 4 inline.
 type OpVec<T> = SmallVec<[T; 4]>;
 
-/// c10's `compute_non_overlapping_and_dense`: the elements fill a block of memory exactly,
-/// in some order of the dimensions (size-1 dimensions ignored).
-fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
-    let mut dims: DimVec = (0..sizes.len() as i64).collect();
-    dims.sort_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        match (sizes[a] < 2, sizes[b] < 2) {
-            (true, true) => std::cmp::Ordering::Equal,
-            (true, false) => std::cmp::Ordering::Greater,
-            (false, true) => std::cmp::Ordering::Less,
-            (false, false) => strides[a].cmp(&strides[b]),
+/// `strides` (one per dimension of a tensor of `sizes`, times `scale`) aligned to the
+/// broadcast `shape`: leading dimensions the tensor lacks, and its size-1 dimensions that
+/// broadcast, get 0 (`compute_strides`'s rule).
+fn broadcast_strides(sizes: &[i64], strides: &[i64], scale: i64, shape: &[i64]) -> DimVec {
+    let offset = shape.len() - sizes.len();
+    let mut sb = DimVec::from_elem(0, shape.len());
+    for i in 0..sizes.len() {
+        if !(sizes[i] == 1 && shape[offset + i] != 1) {
+            sb[offset + i] = strides[i] * scale;
         }
-    });
-    let mut required = 1;
-    for &d in &dims {
-        let size = sizes[d as usize];
-        if size < 2 {
-            return true;
-        }
-        if strides[d as usize] != required {
-            return false;
-        }
-        required *= size;
     }
-    true
+    sb
 }
 
 /// Formats sizes as PyTorch prints an IntArrayRef: `[2, 3]`.
@@ -1359,25 +1346,14 @@ impl<'a> General<'a> {
     /// `compute_strides`: byte strides aligned to the broadcast shape (0 for broadcast dims).
     fn compute_strides(&mut self) {
         let st = &mut **self.s;
-        let ndim = st.shape.len();
         for op in st.operands.iter_mut() {
             let Some(t) = &op.tensor else { continue };
             if op.will_resize {
                 continue;
             }
             let m = t.meta();
-            let (sizes, strides) = (m.sizes(), m.strides());
             let es = t.element_size() as i64;
-            let offset = ndim - sizes.len();
-            let mut sb = DimVec::from_elem(0, ndim);
-            for i in 0..sizes.len() {
-                sb[offset + i] = if sizes[i] == 1 && st.shape[offset + i] != 1 {
-                    0
-                } else {
-                    strides[i] * es
-                };
-            }
-            op.stride_bytes = sb;
+            op.stride_bytes = broadcast_strides(m.sizes(), m.strides(), es, &st.shape);
         }
     }
 
@@ -1462,50 +1438,35 @@ impl<'a> General<'a> {
         config: &TensorIteratorConfig,
     ) -> Option<SmallVec<[Option<DimVec>; 4]>> {
         let st = &*self.s;
-        let ndim = st.shape.len();
         let (Some(common), Device::CPU) = (st.common_dtype, st.common_device) else {
             return None;
         };
-        // The common case, every tensor of the common dtype (or 0-dim, which has no layout):
-        // nothing to compute.
-        let own = |op: &OperandInfo| {
-            op.meta
-                .as_deref()
-                .is_none_or(|m| m.sizes().is_empty() || op.current_dtype == Some(common))
-        };
-        if st.operands.iter().all(own) {
-            return None;
+        // Nothing is built unless some operand would have had a temporary (the common case,
+        // every tensor of the common dtype, computes nothing).
+        let mut layout: Option<SmallVec<[Option<DimVec>; 4]>> = None;
+        for (k, op) in st.operands.iter().enumerate() {
+            let temporary = if op.is_output {
+                config.cast_common_dtype_to_outputs
+            } else {
+                config.promote_inputs_to_common_dtype
+            };
+            let Some(m) = op.meta.as_deref() else {
+                continue;
+            };
+            let (sizes, strides) = (m.sizes(), m.strides());
+            if !temporary
+                || op.current_dtype == Some(common)
+                || sizes.is_empty()
+                || (!op.is_output && overlap::is_non_overlapping_and_dense(sizes, strides))
+            {
+                continue;
+            }
+            // The temporary is contiguous in the tensor's own shape.
+            let sb = broadcast_strides(sizes, &contiguous_strides(sizes), 1, &st.shape);
+            layout.get_or_insert_with(|| smallvec::smallvec![None; st.operands.len()])[k] =
+                Some(sb);
         }
-        let layout: SmallVec<[Option<DimVec>; 4]> = st
-            .operands
-            .iter()
-            .map(|op| {
-                let temporary = if op.is_output {
-                    config.cast_common_dtype_to_outputs
-                } else {
-                    config.promote_inputs_to_common_dtype
-                };
-                let m = op.meta.as_deref()?;
-                if !temporary || op.current_dtype == Some(common) || m.sizes().is_empty() {
-                    return None;
-                }
-                let (sizes, strides) = (m.sizes(), m.strides());
-                if !op.is_output && is_non_overlapping_and_dense(sizes, strides) {
-                    return None;
-                }
-                // Contiguous strides of the tensor's own shape, broadcast like compute_strides.
-                let contiguous = contiguous_strides(sizes);
-                let offset = ndim - sizes.len();
-                let mut sb = DimVec::from_elem(0, ndim);
-                for i in 0..sizes.len() {
-                    if !(sizes[i] == 1 && st.shape[offset + i] != 1) {
-                        sb[offset + i] = contiguous[i];
-                    }
-                }
-                Some(sb)
-            })
-            .collect();
-        layout.iter().any(Option::is_some).then_some(layout)
+        layout
     }
 
     /// Applies `perm` to the shape and every operand's strides.

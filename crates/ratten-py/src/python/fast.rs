@@ -47,6 +47,18 @@ impl Arith {
         }
     }
 
+    /// `number <op> tensor` as torch's reflected operators compute it: `__radd__` and
+    /// `__rmul__` are `tensor.add(number)` / `tensor.mul(number)` (the order shows in complex
+    /// NaN parts), `__rsub__` is `sub(number, tensor)`, and `__rtruediv__` is
+    /// `tensor.reciprocal() * number` (rounded twice, unlike `div(number, tensor)`).
+    pub fn reflected(self, tensor: &Tensor, number: &Tensor) -> Result<Tensor> {
+        match self {
+            Arith::Add | Arith::Mul => self.functional(tensor, number),
+            Arith::Sub => functions::sub(number, tensor),
+            Arith::Div => functions::mul(&functions::reciprocal(tensor)?, number),
+        }
+    }
+
     pub fn out(self, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         match self {
             Arith::Add => functions::add_out(out, a, b).map(|_| ()),
@@ -169,7 +181,7 @@ pub fn binary(
     let a = &slf.get().t;
     let b = b.get();
     let r = if reflected {
-        run_maybe_released(py, n, || op.functional(b, a))?
+        run_maybe_released(py, n, || op.reflected(a, b))?
     } else {
         run_maybe_released(py, n, || op.functional(a, b))?
     };

@@ -439,17 +439,11 @@ unsafe fn binary(
                     Ok(b) => b,
                     Err(e) => return Outcome::Done(Err(e)),
                 };
-                // `number + tensor` and `number * tensor` are torch's __radd__ / __rmul__, which
-                // are `tensor.add(number)` / `tensor.mul(number)` (the order shows in complex
-                // NaN parts); `number - tensor` keeps the operands' order, and `number / tensor`
-                // is torch's __rtruediv__, `tensor.reciprocal() * number`.
-                Outcome::Done(if vt || matches!(op, Arith::Add | Arith::Mul) {
+                // `number <op> tensor`: torch's reflected operator (`Arith::reflected`).
+                Outcome::Done(if vt {
                     op.functional(a, &b)
-                } else if matches!(op, Arith::Div) {
-                    ratten_aten::functions::reciprocal(a)
-                        .and_then(|r| ratten_aten::functions::mul(&r, &b))
                 } else {
-                    op.functional(&b, a)
+                    op.reflected(a, &b)
                 })
             } else {
                 Outcome::Fallback

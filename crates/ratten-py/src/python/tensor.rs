@@ -1069,10 +1069,14 @@ impl PyTensor {
     }
     // torch's Tensor.__rdiv__ is `self.reciprocal() * other`, not `div(other, self)`: the
     // quotient is rounded twice (3 / t can differ from div(3, t) by an ulp) and a complex32
-    // result is a product, which torch's CPU build has, not a quotient, which it lacks.
+    // result is a product, which torch's CPU build has, not a quotient, which it lacks. The
+    // fast path computes it (`Arith::reflected`); other operands go through the bindings.
     fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         if !operand(o) && !o.is_instance_of::<PyBool>() {
             return Ok(slf.py().NotImplemented());
+        }
+        if let Some(r) = fast::binary(slf, o, fast::Arith::Div, true)? {
+            return Ok(r);
         }
         let reciprocal = slf.call_method0("reciprocal")?;
         Ok(reciprocal.call_method1("__mul__", (o,))?.unbind())

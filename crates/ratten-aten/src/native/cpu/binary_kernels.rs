@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
-use super::{cast, cpu_binary, not_implemented, Elem};
+use super::{cast, cpu_binary, not_implemented, refuse_complex32, Elem};
 use crate::dispatch_opmath;
 use crate::dispatch_stub::{DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
 use crate::tensor_iterator::TensorIteratorBase;
@@ -202,10 +202,7 @@ fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
         return cpu_binary::<I, f32, f32>(iter, move |x, _| x / b);
     }
     let dt = iter.computation_dtype()?;
-    if dt == ScalarType::ComplexHalf {
-        // PyTorch's CPU build has no complex32 division.
-        return Err(not_implemented("div_cpu", dt));
-    }
+    refuse_complex32("div_cpu", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
         ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x / y),
@@ -536,8 +533,8 @@ stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
 /// PyTorch's `AT_DISPATCH_V2(iter.common_dtype(), ...)` does, which dtypes are refused (torch
 /// has no complex32 logical kernels).
 fn logical<I: Isa>(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
-    if let Some(dt @ ScalarType::ComplexHalf) = iter.common_dtype() {
-        return Err(not_implemented(name, dt));
+    if let Some(dt) = iter.common_dtype() {
+        refuse_complex32(name, dt)?;
     }
     cpu_binary::<I, bool, bool>(iter, f)
 }
@@ -636,11 +633,8 @@ stub!(
 /// `pow` for floats and complex (integer powers are computed by repeated squaring).
 fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    refuse_complex32("pow", dt)?;
     match super::opmath_dtype(dt) {
-        // PyTorch's CPU build has no complex32 pow.
-        ScalarType::ComplexFloat if dt == ScalarType::ComplexHalf => {
-            Err(not_implemented("pow", dt))
-        }
         ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |a, b| a.powf(b)),
         ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |a, b| a.powf(b)),
         ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |a, b| {

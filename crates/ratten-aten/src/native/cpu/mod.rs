@@ -848,6 +848,17 @@ pub fn not_implemented(kernel: &str, dt: ScalarType) -> Error {
     Error::not_implemented(format!("\"{kernel}\" not implemented for '{dt}'"))
 }
 
+/// The refusal of a kernel PyTorch's CPU build has no complex32 case for (its `AT_DISPATCH`
+/// list leaves `kComplexHalf` out, as for div, pow, lerp and the exp family): `"kernel" not
+/// implemented for 'ComplexHalf'` when `dt` is complex32. The kernels compute in opmath types,
+/// where complex32 would otherwise run as complex64.
+pub fn refuse_complex32(kernel: &str, dt: ScalarType) -> Result<()> {
+    if dt == ScalarType::ComplexHalf {
+        return Err(not_implemented(kernel, dt));
+    }
+    Ok(())
+}
+
 /// The most operands a pointwise kernel has (one output and up to three inputs).
 pub const MAX_OPERANDS: usize = 4;
 

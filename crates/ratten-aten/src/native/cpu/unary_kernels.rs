@@ -9,7 +9,7 @@ use ratten_core::dtype::{c128, c64};
 use ratten_core::{Result, Scalar, ScalarType};
 
 use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
-use super::{cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, Elem};
+use super::{cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, refuse_complex32, Elem};
 use crate::dispatch_opmath;
 use crate::dispatch_stub::{run_isa, DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
 use crate::tensor_iterator::TensorIteratorBase;
@@ -161,10 +161,8 @@ stub!(
 );
 
 fn logical_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    // PyTorch dispatches on the input's dtype, with no complex32 case.
-    if iter.dtype(1) == ScalarType::ComplexHalf {
-        return Err(not_implemented("logical_not_cpu", ScalarType::ComplexHalf));
-    }
+    // PyTorch dispatches on the input's dtype.
+    refuse_complex32("logical_not_cpu", iter.dtype(1))?;
     cpu_unary::<I, bool, bool>(iter, |x| !x)
 }
 stub!(
@@ -251,11 +249,8 @@ fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
 /// Runs one op of the floating unary family.
 pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
     let dt = iter.computation_dtype()?;
+    refuse_complex32(op.name(), dt)?;
     match super::opmath_dtype(dt) {
-        // PyTorch's CPU build has none of these for complex32.
-        ScalarType::ComplexFloat if dt == ScalarType::ComplexHalf => {
-            Err(not_implemented(op.name(), dt))
-        }
         ScalarType::Float => cpu_unary::<I, f32, f32>(iter, float_fn!(op, f32)),
         ScalarType::Double => cpu_unary::<I, f64, f64>(iter, float_fn!(op, f64)),
         ScalarType::ComplexFloat => match complex_fn(op) {
@@ -361,10 +356,7 @@ stub!(WHERE_STUB, "where_stub", UnaryFn, where_kernel);
 fn lerp_scalar_kernel<I: Isa>(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
     use ratten_core::ScalarConvert;
     let dt = iter.computation_dtype()?;
-    if dt == ScalarType::ComplexHalf {
-        // Not in PyTorch's CPU build.
-        return Err(not_implemented("lerp_kernel_scalar", dt));
-    }
+    refuse_complex32("lerp_kernel_scalar", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let w = f32::from_scalar(weight)?;
@@ -430,10 +422,7 @@ fn lerp_c128(s: c128, e: c128, w: c128) -> c128 {
 /// `lerp_kernel_tensor_weight`: operands (out, self, end, weight).
 fn lerp_tensor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    if dt == ScalarType::ComplexHalf {
-        // Not in PyTorch's CPU build.
-        return Err(not_implemented("lerp_kernel_tensor", dt));
-    }
+    refuse_complex32("lerp_kernel_tensor", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => cpu_ternary::<I, f32, f32>(iter, lerp_f32),
         ScalarType::Double => cpu_ternary::<I, f64, f64>(iter, lerp_f64),
@@ -468,10 +457,7 @@ stub!(ADDCMUL_STUB, "addcmul_stub", ScalarFn, addcmul_kernel);
 /// integer inputs with PyTorch's message).
 fn addcdiv_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    if dt == ScalarType::ComplexHalf {
-        // Not in PyTorch's CPU build.
-        return Err(not_implemented("addcdiv_cpu_out", dt));
-    }
+    refuse_complex32("addcdiv_cpu_out", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let v = <f32 as ratten_core::ScalarConvert>::from_scalar(value)?;
