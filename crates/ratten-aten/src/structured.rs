@@ -219,6 +219,19 @@ pub trait MetaBase {
 
     /// How many outputs the operator has.
     fn num_outputs(&self) -> usize;
+
+    /// `set_output_raw_strided(idx, ..)` and then `maybe_get_output(idx)`, in one call (what a
+    /// TensorIterator does with each output; the functional wrapper answers both at once).
+    fn set_output_raw_strided_and_get(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
+        self.set_output_raw_strided(idx, sizes, strides, options)?;
+        Ok(self.maybe_get_output(idx))
+    }
 }
 
 fn no_output(idx: usize, n: usize) -> Error {
@@ -262,35 +275,40 @@ fn index_out_of_range(idx: usize, n: usize) -> Error {
     ))
 }
 
-/// The functional wrapper: allocates each output (torchgen's `create_out`).
-pub struct StructuredFunctional {
-    outputs: OutVec<OnceCell<Tensor>>,
+/// The functional wrapper of an operator with `N` outputs: allocates each output (torchgen's
+/// `create_out`). The outputs' count is a type parameter, so the slots are a plain array
+/// (a small op pays no length checks or spill test for them).
+pub struct StructuredFunctional<const N: usize> {
+    outputs: [OnceCell<Tensor>; N],
 }
 
-impl StructuredFunctional {
-    pub fn new(num_outputs: usize) -> Self {
+impl<const N: usize> Default for StructuredFunctional<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> StructuredFunctional<N> {
+    pub fn new() -> Self {
         StructuredFunctional {
-            outputs: empty_slots(num_outputs),
+            outputs: [const { OnceCell::new() }; N],
         }
     }
 
     /// The allocated output `idx` (an error if meta did not set it).
     pub fn output(&self, idx: usize) -> Result<&Tensor> {
-        check_idx(idx, self.outputs.len())?;
-        self.outputs[idx]
-            .get()
-            .ok_or_else(|| no_output(idx, self.outputs.len()))
+        check_idx(idx, N)?;
+        self.outputs[idx].get().ok_or_else(|| no_output(idx, N))
     }
 
     /// Takes output `idx` out of the wrapper.
     pub fn take(&mut self, idx: usize) -> Result<Tensor> {
-        check_idx(idx, self.outputs.len())?;
-        let n = self.outputs.len();
-        self.outputs[idx].take().ok_or_else(|| no_output(idx, n))
+        check_idx(idx, N)?;
+        self.outputs[idx].take().ok_or_else(|| no_output(idx, N))
     }
 }
 
-impl MetaBase for StructuredFunctional {
+impl<const N: usize> MetaBase for StructuredFunctional<N> {
     fn set_output_raw_strided(
         &self,
         idx: usize,
@@ -298,7 +316,7 @@ impl MetaBase for StructuredFunctional {
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
-        check_idx(idx, self.outputs.len())?;
+        check_idx(idx, N)?;
         let slot = &self.outputs[idx];
         if slot.get().is_some() {
             return Err(set_twice(idx));
@@ -309,7 +327,22 @@ impl MetaBase for StructuredFunctional {
         self.outputs.get(idx).and_then(OnceCell::get)
     }
     fn num_outputs(&self) -> usize {
-        self.outputs.len()
+        N
+    }
+    fn set_output_raw_strided_and_get(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
+        check_idx(idx, N)?;
+        let slot = &self.outputs[idx];
+        if slot.get().is_some() {
+            return Err(set_twice(idx));
+        }
+        let t = create_out(sizes, strides, options)?;
+        Ok(Some(slot.get_or_init(|| t)))
     }
 }
 
@@ -838,7 +871,7 @@ mod tests {
 
     #[test]
     fn functional_allocates_with_requested_strides() {
-        let mut w = StructuredFunctional::new(1);
+        let mut w = StructuredFunctional::<1>::new();
         assert!(w.maybe_get_output(0).is_none());
         w.set_output_raw_strided(0, &[2, 3], &[1, 2], ScalarType::Long.into())
             .unwrap();
@@ -848,7 +881,7 @@ mod tests {
             (&[2i64, 3][..], &[1i64, 2][..])
         );
         assert_eq!(o.dtype(), ScalarType::Long);
-        let err = StructuredFunctional::new(1).output(0).unwrap_err();
+        let err = StructuredFunctional::<1>::new().output(0).unwrap_err();
         assert!(err.message().contains("never set"), "{err}");
     }
 
@@ -856,7 +889,7 @@ mod tests {
     fn an_output_is_set_once() {
         // Note [Borrowed structured outputs]: a set output may be borrowed, so it is never
         // replaced.
-        let w = StructuredFunctional::new(1);
+        let w = StructuredFunctional::<1>::new();
         w.set_output_contiguous(0, &[2], ScalarType::Float.into())
             .unwrap();
         let first = w.output(0).unwrap().clone();
@@ -886,7 +919,7 @@ mod tests {
         let a = t(&[3], ScalarType::Float);
         let b = t(&[3], ScalarType::Float);
         let alpha = Scalar::from(1.0);
-        let mut f = StructuredFunctional::new(1);
+        let mut f = StructuredFunctional::<1>::new();
         {
             let it = crate::native::add_tensor_meta(&f, &a, &b, &alpha).unwrap();
             let out = f.output(0).unwrap();

@@ -111,7 +111,7 @@ fn register() -> &'static ThreadSlots {
 }
 
 /// This thread's block, or None while the thread is exiting.
-#[inline]
+#[inline(always)]
 fn local_slots() -> Option<&'static ThreadSlots> {
     LOCAL
         .try_with(|l| match l.0.get() {
@@ -269,7 +269,7 @@ impl<T> SnapshotCell<T> {
     /// reference (a hazard slot of this thread names it; an owned reference when none is
     /// free). The handle borrows the cell: the cell's own reference (which it drops without
     /// looking at hazards) must outlive it.
-    #[inline]
+    #[inline(always)]
     pub fn pin(&self) -> Pinned<'_, T> {
         // SAFETY: the returned handle borrows `self`, so the cell outlives it.
         unsafe { self.pin_unbounded() }
@@ -282,20 +282,15 @@ impl<T> SnapshotCell<T> {
     /// The cell must not be dropped before the returned handle, whatever lifetime the caller
     /// picks (a cell drops its value without looking at hazards; a handle converted by
     /// `to_arc` or cloned is unaffected).
-    #[inline]
+    #[inline(always)]
     pub unsafe fn pin_unbounded<'x>(&self) -> Pinned<'x, T> {
         match self.protect() {
             Some((ptr, hazard)) => Pinned {
-                repr: PinnedRepr::Hazard {
-                    ptr,
-                    _hazard: hazard,
-                },
+                ptr,
+                keep: PinnedKeep::Hazard(hazard),
                 _cell: PhantomData,
             },
-            None => Pinned {
-                repr: PinnedRepr::Owned(self.load_locked()),
-                _cell: PhantomData,
-            },
+            None => Pinned::owned(self.load_locked()),
         }
     }
 
@@ -308,7 +303,7 @@ impl<T> SnapshotCell<T> {
 
     /// Publishes the current pointer in a hazard slot of this thread. None when the thread's
     /// slots are all in use or it is exiting.
-    #[inline]
+    #[inline(always)]
     fn protect(&self) -> Option<(*const T, Hazard)> {
         let block = local_slots()?;
         let used = block.used.load(Ordering::Relaxed);
@@ -430,18 +425,31 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SnapshotCell<T> {
 /// gives back. Sharing `&Pinned` with other threads is fine (they only read the value).
 /// `'c` is the cell's borrow (`'static` for an owned `Arc` and for `pin_unbounded`).
 pub struct Pinned<'c, T> {
-    repr: PinnedRepr<T>,
+    /// The value, whichever way it is kept (read without looking at `keep`: a deref is one
+    /// load, and a TensorIterator reads its operands' snapshots many times per build).
+    ptr: *const T,
+    keep: PinnedKeep<T>,
     _cell: PhantomData<&'c ()>,
 }
 
-enum PinnedRepr<T> {
+/// What keeps a pinned value alive.
+enum PinnedKeep<T> {
     /// `ptr` came from the cell's `Arc::into_raw` and was validated after the hazard published
     /// it (see `SnapshotCell::with`); the hazard is kept for its drop, which gives the slot back.
-    Hazard {
-        ptr: *const T,
-        _hazard: Hazard,
-    },
+    Hazard(#[allow(dead_code)] Hazard),
+    /// `ptr` is this Arc's.
     Owned(Arc<T>),
+}
+
+impl<T> Pinned<'_, T> {
+    #[inline(always)]
+    fn owned(a: Arc<T>) -> Self {
+        Pinned {
+            ptr: Arc::as_ptr(&a),
+            keep: PinnedKeep::Owned(a),
+            _cell: PhantomData,
+        }
+    }
 }
 
 // SAFETY: `&Pinned<T>` only gives `&T` (never the slot), and the value stays alive until the
@@ -452,16 +460,16 @@ impl<T> Pinned<'_, T> {
     /// A counted reference to the value.
     #[inline]
     pub fn to_arc(&self) -> Arc<T> {
-        match &self.repr {
-            PinnedRepr::Hazard { ptr, .. } => {
+        match &self.keep {
+            PinnedKeep::Hazard(_) => {
                 // SAFETY: `ptr` came from Arc::into_raw and the hazard keeps it alive; the
                 // increment makes the returned Arc own its own count.
                 unsafe {
-                    Arc::increment_strong_count(*ptr);
-                    Arc::from_raw(*ptr)
+                    Arc::increment_strong_count(self.ptr);
+                    Arc::from_raw(self.ptr)
                 }
             }
-            PinnedRepr::Owned(a) => a.clone(),
+            PinnedKeep::Owned(a) => a.clone(),
         }
     }
 
@@ -474,10 +482,7 @@ impl<T> Pinned<'_, T> {
 
 impl<T> From<Arc<T>> for Pinned<'static, T> {
     fn from(a: Arc<T>) -> Self {
-        Pinned {
-            repr: PinnedRepr::Owned(a),
-            _cell: PhantomData,
-        }
+        Pinned::owned(a)
     }
 }
 
@@ -485,21 +490,16 @@ impl<T> std::ops::Deref for Pinned<'_, T> {
     type Target = T;
     #[inline]
     fn deref(&self) -> &T {
-        match &self.repr {
-            // SAFETY: the hazard names `ptr` until the handle is dropped (see the type's doc).
-            PinnedRepr::Hazard { ptr, .. } => unsafe { &**ptr },
-            PinnedRepr::Owned(a) => a,
-        }
+        // SAFETY: `keep` keeps the value alive until the handle is dropped: the hazard names
+        // `ptr` (see the type's doc), or the Arc it came from is held.
+        unsafe { &*self.ptr }
     }
 }
 
 impl<'c, T> Clone for Pinned<'c, T> {
     /// The clone holds a counted reference (a second hazard slot is not worth it).
     fn clone(&self) -> Self {
-        Pinned {
-            repr: PinnedRepr::Owned(self.to_arc()),
-            _cell: PhantomData,
-        }
+        Pinned::owned(self.to_arc())
     }
 }
 

@@ -98,7 +98,7 @@ impl Dims {
             }
         }
     }
-    #[inline]
+    #[inline(always)]
     fn sizes(&self) -> &[i64] {
         match &self.heap {
             None => &self.inline[..self.ndim.min(INLINE_DIMS)],

@@ -24,7 +24,7 @@ pub mod cpu {
 
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
             crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
@@ -56,7 +56,7 @@ pub mod cpu {
 
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
             crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
@@ -77,7 +77,7 @@ pub mod cpu {
 
     /// `aten::bitwise_not(Tensor self) -> Tensor`
     pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
             crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
@@ -129,7 +129,7 @@ pub mod cpu {
 
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
             crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
@@ -139,7 +139,7 @@ pub mod cpu {
 
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
             crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
@@ -193,7 +193,7 @@ pub mod cpu {
 
     /// `aten::cos(Tensor self) -> Tensor`
     pub fn cos(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
             crate::native::cos_out(&mut state, self_, op.output(0)?)?;
@@ -225,7 +225,7 @@ pub mod cpu {
 
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
             crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
@@ -257,7 +257,7 @@ pub mod cpu {
 
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
     pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
             crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
@@ -289,7 +289,7 @@ pub mod cpu {
 
     /// `aten::exp(Tensor self) -> Tensor`
     pub fn exp(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
             crate::native::exp_out(&mut state, self_, op.output(0)?)?;
@@ -321,7 +321,7 @@ pub mod cpu {
 
     /// `aten::expm1(Tensor self) -> Tensor`
     pub fn expm1(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
             crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
@@ -363,7 +363,7 @@ pub mod cpu {
 
     /// `aten::log(Tensor self) -> Tensor`
     pub fn log(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
             crate::native::log_out(&mut state, self_, op.output(0)?)?;
@@ -395,7 +395,7 @@ pub mod cpu {
 
     /// `aten::log1p(Tensor self) -> Tensor`
     pub fn log1p(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
             crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
@@ -427,7 +427,7 @@ pub mod cpu {
 
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
             crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
@@ -459,7 +459,7 @@ pub mod cpu {
 
     /// `aten::neg(Tensor self) -> Tensor`
     pub fn neg(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
             crate::native::neg_out(&mut state, self_, op.output(0)?)?;
@@ -501,7 +501,7 @@ pub mod cpu {
 
     /// `aten::rsqrt(Tensor self) -> Tensor`
     pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
             crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
@@ -533,7 +533,7 @@ pub mod cpu {
 
     /// `aten::reciprocal(Tensor self) -> Tensor`
     pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
             crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
@@ -565,7 +565,7 @@ pub mod cpu {
 
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
             crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
@@ -597,7 +597,7 @@ pub mod cpu {
 
     /// `aten::sin(Tensor self) -> Tensor`
     pub fn sin(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
             crate::native::sin_out(&mut state, self_, op.output(0)?)?;
@@ -629,7 +629,7 @@ pub mod cpu {
 
     /// `aten::sqrt(Tensor self) -> Tensor`
     pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
             crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
@@ -661,7 +661,7 @@ pub mod cpu {
 
     /// `aten::tan(Tensor self) -> Tensor`
     pub fn tan(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
             crate::native::tan_out(&mut state, self_, op.output(0)?)?;
@@ -693,7 +693,7 @@ pub mod cpu {
 
     /// `aten::tanh(Tensor self) -> Tensor`
     pub fn tanh(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
             crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
@@ -746,7 +746,7 @@ pub mod cpu {
 
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
             crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
@@ -805,7 +805,7 @@ pub mod cpu {
 
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
@@ -837,7 +837,7 @@ pub mod cpu {
 
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
@@ -869,7 +869,7 @@ pub mod cpu {
 
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
@@ -923,7 +923,7 @@ pub mod cpu {
 
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
             crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -944,7 +944,7 @@ pub mod cpu {
 
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
             crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -987,7 +987,7 @@ pub mod cpu {
 
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
             crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -1008,7 +1008,7 @@ pub mod cpu {
 
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
             crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -1029,7 +1029,7 @@ pub mod cpu {
 
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
             crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -1050,7 +1050,7 @@ pub mod cpu {
 
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
             crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -1093,7 +1093,7 @@ pub mod cpu {
 
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
             crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -1114,7 +1114,7 @@ pub mod cpu {
 
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
             crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -1157,7 +1157,7 @@ pub mod cpu {
 
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
             crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -1178,7 +1178,7 @@ pub mod cpu {
 
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
             crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -1221,7 +1221,7 @@ pub mod cpu {
 
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
             crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
@@ -1242,7 +1242,7 @@ pub mod cpu {
 
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
             crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
@@ -1285,7 +1285,7 @@ pub mod cpu {
 
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
@@ -1317,7 +1317,7 @@ pub mod cpu {
 
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
@@ -1338,7 +1338,7 @@ pub mod cpu {
 
     /// `aten::sign(Tensor self) -> Tensor`
     pub fn sign(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
             crate::native::sign_out(&mut state, self_, op.output(0)?)?;
@@ -1392,7 +1392,7 @@ pub mod cpu {
 
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
     pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
             crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
@@ -1402,7 +1402,7 @@ pub mod cpu {
 
     /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
     pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
             crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
@@ -1423,7 +1423,7 @@ pub mod cpu {
 
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
             crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
@@ -1455,7 +1455,7 @@ pub mod cpu {
 
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
             crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
@@ -1481,7 +1481,7 @@ pub mod cpu {
 
     /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
     pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
             crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
@@ -1502,7 +1502,7 @@ pub mod cpu {
 
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
     pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
             crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
@@ -1534,7 +1534,7 @@ pub mod cpu {
 
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
     pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
@@ -1555,7 +1555,7 @@ pub mod cpu {
 
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
     pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
             crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
@@ -1576,7 +1576,7 @@ pub mod cpu {
 
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
     pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
@@ -2018,7 +2018,7 @@ pub mod meta {
 
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn add(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
         }
@@ -2047,7 +2047,7 @@ pub mod meta {
 
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
         }
@@ -2066,7 +2066,7 @@ pub mod meta {
 
     /// `aten::bitwise_not(Tensor self) -> Tensor`
     pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
         }
@@ -2115,7 +2115,7 @@ pub mod meta {
 
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     pub fn clamp(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
         }
@@ -2124,7 +2124,7 @@ pub mod meta {
 
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
         }
@@ -2178,7 +2178,7 @@ pub mod meta {
 
     /// `aten::cos(Tensor self) -> Tensor`
     pub fn cos(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
         }
@@ -2207,7 +2207,7 @@ pub mod meta {
 
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
         }
@@ -2236,7 +2236,7 @@ pub mod meta {
 
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
     pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
         }
@@ -2265,7 +2265,7 @@ pub mod meta {
 
     /// `aten::exp(Tensor self) -> Tensor`
     pub fn exp(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
         }
@@ -2294,7 +2294,7 @@ pub mod meta {
 
     /// `aten::expm1(Tensor self) -> Tensor`
     pub fn expm1(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
         }
@@ -2333,7 +2333,7 @@ pub mod meta {
 
     /// `aten::log(Tensor self) -> Tensor`
     pub fn log(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
         }
@@ -2362,7 +2362,7 @@ pub mod meta {
 
     /// `aten::log1p(Tensor self) -> Tensor`
     pub fn log1p(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
         }
@@ -2391,7 +2391,7 @@ pub mod meta {
 
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
         }
@@ -2420,7 +2420,7 @@ pub mod meta {
 
     /// `aten::neg(Tensor self) -> Tensor`
     pub fn neg(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
         }
@@ -2459,7 +2459,7 @@ pub mod meta {
 
     /// `aten::rsqrt(Tensor self) -> Tensor`
     pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
         }
@@ -2488,7 +2488,7 @@ pub mod meta {
 
     /// `aten::reciprocal(Tensor self) -> Tensor`
     pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
         }
@@ -2517,7 +2517,7 @@ pub mod meta {
 
     /// `aten::sigmoid(Tensor self) -> Tensor`
     pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
         }
@@ -2546,7 +2546,7 @@ pub mod meta {
 
     /// `aten::sin(Tensor self) -> Tensor`
     pub fn sin(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
         }
@@ -2575,7 +2575,7 @@ pub mod meta {
 
     /// `aten::sqrt(Tensor self) -> Tensor`
     pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
         }
@@ -2604,7 +2604,7 @@ pub mod meta {
 
     /// `aten::tan(Tensor self) -> Tensor`
     pub fn tan(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
         }
@@ -2633,7 +2633,7 @@ pub mod meta {
 
     /// `aten::tanh(Tensor self) -> Tensor`
     pub fn tanh(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
         }
@@ -2682,7 +2682,7 @@ pub mod meta {
 
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     pub fn sub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
         }
@@ -2736,7 +2736,7 @@ pub mod meta {
 
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
         }
@@ -2765,7 +2765,7 @@ pub mod meta {
 
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
         }
@@ -2794,7 +2794,7 @@ pub mod meta {
 
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
         }
@@ -2843,7 +2843,7 @@ pub mod meta {
 
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ne_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
         }
@@ -2862,7 +2862,7 @@ pub mod meta {
 
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
         }
@@ -2901,7 +2901,7 @@ pub mod meta {
 
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn eq_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
         }
@@ -2920,7 +2920,7 @@ pub mod meta {
 
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
         }
@@ -2939,7 +2939,7 @@ pub mod meta {
 
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn ge_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
         }
@@ -2958,7 +2958,7 @@ pub mod meta {
 
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
         }
@@ -2997,7 +2997,7 @@ pub mod meta {
 
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn le_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
         }
@@ -3016,7 +3016,7 @@ pub mod meta {
 
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
         }
@@ -3055,7 +3055,7 @@ pub mod meta {
 
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn gt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
         }
@@ -3074,7 +3074,7 @@ pub mod meta {
 
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
         }
@@ -3113,7 +3113,7 @@ pub mod meta {
 
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
     pub fn lt_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
         }
@@ -3132,7 +3132,7 @@ pub mod meta {
 
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
         }
@@ -3171,7 +3171,7 @@ pub mod meta {
 
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
         }
@@ -3200,7 +3200,7 @@ pub mod meta {
 
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
         }
@@ -3219,7 +3219,7 @@ pub mod meta {
 
     /// `aten::sign(Tensor self) -> Tensor`
     pub fn sign(self_: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
         }
@@ -3268,7 +3268,7 @@ pub mod meta {
 
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
     pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
         }
@@ -3277,7 +3277,7 @@ pub mod meta {
 
     /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
     pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
         }
@@ -3296,7 +3296,7 @@ pub mod meta {
 
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
         }
@@ -3325,7 +3325,7 @@ pub mod meta {
 
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
     pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
         }
@@ -3349,7 +3349,7 @@ pub mod meta {
 
     /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
     pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
         }
@@ -3368,7 +3368,7 @@ pub mod meta {
 
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
     pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
         }
@@ -3397,7 +3397,7 @@ pub mod meta {
 
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
     pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
         }
@@ -3416,7 +3416,7 @@ pub mod meta {
 
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
     pub fn pow_scalar(self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
         }
@@ -3435,7 +3435,7 @@ pub mod meta {
 
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
     pub fn pow_tensor_scalar(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
         }

@@ -24,8 +24,7 @@ use crate::native::cpu::binary_kernels::{
 };
 use crate::structured::{Arg, MetaBase};
 use crate::tensor_iterator::{
-    binary_float_op_config, binary_op_config, comparison_op_config, InputOperand, MaybeOwnedOutput,
-    TensorIteratorBase,
+    binary_op_config, comparison_op_config, InputOperand, MaybeOwnedOutput, TensorIteratorBase,
 };
 use crate::Tensor;
 
@@ -51,7 +50,12 @@ pub fn call_stub(stub: &DispatchStub<BinaryFn>, iter: &TensorIteratorBase) -> Re
 }
 
 /// `alpha_check` (BinaryOps.h), on the iterator's common dtype.
+#[inline]
 pub fn alpha_check(dtype: ScalarType, alpha: &Scalar) -> Result<()> {
+    // An integer alpha (the default, 1) passes every check below.
+    if let Scalar::Int(_) = alpha {
+        return Ok(());
+    }
     if alpha.is_boolean() && dtype != ScalarType::Bool {
         return Err(Error::runtime(
             "Boolean alpha only supported for Boolean results.",
@@ -94,6 +98,10 @@ fn build_binary<'a>(
     a: impl InputOperand<'a>,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
+    if let (Some(x), Some(y)) = (a.borrowed(), b.borrowed()) {
+        let out = m.maybe_get_output(0).map(Tensor::base);
+        return TensorIteratorBase::build_borrowing_binary(out, x, y, false, m);
+    }
     let a = a.into_operand();
     let out = given_output(m);
     binary_op_config(out, a, b)?.build(m)
@@ -183,8 +191,8 @@ pub fn div_tensor_meta<'a>(
     self_: &'a Tensor,
     other: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = given_output(m);
-    binary_float_op_config(out, self_, other)?.build(m)
+    let out = m.maybe_get_output(0).map(Tensor::base);
+    TensorIteratorBase::build_borrowing_binary(out, self_, other, true, m)
 }
 
 /// `TORCH_IMPL_FUNC(div_out)`.

@@ -41,7 +41,7 @@ use crate::native::type_properties::{
 use crate::structured::{create_out, resize_output, MetaBase};
 use crate::Tensor;
 pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE};
-use trivial::{Pins, TrivialBox, TrivialIter};
+use trivial::{BorrowedBinary, Pins, TrivialBox, TrivialFlags, TrivialIter};
 
 /// Operand lists: outputs first, then inputs; up to 4 inline.
 type OpVec<T> = SmallVec<[T; 4]>;
@@ -151,15 +151,28 @@ pub trait OutputOperand<'a> {
 /// `build_borrowing_except_last_argument_comparison_op`).
 pub trait InputOperand<'a> {
     fn into_operand(self) -> Cow<'a, TensorBase>;
+    /// The tensor when the operand borrows one for `'a`.
+    #[inline(always)]
+    fn borrowed(&self) -> Option<&'a TensorBase> {
+        None
+    }
 }
 impl<'a> InputOperand<'a> for &'a TensorBase {
     fn into_operand(self) -> Cow<'a, TensorBase> {
         Cow::Borrowed(self)
     }
+    #[inline(always)]
+    fn borrowed(&self) -> Option<&'a TensorBase> {
+        Some(*self)
+    }
 }
 impl<'a> InputOperand<'a> for &'a Tensor {
     fn into_operand(self) -> Cow<'a, TensorBase> {
         Cow::Borrowed(self.base())
+    }
+    #[inline(always)]
+    fn borrowed(&self) -> Option<&'a TensorBase> {
+        Some(self.base())
     }
 }
 impl<'a> InputOperand<'a> for Cow<'a, TensorBase> {
@@ -833,10 +846,43 @@ impl<'a> TensorIteratorBase<'a> {
     fn build_with(mut config: TensorIteratorConfig<'a>, sink: OutputSink<'_, 'a>) -> Result<Self> {
         let mut pins: Pins<'a> = [None, None, None, None];
         if let Some(t) = TrivialIter::try_build(&mut config, sink, &mut pins)? {
+            forget_taken(pins);
             return Ok(TensorIteratorBase {
                 repr: Repr::Trivial(t),
             });
         }
+        Self::build_general(&mut config, sink, pins)
+    }
+
+    /// `build_borrowing_binary_op(out, a, b)` (`build_borrowing_binary_float_op` when
+    /// `float`) for tensors the op's meta borrows: the compact build is tried straight from
+    /// them, and a config is made only when the build is general. A small op so skips making,
+    /// reading and dropping a config (Note [Small-op latency] in ARCHITECTURE.md).
+    pub fn build_borrowing_binary(
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
+        float: bool,
+        m: &'a dyn MetaBase,
+    ) -> Result<Self> {
+        let sink = OutputSink::Borrowed(m);
+        let mut pins: Pins<'a> = [None, None, None, None];
+        let flags = TrivialFlags {
+            promote_integer_inputs_to_float: float,
+            ..TrivialFlags::BINARY_OP
+        };
+        let mut src = BorrowedBinary {
+            out,
+            inputs: [a, b],
+        };
+        if let Some(t) = TrivialIter::try_build_from(&mut src, flags, sink, &mut pins)? {
+            forget_taken(pins);
+            return Ok(TensorIteratorBase {
+                repr: Repr::Trivial(t),
+            });
+        }
+        let mut config = binary_op_config(out, a, b)?;
+        config.promote_integer_inputs_to_float = float;
         Self::build_general(&mut config, sink, pins)
     }
 
@@ -1778,6 +1824,27 @@ impl<'a> TensorIteratorBase<'a> {
         }
     }
 
+    /// A kernel's shortest path: [`TensorIteratorBase::with_trivial_run`] when this is a compact
+    /// iterator of one output of dtype `output` and `ninputs` inputs of dtype `input` over 1
+    /// to `max_numel` elements, so that the kernel needs to ask nothing else of it. `None`
+    /// otherwise (the kernel takes its general path, which computes the same).
+    #[inline]
+    pub fn with_trivial_run_of<R>(
+        &self,
+        ninputs: usize,
+        input: ScalarType,
+        output: ScalarType,
+        max_numel: usize,
+        f: impl FnOnce(&[*mut u8], &[isize], usize) -> R,
+    ) -> Option<Result<R>> {
+        match &self.repr {
+            Repr::Trivial(t) if t.is_short_run_of(ninputs, input, output, max_numel) => {
+                Some(t.run_serial(f))
+            }
+            _ => None,
+        }
+    }
+
     /// `serial_for_each(loop, range)`: runs `loop` over `[begin, end)` on this thread.
     pub fn serial_for_each(&self, loop2d: &Loop2d<'_>, begin: i64, end: i64) -> Result<()> {
         if end <= begin || self.is_meta() {
@@ -2019,15 +2086,37 @@ struct PinnedOperand<'a> {
     tensor: Cow<'a, TensorBase>,
 }
 
-/// After the sink was told about output `i`: the operand for the tensor it now holds. The
-/// given output itself (out=, in-place) is kept as it was added (borrowed when it was), with
-/// its snapshot unless the sink restrided it; otherwise the tensor the sink made (or put in
-/// its place) is adopted: borrowed from a structured wrapper for `'a`, owned from a local
-/// sink. Inlined: out of line, returning the operand through memory cost a 1-element add
-/// 22 more instructions (2,227 against 2,205).
+/// After the sink was told about output `i`: the operand for the tensor it now holds (see
+/// [`adopt_fetched`]).
 #[inline(always)]
 fn adopt_output<'a>(
     sink: OutputSink<'_, 'a>,
+    i: usize,
+    given: Option<PinnedOperand<'a>>,
+) -> Result<PinnedOperand<'a>> {
+    let fetched = match sink {
+        OutputSink::Borrowed(m) => Fetched::Borrowed(m.maybe_get_output(i)),
+        OutputSink::Local(m) => Fetched::Local(m.maybe_get_output(i)),
+    };
+    adopt_fetched(fetched, i, given)
+}
+
+/// The tensor a sink holds for an output: borrowed from a structured wrapper for `'a`, or from
+/// a local sink for less (then the operand owns a reference).
+enum Fetched<'s, 'a> {
+    Borrowed(Option<&'a Tensor>),
+    Local(Option<&'s Tensor>),
+}
+
+/// The operand for the output the sink holds (`fetched`). The given output itself (out=,
+/// in-place) is kept as it was added (borrowed when it was), with its snapshot unless the sink
+/// restrided it; otherwise the tensor the sink made (or put in its place) is adopted: borrowed
+/// from a structured wrapper for `'a`, owned from a local sink. Inlined: out of line,
+/// returning the operand through memory cost a 1-element add 22 more instructions (2,227
+/// against 2,205).
+#[inline(always)]
+fn adopt_fetched<'a>(
+    fetched: Fetched<'_, 'a>,
     i: usize,
     given: Option<PinnedOperand<'a>>,
 ) -> Result<PinnedOperand<'a>> {
@@ -2036,12 +2125,12 @@ fn adopt_output<'a>(
             "TensorIterator: output {i} was not created by set_output"
         ))
     };
-    let (t, borrowed): (&TensorBase, Option<&'a TensorBase>) = match sink {
-        OutputSink::Borrowed(m) => {
-            let t = m.maybe_get_output(i).ok_or_else(not_created)?.base();
+    let (t, borrowed): (&TensorBase, Option<&'a TensorBase>) = match fetched {
+        Fetched::Borrowed(t) => {
+            let t = t.ok_or_else(not_created)?.base();
             (t, Some(t))
         }
-        OutputSink::Local(m) => (m.maybe_get_output(i).ok_or_else(not_created)?.base(), None),
+        Fetched::Local(t) => (t.ok_or_else(not_created)?.base(), None),
     };
     if let Some(PinnedOperand { meta, tensor }) = given {
         if tensor.is_same(t) {
@@ -2072,6 +2161,17 @@ fn adopt_output<'a>(
             }
         }
     })
+}
+
+/// Lets go of the pins of a compact build, which took every one of them (so nothing is left to
+/// drop: this saves the drop glue's test of each slot).
+#[inline(always)]
+fn forget_taken(pins: Pins<'_>) {
+    debug_assert!(
+        pins.iter().all(Option::is_none),
+        "a compact build takes its pins"
+    );
+    std::mem::forget(pins);
 }
 
 /// `a == b` for the short size lists of small ops, without the `memcmp` call slices use.

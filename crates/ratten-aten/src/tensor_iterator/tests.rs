@@ -3,7 +3,7 @@ use ratten_core::Device;
 use std::cell::Cell;
 
 thread_local! {
-    /// Makes the trivial build (`TrivialIter::try_build`) decline, so a test can build the same case on both paths.
+    /// Makes the trivial build (`TrivialIter::try_build_from`, both of its callers) decline, so a test can build the same case on both paths.
     pub(super) static FORCE_GENERAL_BUILD: Cell<bool> = const { Cell::new(false) };
     /// How many builds took the trivial path on this thread.
     pub(super) static TRIVIAL_BUILDS: Cell<usize> = const { Cell::new(0) };
@@ -422,4 +422,139 @@ fn compact_and_general_forms_run_alike() {
     assert_eq!(general.3, compact.3);
     assert_eq!(general.4, None);
     assert_eq!(compact.4, Some((vec![4, 4, 4, 0, 0, 0], n as usize)));
+}
+
+/// The flags of a borrowed binary build are `BINARY_OP_CONFIG`'s (and `BINARY_FLOAT_OP_CONFIG`'s).
+#[test]
+fn borrowed_binary_flags_are_the_configs() {
+    let (a, b) = (t(&[2], ScalarType::Float), t(&[2], ScalarType::Float));
+    let config = binary_op_config(None, &a, &b).unwrap();
+    assert_eq!(TrivialFlags::of(&config), TrivialFlags::BINARY_OP);
+    let config = binary_float_op_config(None, &a, &b).unwrap();
+    let float = TrivialFlags {
+        promote_integer_inputs_to_float: true,
+        ..TrivialFlags::BINARY_OP
+    };
+    assert_eq!(TrivialFlags::of(&config), float);
+}
+
+/// `build_borrowing_binary` (the structured binary ops' meta, without a config) computes what
+/// the general pipeline does, for the cases it builds compactly and those it hands on:
+/// functional, out=, in-place, aliasing and mismatched outputs, 0-dim and wrapped operands,
+/// integer true division.
+#[test]
+fn borrowed_binary_build_matches_the_general_pipeline() {
+    use crate::{functions, Tensor};
+    let f = |v: &[f32], sizes: &[i64]| Tensor::from_slice(v, sizes).unwrap();
+    let fa = || f(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let ints = |v: &[i32]| Tensor::from_slice(v, &[2]).unwrap();
+    let (a, b) = (fa(), f(&[0.5, -1.0, 2.0, 8.0], &[2, 2]));
+    let (i, j) = (ints(&[7, -3]), ints(&[2, 2]));
+    let s = Tensor::from_slice(&[3.0f32], &[]).unwrap();
+    let w = Tensor::wrapped_scalar_tensor(2.5f64, Device::CPU).unwrap();
+    let w2 = Tensor::wrapped_scalar_tensor(1.5f64, Device::CPU).unwrap();
+    let show = |r: Result<Tensor>| match r {
+        Ok(t) => {
+            let values = match t.dtype() {
+                ScalarType::Float => format!("{:?}", t.to_vec::<f32>()),
+                ScalarType::Double => format!("{:?}", t.to_vec::<f64>()),
+                ScalarType::Int => format!("{:?}", t.to_vec::<i32>()),
+                d => format!("{d:?}"),
+            };
+            format!("{:?} {:?} {:?} {values}", t.sizes(), t.strides(), t.dtype())
+        }
+        Err(e) => e.message().to_string(),
+    };
+    type Case<'x> = (&'x str, Box<dyn Fn() -> Result<Tensor> + 'x>);
+    let cases: Vec<Case<'_>> = vec![
+        ("add", Box::new(|| functions::add(&a, &b))),
+        ("add 0-dim", Box::new(|| functions::add(&s, &s))),
+        ("add wrapped", Box::new(|| functions::add(&w, &w2))),
+        ("add 0-dim + wrapped", Box::new(|| functions::add(&s, &w))),
+        ("add int", Box::new(|| functions::add(&i, &j))),
+        ("div int", Box::new(|| functions::div(&i, &j))),
+        ("div float", Box::new(|| functions::div(&a, &b))),
+        ("mul broadcast", Box::new(|| functions::mul(&a, &s))),
+        (
+            "add out=",
+            Box::new(|| {
+                let out = f(&[0.0; 4], &[2, 2]);
+                {
+                    functions::add_out(&out, &a, &b)?;
+                    Ok(out)
+                }
+            }),
+        ),
+        (
+            "add out= resized",
+            Box::new(|| {
+                let out = f(&[0.0], &[1]);
+                {
+                    functions::add_out(&out, &a, &b)?;
+                    Ok(out)
+                }
+            }),
+        ),
+        (
+            "add out= aliasing an input",
+            Box::new(|| {
+                let x = fa();
+                let view = x.as_strided(&[2, 2], &[1, 2], Some(0))?;
+                {
+                    functions::add_out(&view, &x, &b)?;
+                    Ok(x)
+                }
+            }),
+        ),
+        (
+            "add_",
+            Box::new(|| {
+                let x = fa();
+                {
+                    x.add_(&b)?;
+                    Ok(x)
+                }
+            }),
+        ),
+        (
+            "add_ self twice",
+            Box::new(|| {
+                let x = fa();
+                {
+                    x.add_(&x)?;
+                    Ok(x)
+                }
+            }),
+        ),
+        (
+            "add_ broadcast into 0-dim self",
+            Box::new(|| {
+                let x = Tensor::from_slice(&[3.0f32], &[]).unwrap();
+                {
+                    x.add_(&a)?;
+                    Ok(x)
+                }
+            }),
+        ),
+        (
+            "div_ int",
+            Box::new(|| {
+                let x = ints(&[7, -3]);
+                {
+                    x.div_(&j)?;
+                    Ok(x)
+                }
+            }),
+        ),
+    ];
+    for (name, case) in &cases {
+        FORCE_GENERAL_BUILD.with(|c| c.set(true));
+        let general = show(case());
+        FORCE_GENERAL_BUILD.with(|c| c.set(false));
+        assert_eq!(general, show(case()), "{name}");
+    }
+    // The plain functional case is built compactly.
+    let before = TRIVIAL_BUILDS.with(|c| c.get());
+    functions::add(&a, &b).unwrap();
+    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before + 1);
 }

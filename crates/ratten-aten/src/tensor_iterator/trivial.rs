@@ -18,6 +18,7 @@
 //! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
 //! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
@@ -28,7 +29,7 @@ use ratten_core::{Device, Error, Result, ScalarType, TensorBase, TensorOptions};
 
 use super::parallel::{get_num_threads, parallel_for};
 use super::{
-    adopt_output, pin_operand, same_dims, with_guard, Loop2d, OutputSink, PinnedOperand,
+    adopt_fetched, pin_operand, same_dims, with_guard, Fetched, Loop2d, OutputSink, PinnedOperand,
     SharedPtrs, TensorIteratorConfig,
 };
 
@@ -140,33 +141,50 @@ impl<'a> TrivialIter<'a> {
         sink: OutputSink<'_, 'a>,
         pins: &mut Pins<'a>,
     ) -> Result<Option<TrivialBox<'a>>> {
-        #[cfg(test)]
-        if super::tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
-            return Ok(None);
-        }
-        let n = config.operands.len();
         if config.num_outputs != 1
-            || !(2..=MAX_TRIVIAL).contains(&n)
             || config.is_reduction
             || config.static_shape.is_some()
             || config.static_device.is_some()
         {
             return Ok(None);
         }
+        let flags = TrivialFlags::of(config);
+        Self::try_build_from(&mut config.operands[..], flags, sink, pins)
+    }
+
+    /// [`TrivialIter::try_build`] over one output (operand 0) and its inputs, read from `src`
+    /// (a config's operands, or tensors a binary op's meta borrows, without a config).
+    // Index loops: `k` indexes both `pins` and `src` (a trait, not a slice), and the
+    // iterator-adapter form compiled to a call per element.
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    pub(super) fn try_build_from<S: TrivialSource<'a> + ?Sized>(
+        src: &mut S,
+        flags: TrivialFlags,
+        sink: OutputSink<'_, 'a>,
+        pins: &mut Pins<'a>,
+    ) -> Result<Option<TrivialBox<'a>>> {
+        #[cfg(test)]
+        if super::tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
+            return Ok(None);
+        }
+        let n = src.len();
+        if !(2..=MAX_TRIVIAL).contains(&n) {
+            return Ok(None);
+        }
         // The inputs: one dtype, CPU, contiguous, the first one's sizes.
-        let ops = &config.operands[..n];
-        let Some(first_t) = ops[1].as_ref() else {
+        let Some(first_t) = src.get(1) else {
             return Ok(None);
         };
         let dtype = first_t.dtype();
         for k in 1..n {
-            let Some(t) = ops[k].as_ref() else {
+            let Some(t) = src.get(k) else {
                 return Ok(None);
             };
             if t.dtype() != dtype || t.device() != Device::CPU {
                 return Ok(None);
             }
-            pins[k] = Some(pin_operand(t));
+            pins[k] = Some(src.pin(k));
             let m = pins[k].as_ref().expect("pinned above");
             let same_shape = k == 1 || {
                 let first = pins[1].as_deref().expect("pinned above");
@@ -180,30 +198,28 @@ impl<'a> TrivialIter<'a> {
         let sizes = first.sizes();
         // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
         if (sizes.is_empty()
-            && config.promote_inputs_to_common_dtype
-            && ops[1..]
-                .iter()
-                .any(|t| t.as_ref().is_some_and(|t| t.is_wrapped_number())))
-            || (config.promote_integer_inputs_to_float && dtype.is_integral(true))
+            && flags.promote_inputs_to_common_dtype
+            && (1..n).any(|k| src.get(k).is_some_and(|t| t.is_wrapped_number())))
+            || (flags.promote_integer_inputs_to_float && dtype.is_integral(true))
         {
             return Ok(None);
         }
         // A given output: of that dtype, shape and layout, and not sharing an input's memory
         // unless it is that input (in-place).
-        if let Some(out) = ops[0].as_ref() {
+        if let Some(out) = src.get(0) {
             if out.dtype() != dtype || out.device() != Device::CPU {
                 return Ok(None);
             }
-            pins[0] = Some(pin_operand(out));
+            pins[0] = Some(src.pin(0));
             let om = pins[0].as_deref().expect("pinned above");
             let first = pins[1].as_deref().expect("an input was pinned");
             if !same_dims(om.sizes(), first.sizes()) || !om.is_contiguous() {
                 return Ok(None);
             }
-            if config.check_mem_overlap {
+            if flags.check_mem_overlap {
                 let out_storage = om.storage();
                 for k in 1..n {
-                    let input = ops[k].as_ref().expect("inputs are defined");
+                    let input = src.get(k).expect("inputs are defined");
                     let im = pins[k].as_deref().expect("inputs were pinned");
                     if !input.is_same(out) && im.storage().is_alias_of(out_storage) {
                         // Shared memory: the general path decides between full and partial
@@ -214,16 +230,19 @@ impl<'a> TrivialIter<'a> {
             }
         }
 
-        // Trivial: from here on the operands are taken out of the config.
-        let out_pin = pins[0].take();
+        // Trivial: from here on the operands are taken out of `src`.
+        let given = match (pins[0].take(), src.take(0)) {
+            (Some(meta), Some(tensor)) => Some(PinnedOperand { meta, tensor }),
+            _ => None,
+        };
         let first = pins[1].as_deref().expect("an input was pinned");
         let ndim = first.sizes().len();
         let numel = first.numel();
-        let out_dtype = match &ops[0] {
+        let out_dtype = match &given {
             Some(_) => dtype,
-            None => config.static_dtype.unwrap_or(dtype),
+            None => flags.static_dtype.unwrap_or(dtype),
         };
-        let output = announce_output(config, sink, out_pin, out_dtype, first)?;
+        let output = announce_output(sink, given, out_dtype, first)?;
         // The loop writes `numel` contiguous elements of the output's dtype: a sink that made
         // (or substituted) an output of another shape or layout cannot be iterated like this.
         if !same_dims(output.meta.sizes(), first.sizes()) || !output.meta.is_contiguous() {
@@ -246,12 +265,11 @@ impl<'a> TrivialIter<'a> {
         it.common_dtype = dtype;
         it.dtypes[0] = output.tensor.dtype();
         it.stride_bytes[0] = it.dtypes[0].element_size() as i64;
-        it.ops[0] = Some(output);
-        let inputs = config.operands[1..n].iter_mut().zip(&mut pins[1..n]);
-        for (slot, (tensor, meta)) in it.ops[1..n].iter_mut().zip(inputs) {
-            let tensor = tensor.take().expect("inputs are defined");
-            let meta = meta.take().expect("inputs were pinned");
-            *slot = Some(PinnedOperand { meta, tensor });
+        fill_empty(&mut it.ops[0], output);
+        for k in 1..n {
+            let tensor = src.take(k).expect("inputs are defined");
+            let meta = pins[k].take().expect("inputs were pinned");
+            fill_empty(&mut it.ops[k], PinnedOperand { meta, tensor });
         }
         #[cfg(test)]
         super::tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
@@ -298,6 +316,24 @@ impl<'a> TrivialIter<'a> {
         self.op(arg).meta.dim() == 0
     }
 
+    /// Whether the iteration is one output of dtype `output` and `ninputs` inputs of dtype
+    /// `input` over 1 to `max_numel` elements.
+    #[inline]
+    pub(super) fn is_short_run_of(
+        &self,
+        ninputs: usize,
+        input: ScalarType,
+        output: ScalarType,
+        max_numel: usize,
+    ) -> bool {
+        self.noutputs == 1
+            && self.ntensors() == ninputs + 1
+            && ninputs < MAX_TRIVIAL
+            && self.dtypes[0] == output
+            && self.dtypes[1..=ninputs].iter().all(|&d| d == input)
+            && (1..=max_numel as i64).contains(&self.numel())
+    }
+
     /// `remove_operand`: the operands after `arg` move down one.
     pub(super) fn remove_operand(&mut self, arg: usize) {
         let n = self.ntensors();
@@ -314,6 +350,7 @@ impl<'a> TrivialIter<'a> {
 
     /// The inner strides of the one-dimensional run, as a 2-D loop takes them (the outer ones
     /// 0).
+    #[inline(always)]
     fn loop_strides(&self) -> [isize; 2 * MAX_TRIVIAL] {
         let mut s = [0isize; 2 * MAX_TRIVIAL];
         for (k, &b) in self.stride_bytes[..self.ntensors()].iter().enumerate() {
@@ -390,6 +427,14 @@ impl<'a> TrivialIter<'a> {
     }
 }
 
+/// Puts `op` into a slot of a box just taken (all slots empty), without the drop of the old
+/// value an assignment would check for.
+#[inline(always)]
+fn fill_empty<'a>(slot: &mut Option<PinnedOperand<'a>>, op: PinnedOperand<'a>) {
+    debug_assert!(slot.is_none(), "a taken box's operand slots are empty");
+    std::mem::forget(slot.replace(op));
+}
+
 /// Runs `loop2d` over elements `[begin, end)` of a one-dimensional iteration.
 ///
 /// # Safety
@@ -411,17 +456,13 @@ unsafe fn run_range(
 
 /// Announces output 0 to the sink (a given output with its own sizes, a new one with the
 /// inputs' sizes and `out_dtype`) and returns the operand for the tensor the sink then holds.
+#[inline(always)]
 fn announce_output<'a>(
-    config: &mut TensorIteratorConfig<'a>,
     sink: OutputSink<'_, 'a>,
-    given_pin: Option<Pinned<'a, TensorMeta>>,
+    given: Option<PinnedOperand<'a>>,
     out_dtype: ScalarType,
     first: &TensorMeta,
 ) -> Result<PinnedOperand<'a>> {
-    let given = match (given_pin, config.operands[0].take()) {
-        (Some(meta), Some(tensor)) => Some(PinnedOperand { meta, tensor }),
-        _ => None,
-    };
     let (sizes, options) = match &given {
         Some(g) => (
             g.meta.sizes(),
@@ -434,6 +475,111 @@ fn announce_output<'a>(
             TensorOptions::new().dtype(out_dtype).device(Device::CPU),
         ),
     };
-    sink.meta().set_output_raw_strided(0, sizes, &[], options)?;
-    adopt_output(sink, 0, given)
+    let fetched = match sink {
+        OutputSink::Borrowed(m) => {
+            Fetched::Borrowed(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
+        }
+        OutputSink::Local(m) => {
+            Fetched::Local(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
+        }
+    };
+    adopt_fetched(fetched, 0, given)
+}
+
+/// What a compact build needs of a config's flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TrivialFlags {
+    pub(super) check_mem_overlap: bool,
+    pub(super) promote_inputs_to_common_dtype: bool,
+    pub(super) promote_integer_inputs_to_float: bool,
+    pub(super) static_dtype: Option<ScalarType>,
+}
+
+impl TrivialFlags {
+    /// `BINARY_OP_CONFIG`'s (a test checks them against `binary_op_config`).
+    pub(super) const BINARY_OP: TrivialFlags = TrivialFlags {
+        check_mem_overlap: true,
+        promote_inputs_to_common_dtype: true,
+        promote_integer_inputs_to_float: false,
+        static_dtype: None,
+    };
+
+    #[inline(always)]
+    pub(super) fn of(config: &TensorIteratorConfig<'_>) -> TrivialFlags {
+        TrivialFlags {
+            check_mem_overlap: config.check_mem_overlap,
+            promote_inputs_to_common_dtype: config.promote_inputs_to_common_dtype,
+            promote_integer_inputs_to_float: config.promote_integer_inputs_to_float,
+            static_dtype: config.static_dtype,
+        }
+    }
+}
+
+/// The operands a compact build reads: operand 0 is the output (`None`: to allocate), the
+/// rest inputs. `take` is called once per operand, and only when the build is trivial.
+pub(super) trait TrivialSource<'a> {
+    fn len(&self) -> usize;
+    fn get(&self, k: usize) -> Option<&TensorBase>;
+    /// Operand `k`'s snapshot, pinned for as long as the operand (as taken) is held.
+    fn pin(&self, k: usize) -> Pinned<'a, TensorMeta>;
+    fn take(&mut self, k: usize) -> Option<Cow<'a, TensorBase>>;
+}
+
+/// A config's operands.
+impl<'a> TrivialSource<'a> for [Option<Cow<'a, TensorBase>>] {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        <[_]>::len(self)
+    }
+    #[inline(always)]
+    fn get(&self, k: usize) -> Option<&TensorBase> {
+        self[k].as_deref()
+    }
+    #[inline(always)]
+    fn pin(&self, k: usize) -> Pinned<'a, TensorMeta> {
+        pin_operand(self[k].as_ref().expect("only defined operands are pinned"))
+    }
+    #[inline(always)]
+    fn take(&mut self, k: usize) -> Option<Cow<'a, TensorBase>> {
+        self[k].take()
+    }
+}
+
+/// A binary op's operands borrowed straight from its meta's arguments (no config is made
+/// unless the build turns out general).
+pub(super) struct BorrowedBinary<'a> {
+    pub(super) out: Option<&'a TensorBase>,
+    pub(super) inputs: [&'a TensorBase; 2],
+}
+
+impl<'a> BorrowedBinary<'a> {
+    #[inline(always)]
+    fn tensor(&self, k: usize) -> Option<&'a TensorBase> {
+        if k == 0 {
+            self.out
+        } else {
+            Some(self.inputs[k - 1])
+        }
+    }
+}
+
+impl<'a> TrivialSource<'a> for BorrowedBinary<'a> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        3
+    }
+    #[inline(always)]
+    fn get(&self, k: usize) -> Option<&TensorBase> {
+        self.tensor(k)
+    }
+    #[inline(always)]
+    fn pin(&self, k: usize) -> Pinned<'a, TensorMeta> {
+        self.tensor(k)
+            .expect("only defined operands are pinned")
+            .meta_pinned()
+    }
+    #[inline(always)]
+    fn take(&mut self, k: usize) -> Option<Cow<'a, TensorBase>> {
+        self.tensor(k).map(Cow::Borrowed)
+    }
 }

@@ -58,7 +58,7 @@ fn structured_body(
     let wrapper = match op.kind {
         SchemaKind::Functional => {
             w.line(format!(
-                "let mut op = structured::StructuredFunctional::new({n_out});"
+                "let mut op = structured::StructuredFunctional::<{n_out}>::new();"
             ));
             "functional"
         }

@@ -19,7 +19,7 @@ pub mod cpu {
 
     /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
     pub fn scaled_add(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
             crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
@@ -56,7 +56,7 @@ pub mod meta {
 
     /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
     pub fn scaled_add(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
-        let mut op = structured::StructuredFunctional::new(1);
+        let mut op = structured::StructuredFunctional::<1>::new();
         {
             let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
         }

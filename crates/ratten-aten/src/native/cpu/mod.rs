@@ -2119,6 +2119,16 @@ pub fn cpu_kernel_n<I: Isa, M: Elem, R: Elem, const N: usize>(
     f: impl OpN<M, R, N>,
 ) -> Result<()> {
     const { assert!(N >= 1 && N < MAX_OPERANDS, "1 to 3 inputs") };
+    // A small op of a compact iterator whose operands are already `M` and `R`: its run, with
+    // nothing else to decide (Note [Pointwise kernels at bandwidth]).
+    let native_run = |data: &[*mut u8], strides: &[isize], n0: usize| {
+        // SAFETY: TensorIterator hands a valid 1-D run of n0 elements over its operands, whose
+        // dtypes it checked: the inputs `M`, the output `R`.
+        unsafe { short_run::<M, R, M, R, N>(data, strides, n0, &f) }
+    };
+    if let Some(r) = iter.with_trivial_run_of(N, M::DTYPE, R::DTYPE, SHORT_RUN, native_run) {
+        return r;
+    }
     check_arity(iter, N)?;
     let mut dts = [ScalarType::Bool; MAX_OPERANDS];
     for (k, d) in dts[..=N].iter_mut().enumerate() {
