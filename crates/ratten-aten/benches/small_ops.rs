@@ -95,24 +95,40 @@ fn profile(which: &str) {
     );
 }
 
-/// Median ns per call over 31 batches of 20000 calls (criterion's own estimates are in
-/// target/criterion; this gives one table with ratios in the same run).
-fn median_ns(mut f: impl FnMut()) -> f64 {
-    const BATCH: u32 = 20_000;
-    for _ in 0..BATCH {
-        f();
+/// Per variant: the median ns per call and the median of its per-round ratios to variant 0
+/// (candle), over 31 rounds; each round times every variant for 5000 calls, one after the
+/// other, so a noisy moment on a shared machine hits the variants of a round alike
+/// (criterion's own estimates, one variant at a time, are in target/criterion).
+fn interleaved(fs: &mut [&mut dyn FnMut()]) -> Vec<(f64, f64)> {
+    const BATCH: u32 = 5_000;
+    const ROUNDS: usize = 31;
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            f();
+        }
+        t.elapsed().as_nanos() as f64 / BATCH as f64
+    };
+    for f in fs.iter_mut() {
+        time(*f);
     }
-    let mut v: Vec<f64> = (0..31)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..BATCH {
-                f();
-            }
-            t.elapsed().as_nanos() as f64 / BATCH as f64
+    let mut ns = vec![Vec::with_capacity(ROUNDS); fs.len()];
+    for _ in 0..ROUNDS {
+        for (k, f) in fs.iter_mut().enumerate() {
+            ns[k].push(time(*f));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = ns[0].clone();
+    ns.into_iter()
+        .map(|v| {
+            let ratios = v.iter().zip(&base).map(|(x, b)| x / b).collect();
+            (median(v), median(ratios))
         })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+        .collect()
 }
 
 fn summary(
@@ -124,49 +140,42 @@ fn summary(
     ca: &candle_core::Tensor,
     cb: &candle_core::Tensor,
 ) {
-    let candle = median_ns(|| {
-        black_box(black_box(ca).add(black_box(cb)).unwrap());
-    });
-    let rows: [(&str, f64, Option<f64>); 4] = [
-        (
-            "functions::add (dispatcher)",
-            median_ns(|| {
-                black_box(functions::add(black_box(a), black_box(b)).unwrap());
-            }),
-            Some(TORCH_ADD),
-        ),
-        (
-            "functions::add_out (dispatcher)",
-            median_ns(|| {
-                functions::add_out(black_box(out), black_box(a), black_box(b)).unwrap();
-            }),
-            Some(TORCH_ADD_OUT),
-        ),
-        (
-            "Tensor::add_ (dispatcher)",
-            median_ns(|| {
-                black_box(black_box(acc).add_(black_box(b)).unwrap());
-            }),
-            Some(TORCH_ADD_),
-        ),
-        (
-            "backends::cpu::add (direct)",
-            median_ns(|| {
-                black_box(backends::cpu::add(black_box(a), black_box(b), alpha).unwrap());
-            }),
-            None,
-        ),
+    let results = interleaved(&mut [
+        &mut || {
+            black_box(black_box(ca).add(black_box(cb)).unwrap());
+        },
+        &mut || {
+            black_box(functions::add(black_box(a), black_box(b)).unwrap());
+        },
+        &mut || {
+            functions::add_out(black_box(out), black_box(a), black_box(b)).unwrap();
+        },
+        &mut || {
+            black_box(black_box(acc).add_(black_box(b)).unwrap());
+        },
+        &mut || {
+            black_box(backends::cpu::add(black_box(a), black_box(b), alpha).unwrap());
+        },
+    ]);
+    let rows: [(&str, Option<f64>); 5] = [
+        ("candle add", None),
+        ("functions::add (dispatcher)", Some(TORCH_ADD)),
+        ("functions::add_out (dispatcher)", Some(TORCH_ADD_OUT)),
+        ("Tensor::add_ (dispatcher)", Some(TORCH_ADD_)),
+        ("backends::cpu::add (direct)", None),
     ];
-    println!("\nsmall_ops summary: 1-element f32, median ns per call");
+    println!(
+        "\nsmall_ops summary: 1-element f32, interleaved rounds; median ns per call and median \
+         of the per-round ratios to candle"
+    );
     println!(
         "{:<40} {:>9} {:>9} {:>9}",
         "variant", "ns", "/candle", "/torch"
     );
-    for (name, ns, torch) in rows {
+    for ((name, torch), (ns, vs_candle)) in rows.iter().zip(results) {
         let vs_torch = torch.map_or("-".to_string(), |t| format!("{:.2}", ns / t));
-        println!("{name:<40} {ns:>9.1} {:>9.2} {vs_torch:>9}", ns / candle);
+        println!("{name:<40} {ns:>9.1} {vs_candle:>9.2} {vs_torch:>9}");
     }
-    println!("{:<40} {candle:>9.1} {:>9.2} {:>9}", "candle add", 1.0, "-");
 }
 
 criterion_group!(benches, bench);

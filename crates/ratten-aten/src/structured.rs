@@ -341,8 +341,8 @@ impl<const N: usize> MetaBase for StructuredFunctional<N> {
         if slot.get().is_some() {
             return Err(set_twice(idx));
         }
-        let t = create_out(sizes, strides, options)?;
-        Ok(Some(slot.get_or_init(|| t)))
+        set_once(slot, idx, create_out(sizes, strides, options)?)?;
+        Ok(slot.get())
     }
 }
 

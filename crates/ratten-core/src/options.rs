@@ -40,10 +40,12 @@ impl TensorOptions {
         self
     }
     /// The dtype, or the default dtype (`torch.get_default_dtype()`, float32 unless changed).
+    #[inline]
     pub fn dtype_or_default(&self) -> ScalarType {
         self.dtype.unwrap_or_else(get_default_dtype)
     }
     /// The device, or cpu.
+    #[inline]
     pub fn device_or_default(&self) -> Device {
         self.device.unwrap_or(Device::CPU)
     }

@@ -707,6 +707,7 @@ pub type MetaRef = Arc<TensorMeta>;
 
 impl TensorBase {
     /// `at::empty`: a contiguous tensor of unspecified (but initialised) contents.
+    #[inline]
     pub fn empty(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<TensorBase> {
         Self::empty_impl(sizes, dtype, device, false)
     }
