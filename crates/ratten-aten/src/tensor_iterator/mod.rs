@@ -881,8 +881,11 @@ impl<'a> TensorIteratorBase<'a> {
                 repr: Repr::Trivial(t),
             });
         }
-        let mut config = binary_op_config(out, a, b)?;
-        config.promote_integer_inputs_to_float = float;
+        let mut config = if float {
+            binary_float_op_config(out, a, b)?
+        } else {
+            binary_op_config(out, a, b)?
+        };
         Self::build_general(&mut config, sink, pins)
     }
 
