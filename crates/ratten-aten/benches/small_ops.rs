@@ -3,8 +3,9 @@
 //! whole dispatcher under 200 ns).
 //!
 //! Run: `cargo bench -p ratten-aten --bench small_ops`. After the criterion output, a table of
-//! medians (ns) and ratios to candle and to PyTorch's C++ figures on this kind of machine
-//! (at::add 770 ns, at::add_out 600 ns, add_ 470 ns) is printed.
+//! medians (ns) and ratios to candle (timed in interleaved rounds: the median of each round's
+//! ratio) and to PyTorch's C++ figures on this kind of machine (at::add 770 ns, at::add_out
+//! 600 ns, add_ 470 ns) is printed.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

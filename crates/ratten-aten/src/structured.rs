@@ -585,7 +585,8 @@ pub fn check_inplace(self_: &Tensor, sizes: &[i64], options: TensorOptions) -> R
             device
         )));
     }
-    if sizes != self_.sizes().as_slice() {
+    // One snapshot read, the sizes compared in place (no copy, as in `resize_output_check`).
+    if !self_.with_meta(|m| m.sizes() == sizes) {
         return Err(Error::runtime(format!(
             "Bad in-place call: input tensor size {:?} and output tensor size {:?} should match",
             self_.sizes().as_slice(),
