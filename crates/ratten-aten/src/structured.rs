@@ -316,12 +316,8 @@ impl<const N: usize> MetaBase for StructuredFunctional<N> {
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
-        check_idx(idx, N)?;
-        let slot = &self.outputs[idx];
-        if slot.get().is_some() {
-            return Err(set_twice(idx));
-        }
-        set_once(slot, idx, create_out(sizes, strides, options)?)
+        self.set_output_raw_strided_and_get(idx, sizes, strides, options)
+            .map(drop)
     }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
         self.outputs.get(idx).and_then(OnceCell::get)
