@@ -84,6 +84,7 @@ use ratten_core::{
 use ratten_dispatch::{IValue, KernelValue, TensorLike};
 use ratten_schema::Type;
 
+use crate::tensor_iterator::same_dims;
 use crate::Tensor;
 
 /// A wrapper's outputs: inline for up to 2 (nearly every operator), so a call allocates
@@ -582,7 +583,7 @@ pub fn check_inplace(self_: &Tensor, sizes: &[i64], options: TensorOptions) -> R
         )));
     }
     // One snapshot read, the sizes compared in place (no copy, as in `resize_output_check`).
-    if !self_.with_meta(|m| m.sizes() == sizes) {
+    if !self_.with_meta(|m| same_dims(m.sizes(), sizes)) {
         return Err(Error::runtime(format!(
             "Bad in-place call: input tensor size {:?} and output tensor size {:?} should match",
             self_.sizes().as_slice(),
@@ -597,11 +598,8 @@ pub fn check_inplace(self_: &Tensor, sizes: &[i64], options: TensorOptions) -> R
 pub fn resize_output_check(output: &Tensor, shape: &[i64]) -> bool {
     // Every out= call asks: one snapshot read, the sizes compared in place (no copy, and no
     // memcmp call for a handful of dims).
-    let numel_if_resized = output.with_meta(|m| {
-        let same =
-            m.sizes().len() == shape.len() && m.sizes().iter().zip(shape).all(|(a, b)| a == b);
-        (!same).then_some(m.numel())
-    });
+    let numel_if_resized =
+        output.with_meta(|m| (!same_dims(m.sizes(), shape)).then_some(m.numel()));
     let Some(numel) = numel_if_resized else {
         return false;
     };

@@ -32,7 +32,12 @@ use crate::Tensor;
 /// borrowed from the wrapper for `'a` (see Note [Borrowed structured outputs]); the output of
 /// an in-place op is `self_` itself.
 pub fn given_output<'a>(m: &'a dyn MetaBase) -> MaybeOwnedOutput<'a> {
-    MaybeOwnedOutput(m.maybe_get_output(0).map(|t| Cow::Borrowed(t.base())))
+    MaybeOwnedOutput(given_output_ref(m).map(Cow::Borrowed))
+}
+
+/// [`given_output`] as a plain borrow (for `build_borrowing_binary`).
+fn given_output_ref(m: &dyn MetaBase) -> Option<&TensorBase> {
+    m.maybe_get_output(0).map(Tensor::base)
 }
 
 /// `wrapped_scalar_tensor(s)` on the CPU.
@@ -99,7 +104,7 @@ fn build_binary<'a>(
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
     if let (Some(x), Some(y)) = (a.borrowed(), b.borrowed()) {
-        let out = m.maybe_get_output(0).map(Tensor::base);
+        let out = given_output_ref(m);
         return TensorIteratorBase::build_borrowing_binary(out, x, y, false, m);
     }
     let a = a.into_operand();
@@ -191,7 +196,7 @@ pub fn div_tensor_meta<'a>(
     self_: &'a Tensor,
     other: &'a Tensor,
 ) -> Result<TensorIteratorBase<'a>> {
-    let out = m.maybe_get_output(0).map(Tensor::base);
+    let out = given_output_ref(m);
     TensorIteratorBase::build_borrowing_binary(out, self_, other, true, m)
 }
 

@@ -2179,7 +2179,7 @@ fn forget_taken(pins: Pins<'_>) {
 
 /// `a == b` for the short size lists of small ops, without the `memcmp` call slices use.
 #[inline]
-fn same_dims(a: &[i64], b: &[i64]) -> bool {
+pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
