@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use ratten_core::dispatch_key_set::AFTER_AUTOGRAD_KEYSET;
 use ratten_core::local_dispatch_key_set::{ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard};
-use ratten_core::{Device, ScalarType, TensorBase};
+use ratten_core::{BackendComponent, Device, ScalarType, TensorBase};
 use ratten_dispatch::{
     capture_dispatch_trace, set_show_dispatch_trace, CppFunction, DispatchKey, DispatchKeySet,
     Dispatcher, IValue, Library, Result, Stack, TypedOperatorHandle,
@@ -563,4 +563,167 @@ fn ivalue_conversions_both_ways() -> Result<()> {
     let e = h.call_boxed(&mut bad).unwrap_err();
     assert_eq!(e.to_string(), "Expected Tensor but got Int");
     Ok(())
+}
+
+/// Note [Typed calls skip the autograd fallback]: a typed call goes straight below the autograd
+/// keys only while every autograd slot is the framework's fallback, and the kernel it reaches
+/// sees the key set the fallback's redispatch would have given it.
+#[test]
+fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_step() {
+    let _s = SERIAL.lock();
+    let mut m = Library::new(
+        ratten_dispatch::LibraryKind::Def,
+        "calls_skip",
+        None,
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    m.def("f(Tensor a, Tensor b) -> int").unwrap();
+    let op = TypedOperatorHandle::<T2, i64>::find("calls_skip::f", "").unwrap();
+    // Without a CPU kernel the autograd slots are the fallback already (a missing kernel is
+    // reported from CPU either way).
+    let mut c = Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        "calls_skip",
+        Some(DispatchKey::CPU),
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    // The CPU kernel reports the key set it was called with.
+    c.impl_(
+        "f",
+        CppFunction::typed_with_keyset::<T2, i64, _>(
+            |ks: DispatchKeySet, _a: &TensorBase, _b: &TensorBase| Ok(ks.raw_repr() as i64),
+        ),
+    )
+    .unwrap();
+    let (a, b) = (cpu(), cpu());
+    let boxed = |op: &TypedOperatorHandle<T2, i64>| {
+        let mut stack: Stack = vec![IValue::Tensor(a.clone()), IValue::Tensor(b.clone())];
+        op.handle().call_boxed(&mut stack).unwrap();
+        match stack.as_slice() {
+            [IValue::Int(v)] => *v,
+            other => panic!("unexpected stack {other:?}"),
+        }
+    };
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    // A backend without the autograd fallback (IPU: its slot is missing) keeps the full path,
+    // and so does a key set without a backend.
+    assert!(!op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::IPUBit));
+    assert!(!op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::InvalidBit));
+    let seen = op.call((&a, &b)).unwrap();
+    // The boxed call runs the fallback's redispatch: the same key set reaches the kernel.
+    assert_eq!(seen, boxed(&op));
+    let seen = DispatchKeySet::from_raw(seen as u64);
+    assert!(seen.has(DispatchKey::CPU));
+    assert!(!seen.has(DispatchKey::AutogradCPU));
+
+    // An autograd kernel for another backend: that backend's calls take the full path, CPU's
+    // still skip.
+    let mut cuda_ag = Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        "calls_skip",
+        Some(DispatchKey::AutogradCUDA),
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    cuda_ag.impl_("f", tag_kernel(7)).unwrap();
+    assert!(!op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CUDABit));
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
+    drop(cuda_ag);
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CUDABit));
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+
+    // An AutogradOther kernel (a sparse tensor's autograd key) stops every backend skipping.
+    let mut other_ag = Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        "calls_skip",
+        Some(DispatchKey::AutogradOther),
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    other_ag.impl_("f", tag_kernel(8)).unwrap();
+    assert!(!op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
+    drop(other_ag);
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+
+    // An AutogradCPU kernel is called, and skipping resumes once it is gone.
+    let mut ag = Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        "calls_skip",
+        Some(DispatchKey::AutogradCPU),
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    ag.impl_("f", tag_kernel(100)).unwrap();
+    assert!(!op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert_eq!(op.call((&a, &b)).unwrap(), 100);
+    drop(ag);
+    assert!(op
+        .handle()
+        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
+
+    // A key above autograd in the set: its kernel sees the autograd key, as without skipping.
+    let mut tr = Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        "calls_skip",
+        Some(DispatchKey::Tracer),
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    tr.impl_(
+        "f",
+        CppFunction::typed_with_keyset::<T2, i64, _>(
+            |ks: DispatchKeySet, _a: &TensorBase, _b: &TensorBase| {
+                Ok(if ks.has(DispatchKey::AutogradCPU) {
+                    -1
+                } else {
+                    -2
+                })
+            },
+        ),
+    )
+    .unwrap();
+    {
+        let _g = IncludeDispatchKeyGuard::new(DispatchKey::Tracer);
+        assert_eq!(op.call((&a, &b)).unwrap(), -1);
+    }
+    // The trace still shows the autograd step.
+    set_show_dispatch_trace(true);
+    let (r, trace) = capture_dispatch_trace(|| op.call((&a, &b)));
+    set_show_dispatch_trace(false);
+    assert_eq!(r.unwrap(), seen.raw_repr() as i64);
+    assert!(
+        trace.starts_with(" [call] op=[calls_skip::f], key=[AutogradCPU]\n"),
+        "{trace}"
+    );
 }
