@@ -1052,31 +1052,31 @@ impl<'a> RawAccess<'a> {
                 ptrs.len()
             )));
         }
-        let mut locks = LockSet::new();
+        // A meta tensor has no data: refused before anything is locked, so that from the
+        // first lock on nothing fails and the guard is built where it is returned.
+        if let Some(&(_, _, device)) = specs.iter().find(|s| s.2.is_meta()) {
+            return Err(no_data(device));
+        }
+        let mut guard = RawAccess {
+            locks: LockSet::new(),
+            _snapshots: PhantomData,
+            _not_send: PhantomData,
+        };
         if n <= LOCKS_INLINE {
             let mut keys = [std::ptr::null(); LOCKS_INLINE];
             for (k, spec) in specs.iter().enumerate() {
                 keys[k] = key(spec.0.storage().as_impl(), k < n_writes);
             }
-            lock_small(&mut keys, n, &mut locks).map_err(Refused::into_error)?;
+            lock_small(&mut keys, n, &mut guard.locks).map_err(Refused::into_error)?;
         } else {
             let mut keys: Vec<Key> = specs
                 .iter()
                 .enumerate()
                 .map(|(k, spec)| key(spec.0.storage().as_impl(), k < n_writes))
                 .collect();
-            lock_general(&mut keys, &mut locks).map_err(Refused::into_error)?;
+            lock_general(&mut keys, &mut guard.locks).map_err(Refused::into_error)?;
         }
-        // From here an early return drops the guard, which releases what was locked.
-        let guard = RawAccess {
-            locks,
-            _snapshots: PhantomData,
-            _not_send: PhantomData,
-        };
-        for (p, &(m, dtype, device)) in ptrs.iter_mut().zip(specs) {
-            if device.is_meta() {
-                return Err(no_data(device));
-            }
+        for (p, &(m, dtype, _)) in ptrs.iter_mut().zip(specs) {
             // SAFETY: the guard holds this storage's lock (every spec's storage was locked
             // above) for as long as it lives.
             let base = unsafe { m.storage().as_impl().data_ptr_locked() }.unwrap_or(DANGLING);

@@ -1201,7 +1201,10 @@ impl<A: KernelArgs, R: KernelReturn> TypedOperatorHandle<A, R> {
     /// While the operator's autograd slots are all the framework's autograd fallback, the
     /// call goes straight to the kernel below them (Note [Typed calls skip the autograd
     /// fallback]).
-    #[inline]
+    ///
+    /// Always inlined: its out-of-line home is each operator's `operators::*::call` (PyTorch's
+    /// `at::_ops::add_Tensor::call`), one frame for the whole dispatch.
+    #[inline(always)]
     pub fn call(&self, args: A::Refs<'_>) -> Result<R> {
         let e = self.op.entry;
         let ks = e.compute_dispatch_key_set(A::key_set(&args));

@@ -13,17 +13,20 @@ use ratten_dispatch::{CppFunction, TypedOperatorHandle};
 use super::{backends, operators};
 
 /// `aten::abs(Tensor self) -> Tensor`
+#[inline]
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
     operators::abs::call(self_)
 }
 
 /// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn abs_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::abs_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn abs_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::abs_out::call(self_, out)?;
     Ok(out)
@@ -32,6 +35,7 @@ pub fn abs_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
 /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let alpha = Scalar::Int(1);
     operators::add_Tensor::call(self_, other, &alpha)
@@ -40,6 +44,7 @@ pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn add_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let alpha: Scalar = alpha.into();
     operators::add_Tensor::call(self_, other, &alpha)
@@ -48,6 +53,7 @@ pub fn add_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Res
 /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn add_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     let alpha = Scalar::Int(1);
     operators::add_out::call(self_, other, &alpha, out)?;
@@ -57,6 +63,7 @@ pub fn add_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'
 /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn add_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let alpha: Scalar = alpha.into();
     operators::add_out::call(self_, other, &alpha, out)?;
@@ -66,6 +73,7 @@ pub fn add_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha: 
 /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn add_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -75,6 +83,7 @@ pub fn add_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
 /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn add_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -84,6 +93,7 @@ pub fn add_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Int
 /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 ///
 /// Defaults: `dim` = `None`, `keepdim` = `false`.
+#[inline]
 pub fn argmax(self_: &Tensor) -> Result<Tensor> {
     operators::argmax::call(self_, None, false)
 }
@@ -91,6 +101,7 @@ pub fn argmax(self_: &Tensor) -> Result<Tensor> {
 /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn argmax_with(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     operators::argmax::call(self_, dim, keepdim)
 }
@@ -98,6 +109,7 @@ pub fn argmax_with(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Te
 /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `dim` = `None`, `keepdim` = `false`.
+#[inline]
 pub fn argmax_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::argmax_out::call(self_, None, false, out)?;
     Ok(out)
@@ -106,61 +118,72 @@ pub fn argmax_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
 /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn argmax_out_with<'a>(out: &'a Tensor, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<&'a Tensor> {
     operators::argmax_out::call(self_, dim, keepdim, out)?;
     Ok(out)
 }
 
 /// `aten::bitwise_not(Tensor self) -> Tensor`
+#[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     operators::bitwise_not::call(self_)
 }
 
 /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_not_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::bitwise_not_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::logical_not(Tensor self) -> Tensor`
+#[inline]
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
     operators::logical_not::call(self_)
 }
 
 /// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn logical_not_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::logical_not_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::logical_xor::call(self_, other)
 }
 
 /// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn logical_xor_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::logical_xor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::logical_and::call(self_, other)
 }
 
 /// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn logical_and_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::logical_and_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::logical_or::call(self_, other)
 }
 
 /// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn logical_or_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::logical_or_out::call(self_, other, out)?;
     Ok(out)
@@ -169,6 +192,7 @@ pub fn logical_or_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Re
 /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
 ///
 /// Defaults: `max` = `None`.
+#[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>) -> Result<Tensor> {
     operators::clamp::call(self_, min.as_ref(), None)
 }
@@ -176,6 +200,7 @@ pub fn clamp(self_: &Tensor, min: Option<Scalar>) -> Result<Tensor> {
 /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     operators::clamp::call(self_, min.as_ref(), max.as_ref())
 }
@@ -183,6 +208,7 @@ pub fn clamp_with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> R
 /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
 ///
 /// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
 pub fn clamp_tensor(self_: &Tensor) -> Result<Tensor> {
     operators::clamp_Tensor::call(self_, None, None)
 }
@@ -190,6 +216,7 @@ pub fn clamp_tensor(self_: &Tensor) -> Result<Tensor> {
 /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_tensor_with(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     operators::clamp_Tensor::call(self_, min, max)
 }
@@ -197,6 +224,7 @@ pub fn clamp_tensor_with(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tens
 /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
 ///
 /// Defaults: `max` = `None`.
+#[inline]
 pub fn clamp_<'a>(self_: &'a Tensor, min: Option<Scalar>) -> Result<&'a Tensor> {
     operators::clamp_::call(self_, min.as_ref(), None)?;
     Ok(self_)
@@ -205,6 +233,7 @@ pub fn clamp_<'a>(self_: &'a Tensor, min: Option<Scalar>) -> Result<&'a Tensor> 
 /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_with_<'a>(self_: &'a Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<&'a Tensor> {
     operators::clamp_::call(self_, min.as_ref(), max.as_ref())?;
     Ok(self_)
@@ -213,6 +242,7 @@ pub fn clamp_with_<'a>(self_: &'a Tensor, min: Option<Scalar>, max: Option<Scala
 /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 ///
 /// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
 pub fn clamp_tensor_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::clamp__Tensor::call(self_, None, None)?;
     Ok(self_)
@@ -221,6 +251,7 @@ pub fn clamp_tensor_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
 /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_tensor_with_<'a>(self_: &'a Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<&'a Tensor> {
     operators::clamp__Tensor::call(self_, min, max)?;
     Ok(self_)
@@ -229,6 +260,7 @@ pub fn clamp_tensor_with_<'a>(self_: &'a Tensor, min: Option<&Tensor>, max: Opti
 /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `max` = `None`.
+#[inline]
 pub fn clamp_out<'a>(out: &'a Tensor, self_: &Tensor, min: Option<Scalar>) -> Result<&'a Tensor> {
     operators::clamp_out::call(self_, min.as_ref(), None, out)?;
     Ok(out)
@@ -237,6 +269,7 @@ pub fn clamp_out<'a>(out: &'a Tensor, self_: &Tensor, min: Option<Scalar>) -> Re
 /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_out_with<'a>(out: &'a Tensor, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<&'a Tensor> {
     operators::clamp_out::call(self_, min.as_ref(), max.as_ref(), out)?;
     Ok(out)
@@ -245,6 +278,7 @@ pub fn clamp_out_with<'a>(out: &'a Tensor, self_: &Tensor, min: Option<Scalar>, 
 /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
 pub fn clamp_tensor_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::clamp_Tensor_out::call(self_, None, None, out)?;
     Ok(out)
@@ -253,6 +287,7 @@ pub fn clamp_tensor_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tenso
 /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn clamp_tensor_out_with<'a>(out: &'a Tensor, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<&'a Tensor> {
     operators::clamp_Tensor_out::call(self_, min, max, out)?;
     Ok(out)
@@ -261,6 +296,7 @@ pub fn clamp_tensor_out_with<'a>(out: &'a Tensor, self_: &Tensor, min: Option<&T
 /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 ///
 /// Defaults: `non_blocking` = `false`.
+#[inline]
 pub fn copy(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
     operators::copy::call(self_, src, false)
 }
@@ -268,107 +304,126 @@ pub fn copy(self_: &Tensor, src: &Tensor) -> Result<Tensor> {
 /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn copy_with(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
     operators::copy::call(self_, src, non_blocking)
 }
 
 /// `aten::cos(Tensor self) -> Tensor`
+#[inline]
 pub fn cos(self_: &Tensor) -> Result<Tensor> {
     operators::cos::call(self_)
 }
 
 /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn cos_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::cos_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn cos_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::cos_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::div_Tensor::call(self_, other)
 }
 
 /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn div_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::div_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+#[inline]
 pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
     operators::div_Tensor_mode::call(self_, other, rounding_mode)
 }
 
 /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn div_out_mode_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
     operators::div_out_mode::call(self_, other, rounding_mode, out)?;
     Ok(out)
 }
 
 /// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn div_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::div_Scalar::call(self_, &other)
 }
 
 /// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+#[inline]
 pub fn div_scalar_mode(self_: &Tensor, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::div_Scalar_mode::call(self_, &other, rounding_mode)
 }
 
 /// `aten::exp(Tensor self) -> Tensor`
+#[inline]
 pub fn exp(self_: &Tensor) -> Result<Tensor> {
     operators::exp::call(self_)
 }
 
 /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn exp_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::exp_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn exp_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::exp_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::expm1(Tensor self) -> Tensor`
+#[inline]
 pub fn expm1(self_: &Tensor) -> Result<Tensor> {
     operators::expm1::call(self_)
 }
 
 /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn expm1_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::expm1_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn expm1_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::expm1_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
+#[inline]
 pub fn fill_scalar(self_: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
     let value: Scalar = value.into();
     operators::fill_Scalar::call(self_, &value)
 }
 
 /// `aten::fill.Tensor(Tensor self, Tensor value) -> Tensor`
+#[inline]
 pub fn fill(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     operators::fill_Tensor::call(self_, value)
 }
 
 /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
+#[inline]
 pub fn fill_scalar_<'a>(self_: &'a Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
     let value: Scalar = value.into();
     operators::fill__Scalar::call(self_, &value)?;
@@ -376,233 +431,274 @@ pub fn fill_scalar_<'a>(self_: &'a Tensor, value: impl Into<Scalar>) -> Result<&
 }
 
 /// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
+#[inline]
 pub fn fill_<'a>(self_: &'a Tensor, value: &Tensor) -> Result<&'a Tensor> {
     operators::fill__Tensor::call(self_, value)?;
     Ok(self_)
 }
 
 /// `aten::log(Tensor self) -> Tensor`
+#[inline]
 pub fn log(self_: &Tensor) -> Result<Tensor> {
     operators::log::call(self_)
 }
 
 /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn log_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::log_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn log_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::log_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::log1p(Tensor self) -> Tensor`
+#[inline]
 pub fn log1p(self_: &Tensor) -> Result<Tensor> {
     operators::log1p::call(self_)
 }
 
 /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn log1p_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::log1p_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn log1p_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::log1p_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::mul_Tensor::call(self_, other)
 }
 
 /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn mul_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::mul_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::mul.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn mul_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::mul_Scalar::call(self_, &other)
 }
 
 /// `aten::neg(Tensor self) -> Tensor`
+#[inline]
 pub fn neg(self_: &Tensor) -> Result<Tensor> {
     operators::neg::call(self_)
 }
 
 /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn neg_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::neg_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn neg_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::neg_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::relu(Tensor self) -> Tensor`
+#[inline]
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
     operators::relu::call(self_)
 }
 
 /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn relu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::relu_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::rsqrt(Tensor self) -> Tensor`
+#[inline]
 pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
     operators::rsqrt::call(self_)
 }
 
 /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn rsqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::rsqrt_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn rsqrt_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::rsqrt_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::reciprocal(Tensor self) -> Tensor`
+#[inline]
 pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
     operators::reciprocal::call(self_)
 }
 
 /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn reciprocal_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::reciprocal_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn reciprocal_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::reciprocal_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::sigmoid(Tensor self) -> Tensor`
+#[inline]
 pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
     operators::sigmoid::call(self_)
 }
 
 /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn sigmoid_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::sigmoid_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn sigmoid_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::sigmoid_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::sin(Tensor self) -> Tensor`
+#[inline]
 pub fn sin(self_: &Tensor) -> Result<Tensor> {
     operators::sin::call(self_)
 }
 
 /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn sin_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::sin_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn sin_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::sin_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::sqrt(Tensor self) -> Tensor`
+#[inline]
 pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
     operators::sqrt::call(self_)
 }
 
 /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn sqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::sqrt_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn sqrt_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::sqrt_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::tan(Tensor self) -> Tensor`
+#[inline]
 pub fn tan(self_: &Tensor) -> Result<Tensor> {
     operators::tan::call(self_)
 }
 
 /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn tan_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::tan_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn tan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::tan_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::tanh(Tensor self) -> Tensor`
+#[inline]
 pub fn tanh(self_: &Tensor) -> Result<Tensor> {
     operators::tanh::call(self_)
 }
 
 /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
 pub fn tanh_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     operators::tanh_::call(self_)?;
     Ok(self_)
 }
 
 /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn tanh_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::tanh_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::where_self::call(condition, self_, other)
 }
 
 /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn where_out<'a>(out: &'a Tensor, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::where_self_out::call(condition, self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+#[inline]
 pub fn where_scalar_self(condition: &Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::where_ScalarSelf::call(condition, &self_, other)
 }
 
 /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::where_ScalarOther::call(condition, self_, &other)
 }
 
 /// `aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+#[inline]
 pub fn where_scalar(condition: &Tensor, self_: impl Into<Scalar>, other: impl Into<Scalar>) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     let other: Scalar = other.into();
@@ -612,6 +708,7 @@ pub fn where_scalar(condition: &Tensor, self_: impl Into<Scalar>, other: impl In
 /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn sub_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     let alpha = Scalar::Int(1);
     operators::sub_out::call(self_, other, &alpha, out)?;
@@ -621,6 +718,7 @@ pub fn sub_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'
 /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn sub_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let alpha: Scalar = alpha.into();
     operators::sub_out::call(self_, other, &alpha, out)?;
@@ -630,6 +728,7 @@ pub fn sub_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha: 
 /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn sub(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let alpha = Scalar::Int(1);
     operators::sub_Tensor::call(self_, other, &alpha)
@@ -638,6 +737,7 @@ pub fn sub(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn sub_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let alpha: Scalar = alpha.into();
     operators::sub_Tensor::call(self_, other, &alpha)
@@ -646,6 +746,7 @@ pub fn sub_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Res
 /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn sub_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -655,6 +756,7 @@ pub fn sub_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
 /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn sub_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -664,6 +766,7 @@ pub fn sub_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Int
 /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn rsub(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let alpha = Scalar::Int(1);
     operators::rsub_Tensor::call(self_, other, &alpha)
@@ -672,6 +775,7 @@ pub fn rsub(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn rsub_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let alpha: Scalar = alpha.into();
     operators::rsub_Tensor::call(self_, other, &alpha)
@@ -680,6 +784,7 @@ pub fn rsub_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Re
 /// `aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn rsub_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -689,6 +794,7 @@ pub fn rsub_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
 /// `aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn rsub_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -696,12 +802,14 @@ pub fn rsub_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl In
 }
 
 /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_and_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::bitwise_and_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_and_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_and_Scalar_out::call(self_, &other, out)?;
@@ -709,29 +817,34 @@ pub fn bitwise_and_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl I
 }
 
 /// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_and_Scalar::call(self_, &other)
 }
 
 /// `aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_and_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_and_Scalar_Tensor::call(&self_, other)
 }
 
 /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::bitwise_and_Tensor::call(self_, other)
 }
 
 /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_or_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::bitwise_or_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_or_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_or_Scalar_out::call(self_, &other, out)?;
@@ -739,29 +852,34 @@ pub fn bitwise_or_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl In
 }
 
 /// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_or_Scalar::call(self_, &other)
 }
 
 /// `aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_or_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_or_Scalar_Tensor::call(&self_, other)
 }
 
 /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::bitwise_or_Tensor::call(self_, other)
 }
 
 /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_xor_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::bitwise_xor_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_xor_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_xor_Scalar_out::call(self_, &other, out)?;
@@ -769,23 +887,27 @@ pub fn bitwise_xor_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl I
 }
 
 /// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::bitwise_xor_Scalar::call(self_, &other)
 }
 
 /// `aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_xor_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_xor_Scalar_Tensor::call(&self_, other)
 }
 
 /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::bitwise_xor_Tensor::call(self_, other)
 }
 
 /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn ne_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::ne_Scalar_out::call(self_, &other, out)?;
@@ -793,23 +915,27 @@ pub fn ne_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn ne_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::ne_Scalar::call(self_, &other)
 }
 
 /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn ne_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::ne_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::ne_Tensor::call(self_, other)
 }
 
 /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn eq_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::eq_Scalar_out::call(self_, &other, out)?;
@@ -817,23 +943,27 @@ pub fn eq_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn eq_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::eq_Scalar::call(self_, &other)
 }
 
 /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn eq_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::eq_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::eq_Tensor::call(self_, other)
 }
 
 /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn ge_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::ge_Scalar_out::call(self_, &other, out)?;
@@ -841,23 +971,27 @@ pub fn ge_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn ge_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::ge_Scalar::call(self_, &other)
 }
 
 /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn ge_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::ge_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::ge_Tensor::call(self_, other)
 }
 
 /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn le_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::le_Scalar_out::call(self_, &other, out)?;
@@ -865,23 +999,27 @@ pub fn le_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn le_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::le_Scalar::call(self_, &other)
 }
 
 /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn le_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::le_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::le_Tensor::call(self_, other)
 }
 
 /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn gt_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::gt_Scalar_out::call(self_, &other, out)?;
@@ -889,23 +1027,27 @@ pub fn gt_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn gt_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::gt_Scalar::call(self_, &other)
 }
 
 /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn gt_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::gt_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::gt_Tensor::call(self_, other)
 }
 
 /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn lt_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::lt_Scalar_out::call(self_, &other, out)?;
@@ -913,18 +1055,21 @@ pub fn lt_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scala
 }
 
 /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn lt_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::lt_Scalar::call(self_, &other)
 }
 
 /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn lt_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::lt_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::lt_Tensor::call(self_, other)
 }
@@ -932,6 +1077,7 @@ pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `value` = `Int(1)`.
+#[inline]
 pub fn addcmul_out<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<&'a Tensor> {
     let value = Scalar::Int(1);
     operators::addcmul_out::call(self_, tensor1, tensor2, &value, out)?;
@@ -941,6 +1087,7 @@ pub fn addcmul_out<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor
 /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn addcmul_out_with<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
     let value: Scalar = value.into();
     operators::addcmul_out::call(self_, tensor1, tensor2, &value, out)?;
@@ -950,6 +1097,7 @@ pub fn addcmul_out_with<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, t
 /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 ///
 /// Defaults: `value` = `Int(1)`.
+#[inline]
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
     let value = Scalar::Int(1);
     operators::addcmul::call(self_, tensor1, tensor2, &value)
@@ -958,6 +1106,7 @@ pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<Ten
 /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn addcmul_with(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
     let value: Scalar = value.into();
     operators::addcmul::call(self_, tensor1, tensor2, &value)
@@ -966,6 +1115,7 @@ pub fn addcmul_with(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: i
 /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `value` = `Int(1)`.
+#[inline]
 pub fn addcdiv_out<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<&'a Tensor> {
     let value = Scalar::Int(1);
     operators::addcdiv_out::call(self_, tensor1, tensor2, &value, out)?;
@@ -975,6 +1125,7 @@ pub fn addcdiv_out<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor
 /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn addcdiv_out_with<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
     let value: Scalar = value.into();
     operators::addcdiv_out::call(self_, tensor1, tensor2, &value, out)?;
@@ -984,6 +1135,7 @@ pub fn addcdiv_out_with<'a>(out: &'a Tensor, self_: &Tensor, tensor1: &Tensor, t
 /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 ///
 /// Defaults: `value` = `Int(1)`.
+#[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
     let value = Scalar::Int(1);
     operators::addcdiv::call(self_, tensor1, tensor2, &value)
@@ -992,23 +1144,27 @@ pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor) -> Result<Ten
 /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn addcdiv_with(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
     let value: Scalar = value.into();
     operators::addcdiv::call(self_, tensor1, tensor2, &value)
 }
 
 /// `aten::sign(Tensor self) -> Tensor`
+#[inline]
 pub fn sign(self_: &Tensor) -> Result<Tensor> {
     operators::sign::call(self_)
 }
 
 /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn sign_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::sign_out::call(self_, out)?;
     Ok(out)
 }
 
 /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn lerp_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, end: &Tensor, weight: impl Into<Scalar>) -> Result<&'a Tensor> {
     let weight: Scalar = weight.into();
     operators::lerp_Scalar_out::call(self_, end, &weight, out)?;
@@ -1016,23 +1172,27 @@ pub fn lerp_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, end: &Tensor, weight
 }
 
 /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn lerp_out<'a>(out: &'a Tensor, self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<&'a Tensor> {
     operators::lerp_Tensor_out::call(self_, end, weight, out)?;
     Ok(out)
 }
 
 /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
+#[inline]
 pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: impl Into<Scalar>) -> Result<Tensor> {
     let weight: Scalar = weight.into();
     operators::lerp_Scalar::call(self_, end, &weight)
 }
 
 /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
+#[inline]
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     operators::lerp_Tensor::call(self_, end, weight)
 }
 
 /// `aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn fmod_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::fmod_Scalar_out::call(self_, &other, out)?;
@@ -1040,23 +1200,27 @@ pub fn fmod_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Sca
 }
 
 /// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn fmod_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::fmod_Scalar::call(self_, &other)
 }
 
 /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn fmod_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::fmod_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::fmod_Tensor::call(self_, other)
 }
 
 /// `aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn remainder_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::remainder_Scalar_out::call(self_, &other, out)?;
@@ -1064,62 +1228,73 @@ pub fn remainder_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Int
 }
 
 /// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
 pub fn remainder_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
     let other: Scalar = other.into();
     operators::remainder_Scalar::call(self_, &other)
 }
 
 /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn remainder_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::remainder_Tensor_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::remainder_Tensor::call(self_, other)
 }
 
 /// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
 pub fn remainder_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::remainder_Scalar_Tensor::call(&self_, other)
 }
 
 /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::maximum::call(self_, other)
 }
 
 /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn maximum_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::maximum_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+#[inline]
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::minimum::call(self_, other)
 }
 
 /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn minimum_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::minimum_out::call(self_, other, out)?;
     Ok(out)
 }
 
 /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn pow_tensor_tensor_out<'a>(out: &'a Tensor, self_: &Tensor, exponent: &Tensor) -> Result<&'a Tensor> {
     operators::pow_Tensor_Tensor_out::call(self_, exponent, out)?;
     Ok(out)
 }
 
 /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+#[inline]
 pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     operators::pow_Tensor_Tensor::call(self_, exponent)
 }
 
 /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn pow_scalar_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, exponent: &Tensor) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::pow_Scalar_out::call(&self_, exponent, out)?;
@@ -1127,12 +1302,14 @@ pub fn pow_scalar_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, exponent: &
 }
 
 /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+#[inline]
 pub fn pow_scalar(self_: impl Into<Scalar>, exponent: &Tensor) -> Result<Tensor> {
     let self_: Scalar = self_.into();
     operators::pow_Scalar::call(&self_, exponent)
 }
 
 /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn pow_tensor_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, exponent: impl Into<Scalar>) -> Result<&'a Tensor> {
     let exponent: Scalar = exponent.into();
     operators::pow_Tensor_Scalar_out::call(self_, &exponent, out)?;
@@ -1140,6 +1317,7 @@ pub fn pow_tensor_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, exponent: impl
 }
 
 /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+#[inline]
 pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<Tensor> {
     let exponent: Scalar = exponent.into();
     operators::pow_Tensor_Scalar::call(self_, &exponent)
@@ -1148,6 +1326,7 @@ pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn add_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -1158,6 +1337,7 @@ pub fn add_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scal
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn add_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -1168,6 +1348,7 @@ pub fn add_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `false`.
+#[inline]
 pub fn copy_out<'a>(out: &'a Tensor, self_: &Tensor, src: &Tensor) -> Result<&'a Tensor> {
     operators::copy_out::call(self_, src, false, out)?;
     Ok(out)
@@ -1176,12 +1357,14 @@ pub fn copy_out<'a>(out: &'a Tensor, self_: &Tensor, src: &Tensor) -> Result<&'a
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn copy_out_with<'a>(out: &'a Tensor, self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<&'a Tensor> {
     operators::copy_out::call(self_, src, non_blocking, out)?;
     Ok(out)
 }
 
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn div_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::div_Scalar_out::call(self_, &other, out)?;
@@ -1189,6 +1372,7 @@ pub fn div_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scal
 }
 
 /// `aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn div_scalar_mode_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::div_Scalar_mode_out::call(self_, &other, rounding_mode, out)?;
@@ -1196,6 +1380,7 @@ pub fn div_scalar_mode_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into
 }
 
 /// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn fill_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
     let value: Scalar = value.into();
     operators::fill_Scalar_out::call(self_, &value, out)?;
@@ -1203,12 +1388,14 @@ pub fn fill_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, value: impl Into<Sca
 }
 
 /// `aten::fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn fill_out<'a>(out: &'a Tensor, self_: &Tensor, value: &Tensor) -> Result<&'a Tensor> {
     operators::fill_Tensor_out::call(self_, value, out)?;
     Ok(out)
 }
 
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn mul_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::mul_Scalar_out::call(self_, &other, out)?;
@@ -1216,6 +1403,7 @@ pub fn mul_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scal
 }
 
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::relu_out::call(self_, out)?;
     Ok(out)
@@ -1224,6 +1412,7 @@ pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn sub_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -1234,6 +1423,7 @@ pub fn sub_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scal
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn sub_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -1244,6 +1434,7 @@ pub fn sub_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into
 /// `aten::rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn rsub_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     let alpha = Scalar::Int(1);
     operators::rsub_Tensor_out::call(self_, other, &alpha, out)?;
@@ -1253,6 +1444,7 @@ pub fn rsub_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&
 /// `aten::rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn rsub_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let alpha: Scalar = alpha.into();
     operators::rsub_Tensor_out::call(self_, other, &alpha, out)?;
@@ -1262,6 +1454,7 @@ pub fn rsub_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, alpha:
 /// `aten::rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `Int(1)`.
+#[inline]
 pub fn rsub_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha = Scalar::Int(1);
@@ -1272,6 +1465,7 @@ pub fn rsub_scalar_out<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Sca
 /// `aten::rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn rsub_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     let alpha: Scalar = alpha.into();
@@ -1280,6 +1474,7 @@ pub fn rsub_scalar_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: impl Int
 }
 
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_and_Scalar_Tensor_out::call(&self_, other, out)?;
@@ -1287,6 +1482,7 @@ pub fn bitwise_and_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scala
 }
 
 /// `aten::bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_or_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_or_Scalar_Tensor_out::call(&self_, other, out)?;
@@ -1294,6 +1490,7 @@ pub fn bitwise_or_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scalar
 }
 
 /// `aten::bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn bitwise_xor_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_xor_Scalar_Tensor_out::call(&self_, other, out)?;
@@ -1301,6 +1498,7 @@ pub fn bitwise_xor_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scala
 }
 
 /// `aten::remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
 pub fn remainder_scalar_tensor_out<'a>(out: &'a Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::remainder_Scalar_Tensor_out::call(&self_, other, out)?;

@@ -14,11 +14,13 @@ use super::{backends, operators};
 
 impl Tensor {
     /// `aten::abs(Tensor self) -> Tensor`
+    #[inline]
     pub fn abs(&self) -> Result<Tensor> {
         operators::abs::call(self)
     }
 
     /// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn abs_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::abs_::call(self)?;
         Ok(self)
@@ -27,6 +29,7 @@ impl Tensor {
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
         let alpha = Scalar::Int(1);
         operators::add_Tensor::call(self, other, &alpha)
@@ -35,6 +38,7 @@ impl Tensor {
     /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn add_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
         let alpha: Scalar = alpha.into();
         operators::add_Tensor::call(self, other, &alpha)
@@ -43,6 +47,7 @@ impl Tensor {
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn add_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         let alpha = Scalar::Int(1);
         operators::add__Tensor::call(self, other, &alpha)?;
@@ -52,6 +57,7 @@ impl Tensor {
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn add_with_<'a>(&'a self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
         let alpha: Scalar = alpha.into();
         operators::add__Tensor::call(self, other, &alpha)?;
@@ -61,6 +67,7 @@ impl Tensor {
     /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn add_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         let alpha = Scalar::Int(1);
@@ -70,6 +77,7 @@ impl Tensor {
     /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn add_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         let alpha: Scalar = alpha.into();
@@ -79,6 +87,7 @@ impl Tensor {
     /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn add_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         let alpha = Scalar::Int(1);
@@ -89,6 +98,7 @@ impl Tensor {
     /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn add_scalar_with_<'a>(&'a self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         let alpha: Scalar = alpha.into();
@@ -99,6 +109,7 @@ impl Tensor {
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     ///
     /// Defaults: `dim` = `None`, `keepdim` = `false`.
+    #[inline]
     pub fn argmax(&self) -> Result<Tensor> {
         operators::argmax::call(self, None, false)
     }
@@ -106,60 +117,71 @@ impl Tensor {
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn argmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         operators::argmax::call(self, dim, keepdim)
     }
 
     /// `aten::bitwise_not(Tensor self) -> Tensor`
+    #[inline]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         operators::bitwise_not::call(self)
     }
 
     /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_not_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::bitwise_not_::call(self)?;
         Ok(self)
     }
 
     /// `aten::logical_not(Tensor self) -> Tensor`
+    #[inline]
     pub fn logical_not(&self) -> Result<Tensor> {
         operators::logical_not::call(self)
     }
 
     /// `aten::logical_not_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn logical_not_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::logical_not_::call(self)?;
         Ok(self)
     }
 
     /// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         operators::logical_xor::call(self, other)
     }
 
     /// `aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn logical_xor_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::logical_xor_::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
         operators::logical_and::call(self, other)
     }
 
     /// `aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn logical_and_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::logical_and_::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
         operators::logical_or::call(self, other)
     }
 
     /// `aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn logical_or_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::logical_or_::call(self, other)?;
         Ok(self)
@@ -168,6 +190,7 @@ impl Tensor {
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     ///
     /// Defaults: `max` = `None`.
+    #[inline]
     pub fn clamp(&self, min: Option<Scalar>) -> Result<Tensor> {
         operators::clamp::call(self, min.as_ref(), None)
     }
@@ -175,6 +198,7 @@ impl Tensor {
     /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         operators::clamp::call(self, min.as_ref(), max.as_ref())
     }
@@ -182,6 +206,7 @@ impl Tensor {
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     ///
     /// Defaults: `min` = `None`, `max` = `None`.
+    #[inline]
     pub fn clamp_tensor(&self) -> Result<Tensor> {
         operators::clamp_Tensor::call(self, None, None)
     }
@@ -189,6 +214,7 @@ impl Tensor {
     /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         operators::clamp_Tensor::call(self, min, max)
     }
@@ -196,6 +222,7 @@ impl Tensor {
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
     ///
     /// Defaults: `max` = `None`.
+    #[inline]
     pub fn clamp_<'a>(&'a self, min: Option<Scalar>) -> Result<&'a Tensor> {
         operators::clamp_::call(self, min.as_ref(), None)?;
         Ok(self)
@@ -204,6 +231,7 @@ impl Tensor {
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn clamp_with_<'a>(&'a self, min: Option<Scalar>, max: Option<Scalar>) -> Result<&'a Tensor> {
         operators::clamp_::call(self, min.as_ref(), max.as_ref())?;
         Ok(self)
@@ -212,6 +240,7 @@ impl Tensor {
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
     ///
     /// Defaults: `min` = `None`, `max` = `None`.
+    #[inline]
     pub fn clamp_tensor_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::clamp__Tensor::call(self, None, None)?;
         Ok(self)
@@ -220,6 +249,7 @@ impl Tensor {
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn clamp_tensor_with_<'a>(&'a self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<&'a Tensor> {
         operators::clamp__Tensor::call(self, min, max)?;
         Ok(self)
@@ -228,6 +258,7 @@ impl Tensor {
     /// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
     ///
     /// Defaults: `non_blocking` = `false`.
+    #[inline]
     pub fn copy_<'a>(&'a self, src: &Tensor) -> Result<&'a Tensor> {
         operators::copy_::call(self, src, false)?;
         Ok(self)
@@ -236,51 +267,60 @@ impl Tensor {
     /// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn copy_with_<'a>(&'a self, src: &Tensor, non_blocking: bool) -> Result<&'a Tensor> {
         operators::copy_::call(self, src, non_blocking)?;
         Ok(self)
     }
 
     /// `aten::cos(Tensor self) -> Tensor`
+    #[inline]
     pub fn cos(&self) -> Result<Tensor> {
         operators::cos::call(self)
     }
 
     /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn cos_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::cos_::call(self)?;
         Ok(self)
     }
 
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
         operators::div_Tensor::call(self, other)
     }
 
     /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn div_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::div__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+    #[inline]
     pub fn div_tensor_mode(&self, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
         operators::div_Tensor_mode::call(self, other, rounding_mode)
     }
 
     /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+    #[inline]
     pub fn div_tensor_mode_<'a>(&'a self, other: &Tensor, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
         operators::div__Tensor_mode::call(self, other, rounding_mode)?;
         Ok(self)
     }
 
     /// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn div_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::div_Scalar::call(self, &other)
     }
 
     /// `aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn div_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::div__Scalar::call(self, &other)?;
@@ -288,12 +328,14 @@ impl Tensor {
     }
 
     /// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+    #[inline]
     pub fn div_scalar_mode(&self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::div_Scalar_mode::call(self, &other, rounding_mode)
     }
 
     /// `aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+    #[inline]
     pub fn div_scalar_mode_<'a>(&'a self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::div__Scalar_mode::call(self, &other, rounding_mode)?;
@@ -301,28 +343,33 @@ impl Tensor {
     }
 
     /// `aten::exp(Tensor self) -> Tensor`
+    #[inline]
     pub fn exp(&self) -> Result<Tensor> {
         operators::exp::call(self)
     }
 
     /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn exp_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::exp_::call(self)?;
         Ok(self)
     }
 
     /// `aten::expm1(Tensor self) -> Tensor`
+    #[inline]
     pub fn expm1(&self) -> Result<Tensor> {
         operators::expm1::call(self)
     }
 
     /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn expm1_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::expm1_::call(self)?;
         Ok(self)
     }
 
     /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
+    #[inline]
     pub fn fill_scalar_<'a>(&'a self, value: impl Into<Scalar>) -> Result<&'a Tensor> {
         let value: Scalar = value.into();
         operators::fill__Scalar::call(self, &value)?;
@@ -330,45 +377,53 @@ impl Tensor {
     }
 
     /// `aten::log(Tensor self) -> Tensor`
+    #[inline]
     pub fn log(&self) -> Result<Tensor> {
         operators::log::call(self)
     }
 
     /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn log_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::log_::call(self)?;
         Ok(self)
     }
 
     /// `aten::log1p(Tensor self) -> Tensor`
+    #[inline]
     pub fn log1p(&self) -> Result<Tensor> {
         operators::log1p::call(self)
     }
 
     /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn log1p_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::log1p_::call(self)?;
         Ok(self)
     }
 
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
         operators::mul_Tensor::call(self, other)
     }
 
     /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn mul_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::mul__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::mul.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn mul_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::mul_Scalar::call(self, &other)
     }
 
     /// `aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn mul_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::mul__Scalar::call(self, &other)?;
@@ -376,110 +431,130 @@ impl Tensor {
     }
 
     /// `aten::neg(Tensor self) -> Tensor`
+    #[inline]
     pub fn neg(&self) -> Result<Tensor> {
         operators::neg::call(self)
     }
 
     /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn neg_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::neg_::call(self)?;
         Ok(self)
     }
 
     /// `aten::relu(Tensor self) -> Tensor`
+    #[inline]
     pub fn relu(&self) -> Result<Tensor> {
         operators::relu::call(self)
     }
 
     /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn relu_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::relu_::call(self)?;
         Ok(self)
     }
 
     /// `aten::rsqrt(Tensor self) -> Tensor`
+    #[inline]
     pub fn rsqrt(&self) -> Result<Tensor> {
         operators::rsqrt::call(self)
     }
 
     /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn rsqrt_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::rsqrt_::call(self)?;
         Ok(self)
     }
 
     /// `aten::reciprocal(Tensor self) -> Tensor`
+    #[inline]
     pub fn reciprocal(&self) -> Result<Tensor> {
         operators::reciprocal::call(self)
     }
 
     /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn reciprocal_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::reciprocal_::call(self)?;
         Ok(self)
     }
 
     /// `aten::sigmoid(Tensor self) -> Tensor`
+    #[inline]
     pub fn sigmoid(&self) -> Result<Tensor> {
         operators::sigmoid::call(self)
     }
 
     /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn sigmoid_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::sigmoid_::call(self)?;
         Ok(self)
     }
 
     /// `aten::sin(Tensor self) -> Tensor`
+    #[inline]
     pub fn sin(&self) -> Result<Tensor> {
         operators::sin::call(self)
     }
 
     /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn sin_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::sin_::call(self)?;
         Ok(self)
     }
 
     /// `aten::sqrt(Tensor self) -> Tensor`
+    #[inline]
     pub fn sqrt(&self) -> Result<Tensor> {
         operators::sqrt::call(self)
     }
 
     /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn sqrt_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::sqrt_::call(self)?;
         Ok(self)
     }
 
     /// `aten::tan(Tensor self) -> Tensor`
+    #[inline]
     pub fn tan(&self) -> Result<Tensor> {
         operators::tan::call(self)
     }
 
     /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn tan_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::tan_::call(self)?;
         Ok(self)
     }
 
     /// `aten::tanh(Tensor self) -> Tensor`
+    #[inline]
     pub fn tanh(&self) -> Result<Tensor> {
         operators::tanh::call(self)
     }
 
     /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn tanh_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::tanh_::call(self)?;
         Ok(self)
     }
 
     /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
         operators::where_self::call(condition, self, other)
     }
 
     /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn where_scalar_other(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::where_ScalarOther::call(condition, self, &other)
@@ -488,6 +563,7 @@ impl Tensor {
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
         let alpha = Scalar::Int(1);
         operators::sub_Tensor::call(self, other, &alpha)
@@ -496,6 +572,7 @@ impl Tensor {
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn sub_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
         let alpha: Scalar = alpha.into();
         operators::sub_Tensor::call(self, other, &alpha)
@@ -504,6 +581,7 @@ impl Tensor {
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn sub_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         let alpha = Scalar::Int(1);
         operators::sub__Tensor::call(self, other, &alpha)?;
@@ -513,6 +591,7 @@ impl Tensor {
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn sub_with_<'a>(&'a self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
         let alpha: Scalar = alpha.into();
         operators::sub__Tensor::call(self, other, &alpha)?;
@@ -522,6 +601,7 @@ impl Tensor {
     /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn sub_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         let alpha = Scalar::Int(1);
@@ -531,6 +611,7 @@ impl Tensor {
     /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn sub_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         let alpha: Scalar = alpha.into();
@@ -540,6 +621,7 @@ impl Tensor {
     /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Defaults: `alpha` = `Int(1)`.
+    #[inline]
     pub fn sub_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         let alpha = Scalar::Int(1);
@@ -550,6 +632,7 @@ impl Tensor {
     /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn sub_scalar_with_<'a>(&'a self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         let alpha: Scalar = alpha.into();
@@ -560,6 +643,7 @@ impl Tensor {
     /// `aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `non_blocking` = `false`, `copy` = `false`, `memory_format` = `None`.
+    #[inline]
     pub fn to_dtype_layout(&self) -> Result<Tensor> {
         operators::to_dtype_layout::call(self, None, None, None, None, false, false, None)
     }
@@ -567,6 +651,7 @@ impl Tensor {
     /// `aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn to_dtype_layout_with(&self, dtype: Option<ScalarType>, layout: Option<crate::native::Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
         operators::to_dtype_layout::call(self, dtype, layout, device, pin_memory, non_blocking, copy, memory_format)
     }
@@ -574,6 +659,7 @@ impl Tensor {
     /// `aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Defaults: `non_blocking` = `false`, `copy` = `false`, `memory_format` = `None`.
+    #[inline]
     pub fn to_device(&self, device: Device, dtype: ScalarType) -> Result<Tensor> {
         operators::to_device::call(self, device, dtype, false, false, None)
     }
@@ -581,6 +667,7 @@ impl Tensor {
     /// `aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn to_device_with(&self, device: Device, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
         operators::to_device::call(self, device, dtype, non_blocking, copy, memory_format)
     }
@@ -588,6 +675,7 @@ impl Tensor {
     /// `aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Defaults: `non_blocking` = `false`, `copy` = `false`, `memory_format` = `None`.
+    #[inline]
     pub fn to_dtype(&self, dtype: ScalarType) -> Result<Tensor> {
         operators::to_dtype::call(self, dtype, false, false, None)
     }
@@ -595,6 +683,7 @@ impl Tensor {
     /// `aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn to_dtype_with(&self, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
         operators::to_dtype::call(self, dtype, non_blocking, copy, memory_format)
     }
@@ -602,6 +691,7 @@ impl Tensor {
     /// `aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Defaults: `non_blocking` = `false`, `copy` = `false`, `memory_format` = `None`.
+    #[inline]
     pub fn to_other(&self, other: &Tensor) -> Result<Tensor> {
         operators::to_other::call(self, other, false, false, None)
     }
@@ -609,11 +699,13 @@ impl Tensor {
     /// `aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn to_other_with(&self, other: &Tensor, non_blocking: bool, copy: bool, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
         operators::to_other::call(self, other, non_blocking, copy, memory_format)
     }
 
     /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn eq_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::eq__Scalar::call(self, &other)?;
@@ -621,23 +713,27 @@ impl Tensor {
     }
 
     /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn eq_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::eq__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn bitwise_and_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_and_Scalar::call(self, &other)
     }
 
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
         operators::bitwise_and_Tensor::call(self, other)
     }
 
     /// `aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_and_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_and__Scalar::call(self, &other)?;
@@ -645,23 +741,27 @@ impl Tensor {
     }
 
     /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_and_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::bitwise_and__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn bitwise_or_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_or_Scalar::call(self, &other)
     }
 
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
         operators::bitwise_or_Tensor::call(self, other)
     }
 
     /// `aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_or_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_or__Scalar::call(self, &other)?;
@@ -669,23 +769,27 @@ impl Tensor {
     }
 
     /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_or_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::bitwise_or__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn bitwise_xor_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_xor_Scalar::call(self, &other)
     }
 
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
         operators::bitwise_xor_Tensor::call(self, other)
     }
 
     /// `aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_xor_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::bitwise_xor__Scalar::call(self, &other)?;
@@ -693,12 +797,14 @@ impl Tensor {
     }
 
     /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn bitwise_xor_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::bitwise_xor__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
+    #[inline]
     pub fn lerp_scalar_<'a>(&'a self, end: &Tensor, weight: impl Into<Scalar>) -> Result<&'a Tensor> {
         let weight: Scalar = weight.into();
         operators::lerp__Scalar::call(self, end, &weight)?;
@@ -706,23 +812,27 @@ impl Tensor {
     }
 
     /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
+    #[inline]
     pub fn lerp_<'a>(&'a self, end: &Tensor, weight: &Tensor) -> Result<&'a Tensor> {
         operators::lerp__Tensor::call(self, end, weight)?;
         Ok(self)
     }
 
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn ne_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::ne_Scalar::call(self, &other)
     }
 
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn ne(&self, other: &Tensor) -> Result<Tensor> {
         operators::ne_Tensor::call(self, other)
     }
 
     /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn ne_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::ne__Scalar::call(self, &other)?;
@@ -730,34 +840,40 @@ impl Tensor {
     }
 
     /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn ne_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::ne__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn eq_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::eq_Scalar::call(self, &other)
     }
 
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn eq(&self, other: &Tensor) -> Result<Tensor> {
         operators::eq_Tensor::call(self, other)
     }
 
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn ge_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::ge_Scalar::call(self, &other)
     }
 
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn ge(&self, other: &Tensor) -> Result<Tensor> {
         operators::ge_Tensor::call(self, other)
     }
 
     /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn ge_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::ge__Scalar::call(self, &other)?;
@@ -765,23 +881,27 @@ impl Tensor {
     }
 
     /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn ge_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::ge__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn le_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::le_Scalar::call(self, &other)
     }
 
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn le(&self, other: &Tensor) -> Result<Tensor> {
         operators::le_Tensor::call(self, other)
     }
 
     /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn le_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::le__Scalar::call(self, &other)?;
@@ -789,23 +909,27 @@ impl Tensor {
     }
 
     /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn le_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::le__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn gt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::gt_Scalar::call(self, &other)
     }
 
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn gt(&self, other: &Tensor) -> Result<Tensor> {
         operators::gt_Tensor::call(self, other)
     }
 
     /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn gt_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::gt__Scalar::call(self, &other)?;
@@ -813,23 +937,27 @@ impl Tensor {
     }
 
     /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn gt_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::gt__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn lt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::lt_Scalar::call(self, &other)
     }
 
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn lt(&self, other: &Tensor) -> Result<Tensor> {
         operators::lt_Tensor::call(self, other)
     }
 
     /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn lt_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::lt__Scalar::call(self, &other)?;
@@ -837,6 +965,7 @@ impl Tensor {
     }
 
     /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn lt_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::lt__Tensor::call(self, other)?;
         Ok(self)
@@ -845,6 +974,7 @@ impl Tensor {
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     ///
     /// Defaults: `value` = `Int(1)`.
+    #[inline]
     pub fn addcmul(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         let value = Scalar::Int(1);
         operators::addcmul::call(self, tensor1, tensor2, &value)
@@ -853,6 +983,7 @@ impl Tensor {
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn addcmul_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value: Scalar = value.into();
         operators::addcmul::call(self, tensor1, tensor2, &value)
@@ -861,6 +992,7 @@ impl Tensor {
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     ///
     /// Defaults: `value` = `Int(1)`.
+    #[inline]
     pub fn addcmul_<'a>(&'a self, tensor1: &Tensor, tensor2: &Tensor) -> Result<&'a Tensor> {
         let value = Scalar::Int(1);
         operators::addcmul_::call(self, tensor1, tensor2, &value)?;
@@ -870,6 +1002,7 @@ impl Tensor {
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn addcmul_with_<'a>(&'a self, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
         let value: Scalar = value.into();
         operators::addcmul_::call(self, tensor1, tensor2, &value)?;
@@ -879,6 +1012,7 @@ impl Tensor {
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     ///
     /// Defaults: `value` = `Int(1)`.
+    #[inline]
     pub fn addcdiv(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         let value = Scalar::Int(1);
         operators::addcdiv::call(self, tensor1, tensor2, &value)
@@ -887,6 +1021,7 @@ impl Tensor {
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn addcdiv_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value: Scalar = value.into();
         operators::addcdiv::call(self, tensor1, tensor2, &value)
@@ -895,6 +1030,7 @@ impl Tensor {
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     ///
     /// Defaults: `value` = `Int(1)`.
+    #[inline]
     pub fn addcdiv_<'a>(&'a self, tensor1: &Tensor, tensor2: &Tensor) -> Result<&'a Tensor> {
         let value = Scalar::Int(1);
         operators::addcdiv_::call(self, tensor1, tensor2, &value)?;
@@ -904,6 +1040,7 @@ impl Tensor {
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
     ///
     /// Takes every argument, those with defaults included.
+    #[inline]
     pub fn addcdiv_with_<'a>(&'a self, tensor1: &Tensor, tensor2: &Tensor, value: impl Into<Scalar>) -> Result<&'a Tensor> {
         let value: Scalar = value.into();
         operators::addcdiv_::call(self, tensor1, tensor2, &value)?;
@@ -911,34 +1048,40 @@ impl Tensor {
     }
 
     /// `aten::sign(Tensor self) -> Tensor`
+    #[inline]
     pub fn sign(&self) -> Result<Tensor> {
         operators::sign::call(self)
     }
 
     /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
     pub fn sign_<'a>(&'a self) -> Result<&'a Tensor> {
         operators::sign_::call(self)?;
         Ok(self)
     }
 
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
+    #[inline]
     pub fn lerp_scalar(&self, end: &Tensor, weight: impl Into<Scalar>) -> Result<Tensor> {
         let weight: Scalar = weight.into();
         operators::lerp_Scalar::call(self, end, &weight)
     }
 
     /// `aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`
+    #[inline]
     pub fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         operators::lerp_Tensor::call(self, end, weight)
     }
 
     /// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn fmod_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::fmod_Scalar::call(self, &other)
     }
 
     /// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn fmod_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::fmod__Scalar::call(self, &other)?;
@@ -946,23 +1089,27 @@ impl Tensor {
     }
 
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
         operators::fmod_Tensor::call(self, other)
     }
 
     /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn fmod_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::fmod__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
     pub fn remainder_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
         let other: Scalar = other.into();
         operators::remainder_Scalar::call(self, &other)
     }
 
     /// `aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
     pub fn remainder_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
         let other: Scalar = other.into();
         operators::remainder__Scalar::call(self, &other)?;
@@ -970,38 +1117,45 @@ impl Tensor {
     }
 
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
         operators::remainder_Tensor::call(self, other)
     }
 
     /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
     pub fn remainder_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
         operators::remainder__Tensor::call(self, other)?;
         Ok(self)
     }
 
     /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
         operators::maximum::call(self, other)
     }
 
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+    #[inline]
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
         operators::minimum::call(self, other)
     }
 
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+    #[inline]
     pub fn pow_tensor_tensor(&self, exponent: &Tensor) -> Result<Tensor> {
         operators::pow_Tensor_Tensor::call(self, exponent)
     }
 
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+    #[inline]
     pub fn pow_tensor_scalar(&self, exponent: impl Into<Scalar>) -> Result<Tensor> {
         let exponent: Scalar = exponent.into();
         operators::pow_Tensor_Scalar::call(self, &exponent)
     }
 
     /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+    #[inline]
     pub fn pow_scalar_<'a>(&'a self, exponent: impl Into<Scalar>) -> Result<&'a Tensor> {
         let exponent: Scalar = exponent.into();
         operators::pow__Scalar::call(self, &exponent)?;
@@ -1009,6 +1163,7 @@ impl Tensor {
     }
 
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+    #[inline]
     pub fn pow_<'a>(&'a self, exponent: &Tensor) -> Result<&'a Tensor> {
         operators::pow__Tensor::call(self, exponent)?;
         Ok(self)

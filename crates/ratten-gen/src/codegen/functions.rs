@@ -190,6 +190,9 @@ pub fn emit_functions(model: &Model, opts: &GenOptions) -> String {
     for op in model.ops.iter().filter(|o| o.function) {
         for (name, all) in forms(op) {
             doc_lines(&mut w, op, all);
+            // Inline, as PyTorch's `at::add` is (Functions.h): the call goes straight to
+            // the operator's out-of-line dispatch, `operators::*::call`.
+            w.line("#[inline]");
             let r = render(op, &name, all, Form::Function);
             w.block(format!("{} {{", r.signature), "}", |w| {
                 for l in &r.body {
@@ -221,6 +224,7 @@ pub fn emit_methods(model: &Model, opts: &GenOptions) -> String {
                 for op in &methods {
                     for (name, all) in forms(op) {
                         doc_lines(w, op, all);
+                        w.line("#[inline]");
                         let r = render(op, &name, all, Form::Method);
                         w.block(format!("{} {{", r.signature), "}", |w| {
                             for l in &r.body {

@@ -15,6 +15,7 @@ use super::{backends, operators};
 /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
 ///
 /// Defaults: `scale` = `1.0`.
+#[inline]
 pub fn scaled_add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::scaled_add::call(self_, other, 1.0)
 }
@@ -22,6 +23,7 @@ pub fn scaled_add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn scaled_add_with(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
     operators::scaled_add::call(self_, other, scale)
 }
@@ -29,6 +31,7 @@ pub fn scaled_add_with(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Ten
 /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `scale` = `1.0`.
+#[inline]
 pub fn scaled_add_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
     operators::scaled_add_out::call(self_, other, 1.0, out)?;
     Ok(out)
@@ -37,6 +40,7 @@ pub fn scaled_add_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Re
 /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Takes every argument, those with defaults included.
+#[inline]
 pub fn scaled_add_out_with<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor, scale: f64) -> Result<&'a Tensor> {
     operators::scaled_add_out::call(self_, other, scale, out)?;
     Ok(out)
