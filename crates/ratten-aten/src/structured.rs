@@ -427,11 +427,23 @@ impl MetaBase for StructuredInplace<'_> {
         &self,
         idx: usize,
         sizes: &[i64],
-        _strides: &[i64],
+        strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
+        self.set_output_raw_strided_and_get(idx, sizes, strides, options)
+            .map(drop)
+    }
+    // Overridden so that a TensorIterator's one call checks and answers (no second dyn call).
+    fn set_output_raw_strided_and_get(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        _strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
         check_idx(idx, self.given.outputs.len())?;
-        check_inplace(self.given.outputs[idx], sizes, options)
+        check_inplace(self.given.outputs[idx], sizes, options)?;
+        Ok(self.given.output(idx).ok())
     }
     fn set_output_strided(
         &self,
@@ -481,8 +493,20 @@ impl MetaBase for StructuredOut<'_> {
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
+        self.set_output_raw_strided_and_get(idx, sizes, strides, options)
+            .map(drop)
+    }
+    // Overridden as the in-place wrapper's is.
+    fn set_output_raw_strided_and_get(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        strides: &[i64],
+        options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
         check_idx(idx, self.given.outputs.len())?;
-        resize_out(self.given.outputs[idx], sizes, strides, options)
+        resize_out(self.given.outputs[idx], sizes, strides, options)?;
+        Ok(self.given.output(idx).ok())
     }
     fn set_output_strided(
         &self,

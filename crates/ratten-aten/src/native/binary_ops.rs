@@ -126,7 +126,9 @@ fn build_comparison<'a>(
 // add / sub / rsub / mul / div
 // ---------------------------------------------------------------------------------------------
 
-/// `TORCH_META_FUNC2(add, Tensor)`.
+/// `TORCH_META_FUNC2(add, Tensor)`. Inlined into its wrappers: a small add pays no frame for
+/// it (Note [Small-op latency]).
+#[inline]
 pub fn add_tensor_meta<'a>(
     m: &'a dyn MetaBase,
     self_: &'a Tensor,
