@@ -422,46 +422,58 @@ impl<'a> StructuredInplace<'a> {
     }
 }
 
-impl MetaBase for StructuredInplace<'_> {
-    fn set_output_raw_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided_and_get(idx, sizes, strides, options)
-            .map(drop)
-    }
-    // Overridden so that a TensorIterator's one call checks and answers (no second dyn call).
-    fn set_output_raw_strided_and_get(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        _strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<Option<&Tensor>> {
-        check_idx(idx, self.given.outputs.len())?;
-        check_inplace(self.given.outputs[idx], sizes, options)?;
-        Ok(self.given.output(idx).ok())
-    }
-    fn set_output_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided(idx, sizes, strides, options)?;
-        self.given.maybe_proxy(idx, sizes, strides, options)
-    }
-    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
-        self.given.output(idx).ok()
-    }
-    fn num_outputs(&self) -> usize {
-        self.given.outputs.len()
-    }
+/// The MetaBase of a wrapper over given outputs (in-place, out=): `$check(out, sizes, strides,
+/// options)` is what setting output `idx` does to the given tensor; the TensorIterator's
+/// set-and-get is answered in one call (no second dyn call), and `set_output_strided` adds a
+/// proxy when the given output lacks the strides asked for.
+macro_rules! given_outputs_meta_base {
+    ($ty:ident, |$out:ident, $sizes:ident, $strides:ident, $options:ident| $check:block) => {
+        impl MetaBase for $ty<'_> {
+            fn set_output_raw_strided(
+                &self,
+                idx: usize,
+                sizes: &[i64],
+                strides: &[i64],
+                options: TensorOptions,
+            ) -> Result<()> {
+                self.set_output_raw_strided_and_get(idx, sizes, strides, options)
+                    .map(drop)
+            }
+            fn set_output_raw_strided_and_get(
+                &self,
+                idx: usize,
+                $sizes: &[i64],
+                $strides: &[i64],
+                $options: TensorOptions,
+            ) -> Result<Option<&Tensor>> {
+                check_idx(idx, self.given.outputs.len())?;
+                let $out = self.given.outputs[idx];
+                $check?;
+                Ok(self.given.output(idx).ok())
+            }
+            fn set_output_strided(
+                &self,
+                idx: usize,
+                sizes: &[i64],
+                strides: &[i64],
+                options: TensorOptions,
+            ) -> Result<()> {
+                self.set_output_raw_strided(idx, sizes, strides, options)?;
+                self.given.maybe_proxy(idx, sizes, strides, options)
+            }
+            fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
+                self.given.output(idx).ok()
+            }
+            fn num_outputs(&self) -> usize {
+                self.given.outputs.len()
+            }
+        }
+    };
 }
+
+given_outputs_meta_base!(StructuredInplace, |out, sizes, _strides, options| {
+    check_inplace(out, sizes, options)
+});
 
 /// The out= wrapper: resizes `out` when its shape differs (torchgen's `resize_out`), with a
 /// proxy when `set_output_strided` asks for strides `out` does not have.
@@ -485,46 +497,9 @@ impl<'a> StructuredOut<'a> {
     }
 }
 
-impl MetaBase for StructuredOut<'_> {
-    fn set_output_raw_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided_and_get(idx, sizes, strides, options)
-            .map(drop)
-    }
-    // Overridden as the in-place wrapper's is.
-    fn set_output_raw_strided_and_get(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<Option<&Tensor>> {
-        check_idx(idx, self.given.outputs.len())?;
-        resize_out(self.given.outputs[idx], sizes, strides, options)?;
-        Ok(self.given.output(idx).ok())
-    }
-    fn set_output_strided(
-        &self,
-        idx: usize,
-        sizes: &[i64],
-        strides: &[i64],
-        options: TensorOptions,
-    ) -> Result<()> {
-        self.set_output_raw_strided(idx, sizes, strides, options)?;
-        self.given.maybe_proxy(idx, sizes, strides, options)
-    }
-    fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
-        self.given.output(idx).ok()
-    }
-    fn num_outputs(&self) -> usize {
-        self.given.outputs.len()
-    }
-}
+given_outputs_meta_base!(StructuredOut, |out, sizes, strides, options| {
+    resize_out(out, sizes, strides, options)
+});
 
 // ---------------------------------------------------------------------------------------------
 // The helpers of the wrappers (RegisterDispatchKey.cpp's create_out, check_inplace, resize_out,

@@ -25,6 +25,17 @@ fn meta() -> TensorBase {
 
 type T2 = (TensorBase, TensorBase);
 
+fn impl_lib(ns: &str, key: DispatchKey) -> Library {
+    Library::new(
+        ratten_dispatch::LibraryKind::Impl,
+        ns,
+        Some(key),
+        file!(),
+        line!(),
+    )
+    .unwrap()
+}
+
 fn tag_kernel(tag: i64) -> CppFunction {
     CppFunction::typed::<T2, i64, _>(move |_a: &TensorBase, _b: &TensorBase| Ok(tag))
 }
@@ -583,14 +594,7 @@ fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_st
     let op = TypedOperatorHandle::<T2, i64>::find("calls_skip::f", "").unwrap();
     // Without a CPU kernel the autograd slots are the fallback already (a missing kernel is
     // reported from CPU either way).
-    let mut c = Library::new(
-        ratten_dispatch::LibraryKind::Impl,
-        "calls_skip",
-        Some(DispatchKey::CPU),
-        file!(),
-        line!(),
-    )
-    .unwrap();
+    let mut c = impl_lib("calls_skip", DispatchKey::CPU);
     // The CPU kernel reports the key set it was called with.
     c.impl_(
         "f",
@@ -599,6 +603,7 @@ fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_st
         ),
     )
     .unwrap();
+    let skips = |c: BackendComponent| op.handle().typed_call_skips_autograd(c);
     let (a, b) = (cpu(), cpu());
     let boxed = |op: &TypedOperatorHandle<T2, i64>| {
         let mut stack: Stack = vec![IValue::Tensor(a.clone()), IValue::Tensor(b.clone())];
@@ -608,17 +613,11 @@ fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_st
             other => panic!("unexpected stack {other:?}"),
         }
     };
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(skips(BackendComponent::CPUBit));
     // A backend without the autograd fallback (IPU: its slot is missing) keeps the full path,
     // and so does a key set without a backend.
-    assert!(!op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::IPUBit));
-    assert!(!op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::InvalidBit));
+    assert!(!skips(BackendComponent::IPUBit));
+    assert!(!skips(BackendComponent::InvalidBit));
     let seen = op.call((&a, &b)).unwrap();
     // The boxed call runs the fallback's redispatch: the same key set reaches the kernel.
     assert_eq!(seen, boxed(&op));
@@ -628,78 +627,34 @@ fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_st
 
     // An autograd kernel for another backend: that backend's calls take the full path, CPU's
     // still skip.
-    let mut cuda_ag = Library::new(
-        ratten_dispatch::LibraryKind::Impl,
-        "calls_skip",
-        Some(DispatchKey::AutogradCUDA),
-        file!(),
-        line!(),
-    )
-    .unwrap();
+    let mut cuda_ag = impl_lib("calls_skip", DispatchKey::AutogradCUDA);
     cuda_ag.impl_("f", tag_kernel(7)).unwrap();
-    assert!(!op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CUDABit));
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(!skips(BackendComponent::CUDABit));
+    assert!(skips(BackendComponent::CPUBit));
     assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
     drop(cuda_ag);
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CUDABit));
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(skips(BackendComponent::CUDABit));
+    assert!(skips(BackendComponent::CPUBit));
 
     // An AutogradOther kernel (a sparse tensor's autograd key) stops every backend skipping.
-    let mut other_ag = Library::new(
-        ratten_dispatch::LibraryKind::Impl,
-        "calls_skip",
-        Some(DispatchKey::AutogradOther),
-        file!(),
-        line!(),
-    )
-    .unwrap();
+    let mut other_ag = impl_lib("calls_skip", DispatchKey::AutogradOther);
     other_ag.impl_("f", tag_kernel(8)).unwrap();
-    assert!(!op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(!skips(BackendComponent::CPUBit));
     assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
     drop(other_ag);
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(skips(BackendComponent::CPUBit));
 
     // An AutogradCPU kernel is called, and skipping resumes once it is gone.
-    let mut ag = Library::new(
-        ratten_dispatch::LibraryKind::Impl,
-        "calls_skip",
-        Some(DispatchKey::AutogradCPU),
-        file!(),
-        line!(),
-    )
-    .unwrap();
+    let mut ag = impl_lib("calls_skip", DispatchKey::AutogradCPU);
     ag.impl_("f", tag_kernel(100)).unwrap();
-    assert!(!op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(!skips(BackendComponent::CPUBit));
     assert_eq!(op.call((&a, &b)).unwrap(), 100);
     drop(ag);
-    assert!(op
-        .handle()
-        .typed_call_skips_autograd(BackendComponent::CPUBit));
+    assert!(skips(BackendComponent::CPUBit));
     assert_eq!(op.call((&a, &b)).unwrap(), seen.raw_repr() as i64);
 
     // A key above autograd in the set: its kernel sees the autograd key, as without skipping.
-    let mut tr = Library::new(
-        ratten_dispatch::LibraryKind::Impl,
-        "calls_skip",
-        Some(DispatchKey::Tracer),
-        file!(),
-        line!(),
-    )
-    .unwrap();
+    let mut tr = impl_lib("calls_skip", DispatchKey::Tracer);
     tr.impl_(
         "f",
         CppFunction::typed_with_keyset::<T2, i64, _>(
