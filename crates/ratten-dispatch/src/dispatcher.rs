@@ -120,11 +120,10 @@ pub(crate) struct OperatorEntry {
     /// `nonFallthroughKeysPerBackend_`.
     non_fallthrough_per_backend: [AtomicU64; NUM_BACKENDS as usize],
     requires_per_backend: AtomicBool,
-    /// What typed calls AND into their key set to skip the autograd keys: the autograd
-    /// functionality bits cleared while every autograd slot is the framework's autograd
-    /// fallback or a fallthrough, else FULL. See Note [Typed calls skip the autograd
-    /// fallback].
-    /// Indexed by the key set's highest backend component.
+    /// What a typed call ANDs into its key set, by the set's highest backend component b:
+    /// without the autograd bits while Autograd<b>'s and AutogradOther's slots are the
+    /// framework's autograd fallback (or fallthroughs), else FULL. See Note [Typed calls skip
+    /// the autograd fallback].
     typed_autograd_skip: [AtomicU64; NUM_BACKENDS as usize + 1],
     /// Number of schema arguments (for boxed key extraction); usize::MAX without a schema.
     num_args: AtomicUsize,
