@@ -221,6 +221,23 @@ pub trait MetaBase {
     /// How many outputs the operator has.
     fn num_outputs(&self) -> usize;
 
+    /// Announces that output `idx`, a given one (the in-place `self`, the out= `out`: what
+    /// `maybe_get_output(idx)` returned before the build), keeps its own `sizes` (and
+    /// strides), dtype and device, and returns it: what `set_output_raw_strided_and_get(idx,
+    /// sizes, &[], options)` with exactly those does (the default), which for the in-place and
+    /// out= wrappers checks and resizes nothing. A TensorIterator calls this where its build
+    /// found the given output already of the iteration's shape and dtype (the compact build,
+    /// Note [TensorIterator trivial build]), so an out= or in-place call of a small op does
+    /// not read the output's metadata once more to learn that nothing changes.
+    fn keep_output_and_get(
+        &self,
+        idx: usize,
+        sizes: &[i64],
+        options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
+        self.set_output_raw_strided_and_get(idx, sizes, &[], options)
+    }
+
     /// `set_output_raw_strided(idx, ..)` and then `maybe_get_output(idx)`, in one call (what a
     /// TensorIterator does with each output; the functional wrapper answers both at once).
     fn set_output_raw_strided_and_get(
@@ -449,6 +466,23 @@ macro_rules! given_outputs_meta_base {
                 check_idx(idx, self.given.outputs.len())?;
                 let $out = self.given.outputs[idx];
                 $check?;
+                Ok(self.given.output(idx).ok())
+            }
+            fn keep_output_and_get(
+                &self,
+                idx: usize,
+                sizes: &[i64],
+                options: TensorOptions,
+            ) -> Result<Option<&Tensor>> {
+                check_idx(idx, self.given.outputs.len())?;
+                let out = self.given.outputs[idx];
+                // The caller read these from `out` itself: the check would pass.
+                debug_assert!(
+                    options.dtype_or_default() == out.dtype()
+                        && options.device_or_default() == out.device()
+                        && same_dims(&out.sizes(), sizes),
+                    "keep_output_and_get: output {idx} announced with other sizes or options"
+                );
                 Ok(self.given.output(idx).ok())
             }
             fn set_output_strided(

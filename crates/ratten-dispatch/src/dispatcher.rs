@@ -1154,12 +1154,40 @@ impl OperatorHandle {
                     s.schema, s.debug
                 )));
             }
+            if let Some(k) = R::ALIASED_ARG {
+                check_aliased_return(&s.schema, k)?;
+            }
         }
         Ok(TypedOperatorHandle {
             op: *self,
             _sig: PhantomData,
         })
     }
+}
+
+/// A typed call returning [`Aliased<k>`](crate::ivalue::Aliased) gives back argument `k`
+/// instead of the kernel's return: that is only the same thing when the schema says so, with
+/// one return written through the same alias set as argument `k` (`Tensor(a!) out) ->
+/// Tensor(a!)`).
+fn check_aliased_return(schema: &FunctionSchema, k: usize) -> Result<()> {
+    let written = |a: Option<&ratten_schema::AliasInfo>| {
+        a.filter(|a| a.is_write)
+            .and_then(|a| a.before_sets.first().cloned())
+    };
+    let ret = schema
+        .returns
+        .first()
+        .and_then(|r| written(r.alias_info.as_ref()));
+    let arg = schema
+        .arguments
+        .get(k)
+        .and_then(|a| written(a.alias_info.as_ref()));
+    if schema.returns.len() == 1 && ret.is_some() && ret == arg {
+        return Ok(());
+    }
+    Err(Error::runtime(format!(
+        "\nTried to access or call an operator with a wrong signature.\n  operator: {schema}\n  reason: the call returns argument {k} itself (Aliased<{k}>), but the schema's return is not that argument, written"
+    )))
 }
 
 /// A handle for typed calls: `A` is the tuple of argument types (`(TensorBase, TensorBase)`),

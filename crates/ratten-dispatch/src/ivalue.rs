@@ -552,14 +552,58 @@ pub trait KernelArgs: Sized + Send + 'static {
     /// Pops `LEN` arguments off the end of a stack.
     fn pop(stack: &mut Stack) -> Result<Self>;
     fn borrow(&self) -> Self::Refs<'_>;
+    /// Argument `k`, boxed (what the boxed form of a kernel returning it leaves on the stack,
+    /// see [`Aliased`]); `None` when there is no argument `k`.
+    fn into_ivalue_at(self, k: usize) -> Option<IValue>;
 }
 
-/// What a typed kernel returns: `()`, one [`KernelValue`], or a tuple of them.
+/// What a typed kernel returns: `()`, one [`KernelValue`], a tuple of them, or [`Aliased`].
 pub trait KernelReturn: Sized + Send + 'static {
     const LEN: usize;
+    /// `Some(k)` when the return is argument `k` itself ([`Aliased`]): the boxed form of the
+    /// kernel then pushes that argument, and `push` pushes nothing.
+    const ALIASED_ARG: Option<usize> = None;
     fn schema_types() -> Vec<Type>;
     fn push(self, stack: &mut Stack);
     fn pop(stack: &mut Stack) -> Result<Self>;
+}
+
+/// The return of an operator whose one return is its argument `ARG`, written in place
+/// (`add_(Tensor(a!) self, ..) -> Tensor(a!)`, `add.out(.., Tensor(a!) out) -> Tensor(a!)`).
+///
+/// Note [Aliased returns]: PyTorch's kernels for these return `Tensor&`, a reference to the
+/// argument, so an in-place or out= call neither makes nor drops a handle; its boxed wrapper
+/// (c10's `BoxedKernelWrapper` for in-place and out= signatures) likewise returns the
+/// argument it was given, not what the boxed kernel left on the stack. ratten's typed calls of
+/// such an operator return this marker (nothing to count: a cloned and dropped handle is two
+/// atomic operations, ~10 ns of a ~110 ns one-element `add_`), and the caller, who holds the
+/// argument, returns it (`functions::add_out` returns `out`). A typed kernel registered
+/// with this return type returns `Ok(Aliased)` (ratten-aten's kernels return `&'a Tensor`
+/// borrowed from the argument, as PyTorch's do, and the generated registration adapts them);
+/// its boxed form pushes argument `ARG`, so boxed callers see the argument. A typed call
+/// that reaches a boxed kernel checks that it left one tensor and returns the marker. A kernel
+/// registered with another return type (`Tensor`) still serves these calls, through its boxed
+/// form. `TypedOperatorHandle::find` accepts `Aliased<ARG>` only for a schema whose one
+/// return is argument `ARG`, written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Aliased<const ARG: usize>;
+
+impl<const ARG: usize> KernelReturn for Aliased<ARG> {
+    const LEN: usize = 1;
+    const ALIASED_ARG: Option<usize> = Some(ARG);
+    fn schema_types() -> Vec<Type> {
+        vec![Type::Tensor]
+    }
+    fn push(self, _stack: &mut Stack) {}
+    fn pop(stack: &mut Stack) -> Result<Self> {
+        match stack.pop() {
+            Some(IValue::Tensor(_)) => Ok(Aliased),
+            Some(v) => Err(expected("Tensor", &v)),
+            None => Err(Error::runtime(
+                "Expected 1 return on the stack but found none",
+            )),
+        }
+    }
 }
 
 fn take_last<'s>(
@@ -602,6 +646,13 @@ macro_rules! tuple_impls {
             #[allow(clippy::unused_unit)]
             fn borrow(&self) -> Self::Refs<'_> {
                 ($(self.$i.borrow(),)*)
+            }
+            #[allow(unused_variables)]
+            fn into_ivalue_at(self, k: usize) -> Option<IValue> {
+                $(if k == $i {
+                    return Some(self.$i.into_ivalue());
+                })*
+                None
             }
         }
     };

@@ -153,7 +153,16 @@ impl KernelFunction {
             move |_: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
                 let args = A::pop(stack)?;
                 let r = boxed_typed.call(ks, args.borrow())?;
-                r.push(stack);
+                match R::ALIASED_ARG {
+                    // Note [Aliased returns]: the boxed form returns the argument itself.
+                    Some(k) => stack.push(args.into_ivalue_at(k).ok_or_else(|| {
+                        Error::runtime(format!(
+                            "a kernel's return aliases argument {k}, but it takes {} arguments",
+                            A::LEN
+                        ))
+                    })?),
+                    None => r.push(stack),
+                }
                 Ok(())
             };
         let ptr = Arc::as_ptr(&typed) as *const ();

@@ -17,7 +17,7 @@ pub use dispatcher::{
     show_dispatch_trace, AliasAnalysisKind, Dispatcher, OperatorHandle, RegistrationHandle,
     TypedOperatorHandle,
 };
-pub use ivalue::{IValue, KernelArgs, KernelReturn, KernelValue, Stack, TensorLike};
+pub use ivalue::{Aliased, IValue, KernelArgs, KernelReturn, KernelValue, Stack, TensorLike};
 pub use kernel_function::{
     clone_with_real_types, find_schema_differences, infer_function_schema, KernelFunction,
     TypedKernel, WithKeySet,

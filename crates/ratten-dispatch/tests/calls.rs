@@ -682,3 +682,98 @@ fn typed_call_skips_the_autograd_fallback_only_while_it_is_the_whole_autograd_st
         "{trace}"
     );
 }
+
+/// Note [Aliased returns]: a typed call of an operator returning its written argument gets
+/// the `Aliased` marker (no handle counted); boxed callers get that argument itself; a boxed
+/// kernel serves the typed call; the handle refuses `Aliased` for a schema that does not say
+/// the return is that argument.
+#[test]
+fn aliased_returns_give_back_the_argument() {
+    use ratten_dispatch::Aliased;
+    type Args = (TensorBase, i64, TensorBase);
+    let _s = SERIAL.lock();
+    let mut m = Library::new(
+        ratten_dispatch::LibraryKind::Def,
+        "calls_alias",
+        None,
+        file!(),
+        line!(),
+    )
+    .unwrap();
+    m.def("fill_out(Tensor self, int v, *, Tensor(a!) out) -> Tensor(a!)")
+        .unwrap();
+    m.def("plain(Tensor self, int v, Tensor out) -> Tensor")
+        .unwrap();
+    m.def("boxed_out(Tensor self, int v, *, Tensor(a!) out) -> Tensor(a!)")
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let mut cpu_lib = impl_lib("calls_alias", DispatchKey::CPU);
+    cpu_lib
+        .impl_(
+            "fill_out",
+            CppFunction::typed::<Args, Aliased<2>, _>(
+                move |_s: &TensorBase, _v: i64, _out: &TensorBase| {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    Ok(Aliased)
+                },
+            ),
+        )
+        .unwrap();
+    let (a, out) = (cpu(), cpu());
+
+    let op = TypedOperatorHandle::<Args, Aliased<2>>::find("calls_alias::fill_out", "").unwrap();
+    assert_eq!(op.call((&a, 3, &out)).unwrap(), Aliased);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // Boxed: the stack holds `out` itself, not a new tensor.
+    let mut stack: Stack = vec![
+        IValue::Tensor(a.clone()),
+        IValue::Int(3),
+        IValue::Tensor(out.clone()),
+    ];
+    op.handle().call_boxed(&mut stack).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    match stack.as_slice() {
+        [IValue::Tensor(t)] => assert!(t.is_same(&out)),
+        other => panic!("expected out on the stack, got {other:?}"),
+    }
+
+    // A boxed kernel serves the typed call; what it leaves must be one tensor.
+    let mut boxed_lib = impl_lib("calls_alias", DispatchKey::CPU);
+    boxed_lib
+        .impl_(
+            "boxed_out",
+            CppFunction::boxed(|_op, _ks, stack: &mut Stack| {
+                let out = stack.pop().unwrap();
+                let v = stack.pop().unwrap();
+                stack.pop();
+                stack.push(if matches!(v, IValue::Int(0)) {
+                    IValue::Int(0)
+                } else {
+                    out
+                });
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let bop = TypedOperatorHandle::<Args, Aliased<2>>::find("calls_alias::boxed_out", "").unwrap();
+    assert_eq!(bop.call((&a, 1, &out)).unwrap(), Aliased);
+    assert_eq!(
+        bop.call((&a, 0, &out)).unwrap_err().to_string(),
+        "Expected Tensor but got Int"
+    );
+
+    // Only a schema whose one return is argument 2, written, can be called as Aliased<2>.
+    let e = TypedOperatorHandle::<Args, Aliased<2>>::find("calls_alias::plain", "").unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "reason: the call returns argument 2 itself (Aliased<2>), but the schema's return is not that argument, written"
+        ),
+        "{e}"
+    );
+    let e = TypedOperatorHandle::<Args, Aliased<0>>::find("calls_alias::fill_out", "").unwrap_err();
+    assert!(e.to_string().contains("Aliased<0>"), "{e}");
+    // As a plain Tensor return, the same schema is fine (a boxed call of the typed kernel).
+    let op_t = TypedOperatorHandle::<Args, TensorBase>::find("calls_alias::fill_out", "").unwrap();
+    assert!(op_t.call((&a, 3, &out)).unwrap().is_same(&out));
+}

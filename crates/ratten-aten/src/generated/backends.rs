@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::structured::{self, Arg, MetaBase};
 use crate::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
@@ -18,7 +18,7 @@ pub mod cpu {
     use super::*;
 
     /// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn abs_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn abs_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::abs_out(self_, out)
     }
 
@@ -33,25 +33,25 @@ pub mod cpu {
     }
 
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    pub fn add_<'a>(self_: &'a Tensor, other: &Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
             crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn add_outf<'a>(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
             crate::native::add_out(&mut state, self_, other, alpha, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
@@ -65,14 +65,14 @@ pub mod cpu {
     }
 
     /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn argmax_outf(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    pub fn argmax_outf<'a>(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
             crate::native::argmax_out(&mut state, self_, dim, keepdim, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_not(Tensor self) -> Tensor`
@@ -86,44 +86,44 @@ pub mod cpu {
     }
 
     /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_not_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
             crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_not_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
             crate::native::bitwise_not_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_not_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_not_out(self_, out)
     }
 
     /// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_xor_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_xor_out(self_, other, out)
     }
 
     /// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_and_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_and_out(self_, other, out)
     }
 
     /// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_or_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_or_out(self_, other, out)
     }
 
@@ -148,47 +148,47 @@ pub mod cpu {
     }
 
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
-    pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+    pub fn clamp_<'a>(self_: &'a Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
             crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
-    pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    pub fn clamp_tensor_<'a>(self_: &'a Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
             crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
+    pub fn clamp_outf<'a>(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
             crate::native::clamp_out(&mut state, self_, min, max, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    pub fn clamp_tensor_outf<'a>(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
             crate::native::clamp_tensor_out(&mut state, self_, min, max, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::cos(Tensor self) -> Tensor`
@@ -202,25 +202,25 @@ pub mod cpu {
     }
 
     /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+    pub fn cos_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
             crate::native::cos_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn cos_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
             crate::native::cos_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -234,25 +234,25 @@ pub mod cpu {
     }
 
     /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn div_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
             crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn div_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
             crate::native::div_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
@@ -266,25 +266,25 @@ pub mod cpu {
     }
 
     /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
-    pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div_tensor_mode_<'a>(self_: &'a Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
             crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    pub fn div_out_mode_outf<'a>(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
             crate::native::div_out_mode(&mut state, self_, other, rounding_mode, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::exp(Tensor self) -> Tensor`
@@ -298,25 +298,25 @@ pub mod cpu {
     }
 
     /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+    pub fn exp_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
             crate::native::exp_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn exp_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
             crate::native::exp_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::expm1(Tensor self) -> Tensor`
@@ -330,34 +330,34 @@ pub mod cpu {
     }
 
     /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+    pub fn expm1_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
             crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn expm1_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
             crate::native::expm1_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
-    pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn fill_scalar_<'a>(self_: &'a Tensor, value: &Scalar) -> Result<&'a Tensor> {
         crate::native::fill_scalar_(self_, value)
     }
 
     /// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
-    pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    pub fn fill_<'a>(self_: &'a Tensor, value: &Tensor) -> Result<&'a Tensor> {
         crate::native::fill_(self_, value)
     }
 
@@ -372,25 +372,25 @@ pub mod cpu {
     }
 
     /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn log_(self_: &Tensor) -> Result<Tensor> {
+    pub fn log_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
             crate::native::log_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn log_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
             crate::native::log_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::log1p(Tensor self) -> Tensor`
@@ -404,25 +404,25 @@ pub mod cpu {
     }
 
     /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+    pub fn log1p_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
             crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn log1p_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
             crate::native::log1p_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -436,25 +436,25 @@ pub mod cpu {
     }
 
     /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn mul_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
             crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn mul_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
             crate::native::mul_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::neg(Tensor self) -> Tensor`
@@ -468,25 +468,25 @@ pub mod cpu {
     }
 
     /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
+    pub fn neg_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
             crate::native::neg_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn neg_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
             crate::native::neg_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::relu(Tensor self) -> Tensor`
@@ -495,7 +495,7 @@ pub mod cpu {
     }
 
     /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    pub fn relu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::relu_(self_)
     }
 
@@ -510,25 +510,25 @@ pub mod cpu {
     }
 
     /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+    pub fn rsqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
             crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn rsqrt_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
             crate::native::rsqrt_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::reciprocal(Tensor self) -> Tensor`
@@ -542,25 +542,25 @@ pub mod cpu {
     }
 
     /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+    pub fn reciprocal_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
             crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn reciprocal_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn reciprocal_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
             crate::native::reciprocal_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sigmoid(Tensor self) -> Tensor`
@@ -574,25 +574,25 @@ pub mod cpu {
     }
 
     /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sigmoid_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
             crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sigmoid_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
             crate::native::sigmoid_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sin(Tensor self) -> Tensor`
@@ -606,25 +606,25 @@ pub mod cpu {
     }
 
     /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sin_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
             crate::native::sin_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sin_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
             crate::native::sin_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sqrt(Tensor self) -> Tensor`
@@ -638,25 +638,25 @@ pub mod cpu {
     }
 
     /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
             crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sqrt_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
             crate::native::sqrt_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::tan(Tensor self) -> Tensor`
@@ -670,25 +670,25 @@ pub mod cpu {
     }
 
     /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+    pub fn tan_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
             crate::native::tan_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn tan_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
             crate::native::tan_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::tanh(Tensor self) -> Tensor`
@@ -702,25 +702,25 @@ pub mod cpu {
     }
 
     /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+    pub fn tanh_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
             crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn tanh_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
             crate::native::tanh_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
@@ -729,19 +729,19 @@ pub mod cpu {
     }
 
     /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn where_outf(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn where_outf<'a>(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::where_self_out(condition, self_, other, out)
     }
 
     /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn sub_outf<'a>(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
             crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -755,14 +755,14 @@ pub mod cpu {
     }
 
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    pub fn sub_<'a>(self_: &'a Tensor, other: &Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
             crate::native::sub_out(&mut state, self_, other, alpha, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -771,36 +771,36 @@ pub mod cpu {
     }
 
     /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn eq_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
             crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn eq_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
             crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -814,25 +814,25 @@ pub mod cpu {
     }
 
     /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_and_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -846,25 +846,25 @@ pub mod cpu {
     }
 
     /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_or_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -878,47 +878,47 @@ pub mod cpu {
     }
 
     /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
             crate::native::bitwise_xor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
-    pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+    pub fn lerp_scalar_<'a>(self_: &'a Tensor, end: &Tensor, weight: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
             crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
-    pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    pub fn lerp_<'a>(self_: &'a Tensor, end: &Tensor, weight: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
             crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn ne_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
             crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -932,14 +932,14 @@ pub mod cpu {
     }
 
     /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn ne_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
             crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -953,36 +953,36 @@ pub mod cpu {
     }
 
     /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn ne_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
             crate::native::ne_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn ne_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
             crate::native::ne_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn eq_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
             crate::native::eq_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -996,14 +996,14 @@ pub mod cpu {
     }
 
     /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn eq_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
             crate::native::eq_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1017,14 +1017,14 @@ pub mod cpu {
     }
 
     /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn ge_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
             crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -1038,14 +1038,14 @@ pub mod cpu {
     }
 
     /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn ge_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
             crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1059,36 +1059,36 @@ pub mod cpu {
     }
 
     /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn ge_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
             crate::native::ge_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn ge_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
             crate::native::ge_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn le_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
             crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -1102,14 +1102,14 @@ pub mod cpu {
     }
 
     /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn le_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
             crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1123,36 +1123,36 @@ pub mod cpu {
     }
 
     /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn le_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
             crate::native::le_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn le_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
             crate::native::le_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn gt_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
             crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -1166,14 +1166,14 @@ pub mod cpu {
     }
 
     /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn gt_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
             crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1187,36 +1187,36 @@ pub mod cpu {
     }
 
     /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn gt_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
             crate::native::gt_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn gt_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
             crate::native::gt_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn lt_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
             crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -1230,14 +1230,14 @@ pub mod cpu {
     }
 
     /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn lt_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
             crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1251,36 +1251,36 @@ pub mod cpu {
     }
 
     /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn lt_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
             crate::native::lt_scalar_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn lt_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
             crate::native::lt_tensor_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn addcmul_outf<'a>(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
@@ -1294,25 +1294,25 @@ pub mod cpu {
     }
 
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
-    pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn addcmul_<'a>(self_: &'a Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcmul_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn addcdiv_outf<'a>(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
@@ -1326,14 +1326,14 @@ pub mod cpu {
     }
 
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
-    pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn addcdiv_<'a>(self_: &'a Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
             crate::native::addcdiv_out(&mut state, self_, tensor1, tensor2, value, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sign(Tensor self) -> Tensor`
@@ -1347,47 +1347,47 @@ pub mod cpu {
     }
 
     /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sign_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sign_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
             crate::native::sign_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sign_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
             crate::native::sign_out(&mut state, self_, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn lerp_scalar_outf<'a>(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
             crate::native::lerp_scalar(&mut state, self_, end, weight, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn lerp_outf<'a>(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
             crate::native::lerp_tensor(&mut state, self_, end, weight, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
@@ -1411,14 +1411,14 @@ pub mod cpu {
     }
 
     /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn fmod_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
             crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1432,25 +1432,25 @@ pub mod cpu {
     }
 
     /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn fmod_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
             crate::native::fmod_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn remainder_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
             crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -1464,14 +1464,14 @@ pub mod cpu {
     }
 
     /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn remainder_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
             crate::native::remainder_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
@@ -1490,14 +1490,14 @@ pub mod cpu {
     }
 
     /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn maximum_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
             crate::native::maximum_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
@@ -1511,25 +1511,25 @@ pub mod cpu {
     }
 
     /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn minimum_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
             crate::native::minimum_out(&mut state, self_, other, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_tensor_tensor_outf<'a>(self_: &Tensor, exponent: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
@@ -1543,14 +1543,14 @@ pub mod cpu {
     }
 
     /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_scalar_outf<'a>(self_: &Scalar, exponent: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
             crate::native::pow_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
@@ -1564,14 +1564,14 @@ pub mod cpu {
     }
 
     /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_tensor_scalar_outf<'a>(self_: &Tensor, exponent: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
@@ -1585,25 +1585,25 @@ pub mod cpu {
     }
 
     /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
-    pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+    pub fn pow_scalar_<'a>(self_: &'a Tensor, exponent: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_scalar_out(&mut state, self_, exponent, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
-    pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    pub fn pow_<'a>(self_: &'a Tensor, exponent: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
             crate::native::pow_tensor_tensor_out(&mut state, self_, exponent, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 }
 
@@ -1617,7 +1617,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn abs_(self_: &Tensor) -> Result<Tensor> {
+    pub fn abs_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::abs_(self_)
     }
 
@@ -1627,7 +1627,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-    pub fn add_scalar_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    pub fn add_scalar_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Result<&'a Tensor> {
         crate::native::add_(self_, other, alpha)
     }
 
@@ -1637,7 +1637,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::logical_not_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn logical_not_(self_: &Tensor) -> Result<Tensor> {
+    pub fn logical_not_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_not_(self_)
     }
 
@@ -1647,7 +1647,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn logical_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn logical_xor_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         crate::native::logical_xor_(self_, other)
     }
 
@@ -1657,7 +1657,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn logical_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn logical_and_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         crate::native::logical_and_(self_, other)
     }
 
@@ -1667,12 +1667,12 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn logical_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn logical_or_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         crate::native::logical_or_(self_, other)
     }
 
     /// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
-    pub fn copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    pub fn copy_<'a>(self_: &'a Tensor, src: &Tensor, non_blocking: bool) -> Result<&'a Tensor> {
         crate::native::copy_(self_, src, non_blocking)
     }
 
@@ -1682,7 +1682,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn div_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn div_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::div_scalar_(self_, other)
     }
 
@@ -1692,7 +1692,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
-    pub fn div_scalar_mode_(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div_scalar_mode_<'a>(self_: &'a Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
         crate::native::div_scalar_mode_(self_, other, rounding_mode)
     }
 
@@ -1712,7 +1712,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn mul_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn mul_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::mul_(self_, other)
     }
 
@@ -1722,7 +1722,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-    pub fn sub_scalar_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
+    pub fn sub_scalar_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Result<&'a Tensor> {
         crate::native::sub_(self_, other, alpha)
     }
 
@@ -1732,7 +1732,7 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::bitwise_and_scalar_out(self_, other, out)
     }
 
@@ -1747,12 +1747,12 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn bitwise_and_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn bitwise_and_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::bitwise_and_(self_, other)
     }
 
     /// `aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::bitwise_or_scalar_out(self_, other, out)
     }
 
@@ -1767,12 +1767,12 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn bitwise_or_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn bitwise_or_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::bitwise_or_(self_, other)
     }
 
     /// `aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::bitwise_xor_scalar_out(self_, other, out)
     }
 
@@ -1787,12 +1787,12 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn bitwise_xor_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn bitwise_xor_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::bitwise_xor_(self_, other)
     }
 
     /// `aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn fmod_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn fmod_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::fmod_scalar_out(self_, other, out)
     }
 
@@ -1802,12 +1802,12 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn fmod_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn fmod_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::fmod_(self_, other)
     }
 
     /// `aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn remainder_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::remainder_scalar_out(self_, other, out)
     }
 
@@ -1817,143 +1817,143 @@ pub mod composite_explicit_autograd {
     }
 
     /// `aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn remainder_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn remainder_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         crate::native::remainder_(self_, other)
     }
 
     /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn add_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn add_scalar_outf<'a>(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::add_Scalar::call(self_, other, alpha)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn copy_outf(self_: &Tensor, src: &Tensor, non_blocking: bool, out: &Tensor) -> Result<Tensor> {
+    pub fn copy_outf<'a>(self_: &Tensor, src: &Tensor, non_blocking: bool, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::copy::call(self_, src, non_blocking)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn div_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::div_Scalar::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_scalar_mode_outf(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    pub fn div_scalar_mode_outf<'a>(self_: &Tensor, other: &Scalar, rounding_mode: Option<&str>, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::div_Scalar_mode::call(self_, other, rounding_mode)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn fill_scalar_outf(self_: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn fill_scalar_outf<'a>(self_: &Tensor, value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::fill_Scalar::call(self_, value)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn fill_outf(self_: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn fill_outf<'a>(self_: &Tensor, value: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::fill_Tensor::call(self_, value)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn mul_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn mul_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::mul_Scalar::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn relu_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn relu_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::relu::call(self_)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sub_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn sub_scalar_outf<'a>(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::sub_Scalar::call(self_, other, alpha)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn rsub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn rsub_outf<'a>(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::rsub_Tensor::call(self_, other, alpha)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn rsub_scalar_outf(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn rsub_scalar_outf<'a>(self_: &Tensor, other: &Scalar, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::rsub_Scalar::call(self_, other, alpha)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_scalar_tensor_outf<'a>(self_: &Scalar, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::bitwise_and_Scalar_Tensor::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_scalar_tensor_outf<'a>(self_: &Scalar, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::bitwise_or_Scalar_Tensor::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_scalar_tensor_outf<'a>(self_: &Scalar, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::bitwise_xor_Scalar_Tensor::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_scalar_tensor_outf(self_: &Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn remainder_scalar_tensor_outf<'a>(self_: &Scalar, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         // torchgen's generated out= kernel: the functional result, copied into `out`.
         let result = operators::remainder_Scalar_Tensor::call(self_, other)?;
         structured::resize_output(out, &result.sizes())?;
         structured::copy_same_dtype(out, &result)?;
-        Ok(out.clone())
+        Ok(out)
     }
 }
 
@@ -2012,7 +2012,7 @@ pub mod meta {
     use super::*;
 
     /// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn abs_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn abs_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::abs_out(self_, out)
     }
 
@@ -2026,23 +2026,23 @@ pub mod meta {
     }
 
     /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn add_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    pub fn add_<'a>(self_: &'a Tensor, other: &Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn add_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn add_outf<'a>(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::add_tensor_meta(&op, self_, other, alpha)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
@@ -2055,13 +2055,13 @@ pub mod meta {
     }
 
     /// `aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn argmax_outf(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    pub fn argmax_outf<'a>(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state = crate::native::argmax_meta(&op, self_, dim, keepdim)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_not(Tensor self) -> Tensor`
@@ -2074,42 +2074,42 @@ pub mod meta {
     }
 
     /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_not_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_not_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_not_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_not_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_not_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_not_out(self_, out)
     }
 
     /// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_xor_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_xor_out(self_, other, out)
     }
 
     /// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_and_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_and_out(self_, other, out)
     }
 
     /// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn logical_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn logical_or_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::logical_or_out(self_, other, out)
     }
 
@@ -2132,43 +2132,43 @@ pub mod meta {
     }
 
     /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
-    pub fn clamp_(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+    pub fn clamp_<'a>(self_: &'a Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
-    pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    pub fn clamp_tensor_<'a>(self_: &'a Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn clamp_outf(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &Tensor) -> Result<Tensor> {
+    pub fn clamp_outf<'a>(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_meta(&op, self_, min, max)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn clamp_tensor_outf(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    pub fn clamp_tensor_outf<'a>(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::clamp_tensor_meta(&op, self_, min, max)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
@@ -2186,23 +2186,23 @@ pub mod meta {
     }
 
     /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+    pub fn cos_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn cos_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn cos_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::cos_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2215,23 +2215,23 @@ pub mod meta {
     }
 
     /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn div_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn div_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
@@ -2244,23 +2244,23 @@ pub mod meta {
     }
 
     /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
-    pub fn div_tensor_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div_tensor_mode_<'a>(self_: &'a Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-    pub fn div_out_mode_outf(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    pub fn div_out_mode_outf<'a>(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::div_tensor_mode_meta(&op, self_, other, rounding_mode)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::exp(Tensor self) -> Tensor`
@@ -2273,23 +2273,23 @@ pub mod meta {
     }
 
     /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+    pub fn exp_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn exp_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn exp_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::exp_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::expm1(Tensor self) -> Tensor`
@@ -2302,32 +2302,32 @@ pub mod meta {
     }
 
     /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+    pub fn expm1_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn expm1_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn expm1_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::expm1_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
-    pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn fill_scalar_<'a>(self_: &'a Tensor, value: &Scalar) -> Result<&'a Tensor> {
         crate::native::fill_meta_scalar_(self_, value)
     }
 
     /// `aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
-    pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+    pub fn fill_<'a>(self_: &'a Tensor, value: &Tensor) -> Result<&'a Tensor> {
         crate::native::fill_meta_(self_, value)
     }
 
@@ -2341,23 +2341,23 @@ pub mod meta {
     }
 
     /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn log_(self_: &Tensor) -> Result<Tensor> {
+    pub fn log_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn log_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn log_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::log1p(Tensor self) -> Tensor`
@@ -2370,23 +2370,23 @@ pub mod meta {
     }
 
     /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+    pub fn log1p_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn log1p_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn log1p_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::log1p_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2399,23 +2399,23 @@ pub mod meta {
     }
 
     /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn mul_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn mul_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn mul_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::mul_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::neg(Tensor self) -> Tensor`
@@ -2428,23 +2428,23 @@ pub mod meta {
     }
 
     /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn neg_(self_: &Tensor) -> Result<Tensor> {
+    pub fn neg_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn neg_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn neg_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::neg_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::relu(Tensor self) -> Tensor`
@@ -2453,7 +2453,7 @@ pub mod meta {
     }
 
     /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    pub fn relu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::relu_(self_)
     }
 
@@ -2467,23 +2467,23 @@ pub mod meta {
     }
 
     /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+    pub fn rsqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn rsqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn rsqrt_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::rsqrt_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::reciprocal(Tensor self) -> Tensor`
@@ -2496,23 +2496,23 @@ pub mod meta {
     }
 
     /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+    pub fn reciprocal_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn reciprocal_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn reciprocal_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::reciprocal_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sigmoid(Tensor self) -> Tensor`
@@ -2525,23 +2525,23 @@ pub mod meta {
     }
 
     /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sigmoid_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sigmoid_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sigmoid_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sigmoid_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sin(Tensor self) -> Tensor`
@@ -2554,23 +2554,23 @@ pub mod meta {
     }
 
     /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sin_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sin_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sin_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sin_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sqrt(Tensor self) -> Tensor`
@@ -2583,23 +2583,23 @@ pub mod meta {
     }
 
     /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sqrt_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sqrt_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sqrt_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sqrt_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::tan(Tensor self) -> Tensor`
@@ -2612,23 +2612,23 @@ pub mod meta {
     }
 
     /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+    pub fn tan_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn tan_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn tan_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tan_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::tanh(Tensor self) -> Tensor`
@@ -2641,23 +2641,23 @@ pub mod meta {
     }
 
     /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+    pub fn tanh_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn tanh_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn tanh_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::tanh_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
@@ -2666,18 +2666,18 @@ pub mod meta {
     }
 
     /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn where_outf(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn where_outf<'a>(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         crate::native::where_self_out(condition, self_, other, out)
     }
 
     /// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sub_outf(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn sub_outf<'a>(self_: &Tensor, other: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -2690,13 +2690,13 @@ pub mod meta {
     }
 
     /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-    pub fn sub_(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    pub fn sub_<'a>(self_: &'a Tensor, other: &Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sub_tensor_meta(&op, self_, other, alpha)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -2705,33 +2705,33 @@ pub mod meta {
     }
 
     /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn eq_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn eq_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn eq_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn eq_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_and_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2744,23 +2744,23 @@ pub mod meta {
     }
 
     /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_and_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_and_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_or_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2773,23 +2773,23 @@ pub mod meta {
     }
 
     /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_or_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_or_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn bitwise_xor_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2802,43 +2802,43 @@ pub mod meta {
     }
 
     /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn bitwise_xor_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::bitwise_xor_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)`
-    pub fn lerp_scalar_(self_: &Tensor, end: &Tensor, weight: &Scalar) -> Result<Tensor> {
+    pub fn lerp_scalar_<'a>(self_: &'a Tensor, end: &Tensor, weight: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)`
-    pub fn lerp_(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    pub fn lerp_<'a>(self_: &'a Tensor, end: &Tensor, weight: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ne_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn ne_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -2851,13 +2851,13 @@ pub mod meta {
     }
 
     /// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ne_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn ne_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2870,33 +2870,33 @@ pub mod meta {
     }
 
     /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn ne_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn ne_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn ne_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn ne_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ne_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn eq_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn eq_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -2909,13 +2909,13 @@ pub mod meta {
     }
 
     /// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn eq_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn eq_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::eq_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2928,13 +2928,13 @@ pub mod meta {
     }
 
     /// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ge_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn ge_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -2947,13 +2947,13 @@ pub mod meta {
     }
 
     /// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn ge_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn ge_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -2966,33 +2966,33 @@ pub mod meta {
     }
 
     /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn ge_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn ge_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn ge_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn ge_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::ge_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn le_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn le_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -3005,13 +3005,13 @@ pub mod meta {
     }
 
     /// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn le_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn le_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3024,33 +3024,33 @@ pub mod meta {
     }
 
     /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn le_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn le_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn le_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn le_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::le_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn gt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn gt_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -3063,13 +3063,13 @@ pub mod meta {
     }
 
     /// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn gt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn gt_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3082,33 +3082,33 @@ pub mod meta {
     }
 
     /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn gt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn gt_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn gt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn gt_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::gt_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lt_scalar_outf(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn lt_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -3121,13 +3121,13 @@ pub mod meta {
     }
 
     /// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lt_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn lt_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3140,33 +3140,33 @@ pub mod meta {
     }
 
     /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-    pub fn lt_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    pub fn lt_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_scalar_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn lt_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn lt_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lt_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn addcmul_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn addcmul_outf<'a>(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
@@ -3179,23 +3179,23 @@ pub mod meta {
     }
 
     /// `aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
-    pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn addcmul_<'a>(self_: &'a Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcmul_meta(&op, self_, tensor1, tensor2, value)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)`
-    pub fn addcdiv_outf(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn addcdiv_outf<'a>(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
@@ -3208,13 +3208,13 @@ pub mod meta {
     }
 
     /// `aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
-    pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<Tensor> {
+    pub fn addcdiv_<'a>(self_: &'a Tensor, tensor1: &Tensor, tensor2: &Tensor, value: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::addcdiv_meta(&op, self_, tensor1, tensor2, value)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sign(Tensor self) -> Tensor`
@@ -3227,43 +3227,43 @@ pub mod meta {
     }
 
     /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
-    pub fn sign_(self_: &Tensor) -> Result<Tensor> {
+    pub fn sign_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn sign_outf(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn sign_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::sign_meta(&op, self_)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lerp_scalar_outf(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn lerp_scalar_outf<'a>(self_: &Tensor, end: &Tensor, weight: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_scalar_meta(&op, self_, end, weight)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn lerp_outf(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn lerp_outf<'a>(self_: &Tensor, end: &Tensor, weight: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::lerp_tensor_meta(&op, self_, end, weight)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor`
@@ -3285,13 +3285,13 @@ pub mod meta {
     }
 
     /// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn fmod_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn fmod_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3304,23 +3304,23 @@ pub mod meta {
     }
 
     /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn fmod_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn fmod_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::fmod_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn remainder_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn remainder_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3333,13 +3333,13 @@ pub mod meta {
     }
 
     /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-    pub fn remainder_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    pub fn remainder_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::remainder_tensor_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
@@ -3357,13 +3357,13 @@ pub mod meta {
     }
 
     /// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn maximum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn maximum_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::maximum_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
@@ -3376,23 +3376,23 @@ pub mod meta {
     }
 
     /// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn minimum_outf(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn minimum_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::minimum_meta(&op, self_, other)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_tensor_tensor_outf(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_tensor_tensor_outf<'a>(self_: &Tensor, exponent: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
@@ -3405,13 +3405,13 @@ pub mod meta {
     }
 
     /// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_scalar_outf(self_: &Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_scalar_outf<'a>(self_: &Scalar, exponent: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state = crate::native::pow_scalar_meta(&op, self_, exponent)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
@@ -3424,13 +3424,13 @@ pub mod meta {
     }
 
     /// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
-    pub fn pow_tensor_scalar_outf(self_: &Tensor, exponent: &Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn pow_tensor_scalar_outf<'a>(self_: &Tensor, exponent: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 
     /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
@@ -3443,22 +3443,22 @@ pub mod meta {
     }
 
     /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
-    pub fn pow_scalar_(self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+    pub fn pow_scalar_<'a>(self_: &'a Tensor, exponent: &Scalar) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_scalar_meta(&op, self_, exponent)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
-    pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    pub fn pow_<'a>(self_: &'a Tensor, exponent: &Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::tensor_iterator::TensorIteratorBase = crate::native::pow_tensor_tensor_meta(&op, self_, exponent)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 }

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use crate::structured::{self, Arg, MetaBase};
 use crate::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 

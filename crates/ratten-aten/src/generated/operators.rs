@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use crate::structured::{self, Arg, MetaBase};
 use crate::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
@@ -52,7 +52,7 @@ pub mod abs_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "abs_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -84,7 +84,7 @@ pub mod abs_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -148,7 +148,7 @@ pub mod add__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -180,7 +180,7 @@ pub mod add_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -244,7 +244,7 @@ pub mod add__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -308,7 +308,7 @@ pub mod argmax_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Option<i64>, bool, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -372,7 +372,7 @@ pub mod bitwise_not_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "bitwise_not_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -404,7 +404,7 @@ pub mod bitwise_not_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -468,7 +468,7 @@ pub mod logical_not_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "logical_not_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -500,7 +500,7 @@ pub mod logical_not_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -564,7 +564,7 @@ pub mod logical_xor_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -596,7 +596,7 @@ pub mod logical_xor_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -660,7 +660,7 @@ pub mod logical_and_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -692,7 +692,7 @@ pub mod logical_and_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -756,7 +756,7 @@ pub mod logical_or_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -788,7 +788,7 @@ pub mod logical_or_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -884,7 +884,7 @@ pub mod clamp_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -916,7 +916,7 @@ pub mod clamp__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)";
     pub type Args = (Tensor, Option<Tensor>, Option<Tensor>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -948,7 +948,7 @@ pub mod clamp_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -980,7 +980,7 @@ pub mod clamp_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Option<Tensor>, Option<Tensor>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1044,7 +1044,7 @@ pub mod copy_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, bool);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1108,7 +1108,7 @@ pub mod cos_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "cos_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1140,7 +1140,7 @@ pub mod cos_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1204,7 +1204,7 @@ pub mod div__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1236,7 +1236,7 @@ pub mod div_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1300,7 +1300,7 @@ pub mod div__Tensor_mode {
     pub const OVERLOAD_NAME: &str = "Tensor_mode";
     pub const SCHEMA: &str = "div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Option<String>>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1332,7 +1332,7 @@ pub mod div_out_mode {
     pub const OVERLOAD_NAME: &str = "out_mode";
     pub const SCHEMA: &str = "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Option<String>>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1396,7 +1396,7 @@ pub mod div__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1460,7 +1460,7 @@ pub mod div__Scalar_mode {
     pub const OVERLOAD_NAME: &str = "Scalar_mode";
     pub const SCHEMA: &str = "div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Option<String>>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1524,7 +1524,7 @@ pub mod exp_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "exp_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1556,7 +1556,7 @@ pub mod exp_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1620,7 +1620,7 @@ pub mod expm1_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "expm1_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1652,7 +1652,7 @@ pub mod expm1_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1748,7 +1748,7 @@ pub mod fill__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1780,7 +1780,7 @@ pub mod fill__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1844,7 +1844,7 @@ pub mod log_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "log_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1876,7 +1876,7 @@ pub mod log_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1940,7 +1940,7 @@ pub mod log1p_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "log1p_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -1972,7 +1972,7 @@ pub mod log1p_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2036,7 +2036,7 @@ pub mod mul__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2068,7 +2068,7 @@ pub mod mul_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2132,7 +2132,7 @@ pub mod mul__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2196,7 +2196,7 @@ pub mod neg_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "neg_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2228,7 +2228,7 @@ pub mod neg_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2292,7 +2292,7 @@ pub mod relu_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "relu_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2356,7 +2356,7 @@ pub mod rsqrt_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "rsqrt_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2388,7 +2388,7 @@ pub mod rsqrt_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2452,7 +2452,7 @@ pub mod reciprocal_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "reciprocal_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2484,7 +2484,7 @@ pub mod reciprocal_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2548,7 +2548,7 @@ pub mod sigmoid_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "sigmoid_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2580,7 +2580,7 @@ pub mod sigmoid_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2644,7 +2644,7 @@ pub mod sin_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "sin_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2676,7 +2676,7 @@ pub mod sin_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2740,7 +2740,7 @@ pub mod sqrt_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "sqrt_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2772,7 +2772,7 @@ pub mod sqrt_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2836,7 +2836,7 @@ pub mod tan_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "tan_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2868,7 +2868,7 @@ pub mod tan_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2932,7 +2932,7 @@ pub mod tanh_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "tanh_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -2964,7 +2964,7 @@ pub mod tanh_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3028,7 +3028,7 @@ pub mod where_self_out {
     pub const OVERLOAD_NAME: &str = "self_out";
     pub const SCHEMA: &str = "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3156,7 +3156,7 @@ pub mod sub_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3220,7 +3220,7 @@ pub mod sub__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3284,7 +3284,7 @@ pub mod sub__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3508,7 +3508,7 @@ pub mod eq__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3540,7 +3540,7 @@ pub mod eq__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3572,7 +3572,7 @@ pub mod bitwise_and_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3604,7 +3604,7 @@ pub mod bitwise_and_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3732,7 +3732,7 @@ pub mod bitwise_and__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3764,7 +3764,7 @@ pub mod bitwise_and__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3796,7 +3796,7 @@ pub mod bitwise_or_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3828,7 +3828,7 @@ pub mod bitwise_or_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3956,7 +3956,7 @@ pub mod bitwise_or__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -3988,7 +3988,7 @@ pub mod bitwise_or__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4020,7 +4020,7 @@ pub mod bitwise_xor_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4052,7 +4052,7 @@ pub mod bitwise_xor_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4180,7 +4180,7 @@ pub mod bitwise_xor__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4212,7 +4212,7 @@ pub mod bitwise_xor__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4244,7 +4244,7 @@ pub mod lerp__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4276,7 +4276,7 @@ pub mod lerp__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4308,7 +4308,7 @@ pub mod ne_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4372,7 +4372,7 @@ pub mod ne_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4436,7 +4436,7 @@ pub mod ne__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4468,7 +4468,7 @@ pub mod ne__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4500,7 +4500,7 @@ pub mod eq_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4564,7 +4564,7 @@ pub mod eq_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4628,7 +4628,7 @@ pub mod ge_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4692,7 +4692,7 @@ pub mod ge_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4756,7 +4756,7 @@ pub mod ge__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4788,7 +4788,7 @@ pub mod ge__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4820,7 +4820,7 @@ pub mod le_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4884,7 +4884,7 @@ pub mod le_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4948,7 +4948,7 @@ pub mod le__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -4980,7 +4980,7 @@ pub mod le__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5012,7 +5012,7 @@ pub mod gt_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5076,7 +5076,7 @@ pub mod gt_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5140,7 +5140,7 @@ pub mod gt__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5172,7 +5172,7 @@ pub mod gt__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5204,7 +5204,7 @@ pub mod lt_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5268,7 +5268,7 @@ pub mod lt_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5332,7 +5332,7 @@ pub mod lt__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5364,7 +5364,7 @@ pub mod lt__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5396,7 +5396,7 @@ pub mod addcmul_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<4>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5460,7 +5460,7 @@ pub mod addcmul_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5492,7 +5492,7 @@ pub mod addcdiv_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<4>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5556,7 +5556,7 @@ pub mod addcdiv_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5620,7 +5620,7 @@ pub mod sign_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "sign_(Tensor(a!) self) -> Tensor(a!)";
     pub type Args = (Tensor,);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5652,7 +5652,7 @@ pub mod sign_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5684,7 +5684,7 @@ pub mod lerp_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5716,7 +5716,7 @@ pub mod lerp_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5812,7 +5812,7 @@ pub mod fmod_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5876,7 +5876,7 @@ pub mod fmod__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5908,7 +5908,7 @@ pub mod fmod_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -5972,7 +5972,7 @@ pub mod fmod__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6004,7 +6004,7 @@ pub mod remainder_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6068,7 +6068,7 @@ pub mod remainder__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6100,7 +6100,7 @@ pub mod remainder_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6164,7 +6164,7 @@ pub mod remainder__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6260,7 +6260,7 @@ pub mod maximum_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6324,7 +6324,7 @@ pub mod minimum_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6356,7 +6356,7 @@ pub mod pow_Tensor_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_Tensor_out";
     pub const SCHEMA: &str = "pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6420,7 +6420,7 @@ pub mod pow_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Arg<Scalar>, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6484,7 +6484,7 @@ pub mod pow_Tensor_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Tensor_Scalar_out";
     pub const SCHEMA: &str = "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6548,7 +6548,7 @@ pub mod pow__Scalar {
     pub const OVERLOAD_NAME: &str = "Scalar";
     pub const SCHEMA: &str = "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6580,7 +6580,7 @@ pub mod pow__Tensor {
     pub const OVERLOAD_NAME: &str = "Tensor";
     pub const SCHEMA: &str = "pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6612,7 +6612,7 @@ pub mod add_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6644,7 +6644,7 @@ pub mod copy_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, bool, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6676,7 +6676,7 @@ pub mod div_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6708,7 +6708,7 @@ pub mod div_Scalar_mode_out {
     pub const OVERLOAD_NAME: &str = "Scalar_mode_out";
     pub const SCHEMA: &str = "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Option<String>>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6740,7 +6740,7 @@ pub mod fill_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6772,7 +6772,7 @@ pub mod fill_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6804,7 +6804,7 @@ pub mod mul_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6836,7 +6836,7 @@ pub mod relu_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<1>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6868,7 +6868,7 @@ pub mod sub_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6900,7 +6900,7 @@ pub mod rsub_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Tensor_out";
     pub const SCHEMA: &str = "rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6932,7 +6932,7 @@ pub mod rsub_Scalar_out {
     pub const OVERLOAD_NAME: &str = "Scalar_out";
     pub const SCHEMA: &str = "rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6964,7 +6964,7 @@ pub mod bitwise_and_Scalar_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
     pub const SCHEMA: &str = "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Arg<Scalar>, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -6996,7 +6996,7 @@ pub mod bitwise_or_Scalar_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
     pub const SCHEMA: &str = "bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Arg<Scalar>, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -7028,7 +7028,7 @@ pub mod bitwise_xor_Scalar_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
     pub const SCHEMA: &str = "bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Arg<Scalar>, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -7060,7 +7060,7 @@ pub mod remainder_Scalar_Tensor_out {
     pub const OVERLOAD_NAME: &str = "Scalar_Tensor_out";
     pub const SCHEMA: &str = "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Arg<Scalar>, Tensor, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<2>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {

@@ -36,7 +36,7 @@ pub fn given_output<'a>(m: &'a dyn MetaBase) -> MaybeOwnedOutput<'a> {
 }
 
 /// [`given_output`] as a plain borrow (for `build_borrowing_binary`).
-fn given_output_ref(m: &dyn MetaBase) -> Option<&TensorBase> {
+pub(crate) fn given_output_ref(m: &dyn MetaBase) -> Option<&TensorBase> {
     m.maybe_get_output(0).map(Tensor::base)
 }
 
@@ -249,16 +249,18 @@ pub fn add(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
     ops::add_Tensor::call(self_, &wrap_scalar(other)?, alpha)
 }
 /// `add_.Scalar`.
-pub fn add_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    ops::add__Tensor::call(self_, &wrap_scalar(other)?, alpha)
+pub fn add_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Result<&'a Tensor> {
+    ops::add__Tensor::call(self_, &wrap_scalar(other)?, alpha)?;
+    Ok(self_)
 }
 /// `sub.Scalar`.
 pub fn sub(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
     ops::sub_Tensor::call(self_, &wrap_scalar(other)?, alpha)
 }
 /// `sub_.Scalar`.
-pub fn sub_(self_: &Tensor, other: &Scalar, alpha: &Scalar) -> Result<Tensor> {
-    ops::sub__Tensor::call(self_, &wrap_scalar(other)?, alpha)
+pub fn sub_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Result<&'a Tensor> {
+    ops::sub__Tensor::call(self_, &wrap_scalar(other)?, alpha)?;
+    Ok(self_)
 }
 /// `rsub.Tensor` = `other - alpha * self` (CPU and Meta).
 pub fn rsub(self_: &Tensor, other: &Tensor, alpha: &Scalar) -> Result<Tensor> {
@@ -273,16 +275,18 @@ pub fn mul(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     ops::mul_Tensor::call(self_, &wrap_scalar(other)?)
 }
 /// `mul_.Scalar`.
-pub fn mul_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    ops::mul__Tensor::call(self_, &wrap_scalar(other)?)
+pub fn mul_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    ops::mul__Tensor::call(self_, &wrap_scalar(other)?)?;
+    Ok(self_)
 }
 /// `div.Scalar`.
 pub fn div_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     ops::div_Tensor::call(self_, &wrap_scalar(other)?)
 }
 /// `div_.Scalar`.
-pub fn div_scalar_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    ops::div__Tensor::call(self_, &wrap_scalar(other)?)
+pub fn div_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    ops::div__Tensor::call(self_, &wrap_scalar(other)?)?;
+    Ok(self_)
 }
 /// `div.Scalar_mode`.
 pub fn div_scalar_mode(
@@ -293,12 +297,13 @@ pub fn div_scalar_mode(
     ops::div_Tensor_mode::call(self_, &wrap_scalar(other)?, rounding_mode)
 }
 /// `div_.Scalar_mode`.
-pub fn div_scalar_mode_(
-    self_: &Tensor,
+pub fn div_scalar_mode_<'a>(
+    self_: &'a Tensor,
     other: &Scalar,
     rounding_mode: Option<&str>,
-) -> Result<Tensor> {
-    ops::div__Tensor_mode::call(self_, &wrap_scalar(other)?, rounding_mode)
+) -> Result<&'a Tensor> {
+    ops::div__Tensor_mode::call(self_, &wrap_scalar(other)?, rounding_mode)?;
+    Ok(self_)
 }
 
 /// `str?` arguments (div's `rounding_mode`): ratten-dispatch has no `KernelValue` for
@@ -553,12 +558,18 @@ pub fn remainder_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     ops::remainder_Tensor::call(self_, &wrap_scalar(other)?)
 }
 /// `remainder_.Scalar`.
-pub fn remainder_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    ops::remainder__Tensor::call(self_, &wrap_scalar(other)?)
+pub fn remainder_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    ops::remainder__Tensor::call(self_, &wrap_scalar(other)?)?;
+    Ok(self_)
 }
 /// `remainder.Scalar_out`.
-pub fn remainder_scalar_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
-    ops::remainder_Tensor_out::call(self_, &wrap_scalar(other)?, out)
+pub fn remainder_scalar_out<'a>(
+    self_: &Tensor,
+    other: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    ops::remainder_Tensor_out::call(self_, &wrap_scalar(other)?, out)?;
+    Ok(out)
 }
 /// `remainder.Scalar_Tensor` (CPU and Meta): a number dividend.
 pub fn remainder_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
@@ -569,12 +580,14 @@ pub fn fmod(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     ops::fmod_Tensor::call(self_, &wrap_scalar(other)?)
 }
 /// `fmod_.Scalar`.
-pub fn fmod_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-    ops::fmod__Tensor::call(self_, &wrap_scalar(other)?)
+pub fn fmod_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    ops::fmod__Tensor::call(self_, &wrap_scalar(other)?)?;
+    Ok(self_)
 }
 /// `fmod.Scalar_out`.
-pub fn fmod_scalar_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
-    ops::fmod_Tensor_out::call(self_, &wrap_scalar(other)?, out)
+pub fn fmod_scalar_out<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    ops::fmod_Tensor_out::call(self_, &wrap_scalar(other)?, out)?;
+    Ok(out)
 }
 
 macro_rules! bitwise_scalar_kernels {
@@ -584,12 +597,14 @@ macro_rules! bitwise_scalar_kernels {
             ops::$t::call(self_, &wrap_scalar(other)?)
         }
         /// The in-place `.Scalar` overload.
-        pub fn $f_(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
-            ops::$t_::call(self_, &wrap_scalar(other)?)
+        pub fn $f_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+            ops::$t_::call(self_, &wrap_scalar(other)?)?;
+            Ok(self_)
         }
         /// The `.Scalar_out` overload.
-        pub fn $f_out(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Tensor> {
-            ops::$t_out::call(self_, &wrap_scalar(other)?, out)
+        pub fn $f_out<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+            ops::$t_out::call(self_, &wrap_scalar(other)?, out)?;
+            Ok(out)
         }
         /// The `.Scalar_Tensor` overload (a number first operand).
         pub fn $f_st(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
@@ -612,32 +627,37 @@ bitwise_scalar_kernels! {
 // ---------------------------------------------------------------------------------------------
 
 /// `comparison_op_out(result, self, other, stub)`: `result` keeps its dtype.
-fn comparison_op_out(
+fn comparison_op_out<'a>(
     stub: &DispatchStub<BinaryFn>,
     self_: &Tensor,
     other: &Tensor,
-    out: &Tensor,
-) -> Result<Tensor> {
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
     let iter = comparison_op_config(out, self_, other)?.build_standalone()?;
     call_stub(stub, &iter)?;
-    Ok(out.clone())
+    Ok(out)
 }
 
 macro_rules! logical_kernels {
     ($($f:ident, $f_:ident, $f_out:ident, $out_op:ident, $stub:ident;)*) => {$(
         /// The out= kernel (CPU and Meta).
-        pub fn $f_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        pub fn $f_out<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
             comparison_op_out(&$stub, self_, other, out)
         }
         /// The functional form: a bool result (`comparison_op`).
         pub fn $f(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-            let result = Tensor::empty(&[0], (ScalarType::Bool, self_.device()))?;
+            let result = crate::native::unary_ops::empty_result(
+                &[self_, other],
+                ScalarType::Bool,
+                self_.device(),
+            )?;
             ops::$out_op::call(self_, other, &result)?;
             Ok(result)
         }
         /// The in-place form: `self` keeps its dtype (`comparison_op_`).
-        pub fn $f_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-            ops::$out_op::call(self_, other, self_)
+        pub fn $f_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
+            ops::$out_op::call(self_, other, self_)?;
+            Ok(self_)
         }
     )*};
 }

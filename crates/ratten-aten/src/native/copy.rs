@@ -98,9 +98,9 @@ optional_enum_arg!(Layout, Type::Layout, "Layout");
 /// `self.copy_(src)` (CompositeExplicitAutograd): `src` broadcasts to `self`'s shape and is
 /// cast to `self`'s dtype, in one pass. Overlap between `self` and `src` is refused with
 /// PyTorch's messages; a meta `self` gets no data, a meta `src` cannot give any.
-pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor> {
+pub fn copy_<'a>(self_: &'a Tensor, src: &Tensor, _non_blocking: bool) -> Result<&'a Tensor> {
     if self_.is_same(src) {
-        return Ok(self_.clone());
+        return Ok(self_);
     }
     if src.is_meta() && !self_.is_meta() {
         return Err(Error::not_implemented(
@@ -116,10 +116,10 @@ pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor
         .add_const_input(src)
         .build_standalone()?;
     if iter.numel() == 0 || self_.is_meta() {
-        return Ok(self_.clone());
+        return Ok(self_);
     }
     (COPY_STUB.get(iter.device_type())?)(&iter)?;
-    Ok(self_.clone())
+    Ok(self_)
 }
 
 /// `copy` (CompositeExplicitAutogradNonFunctional): a fresh tensor like `self` holding `src`.

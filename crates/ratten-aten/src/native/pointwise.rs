@@ -38,12 +38,12 @@ fn check_condition(condition: &Tensor) -> Result<()> {
 
 /// `where_self_out` (CPU and Meta): the values in the promoted dtype of `self` and `other`,
 /// which `out` must have.
-pub fn where_self_out(
+pub fn where_self_out<'a>(
     condition: &Tensor,
     self_: &Tensor,
     other: &Tensor,
-    out: &Tensor,
-) -> Result<Tensor> {
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
     let dtype = result_type(self_, other);
     if out.dtype() != dtype {
         return Err(Error::runtime(format!(
@@ -62,7 +62,7 @@ pub fn where_self_out(
     if !iter.is_meta() {
         (WHERE_STUB.get(iter.device_type())?)(&iter)?;
     }
-    Ok(out.clone())
+    Ok(out)
 }
 
 /// `where.self` (CPU and Meta).
@@ -73,8 +73,9 @@ pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Ten
     } else {
         self_.device()
     };
-    let out = Tensor::empty(&[0], (dtype, device))?;
-    where_self_out(condition, self_, other, &out)
+    let out = crate::native::unary_ops::empty_result(&[condition, self_, other], dtype, device)?;
+    where_self_out(condition, self_, other, &out)?;
+    Ok(out)
 }
 
 /// `where.ScalarSelf` (CompositeImplicitAutograd): the number is a wrapped number on the
@@ -251,16 +252,15 @@ pub fn addcdiv_out(
 
 /// `fill_.Scalar` (CPU): the value is converted with c10's checks first, so an overflow leaves
 /// the tensor untouched.
-pub fn fill_scalar_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
-    self_.fill_(*value)?;
-    Ok(self_.clone())
+pub fn fill_scalar_<'a>(self_: &'a Tensor, value: &Scalar) -> Result<&'a Tensor> {
+    self_.fill_(*value)
 }
 
 /// `fill_.Tensor` (CPU): `value` must be 0-dim; on the same device PyTorch copies it into
 /// `self` (`self.copy_(value)`, a clone first when it aliases `self`), so the value is cast
 /// as `copy_` casts (a complex value's real part into a real tensor), not checked as a
 /// Scalar would be.
-pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+pub fn fill_<'a>(self_: &'a Tensor, value: &Tensor) -> Result<&'a Tensor> {
     if value.dim() != 0 {
         return Err(Error::runtime(format!(
             "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
@@ -277,23 +277,23 @@ pub fn fill_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     } else {
         ops::copy_::call(self_, value, false)?;
     }
-    Ok(self_.clone())
+    Ok(self_)
 }
 
 /// `fill_meta_` for `fill_.Scalar`: nothing to write on a meta tensor.
-pub fn fill_meta_scalar_(self_: &Tensor, _value: &Scalar) -> Result<Tensor> {
-    Ok(self_.clone())
+pub fn fill_meta_scalar_<'a>(self_: &'a Tensor, _value: &Scalar) -> Result<&'a Tensor> {
+    Ok(self_)
 }
 
 /// `fill_meta_` for `fill_.Tensor`: the dimension check only.
-pub fn fill_meta_(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+pub fn fill_meta_<'a>(self_: &'a Tensor, value: &Tensor) -> Result<&'a Tensor> {
     if value.dim() != 0 {
         return Err(Error::runtime(format!(
             "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
             value.dim()
         )));
     }
-    Ok(self_.clone())
+    Ok(self_)
 }
 
 /// `fill.Scalar` (CompositeExplicitAutograd): `empty_like(self).fill_(value)`.

@@ -41,7 +41,7 @@ use crate::native::type_properties::{
 use crate::structured::{create_out, resize_output, MetaBase};
 use crate::Tensor;
 pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE};
-use trivial::{BorrowedBinary, Pins, TrivialBox, TrivialFlags, TrivialIter};
+use trivial::{BorrowedOperands, Pins, TrivialBox, TrivialFlags, TrivialIter};
 
 /// Operand lists: outputs first, then inputs; up to 4 inline.
 type OpVec<T> = SmallVec<[T; 4]>;
@@ -75,13 +75,46 @@ pub(crate) fn fmt_sizes(s: &[i64]) -> String {
 /// defined one is resized when its shape differs (with the deprecation warning) and then takes
 /// the requested strides. Unlike the structured out= wrapper it accepts an output of any dtype
 /// (the kernels cast into it).
+///
+/// A given output is kept as the config holds it (a borrowed one is not counted again), and
+/// slots for up to two outputs sit in place: a small op's plain build neither allocates nor
+/// counts a reference for its sink.
 #[derive(Clone, Debug, Default)]
-pub struct StandaloneOutputs {
-    /// One slot per output: the given tensor, or empty until the iterator creates it.
-    pub outputs: Vec<OnceCell<Tensor>>,
+pub struct StandaloneOutputs<'a> {
+    /// One slot per output: the given tensor (a copy of the config's operand), or empty until
+    /// the iterator creates it.
+    given: SmallVec<[Option<Cow<'a, TensorBase>>; 2]>,
+    created: SmallVec<[OnceCell<Tensor>; 2]>,
 }
 
-impl MetaBase for StandaloneOutputs {
+impl<'a> StandaloneOutputs<'a> {
+    /// The sink for outputs given as `outputs` (`None`: to create).
+    pub fn new(outputs: &[Option<Cow<'a, TensorBase>>]) -> Self {
+        if let [one] = outputs {
+            // The inline buffers filled directly (`collect` costs more).
+            return StandaloneOutputs {
+                given: SmallVec::from_buf_and_len([one.clone(), None], 1),
+                created: SmallVec::from_buf_and_len([OnceCell::new(), OnceCell::new()], 1),
+            };
+        }
+        StandaloneOutputs {
+            given: outputs.iter().cloned().collect(),
+            created: outputs.iter().map(|_| OnceCell::new()).collect(),
+        }
+    }
+
+    fn slot(&self, idx: usize) -> Result<(Option<&Tensor>, &OnceCell<Tensor>)> {
+        match (self.given.get(idx), self.created.get(idx)) {
+            (Some(g), Some(c)) => Ok((g.as_deref().map(Tensor::from_base_ref), c)),
+            _ => Err(Error::index(format!(
+                "TensorIterator: output index {idx} is out of range for {} outputs",
+                self.given.len()
+            ))),
+        }
+    }
+}
+
+impl MetaBase for StandaloneOutputs<'_> {
     fn set_output_raw_strided(
         &self,
         idx: usize,
@@ -89,31 +122,39 @@ impl MetaBase for StandaloneOutputs {
         strides: &[i64],
         options: TensorOptions,
     ) -> Result<()> {
-        let slot = self.outputs.get(idx).ok_or_else(|| {
-            Error::index(format!(
-                "TensorIterator: output index {idx} is out of range for {} outputs",
-                self.outputs.len()
-            ))
-        })?;
-        match slot.get() {
-            None => {
-                let t = create_out(sizes, strides, options)?;
-                // Empty just above, and nothing else fills it in between.
-                let _ = slot.set(t);
-            }
-            Some(t) => {
+        match self.slot(idx)? {
+            (Some(t), _) => {
                 if resize_output(t, sizes)? && !strides.is_empty() {
                     t.as_strided_(sizes, strides, None)?;
+                }
+            }
+            (None, slot) => {
+                if slot.get().is_none() {
+                    // Empty just above, and nothing else fills it in between.
+                    let _ = slot.set(create_out(sizes, strides, options)?);
                 }
             }
         }
         Ok(())
     }
+    fn keep_output_and_get(
+        &self,
+        idx: usize,
+        _sizes: &[i64],
+        _options: TensorOptions,
+    ) -> Result<Option<&Tensor>> {
+        // A given output that keeps its sizes: nothing to resize (the default's
+        // `resize_output` would find the sizes equal).
+        Ok(self.slot(idx)?.0)
+    }
     fn maybe_get_output(&self, idx: usize) -> Option<&Tensor> {
-        self.outputs.get(idx).and_then(OnceCell::get)
+        match self.slot(idx).ok()? {
+            (Some(t), _) => Some(t),
+            (None, c) => c.get(),
+        }
     }
     fn num_outputs(&self) -> usize {
-        self.outputs.len()
+        self.given.len()
     }
 }
 
@@ -412,17 +453,7 @@ impl<'a> TensorIteratorConfig<'a> {
     /// Builds with the plain TensorIterator's outputs (PyTorch's `TensorIteratorConfig::build()`
     /// returning a `TensorIterator`).
     pub fn build_standalone(self) -> Result<TensorIterator<'a>> {
-        let outputs = self.operands[..self.num_outputs]
-            .iter()
-            .map(|op| {
-                let slot = OnceCell::new();
-                if let Some(t) = op.as_deref() {
-                    let _ = slot.set(Tensor::from_base(t.clone()));
-                }
-                slot
-            })
-            .collect();
-        let sink = StandaloneOutputs { outputs };
+        let sink = StandaloneOutputs::new(&self.operands[..self.num_outputs]);
         let base = TensorIteratorBase::build_with(self, OutputSink::Local(&sink))?;
         Ok(TensorIterator { base })
     }
@@ -844,14 +875,12 @@ impl<'a> TensorIteratorBase<'a> {
     /// reference).
     #[inline(always)]
     fn build_with(mut config: TensorIteratorConfig<'a>, sink: OutputSink<'_, 'a>) -> Result<Self> {
-        let mut pins: Pins<'a> = [None, None, None, None];
-        if let Some(t) = TrivialIter::try_build(&mut config, sink, &mut pins)? {
-            forget_taken(pins);
-            return Ok(TensorIteratorBase {
+        match TrivialIter::try_build(&mut config, sink)? {
+            Ok(t) => Ok(TensorIteratorBase {
                 repr: Repr::Trivial(t),
-            });
+            }),
+            Err(pins) => Self::build_general(&mut config, sink, pins),
         }
-        Self::build_general(&mut config, sink, pins)
     }
 
     /// `build_borrowing_binary_op(out, a, b)` (`build_borrowing_binary_float_op` when
@@ -866,25 +895,58 @@ impl<'a> TensorIteratorBase<'a> {
         m: &'a dyn MetaBase,
     ) -> Result<Self> {
         let sink = OutputSink::Borrowed(m);
-        let mut pins: Pins<'a> = [None, None, None, None];
         let flags = TrivialFlags {
             promote_integer_inputs_to_float: float,
             ..TrivialFlags::BINARY_OP
         };
-        let mut src = BorrowedBinary {
+        let mut src = BorrowedOperands {
             out,
             inputs: [a, b],
         };
-        if let Some(t) = TrivialIter::try_build_from(&mut src, flags, sink, &mut pins)? {
-            forget_taken(pins);
-            return Ok(TensorIteratorBase {
-                repr: Repr::Trivial(t),
-            });
-        }
+        let pins = match TrivialIter::try_build_from(&mut src, flags, sink)? {
+            Ok(t) => {
+                return Ok(TensorIteratorBase {
+                    repr: Repr::Trivial(t),
+                })
+            }
+            Err(pins) => pins,
+        };
         let mut config = if float {
             binary_float_op_config(out, a, b)?
         } else {
             binary_op_config(out, a, b)?
+        };
+        Self::build_general(&mut config, sink, pins)
+    }
+
+    /// `build_borrowing_unary_op(out, a)` (`build_borrowing_unary_float_op` when `float`),
+    /// as [`build_borrowing_binary`](Self::build_borrowing_binary): no config unless the build
+    /// is general.
+    pub fn build_borrowing_unary(
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        float: bool,
+        m: &'a dyn MetaBase,
+    ) -> Result<Self> {
+        let sink = OutputSink::Borrowed(m);
+        let flags = if float {
+            TrivialFlags::UNARY_FLOAT_OP
+        } else {
+            TrivialFlags::UNARY_OP
+        };
+        let mut src = BorrowedOperands { out, inputs: [a] };
+        let pins = match TrivialIter::try_build_from(&mut src, flags, sink)? {
+            Ok(t) => {
+                return Ok(TensorIteratorBase {
+                    repr: Repr::Trivial(t),
+                })
+            }
+            Err(pins) => pins,
+        };
+        let mut config = if float {
+            unary_float_op_config(out, a)?
+        } else {
+            unary_op_config(out, a)?
         };
         Self::build_general(&mut config, sink, pins)
     }
@@ -2164,17 +2226,6 @@ fn adopt_fetched<'a>(
             }
         }
     })
-}
-
-/// Lets go of the pins of a compact build, which took every one of them (so nothing is left to
-/// drop: this saves the drop glue's test of each slot).
-#[inline(always)]
-fn forget_taken(pins: Pins<'_>) {
-    debug_assert!(
-        pins.iter().all(Option::is_none),
-        "a compact build takes its pins"
-    );
-    std::mem::forget(pins);
 }
 
 /// `a == b` for the short size lists of small ops, without the `memcmp` call slices use.

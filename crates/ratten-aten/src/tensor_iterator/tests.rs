@@ -436,12 +436,16 @@ fn borrowed_binary_flags_are_the_configs() {
         ..TrivialFlags::BINARY_OP
     };
     assert_eq!(TrivialFlags::of(&config), float);
+    let config = unary_op_config(None, &a).unwrap();
+    assert_eq!(TrivialFlags::of(&config), TrivialFlags::UNARY_OP);
+    let config = unary_float_op_config(None, &a).unwrap();
+    assert_eq!(TrivialFlags::of(&config), TrivialFlags::UNARY_FLOAT_OP);
 }
 
-/// `build_borrowing_binary` (the structured binary ops' meta, without a config) computes what
-/// the general pipeline does, for the cases it builds compactly and those it hands on:
-/// functional, out=, in-place, aliasing and mismatched outputs, 0-dim and wrapped operands,
-/// integer true division.
+/// `build_borrowing_binary` and `build_borrowing_unary` (the structured binary and unary ops'
+/// metas, without a config) compute what the general pipeline does, for the cases they build
+/// compactly and those they hand on: functional, out=, in-place, aliasing and mismatched
+/// outputs, 0-dim and wrapped operands, integer true division, integers promoted to float.
 #[test]
 fn borrowed_binary_build_matches_the_general_pipeline() {
     use crate::{functions, Tensor};
@@ -546,6 +550,90 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
                 }
             }),
         ),
+        // Unary ops (`build_borrowing_unary`).
+        ("exp", Box::new(|| functions::exp(&a))),
+        ("exp int", Box::new(|| functions::exp(&i))),
+        ("exp 0-dim", Box::new(|| functions::exp(&s))),
+        ("exp wrapped", Box::new(|| functions::exp(&w))),
+        ("exp transposed", Box::new(|| functions::exp(&a.t()?))),
+        ("neg", Box::new(|| functions::neg(&a))),
+        ("abs", Box::new(|| functions::abs(&b))),
+        ("abs int", Box::new(|| functions::abs(&i))),
+        ("abs transposed", Box::new(|| functions::abs(&b.t()?))),
+        (
+            "abs out= resized",
+            Box::new(|| {
+                let out = f(&[0.0], &[1]);
+                functions::abs_out(&out, &b)?;
+                Ok(out)
+            }),
+        ),
+        (
+            "abs out= of another dtype",
+            Box::new(|| {
+                let out = f(&[0.0; 2], &[2]);
+                functions::abs_out(&out, &i)?;
+                Ok(out)
+            }),
+        ),
+        ("neg int", Box::new(|| functions::neg(&i))),
+        (
+            "exp out=",
+            Box::new(|| {
+                let out = f(&[0.0; 4], &[2, 2]);
+                functions::exp_out(&out, &a)?;
+                Ok(out)
+            }),
+        ),
+        (
+            "exp out= resized",
+            Box::new(|| {
+                let out = f(&[0.0], &[1]);
+                functions::exp_out(&out, &a)?;
+                Ok(out)
+            }),
+        ),
+        (
+            "exp out= int",
+            Box::new(|| {
+                let out = ints(&[0, 0]);
+                functions::exp_out(&out, &i)?;
+                Ok(out)
+            }),
+        ),
+        (
+            "neg out= of another dtype",
+            Box::new(|| {
+                let out = f(&[0.0; 2], &[2]);
+                functions::neg_out(&out, &i)?;
+                Ok(out)
+            }),
+        ),
+        (
+            "neg out= aliasing the input",
+            Box::new(|| {
+                let x = fa();
+                let view = x.as_strided(&[2, 2], &[1, 2], Some(0))?;
+                functions::neg_out(&view, &x)?;
+                Ok(x)
+            }),
+        ),
+        (
+            "exp_",
+            Box::new(|| {
+                let x = fa();
+                x.exp_()?;
+                Ok(x)
+            }),
+        ),
+        (
+            "exp_ int",
+            Box::new(|| {
+                let x = ints(&[1, 2]);
+                x.exp_()?;
+                Ok(x)
+            }),
+        ),
     ];
     for (name, case) in &cases {
         FORCE_GENERAL_BUILD.with(|c| c.set(true));
@@ -553,8 +641,10 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
         FORCE_GENERAL_BUILD.with(|c| c.set(false));
         assert_eq!(general, show(case()), "{name}");
     }
-    // The plain functional case is built compactly.
+    // The plain functional cases are built compactly.
     let before = TRIVIAL_BUILDS.with(|c| c.get());
     functions::add(&a, &b).unwrap();
-    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before + 1);
+    functions::exp(&a).unwrap();
+    functions::neg(&i).unwrap();
+    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before + 3);
 }

@@ -62,11 +62,21 @@ impl<'a> TrivialBox<'a> {
     }
 }
 
+impl<'a> TrivialBox<'a> {
+    /// The snapshots pinned so far, for the general build (this box then goes back to the
+    /// thread as its spare).
+    fn into_pins(mut self) -> Pins<'a> {
+        std::mem::take(&mut self.metas)
+    }
+}
+
 impl Drop for TrivialBox<'_> {
     fn drop(&mut self) {
         // SAFETY: the box is initialised from construction until here, and not used after.
         let mut b = unsafe { ManuallyDrop::take(&mut self.0) };
-        b.ops = [None, None, None, None];
+        // The snapshots first (see `TrivialIter::metas`).
+        b.metas = [None, None, None, None];
+        b.tensors = [None, None, None, None];
         // SAFETY: the operands, the only fields that borrow for `'a`, were just dropped; what
         // is left holds no reference, and lifetimes do not change a type's layout.
         let spare =
@@ -104,7 +114,15 @@ impl<'a> std::ops::DerefMut for TrivialBox<'a> {
 /// A trivially built iterator (Note [TensorIterator trivial build]).
 #[derive(Clone, Debug)]
 pub(super) struct TrivialIter<'a> {
-    ops: [Option<PinnedOperand<'a>>; MAX_TRIVIAL],
+    /// Each operand's snapshot, pinned where the build reads it (no pinned value is moved
+    /// after it is made: moving these records through the stack, written field by field and
+    /// read back in 16-byte pieces, stalled a 1-element add on failed store-to-load
+    /// forwarding). Declared before `tensors`, so dropped first: an owned tensor's snapshot
+    /// is pinned unbounded and must be let go while the tensor still lives (as
+    /// `PinnedOperand::meta`).
+    metas: Pins<'a>,
+    /// Each operand's tensor (borrowed, or owned when the sink made it for a local build).
+    tensors: [Option<Cow<'a, TensorBase>>; MAX_TRIVIAL],
     /// Each operand's tensor's dtype (what the kernels read or write there).
     dtypes: [ScalarType; MAX_TRIVIAL],
     /// Each operand's byte stride along the one dimension: its element size.
@@ -121,7 +139,8 @@ pub(super) struct TrivialIter<'a> {
 
 impl<'a> TrivialIter<'a> {
     const EMPTY: TrivialIter<'static> = TrivialIter {
-        ops: [None, None, None, None],
+        metas: [None, None, None, None],
+        tensors: [None, None, None, None],
         dtypes: [ScalarType::Bool; MAX_TRIVIAL],
         stride_bytes: [0; MAX_TRIVIAL],
         ntensors: 0,
@@ -133,28 +152,28 @@ impl<'a> TrivialIter<'a> {
     };
 
     /// Builds the compact iterator when `config` is trivial, announcing the output to `sink`;
-    /// otherwise returns None having changed nothing (the sink is not called), with the
-    /// snapshots it pinned in `pins`. An error is only the sink's (or a sink that made an
-    /// output of another shape).
+    /// otherwise returns, having changed nothing (the sink is not called), the snapshots it
+    /// pinned (operand k's at k) for the general build. An error is only the sink's (or a
+    /// sink that made an output of another shape).
     pub(super) fn try_build(
         config: &mut TensorIteratorConfig<'a>,
         sink: OutputSink<'_, 'a>,
-        pins: &mut Pins<'a>,
-    ) -> Result<Option<TrivialBox<'a>>> {
+    ) -> Result<Result<TrivialBox<'a>, Pins<'a>>> {
         if config.num_outputs != 1
             || config.is_reduction
             || config.static_shape.is_some()
             || config.static_device.is_some()
         {
-            return Ok(None);
+            return Ok(Err([None, None, None, None]));
         }
         let flags = TrivialFlags::of(config);
-        Self::try_build_from(&mut config.operands[..], flags, sink, pins)
+        Self::try_build_from(&mut config.operands[..], flags, sink)
     }
 
     /// [`TrivialIter::try_build`] over one output (operand 0) and its inputs, read from `src`
-    /// (a config's operands, or tensors a binary op's meta borrows, without a config).
-    // Index loops: `k` indexes both `pins` and `src` (a trait, not a slice), and the
+    /// (a config's operands, or tensors a binary op's meta borrows, without a config). The
+    /// snapshots are pinned straight into the box the iterator is returned in.
+    // Index loops: `k` indexes both the box's slots and `src` (a trait, not a slice), and the
     // iterator-adapter form compiled to a call per element.
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
@@ -162,99 +181,88 @@ impl<'a> TrivialIter<'a> {
         src: &mut S,
         flags: TrivialFlags,
         sink: OutputSink<'_, 'a>,
-        pins: &mut Pins<'a>,
-    ) -> Result<Option<TrivialBox<'a>>> {
+    ) -> Result<Result<TrivialBox<'a>, Pins<'a>>> {
         #[cfg(test)]
         if super::tests::FORCE_GENERAL_BUILD.with(|c| c.get()) {
-            return Ok(None);
+            return Ok(Err([None, None, None, None]));
         }
         let n = src.len();
         if !(2..=MAX_TRIVIAL).contains(&n) {
-            return Ok(None);
+            return Ok(Err([None, None, None, None]));
         }
         // The inputs: one dtype, CPU, contiguous, the first one's sizes.
         let Some(first_t) = src.get(1) else {
-            return Ok(None);
+            return Ok(Err([None, None, None, None]));
         };
         let dtype = first_t.dtype();
+        let mut it = TrivialBox::take();
         for k in 1..n {
             let Some(t) = src.get(k) else {
-                return Ok(None);
+                return Ok(Err(it.into_pins()));
             };
             if t.dtype() != dtype || t.device() != Device::CPU {
-                return Ok(None);
+                return Ok(Err(it.into_pins()));
             }
-            pins[k] = Some(src.pin(k));
-            let m = pins[k].as_ref().expect("pinned above");
+            fill_empty(&mut it.metas[k], src.pin(k));
+            let m = it.meta(k);
             let same_shape = k == 1 || {
-                let first = pins[1].as_deref().expect("pinned above");
-                std::ptr::eq(&**m, first) || same_dims(m.sizes(), first.sizes())
+                let first = it.meta(1);
+                std::ptr::eq(m, first) || same_dims(m.sizes(), first.sizes())
             };
             if !same_shape || !m.is_contiguous() {
-                return Ok(None);
+                return Ok(Err(it.into_pins()));
             }
         }
-        let first = pins[1].as_deref().expect("an input was pinned");
-        let sizes = first.sizes();
+        let sizes = it.meta(1).sizes();
         // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
         if (sizes.is_empty()
             && flags.promote_inputs_to_common_dtype
             && (1..n).any(|k| src.get(k).is_some_and(|t| t.is_wrapped_number())))
             || (flags.promote_integer_inputs_to_float && dtype.is_integral(true))
         {
-            return Ok(None);
+            return Ok(Err(it.into_pins()));
         }
         // A given output: of that dtype, shape and layout, and not sharing an input's memory
         // unless it is that input (in-place).
         if let Some(out) = src.get(0) {
             if out.dtype() != dtype || out.device() != Device::CPU {
-                return Ok(None);
+                return Ok(Err(it.into_pins()));
             }
-            pins[0] = Some(src.pin(0));
-            let om = pins[0].as_deref().expect("pinned above");
-            let first = pins[1].as_deref().expect("an input was pinned");
-            if !same_dims(om.sizes(), first.sizes()) || !om.is_contiguous() {
-                return Ok(None);
+            fill_empty(&mut it.metas[0], src.pin(0));
+            let om = it.meta(0);
+            if !same_dims(om.sizes(), it.meta(1).sizes()) || !om.is_contiguous() {
+                return Ok(Err(it.into_pins()));
             }
             if flags.check_mem_overlap {
                 let out_storage = om.storage();
                 for k in 1..n {
                     let input = src.get(k).expect("inputs are defined");
-                    let im = pins[k].as_deref().expect("inputs were pinned");
-                    if !input.is_same(out) && im.storage().is_alias_of(out_storage) {
+                    if !input.is_same(out) && it.meta(k).storage().is_alias_of(out_storage) {
                         // Shared memory: the general path decides between full and partial
                         // overlap.
-                        return Ok(None);
+                        return Ok(Err(it.into_pins()));
                     }
                 }
             }
         }
 
         // Trivial: from here on the operands are taken out of `src`.
-        let given = match (pins[0].take(), src.take(0)) {
-            (Some(meta), Some(tensor)) => Some(PinnedOperand { meta, tensor }),
-            _ => None,
-        };
-        let first = pins[1].as_deref().expect("an input was pinned");
+        let first = it.meta(1);
         let ndim = first.sizes().len();
         let numel = first.numel();
-        let out_dtype = match &given {
-            Some(_) => dtype,
-            None => flags.static_dtype.unwrap_or(dtype),
-        };
-        let output = announce_output(sink, given, out_dtype, first)?;
+        announce_output(&mut it, src, sink, flags.static_dtype.unwrap_or(dtype))?;
+        let (om, first) = (it.meta(0), it.meta(1));
         // The loop writes `numel` contiguous elements of the output's dtype: a sink that made
         // (or substituted) an output of another shape or layout cannot be iterated like this.
-        if !same_dims(output.meta.sizes(), first.sizes()) || !output.meta.is_contiguous() {
+        if !same_dims(om.sizes(), first.sizes()) || !om.is_contiguous() {
             return Err(Error::runtime(format!(
                 "TensorIterator: the output set for operand 0 has sizes {} and strides {}, \
                  not the contiguous {}",
-                super::fmt_sizes(output.meta.sizes()),
-                super::fmt_sizes(output.meta.strides()),
+                super::fmt_sizes(om.sizes()),
+                super::fmt_sizes(om.strides()),
                 super::fmt_sizes(first.sizes()),
             )));
         }
-        let mut it = TrivialBox::take();
         it.dtypes = [dtype; MAX_TRIVIAL];
         it.stride_bytes = [dtype.element_size() as i64; MAX_TRIVIAL];
         it.ntensors = n as u8;
@@ -263,22 +271,29 @@ impl<'a> TrivialIter<'a> {
         it.ndim = (ndim > 0) as u8;
         it.coalesced = ndim > 1;
         it.common_dtype = dtype;
-        it.dtypes[0] = output.tensor.dtype();
+        it.dtypes[0] = it.tensors[0].as_deref().expect("the output is set").dtype();
         it.stride_bytes[0] = it.dtypes[0].element_size() as i64;
-        fill_empty(&mut it.ops[0], output);
         for k in 1..n {
-            let tensor = src.take(k).expect("inputs are defined");
-            let meta = pins[k].take().expect("inputs were pinned");
-            fill_empty(&mut it.ops[k], PinnedOperand { meta, tensor });
+            fill_empty(&mut it.tensors[k], src.take(k).expect("inputs are defined"));
         }
         #[cfg(test)]
         super::tests::TRIVIAL_BUILDS.with(|c| c.set(c.get() + 1));
-        Ok(Some(it))
+        Ok(Ok(it))
     }
 
-    fn op(&self, k: usize) -> &PinnedOperand<'a> {
-        self.ops[k]
-            .as_ref()
+    /// Operand `k`'s pinned snapshot (pinned by the build).
+    #[inline(always)]
+    fn meta(&self, k: usize) -> &TensorMeta {
+        self.metas[k]
+            .as_deref()
+            .expect("the operands a compact build reads are pinned")
+    }
+
+    /// Operand `k`'s tensor.
+    #[inline(always)]
+    fn tensor_at(&self, k: usize) -> &TensorBase {
+        self.tensors[k]
+            .as_deref()
             .expect("operands 0..ntensors of a compact iterator are set")
     }
 
@@ -310,10 +325,10 @@ impl<'a> TrivialIter<'a> {
         &self.stride_bytes[arg..arg + self.ndim as usize]
     }
     pub(super) fn tensor(&self, arg: usize) -> Option<&TensorBase> {
-        (arg < self.ntensors()).then(|| &*self.op(arg).tensor)
+        (arg < self.ntensors()).then(|| self.tensor_at(arg))
     }
     pub(super) fn is_cpu_scalar(&self, arg: usize) -> bool {
-        self.op(arg).meta.dim() == 0
+        self.meta(arg).dim() == 0
     }
 
     /// Whether the iteration is one output of dtype `output` and `ninputs` inputs of dtype
@@ -338,10 +353,12 @@ impl<'a> TrivialIter<'a> {
     pub(super) fn remove_operand(&mut self, arg: usize) {
         let n = self.ntensors();
         assert!(arg < n, "operand {arg} of {n}");
-        self.ops[arg..n].rotate_left(1);
+        self.metas[arg..n].rotate_left(1);
+        self.tensors[arg..n].rotate_left(1);
         self.dtypes[arg..n].rotate_left(1);
         self.stride_bytes[arg..n].rotate_left(1);
-        self.ops[n - 1] = None;
+        self.metas[n - 1] = None;
+        self.tensors[n - 1] = None;
         self.ntensors -= 1;
         if arg < self.noutputs() {
             self.noutputs -= 1;
@@ -378,8 +395,7 @@ impl<'a> TrivialIter<'a> {
     #[inline]
     fn with_acquired<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
         let n = self.ntensors();
-        let spec =
-            |k: usize| -> SnapshotSpec<'_> { (&*self.op(k).meta, self.dtypes[k], Device::CPU) };
+        let spec = |k: usize| -> SnapshotSpec<'_> { (self.meta(k), self.dtypes[k], Device::CPU) };
         let mut specs = [spec(0); MAX_TRIVIAL];
         // An index loop: the iterator-adapter form (`enumerate().take(n).skip(1)`) compiled to
         // a call per element.
@@ -430,9 +446,9 @@ impl<'a> TrivialIter<'a> {
 /// Puts `op` into a slot of a box just taken (all slots empty), without the drop of the old
 /// value an assignment would check for.
 #[inline(always)]
-fn fill_empty<'a>(slot: &mut Option<PinnedOperand<'a>>, op: PinnedOperand<'a>) {
+fn fill_empty<T>(slot: &mut Option<T>, value: T) {
     debug_assert!(slot.is_none(), "a taken box's operand slots are empty");
-    std::mem::forget(slot.replace(op));
+    std::mem::forget(slot.replace(value));
 }
 
 /// Runs `loop2d` over elements `[begin, end)` of a one-dimensional iteration.
@@ -454,36 +470,80 @@ unsafe fn run_range(
     loop2d(&ptrs[..base.len()], strides, (end - begin) as usize, 1);
 }
 
-/// Announces output 0 to the sink (a given output with its own sizes, a new one with the
-/// inputs' sizes and `out_dtype`) and returns the operand for the tensor the sink then holds.
+/// Announces output 0 to the sink and puts the tensor the sink then holds, with its pinned
+/// snapshot, in the box's slot 0: a given output (pinned by the build) keeps its sizes, dtype
+/// and device; a new one has the inputs' sizes and `out_dtype`.
 #[inline(always)]
-fn announce_output<'a>(
+fn announce_output<'a, S: TrivialSource<'a> + ?Sized>(
+    it: &mut TrivialIter<'a>,
+    src: &mut S,
     sink: OutputSink<'_, 'a>,
-    given: Option<PinnedOperand<'a>>,
     out_dtype: ScalarType,
-    first: &TensorMeta,
-) -> Result<PinnedOperand<'a>> {
-    let (sizes, options) = match &given {
-        Some(g) => (
-            g.meta.sizes(),
-            TensorOptions::new()
-                .dtype(g.tensor.dtype())
-                .device(g.tensor.device()),
-        ),
-        None => (
-            first.sizes(),
-            TensorOptions::new().dtype(out_dtype).device(Device::CPU),
-        ),
+) -> Result<()> {
+    let Some(given) = src.get(0) else {
+        // A new output, of the inputs' sizes (the box holds the pin they are read from).
+        let options = TensorOptions::new().dtype(out_dtype).device(Device::CPU);
+        let sizes = it.meta(1).sizes();
+        let fetched = match sink {
+            OutputSink::Borrowed(m) => {
+                Fetched::Borrowed(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
+            }
+            OutputSink::Local(m) => {
+                Fetched::Local(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
+            }
+        };
+        return adopt_new(it, fetched);
     };
+    // A given output keeps its sizes, dtype and device (the build checked they are the
+    // iteration's): the sink is told so, and has nothing to check or resize.
+    let options = TensorOptions::new()
+        .dtype(given.dtype())
+        .device(given.device());
+    let sizes = it.meta(0).sizes();
     let fetched = match sink {
-        OutputSink::Borrowed(m) => {
-            Fetched::Borrowed(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
-        }
-        OutputSink::Local(m) => {
-            Fetched::Local(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
-        }
+        OutputSink::Borrowed(m) => Fetched::Borrowed(m.keep_output_and_get(0, sizes, options)?),
+        OutputSink::Local(m) => Fetched::Local(m.keep_output_and_get(0, sizes, options)?),
     };
-    adopt_fetched(fetched, 0, given)
+    let kept = match &fetched {
+        Fetched::Borrowed(t) => t.is_some_and(|t| t.base().is_same(given)),
+        Fetched::Local(t) => t.is_some_and(|t| t.base().is_same(given)),
+    };
+    if kept && given.is_current_meta_ref(it.meta(0)) {
+        // The common case: the given tensor, its snapshot as pinned.
+        fill_empty(
+            &mut it.tensors[0],
+            src.take(0).expect("the output is defined"),
+        );
+        return Ok(());
+    }
+    // The sink restrided the output or put another tensor in its place.
+    let meta = it.metas[0].take().expect("the given output was pinned");
+    let tensor = src.take(0).expect("the output is defined");
+    let op = adopt_fetched(fetched, 0, Some(PinnedOperand { meta, tensor }))?;
+    it.metas[0] = Some(op.meta);
+    it.tensors[0] = Some(op.tensor);
+    Ok(())
+}
+
+/// Puts the output the sink made (`fetched`) in the box's slot 0, pinned where it lies.
+#[inline(always)]
+fn adopt_new<'a>(it: &mut TrivialIter<'a>, fetched: Fetched<'_, 'a>) -> Result<()> {
+    let not_created = || Error::runtime("TensorIterator: output 0 was not created by set_output");
+    match fetched {
+        Fetched::Borrowed(t) => {
+            let t = t.ok_or_else(not_created)?.base();
+            fill_empty(&mut it.metas[0], t.meta_pinned());
+            fill_empty(&mut it.tensors[0], Cow::Borrowed(t));
+        }
+        Fetched::Local(t) => {
+            let t = t.ok_or_else(not_created)?.base().clone();
+            fill_empty(&mut it.tensors[0], Cow::Owned(t));
+            let owned = it.tensors[0].as_ref().expect("just set");
+            // An owned tensor: pinned unbounded, let go before the tensor (see `metas`).
+            fill_empty(&mut it.metas[0], pin_operand(owned));
+        }
+    }
+    Ok(())
 }
 
 /// What a compact build needs of a config's flags.
@@ -501,6 +561,20 @@ impl TrivialFlags {
         check_mem_overlap: true,
         promote_inputs_to_common_dtype: true,
         promote_integer_inputs_to_float: false,
+        static_dtype: None,
+    };
+    /// `UNARY_OP_CONFIG`'s (checked against `unary_op_config` by the same test).
+    pub(super) const UNARY_OP: TrivialFlags = TrivialFlags {
+        check_mem_overlap: true,
+        promote_inputs_to_common_dtype: false,
+        promote_integer_inputs_to_float: false,
+        static_dtype: None,
+    };
+    /// `UNARY_FLOAT_OP_CONFIG`'s.
+    pub(super) const UNARY_FLOAT_OP: TrivialFlags = TrivialFlags {
+        check_mem_overlap: true,
+        promote_inputs_to_common_dtype: true,
+        promote_integer_inputs_to_float: true,
         static_dtype: None,
     };
 
@@ -545,14 +619,14 @@ impl<'a> TrivialSource<'a> for [Option<Cow<'a, TensorBase>>] {
     }
 }
 
-/// A binary op's operands borrowed straight from its meta's arguments (no config is made
-/// unless the build turns out general).
-pub(super) struct BorrowedBinary<'a> {
+/// A unary or binary op's operands borrowed straight from its meta's arguments (no config is
+/// made unless the build turns out general).
+pub(super) struct BorrowedOperands<'a, const N: usize> {
     pub(super) out: Option<&'a TensorBase>,
-    pub(super) inputs: [&'a TensorBase; 2],
+    pub(super) inputs: [&'a TensorBase; N],
 }
 
-impl<'a> BorrowedBinary<'a> {
+impl<'a, const N: usize> BorrowedOperands<'a, N> {
     #[inline(always)]
     fn tensor(&self, k: usize) -> Option<&'a TensorBase> {
         if k == 0 {
@@ -563,10 +637,10 @@ impl<'a> BorrowedBinary<'a> {
     }
 }
 
-impl<'a> TrivialSource<'a> for BorrowedBinary<'a> {
+impl<'a, const N: usize> TrivialSource<'a> for BorrowedOperands<'a, N> {
     #[inline(always)]
     fn len(&self) -> usize {
-        3
+        N + 1
     }
     #[inline(always)]
     fn get(&self, k: usize) -> Option<&TensorBase> {

@@ -109,18 +109,27 @@ fn structured_body(
         }
         "inplace" => {
             w.line("op.finish()?;");
-            w.line("Ok(self_.clone())");
+            w.line(ok_returns(op, "self_"));
         }
         _ => {
             w.line("op.finish()?;");
             let outs = output_idents(op);
             if outs.len() == 1 {
-                w.line(format!("Ok({}.clone())", outs[0]));
+                w.line(ok_returns(op, &outs[0]));
             } else {
                 let c: Vec<String> = outs.iter().map(|o| format!("{o}.clone()")).collect();
                 w.line(format!("Ok(({}))", c.join(", ")));
             }
         }
+    }
+}
+
+/// The return of the tensor `ident` wrote: the argument itself where the return aliases it
+/// (Note [Aliased returns]), else a new handle.
+fn ok_returns(op: &OpInfo, ident: &str) -> String {
+    match op.aliased_return() {
+        Some(_) => format!("Ok({ident})"),
+        None => format!("Ok({ident}.clone())"),
     }
 }
 
@@ -171,7 +180,7 @@ fn kernel_body(w: &mut Writer, model: &Model, op: &OpInfo, k: &KernelImpl) {
                     "structured::copy_same_dtype({}, &result)?;",
                     outs[0]
                 ));
-                w.line(format!("Ok({}.clone())", outs[0]));
+                w.line(ok_returns(op, &outs[0]));
             } else {
                 for (i, o) in outs.iter().enumerate() {
                     w.line(format!(
@@ -225,12 +234,12 @@ pub fn emit(model: &Model, opts: &GenOptions) -> String {
                 };
                 w.blank();
                 w.line(format!("/// `{}`", op.doc));
+                let (generics, params) = op.kernel_params();
                 w.block(
                     format!(
-                        "pub fn {}({}) -> Result<{}> {{",
+                        "pub fn {}{generics}({params}) -> Result<{}> {{",
                         op.backend_name,
-                        op.borrowed_params(),
-                        op.ret_type()
+                        op.kernel_ret_type()
                     ),
                     "}",
                     |w| kernel_body(w, model, op, k),

@@ -212,7 +212,7 @@ pub fn prelude(opts: &GenOptions) -> String {
          use {a}::structured::{{self, Arg, MetaBase}};\n\
          use {a}::Tensor;\n\
          use ratten_core::{{Device, DispatchKeySet, Result, Scalar, ScalarType}};\n\
-         use ratten_dispatch::{{CppFunction, TypedOperatorHandle}};\n\
+         use ratten_dispatch::{{Aliased, CppFunction, TypedOperatorHandle}};\n\
          \n\
          use super::{{backends, operators}};\n"
     )

@@ -121,8 +121,21 @@ impl OpInfo {
         tuple(self.args.iter().map(|a| a.ty.owned.clone()).collect())
     }
 
+    /// The argument the one return is, when the schema says so (`Tensor(a!) out) ->
+    /// Tensor(a!)`: in-place and out= forms). Typed calls then return `Aliased<k>` (Note
+    /// [Aliased returns] in ratten-dispatch) and kernels a reference to the argument.
+    pub fn aliased_return(&self) -> Option<usize> {
+        match self.rets.as_slice() {
+            [r] if r.owned == "Tensor" => r.aliases_arg,
+            _ => None,
+        }
+    }
+
     /// The typed handle's return type.
     pub fn ret_type(&self) -> String {
+        if let Some(k) = self.aliased_return() {
+            return format!("Aliased<{k}>");
+        }
         match self.rets.len() {
             0 => "()".to_string(),
             1 => self.rets[0].owned.clone(),
@@ -134,6 +147,36 @@ impl OpInfo {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        }
+    }
+
+    /// What a kernel or backend direct function returns: the typed return, except that an
+    /// aliased return is a reference to its argument (`&'a Tensor`, PyTorch's `Tensor&`).
+    pub fn kernel_ret_type(&self) -> String {
+        match self.aliased_return() {
+            Some(_) => "&'a Tensor".to_string(),
+            None => self.ret_type(),
+        }
+    }
+
+    /// [`borrowed_params`](Self::borrowed_params) with the aliased argument's reference
+    /// named `'a` (what the kernel's `&'a Tensor` borrows), and the generics that need.
+    pub fn kernel_params(&self) -> (String, String) {
+        match self.aliased_return() {
+            Some(k) => {
+                let params = self
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| match a.ty.borrowed.strip_prefix('&') {
+                        Some(rest) if i == k => format!("{}: &'a {rest}", a.ident),
+                        _ => format!("{}: {}", a.ident, a.ty.borrowed),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                ("<'a>".to_string(), params)
+            }
+            None => (String::new(), self.borrowed_params()),
         }
     }
 

@@ -41,11 +41,20 @@ pub fn emit(model: &Model, opts: &GenOptions) -> String {
                     if !op.kernels.contains_key(&key) {
                         continue;
                     }
+                    let f = format!("backends::{}::{}", key_module(&key), op.backend_name);
+                    // A kernel returning its argument (`&'a Tensor`) is registered as
+                    // returning `Aliased` (Note [Aliased returns] in ratten-dispatch).
+                    let kernel = match op.aliased_return() {
+                        Some(_) => format!(
+                            "|{}| {f}({}).map(|_| Aliased)",
+                            op.borrowed_params(),
+                            op.arg_idents()
+                        ),
+                        None => f,
+                    };
                     w.line(format!(
-                        "m.impl_({:?}, CppFunction::typed::<operators::{h}::Args, operators::{h}::Return, _>(backends::{}::{}))?;",
+                        "m.impl_({:?}, CppFunction::typed::<operators::{h}::Args, operators::{h}::Return, _>({kernel}))?;",
                         op.name_with_overload,
-                        key_module(&key),
-                        op.backend_name,
                         h = op.handle_mod,
                     ));
                 }

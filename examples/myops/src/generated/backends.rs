@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use ratten_aten::structured::{self, Arg, MetaBase};
 use ratten_aten::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
@@ -28,25 +28,25 @@ pub mod cpu {
     }
 
     /// `myops::scaled_add_(Tensor(a!) self, Tensor other, *, float scale=1.0) -> Tensor(a!)`
-    pub fn scaled_add_(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
+    pub fn scaled_add_<'a>(self_: &'a Tensor, other: &Tensor, scale: f64) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
             crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
-    pub fn scaled_add_outf(self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor) -> Result<Tensor> {
+    pub fn scaled_add_outf<'a>(self_: &Tensor, other: &Tensor, scale: f64, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let mut state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
             crate::kernels::scaled_add_out(&mut state, self_, other, scale, op.output(0)?)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 }
 
@@ -64,22 +64,22 @@ pub mod meta {
     }
 
     /// `myops::scaled_add_(Tensor(a!) self, Tensor other, *, float scale=1.0) -> Tensor(a!)`
-    pub fn scaled_add_(self_: &Tensor, other: &Tensor, scale: f64) -> Result<Tensor> {
+    pub fn scaled_add_<'a>(self_: &'a Tensor, other: &Tensor, scale: f64) -> Result<&'a Tensor> {
         let mut op = structured::StructuredInplace::new(&[self_]);
         {
             let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
         }
         op.finish()?;
-        Ok(self_.clone())
+        Ok(self_)
     }
 
     /// `myops::scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)`
-    pub fn scaled_add_outf(self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor) -> Result<Tensor> {
+    pub fn scaled_add_outf<'a>(self_: &Tensor, other: &Tensor, scale: f64, out: &'a Tensor) -> Result<&'a Tensor> {
         let mut op = structured::StructuredOut::new(&[out]);
         {
             let _state: crate::kernels::ScaledAddBase = crate::kernels::scaled_add_meta(&op, self_, other, scale)?;
         }
         op.finish()?;
-        Ok(out.clone())
+        Ok(out)
     }
 }

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use ratten_aten::structured::{self, Arg, MetaBase};
 use ratten_aten::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
@@ -52,7 +52,7 @@ pub mod scaled_add_ {
     pub const OVERLOAD_NAME: &str = "";
     pub const SCHEMA: &str = "scaled_add_(Tensor(a!) self, Tensor other, *, float scale=1.0) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, f64);
-    pub type Return = Tensor;
+    pub type Return = Aliased<0>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {
@@ -84,7 +84,7 @@ pub mod scaled_add_out {
     pub const OVERLOAD_NAME: &str = "out";
     pub const SCHEMA: &str = "scaled_add.out(Tensor self, Tensor other, *, float scale=1.0, Tensor(a!) out) -> Tensor(a!)";
     pub type Args = (Tensor, Tensor, f64, Tensor);
-    pub type Return = Tensor;
+    pub type Return = Aliased<3>;
 
     /// The typed handle, found once and kept (PyTorch's static `create_..._typed_handle`).
     pub fn handle() -> Result<TypedOperatorHandle<Args, Return>> {

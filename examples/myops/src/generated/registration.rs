@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use ratten_aten::structured::{self, Arg, MetaBase};
 use ratten_aten::Tensor;
 use ratten_core::{Device, DispatchKeySet, Result, Scalar, ScalarType};
-use ratten_dispatch::{CppFunction, TypedOperatorHandle};
+use ratten_dispatch::{Aliased, CppFunction, TypedOperatorHandle};
 
 use super::{backends, operators};
 
@@ -27,12 +27,12 @@ ratten_dispatch::torch_library!(myops, |m| {
 
 ratten_dispatch::torch_library_impl!(myops, CPU, |m| {
     m.impl_("scaled_add", CppFunction::typed::<operators::scaled_add::Args, operators::scaled_add::Return, _>(backends::cpu::scaled_add))?;
-    m.impl_("scaled_add_", CppFunction::typed::<operators::scaled_add_::Args, operators::scaled_add_::Return, _>(backends::cpu::scaled_add_))?;
-    m.impl_("scaled_add.out", CppFunction::typed::<operators::scaled_add_out::Args, operators::scaled_add_out::Return, _>(backends::cpu::scaled_add_outf))?;
+    m.impl_("scaled_add_", CppFunction::typed::<operators::scaled_add_::Args, operators::scaled_add_::Return, _>(|self_: &Tensor, other: &Tensor, scale: f64| backends::cpu::scaled_add_(self_, other, scale).map(|_| Aliased)))?;
+    m.impl_("scaled_add.out", CppFunction::typed::<operators::scaled_add_out::Args, operators::scaled_add_out::Return, _>(|self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor| backends::cpu::scaled_add_outf(self_, other, scale, out).map(|_| Aliased)))?;
 });
 
 ratten_dispatch::torch_library_impl!(myops, Meta, |m| {
     m.impl_("scaled_add", CppFunction::typed::<operators::scaled_add::Args, operators::scaled_add::Return, _>(backends::meta::scaled_add))?;
-    m.impl_("scaled_add_", CppFunction::typed::<operators::scaled_add_::Args, operators::scaled_add_::Return, _>(backends::meta::scaled_add_))?;
-    m.impl_("scaled_add.out", CppFunction::typed::<operators::scaled_add_out::Args, operators::scaled_add_out::Return, _>(backends::meta::scaled_add_outf))?;
+    m.impl_("scaled_add_", CppFunction::typed::<operators::scaled_add_::Args, operators::scaled_add_::Return, _>(|self_: &Tensor, other: &Tensor, scale: f64| backends::meta::scaled_add_(self_, other, scale).map(|_| Aliased)))?;
+    m.impl_("scaled_add.out", CppFunction::typed::<operators::scaled_add_out::Args, operators::scaled_add_out::Return, _>(|self_: &Tensor, other: &Tensor, scale: f64, out: &Tensor| backends::meta::scaled_add_outf(self_, other, scale, out).map(|_| Aliased)))?;
 });
