@@ -19,6 +19,7 @@
 pub mod binary_kernels;
 pub mod transpose;
 pub mod unary_kernels;
+pub mod vec_math;
 
 use half::{bf16, f16};
 use num_complex::Complex;

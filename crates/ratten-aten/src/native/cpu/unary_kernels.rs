@@ -9,7 +9,9 @@ use ratten_core::dtype::{c128, c64};
 use ratten_core::{Result, Scalar, ScalarType};
 
 use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
-use super::{cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, refuse_complex32, Elem};
+use super::{
+    cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, refuse_complex32, vec_math, Elem,
+};
 use crate::dispatch_opmath;
 use crate::dispatch_stub::{run_isa, DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
 use crate::tensor_iterator::TensorIteratorBase;
@@ -209,24 +211,153 @@ impl FloatUnary {
     }
 }
 
-macro_rules! float_fn {
-    ($op:expr, $t:ty) => {{
-        let f: fn($t) -> $t = match $op {
-            FloatUnary::Exp => |x| x.exp(),
-            FloatUnary::Log => |x| x.ln(),
-            FloatUnary::Log1p => |x| x.ln_1p(),
-            FloatUnary::Expm1 => |x| x.exp_m1(),
-            FloatUnary::Sqrt => |x| x.sqrt(),
-            FloatUnary::Rsqrt => |x| 1.0 / x.sqrt(),
-            FloatUnary::Sin => |x| x.sin(),
-            FloatUnary::Cos => |x| x.cos(),
-            FloatUnary::Tan => |x| x.tan(),
-            FloatUnary::Tanh => |x| x.tanh(),
-            FloatUnary::Sigmoid => |x| 1.0 / (1.0 + (-x).exp()),
-            FloatUnary::Reciprocal => |x| 1.0 / x,
-        };
-        f
-    }};
+/// The real forms of the floating unary family, per opmath type: each op is its own
+/// monomorphised loop (no call through a function pointer per element), and `exp`, `log`,
+/// `tanh` and `sigmoid` are the branch-free forms LLVM vectorises (Note [Vectorised
+/// transcendentals] in vec_math.rs); `sqrt`, `rsqrt` and `reciprocal` are arithmetic.
+pub trait FloatMath: Elem {
+    fn exp(self) -> Self;
+    fn log(self) -> Self;
+    fn log1p(self) -> Self;
+    fn expm1(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sigmoid(self) -> Self;
+    fn recip(self) -> Self;
+}
+
+macro_rules! float_math {
+    ($t:ty, $exp:path, $log:path, $tanh:path, $sigmoid:path) => {
+        impl FloatMath for $t {
+            #[inline(always)]
+            fn exp(self) -> $t {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn log(self) -> $t {
+                $log(self)
+            }
+            #[inline(always)]
+            fn log1p(self) -> $t {
+                self.ln_1p()
+            }
+            #[inline(always)]
+            fn expm1(self) -> $t {
+                self.exp_m1()
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> $t {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> $t {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> $t {
+                <$t>::tan(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> $t {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn sigmoid(self) -> $t {
+                $sigmoid(self)
+            }
+            #[inline(always)]
+            fn recip(self) -> $t {
+                1.0 / self
+            }
+        }
+    };
+}
+float_math!(
+    f32,
+    vec_math::exp_f32,
+    vec_math::log_f32,
+    vec_math::tanh_f32,
+    vec_math::sigmoid_f32
+);
+float_math!(
+    f64,
+    vec_math::exp_f64,
+    vec_math::log_f64,
+    vec_math::tanh_f64,
+    vec_math::sigmoid_f64
+);
+
+/// Runs the real form of `op` over `iter` in opmath type `T`.
+fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
+    match op {
+        FloatUnary::Exp => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.exp(),
+        ),
+        FloatUnary::Log => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.log(),
+        ),
+        FloatUnary::Log1p => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.log1p(),
+        ),
+        FloatUnary::Expm1 => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.expm1(),
+        ),
+        FloatUnary::Sqrt => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.sqrt(),
+        ),
+        FloatUnary::Rsqrt => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.sqrt().recip(),
+        ),
+        FloatUnary::Sin => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.sin(),
+        ),
+        FloatUnary::Cos => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.cos(),
+        ),
+        FloatUnary::Tan => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.tan(),
+        ),
+        FloatUnary::Tanh => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.tanh(),
+        ),
+        FloatUnary::Sigmoid => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.sigmoid(),
+        ),
+        FloatUnary::Reciprocal => cpu_unary::<I, T, T>(
+            iter,
+            #[inline(always)]
+            |x: T| x.recip(),
+        ),
+    }
 }
 
 fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
@@ -251,8 +382,8 @@ pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<
     let dt = iter.computation_dtype()?;
     refuse_complex32(op.name(), dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_unary::<I, f32, f32>(iter, float_fn!(op, f32)),
-        ScalarType::Double => cpu_unary::<I, f64, f64>(iter, float_fn!(op, f64)),
+        ScalarType::Float => float_unary_real::<I, f32>(iter, op),
+        ScalarType::Double => float_unary_real::<I, f64>(iter, op),
         ScalarType::ComplexFloat => match complex_fn(op) {
             Some(f) => cpu_unary::<I, c64, c64>(iter, move |x| cast(f(cast::<c64, c128>(x)))),
             None => Err(not_implemented(op.name(), dt)),
