@@ -506,6 +506,65 @@ fn comparisons_logical_bitwise_where_clamp() {
     assert_eq!(r.to_vec::<f32>().unwrap(), vec![0.0, 2.0]);
 }
 
+/// relu is `clamp_min(self, 0)` (its kernel runs clamp's stub directly): the same values,
+/// dtypes, layouts and errors as clamp with `min=0`, functional and in place, on every real
+/// dtype, with NaN, -0.0 and a transposed input, and on the meta device.
+#[test]
+fn relu_is_clamp_min_zero() {
+    let v = [-1.5f64, -0.0, 0.0, 2.5, f64::NAN, -3.0];
+    let bits = |t: &Tensor| -> Vec<u64> {
+        t.to_dtype(ScalarType::Double)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    for dt in [
+        ScalarType::Byte,
+        ScalarType::Char,
+        ScalarType::Short,
+        ScalarType::Int,
+        ScalarType::Long,
+        ScalarType::Half,
+        ScalarType::BFloat16,
+        ScalarType::Float,
+        ScalarType::Double,
+    ] {
+        let make = |transposed: bool| {
+            let x = Tensor::from_slice(&v, &[2, 3])
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            if transposed {
+                x.t().unwrap()
+            } else {
+                x
+            }
+        };
+        for transposed in [false, true] {
+            let input = make(transposed);
+            let want = f::clamp_with(&input, Some(Scalar::Int(0)), None).unwrap();
+            let got = f::relu(&input).unwrap();
+            assert_eq!(got.dtype(), want.dtype(), "{dt}");
+            assert_eq!(got.strides(), want.strides(), "{dt}");
+            assert_eq!(bits(&got), bits(&want), "{dt}");
+            let inplace = make(transposed);
+            inplace.relu_().unwrap();
+            assert_eq!(bits(&inplace), bits(&want), "{dt} relu_");
+        }
+    }
+    let m = Tensor::empty(&[2, 3], (ScalarType::Float, ratten_core::Device::META)).unwrap();
+    let r = f::relu(&m).unwrap();
+    assert!(r.is_meta() && r.sizes().as_slice() == [2, 3]);
+    let c = Tensor::zeros(&[1], ScalarType::ComplexFloat).unwrap();
+    let e = f::relu(&c).unwrap_err();
+    assert_eq!(e.message(), "clamp is not supported for complex types");
+    let e = c.relu_().unwrap_err();
+    assert_eq!(e.message(), "clamp is not supported for complex types");
+}
+
 #[test]
 fn ternary_and_fill() {
     let s = t(&[1.0, 2.0], &[2]);

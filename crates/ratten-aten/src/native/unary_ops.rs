@@ -3,10 +3,10 @@
 
 use std::borrow::Cow;
 
-use ratten_core::{DeviceType, Error, Result, Scalar, ScalarType};
+use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::dispatch_stub::DispatchStub;
-use crate::generated::{backends, operators as ops};
+use crate::generated::operators as ops;
 use crate::native::binary_ops::{given_output, given_output_ref};
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
@@ -18,7 +18,7 @@ use crate::native::type_properties::{
     result_type_of_state, update_result_type_state, update_result_type_state_scalar,
     ResultTypeState,
 };
-use crate::structured::MetaBase;
+use crate::structured::{MetaBase, StructuredFunctional, StructuredInplace};
 use crate::tensor_iterator::{
     same_dims, unary_op_config, InputOperand, StandaloneOutputs, TensorIteratorBase,
     TensorIteratorConfig,
@@ -410,26 +410,35 @@ fn relu_check(self_: &Tensor) -> Result<()> {
     }
     Ok(())
 }
-/// `relu` (CPU and Meta) = `clamp_min(self, 0)`; bool refused as in PyTorch. PyTorch calls
-/// `at::clamp_min` through the dispatcher from here; this kernel runs below autograd for a
-/// CPU or Meta tensor, so it calls that backend's clamp directly (one dispatch fewer: a small
-/// relu cost ~20% more than candle's with it), and any other device through the dispatcher.
-pub fn relu(self_: &Tensor) -> Result<Tensor> {
+/// relu's kernel, `clamp_min(self, 0)` as clamp's meta and impl compute it: the bound 0
+/// needs none of their work (it promotes no dtype and fits every one), so the iterator is
+/// built as clamp's meta builds it and clamp's stub runs with that bound. PyTorch's CPU relu
+/// calls `at::clamp_min` through the dispatcher; this kernel runs below autograd for its
+/// CPU or Meta tensor, so going straight to the stub changes no result (a small relu cost
+/// ~20% more than candle's through the second dispatch and clamp's scalar checks).
+fn relu_into(m: &dyn MetaBase, self_: &Tensor) -> Result<()> {
     relu_check(self_)?;
-    let zero = Some(&Scalar::Int(0));
-    match self_.device().device_type {
-        DeviceType::Cpu => backends::cpu::clamp(self_, zero, None),
-        DeviceType::Meta => backends::meta::clamp(self_, zero, None),
-        _ => ops::clamp::call(self_, zero, None),
+    if self_.dtype().is_complex() {
+        return Err(Error::not_implemented(
+            "clamp is not supported for complex types",
+        ));
     }
+    let iter = unary_op_meta(m, self_)?;
+    if iter.is_meta() {
+        return Ok(());
+    }
+    (CLAMP_SCALAR_STUB.get(iter.device_type())?)(&iter, Some(&Scalar::Int(0)), None)
+}
+/// `relu` (CPU and Meta) = `clamp_min(self, 0)`; bool refused as in PyTorch.
+pub fn relu(self_: &Tensor) -> Result<Tensor> {
+    let mut op = StructuredFunctional::<1>::new();
+    relu_into(&op, self_)?;
+    op.take(0)
 }
 /// `relu_`.
 pub fn relu_(self_: &Tensor) -> Result<&Tensor> {
-    relu_check(self_)?;
-    let zero = Some(&Scalar::Int(0));
-    match self_.device().device_type {
-        DeviceType::Cpu => backends::cpu::clamp_(self_, zero, None),
-        DeviceType::Meta => backends::meta::clamp_(self_, zero, None),
-        _ => ops::clamp_::call(self_, zero, None).map(|_| self_),
-    }
+    let mut op = StructuredInplace::new(&[self_]);
+    relu_into(&op, self_)?;
+    op.finish()?;
+    Ok(self_)
 }

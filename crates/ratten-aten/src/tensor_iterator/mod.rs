@@ -894,29 +894,17 @@ impl<'a> TensorIteratorBase<'a> {
         float: bool,
         m: &'a dyn MetaBase,
     ) -> Result<Self> {
-        let sink = OutputSink::Borrowed(m);
         let flags = TrivialFlags {
             promote_integer_inputs_to_float: float,
             ..TrivialFlags::BINARY_OP
         };
-        let mut src = BorrowedOperands {
-            out,
-            inputs: [a, b],
-        };
-        let pins = match TrivialIter::try_build_from(&mut src, flags, sink)? {
-            Ok(t) => {
-                return Ok(TensorIteratorBase {
-                    repr: Repr::Trivial(t),
-                })
+        Self::build_borrowing(out, [a, b], flags, m, || {
+            if float {
+                binary_float_op_config(out, a, b)
+            } else {
+                binary_op_config(out, a, b)
             }
-            Err(pins) => pins,
-        };
-        let mut config = if float {
-            binary_float_op_config(out, a, b)?
-        } else {
-            binary_op_config(out, a, b)?
-        };
-        Self::build_general(&mut config, sink, pins)
+        })
     }
 
     /// `build_borrowing_unary_op(out, a)` (`build_borrowing_unary_float_op` when `float`),
@@ -928,27 +916,38 @@ impl<'a> TensorIteratorBase<'a> {
         float: bool,
         m: &'a dyn MetaBase,
     ) -> Result<Self> {
-        let sink = OutputSink::Borrowed(m);
         let flags = if float {
             TrivialFlags::UNARY_FLOAT_OP
         } else {
             TrivialFlags::UNARY_OP
         };
-        let mut src = BorrowedOperands { out, inputs: [a] };
-        let pins = match TrivialIter::try_build_from(&mut src, flags, sink)? {
-            Ok(t) => {
-                return Ok(TensorIteratorBase {
-                    repr: Repr::Trivial(t),
-                })
+        Self::build_borrowing(out, [a], flags, m, || {
+            if float {
+                unary_float_op_config(out, a)
+            } else {
+                unary_op_config(out, a)
             }
-            Err(pins) => pins,
-        };
-        let mut config = if float {
-            unary_float_op_config(out, a)?
-        } else {
-            unary_op_config(out, a)?
-        };
-        Self::build_general(&mut config, sink, pins)
+        })
+    }
+
+    /// The compact build of borrowed operands with `flags` (the flags of the config `config`
+    /// makes), else the general build of that config.
+    #[inline(always)]
+    fn build_borrowing<const N: usize>(
+        out: Option<&'a TensorBase>,
+        inputs: [&'a TensorBase; N],
+        flags: TrivialFlags,
+        m: &'a dyn MetaBase,
+        config: impl FnOnce() -> Result<TensorIteratorConfig<'a>>,
+    ) -> Result<Self> {
+        let sink = OutputSink::Borrowed(m);
+        let mut src = BorrowedOperands { out, inputs };
+        match TrivialIter::try_build_from(&mut src, flags, sink)? {
+            Ok(t) => Ok(TensorIteratorBase {
+                repr: Repr::Trivial(t),
+            }),
+            Err(pins) => Self::build_general(&mut config()?, sink, pins),
+        }
     }
 
     /// The general pipeline.
