@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
 
 /// `RATTEN_SMALL_OPS_PROFILE=<variant>`: runs one variant for 3 s and nothing else, for
 /// `perf record` (variants: add, add_out, add_, cpu, candle, and the functional abs, relu,
-/// exp, neg, sub, eq, candle_exp); under `perf stat -e instructions:u`
+/// exp, neg, sub, eq, candle_exp, and sin_64k: sin of 64K f32); under `perf stat -e instructions:u`
 /// the instruction count per call is a load-independent measure on a shared machine.
 fn profile(which: &str) {
     let (a, b, out) = (one(1.5), one(2.25), one(0.0));
@@ -86,6 +86,13 @@ fn profile(which: &str) {
     let cb = candle_core::Tensor::new(&[2.25f32], &candle_core::Device::Cpu).unwrap();
     // RATTEN_SMALL_OPS_CALLS=n: exactly n calls (for instruction counts under callgrind:
     // the difference of two counts over the difference of calls).
+    let big = Tensor::from_slice(
+        &(0..65536)
+            .map(|i| (i % 97) as f32 * 0.25)
+            .collect::<Vec<_>>(),
+        &[65536],
+    )
+    .unwrap();
     let calls: Option<u64> = std::env::var("RATTEN_SMALL_OPS_CALLS")
         .ok()
         .and_then(|v| v.parse().ok());
@@ -107,6 +114,7 @@ fn profile(which: &str) {
         "sub" => Box::new(|| drop(black_box(functions::sub(&a, &b).unwrap()))),
         "eq" => Box::new(|| drop(black_box(functions::eq(&a, &b).unwrap()))),
         "candle_exp" => Box::new(|| drop(black_box(ca.exp().unwrap()))),
+        "sin_64k" => Box::new(|| drop(black_box(functions::sin(&big).unwrap()))),
         _ => Box::new(|| drop(black_box(backends::cpu::add(&a, &b, &alpha).unwrap()))),
     };
     let t = Instant::now();
@@ -282,11 +290,21 @@ fn ops_summary(a: &Tensor, b: &Tensor, ca: &candle_core::Tensor, cb: &candle_cor
             Box::new(move || drop(black_box(black_box(cx).add(black_box(cy)).unwrap()))),
         ));
     }
-    for (name, (x, cx)) in [("exp 1K", (&a1k, &ca1k)), ("exp 64K", (&a64k, &ca64k))] {
+    type RattenUnary = fn(&Tensor) -> ratten_core::Result<Tensor>;
+    type CandleUnary = fn(&C) -> candle_core::Result<C>;
+    let unaries: [(&str, RattenUnary, CandleUnary, &Tensor, &C); 6] = [
+        ("exp 1K", functions::exp, C::exp, &a1k, &ca1k),
+        ("exp 64K", functions::exp, C::exp, &a64k, &ca64k),
+        ("log 64K", functions::log, C::log, &a64k, &ca64k),
+        ("tanh 64K", functions::tanh, C::tanh, &a64k, &ca64k),
+        ("sin 64K", functions::sin, C::sin, &a64k, &ca64k),
+        ("cos 64K", functions::cos, C::cos, &a64k, &ca64k),
+    ];
+    for (name, r, c, x, cx) in unaries {
         pairs.push((
             name,
-            Box::new(move || drop(black_box(functions::exp(black_box(x)).unwrap()))),
-            Box::new(move || drop(black_box(black_box(cx).exp().unwrap()))),
+            Box::new(move || drop(black_box(r(black_box(x)).unwrap()))),
+            Box::new(move || drop(black_box(c(black_box(cx)).unwrap()))),
         ));
     }
     println!(

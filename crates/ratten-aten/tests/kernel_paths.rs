@@ -607,3 +607,94 @@ fn fused_transposed_out_offsets_and_streaming() {
     run::<f32>(&[(big + 3, 2050)], &[4]);
     run::<f64>(&[(big / 2, 2048)], &[2]);
 }
+
+/// sin, cos and tan decide per chunk whether a contiguous run takes the vectorised form
+/// (every argument below 4.2e8 in magnitude) or the scalar one (libm beyond): every element
+/// must have the scalar form's value whichever path, chunk, capability or layout computed it,
+/// with huge values, infinities and NaN in some chunks; f16 and bf16 run through f32.
+#[test]
+fn trigonometry_is_the_scalar_form_on_every_path() {
+    use ratten_aten::native::cpu::unary_kernels::{COS_STUB, SIN_STUB, TAN_STUB};
+    use ratten_aten::native::cpu::vec_math::{cos_f32, sin_f32, tan_f32};
+    use ratten_aten::tensor_iterator::unary_float_op_config;
+    type Stub = DispatchStub<ratten_aten::native::cpu::unary_kernels::UnaryFn>;
+    type Op = (&'static str, &'static Stub, fn(f32) -> f32, fn(f64) -> f64);
+    let ops: [Op; 3] = [
+        ("sin", &SIN_STUB, sin_f32, f64::sin),
+        ("cos", &COS_STUB, cos_f32, f64::cos),
+        ("tan", &TAN_STUB, tan_f32, f64::tan),
+    ];
+    fn same<T: Elem>(a: T, b: T) -> bool {
+        let (x, y) = (cast::<T, f64>(a), cast::<T, f64>(b));
+        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+    }
+    fn check<T: Element + Elem>(
+        cap: CpuCapability,
+        stub: &Stub,
+        want: impl Fn(T) -> T,
+        what: &str,
+    ) {
+        let dt = <T as Elem>::DTYPE;
+        for n in LENGTHS {
+            let mut vals = values(n as usize * 2 + 8, n as u64 + 5);
+            // Out-of-range arguments in some chunks (the first, one mid-run, the tail).
+            for (i, v) in [(0, 1e20), (20, f64::NAN), (40, f64::INFINITY), (41, -5e8)] {
+                if n > 40 {
+                    vals[i * n as usize / 64] = v;
+                }
+            }
+            for stride in [1i64, 2] {
+                let base = view::<T>(&vals, 3, n * stride);
+                let a = base.as_strided(&[n], &[stride], None).unwrap();
+                let ga = a.to_vec::<T>().unwrap();
+                let out = Tensor::empty(&[n + 1], dt)
+                    .unwrap()
+                    .narrow(0, 1, n)
+                    .unwrap();
+                let iter = unary_float_op_config(&out, &a)
+                    .unwrap()
+                    .build_standalone()
+                    .unwrap();
+                (stub.cpu_kernel(cap))(&iter).unwrap();
+                drop(iter);
+                let got = out.to_vec::<T>().unwrap();
+                // In place, over a contiguous copy.
+                let inplace = Tensor::from_slice(&ga, &[n]).unwrap();
+                let iter = unary_float_op_config(&inplace, &inplace)
+                    .unwrap()
+                    .build_standalone()
+                    .unwrap();
+                (stub.cpu_kernel(cap))(&iter).unwrap();
+                drop(iter);
+                let got_inplace = inplace.to_vec::<T>().unwrap();
+                for i in 0..n as usize {
+                    let w = want(ga[i]);
+                    assert!(
+                        same(got[i], w) && same(got_inplace[i], w),
+                        "{what} {dt} {cap:?} n={n} stride={stride} element {i}: {:?} {:?} want {:?}",
+                        cast::<T, f64>(got[i]),
+                        cast::<T, f64>(got_inplace[i]),
+                        cast::<T, f64>(w)
+                    );
+                }
+            }
+        }
+    }
+    for cap in capabilities() {
+        for (name, stub, f32_form, f64_form) in ops {
+            check::<f32>(cap, stub, f32_form, name);
+            check::<f16>(cap, stub, |x| f16::from_f32(f32_form(x.to_f32())), name);
+            check::<bf16>(cap, stub, |x| bf16::from_f32(f32_form(x.to_f32())), name);
+            check::<f64>(cap, stub, f64_form, name);
+        }
+    }
+    // Against the f64 functions: within an ulp of f32 on the values the loops saw.
+    let xs: Vec<f32> = values(4096, 77).iter().map(|&v| v as f32 * 1e3).collect();
+    let t = Tensor::from_slice(&xs, &[xs.len() as i64]).unwrap();
+    let s = F::sin(&t).unwrap().to_vec::<f32>().unwrap();
+    for (x, y) in xs.iter().zip(&s) {
+        let r = (*x as f64).sin();
+        let ulp = f32::EPSILON as f64 * r.abs().max(f32::MIN_POSITIVE as f64);
+        assert!((*y as f64 - r).abs() <= ulp, "sin({x}) = {y}, want {r}");
+    }
+}

@@ -868,6 +868,32 @@ pub const MAX_OPERANDS: usize = 4;
 /// `function_traits`; here [`Op1`], [`Op2`] and [`Op3`] wrap closures of each arity).
 pub trait OpN<M, R, const N: usize>: Sync {
     fn call(&self, x: [M; N]) -> R;
+
+    /// `dst[i] = call(src[0][i], .., src[N-1][i])` for `i < len`: a contiguous run of the
+    /// computation type, one loop LLVM vectorises. An op whose vector form covers only part
+    /// of its domain overrides it to decide per chunk (Note [Vectorised transcendentals]);
+    /// whatever it does, each element's value must be `call`'s (a value does not depend on
+    /// the path that computed it).
+    ///
+    /// # Safety
+    /// Each `src[k]` holds `len` readable `M`s and `dst` `len` writable `R`s (`dst` may be one
+    /// of the inputs, element for element, as for in-place ops: element `i` is read before
+    /// it is written).
+    #[inline(always)]
+    unsafe fn call_run(&self, src: &[*const M; N], dst: *mut R, len: usize)
+    where
+        M: Elem,
+    {
+        for i in 0..len {
+            let mut x = [M::default(); N];
+            for (xk, sk) in x.iter_mut().zip(src) {
+                // SAFETY: per the contract.
+                *xk = unsafe { sk.add(i).read() };
+            }
+            // SAFETY: per the contract.
+            unsafe { dst.add(i).write(self.call(x)) };
+        }
+    }
 }
 /// A unary closure as an [`OpN`].
 pub struct Op1<F>(pub F);
@@ -966,6 +992,13 @@ unsafe fn contiguous_run<M: Elem, R: Elem, const N: usize, const S: usize>(
     let o = p[0].cast::<R>();
     let mut ins = [std::ptr::null::<M>(); N];
     let mut hoisted = [M::default(); N];
+    if S >= N {
+        for k in 0..N {
+            ins[k] = p[k + 1].cast_const().cast::<M>();
+        }
+        // SAFETY: per the contract, every input holds `n` elements.
+        return unsafe { f.call_run(&ins, o, n) };
+    }
     for k in 0..N {
         ins[k] = p[k + 1].cast_const().cast::<M>();
         if k == S {
@@ -1010,6 +1043,9 @@ fn advanced<M, const N: usize, const S: usize>(
 /// `out` are written in place with ordinary stores, then chunks of [`STREAM_CHUNK`] bytes are
 /// computed into an L1 buffer and streamed out whole lines at a time, then the tail is written
 /// in place; otherwise the whole run is written in place.
+///
+/// `run` must be `#[inline(always)]` (Note [Closures and target features]): it is called from
+/// three places, and LLVM left a large one out of line.
 ///
 /// # Safety
 /// `out` holds `n` writable elements of `er` bytes, and `run(i, dst, len)` may be called with
@@ -1059,9 +1095,15 @@ unsafe fn direct_run<I: Isa, M: Elem, R: Elem, const N: usize, const S: usize>(
 ) {
     // SAFETY: forwarded contract; `run` computes elements i.. of the inputs into `dst`.
     unsafe {
-        streamed::<I>(p[0], size_of::<R>(), n, stream, |i, dst, len| {
-            contiguous_run::<M, R, N, S>(&advanced::<M, N, S>(p, i, dst), len, f)
-        })
+        streamed::<I>(
+            p[0],
+            size_of::<R>(),
+            n,
+            stream,
+            // Note [Closures and target features].
+            #[inline(always)]
+            |i, dst, len| contiguous_run::<M, R, N, S>(&advanced::<M, N, S>(p, i, dst), len, f),
+        )
     }
 }
 
@@ -1479,13 +1521,21 @@ unsafe fn fused_pair_run<I: Isa, A: Elem, B: Elem, M: Elem, R: Elem, const N: us
 ) {
     // SAFETY: forwarded contract; `run` computes elements i.. of the inputs into `dst`.
     unsafe {
-        streamed::<I>(p[0], size_of::<R>(), n, stream, |i, dst, len| {
-            let mut q = *p;
-            q[0] = dst;
-            q[1] = p[1].wrapping_add(i * size_of::<A>());
-            q[2] = p[2].wrapping_add(i * size_of::<B>());
-            fused_pair::<A, B, M, R, N>(&q, len, f)
-        })
+        streamed::<I>(
+            p[0],
+            size_of::<R>(),
+            n,
+            stream,
+            // Note [Closures and target features].
+            #[inline(always)]
+            |i, dst, len| {
+                let mut q = *p;
+                q[0] = dst;
+                q[1] = p[1].wrapping_add(i * size_of::<A>());
+                q[2] = p[2].wrapping_add(i * size_of::<B>());
+                fused_pair::<A, B, M, R, N>(&q, len, f)
+            },
+        )
     }
 }
 
@@ -1532,15 +1582,8 @@ unsafe fn compute_run<M: Elem, R: Elem, const N: usize>(
     len: usize,
     f: &impl OpN<M, R, N>,
 ) {
-    for i in 0..len {
-        let mut x = [M::default(); N];
-        for (xk, sk) in x.iter_mut().zip(src) {
-            // SAFETY: per the contract.
-            *xk = unsafe { sk.add(i).read() };
-        }
-        // SAFETY: per the contract.
-        unsafe { dst.add(i).write(f.call(x)) };
-    }
+    // SAFETY: the same contract.
+    unsafe { f.call_run(src, dst, len) }
 }
 
 /// Whether the 2-D loop should be tiled: some operand moves far along the inner dimension

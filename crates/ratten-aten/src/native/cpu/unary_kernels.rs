@@ -10,7 +10,8 @@ use ratten_core::{Result, Scalar, ScalarType};
 
 use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
 use super::{
-    cast, cpu_binary, cpu_ternary, cpu_unary, not_implemented, refuse_complex32, vec_math, Elem,
+    cast, cpu_binary, cpu_kernel_n, cpu_ternary, cpu_unary, not_implemented, refuse_complex32,
+    vec_math, Elem, OpN,
 };
 use crate::dispatch_opmath;
 use crate::dispatch_stub::{run_isa, DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
@@ -214,7 +215,8 @@ impl FloatUnary {
 /// The real forms of the floating unary family, per opmath type: each op is its own
 /// monomorphised loop (no call through a function pointer per element), and `exp`, `log`,
 /// `tanh` and `sigmoid` are the branch-free forms LLVM vectorises (Note [Vectorised
-/// transcendentals] in vec_math.rs); `sqrt`, `rsqrt` and `reciprocal` are arithmetic.
+/// transcendentals] in vec_math.rs), as are f32's `sin`, `cos` and `tan` below 4.2e8 in
+/// magnitude ([`TrigOp`]); `sqrt`, `rsqrt` and `reciprocal` are arithmetic.
 pub trait FloatMath: Elem {
     fn exp(self) -> Self;
     fn log(self) -> Self;
@@ -227,10 +229,20 @@ pub trait FloatMath: Elem {
     fn tanh(self) -> Self;
     fn sigmoid(self) -> Self;
     fn recip(self) -> Self;
+    /// Whether `sin`, `cos` and `tan` of `self` are their `*_medium` forms, which are
+    /// branch-free (`false` where there are none: f64's are libm's).
+    fn trig_medium(self) -> bool;
+    fn sin_medium(self) -> Self;
+    fn cos_medium(self) -> Self;
+    fn tan_medium(self) -> Self;
 }
 
 macro_rules! float_math {
-    ($t:ty, $exp:path, $log:path, $tanh:path, $sigmoid:path) => {
+    (
+        $t:ty, $exp:path, $log:path, $tanh:path, $sigmoid:path,
+        trig: $medium:expr, $sin:path, $cos:path, $tan:path,
+        $sin_m:path, $cos_m:path, $tan_m:path
+    ) => {
         impl FloatMath for $t {
             #[inline(always)]
             fn exp(self) -> $t {
@@ -254,15 +266,32 @@ macro_rules! float_math {
             }
             #[inline(always)]
             fn sin(self) -> $t {
-                <$t>::sin(self)
+                $sin(self)
             }
             #[inline(always)]
             fn cos(self) -> $t {
-                <$t>::cos(self)
+                $cos(self)
             }
             #[inline(always)]
             fn tan(self) -> $t {
-                <$t>::tan(self)
+                $tan(self)
+            }
+            #[inline(always)]
+            fn trig_medium(self) -> bool {
+                #[allow(clippy::redundant_closure_call)]
+                ($medium)(self)
+            }
+            #[inline(always)]
+            fn sin_medium(self) -> $t {
+                $sin_m(self)
+            }
+            #[inline(always)]
+            fn cos_medium(self) -> $t {
+                $cos_m(self)
+            }
+            #[inline(always)]
+            fn tan_medium(self) -> $t {
+                $tan_m(self)
             }
             #[inline(always)]
             fn tanh(self) -> $t {
@@ -284,15 +313,70 @@ float_math!(
     vec_math::exp_f32,
     vec_math::log_f32,
     vec_math::tanh_f32,
-    vec_math::sigmoid_f32
+    vec_math::sigmoid_f32,
+    trig: |x: f32| x.abs() < vec_math::TRIG_MEDIUM_F32,
+    vec_math::sin_f32,
+    vec_math::cos_f32,
+    vec_math::tan_f32,
+    vec_math::sin_f32_medium,
+    vec_math::cos_f32_medium,
+    vec_math::tan_f32_medium
 );
 float_math!(
     f64,
     vec_math::exp_f64,
     vec_math::log_f64,
     vec_math::tanh_f64,
-    vec_math::sigmoid_f64
+    vec_math::sigmoid_f64,
+    trig: |_: f64| false,
+    f64::sin,
+    f64::cos,
+    f64::tan,
+    f64::sin,
+    f64::cos,
+    f64::tan
 );
+
+/// A trigonometric function as a kernel op: `call` is the scalar form (the medium form, or
+/// libm's beyond its range); a contiguous run goes in chunks, each by the branch-free medium
+/// form when all its arguments are in range (one vectorised loop), else element by element.
+/// Both give each element the same value.
+struct TrigOp<F, G>(F, G);
+
+/// The elements [`TrigOp`] decides for at once: one vector of f32 at AVX-512.
+const TRIG_CHUNK: usize = 16;
+
+impl<T: FloatMath, F: Fn(T) -> T + Sync, G: Fn(T) -> T + Sync> OpN<T, T, 1> for TrigOp<F, G> {
+    #[inline(always)]
+    fn call(&self, [x]: [T; 1]) -> T {
+        (self.0)(x)
+    }
+
+    #[inline(always)]
+    unsafe fn call_run(&self, src: &[*const T; 1], dst: *mut T, len: usize) {
+        let s = src[0];
+        let mut i = 0;
+        while i + TRIG_CHUNK <= len {
+            // SAFETY (this loop): i + TRIG_CHUNK <= len, and the contract gives `len`
+            // readable and writable elements; each element is read before it is written.
+            let x: [T; TRIG_CHUNK] = std::array::from_fn(|j| unsafe { s.add(i + j).read() });
+            if x.iter().fold(true, |all, &v| all & v.trig_medium()) {
+                for (j, &v) in x.iter().enumerate() {
+                    unsafe { dst.add(i + j).write((self.1)(v)) };
+                }
+            } else {
+                for (j, &v) in x.iter().enumerate() {
+                    unsafe { dst.add(i + j).write((self.0)(v)) };
+                }
+            }
+            i += TRIG_CHUNK;
+        }
+        for j in i..len {
+            // SAFETY: j < len, per the contract.
+            unsafe { dst.add(j).write((self.0)(s.add(j).read())) };
+        }
+    }
+}
 
 /// Runs the real form of `op` over `iter` in opmath type `T`.
 fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
@@ -327,20 +411,32 @@ fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUn
             #[inline(always)]
             |x: T| x.sqrt().recip(),
         ),
-        FloatUnary::Sin => cpu_unary::<I, T, T>(
+        FloatUnary::Sin => cpu_kernel_n::<I, T, T, 1>(
             iter,
-            #[inline(always)]
-            |x: T| x.sin(),
+            TrigOp(
+                #[inline(always)]
+                |x: T| x.sin(),
+                #[inline(always)]
+                |x: T| x.sin_medium(),
+            ),
         ),
-        FloatUnary::Cos => cpu_unary::<I, T, T>(
+        FloatUnary::Cos => cpu_kernel_n::<I, T, T, 1>(
             iter,
-            #[inline(always)]
-            |x: T| x.cos(),
+            TrigOp(
+                #[inline(always)]
+                |x: T| x.cos(),
+                #[inline(always)]
+                |x: T| x.cos_medium(),
+            ),
         ),
-        FloatUnary::Tan => cpu_unary::<I, T, T>(
+        FloatUnary::Tan => cpu_kernel_n::<I, T, T, 1>(
             iter,
-            #[inline(always)]
-            |x: T| x.tan(),
+            TrigOp(
+                #[inline(always)]
+                |x: T| x.tan(),
+                #[inline(always)]
+                |x: T| x.tan_medium(),
+            ),
         ),
         FloatUnary::Tanh => cpu_unary::<I, T, T>(
             iter,

@@ -1,5 +1,5 @@
 //! Transcendental functions the CPU loops can vectorise: `exp`, `log`, `tanh` and `sigmoid`
-//! of f32 and f64, branch-free (special cases are selects), with no calls, so LLVM turns a
+//! of f32 and f64, and `sin`, `cos` and `tan` of f32 below 4.2e8 in magnitude, branch-free (special cases are selects), with no calls, so LLVM turns a
 //! contiguous loop over them into SIMD code for each capability the kernels are compiled
 //! for (PyTorch uses SLEEF's vector functions, `Sleef_expf16_u10` and friends, to the same
 //! end).
@@ -251,6 +251,146 @@ pub fn sigmoid_f64(x: f64) -> f64 {
     1.0 / (1.0 + exp_f64(-x))
 }
 
+/// Below this magnitude (`2^28 * pi/2`, musl's `__rem_pio2f` bound) an f32's reduction by
+/// `pi/2` in f64 with a two-part `pi/2` is accurate ([`sin_f32_medium`] and friends); above it,
+/// and for infinities and NaN, the trigonometric functions take libm's scalar forms (a
+/// Payne-Hanek reduction).
+pub const TRIG_MEDIUM_F32: f32 = 421_657_440.0; // 0x4dc90fdb
+
+/// `x - n pi/2` in f64 and `n mod 4` for `|x| <` [`TRIG_MEDIUM_F32`] (musl `__rem_pio2f`).
+#[inline(always)]
+fn rem_pio2_f32(x: f32) -> (f64, i32) {
+    const INV_PIO2: f64 = std::f64::consts::FRAC_2_PI;
+    const PIO2_1: f64 = 1.570_796_310_901_641_8; // the first 33 bits of pi/2
+    const PIO2_1T: f64 = 1.589_325_477_352_819_7e-8; // pi/2 - PIO2_1
+    let x = x as f64;
+    let nf = x * INV_PIO2 + ROUND_F64;
+    let n = nf.to_bits() as i32; // the low bits of the rounded integer (two's complement)
+    let nf = nf - ROUND_F64;
+    (x - nf * PIO2_1 - nf * PIO2_1T, n)
+}
+
+/// `sin` on `[-pi/4, pi/4]` in f64 for an f32 result (musl `__sindf`: |error| < 2^-37).
+#[inline(always)]
+fn sindf(x: f64) -> f64 {
+    const S1: f64 = -1.666_666_664_162_652_4e-1;
+    const S2: f64 = 8.333_329_385_889_463e-3;
+    const S3: f64 = -1.983_933_483_609_663_2e-4;
+    const S4: f64 = 2.718_311_493_989_822e-6;
+    let z = x * x;
+    let w = z * z;
+    let r = S3 + z * S4;
+    let s = z * x;
+    (x + s * (S1 + z * S2)) + s * w * r
+}
+
+/// `cos` on `[-pi/4, pi/4]` in f64 for an f32 result (musl `__cosdf`).
+#[inline(always)]
+fn cosdf(x: f64) -> f64 {
+    const C0: f64 = -4.999_999_972_510_31e-1;
+    const C1: f64 = 4.166_662_332_373_906e-2;
+    const C2: f64 = -1.388_676_377_460_993e-3;
+    const C3: f64 = 2.439_044_879_627_741e-5;
+    let z = x * x;
+    let w = z * z;
+    let r = C2 + z * C3;
+    ((1.0 + z * C0) + w * C1) + (w * z) * r
+}
+
+/// `tan` on `[-pi/4, pi/4]` in f64, or `-1/tan` when `odd` (musl `__tandf`).
+#[inline(always)]
+fn tandf(x: f64, odd: bool) -> f64 {
+    const T: [f64; 6] = [
+        3.333_313_950_307_914e-1,
+        1.333_920_027_129_767_4e-1,
+        5.338_123_784_456_704e-2,
+        2.452_831_811_665_472_8e-2,
+        2.974_357_433_599_673e-3,
+        9.465_647_849_436_732e-3,
+    ];
+    let z = x * x;
+    let r = T[4] + z * T[5];
+    let t = T[2] + z * T[3];
+    let w = z * z;
+    let s = z * x;
+    let u = T[0] + z * T[1];
+    let r = (x + s * u) + (s * w) * (t + w * r);
+    if odd {
+        -1.0 / r
+    } else {
+        r
+    }
+}
+
+/// `sin` of an f32 of magnitude below [`TRIG_MEDIUM_F32`], branch-free: the reduced argument's
+/// sine or cosine by the quadrant (musl sinf's medium path). Below 2^-12 `sin x` rounds to
+/// `x` (and the polynomial would turn -0 into +0).
+#[inline(always)]
+pub fn sin_f32_medium(x: f32) -> f32 {
+    let (r, n) = rem_pio2_f32(x);
+    let (s, c) = (sindf(r), cosdf(r));
+    let v = if n & 1 == 0 { s } else { c };
+    let v = if n & 2 == 0 { v } else { -v };
+    if x.abs() < 2.441_406_3e-4 {
+        x
+    } else {
+        v as f32
+    }
+}
+
+/// `cos` of an f32 of magnitude below [`TRIG_MEDIUM_F32`], branch-free (`sin` a quadrant on).
+#[inline(always)]
+pub fn cos_f32_medium(x: f32) -> f32 {
+    let (r, n) = rem_pio2_f32(x);
+    let (s, c) = (sindf(r), cosdf(r));
+    let v = if n & 1 == 0 { c } else { s };
+    let v = if (n + 1) & 2 == 0 { v } else { -v };
+    v as f32
+}
+
+/// `tan` of an f32 of magnitude below [`TRIG_MEDIUM_F32`], branch-free.
+#[inline(always)]
+pub fn tan_f32_medium(x: f32) -> f32 {
+    let (r, n) = rem_pio2_f32(x);
+    let v = tandf(r, n & 1 != 0) as f32;
+    if x.abs() < 2.441_406_3e-4 {
+        x
+    } else {
+        v
+    }
+}
+
+/// `sin` of f32: [`sin_f32_medium`], or libm's beyond its range. Contiguous runs decide per
+/// chunk (`TrigOp` in unary_kernels.rs), so that a run of medium arguments vectorises.
+#[inline(always)]
+pub fn sin_f32(x: f32) -> f32 {
+    if x.abs() < TRIG_MEDIUM_F32 {
+        sin_f32_medium(x)
+    } else {
+        x.sin()
+    }
+}
+
+/// `cos` of f32: [`cos_f32_medium`], or libm's beyond its range.
+#[inline(always)]
+pub fn cos_f32(x: f32) -> f32 {
+    if x.abs() < TRIG_MEDIUM_F32 {
+        cos_f32_medium(x)
+    } else {
+        x.cos()
+    }
+}
+
+/// `tan` of f32: [`tan_f32_medium`], or libm's beyond its range.
+#[inline(always)]
+pub fn tan_f32(x: f32) -> f32 {
+    if x.abs() < TRIG_MEDIUM_F32 {
+        tan_f32_medium(x)
+    } else {
+        x.tan()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +502,33 @@ mod tests {
     }
 
     #[test]
+    fn f32_trigonometry_within_ulps() {
+        // The f32 closest to multiples of pi/2 (the reduction's hardest arguments), a dense
+        // sweep near zero and across the medium range, and bit patterns up to f32::MAX (the
+        // libm fallback).
+        let mut xs = args32(-10.0, 10.0);
+        xs.extend(args32(-1e6, 1e6));
+        xs.extend(args32(-4e8, 4e8));
+        xs.extend(args32(-f32::MAX, f32::MAX));
+        for k in 1..20_000i64 {
+            let m = k * k * 7;
+            let x = (m as f64 * std::f64::consts::FRAC_PI_2) as f32;
+            xs.extend([x, -x, f32::from_bits(x.to_bits() + 1)]);
+        }
+        let (e, x) = worst32(sin_f32, f64::sin, &xs);
+        assert!(e <= 1.0, "sin_f32({x:e}): {e} ulp");
+        let (e, x) = worst32(cos_f32, f64::cos, &xs);
+        assert!(e <= 1.0, "cos_f32({x:e}): {e} ulp");
+        let (e, x) = worst32(tan_f32, f64::tan, &xs);
+        assert!(e <= 1.0, "tan_f32({x:e}): {e} ulp");
+        // The medium forms are the fallback's forms' values below the bound.
+        for &x in xs.iter().filter(|x| x.abs() < TRIG_MEDIUM_F32) {
+            assert_eq!(sin_f32(x).to_bits(), sin_f32_medium(x).to_bits());
+            assert_eq!(cos_f32(x).to_bits(), cos_f32_medium(x).to_bits());
+        }
+    }
+
+    #[test]
     fn f64_functions_within_ulps() {
         let (e, x) = worst64(exp_f64, f64::exp, &args64(-745.0, 709.7));
         assert!(e <= 1.0, "exp_f64({x:e}): {e} ulp against libm");
@@ -405,6 +572,15 @@ mod tests {
         assert_eq!(sigmoid_f32(f32::NEG_INFINITY), 0.0);
         assert_eq!(sigmoid_f32(-89.0), 0.0);
         assert_eq!(sigmoid_f32(f32::INFINITY), 1.0);
+        for f in [sin_f32, cos_f32, tan_f32] {
+            assert!(f(nan32).is_nan() && f(f32::INFINITY).is_nan());
+            assert!(f(f32::NEG_INFINITY).is_nan());
+        }
+        assert_eq!(sin_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(tan_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(cos_f32(-0.0), 1.0);
+        assert_eq!(sin_f32(1e-30), 1e-30);
+        assert_eq!(sin_f32(f32::from_bits(1)), f32::from_bits(1));
 
         assert!(exp_f64(f64::NAN).is_nan() && log_f64(f64::NAN).is_nan());
         assert!(tanh_f64(f64::NAN).is_nan());
