@@ -19,7 +19,7 @@ pub mod storage;
 pub mod tensor_impl;
 pub mod type_promotion;
 
-pub use access::{AccessedTensor, RawAccess, StorageAccess, TensorAccess};
+pub use access::{AccessedTensor, RawAccess, TensorAccess};
 pub use allocator::{Allocator, DataPtr};
 pub use default_dtype::{get_default_complex_dtype, get_default_dtype, set_default_dtype};
 pub use device::{Device, DeviceType};

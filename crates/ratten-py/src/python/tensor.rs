@@ -14,7 +14,7 @@ use pyo3::types::{
 use pyo3::IntoPyObjectExt;
 use ratten_aten::Tensor;
 use ratten_core::allocator::DataPtr;
-use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorMeta, TensorOptions};
+use ratten_core::{Device, Scalar, Storage, TensorAccess, TensorBase, TensorMeta, TensorOptions};
 use ratten_schema::FunctionSchema;
 
 use super::fast;
@@ -221,18 +221,19 @@ fn to_numpy(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
         )));
     }
     data::numpy_typestr(t.dtype()).py()?;
-    let storage = t.storage();
     let ptr = if t.numel() == 0 {
         // numpy wants a non-null, aligned pointer even for no elements.
         NonNull::<u64>::dangling().as_ptr() as usize
     } else {
-        let g = StorageAccess::acquire(&[&storage], &[]).py()?;
-        let base = g
-            .data_ptr(&storage)
+        let g = TensorAccess::read(t.base()).py()?;
+        let first = g
+            .input(0)
+            .py()?
+            .raw_data_ptr()
             .ok_or_else(|| PyRuntimeError::new_err("tensor has no data"))?;
         // The pointer outlives the guard: the export holds the tensor, so the storage, whose
         // memory moves only if a resize grows it (the same hazard as torch's `.numpy()`).
-        base.as_ptr() as usize + t.storage_offset() as usize * t.element_size()
+        first.as_ptr() as usize
     };
     let owner = Py::new(py, NumpyExport { t: t.clone(), ptr })?;
     Ok(numpy_module(py)?
