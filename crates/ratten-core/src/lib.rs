@@ -12,6 +12,7 @@ pub mod dispatch_key_set;
 pub mod dtype;
 pub mod error;
 pub mod local_dispatch_key_set;
+mod object_cache;
 pub mod options;
 pub mod scalar;
 pub mod snapshot;
