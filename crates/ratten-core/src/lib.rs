@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod allocator;
+pub mod autograd_meta;
 pub mod default_dtype;
 pub mod device;
 pub mod dispatch_key;
@@ -22,6 +23,7 @@ pub mod type_promotion;
 
 pub use access::{AccessedTensor, RawAccess, TensorAccess};
 pub use allocator::{Allocator, DataPtr};
+pub use autograd_meta::{AutogradMetaFactory, AutogradMetaInterface};
 pub use default_dtype::{get_default_complex_dtype, get_default_dtype, set_default_dtype};
 pub use device::{Device, DeviceType};
 pub use dispatch_key::{BackendComponent, DispatchKey};

@@ -28,8 +28,9 @@
 //!    - *Contents:* the only handle of a TensorImpl that `TensorImpl::prepare_spare` accepted:
 //!      its snapshot and its storage held by nobody else, the storage a small CPU one from
 //!      the built-in allocator (data in its own block, unlocked), the dimensions in place. What
-//!      a fresh tensor does not have is cleared before it is kept: the version counter and
-//!      the wrapped-number mark.
+//!      a fresh tensor does not have is cleared before it is kept: the version counter, the
+//!      wrapped-number mark and the autograd metadata (dropped there, so a spare never
+//!      carries another tensor's `AutogradMetaInterface`, grad or graph).
 //!    - *Reuse:* the next small CPU `empty`/`zeros` on the thread rewrites the spare's
 //!      geometry, dtype, device and storage size (`TensorImpl::reuse_spare`) instead of
 //!      building three objects. Nothing can observe the difference: a spare is reachable

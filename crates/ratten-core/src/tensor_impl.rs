@@ -19,6 +19,9 @@
 //! that touch a TensorImpl's fields: [`TensorImpl::prepare_spare`] (what a spare must not
 //! keep) and `TensorImpl::reuse_spare` (making it fresh).
 //!
+//! A TensorImpl has a slot for autograd metadata (c10's `autograd_meta_`), empty until an
+//! autograd implementation fills it: see [`crate::autograd_meta`].
+//!
 //! (An `ArcSwap` gave wait-free reads too, but destroying one scans every thread's debt
 //! slots, which every temporary tensor paid; a SnapshotCell's drop scans nothing, since no
 //! reader can outlive the tensor it borrows.)
@@ -30,6 +33,7 @@ use std::sync::{Arc, OnceLock};
 use smallvec::SmallVec;
 
 use crate::access::TensorAccess;
+use crate::autograd_meta::AutogradMetaSlot;
 use crate::device::{Device, DeviceType};
 use crate::dispatch_key_set::DispatchKeySet;
 use crate::dtype::{Element, ScalarType};
@@ -400,6 +404,9 @@ pub struct TensorImpl {
     /// Created on first use (see [`VersionCounter`]).
     version_counter: OnceLock<VersionCounter>,
     is_wrapped_number: AtomicBool,
+    /// c10's `autograd_meta_`: empty until an autograd implementation sets it (Note [Autograd
+    /// metadata slot]).
+    autograd_meta: AutogradMetaSlot,
 }
 
 impl TensorImpl {
@@ -427,7 +434,13 @@ impl TensorImpl {
             key_set: tensor_key_set(device.device_type),
             version_counter: OnceLock::new(),
             is_wrapped_number: AtomicBool::new(false),
+            autograd_meta: AutogradMetaSlot::new(),
         }
+    }
+
+    #[inline]
+    pub(crate) fn autograd_meta_slot(&self) -> &AutogradMetaSlot {
+        &self.autograd_meta
     }
 }
 
@@ -465,8 +478,8 @@ impl TensorImpl {
     /// Whether this TensorImpl, reached through its only handle, can be kept whole as a spare
     /// for the next small `empty` on this thread: its snapshot and its storage held by nobody
     /// else, the storage a small CPU one (data in its own block), the dims in place. Clears
-    /// what a fresh tensor does not have (a version counter, the wrapped-number mark). See
-    /// Note [Per-thread object caches].
+    /// what a fresh tensor does not have (a version counter, the wrapped-number mark, the
+    /// autograd metadata). See Note [Per-thread object caches].
     #[inline]
     pub(crate) fn prepare_spare(&mut self) -> bool {
         let Some(m) = self.meta.unique_mut() else {
@@ -477,6 +490,7 @@ impl TensorImpl {
         }
         self.version_counter.take();
         *self.is_wrapped_number.get_mut() = false;
+        self.autograd_meta.clear();
         true
     }
 
