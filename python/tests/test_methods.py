@@ -1,5 +1,5 @@
 """Tensor methods generated from the declarations (`t.add(u)`), called every way Python can:
-bound (`t.add(u)`, through the vectorcall entries of crates/ratten-py/src/python/slots.rs),
+bound (`t.add(u)`, through the vectorcall entries of crates/ratten-py/src/python/callables.rs),
 through a kept bound method (`m = t.add; m(u)`), and unbound through the method descriptor
 (`Tensor.add(t, u)`), with positional and keyword arguments; against numpy and, when
 installed, torch."""

@@ -245,7 +245,7 @@ def test_generated_function_vectorcall_out():
 
 
 def test_generated_function_vectorcall_tensor_errors():
-    # All-tensor calls take the shortest path (slots.rs, `tensors_call`): its errors are the
+    # All-tensor calls take the shortest path (callables.rs, `tensors_call`): its errors are the
     # general path's.
     a, b = ratten.ones(2), ratten.ones(3)
     c, i = ratten.empty(2), ratten.empty(2, dtype=ratten.int64)
@@ -257,7 +257,7 @@ def test_generated_function_vectorcall_tensor_errors():
 
 
 def test_arith_vectorcall_entries_per_operator():
-    # add/sub/mul/div each have a vectorcall entry of their own (slots.rs, `arith_vectorcall`),
+    # add/sub/mul/div each have a vectorcall entry of their own (callables.rs, `arith_vectorcall`),
     # which compares the keyword name with the interned "out" by pointer: a name made at run
     # time (not interned), other keywords and extra arguments take the general entry.
     a, b = ratten.tensor([6.0, 8.0]), ratten.tensor([2.0, 4.0])

@@ -1,12 +1,12 @@
 //! The fixed costs every kernel call pays: the storage access guard (acquire + release for a
 //! kernel's tensors) and making (and dropping) an output tensor.
 
-// SAFETY (every `from_snapshot*` call below): each snapshot is `meta_arc()` of a Float CPU
+// SAFETY (every `RawAccess::acquire` call below): each snapshot is `meta_arc()` of a Float CPU
 // tensor, passed with Float and CPU.
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ratten_core::{Device, ScalarType, StorageAccess, TensorAccess, TensorBase};
+use ratten_core::{Device, RawAccess, ScalarType, TensorAccess, TensorBase};
 
 fn bench(c: &mut Criterion) {
     let t = |n| TensorBase::empty(&[n], ScalarType::Float, Device::CPU).unwrap();
@@ -18,32 +18,21 @@ fn bench(c: &mut Criterion) {
     });
     let (ma, mb, mo) = (a.meta_arc(), b.meta_arc(), out.meta_arc());
     let (f, cpu) = (ScalarType::Float, Device::CPU);
-    g.bench_function("tensor_access_snapshots_2_reads_1_write", |bch| {
+    g.bench_function("raw_access_2_reads_1_write", |bch| {
         bch.iter(|| {
-            black_box(
-                unsafe {
-                    TensorAccess::from_snapshots(&[(&ma, f, cpu), (&mb, f, cpu)], &[(&mo, f, cpu)])
-                }
-                .unwrap(),
-            )
+            let mut ptrs = [std::ptr::null_mut(); 3];
+            let g = unsafe {
+                RawAccess::acquire(&[(&mo, f, cpu), (&ma, f, cpu), (&mb, f, cpu)], 1, &mut ptrs)
+            }
+            .unwrap();
+            black_box((g, ptrs))
         })
     });
-    g.bench_function("tensor_access_snapshot_refs_2_reads_1_write", |bch| {
+    g.bench_function("raw_access_1_read", |bch| {
         bch.iter(|| {
-            black_box(
-                unsafe {
-                    TensorAccess::from_snapshot_refs(
-                        &[(&ma, f, cpu), (&mb, f, cpu)],
-                        &[(&mo, f, cpu)],
-                    )
-                }
-                .unwrap(),
-            )
-        })
-    });
-    g.bench_function("tensor_access_snapshot_refs_1_read", |bch| {
-        bch.iter(|| {
-            black_box(unsafe { TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]) }.unwrap())
+            let mut ptrs = [std::ptr::null_mut(); 1];
+            let g = unsafe { RawAccess::acquire(&[(&ma, f, cpu)], 0, &mut ptrs) }.unwrap();
+            black_box((g, ptrs))
         })
     });
     g.bench_function("tensor_access_in_place_3_tensors_2_storages", |bch| {
@@ -52,10 +41,6 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("tensor_access_1_read", |bch| {
         bch.iter(|| black_box(TensorAccess::read(&a).unwrap()))
-    });
-    let (sa, sb, so) = (a.storage(), b.storage(), out.storage());
-    g.bench_function("storage_access_3_storages", |bch| {
-        bch.iter(|| black_box(StorageAccess::acquire(&[&sa, &sb], &[&so]).unwrap()))
     });
     // Baseline: what a kernel does anyway (read metadata snapshots of three tensors).
     g.bench_function("baseline_3_meta_snapshots", |bch| {

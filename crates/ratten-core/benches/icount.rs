@@ -3,11 +3,11 @@
 //! totals divided by the difference of `n` is the cost of one call, independent of load.
 //! (A plain `cargo bench` runs each case once, as a smoke test.)
 
-// SAFETY (every `from_snapshot*` call below): each snapshot is `meta_arc()` of a Float CPU
+// SAFETY (every `RawAccess::acquire` call below): each snapshot is `meta_arc()` of a Float CPU
 // tensor, passed with Float and CPU.
 use std::hint::black_box;
 
-use ratten_core::{Device, ScalarType, TensorAccess, TensorBase};
+use ratten_core::{Device, RawAccess, ScalarType, TensorAccess, TensorBase};
 
 fn run(case: &str, n: usize) -> bool {
     let t = |n| TensorBase::empty(&[n], ScalarType::Float, Device::CPU).unwrap();
@@ -21,37 +21,21 @@ fn run(case: &str, n: usize) -> bool {
                 black_box(TensorBase::empty(black_box(&[1]), f, cpu).unwrap());
             }
         }
-        "snapshots3" => {
+        "raw3" => {
             for _ in 0..n {
-                black_box(
-                    unsafe {
-                        TensorAccess::from_snapshots(
-                            &[(&ma, f, cpu), (&mb, f, cpu)],
-                            &[(&mo, f, cpu)],
-                        )
-                    }
-                    .unwrap(),
-                );
+                let mut ptrs = [std::ptr::null_mut(); 3];
+                let g = unsafe {
+                    RawAccess::acquire(&[(&mo, f, cpu), (&ma, f, cpu), (&mb, f, cpu)], 1, &mut ptrs)
+                }
+                .unwrap();
+                drop(black_box((g, ptrs)));
             }
         }
-        "refs3" => {
+        "raw1" => {
             for _ in 0..n {
-                black_box(
-                    unsafe {
-                        TensorAccess::from_snapshot_refs(
-                            &[(&ma, f, cpu), (&mb, f, cpu)],
-                            &[(&mo, f, cpu)],
-                        )
-                    }
-                    .unwrap(),
-                );
-            }
-        }
-        "refs1" => {
-            for _ in 0..n {
-                black_box(
-                    unsafe { TensorAccess::from_snapshot_refs(&[(&ma, f, cpu)], &[]) }.unwrap(),
-                );
+                let mut ptrs = [std::ptr::null_mut(); 1];
+                let g = unsafe { RawAccess::acquire(&[(&ma, f, cpu)], 0, &mut ptrs) }.unwrap();
+                drop(black_box((g, ptrs)));
             }
         }
         "new3" => {
@@ -79,24 +63,17 @@ fn run(case: &str, n: usize) -> bool {
                 black_box(black_box(&a).numel());
             }
         }
-        "snapshots1" => {
-            for _ in 0..n {
-                black_box(unsafe { TensorAccess::from_snapshots(&[(&ma, f, cpu)], &[]) }.unwrap());
-            }
-        }
         _ => return false,
     }
     true
 }
 
-const CASES: [&str; 10] = [
+const CASES: [&str; 8] = [
     "empty",
-    "snapshots3",
-    "refs3",
+    "raw3",
     "new3",
     "read1",
-    "snapshots1",
-    "refs1",
+    "raw1",
     "meta_arc",
     "with_meta",
     "numel",

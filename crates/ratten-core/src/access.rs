@@ -1,12 +1,29 @@
 //! Access guards: the only way to reach tensor memory.
 //!
-//! A kernel names, in one call, the tensors it reads and the tensors it writes. The guard
-//! deduplicates their storages (a storage both read and written is locked for writing),
-//! sorts them by address and takes each storage's reader-writer lock in that global order, so
-//! two kernels can never wait on each other in a cycle. While the guard lives, every storage it
-//! writes is held exclusively and every storage it reads is held shared: no other thread can
-//! write memory this kernel reads, or touch memory it writes. Data pointers and slices borrow
-//! the guard, so they cannot outlive it.
+//! Note [Tensor memory access]: A kernel names, in one call, the tensors it reads and the
+//! tensors it writes. The guard deduplicates their storages (a storage both read and written is
+//! locked for writing), sorts them by address and takes each storage's reader-writer lock in
+//! that global order, so two kernels can never wait on each other in a cycle. While the guard
+//! lives, every storage it writes is held exclusively and every storage it reads is held
+//! shared: no other thread can write memory this kernel reads, or touch memory it writes. Data
+//! pointers and slices borrow the guard, so they cannot outlive it.
+//!
+//! There are two public entries, and no other way to a tensor's data:
+//! - [`TensorAccess::new`] (and its one-tensor forms [`TensorAccess::read`] and
+//!   [`TensorAccess::write`]): the safe entry, for every kernel author. The guard snapshots
+//!   each tensor's metadata and hands out, per tensor, an [`AccessedTensor`] (sizes, strides,
+//!   dtype, typed data pointers) and typed slices of contiguous tensors
+//!   ([`TensorAccess::input_slice`], [`TensorAccess::output_slice_mut`]).
+//! - [`RawAccess::acquire`]: the engine's entry (TensorIterator's), `unsafe`. It takes metadata
+//!   snapshots the caller already holds and writes only their data pointers, with the same
+//!   locks, order, nesting rules and refusals; its contract is that each snapshot is given
+//!   with its own tensor's dtype and device (a snapshot carries no dtype, and its view was
+//!   bounds- and alignment-checked for that dtype only). A kernel author never needs it: a
+//!   kernel that iterates goes through TensorIterator, one that does not through
+//!   `TensorAccess::new`.
+//!
+//! Storage-level locking ([`StorageAccess`], for `Storage::grow` and this crate's tests) is
+//! crate-private.
 //!
 //! Nested acquisition on one thread (a kernel that calls `to_vec` on a tensor it is writing,
 //! say) is tracked in a thread-local table:
@@ -25,8 +42,6 @@
 //! For up to four tensors the guard's tensors and lock keys are written in place (no list
 //! is built and moved), sorted by a fixed network, and the guard records what it locked
 //! as tagged storage pointers, so its drop is a straight unlock of those plus one store.
-//! [`TensorAccess::from_snapshot_refs`] borrows the caller's metadata snapshots instead of
-//! taking a reference count on each.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -300,6 +315,7 @@ impl LockSet {
             self.heap = Some(h);
         }
     }
+    #[cfg(test)]
     fn find(&self, imp: &StorageImpl) -> Option<Key> {
         let addr = (imp as *const StorageImpl).addr();
         self.as_slice()
@@ -537,8 +553,9 @@ fn release_nested(t: &HeldTable, keys: &[Key]) {
     store_table(t, &held);
 }
 
-/// Locks on a set of storages, held until drop.
-pub struct StorageAccess {
+/// Locks on a set of storages, held until drop (crate-private: tensors are reached through
+/// [`TensorAccess`] or [`RawAccess`]).
+pub(crate) struct StorageAccess {
     locks: LockSet,
     // Dropped after `Drop::drop` released the locks.
     _storages: SmallVec<[Storage; 4]>,
@@ -547,7 +564,7 @@ pub struct StorageAccess {
 
 impl StorageAccess {
     /// Locks `reads` shared and `writes` exclusively (a storage in both is written).
-    pub fn acquire(reads: &[&Storage], writes: &[&Storage]) -> Result<StorageAccess> {
+    pub(crate) fn acquire(reads: &[&Storage], writes: &[&Storage]) -> Result<StorageAccess> {
         let mut keys: SmallVec<[Key; 4]> = writes
             .iter()
             .map(|s| key(s.as_impl(), true))
@@ -566,7 +583,8 @@ impl StorageAccess {
 
     /// The data pointer of a storage this guard holds (None for meta or empty storages, or a
     /// storage the guard does not hold).
-    pub fn data_ptr(&self, storage: &Storage) -> Option<NonNull<u8>> {
+    #[cfg(test)]
+    pub(crate) fn data_ptr(&self, storage: &Storage) -> Option<NonNull<u8>> {
         self.locks.find(storage.as_impl())?;
         // SAFETY: this guard holds the storage's lock until it is dropped; a raw pointer is
         // inert until dereferenced in unsafe code, whose author must not outlive the guard.
@@ -574,7 +592,8 @@ impl StorageAccess {
     }
 
     /// Whether the guard holds `storage` for writing.
-    pub fn is_writing(&self, storage: &Storage) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_writing(&self, storage: &Storage) -> bool {
         self.locks
             .find(storage.as_impl())
             .is_some_and(|k| k.addr() & TAGS == WRITE)
@@ -592,9 +611,8 @@ impl Drop for StorageAccess {
 /// One tensor as a kernel sees it under a [`TensorAccess`]: a consistent snapshot of its
 /// metadata and the data pointer of its locked storage.
 pub struct AccessedTensor {
-    /// The snapshot, kept alive by the guard this tensor lives in (its own Arc or the
-    /// caller's borrow, see [`OwnedSnapshots`] / [`BorrowedSnapshots`]); an AccessedTensor is
-    /// only ever reached through a reference to its guard.
+    /// The snapshot, kept alive by the guard this tensor lives in (its [`SnapshotArcs`]); an
+    /// AccessedTensor is only ever reached through a reference to its guard.
     meta: NonNull<TensorMeta>,
     /// Whether the tensor is written.
     write: bool,
@@ -703,28 +721,22 @@ fn no_data(device: Device) -> Error {
     ))
 }
 
-/// What keeps a [`TensorAccess`]'s snapshots alive: its own reference counts (the default,
-/// from [`TensorAccess::new`] and [`TensorAccess::from_snapshots`]).
-pub struct OwnedSnapshots(
-    // Never read: held only so that the snapshots outlive the guard's locks.
-    #[allow(dead_code)] SnapshotArcs,
-);
-
-/// The Arcs an owning guard keeps: in place for up to INLINE tensors (SmallVec's collect
-/// cost more than the reference counting it stores).
+/// The snapshots a guard keeps alive (one reference count each, held until after the locks
+/// are released): in place for up to INLINE tensors (SmallVec's collect cost more than the
+/// reference counting it stores). Never read otherwise.
 enum SnapshotArcs {
     Inline([Option<Arc<TensorMeta>>; INLINE]),
     Heap(Vec<Arc<TensorMeta>>),
 }
 
-impl OwnedSnapshots {
+impl SnapshotArcs {
     #[inline(always)]
-    fn with_capacity(n: usize) -> OwnedSnapshots {
-        OwnedSnapshots(if n <= INLINE {
+    fn with_capacity(n: usize) -> SnapshotArcs {
+        if n <= INLINE {
             SnapshotArcs::Inline([const { None }; INLINE])
         } else {
             SnapshotArcs::Heap(Vec::with_capacity(n))
-        })
+        }
     }
     /// Keeps `arc` as the `i`-th snapshot (called for i = 0, 1, ... in order) and returns the
     /// guard's view of it. The snapshot is on the heap: the pointer stays valid when the Arc
@@ -739,7 +751,7 @@ impl OwnedSnapshots {
         writable: bool,
     ) -> AccessedTensor {
         let t = accessed(&arc, dtype, device, writable);
-        match &mut self.0 {
+        match self {
             SnapshotArcs::Inline(a) => a[i] = Some(arc),
             SnapshotArcs::Heap(v) => v.push(arc),
         }
@@ -747,14 +759,27 @@ impl OwnedSnapshots {
     }
 }
 
-/// What keeps a [`TensorAccess`]'s snapshots alive: the caller's borrow of them, for `'a`
-/// (from [`TensorAccess::from_snapshot_refs`]). Saves two atomic operations per tensor.
-pub struct BorrowedSnapshots<'a>(PhantomData<&'a TensorMeta>);
-
-/// The guard a kernel takes on all its tensors at once (see the module docs). `Keep` says
-/// what keeps the tensors' metadata snapshots alive; code that does not care names it
-/// `TensorAccess` (owned snapshots).
-pub struct TensorAccess<Keep = OwnedSnapshots> {
+/// The guard a kernel takes on all its tensors at once: the safe entry to tensor memory (see
+/// Note [Tensor memory access]).
+///
+/// ```
+/// use ratten_core::{Device, ScalarType, TensorAccess, TensorBase};
+///
+/// let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+/// let out = TensorBase::empty(&[3], ScalarType::Float, Device::CPU).unwrap();
+/// {
+///     // `a` read (shared lock), `out` written (exclusive lock), until `g` drops.
+///     let mut g = TensorAccess::new(&[&a], &[&out]).unwrap();
+///     let x: Vec<f32> = g.input_slice::<f32>(0).unwrap().to_vec();
+///     for (o, v) in g.output_slice_mut::<f32>(0).unwrap().iter_mut().zip(x) {
+///         *o = 2.0 * v;
+///     }
+/// }
+/// assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+/// ```
+///
+/// Strided tensors are read through [`AccessedTensor::data_ptr`] and their strides.
+pub struct TensorAccess {
     tensors: TensorList,
     /// Counts of the tensors read (the first ones) and written; u32 so that the guard stays
     /// small to move (a guard over 2^32 tensors is refused).
@@ -762,21 +787,21 @@ pub struct TensorAccess<Keep = OwnedSnapshots> {
     n_writes: u32,
     locks: LockSet,
     // Dropped after `Drop::drop` released the locks.
-    _keep: Keep,
+    _snapshots: SnapshotArcs,
 }
 
 // SAFETY: a shared TensorAccess only hands out metadata (of Sync snapshots), raw pointer
 // values and shared slices of storages it holds locked; the locks are released by the owning
 // thread's drop (the guard stays !Send: it holds raw pointers), so kernels may share `&guard`
 // with their workers.
-unsafe impl<Keep: Sync> Sync for TensorAccess<Keep> {}
+unsafe impl Sync for TensorAccess {}
 
-impl<Keep> Drop for TensorAccess<Keep> {
+impl Drop for TensorAccess {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: a TensorAccess is dropped either after its lock function succeeded (the set
-        // holds what it locked) or after it failed (the set is empty); `Keep` (dropped after
-        // this) keeps the snapshots, and so the storages, alive.
+        // holds what it locked) or after it failed (the set is empty); `_snapshots` (dropped
+        // after this) keeps the snapshots, and so the storages, alive.
         unsafe { self.locks.release() };
     }
 }
@@ -822,35 +847,9 @@ impl TensorAccess {
         // consistent for the guard's lifetime even if another thread resizes it.
         let nr = reads.len();
         let n = nr + writes.len();
-        Self::acquire(n, nr, OwnedSnapshots::with_capacity(n), |i, keep| {
+        Self::acquire(n, nr, |i, keep| {
             let t = if i < nr { reads[i] } else { writes[i - nr] };
             keep.keep(i, t.meta_arc(), t.dtype(), t.device(), i >= nr)
-        })
-    }
-
-    /// Acquires tensors given by metadata snapshots the caller already holds (TensorIterator
-    /// keeps the snapshots it computed its strides from), as `(snapshot, dtype, device)`.
-    /// Saves one snapshot load per tensor; [`from_snapshot_refs`](TensorAccess::from_snapshot_refs)
-    /// also saves the reference counts. Memory safety does not depend on the snapshot being
-    /// current: a snapshot keeps its storage alive, its view was checked in bounds when it
-    /// was made, storages only grow, and the data pointer is read under the lock.
-    ///
-    /// # Safety
-    /// Each `(snapshot, dtype, device)` must belong together: the snapshot taken from a tensor
-    /// (`TensorBase::meta_arc`) whose `dtype()` and `device()` are the ones given. A snapshot
-    /// carries no dtype, and its view was bounds- and alignment-checked only for its own
-    /// tensor's dtype: another dtype (a wider one, or a CPU device for a meta snapshot) would
-    /// give slices outside the storage.
-    #[inline]
-    pub unsafe fn from_snapshots(
-        reads: &[(&Arc<TensorMeta>, ScalarType, Device)],
-        writes: &[(&Arc<TensorMeta>, ScalarType, Device)],
-    ) -> Result<TensorAccess> {
-        let nr = reads.len();
-        let n = nr + writes.len();
-        Self::acquire(n, nr, OwnedSnapshots::with_capacity(n), |i, keep| {
-            let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
-            keep.keep(i, m.clone(), d, dev, i >= nr)
         })
     }
 
@@ -882,43 +881,15 @@ fn accessed(
     }
 }
 
-impl<'a> TensorAccess<BorrowedSnapshots<'a>> {
-    /// Like [`from_snapshots`](TensorAccess::from_snapshots), borrowing the snapshots for the
-    /// guard's lifetime instead of counting references to them: the fastest way to acquire
-    /// a kernel's tensors (TensorIterator's).
-    ///
-    /// # Safety
-    /// As for [`from_snapshots`](TensorAccess::from_snapshots): each snapshot with its own
-    /// tensor's dtype and device.
-    #[inline]
-    pub unsafe fn from_snapshot_refs(
-        reads: &[SnapshotSpec<'a>],
-        writes: &[SnapshotSpec<'a>],
-    ) -> Result<TensorAccess<BorrowedSnapshots<'a>>> {
-        let nr = reads.len();
-        Self::acquire(
-            nr + writes.len(),
-            nr,
-            BorrowedSnapshots(PhantomData),
-            |i, _| {
-                let (m, d, dev) = if i < nr { reads[i] } else { writes[i - nr] };
-                accessed(m, d, dev, i >= nr)
-            },
-        )
-    }
-}
-
-impl<Keep> TensorAccess<Keep> {
+impl TensorAccess {
     /// Builds the guard's tensors `f(0, keep), ..., f(n - 1, keep)` in place, then locks
     /// their storages and returns the guard; the data pointers are read under the locks
-    /// later. `f` must return tensors whose snapshots `keep` (or the caller, for `'a`) keeps
-    /// alive for the guard's life.
+    /// later. `f` must return tensors whose snapshots it gave `keep`.
     #[inline(always)]
     fn acquire(
         n: usize,
         n_reads: usize,
-        keep: Keep,
-        mut f: impl FnMut(usize, &mut Keep) -> AccessedTensor,
+        mut f: impl FnMut(usize, &mut SnapshotArcs) -> AccessedTensor,
     ) -> Result<Self> {
         let (Ok(n_reads32), Ok(n_writes32)) = (u32::try_from(n_reads), u32::try_from(n - n_reads))
         else {
@@ -936,20 +907,20 @@ impl<Keep> TensorAccess<Keep> {
             n_reads: 0,
             n_writes: 0,
             locks: LockSet::new(),
-            _keep: keep,
+            _snapshots: SnapshotArcs::with_capacity(n),
         };
         // On refusal nothing is held and the lock set is empty, so dropping `g` releases
         // nothing.
         if n <= INLINE {
             let mut keys = [std::ptr::null(); LOCKS_INLINE];
             for (i, slot) in g.tensors.inline[..n].iter_mut().enumerate() {
-                let t = slot.write(f(i, &mut g._keep));
+                let t = slot.write(f(i, &mut g._snapshots));
                 keys[i] = key(t.meta().storage().as_impl(), t.write);
             }
             (g.n_reads, g.n_writes) = (n_reads32, n_writes32);
             lock_small(&mut keys, n, &mut g.locks).map_err(Refused::into_error)?;
         } else {
-            let tensors: Vec<AccessedTensor> = (0..n).map(|i| f(i, &mut g._keep)).collect();
+            let tensors: Vec<AccessedTensor> = (0..n).map(|i| f(i, &mut g._snapshots)).collect();
             let mut keys: Vec<Key> = tensors
                 .iter()
                 .map(|t| key(t.meta().storage().as_impl(), t.write))
@@ -1023,12 +994,13 @@ impl<Keep> TensorAccess<Keep> {
         Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
     }
 }
-/// A guard that hands out only the data pointers of the tensors it locks: TensorIterator's
-/// (its loops take raw pointers and strides; they never ask the guard for typed slices, a
-/// tensor's sizes or its dtype). It locks exactly as [`TensorAccess`] does (the same lock
-/// order, nesting table and refusals), but writes no per-tensor record: for the up to four
-/// operands of a pointwise op that is the guard's whole cost besides the locks themselves
-/// (see Note [Small-op latency] in ARCHITECTURE.md).
+
+/// The engine's guard (see Note [Tensor memory access]): it hands out only the data pointers
+/// of the tensors it locks, for TensorIterator, whose loops take raw pointers and strides and
+/// never ask the guard for typed slices, a tensor's sizes or its dtype. It locks exactly as
+/// [`TensorAccess`] does (the same lock order, nesting table and refusals), but writes no
+/// per-tensor record: for the up to four operands of a pointwise op that is the guard's whole
+/// cost besides the locks themselves.
 #[must_use = "the locks are released when the guard is dropped"]
 pub struct RawAccess<'a> {
     locks: LockSet,
@@ -1040,11 +1012,25 @@ pub struct RawAccess<'a> {
 
 impl<'a> RawAccess<'a> {
     /// Locks the storages of `specs` (the first `n_writes` for writing, the rest for reading)
-    /// and writes each tensor's data pointer (its first element) into `ptrs[k]`.
+    /// and writes each tensor's data pointer (its first element, at the snapshot's storage
+    /// offset) into `ptrs[k]`. The pointers are valid while the guard lives: written tensors'
+    /// storages are held exclusively, read ones shared. Every element of a spec's view lies at
+    /// `ptrs[k] + sum(index[d] * strides[d]) * element_size` inside its storage.
+    ///
+    /// Refused with an error (nothing held): a meta tensor, a slot count other than
+    /// `specs.len()`, or an access that conflicts with what this thread holds (as
+    /// [`TensorAccess::new`] refuses it).
+    ///
+    /// Memory safety does not depend on the snapshot being the tensor's current one: a
+    /// snapshot keeps its storage alive, its view was bounds-checked when it was made,
+    /// storages only grow, and the data pointer is read under the lock.
     ///
     /// # Safety
     /// Each spec's dtype and device must be those of the tensor its snapshot was taken from
-    /// (the element size places the storage offset).
+    /// (`TensorBase::meta_pinned`, `meta_arc`, ...). A snapshot carries no dtype, and its view
+    /// was bounds- and alignment-checked only for its own tensor's dtype: the element size
+    /// places the storage offset, and a wider dtype (or a CPU device for a meta snapshot)
+    /// would reach past the storage.
     #[inline]
     pub unsafe fn acquire(
         specs: &[SnapshotSpec<'a>],
@@ -1131,25 +1117,22 @@ mod tests {
     }
 
     #[test]
-    fn from_snapshots_locks_like_new() {
+    fn new_gives_typed_slices_and_holds_its_locks() {
         let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
         let out = TensorBase::empty(&[2], ScalarType::Float, Device::CPU).unwrap();
-        let (ma, mo) = (a.meta_arc(), out.meta_arc());
-        // SAFETY: both snapshots are of Float CPU tensors.
-        let mut g = unsafe {
-            TensorAccess::from_snapshots(
-                &[(&ma, ScalarType::Float, Device::CPU)],
-                &[(&mo, ScalarType::Float, Device::CPU)],
-            )
-        }
-        .unwrap();
+        let mut g = TensorAccess::new(&[&a], &[&out]).unwrap();
         assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0]);
         g.output_slice_mut::<f32>(0).unwrap()[1] = 7.0;
-        // Held: a conflicting access on this thread is refused, as with `new`.
+        assert!(g.output_slice_mut::<i32>(0).is_err()); // wrong dtype
+        assert!(g.input(1).is_err() && g.output(1).is_err());
+        // Held: a conflicting access on this thread is refused; a nested read of what it
+        // reads re-enters.
         assert!(TensorAccess::write(&a).is_err());
         assert!(TensorAccess::read(&out).is_err());
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         drop(g);
         assert_eq!(out.to_vec::<f32>().unwrap()[1], 7.0);
+        let _w = TensorAccess::new(&[], &[&a, &out]).unwrap();
     }
 
     #[test]
@@ -1244,31 +1227,6 @@ mod tests {
         drop(TensorAccess::new(&[], &ts.iter().collect::<Vec<_>>()).unwrap());
         // SAFETY: as above.
         assert!(unsafe { RawAccess::acquire(&specs, 2, &mut ptrs[..3]) }.is_err());
-    }
-
-    #[test]
-    fn from_snapshot_refs_borrows_and_locks_like_new() {
-        let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
-        let out = TensorBase::empty(&[2], ScalarType::Float, Device::CPU).unwrap();
-        let (ma, mo) = (a.meta_arc(), out.meta_arc());
-        let (fa, fo) = (Arc::strong_count(&ma), Arc::strong_count(&mo));
-        let f = ScalarType::Float;
-        // SAFETY: both snapshots are of Float CPU tensors.
-        let mut g = unsafe {
-            TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
-        }
-        .unwrap();
-        // No reference is counted: the guard borrows the snapshots.
-        assert_eq!((Arc::strong_count(&ma), Arc::strong_count(&mo)), (fa, fo));
-        assert_eq!(g.input_slice::<f32>(0).unwrap(), &[1.0, 2.0]);
-        g.output_slice_mut::<f32>(0).unwrap()[0] = 5.0;
-        assert!(TensorAccess::write(&a).is_err());
-        assert!(TensorAccess::read(&out).is_err());
-        // A nested read of what it reads re-enters.
-        assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
-        drop(g);
-        assert_eq!(out.to_vec::<f32>().unwrap()[0], 5.0);
-        let _w = TensorAccess::new(&[], &[&a, &out]).unwrap();
     }
 
     #[test]

@@ -10,9 +10,8 @@
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -269,17 +268,17 @@ impl CpuAllocator {
 // frees the rest. A reused block holds what its last user wrote (initialised, not zeroed).
 
 /// The smallest class (one cache line, the alignment).
-const SMALL_MIN: usize = ALIGNMENT;
+pub(crate) const SMALL_MIN: usize = ALIGNMENT;
 /// Number of classes: 64 B << 0 ..= 64 B << 6 (4 KiB).
-const SMALL_CLASSES: usize = 7;
+pub(crate) const SMALL_CLASSES: usize = 7;
 const SMALL_CACHE_PER_CLASS: usize = 64;
 
 /// The class of an allocation of `nbytes` (> 0), or None above the largest class.
-fn small_class(nbytes: usize) -> Option<usize> {
+pub(crate) fn small_class(nbytes: usize) -> Option<usize> {
     SmallCache::class_of(nbytes)
 }
 
-fn small_layout(class: usize) -> Layout {
+pub(crate) fn small_layout(class: usize) -> Layout {
     SmallCache::layout(class)
 }
 
@@ -295,12 +294,12 @@ struct ClassList<const PER_CLASS: usize> {
 /// A per-thread cache of blocks in `CLASSES` power-of-two size classes from `MIN` bytes, at
 /// most `PER_CLASS` blocks each, all ALIGNMENT-aligned (Cells, not a RefCell: no borrow flag
 /// to set and clear; nothing in it is ever borrowed across a call).
-struct ClassCache<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize> {
+pub(crate) struct ClassCache<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize> {
     lists: [ClassList<PER_CLASS>; CLASSES],
 }
 
-/// Small data blocks and object blocks: 64 B to 4 KiB.
-type SmallCache = ClassCache<SMALL_MIN, SMALL_CLASSES, SMALL_CACHE_PER_CLASS>;
+/// Small data blocks and object blocks (`object_cache.rs`): 64 B to 4 KiB.
+pub(crate) type SmallCache = ClassCache<SMALL_MIN, SMALL_CLASSES, SMALL_CACHE_PER_CLASS>;
 
 // Medium data blocks, 8 KiB to 1 MiB (below LARGE_ALLOCATION). glibc's `calloc` zeroes a
 // reused heap block on every call: for a 100K-element f32 output that memset was a quarter of
@@ -354,7 +353,7 @@ impl<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize>
     }
 
     /// Empty lists (a `const fn`, so the thread-locals need no lazy initialisation).
-    const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         ClassCache {
             lists: [const {
                 ClassList {
@@ -386,7 +385,7 @@ impl<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize>
     }
 
     #[inline]
-    fn pop(&self, class: usize) -> Option<NonNull<u8>> {
+    pub(crate) fn pop(&self, class: usize) -> Option<NonNull<u8>> {
         let list = &self.lists[class];
         let n = list.len.get();
         if n == 0 {
@@ -398,7 +397,7 @@ impl<const MIN: usize, const CLASSES: usize, const PER_CLASS: usize>
     }
     /// Keeps `block` unless the class's list is full.
     #[inline]
-    fn push(&self, class: usize, block: NonNull<u8>) -> bool {
+    pub(crate) fn push(&self, class: usize, block: NonNull<u8>) -> bool {
         let list = &self.lists[class];
         let n = list.len.get();
         if n == PER_CLASS {
@@ -437,247 +436,6 @@ fn release_small(p: NonNull<u8>, capacity: usize) {
     if !cached {
         // SAFETY: the block was allocated with this class's layout and is no longer used.
         unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };
-    }
-}
-
-// Object blocks. TensorImpl and StorageImpl are made and dropped once per op output; their
-// blocks come from a per-thread cache of the same classes as the small data blocks, but a
-// separate one: an object's padding bytes are uninitialised, and data blocks must never hold
-// uninitialised bytes.
-
-thread_local! {
-    static OBJECT_CACHE: SmallCache = const { SmallCache::new() };
-}
-
-/// A block of class `class` (uninitialised), ALIGNMENT-aligned; aborts on out-of-memory as
-/// `Arc::new` does.
-#[inline]
-fn object_alloc(class: usize) -> NonNull<u8> {
-    if let Some(block) = OBJECT_CACHE.try_with(|c| c.pop(class)).ok().flatten() {
-        // Cached blocks are live allocations of the class's layout, owned by nobody.
-        return block;
-    }
-    let layout = small_layout(class);
-    // SAFETY: the layout is not zero-sized.
-    let p = unsafe { std::alloc::alloc(layout) };
-    NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
-}
-
-/// # Safety
-/// `p` must come from `object_alloc(class)` and be used by nobody any more.
-#[inline]
-unsafe fn object_free(p: NonNull<u8>, class: usize) {
-    let cached = OBJECT_CACHE.try_with(|c| c.push(class, p)).unwrap_or(false);
-    if !cached {
-        // SAFETY: the caller's contract: allocated with this class's layout, unused.
-        unsafe { std::alloc::dealloc(p.as_ptr(), small_layout(class)) };
-    }
-}
-
-#[repr(C)]
-struct CachedInner<T> {
-    count: AtomicUsize,
-    /// The block's small class (to free it into the right list).
-    class: usize,
-    value: T,
-}
-
-/// A reference-counted pointer like `Arc<T>` (strong references only) whose block comes
-/// from a per-thread cache instead of malloc, optionally with an ALIGNMENT-aligned tail of
-/// extra bytes in the same block (a small storage's data). A tensor's TensorImpl and
-/// StorageImpl are made and dropped on every op; two malloc/free pairs were a third of
-/// making a tensor.
-pub(crate) struct CachedArc<T> {
-    ptr: NonNull<CachedInner<T>>,
-    _owns: PhantomData<CachedInner<T>>,
-}
-
-// SAFETY: as for Arc<T>: the value is shared between the handles' threads (T: Sync) and
-// dropped by whichever thread drops the last handle (T: Send); the count is atomic.
-unsafe impl<T: Send + Sync> Send for CachedArc<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send + Sync> Sync for CachedArc<T> {}
-
-/// The offset of a CachedArc's tail: the inner value rounded up to ALIGNMENT.
-const fn tail_offset<T>() -> usize {
-    std::mem::size_of::<CachedInner<T>>().next_multiple_of(ALIGNMENT)
-}
-
-impl<T> CachedArc<T> {
-    /// A handle to `value`.
-    #[inline]
-    pub(crate) fn new(value: T) -> Self {
-        Self::with_tail(0, |_| value)
-    }
-
-    /// A handle to `make(tail)`, where `tail` points at `tail_bytes` initialised (zero)
-    /// bytes, ALIGNMENT-aligned, in the same block, alive as long as the value.
-    /// `tail_bytes` must be 0 or fit a small block with the value (callers check
-    /// [`CachedArc::tail_fits`]); otherwise this aborts like an allocation failure.
-    #[inline]
-    pub(crate) fn with_tail(tail_bytes: usize, make: impl FnOnce(NonNull<u8>) -> T) -> Self {
-        const { assert!(std::mem::align_of::<CachedInner<T>>() <= ALIGNMENT) };
-        let total = if tail_bytes == 0 {
-            std::mem::size_of::<CachedInner<T>>()
-        } else {
-            tail_offset::<T>() + tail_bytes
-        };
-        let Some(class) = small_class(total.max(1)) else {
-            std::alloc::handle_alloc_error(
-                Layout::from_size_align(total, ALIGNMENT).unwrap_or(Layout::new::<u8>()),
-            )
-        };
-        let block = object_alloc(class);
-        // SAFETY: the block has room for the inner value (and the tail when asked): the
-        // class holds `total` bytes; the tail starts inside it.
-        let tail = unsafe { NonNull::new_unchecked(block.as_ptr().add(tail_offset::<T>())) };
-        if tail_bytes > 0 {
-            // SAFETY: `tail_bytes` bytes from `tail` lie inside the block (see above), which
-            // nobody else uses.
-            unsafe { std::ptr::write_bytes(tail.as_ptr(), 0, tail_bytes) };
-        }
-        let ptr = block.cast::<CachedInner<T>>();
-        // SAFETY: the block is ALIGNMENT-aligned (>= the inner's alignment, asserted above)
-        // and large enough; writing initialises it.
-        unsafe {
-            ptr.as_ptr().write(CachedInner {
-                count: AtomicUsize::new(1),
-                class,
-                value: make(tail),
-            })
-        };
-        CachedArc {
-            ptr,
-            _owns: PhantomData,
-        }
-    }
-
-    /// The value, mutably, when this is its only handle (none other can appear: a clone
-    /// needs a handle, and `&mut` excludes this one's).
-    #[inline]
-    pub(crate) fn get_mut(this: &mut Self) -> Option<&mut T> {
-        // Acquire pairs with the Release decrements of the handles dropped before: their uses
-        // of the value happen before ours.
-        if this.inner().count.load(Ordering::Acquire) != 1 {
-            return None;
-        }
-        // SAFETY: the only handle, borrowed mutably: nobody else can reach the value.
-        Some(unsafe { &mut (*this.ptr.as_ptr()).value })
-    }
-
-    /// Releases this handle when others remain (None: nothing more to do); gives it back,
-    /// still counted once, when it is the last one (for the caller to reuse or drop). The
-    /// shared case is a load and one decrement, with no call into the value's destructor.
-    #[inline(always)]
-    pub(crate) fn release_unless_last(this: Self) -> Option<Self> {
-        let count = &this.inner().count;
-        if count.load(Ordering::Acquire) == 1 {
-            return Some(this);
-        }
-        if count.fetch_sub(1, Ordering::Release) != 1 {
-            std::mem::forget(this);
-            return None;
-        }
-        // The others were dropped meanwhile: this is the last handle after all. Pairs with
-        // their Release decrements; nobody else can see the count, so ours is restored.
-        std::sync::atomic::fence(Ordering::Acquire);
-        count.store(1, Ordering::Relaxed);
-        Some(this)
-    }
-
-    /// [`CachedArc::get_mut`] without the check.
-    ///
-    /// # Safety
-    /// This must be the value's only handle.
-    #[inline]
-    pub(crate) unsafe fn get_mut_unchecked(this: &mut Self) -> &mut T {
-        // SAFETY: the caller's contract: nobody else can reach the value.
-        unsafe { &mut (*this.ptr.as_ptr()).value }
-    }
-
-    /// The handle as a raw pointer (its count goes with it; see [`CachedArc::from_raw`]).
-    #[inline]
-    pub(crate) fn into_raw(this: Self) -> *mut () {
-        let p = this.ptr.as_ptr().cast();
-        std::mem::forget(this);
-        p
-    }
-
-    /// # Safety
-    /// `p` must come from [`CachedArc::into_raw`] of the same `T`, and be used only once.
-    #[inline]
-    pub(crate) unsafe fn from_raw(p: *mut ()) -> Self {
-        CachedArc {
-            // SAFETY: the caller's contract: a pointer from `into_raw`, never null.
-            ptr: unsafe { NonNull::new_unchecked(p.cast()) },
-            _owns: PhantomData,
-        }
-    }
-
-    /// Whether a tail of `tail_bytes` fits a small block together with a `T`.
-    pub(crate) const fn tail_fits(tail_bytes: usize) -> bool {
-        tail_offset::<T>() + tail_bytes <= SMALL_MIN << (SMALL_CLASSES - 1)
-    }
-
-    #[inline]
-    fn inner(&self) -> &CachedInner<T> {
-        // SAFETY: the block stays alive while any handle (this one) exists.
-        unsafe { self.ptr.as_ref() }
-    }
-
-    pub(crate) fn strong_count(this: &Self) -> usize {
-        this.inner().count.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn ptr_eq(a: &Self, b: &Self) -> bool {
-        a.ptr == b.ptr
-    }
-}
-
-impl<T> Clone for CachedArc<T> {
-    #[inline]
-    fn clone(&self) -> Self {
-        // Relaxed, as Arc: a new handle is made from an existing one, which keeps the value
-        // alive; no other memory is published by the increment.
-        let old = self.inner().count.fetch_add(1, Ordering::Relaxed);
-        if old > isize::MAX as usize {
-            // As Arc: a leaked-handle overflow would later free a live value.
-            std::process::abort();
-        }
-        CachedArc {
-            ptr: self.ptr,
-            _owns: PhantomData,
-        }
-    }
-}
-
-impl<T> Drop for CachedArc<T> {
-    #[inline]
-    fn drop(&mut self) {
-        // A count of 1 is our handle alone: no other can appear (a clone needs a handle), so
-        // the last drop of an object that was never shared costs no read-modify-write.
-        if self.inner().count.load(Ordering::Acquire) != 1
-            && self.inner().count.fetch_sub(1, Ordering::Release) != 1
-        {
-            return;
-        }
-        // Pairs with the other handles' Release decrements: their uses of the value happen
-        // before it is destroyed.
-        std::sync::atomic::fence(Ordering::Acquire);
-        let class = self.inner().class;
-        // SAFETY: this was the last handle: nobody else can reach the value or the block.
-        unsafe {
-            std::ptr::drop_in_place(&mut (*self.ptr.as_ptr()).value);
-            object_free(self.ptr.cast(), class);
-        }
-    }
-}
-
-impl<T> std::ops::Deref for CachedArc<T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.inner().value
     }
 }
 
@@ -888,23 +646,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn release_unless_last_counts_like_drop_and_hands_back_the_last_handle() {
-        let a = CachedArc::new(vec![1u8, 2, 3]);
-        let b = a.clone();
-        let c = a.clone();
-        assert_eq!(CachedArc::strong_count(&a), 3);
-        assert!(CachedArc::release_unless_last(b).is_none());
-        // Released on other threads too: the last one is handed back, counted once.
-        std::thread::scope(|s| {
-            s.spawn(move || assert!(CachedArc::release_unless_last(c).is_none()));
-        });
-        let mut last = CachedArc::release_unless_last(a).expect("the last handle");
-        assert_eq!(CachedArc::strong_count(&last), 1);
-        assert_eq!(CachedArc::get_mut(&mut last).map(|v| v.len()), Some(3));
-        drop(last);
-    }
-
-    #[test]
     fn small_and_large_allocations_are_aligned_and_zeroed() {
         for n in [
             1,
@@ -1035,53 +776,5 @@ mod tests {
         let e = get_allocator(DeviceType::Cuda).err().unwrap();
         assert_eq!(e.message(), "Torch not compiled with CUDA enabled");
         assert!(set_allocator(DeviceType::Meta, Arc::new(MetaAllocator)).is_err());
-    }
-
-    #[test]
-    fn cached_arcs_count_share_and_recycle_their_blocks() {
-        use std::sync::atomic::AtomicUsize;
-        static DROPS: AtomicUsize = AtomicUsize::new(0);
-        struct Counted(u64);
-        impl Drop for Counted {
-            fn drop(&mut self) {
-                DROPS.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        let a = CachedArc::new(Counted(7));
-        let b = a.clone();
-        assert_eq!(CachedArc::strong_count(&a), 2);
-        assert!(CachedArc::ptr_eq(&a, &b));
-        drop(a);
-        assert_eq!((b.0, DROPS.load(Ordering::SeqCst)), (7, 0));
-        let block = &*b as *const Counted as usize;
-        drop(b);
-        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
-        // The block went to this thread's cache and comes back for the next object.
-        let c = CachedArc::new(Counted(8));
-        assert_eq!(&*c as *const Counted as usize, block);
-        // Handles cross threads; the last drop (on another thread) destroys the value.
-        let d = c.clone();
-        std::thread::spawn(move || drop(d)).join().unwrap();
-        drop(c);
-        assert_eq!(DROPS.load(Ordering::SeqCst), 2);
-    }
-
-    #[test]
-    fn a_cached_arc_tail_is_zeroed_aligned_and_separate() {
-        assert!(CachedArc::<[u64; 3]>::tail_fits(64));
-        assert!(!CachedArc::<[u64; 3]>::tail_fits(8192));
-        let mut seen = None;
-        let x = CachedArc::with_tail(64, |tail| {
-            seen = Some(tail);
-            [1u64, 2, 3]
-        });
-        let tail = seen.unwrap();
-        assert_eq!(tail.as_ptr() as usize % ALIGNMENT, 0);
-        let value_end = &*x as *const [u64; 3] as usize + 24;
-        assert!(tail.as_ptr() as usize >= value_end);
-        // SAFETY: the tail is 64 initialised bytes alive as long as `x`.
-        let bytes = unsafe { std::slice::from_raw_parts(tail.as_ptr(), 64) };
-        assert!(bytes.iter().all(|&b| b == 0));
-        assert_eq!(*x, [1, 2, 3]);
     }
 }

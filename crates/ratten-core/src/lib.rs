@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod allocator;
+pub mod autograd_meta;
 pub mod default_dtype;
 pub mod device;
 pub mod dispatch_key;
@@ -12,6 +13,7 @@ pub mod dispatch_key_set;
 pub mod dtype;
 pub mod error;
 pub mod local_dispatch_key_set;
+mod object_cache;
 pub mod options;
 pub mod scalar;
 pub mod snapshot;
@@ -19,8 +21,9 @@ pub mod storage;
 pub mod tensor_impl;
 pub mod type_promotion;
 
-pub use access::{AccessedTensor, RawAccess, StorageAccess, TensorAccess};
+pub use access::{AccessedTensor, RawAccess, TensorAccess};
 pub use allocator::{Allocator, DataPtr};
+pub use autograd_meta::{AutogradMetaFactory, AutogradMetaInterface};
 pub use default_dtype::{get_default_complex_dtype, get_default_dtype, set_default_dtype};
 pub use device::{Device, DeviceType};
 pub use dispatch_key::{BackendComponent, DispatchKey};

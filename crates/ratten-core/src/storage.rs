@@ -14,9 +14,10 @@ use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::RawRwLock;
 
 use crate::access::StorageAccess;
-use crate::allocator::{allocator_ref, Allocator, AllocatorRef, CachedArc, DataPtr, ALIGNMENT};
+use crate::allocator::{allocator_ref, Allocator, AllocatorRef, DataPtr, ALIGNMENT};
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::object_cache::CachedArc;
 
 /// c10::StorageImpl.
 pub struct StorageImpl {

@@ -12,30 +12,33 @@
 //!
 //! A small CPU tensor (data inside its storage's block) whose TensorImpl, snapshot and
 //! storage nobody else holds is not torn down when its last handle drops: the whole of it is
-//! kept in a per-thread cache of spares, and the next small `empty` on that thread rewrites
-//! its geometry, dtype and storage size (a few stores) instead of building three objects.
-//! Nothing can observe the difference: a spare is reachable only from the cache, and a
-//! reused one is indistinguishable from a fresh one (new version counter, no wrapped-number
-//! mark, initialised contents, zeroed for `zeros`).
+//! kept as a spare, and the next small `empty` on that thread rewrites its geometry, dtype and
+//! storage size (a few stores) instead of building three objects; the blocks of the objects
+//! that are torn down are kept too. The caches, what they may hold and when, are
+//! Note [Per-thread object caches] (`object_cache.rs`); this module supplies the two steps
+//! that touch a TensorImpl's fields: [`TensorImpl::prepare_spare`] (what a spare must not
+//! keep) and `TensorImpl::reuse_spare` (making it fresh).
+//!
+//! A TensorImpl has a slot for autograd metadata (c10's `autograd_meta_`), empty until an
+//! autograd implementation fills it: see [`crate::autograd_meta`].
 //!
 //! (An `ArcSwap` gave wait-free reads too, but destroying one scans every thread's debt
 //! slots, which every temporary tensor paid; a SnapshotCell's drop scans nothing, since no
 //! reader can outlive the tensor it borrows.)
 
-use std::cell::Cell;
-use std::marker::PhantomData;
-use std::mem::{ManuallyDrop, MaybeUninit};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
 
 use crate::access::TensorAccess;
-use crate::allocator::CachedArc;
+use crate::autograd_meta::AutogradMetaSlot;
 use crate::device::{Device, DeviceType};
 use crate::dispatch_key_set::DispatchKeySet;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Error, Result};
+use crate::object_cache::{self, CachedArc};
 use crate::scalar::{Scalar, ScalarConvert};
 use crate::snapshot::SnapshotCell;
 use crate::storage::{Storage, INLINE_DATA};
@@ -119,14 +122,10 @@ impl TensorMeta {
     /// computed here, numel given (already checked by the caller).
     #[inline]
     fn contiguous(storage: Storage, sizes: &[i64], numel: i64) -> Arc<TensorMeta> {
-        // A recycled snapshot block (see `recycle_meta`), else a new one; either way unique
-        // and uninitialised, written field by field (building the snapshot on the stack and
-        // moving it into `Arc::new` cost memcpy calls for its ~150 bytes).
-        let block = META_CACHE
-            .try_with(MetaCache::pop)
-            .ok()
-            .flatten()
-            .unwrap_or_else(Arc::new_uninit);
+        // A recycled snapshot block (see `object_cache::recycle_meta`), else a new one; either
+        // way unique and uninitialised, written field by field (building the snapshot on the
+        // stack and moving it into `Arc::new` cost memcpy calls for its ~150 bytes).
+        let block = object_cache::meta_block();
         let p = Arc::into_raw(block).cast::<TensorMeta>().cast_mut();
         // SAFETY: `p` points at the uninitialised TensorMeta of an Arc nobody else can see
         // (fresh, or taken from the cache, which holds only unique ones); every field is
@@ -156,6 +155,21 @@ impl TensorMeta {
                 dims.write(Dims::new(sizes, &contiguous_strides(sizes)));
             }
             Arc::from_raw(p)
+        }
+    }
+
+    /// Takes the snapshot at `p` apart in place for its block to be reused: moves the storage
+    /// out (returned) and drops the dimension vectors; afterwards no field is live.
+    ///
+    /// # Safety
+    /// `p` must point at an initialised TensorMeta that nobody else can reach (a unique Arc's),
+    /// and must be treated as uninitialised afterwards.
+    pub(crate) unsafe fn take_apart(p: *mut TensorMeta) -> Storage {
+        // SAFETY: the caller's contract: initialised, unreachable by others, never read again.
+        unsafe {
+            let storage = std::ptr::read(std::ptr::addr_of!((*p).storage));
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).dims));
+            storage
         }
     }
 
@@ -212,137 +226,6 @@ pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
         }
     }
     true
-}
-
-/// A handle that a [`HandleStack`] can keep as a raw pointer.
-///
-/// # Safety
-/// `from_parked(into_parked(h))` must give `h` back: the pointer owns what the handle owned.
-unsafe trait ParkedHandle: Sized {
-    fn into_parked(self) -> *mut ();
-    /// # Safety
-    /// `p` must come from [`ParkedHandle::into_parked`] of this type, and be taken back once.
-    unsafe fn from_parked(p: *mut ()) -> Self;
-}
-
-// SAFETY: `Arc::from_raw` of `Arc::into_raw`'s pointer is the same Arc.
-unsafe impl<T> ParkedHandle for Arc<T> {
-    #[inline]
-    fn into_parked(self) -> *mut () {
-        Arc::into_raw(self).cast_mut().cast()
-    }
-    #[inline]
-    unsafe fn from_parked(p: *mut ()) -> Self {
-        // SAFETY: the caller's contract: a pointer from `into_parked`, taken back once.
-        unsafe { Arc::from_raw(p.cast_const().cast()) }
-    }
-}
-
-// SAFETY: `CachedArc::from_raw` of `CachedArc::into_raw`'s pointer is the same handle.
-unsafe impl<T> ParkedHandle for CachedArc<T> {
-    #[inline]
-    fn into_parked(self) -> *mut () {
-        CachedArc::into_raw(self)
-    }
-    #[inline]
-    unsafe fn from_parked(p: *mut ()) -> Self {
-        // SAFETY: the caller's contract: a pointer from `into_parked` of a `CachedArc<T>`.
-        unsafe { CachedArc::from_raw(p) }
-    }
-}
-
-/// A bounded per-thread stack of parked handles (the free lists of [`MetaCache`] and
-/// [`SpareTensors`]): a fixed array of Cells whose first `len` hold handles, so push and pop
-/// are a bounds check and a load or store, with no borrow flag and no Vec to grow. What it
-/// still holds when its thread exits is dropped as any last handle is.
-struct HandleStack<T: ParkedHandle, const N: usize> {
-    len: Cell<usize>,
-    items: [Cell<*mut ()>; N],
-    _owns: PhantomData<T>,
-}
-
-impl<T: ParkedHandle, const N: usize> HandleStack<T, N> {
-    const fn new() -> Self {
-        HandleStack {
-            len: Cell::new(0),
-            items: [const { Cell::new(std::ptr::null_mut()) }; N],
-            _owns: PhantomData,
-        }
-    }
-    #[inline]
-    fn pop(&self) -> Option<T> {
-        let n = self.len.get().checked_sub(1)?;
-        self.len.set(n);
-        let p = self.items.get(n)?.get();
-        // SAFETY: the first `len` cells hold `into_parked` pointers (see `push`); this takes
-        // one out (len was lowered first).
-        Some(unsafe { T::from_parked(p) })
-    }
-    /// Keeps `h` unless the stack is full, else gives it back.
-    #[inline]
-    fn push(&self, h: T) -> Option<T> {
-        let n = self.len.get();
-        let Some(cell) = self.items.get(n) else {
-            return Some(h);
-        };
-        cell.set(h.into_parked());
-        self.len.set(n + 1);
-        None
-    }
-}
-
-impl<T: ParkedHandle, const N: usize> Drop for HandleStack<T, N> {
-    fn drop(&mut self) {
-        while let Some(h) = self.pop() {
-            drop(h);
-        }
-    }
-}
-
-/// Snapshot blocks of dropped tensors, emptied and kept for reuse by the next `empty` on
-/// this thread: an `Arc<TensorMeta>` is public API (so not in a `CachedArc` block), and its
-/// malloc/free pair was a fifth of making a tensor. A cached block is a unique Arc whose
-/// TensorMeta was dropped in place (so it holds no storage); only `recycle_meta` pushes.
-type MetaCache = HandleStack<Arc<MaybeUninit<TensorMeta>>, META_CACHE_LEN>;
-
-const META_CACHE_LEN: usize = 32;
-
-thread_local! {
-    static META_CACHE: MetaCache = const { MetaCache::new() };
-}
-
-/// Drops a TensorImpl's snapshot handle, keeping the block for reuse when it was the last
-/// handle. No atomic read-modify-write: uniqueness is read from the counts.
-#[inline]
-fn recycle_meta(meta: Arc<TensorMeta>) {
-    // Only our handle, and no Weak that could be upgraded: nobody else can reach it or make
-    // a new handle. (A clone can only be made from a handle, and ours is the only one.)
-    if Arc::strong_count(&meta) != 1 || Arc::weak_count(&meta) != 0 {
-        drop(meta);
-        return;
-    }
-    // Pairs with the Release decrements of the handles dropped before: their reads of the
-    // snapshot happen before it is reused.
-    fence(Ordering::Acquire);
-    let p = Arc::into_raw(meta).cast_mut();
-    // SAFETY: the Arc is unique (checked above), so the TensorMeta may be taken apart in
-    // place: the storage is moved out, the dimension vectors dropped, and the block becomes
-    // an Arc of an uninitialised TensorMeta (same size and alignment), which drops nothing.
-    let (storage, block) = unsafe {
-        let storage = std::ptr::read(std::ptr::addr_of!((*p).storage));
-        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).dims));
-        (storage, Arc::from_raw(p.cast::<MaybeUninit<TensorMeta>>()))
-    };
-    let mut slot = Some(block);
-    let _ = META_CACHE.try_with(|c| {
-        if let Some(b) = slot.take() {
-            slot = c.push(b);
-        }
-    });
-    drop(slot);
-    // Dropped here, outside the cache's borrow: freeing it may run an allocator's deleter,
-    // which may make tensors.
-    drop(storage);
 }
 
 /// Row-major strides for `sizes` (`c10::contiguous_strides`), treating 0 sizes as 1.
@@ -521,6 +404,9 @@ pub struct TensorImpl {
     /// Created on first use (see [`VersionCounter`]).
     version_counter: OnceLock<VersionCounter>,
     is_wrapped_number: AtomicBool,
+    /// c10's `autograd_meta_`: empty until an autograd implementation sets it (Note [Autograd
+    /// metadata slot]).
+    autograd_meta: AutogradMetaSlot,
 }
 
 impl TensorImpl {
@@ -548,7 +434,13 @@ impl TensorImpl {
             key_set: tensor_key_set(device.device_type),
             version_counter: OnceLock::new(),
             is_wrapped_number: AtomicBool::new(false),
+            autograd_meta: AutogradMetaSlot::new(),
         }
+    }
+
+    #[inline]
+    pub(crate) fn autograd_meta_slot(&self) -> &AutogradMetaSlot {
+        &self.autograd_meta
     }
 }
 
@@ -578,7 +470,7 @@ impl Drop for TensorImpl {
     fn drop(&mut self) {
         // SAFETY: `meta` is taken exactly once, here, and the TensorImpl is not used after.
         let meta = unsafe { ManuallyDrop::take(&mut self.meta) }.into_inner();
-        recycle_meta(meta);
+        object_cache::recycle_meta(meta);
     }
 }
 
@@ -586,9 +478,10 @@ impl TensorImpl {
     /// Whether this TensorImpl, reached through its only handle, can be kept whole as a spare
     /// for the next small `empty` on this thread: its snapshot and its storage held by nobody
     /// else, the storage a small CPU one (data in its own block), the dims in place. Clears
-    /// what a fresh tensor does not have (a version counter, the wrapped-number mark).
+    /// what a fresh tensor does not have (a version counter, the wrapped-number mark, the
+    /// autograd metadata). See Note [Per-thread object caches].
     #[inline]
-    fn prepare_spare(&mut self) -> bool {
+    pub(crate) fn prepare_spare(&mut self) -> bool {
         let Some(m) = self.meta.unique_mut() else {
             return false;
         };
@@ -597,6 +490,7 @@ impl TensorImpl {
         }
         self.version_counter.take();
         *self.is_wrapped_number.get_mut() = false;
+        self.autograd_meta.clear();
         true
     }
 
@@ -605,8 +499,8 @@ impl TensorImpl {
     /// `prepare_spare` accepted cannot have changed, since nothing could reach the spare.
     ///
     /// # Safety
-    /// `spare` must come from `SpareTensors::pop` (so `prepare_spare` accepted it and it is
-    /// its only handle); `nbytes` in 1..=INLINE_DATA; at most INLINE_DIMS sizes.
+    /// `spare` must come from `object_cache::take_spare` (so `prepare_spare` accepted it and it
+    /// is its only handle); `nbytes` in 1..=INLINE_DATA; at most INLINE_DIMS sizes.
     #[inline]
     unsafe fn reuse_spare(
         spare: &mut CachedArc<TensorImpl>,
@@ -643,40 +537,12 @@ impl TensorImpl {
     }
 }
 
-/// Whole small tensors (TensorImpl, snapshot and storage, still linked) dropped on this
-/// thread, kept for its next small `empty`: reusing one rewrites a few fields instead of
-/// building three objects (and tearing three down on drop). Each is the only handle of a
-/// TensorImpl that `prepare_spare` accepted (see `push`): nothing else reaches it, its
-/// snapshot or its storage.
-struct SpareTensors(HandleStack<CachedArc<TensorImpl>, SPARE_TENSORS>);
-
-const SPARE_TENSORS: usize = 16;
-
-impl SpareTensors {
-    #[inline]
-    fn pop(&self) -> Option<CachedArc<TensorImpl>> {
-        self.0.pop()
-    }
-    /// Keeps `t` unless the cache is full, else gives it back.
-    ///
-    /// # Safety
-    /// `t` must be the only handle of its TensorImpl, and `prepare_spare` must have accepted
-    /// it (`reuse_spare` relies on both without checking).
-    #[inline]
-    unsafe fn push(&self, t: CachedArc<TensorImpl>) -> Option<CachedArc<TensorImpl>> {
-        self.0.push(t)
-    }
-}
-
-thread_local! {
-    static SPARE: SpareTensors = const { SpareTensors(HandleStack::new()) };
-}
-
 /// A cheap, clonable handle to a TensorImpl (at::TensorBase). Cloning shares the tensor (as
 /// PyTorch's `Tensor b = a;` does); it never copies data.
 #[derive(Clone)]
 pub struct TensorBase(
-    // Taken out by `Drop`, which may keep the TensorImpl as a spare (see `SpareTensors`).
+    // Taken out by `Drop`, which may keep the TensorImpl as a spare (see
+    // `object_cache::release_tensor`).
     ManuallyDrop<CachedArc<TensorImpl>>,
 );
 
@@ -685,20 +551,7 @@ impl Drop for TensorBase {
     fn drop(&mut self) {
         // SAFETY: taken exactly once, here; the field is not used after.
         let t = unsafe { ManuallyDrop::take(&mut self.0) };
-        // A handle of a tensor others still hold (an operand's clone): released in place.
-        let Some(mut t) = CachedArc::release_unless_last(t) else {
-            return;
-        };
-        if CachedArc::get_mut(&mut t).is_some_and(TensorImpl::prepare_spare) {
-            // SAFETY: `get_mut` found `t` the only handle and `prepare_spare` accepted it.
-            match SPARE.try_with(|s| unsafe { s.push(t) }) {
-                Ok(None) => return,
-                Ok(Some(back)) => t = back,
-                // The thread is exiting; the closure (and `t` in it) was dropped unused.
-                Err(_) => return,
-            }
-        }
-        drop(t);
+        object_cache::release_tensor(t);
     }
 }
 
@@ -750,7 +603,7 @@ impl TensorBase {
             && nbytes <= INLINE_DATA
             && Storage::cpu_allocator_is_builtin();
         if small_cpu && sizes.len() <= INLINE_DIMS {
-            if let Some(mut t) = SPARE.try_with(SpareTensors::pop).ok().flatten() {
+            if let Some(mut t) = object_cache::take_spare() {
                 // SAFETY: a popped spare; nbytes and the dims were checked just above. numel
                 // fits i64: numel * element_size <= isize::MAX was checked above.
                 unsafe {

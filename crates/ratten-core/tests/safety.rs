@@ -8,7 +8,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use ratten_core::allocator::{set_allocator, Allocator, DataPtr, ALIGNMENT};
-use ratten_core::{Device, DeviceType, Result, ScalarType, Storage, TensorAccess, TensorBase};
+use ratten_core::{
+    Device, DeviceType, RawAccess, Result, ScalarType, Storage, TensorAccess, TensorBase,
+};
 
 fn cpu(sizes: &[i64], dtype: ScalarType) -> TensorBase {
     TensorBase::empty(sizes, dtype, Device::CPU).unwrap()
@@ -367,16 +369,49 @@ fn foreign_storage_alignment_is_checked_per_dtype() {
 }
 
 #[test]
-fn a_borrowing_guard_excludes_other_threads_and_is_shared_with_workers() {
-    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
-    let out = cpu(&[4], ScalarType::Float);
-    let (ma, mo) = (a.meta_arc(), out.meta_arc());
+fn the_engines_guard_excludes_other_threads_until_it_drops() {
+    let a = TensorBase::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    let out = cpu(&[2], ScalarType::Float);
+    let (ma, mo) = (a.meta_pinned(), out.meta_pinned());
     let f = ScalarType::Float;
-    // SAFETY: both snapshots are of Float CPU tensors.
+    let mut ptrs = [std::ptr::null_mut(); 2];
+    // SAFETY: both snapshots are of Float CPU tensors, passed with Float and CPU.
     let g = unsafe {
-        TensorAccess::from_snapshot_refs(&[(&ma, f, Device::CPU)], &[(&mo, f, Device::CPU)])
+        RawAccess::acquire(
+            &[(&mo, f, Device::CPU), (&ma, f, Device::CPU)],
+            1,
+            &mut ptrs,
+        )
     }
     .unwrap();
+    // SAFETY: the guard holds `out` exclusively and `a` shared; both have two floats.
+    unsafe {
+        let x = std::slice::from_raw_parts(ptrs[1].cast::<f32>(), 2);
+        let o = std::slice::from_raw_parts_mut(ptrs[0].cast::<f32>(), 2);
+        o[0] = x[0] + x[1];
+    }
+    let reader_done = AtomicBool::new(false);
+    thread::scope(|s| {
+        // Another thread's read of the output waits for the guard; a read of the input does not.
+        s.spawn(|| drop(TensorAccess::read(&a).unwrap()));
+        let waiter = s.spawn(|| {
+            let r = TensorAccess::read(&out).unwrap();
+            reader_done.store(true, Ordering::SeqCst);
+            drop(r);
+        });
+        thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!reader_done.load(Ordering::SeqCst));
+        drop(g);
+        waiter.join().unwrap();
+    });
+    assert_eq!(out.to_vec::<f32>().unwrap()[0], 3.0);
+}
+
+#[test]
+fn a_guard_excludes_other_threads_and_is_shared_with_workers() {
+    let a = TensorBase::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let out = cpu(&[4], ScalarType::Float);
+    let g = TensorAccess::new(&[&a], &[&out]).unwrap();
     // Workers read through `&guard`.
     thread::scope(|s| {
         for _ in 0..2 {

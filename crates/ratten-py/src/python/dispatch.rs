@@ -1,5 +1,7 @@
-//! torch._C's dispatcher introspection and run-time registration
-//! (torch/csrc/utils/python_dispatch.cpp), with the same names and behaviour.
+//! Layer 6 (dispatcher from Python): torch._C's dispatcher introspection and run-time
+//! registration (torch/csrc/utils/python_dispatch.cpp), with the same names and behaviour.
+//! Python kernels receive and return values through `convert`; a registration forgets the
+//! boxed calls' parsers (`ops`).
 
 use std::sync::Mutex;
 
@@ -10,8 +12,9 @@ use ratten_core::DispatchKey;
 use ratten_dispatch::{CppFunction, Dispatcher, Library, OperatorHandle};
 use ratten_schema::OperatorName;
 
-use super::ops::{invalidate_op_cache, ivalue_to_py, py_to_ivalue_any};
-use super::IntoPy;
+use super::convert::{ivalue_to_py, py_to_ivalue_any};
+use super::error::IntoPy;
+use super::ops::invalidate_op_cache;
 
 /// `torch::jit::parseName`: `ns::op` or `ns::op.overload`.
 fn parse_name(name: &str) -> OperatorName {

@@ -1,6 +1,6 @@
-//! Fast paths for the hottest calls: `a + b` (and `-`, `*`, `/`, their reflected and in-place
-//! forms) and `ratten.add(a, b, out=c)` (and sub/mul/div) when the arguments are exactly
-//! tensors, or a tensor and a Python number. They skip the general argument parser (no
+//! Layer 6 (fast paths): the hottest calls, `a + b` (and `-`, `*`, `/`, their reflected and
+//! in-place forms) and `ratten.add(a, b, out=c)` (and sub/mul/div), when the arguments are
+//! exactly tensors, or a tensor and a Python number. They skip the general argument parser (no
 //! `ArgKind` vectors, no keyword strings), borrow the tensors from the frozen Python objects
 //! without cloning, and call the typed Rust API directly; anything else falls back to the
 //! generated bindings, which give the same results and torch's errors.
@@ -13,11 +13,11 @@ use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyTuple};
 use ratten_aten::{functions, Tensor};
 use ratten_core::{Device, Result, Scalar};
 
-use super::ops::to_scalar;
-use super::python_args::{function_index, method_index, run_maybe_released};
-use super::slots::{exact_tensor, gil_serialises, GilOnly};
-use super::tensor::{wrap, PyTensor};
-use super::IntoPy;
+use super::bindings::{function_index, method_index};
+use super::convert::to_scalar;
+use super::error::IntoPy;
+use super::object::{exact_tensor, gil_serialises, wrap, GilOnly, PyTensor};
+use super::python_args::run_maybe_released;
 
 /// The four arithmetic operators with a fast path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

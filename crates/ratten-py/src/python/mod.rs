@@ -1,55 +1,59 @@
 //! The pyo3 layer: `ratten._C`. Thin: values are converted here and the work is done by
-//! ratten-aten, ratten-dispatch and this crate's pure modules.
+//! ratten-aten, ratten-dispatch and this crate's pure modules (`arg_parser`, `data`,
+//! `indexing`).
+//!
+//! Note [Python layers]: the modules form layers, and a module imports only modules of
+//! lower layers (its doc's first line says which it is in; `tests/python_layers.rs` checks
+//! every `super::`/`crate::python::` path against this table, so there are no cycles). This
+//! file only declares them, re-exports and registers them in `ratten._C`; nothing imports it.
+//!
+//! | layer | modules | what |
+//! |---|---|---|
+//! | 0 | `error` | ratten errors and panics as Python exceptions |
+//! | 1 | `object`, `types` | the `Tensor` object (value, wrap, unwrap); dtype, device, memory format objects |
+//! | 2 | `convert` | Python values to and from Scalar, IValue, Tensor arguments |
+//! | 3 | `python_args` | the argument parser on Python objects, `PythonArgs`, result conversion |
+//! | 4 | `crate::generated::dispatch` | generated: one dispatch function per binding |
+//! | 5 | `bindings`, `ops`, `functions` | generated tables; boxed calls by schema; other module functions |
+//! | 6 | `fast`, `dispatch` | fast arithmetic paths; the dispatcher from Python |
+//! | 7 | `callables`, `slots`, `tensor` | function/method objects, number slots, the Tensor type's API |
+//!
+//! The generated code (`crate::generated`, written by ratten-gen) imports
+//! `python_args::{into_py_result, DispatchFn, PythonArgs}` and `crate::arg_parser::Binding`.
 
+mod bindings;
+mod callables;
+mod convert;
 mod dispatch;
+mod error;
 mod fast;
+mod functions;
+mod object;
 mod ops;
 pub mod python_args;
 mod slots;
 mod tensor;
 mod types;
 
-use pyo3::exceptions::{
-    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
-};
 use pyo3::prelude::*;
 
-pub use tensor::PyTensor;
+pub use error::to_pyerr;
+pub use object::PyTensor;
 pub use types::{PyDevice, PyDtype};
-
-/// A ratten error as the Python exception class torch raises, with ratten's message.
-pub fn to_pyerr(e: ratten_core::Error) -> PyErr {
-    use ratten_core::ErrorKind;
-    let msg = e.message().to_string();
-    match e.kind() {
-        ErrorKind::Runtime => PyRuntimeError::new_err(msg),
-        ErrorKind::Type => PyTypeError::new_err(msg),
-        ErrorKind::Value => PyValueError::new_err(msg),
-        ErrorKind::Index => PyIndexError::new_err(msg),
-        ErrorKind::NotImplemented => PyNotImplementedError::new_err(msg),
-    }
-}
-
-/// `?` on ratten results inside pyo3 functions.
-pub(crate) trait IntoPy<T> {
-    fn py(self) -> PyResult<T>;
-}
-
-impl<T> IntoPy<T> for ratten_core::Result<T> {
-    fn py(self) -> PyResult<T> {
-        self.map_err(to_pyerr)
-    }
-}
 
 #[pymodule]
 #[pyo3(name = "_C")]
 fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // First: the Tensor object's layout, which the callables and slots below rely on.
+    object::register(m)?;
     types::register(m)?;
     tensor::register(m)?;
+    functions::register(m)?;
     ops::register(m)?;
     dispatch::register(m)?;
     python_args::register(m)?;
-    // After the Tensor type exists (tensor::register).
+    bindings::register(m)?;
+    callables::register(m)?;
     slots::register(m)?;
     Ok(())
 }

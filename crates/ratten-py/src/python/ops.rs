@@ -1,121 +1,25 @@
-//! Operators from Python: the functions and Tensor methods of every operator the dispatcher
-//! has a schema for, parsed by [`crate::arg_parser`] against those schemas at run time and
-//! called boxed with the GIL released.
+//! Layer 5 (boxed operator calls): the functions and Tensor methods of every operator the
+//! dispatcher has a schema for (including those registered at run time from Python), parsed
+//! by [`crate::arg_parser`] against those schemas when first called and called boxed with the
+//! GIL released. Operators with generated bindings are called through `bindings.rs` instead.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use num_complex::Complex64;
-use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::IntoPyObjectExt;
-use ratten_aten::Tensor;
-use ratten_core::{Device, Scalar, ScalarType};
+use pyo3::types::{PyBool, PyDict, PyTuple};
+use ratten_core::Device;
 use ratten_dispatch::{Dispatcher, IValue, OperatorHandle};
 use ratten_schema::{DefaultValue, FunctionSchema, OperatorName};
 
-use super::tensor::{wrap, PyTensor};
-use super::types::{parse_device, PyDevice, PyDtype, PyMemoryFormat};
-use super::IntoPy;
+use super::convert::{ivalue_to_py, scalar_ivalue, tensor_arg, to_scalar};
+use super::error::IntoPy;
+use super::object::PyTensor;
+use super::python_args::{classify, split_kwargs};
+use super::types::{parse_device, PyDtype, PyMemoryFormat};
 use crate::arg_parser::{ArgKind, Param, ParamType, Parser, Slot};
-
-/// Describes a Python value for the parser (its kind only).
-pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
-    if let Some(t) = super::slots::any_tensor(obj) {
-        return ArgKind::Tensor { dim: t.dim() };
-    }
-    if obj.is_none() {
-        ArgKind::None
-    } else if obj.is_instance_of::<PyBool>() {
-        ArgKind::Bool
-    } else if obj.is_instance_of::<PyInt>() {
-        ArgKind::Int
-    } else if obj.is_instance_of::<PyFloat>() {
-        ArgKind::Float
-    } else if obj.is_instance_of::<PyComplex>() {
-        ArgKind::Complex
-    } else if obj.is_instance_of::<PyString>() {
-        ArgKind::Str
-    } else if obj.is_instance_of::<PyDtype>() {
-        ArgKind::Dtype
-    } else if obj.is_instance_of::<PyDevice>() {
-        ArgKind::Device
-    } else if obj.is_instance_of::<PyMemoryFormat>() {
-        ArgKind::MemoryFormat
-    } else if let Ok(t) = obj.downcast::<PyTuple>() {
-        ArgKind::Seq {
-            container: "tuple",
-            elems: t.iter().map(|e| classify(&e)).collect(),
-        }
-    } else if let Ok(l) = obj.downcast::<PyList>() {
-        ArgKind::Seq {
-            container: "list",
-            elems: l.iter().map(|e| classify(&e)).collect(),
-        }
-    } else {
-        ArgKind::Other(
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "object".into()),
-        )
-    }
-}
-
-/// A Python number as a Scalar (bool, int, float, complex, or a one-element tensor).
-pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
-    if let Ok(t) = obj.downcast::<PyTensor>() {
-        return t.get().t.item().py();
-    }
-    if let Ok(b) = obj.downcast::<PyBool>() {
-        return Ok(Scalar::Bool(b.is_true()));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        return obj
-            .extract::<i64>()
-            .map(Scalar::Int)
-            .map_err(|_| PyRuntimeError::new_err("Overflow when unpacking long"));
-    }
-    if let Ok(c) = obj.downcast::<PyComplex>() {
-        return Ok(Scalar::ComplexDouble(Complex64::new(c.real(), c.imag())));
-    }
-    if let Ok(f) = obj.extract::<f64>() {
-        return Ok(Scalar::Double(f));
-    }
-    Err(PyTypeError::new_err(format!(
-        "expected a number, got {}",
-        obj.get_type().name()?
-    )))
-}
-
-pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<PyObject> {
-    match s {
-        Scalar::Bool(b) => b.into_py_any(py),
-        Scalar::Int(i) => i.into_py_any(py),
-        Scalar::Double(d) => d.into_py_any(py),
-        Scalar::ComplexDouble(c) => PyComplex::from_doubles(py, c.re, c.im).into_py_any(py),
-    }
-}
-
-fn scalar_ivalue(s: Scalar) -> IValue {
-    match s {
-        Scalar::Bool(b) => IValue::Bool(b),
-        Scalar::Int(i) => IValue::Int(i),
-        Scalar::Double(d) => IValue::Double(d),
-        Scalar::ComplexDouble(c) => IValue::ComplexDouble(c),
-    }
-}
-
-/// A Tensor argument: a tensor, or a Python number as a wrapped-number tensor (which type
-/// promotion treats as weaker than any tensor, as in torch).
-fn tensor_arg(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if let Ok(t) = obj.downcast::<PyTensor>() {
-        return Ok(t.get().t.clone());
-    }
-    let s = to_scalar(obj)?;
-    Tensor::wrapped_scalar_tensor(s, Device::CPU).py()
-}
 
 fn default_ivalue(p: &Param) -> PyResult<IValue> {
     let Some(d) = &p.default else {
@@ -185,102 +89,6 @@ fn to_ivalue(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<IValue> {
             )))
         }
     })
-}
-
-/// A dispatcher value as a Python object.
-pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<PyObject> {
-    Ok(match v {
-        IValue::None => py.None(),
-        IValue::Bool(b) => b.into_py_any(py)?,
-        IValue::Int(i) => i.into_py_any(py)?,
-        IValue::Double(d) => d.into_py_any(py)?,
-        IValue::ComplexDouble(c) => PyComplex::from_doubles(py, c.re, c.im).into_py_any(py)?,
-        IValue::String(s) => s.as_ref().into_py_any(py)?,
-        IValue::Device(d) => Py::new(py, PyDevice { d })?.into_any(),
-        IValue::Tensor(t) => wrap(py, Tensor::from_base(t))?.into_any(),
-        IValue::IntList(v) => v.into_py_any(py)?,
-        IValue::DoubleList(v) => v.into_py_any(py)?,
-        IValue::BoolList(v) => v.into_py_any(py)?,
-        IValue::TensorList(v) => {
-            let items = v
-                .into_iter()
-                .map(|t| wrap(py, Tensor::from_base(t)).map(|o| o.into_any()))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyTuple::new(py, items)?.into_any().unbind()
-        }
-        IValue::OptionalTensorList(v) => {
-            let items = v
-                .into_iter()
-                .map(|t| match t {
-                    Some(t) => wrap(py, Tensor::from_base(t)).map(|o| o.into_any()),
-                    None => Ok(py.None()),
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any().unbind()
-        }
-        IValue::GenericList(v) => {
-            let items = v
-                .into_iter()
-                .map(|x| ivalue_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any().unbind()
-        }
-        IValue::Tuple(v) => {
-            let items = v
-                .into_iter()
-                .map(|x| ivalue_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyTuple::new(py, items)?.into_any().unbind()
-        }
-    })
-}
-
-/// A Python object as a dispatcher value, by its own type (for Python kernels' returns).
-pub fn py_to_ivalue_any(obj: &Bound<'_, PyAny>) -> PyResult<IValue> {
-    if obj.is_none() {
-        return Ok(IValue::None);
-    }
-    if let Ok(t) = obj.downcast::<PyTensor>() {
-        return Ok(IValue::Tensor(t.get().t.clone().into_base()));
-    }
-    if let Ok(d) = obj.downcast::<PyDtype>() {
-        return Ok(IValue::Int(d.get().st as i64));
-    }
-    if let Ok(d) = obj.downcast::<PyDevice>() {
-        return Ok(IValue::Device(d.get().d));
-    }
-    if let Ok(s) = obj.downcast::<PyString>() {
-        return Ok(IValue::String(s.to_str()?.into()));
-    }
-    if obj.is_instance_of::<PyBool>()
-        || obj.is_instance_of::<PyInt>()
-        || obj.is_instance_of::<PyFloat>()
-        || obj.is_instance_of::<PyComplex>()
-    {
-        return Ok(scalar_ivalue(to_scalar(obj)?));
-    }
-    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
-        let items = obj
-            .try_iter()?
-            .map(|e| py_to_ivalue_any(&e?))
-            .collect::<PyResult<Vec<_>>>()?;
-        if items.iter().all(|i| matches!(i, IValue::Tensor(_))) && !items.is_empty() {
-            return Ok(IValue::TensorList(
-                items
-                    .into_iter()
-                    .filter_map(|i| match i {
-                        IValue::Tensor(t) => Some(t),
-                        _ => None,
-                    })
-                    .collect(),
-            ));
-        }
-        return Ok(IValue::Tuple(items));
-    }
-    Err(PyTypeError::new_err(format!(
-        "cannot pass a {} to the dispatcher",
-        obj.get_type().name()?
-    )))
 }
 
 /// The overloads of one operator name and their parsers.
@@ -482,18 +290,6 @@ fn returns_to_py(
     }
 }
 
-fn split_kwargs<'py>(
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
-    let mut v = Vec::new();
-    if let Some(k) = kwargs {
-        for (name, val) in k.iter() {
-            v.push((name.extract::<String>()?, val));
-        }
-    }
-    Ok(v)
-}
-
 /// `ratten._C._call_op(name, *args, **kwargs)`: the function form of an operator.
 #[pyfunction]
 #[pyo3(signature = (name, *args, **kwargs))]
@@ -553,15 +349,6 @@ impl BoundOp {
 /// Whether `name` is an aten operator with a `self` overload (a Tensor method).
 pub fn has_method(name: &str) -> bool {
     op_entry(name).is_some_and(|e| !e.method.signatures.is_empty())
-}
-
-/// The dtype argument of a factory: a `ratten.dtype` or None.
-pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ScalarType>> {
-    match obj {
-        None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) => Ok(Some(o.downcast::<PyDtype>()?.get().st)),
-    }
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

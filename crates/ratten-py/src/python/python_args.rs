@@ -1,27 +1,72 @@
-//! torch's `PythonArgs`: the typed accessors the generated dispatch functions
-//! (`crate::generated::dispatch`) read their arguments with, and the module functions and
-//! Tensor methods built from the generated tables.
+//! Layer 3 (argument parser): torch's `PythonArgParser` on Python objects. [`parse_args`]
+//! matches a call against a [`Parser`] (`crate::arg_parser`, pure Rust: signatures, matching,
+//! torch's error messages) from the arguments' kinds ([`classify`]); [`PythonArgs`] are the
+//! typed accessors the generated dispatch functions (`crate::generated::dispatch`) and the
+//! hand-written bindings read the matched arguments with; [`IntoPyResult`] turns a kernel's
+//! result into a Python value. Also the GIL policy of kernel calls ([`run_maybe_released`]).
+//! Imports `error`, `object`, `types` and `convert`; the tables of generated bindings that
+//! dispatch through these are `bindings.rs`, above the generated code.
 
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use num_complex::Complex64;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 use ratten_aten::native::MemoryFormat;
 use ratten_aten::Tensor;
 use ratten_core::{Device, Scalar, ScalarType};
 use ratten_schema::DefaultValue;
 
-use super::ops::{classify, scalar_to_py, to_scalar};
-use super::tensor::{wrap, PyTensor};
-use super::types::{parse_device, PyDtype, PyMemoryFormat};
-use super::IntoPy;
+use super::convert::{scalar_to_py, tensor_arg, to_scalar};
+use super::error::IntoPy;
+use super::object::{any_tensor, wrap, PyTensor};
+use super::types::{parse_device, PyDevice, PyDtype, PyMemoryFormat};
 use crate::arg_parser::{ArgKind, Parser, Signature, Slot};
-use crate::generated::{dispatch, signatures};
+
+/// Describes a Python value for the parser (its kind only).
+pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
+    if let Some(t) = any_tensor(obj) {
+        return ArgKind::Tensor { dim: t.dim() };
+    }
+    if obj.is_none() {
+        ArgKind::None
+    } else if obj.is_instance_of::<PyBool>() {
+        ArgKind::Bool
+    } else if obj.is_instance_of::<PyInt>() {
+        ArgKind::Int
+    } else if obj.is_instance_of::<PyFloat>() {
+        ArgKind::Float
+    } else if obj.is_instance_of::<PyComplex>() {
+        ArgKind::Complex
+    } else if obj.is_instance_of::<PyString>() {
+        ArgKind::Str
+    } else if obj.is_instance_of::<PyDtype>() {
+        ArgKind::Dtype
+    } else if obj.is_instance_of::<PyDevice>() {
+        ArgKind::Device
+    } else if obj.is_instance_of::<PyMemoryFormat>() {
+        ArgKind::MemoryFormat
+    } else if let Ok(t) = obj.downcast::<PyTuple>() {
+        ArgKind::Seq {
+            container: "tuple",
+            elems: t.iter().map(|e| classify(&e)).collect(),
+        }
+    } else if let Ok(l) = obj.downcast::<PyList>() {
+        ArgKind::Seq {
+            container: "list",
+            elems: l.iter().map(|e| classify(&e)).collect(),
+        }
+    } else {
+        ArgKind::Other(
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "object".into()),
+        )
+    }
+}
 
 /// A generated dispatch function: calls the overload of the signature `r` matched.
 pub type DispatchFn = fn(Python<'_>, &PythonArgs<'_, '_>) -> PyResult<PyObject>;
@@ -107,7 +152,7 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         let s = self
             .self_obj
             .ok_or_else(|| PyRuntimeError::new_err(format!("{}: no self", self.sig.name)))?;
-        let t = match super::slots::any_tensor(s) {
+        let t = match any_tensor(s) {
             Some(t) => t.clone(),
             None => s.downcast::<PyTensor>()?.get().t.clone(),
         };
@@ -128,7 +173,7 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         let o = self
             .get(k)
             .ok_or_else(|| type_error(self, k, "Tensor, not None"))?;
-        let t = tensor_from(&o)?;
+        let t = tensor_arg(&o)?;
         self.note(&t);
         Ok(t)
     }
@@ -279,7 +324,7 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         };
         let mut v = Vec::new();
         for e in o.try_iter()? {
-            let t = tensor_from(&e?)?;
+            let t = tensor_arg(&e?)?;
             self.note(&t);
             v.push(t);
         }
@@ -386,14 +431,6 @@ pub fn run_maybe_released<T: Send>(
     }
 }
 
-fn tensor_from(o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if let Some(t) = super::slots::any_tensor(o) {
-        return Ok(t.clone());
-    }
-    let s = to_scalar(o)?;
-    Tensor::wrapped_scalar_tensor(s, Device::CPU).py()
-}
-
 fn default_scalar(d: Option<&DefaultValue>) -> Option<Scalar> {
     Some(match d? {
         DefaultValue::Bool(b) => Scalar::Bool(*b),
@@ -464,99 +501,6 @@ pub fn into_py_result<T: IntoPyResult>(py: Python<'_>, v: T) -> PyResult<PyObjec
     v.into_py_result(py)
 }
 
-/// A Tensor method whose binding is written by hand, as torch's are in
-/// python_variable_methods.cpp: its signature strings and dispatch function replace the
-/// generated ones (which follow native_functions.yaml).
-struct MethodOverride {
-    name: &'static str,
-    signatures: &'static [&'static str],
-    dispatch: DispatchFn,
-}
-
-const METHOD_OVERRIDES: &[MethodOverride] = &[MethodOverride {
-    name: "to",
-    signatures: TO_SIGNATURES,
-    dispatch: method_to,
-}];
-
-/// `THPVariable_to`'s parser (torch 2.15): a device (string, index or None) with an optional
-/// dtype, a dtype, or a tensor whose dtype and device are taken; `memory_format` is
-/// keyword-only, and there is no `layout` / `pin_memory`.
-const TO_SIGNATURES: &[&str] = &[
-    "to(Device device=None, ScalarType dtype=None, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
-    "to(ScalarType dtype, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
-    "to(Tensor tensor, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)",
-];
-
-/// `Tensor.to` (torch's `THPVariable_to` with `parse_to_conversion`): the tensor itself, as the
-/// same Python object, when nothing is asked for or nothing changes (`t.to(t.dtype) is t`, as
-/// the in-place methods return `self`); a new tensor otherwise.
-fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
-    let a_self = r.self_tensor()?;
-    let (device, dtype, non_blocking, copy) = match r.index() {
-        0 => (
-            r.optional_device(0)?,
-            r.optional_scalar_type(1)?,
-            r.bool(2)?,
-            r.bool(3)?,
-        ),
-        1 => (None, Some(r.scalar_type(0)?), r.bool(1)?, r.bool(2)?),
-        2 => {
-            let other = r.tensor(0)?;
-            (
-                Some(other.device()),
-                Some(other.dtype()),
-                r.bool(1)?,
-                r.bool(2)?,
-            )
-        }
-        _ => return Err(r.unknown_signature()),
-    };
-    // The last parameter of each signature.
-    let memory_format = r.optional_memory_format(r.sig.params.len() - 1)?;
-    if device.is_none() && dtype.is_none() && !copy && memory_format.is_none() {
-        return Ok(r.self_object());
-    }
-    let (t, same) = r.run(py, move || {
-        let t = a_self.to_dtype_layout_with(
-            dtype,
-            None,
-            device,
-            None,
-            non_blocking,
-            copy,
-            memory_format,
-        )?;
-        let same = t.is_same(&a_self);
-        Ok((t, same))
-    })?;
-    if same {
-        return Ok(r.self_object());
-    }
-    into_py_result(py, t)
-}
-
-/// The override of generated method `name`, if it has one.
-fn method_override(name: &str) -> Option<&'static MethodOverride> {
-    METHOD_OVERRIDES.iter().find(|o| o.name == name)
-}
-
-/// The signature strings generated method `index` is parsed with (an override's, if any).
-fn method_signature_strings(index: usize) -> &'static [&'static str] {
-    let b = &signatures::METHODS[index];
-    method_override(b.name).map_or(b.signatures, |o| o.signatures)
-}
-
-/// The parsers of the generated tables, built once from their signature strings.
-struct Tables {
-    functions: Vec<Parser>,
-    methods: Vec<Parser>,
-    /// The methods' dispatch functions (the generated ones, or an override's).
-    method_dispatch: Vec<DispatchFn>,
-    function_index: HashMap<&'static str, usize>,
-    method_index: HashMap<&'static str, usize>,
-}
-
 /// A parser from torch-format signature strings that are part of this crate (exercised by its
 /// tests); a bad one gives a parser without signatures, reported on use rather than at import.
 pub fn static_parser(name: &str, signatures: &[&str], method: bool) -> Parser {
@@ -564,64 +508,6 @@ pub fn static_parser(name: &str, signatures: &[&str], method: bool) -> Parser {
         name: name.to_string(),
         signatures: Vec::new(),
     })
-}
-
-fn tables() -> &'static Tables {
-    static T: OnceLock<Tables> = OnceLock::new();
-    T.get_or_init(|| Tables {
-        functions: signatures::FUNCTIONS
-            .iter()
-            .map(|b| static_parser(b.name, b.signatures, false))
-            .collect(),
-        methods: (0..signatures::METHODS.len())
-            .map(|i| {
-                let name = signatures::METHODS[i].name;
-                static_parser(name, method_signature_strings(i), true)
-            })
-            .collect(),
-        method_dispatch: signatures::METHODS
-            .iter()
-            .zip(dispatch::METHOD_DISPATCH.iter())
-            .map(|(b, &f)| method_override(b.name).map_or(f, |o| o.dispatch))
-            .collect(),
-        function_index: signatures::FUNCTIONS
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.name, i))
-            .collect(),
-        method_index: signatures::METHODS
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.name, i))
-            .collect(),
-    })
-}
-
-/// The generated function `name`'s index, if there is one.
-pub fn function_index(name: &str) -> Option<usize> {
-    tables().function_index.get(name).copied()
-}
-
-/// The generated method `name`'s index, if there is one.
-pub fn method_index(name: &str) -> Option<usize> {
-    tables().method_index.get(name).copied()
-}
-
-/// Parses and dispatches a call of generated function (or, with `self_obj`, method) `index`.
-pub fn call_generated(
-    py: Python<'_>,
-    index: usize,
-    self_obj: Option<&Bound<'_, PyAny>>,
-    args: &[Bound<'_, PyAny>],
-    kwargs: &[(String, Bound<'_, PyAny>)],
-) -> PyResult<PyObject> {
-    let t = tables();
-    let (parser, f) = match self_obj {
-        Some(_) => (&t.methods[index], t.method_dispatch[index]),
-        None => (&t.functions[index], dispatch::FUNCTION_DISPATCH[index]),
-    };
-    let r = parse_args(parser, self_obj, args, kwargs)?;
-    f(py, &r)
 }
 
 /// Parses a call against `parser` (torch's `PythonArgParser::parse`): the matched signature's
@@ -663,236 +549,6 @@ pub(crate) fn split_kwargs<'py>(
     Ok(v)
 }
 
-/// A generated module function (`ratten.add`).
-#[pyclass(name = "_GeneratedFunction", module = "ratten", frozen)]
-pub struct GeneratedFunction {
-    pub(crate) index: usize,
-    /// The operator when the function is add/sub/mul/div (they have a fast path), found once
-    /// here rather than on every call.
-    pub(crate) arith: Option<super::fast::Arith>,
-    /// CPython's per-object vectorcall entry: the type's `tp_vectorcall_offset` points here
-    /// once slots.rs has installed it, so calls skip building an argument tuple and dict.
-    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
-}
-
-impl GeneratedFunction {
-    pub(crate) fn new(index: usize) -> Self {
-        let arith = super::fast::arith_of(index);
-        GeneratedFunction {
-            index,
-            arith,
-            // add/sub/mul/div get an entry of their own, specialised for the operator.
-            vectorcall: Some(super::slots::function_vectorcall_for(arith)),
-        }
-    }
-
-    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
-    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
-        &self.vectorcall
-    }
-}
-
-#[pymethods]
-impl GeneratedFunction {
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyObject> {
-        // Hot path: `ratten.add(a, b, out=c)` with plain tensors (see fast.rs).
-        if let Some(r) = super::fast::function_fast(py, self.index, args, kwargs)? {
-            return Ok(r);
-        }
-        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-        call_generated(py, self.index, None, &args, &split_kwargs(kwargs)?)
-    }
-    #[getter]
-    fn __name__(&self) -> &'static str {
-        signatures::FUNCTIONS[self.index].name
-    }
-    /// torch's signature strings of this function (what `__doc__` shows in torch).
-    #[getter]
-    fn signatures(&self) -> Vec<&'static str> {
-        signatures::FUNCTIONS[self.index].signatures.to_vec()
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "<built-in method {} of ratten>",
-            signatures::FUNCTIONS[self.index].name
-        )
-    }
-}
-
-/// A generated Tensor method, as a descriptor on the Tensor type (`Tensor.add`).
-#[pyclass(name = "_GeneratedMethod", module = "ratten", frozen)]
-pub struct GeneratedMethod {
-    pub(crate) index: usize,
-    /// As [`GeneratedFunction`]'s: slots.rs makes the type a vectorcall-able method descriptor
-    /// (`Py_TPFLAGS_METHOD_DESCRIPTOR`), so `t.add(u)` calls `Tensor.add(t, u)` without
-    /// binding a method object or building an argument tuple, as CPython's own methods.
-    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
-}
-
-impl GeneratedMethod {
-    pub(crate) fn new(index: usize) -> Self {
-        GeneratedMethod {
-            index,
-            vectorcall: Some(super::slots::generated_method_vectorcall),
-        }
-    }
-
-    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
-    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
-        &self.vectorcall
-    }
-}
-
-/// `Tensor.add(t, u)`: the first argument must be a Tensor (CPython's text for a method
-/// descriptor applied to another type).
-pub(crate) fn method_self<'a, 'py>(
-    index: usize,
-    first: Option<&'a Bound<'py, PyAny>>,
-) -> PyResult<&'a Bound<'py, PyAny>> {
-    match first {
-        Some(t) if super::slots::any_tensor(t).is_some() => Ok(t),
-        Some(o) => Err(PyTypeError::new_err(format!(
-            "descriptor '{}' for 'Tensor' objects doesn't apply to a '{}' object",
-            signatures::METHODS[index].name,
-            o.get_type().name()?
-        ))),
-        None => Err(PyTypeError::new_err(format!(
-            "unbound method Tensor.{}() needs an argument",
-            signatures::METHODS[index].name
-        ))),
-    }
-}
-
-#[pymethods]
-impl GeneratedMethod {
-    /// The unbound call `Tensor.add(t, u, alpha=2)` (what a method descriptor's call means;
-    /// `t.add(u)` arrives here, or at the vectorcall entry, with `t` first).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyObject> {
-        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-        let this = method_self(self.index, args.first())?;
-        call_generated(
-            py,
-            self.index,
-            Some(this),
-            &args[1..],
-            &split_kwargs(kwargs)?,
-        )
-    }
-    fn __get__(
-        slf: &Bound<'_, Self>,
-        obj: Option<&Bound<'_, PyAny>>,
-        _owner: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyObject> {
-        let py = slf.py();
-        let Some(obj) = obj.filter(|o| !o.is_none()) else {
-            return Ok(slf.clone().into_any().unbind());
-        };
-        Ok(Py::new(py, BoundMethod::new(slf.get().index, obj.clone().unbind()))?.into_any())
-    }
-    #[getter]
-    fn signatures(&self) -> Vec<&'static str> {
-        method_signature_strings(self.index).to_vec()
-    }
-}
-
-/// A generated method bound to its tensor (`t.add`).
-#[pyclass(name = "_BoundMethod", module = "ratten", frozen)]
-pub struct BoundMethod {
-    pub(crate) index: usize,
-    this: PyObject,
-    /// As [`GeneratedFunction`]'s (slots.rs installs `tp_vectorcall_offset`).
-    vectorcall: Option<pyo3::ffi::vectorcallfunc>,
-}
-
-impl BoundMethod {
-    pub(crate) fn new(index: usize, this: PyObject) -> Self {
-        BoundMethod {
-            index,
-            this,
-            vectorcall: Some(super::slots::bound_method_vectorcall),
-        }
-    }
-
-    pub(crate) fn this_ptr(&self) -> *mut pyo3::ffi::PyObject {
-        self.this.as_ptr()
-    }
-
-    /// Address of the vectorcall field (for slots.rs to find its offset in the object).
-    pub(crate) fn vectorcall_field(&self) -> *const Option<pyo3::ffi::vectorcallfunc> {
-        &self.vectorcall
-    }
-}
-
-#[pymethods]
-impl BoundMethod {
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyObject> {
-        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-        let this = self.this.bind(py);
-        call_generated(py, self.index, Some(this), &args, &split_kwargs(kwargs)?)
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "<built-in method {} of Tensor object>",
-            signatures::METHODS[self.index].name
-        )
-    }
-}
-
-/// `ratten._C._generated_functions()`: name -> function, for the module's namespace.
-#[pyfunction]
-fn _generated_functions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    for (i, b) in signatures::FUNCTIONS.iter().enumerate() {
-        d.set_item(b.name, Py::new(py, GeneratedFunction::new(i))?)?;
-    }
-    Ok(d)
-}
-
-/// `ratten._C._generated_methods()`: name -> method descriptor, for the Tensor class.
-#[pyfunction]
-fn _generated_methods(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    for (i, b) in signatures::METHODS.iter().enumerate() {
-        d.set_item(b.name, Py::new(py, GeneratedMethod::new(i))?)?;
-    }
-    Ok(d)
-}
-
-/// `ratten._C._generated_signatures(name, method=False)`: the signature strings (for a method
-/// with a hand-written binding, `to`, the ones it is parsed with).
-#[pyfunction]
-#[pyo3(signature = (name, method=false))]
-fn _generated_signatures(name: &str, method: bool) -> Vec<&'static str> {
-    if method {
-        return method_index(name)
-            .map(|i| method_signature_strings(i).to_vec())
-            .unwrap_or_default();
-    }
-    signatures::FUNCTIONS
-        .iter()
-        .find(|b| b.name == name)
-        .map(|b| b.signatures.to_vec())
-        .unwrap_or_default()
-}
-
 /// `ratten._C._set_always_release_gil(flag)`: release the GIL around every kernel, as torch
 /// does (for measuring; the default releases it only for ops of [`GIL_RELEASE_NUMEL`]
 /// elements or more).
@@ -902,12 +558,6 @@ fn _set_always_release_gil(flag: bool) {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<GeneratedFunction>()?;
-    m.add_class::<GeneratedMethod>()?;
-    m.add_class::<BoundMethod>()?;
-    m.add_function(wrap_pyfunction!(_generated_functions, m)?)?;
-    m.add_function(wrap_pyfunction!(_generated_methods, m)?)?;
-    m.add_function(wrap_pyfunction!(_generated_signatures, m)?)?;
     m.add_function(wrap_pyfunction!(_set_always_release_gil, m)?)?;
     m.add("GIL_RELEASE_NUMEL", GIL_RELEASE_NUMEL)?;
     Ok(())

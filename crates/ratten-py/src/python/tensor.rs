@@ -1,7 +1,10 @@
-//! `ratten.Tensor` and the factory functions.
+//! Layer 7 (the Tensor type): `ratten.Tensor`'s Python API (its methods, operators,
+//! indexing, conversions to and from numpy and Python lists) and the factory functions. The
+//! object itself (its value, making and unpacking it) is `object.rs`, at the bottom; nothing
+//! imports this module.
 
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use pyo3::exceptions::{
     PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
@@ -14,72 +17,20 @@ use pyo3::types::{
 use pyo3::IntoPyObjectExt;
 use ratten_aten::Tensor;
 use ratten_core::allocator::DataPtr;
-use ratten_core::{Device, Scalar, Storage, StorageAccess, TensorBase, TensorMeta, TensorOptions};
+use ratten_core::{Device, Scalar, Storage, TensorAccess, TensorBase, TensorOptions};
 use ratten_schema::FunctionSchema;
 
+use super::bindings::{call_generated, function_index, method_index};
+use super::convert::{opt_dtype, scalar_to_py, to_scalar};
+use super::error::IntoPy;
 use super::fast;
-use super::ops::{
-    call_entry, call_op, classify, has_method, op_entry, opt_dtype, scalar_to_py, to_scalar,
-    BoundOp,
-};
-use super::python_args::{call_generated, function_index, method_index, run_maybe_released};
+use super::object::{wrap, PyTensor};
+use super::ops::{call_entry, call_op, has_method, op_entry, BoundOp};
+use super::python_args::{classify, run_maybe_released};
 use super::types::{dtype_object, parse_device, PyDevice, PyDtype};
-use super::IntoPy;
 use crate::arg_parser::{Parser, Slot};
 use crate::data;
 use crate::indexing::{self, AdvItem, IndexItem};
-
-/// `torch.Tensor`.
-#[pyclass(name = "Tensor", module = "ratten", frozen, weakref)]
-pub struct PyTensor {
-    /// A metadata snapshot of `t`, kept by [`gil_numel`](Self::gil_numel). Declared before
-    /// `t` so that it is dropped first: a tensor whose snapshot is still shared cannot be
-    /// kept as a spare for the next small output.
-    meta_hint: OnceLock<Arc<TensorMeta>>,
-    pub t: Tensor,
-}
-
-/// The largest storage a kept snapshot may name: the snapshot keeps its storage alive after a
-/// `set_`/`resize_` gives the tensor another one, until the Python object goes.
-const META_HINT_MAX_BYTES: usize = 4096;
-
-impl PyTensor {
-    pub fn new(t: Tensor) -> PyTensor {
-        PyTensor {
-            meta_hint: OnceLock::new(),
-            t,
-        }
-    }
-
-    /// `t.numel()` for deciding whether a kernel releases the GIL. Reading the element count
-    /// takes a metadata snapshot (a hazard slot published through a thread-local, ~38
-    /// instructions); the first call keeps that snapshot (small storages only), and later
-    /// calls read it while it is still the tensor's current one, a pointer comparison. After
-    /// the tensor's metadata changed every call reads a fresh snapshot, as before.
-    #[inline]
-    pub fn gil_numel(&self) -> usize {
-        match self.meta_hint.get() {
-            Some(m) if self.t.is_current_meta(m) => m.numel().max(0) as usize,
-            Some(_) => self.t.numel().max(0) as usize,
-            None => self.keep_meta(),
-        }
-    }
-
-    #[cold]
-    fn keep_meta(&self) -> usize {
-        let m = self.t.meta_arc();
-        let n = m.numel().max(0) as usize;
-        if m.storage().nbytes() <= META_HINT_MAX_BYTES {
-            // Another thread (free-threaded Python) may have kept one first: either serves.
-            let _ = self.meta_hint.set(m);
-        }
-        n
-    }
-}
-
-pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-    super::slots::new_tensor(py, t)
-}
 
 fn is_number(o: &Bound<'_, PyAny>) -> bool {
     o.is_instance_of::<PyInt>() || o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyComplex>()
@@ -221,18 +172,19 @@ fn to_numpy(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
         )));
     }
     data::numpy_typestr(t.dtype()).py()?;
-    let storage = t.storage();
     let ptr = if t.numel() == 0 {
         // numpy wants a non-null, aligned pointer even for no elements.
         NonNull::<u64>::dangling().as_ptr() as usize
     } else {
-        let g = StorageAccess::acquire(&[&storage], &[]).py()?;
-        let base = g
-            .data_ptr(&storage)
+        let g = TensorAccess::read(t.base()).py()?;
+        let first = g
+            .input(0)
+            .py()?
+            .raw_data_ptr()
             .ok_or_else(|| PyRuntimeError::new_err("tensor has no data"))?;
         // The pointer outlives the guard: the export holds the tensor, so the storage, whose
         // memory moves only if a resize grows it (the same hazard as torch's `.numpy()`).
-        base.as_ptr() as usize + t.storage_offset() as usize * t.element_size()
+        first.as_ptr() as usize
     };
     let owner = Py::new(py, NumpyExport { t: t.clone(), ptr })?;
     Ok(numpy_module(py)?
@@ -556,41 +508,6 @@ fn _factory(
     }
     .py()?;
     wrap(py, t)
-}
-
-#[pyfunction]
-fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
-    // torch takes any int, reducing it modulo 2**64 (negative seeds wrap).
-    let s: i128 = seed.extract()?;
-    ratten_aten::random::manual_seed(s.rem_euclid(1i128 << 64) as u64);
-    Ok(())
-}
-
-#[pyfunction]
-fn initial_seed() -> u64 {
-    ratten_aten::random::initial_seed()
-}
-
-#[pyfunction]
-fn set_num_threads(n: i64) -> PyResult<()> {
-    ratten_aten::tensor_iterator::set_num_threads(n).py()
-}
-
-#[pyfunction]
-fn get_num_threads() -> usize {
-    ratten_aten::tensor_iterator::get_num_threads()
-}
-
-#[pyfunction]
-fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_instance_of::<PyTensor>()
-}
-
-/// `ratten._C._gil_numel(t)`: the element count by which the fast paths decide whether a
-/// kernel on `t` releases the GIL (for tests of the kept snapshot).
-#[pyfunction]
-fn _gil_numel(t: &Bound<'_, PyTensor>) -> usize {
-    t.get().gil_numel()
 }
 
 impl PyTensor {
@@ -1223,11 +1140,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_factory, m)?)?;
-    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
-    m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
-    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(is_tensor, m)?)?;
-    m.add_function(wrap_pyfunction!(_gil_numel, m)?)?;
     Ok(())
 }

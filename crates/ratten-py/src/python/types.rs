@@ -1,18 +1,14 @@
-//! `ratten.dtype`, `ratten.device` and `ratten.memory_format`, and the functions on dtypes:
-//! `result_type`, `promote_types`, `can_cast` and the default dtype.
-
-use std::sync::OnceLock;
+//! Layer 1 (value types): `ratten.dtype`, `ratten.device` and `ratten.memory_format`, with
+//! their own conversions ([`parse_device`], [`dtype_object`]). Imports only `error`; the
+//! functions on dtypes (`result_type`, ...) are `functions.rs`.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
-use ratten_aten::native::type_properties;
+use pyo3::types::PyString;
 use ratten_aten::native::MemoryFormat;
 use ratten_core::{Device, ScalarType};
 
-use super::python_args::{parse_args, split_kwargs, static_parser};
-use super::IntoPy;
-use crate::arg_parser::Parser;
+use super::error::IntoPy;
 
 /// `torch.dtype`: one object per dtype, module attributes `ratten.float32`, ...
 #[pyclass(name = "dtype", module = "ratten", frozen, eq, hash)]
@@ -188,124 +184,6 @@ impl PyMemoryFormat {
     }
 }
 
-/// `ratten.result_type`'s overloads, in torch's order (python_torch_functions).
-const RESULT_TYPE_SIGNATURES: &[&str] = &[
-    "result_type(Tensor tensor, Tensor other)",
-    "result_type(Scalar scalar, Tensor tensor)",
-    "result_type(Tensor tensor, Scalar other)",
-    "result_type(Scalar scalar1, Scalar scalar2)",
-];
-
-/// Parses a pyfunction's `*args` / `**kwargs` against a parser kept in `cell` and runs `f`
-/// on the parsed arguments.
-fn parsed_call<'py, R>(
-    cell: &'static OnceLock<Parser>,
-    name: &str,
-    signatures: &[&str],
-    args: &Bound<'py, PyTuple>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-    f: impl for<'a> FnOnce(&super::python_args::PythonArgs<'a, 'py>) -> PyResult<R>,
-) -> PyResult<R> {
-    let args: Vec<Bound<'py, PyAny>> = args.iter().collect();
-    let kwargs = split_kwargs(kwargs)?;
-    let parser = cell.get_or_init(|| static_parser(name, signatures, false));
-    let r = parse_args(parser, None, &args, &kwargs)?;
-    f(&r)
-}
-
-/// `torch.result_type(tensor, other)`: the dtype an arithmetic op on the two operands gives.
-/// Tensors or numbers in either place; a Python number is a wrapped number (weaker than any
-/// tensor, its float / complex kind following the default dtype), as in torch.
-#[pyfunction]
-#[pyo3(signature = (*args, **kwargs))]
-fn result_type(
-    py: Python<'_>,
-    args: &Bound<'_, PyTuple>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Py<PyDtype>> {
-    static PARSER: OnceLock<Parser> = OnceLock::new();
-    let st = parsed_call(
-        &PARSER,
-        "result_type",
-        RESULT_TYPE_SIGNATURES,
-        args,
-        kwargs,
-        |r| {
-            Ok(match r.index() {
-                0 => type_properties::result_type(r.tensor(0)?.base(), r.tensor(1)?.base()),
-                1 => type_properties::result_type_scalar(r.tensor(1)?.base(), &r.scalar(0)?),
-                2 => type_properties::result_type_scalar(r.tensor(0)?.base(), &r.scalar(1)?),
-                3 => type_properties::result_type_scalars(&r.scalar(0)?, &r.scalar(1)?),
-                _ => return Err(r.unknown_signature()),
-            })
-        },
-    )?;
-    dtype_object(py, st)
-}
-
-/// `torch.promote_types(type1, type2)`: the smallest dtype of the higher kind that holds both.
-#[pyfunction]
-#[pyo3(signature = (*args, **kwargs))]
-fn promote_types(
-    py: Python<'_>,
-    args: &Bound<'_, PyTuple>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Py<PyDtype>> {
-    static PARSER: OnceLock<Parser> = OnceLock::new();
-    let st = parsed_call(
-        &PARSER,
-        "promote_types",
-        &["promote_types(ScalarType type1, ScalarType type2)"],
-        args,
-        kwargs,
-        |r| {
-            Ok(type_properties::promote_types(
-                r.scalar_type(0)?,
-                r.scalar_type(1)?,
-            ))
-        },
-    )?;
-    dtype_object(py, st)
-}
-
-/// `torch.can_cast(from_, to)`: whether an op may write a `from_` result into a `to` output.
-#[pyfunction]
-#[pyo3(signature = (*args, **kwargs))]
-fn can_cast(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<bool> {
-    static PARSER: OnceLock<Parser> = OnceLock::new();
-    parsed_call(
-        &PARSER,
-        "can_cast",
-        &["can_cast(ScalarType from_, ScalarType to)"],
-        args,
-        kwargs,
-        |r| {
-            Ok(type_properties::can_cast(
-                r.scalar_type(0)?,
-                r.scalar_type(1)?,
-            ))
-        },
-    )
-}
-
-/// `torch.get_default_dtype()`.
-#[pyfunction]
-fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDtype>> {
-    dtype_object(py, ratten_core::get_default_dtype())
-}
-
-/// `torch._C._set_default_dtype(d)` (`ratten.set_default_dtype` is the Python function over
-/// it, as in torch): a floating dtype, else torch's TypeError.
-#[pyfunction]
-fn _set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
-    let d = d.downcast::<PyDtype>().map_err(|_| {
-        PyTypeError::new_err(
-            "invalid dtype object: only floating-point types are supported as the default type",
-        )
-    })?;
-    ratten_core::set_default_dtype(d.get().st).py()
-}
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDtype>()?;
     m.add_class::<PyDevice>()?;
@@ -313,11 +191,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for (f, name) in MEMORY_FORMATS {
         m.add(name, Py::new(m.py(), PyMemoryFormat { code: f as u8 })?)?;
     }
-    m.add_function(wrap_pyfunction!(result_type, m)?)?;
-    m.add_function(wrap_pyfunction!(promote_types, m)?)?;
-    m.add_function(wrap_pyfunction!(can_cast, m)?)?;
-    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
-    m.add_function(wrap_pyfunction!(_set_default_dtype, m)?)?;
     let py = m.py();
     let dtypes = pyo3::types::PyDict::new(py);
     for st in ScalarType::ALL {
