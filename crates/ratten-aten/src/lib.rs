@@ -2,10 +2,10 @@
 //! ratten-core that carries the operator methods), the native kernels, and later
 //! TensorIterator, DispatchStub and the generated operator API.
 
+pub mod dimname;
 pub mod dispatch_stub;
 pub mod formatting;
-// Generated from native_functions.yaml by `ratten-gen generate` (see the note in mod.rs).
-#[rustfmt::skip]
+// Generated from native_functions.yaml by `ratten-gen generate` (checked in, rustfmt-clean).
 pub mod generated;
 pub mod native;
 pub mod ops;

@@ -1,6 +1,7 @@
 //! The generated operator API, form by form: functions, methods, in-place, out= (resize with
 //! its warning, proxy), Meta, backend direct functions, handles, std::ops, error paths.
 
+use ratten_aten::operators::Operator;
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::{backends, functions, operators, Tensor};
 use ratten_core::{Device, DispatchKeySet, Scalar, ScalarType};

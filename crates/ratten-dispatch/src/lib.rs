@@ -4,6 +4,8 @@
 //!   [`RegistrationHandle`]s; computed dispatch tables with PyTorch's precedence; dumps.
 //! - [`OperatorHandle`] (boxed calls on a [`Stack`] of [`IValue`]s) and
 //!   [`TypedOperatorHandle`] (typed calls, the fast path); redispatch below a key.
+//! - [`Operator`]: a statically known overload (the generated `operators::add_Tensor`), its
+//!   handle kept in an [`OperatorCell`].
 //! - [`Library`] with the `torch_library!` / `torch_library_impl!` /
 //!   `torch_library_fragment!` macros for static registration.
 
@@ -11,6 +13,7 @@ pub mod dispatcher;
 pub mod ivalue;
 pub mod kernel_function;
 pub mod library;
+pub mod operator;
 
 pub use dispatcher::{
     capture_dispatch_trace, debug_string, parse_operator_name, set_show_dispatch_trace,
@@ -23,6 +26,7 @@ pub use kernel_function::{
     TypedKernel, WithKeySet,
 };
 pub use library::{CppFunction, Library, LibraryKind, StaticLibraryInit};
+pub use operator::{Operator, OperatorCell};
 pub use ratten_core::{DispatchKey, DispatchKeySet, Error, Result};
 
 #[doc(hidden)]

@@ -1,5 +1,8 @@
-//! ratten-gen: ratten's torchgen. Today it checks PyTorch-format declaration files
-//! (`ratten-gen check`); code generation builds on the same loaded model.
+//! ratten-gen: ratten's torchgen. It checks PyTorch-format declaration files (`ratten-gen
+//! check`) and generates the operator API from them (`ratten-gen generate`): [`model`] is
+//! the typed view of the declarations every emitter reads, [`codegen`] the emitters and the
+//! registry of what each writes where.
 
 pub mod check;
 pub mod codegen;
+pub mod model;

@@ -10,7 +10,7 @@ use ratten_gen::check::{check, CheckOptions};
 #[command(
     name = "ratten-gen",
     version,
-    about = "ratten's torchgen: checks PyTorch-format operator declarations"
+    about = "ratten's torchgen: checks PyTorch-format operator declarations and generates code"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,6 +41,9 @@ enum Command {
         /// tags.yaml (unchecked when absent)
         #[arg(long, value_name = "PATH")]
         tags: Option<PathBuf>,
+        /// derivatives.yaml: the differentiability information of the model
+        #[arg(long, value_name = "PATH")]
+        derivatives: Option<PathBuf>,
         /// The directory the files are written to (e.g. src/generated)
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
@@ -59,7 +62,7 @@ enum Command {
         /// Only check that the files in --out are up to date (exit 1 if not)
         #[arg(long)]
         check: bool,
-        /// Generate ratten-py's Python bindings (signatures.rs, dispatch.rs) instead
+        /// Generate ratten-py's Python bindings (signatures.rs, dispatch/) instead
         #[arg(long)]
         python: bool,
     },
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Generate {
             native,
             tags,
+            derivatives,
             out,
             aten,
             kernel_module,
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         } => generate(GenerateArgs {
             native,
             tags,
+            derivatives,
             out,
             aten,
             kernel_module,
@@ -117,6 +122,7 @@ fn main() -> ExitCode {
 struct GenerateArgs {
     native: PathBuf,
     tags: Option<PathBuf>,
+    derivatives: Option<PathBuf>,
     out: PathBuf,
     aten: bool,
     kernel_module: String,
@@ -148,7 +154,12 @@ fn generate(a: GenerateArgs) -> ExitCode {
     let generated = if a.python {
         generate_python_from_path(&a.native, a.tags.as_deref())
     } else {
-        generate_from_path(&a.native, a.tags.as_deref(), &opts)
+        generate_from_path(
+            &a.native,
+            a.tags.as_deref(),
+            a.derivatives.as_deref(),
+            &opts,
+        )
     };
     let files = match generated {
         Ok(f) => f,

@@ -14,7 +14,7 @@ fn generated_bindings_are_fresh() {
     let yaml = crates.join("ratten-aten/native_functions.yaml");
     let files = generate_python_from_path(&yaml, None)
         .unwrap_or_else(|e| panic!("native_functions.yaml does not generate bindings: {e:?}"));
-    assert_eq!(files.len(), 3);
+    assert!(files.iter().any(|f| f.name == "dispatch/mod.rs"));
     let stale = stale_files(&files, &root.join("src/generated"));
     assert!(
         stale.is_empty(),

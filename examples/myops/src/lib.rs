@@ -13,8 +13,7 @@
 //! assert_eq!(a.scaled_add_with(&b, 0.5).unwrap().to_vec::<f32>().unwrap(), vec![6.0, 12.0]);
 //! ```
 
-// Generated from native_functions.yaml by `ratten-gen generate`.
-#[rustfmt::skip]
+// Generated from native_functions.yaml by `ratten-gen generate` (checked in, rustfmt-clean).
 pub mod generated;
 pub mod kernels;
 

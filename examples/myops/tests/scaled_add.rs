@@ -7,7 +7,7 @@ use myops::{generated, TensorMyopsExt};
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::Tensor;
 use ratten_core::{Device, ErrorKind, ScalarType};
-use ratten_dispatch::Dispatcher;
+use ratten_dispatch::{Dispatcher, Operator};
 use ratten_schema::OperatorName;
 
 fn t(v: &[f32]) -> Tensor {
@@ -119,7 +119,7 @@ fn generated_code_is_fresh() {
         "crate::kernels::ScaledAddBase".into(),
     );
     opts.source_label = "examples/myops/native_functions.yaml".into();
-    let files = generate_from_path(&root.join("native_functions.yaml"), None, &opts).unwrap();
+    let files = generate_from_path(&root.join("native_functions.yaml"), None, None, &opts).unwrap();
     let stale = stale_files(&files, &root.join("src/generated"));
     assert!(stale.is_empty(), "examples/myops/src/generated is stale: {stale:?}; see native_functions.yaml for the command");
 }

@@ -6,7 +6,7 @@
 //! | file | PyTorch counterpart |
 //! | --- | --- |
 //! | `signatures.rs` | the `static PythonArgParser parser({...})` string lists of `python_torch_functions.cpp` / `python_variable_methods.cpp` |
-//! | `dispatch.rs` | the `dispatch_add` lambdas and the `switch (_r.idx)` bodies of the same files |
+//! | `dispatch/` | the `dispatch_add` lambdas and the `switch (_r.idx)` bodies of the same files |
 //!
 //! The rules torch's generator follows and this one copies:
 //! - module functions come from `variants: function`, Tensor methods from `variants: method`
@@ -19,7 +19,7 @@
 //! - overloads are ordered as torchgen's `sort_overloads` does (by text, then those taking
 //!   `Scalar` where a sibling takes `Tensor` after it).
 //!
-//! Only `signatures.rs` is plain Rust; `dispatch.rs` uses pyo3 and the helpers of ratten-py's
+//! Only `signatures.rs` is plain Rust; `dispatch/` uses pyo3 and the helpers of ratten-py's
 //! `python::python_args` module, so it is compiled behind ratten-py's `python` feature.
 
 use std::collections::BTreeMap;
@@ -27,9 +27,17 @@ use std::collections::BTreeMap;
 use ratten_schema::native::{NativeFunction, NativeFunctions, SchemaKind};
 use ratten_schema::{Argument, DefaultValue, Type};
 
-use super::model::{Model, OpInfo};
-use super::writer::Writer;
-use super::{GenOptions, GeneratedFile};
+use crate::model::types::{BaseType, RustType};
+use crate::model::{Model, OperatorRecord};
+
+use super::writer::{Expr, Writer, FN_CALL_WIDTH, MAX_WIDTH};
+use super::{header, EmitContext, GeneratedFile};
+
+/// Where the generated bindings find ratten-py's helpers: the one place to change when those
+/// modules move. `PYTHON_ARGS` holds `into_py_result`, `DispatchFn` and `PythonArgs`.
+pub const PYTHON_ARGS: &str = "crate::python::python_args";
+/// The `Binding` type of the signature lists.
+pub const BINDING: &str = "crate::arg_parser::Binding";
 
 /// torch's `SKIP_PYTHON_BINDINGS_SIGNATURES`: the Scalar overloads the Tensor ones cover.
 const SKIPPED_SCALAR_OVERLOADS: &[&str] =
@@ -38,8 +46,8 @@ const SKIPPED_SCALAR_OVERLOADS: &[&str] =
 /// One Python signature: the overload it calls and, when folded in, its out= overload.
 struct PySig<'a> {
     text: String,
-    op: &'a OpInfo,
-    out: Option<&'a OpInfo>,
+    op: &'a OperatorRecord,
+    out: Option<&'a OperatorRecord>,
     /// Python parameter index of each schema argument (None: `self` of a method, or out).
     param_of_arg: Vec<Option<usize>>,
     /// Python parameter index of `out` (folded or own).
@@ -118,8 +126,8 @@ fn param_text(a: &Argument, method: bool) -> Result<String, String> {
 fn signature<'a>(
     name: &str,
     f: &NativeFunction,
-    op: &'a OpInfo,
-    out: Option<&'a OpInfo>,
+    op: &'a OperatorRecord,
+    out: Option<&'a OperatorRecord>,
     method: bool,
 ) -> Result<PySig<'a>, String> {
     let mut parts = Vec::new();
@@ -211,7 +219,7 @@ fn names<'a>(
     model: &'a Model,
     method: bool,
 ) -> Result<Vec<PyName<'a>>, Vec<String>> {
-    let mut groups: BTreeMap<String, Vec<&'a OpInfo>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<&'a OperatorRecord>> = BTreeMap::new();
     for op in &model.ops {
         let f = &nf.functions[op.index];
         let bound = if method {
@@ -226,7 +234,7 @@ fn names<'a>(
     let mut errors = Vec::new();
     let mut out = Vec::new();
     for (name, ops) in groups {
-        let (outs, others): (Vec<&OpInfo>, Vec<&OpInfo>) =
+        let (outs, others): (Vec<&OperatorRecord>, Vec<&OperatorRecord>) =
             ops.into_iter().partition(|o| o.kind == SchemaKind::Out);
         let mut folded = vec![None; others.len()];
         let mut unfolded = Vec::new();
@@ -322,37 +330,73 @@ fn sort_overloads(mut sigs: Vec<PySig<'_>>) -> Vec<PySig<'_>> {
 }
 
 /// How one argument is read from the parsed Python arguments: (the `let` expression, how the
-/// call passes the bound variable).
-fn reader(api: &str, k: usize) -> Result<(String, &'static str), String> {
-    Ok(match api {
-        "&Tensor" => (format!("r.tensor({k})?"), "&"),
-        "Option<&Tensor>" => (format!("r.optional_tensor({k})?"), ".as_ref()"),
-        "impl Into<Scalar>" => (format!("r.scalar({k})?"), ""),
-        "Option<Scalar>" => (format!("r.optional_scalar({k})?"), ""),
-        "i64" => (format!("r.int({k})?"), ""),
-        "Option<i64>" => (format!("r.optional_int({k})?"), ""),
-        "f64" => (format!("r.double({k})?"), ""),
-        "Option<f64>" => (format!("r.optional_double({k})?"), ""),
-        "bool" => (format!("r.bool({k})?"), ""),
-        "Option<bool>" => (format!("r.optional_bool({k})?"), ""),
-        "&str" => (format!("r.string({k})?"), "&"),
-        "Option<&str>" => (format!("r.optional_string({k})?"), ".as_deref()"),
-        // Layout / MemoryFormat have no Python objects in ratten: only their None default.
-        o if o.starts_with("Option<")
-            && (o.ends_with("::native::Layout>") || o.ends_with("::native::MemoryFormat>")) =>
-        {
-            (format!("r.none_only({k})?"), "")
+/// call passes the bound variable), by the argument's api form.
+fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
+    use BaseType as B;
+    use RustType as R;
+    let base = |t: &RustType| match t {
+        R::Base(b) => Some(*b),
+        _ => None,
+    };
+    let under_ref = |t: &RustType| match t {
+        R::Ref { to, .. } => Some((**to).clone()),
+        _ => None,
+    };
+    let (read, how) = match api {
+        R::Ref { to, .. } => match &**to {
+            R::Base(B::Tensor) => ("tensor", "&"),
+            R::Str => ("string", "&"),
+            R::Slice(e) => match base(e) {
+                Some(B::Tensor) => ("tensor_list", "&"),
+                Some(B::I64) => ("int_list", "&"),
+                Some(B::F64) => ("double_list", "&"),
+                Some(B::Bool) => ("bool_list", "&"),
+                _ => {
+                    return Err(format!(
+                        "no Python reader for `{}`",
+                        api.render("ratten_aten")
+                    ))
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "no Python reader for `{}`",
+                    api.render("ratten_aten")
+                ))
+            }
+        },
+        R::ImplInto(t) if base(t) == Some(B::Scalar) => ("scalar", ""),
+        R::Option(t) => match (base(t), under_ref(t)) {
+            (_, Some(R::Base(B::Tensor))) => ("optional_tensor", ".as_ref()"),
+            (_, Some(R::Str)) => ("optional_string", ".as_deref()"),
+            (Some(B::Scalar), _) => ("optional_scalar", ""),
+            (Some(B::I64), _) => ("optional_int", ""),
+            (Some(B::F64), _) => ("optional_double", ""),
+            (Some(B::Bool), _) => ("optional_bool", ""),
+            (Some(B::ScalarType), _) => ("optional_scalar_type", ""),
+            (Some(B::Device), _) => ("optional_device", ""),
+            // Layout / MemoryFormat have no Python objects in ratten: only their None default.
+            (Some(B::Layout | B::MemoryFormat), _) => ("none_only", ""),
+            _ => {
+                return Err(format!(
+                    "no Python reader for `{}`",
+                    api.render("ratten_aten")
+                ))
+            }
+        },
+        R::Base(B::I64) => ("int", ""),
+        R::Base(B::F64) => ("double", ""),
+        R::Base(B::Bool) => ("bool", ""),
+        R::Base(B::ScalarType) => ("scalar_type", ""),
+        R::Base(B::Device) => ("device", ""),
+        other => {
+            return Err(format!(
+                "no Python reader for the Rust type `{}`",
+                other.render("ratten_aten")
+            ))
         }
-        "ScalarType" => (format!("r.scalar_type({k})?"), ""),
-        "Option<ScalarType>" => (format!("r.optional_scalar_type({k})?"), ""),
-        "Device" => (format!("r.device({k})?"), ""),
-        "Option<Device>" => (format!("r.optional_device({k})?"), ""),
-        "&[Tensor]" => (format!("r.tensor_list({k})?"), "&"),
-        "&[i64]" => (format!("r.int_list({k})?"), "&"),
-        "&[f64]" => (format!("r.double_list({k})?"), "&"),
-        "&[bool]" => (format!("r.bool_list({k})?"), "&"),
-        other => return Err(format!("no Python reader for the Rust type `{other}`")),
-    })
+    };
+    Ok((format!("r.{read}({k})?"), how))
 }
 
 fn pass(var: &str, how: &str) -> String {
@@ -363,11 +407,33 @@ fn pass(var: &str, how: &str) -> String {
     }
 }
 
+/// `{lhs}r.run(py, move || {call}){tail}` with `call` (and `more` statements after it) laid
+/// out as rustfmt lays out a closure that is a call's last argument.
+fn run_stmt(w: &mut Writer, lhs: &str, call: &Expr, more: &[&str], tail: &str) {
+    let flat = call.flat();
+    let args = format!("py, move || {flat}");
+    if more.is_empty()
+        && args.len() <= FN_CALL_WIDTH
+        && w.indent() + lhs.len() + "r.run()".len() + args.len() + tail.len() <= MAX_WIDTH
+    {
+        w.line(format!("{lhs}r.run({args}){tail}"));
+        return;
+    }
+    w.line(format!("{lhs}r.run(py, move || {{"));
+    w.indented(|w| {
+        w.stmt("", call, if more.is_empty() { "" } else { "?;" });
+        for m in more {
+            w.line(*m);
+        }
+    });
+    w.line(format!("}}){tail}"));
+}
+
 /// The statements calling `op` and returning its Python result. `param_of_arg` maps schema
 /// arguments to Python parameters; `out_param` is where the out= tensor(s) come from.
 fn emit_call(
     w: &mut Writer,
-    op: &OpInfo,
+    op: &OperatorRecord,
     param_of_arg: &[Option<usize>],
     out_param: Option<usize>,
     method: bool,
@@ -406,19 +472,19 @@ fn emit_call(
         lets.push(format!("let {var} = {e};"));
         call_args.push(pass(&var, how));
     }
-    let fname = op.with_name.as_deref().unwrap_or(&op.api_name);
+    let fname = op.with_name().unwrap_or(&op.names.short);
     let call = if receiver.is_some() {
-        format!("a_self.{fname}({})", call_args.join(", "))
+        Expr::call_atoms(format!("a_self.{fname}"), &call_args)
     } else {
-        format!("functions::{fname}({})", call_args.join(", "))
+        Expr::call_atoms(format!("functions::{fname}"), &call_args)
     };
     for l in lets {
         w.line(l);
     }
-    let aliased: Vec<usize> = op.rets.iter().filter_map(|r| r.aliases_arg).collect();
-    if !aliased.is_empty() && aliased.len() == op.rets.len() {
+    let aliased: Vec<usize> = op.returns.iter().filter_map(|r| r.written_arg()).collect();
+    let ret = if !aliased.is_empty() && aliased.len() == op.returns.len() {
         // In-place and out=: the result is the Python object that was written, as torch.
-        w.line(format!("r.run(py, move || {call}.map(|_| ()))?;"));
+        run_stmt(w, "", &call, &["Ok(())"], "?;");
         let objs: Vec<String> = aliased
             .iter()
             .map(|&i| {
@@ -427,9 +493,10 @@ fn emit_call(
                 } else if op.args[i].is_out {
                     match out_param {
                         Some(k) if n_out == 1 => format!("r.object({k})"),
-                        Some(k) => format!("r.tensor_list_object({k}, {})", {
+                        Some(k) => format!(
+                            "r.tensor_list_object({k}, {})",
                             op.args[..i].iter().filter(|a| a.is_out).count()
-                        }),
+                        ),
                         None => "py.None()".to_string(),
                     }
                 } else {
@@ -440,23 +507,21 @@ fn emit_call(
                 }
             })
             .collect();
-        let ret = if objs.len() == 1 {
-            format!("Ok({})", objs[0])
-        } else {
-            format!("r.tuple(py, vec![{}])", objs.join(", "))
-        };
-        w.line(if early_return {
-            format!("return {ret};")
-        } else {
-            ret
-        });
+        match objs.as_slice() {
+            [one] => Expr::call_atoms("Ok", &[one]),
+            _ => Expr::call_atoms(
+                "r.tuple",
+                &["py".to_string(), format!("vec![{}]", objs.join(", "))],
+            ),
+        }
     } else {
-        let ret = format!("into_py_result(py, r.run(py, move || {call})?)");
-        w.line(if early_return {
-            format!("return {ret};")
-        } else {
-            ret
-        });
+        run_stmt(w, "let result = ", &call, &[], "?;");
+        Expr::call_atoms("into_py_result", &["py", "result"])
+    };
+    if early_return {
+        w.stmt("return ", &ret, ";");
+    } else {
+        w.stmt("", &ret, "");
     }
     Ok(())
 }
@@ -474,77 +539,88 @@ fn emit_dispatch_fn(
         n.sigs.len()
     ));
     let mut err = Ok(());
-    w.block(
-        format!(
-            "fn {prefix}_{}(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {{",
-            n.name
-        ),
-        "}",
-        |w| {
-            w.block("match r.index() {", "}", |w| {
-                for (idx, s) in n.sigs.iter().enumerate() {
-                    w.line(format!("// {}", s.text));
-                    w.block(format!("{idx} => {{"), "}", |w| {
-                        let r = match (s.out, s.out_param) {
-                            (Some(o), Some(k)) => {
-                                // `out=None`: the functional overload; otherwise its out=
-                                // twin, which takes the same inputs in the same order.
-                                let mut res = Ok(());
-                                w.block(format!("if r.is_none({k}) {{"), "}", |w| {
-                                    res = emit_call(w, s.op, &s.param_of_arg, None, method, true);
-                                });
-                                let map: Vec<Option<usize>> = o
-                                    .args
-                                    .iter()
-                                    .enumerate()
-                                    .map(|(i, a)| {
-                                        if a.is_out {
-                                            None
-                                        } else {
-                                            s.param_of_arg.get(i).copied().flatten()
-                                        }
-                                    })
-                                    .collect();
-                                if let Err(e) = emit_call(w, o, &map, Some(k), method, false) {
-                                    res = Err(e);
-                                }
-                                res
-                            }
-                            _ => emit_call(w, s.op, &s.param_of_arg, s.out_param, method, false),
-                        };
-                        if let Err(e) = r {
-                            err = Err(format!("{}: {e}", s.op.name_with_overload));
-                        }
-                    });
-                }
-                w.line("_ => Err(r.unknown_signature()),");
-            });
-        },
+    w.fn_header(
+        &format!("pub(super) fn {prefix}_{}", n.name),
+        &[
+            "py: Python<'_>".to_string(),
+            "r: &PythonArgs<'_, '_>".to_string(),
+        ],
+        "PyResult<PyObject>",
+        " {",
     );
-    w.blank();
+    w.indented(|w| {
+        w.block("match r.index() {", "}", |w| {
+            for (idx, s) in n.sigs.iter().enumerate() {
+                w.line(format!("// {}", s.text));
+                w.block(format!("{idx} => {{"), "}", |w| {
+                    let r = match (s.out, s.out_param) {
+                        (Some(o), Some(k)) => {
+                            // `out=None`: the functional overload; otherwise its out= twin,
+                            // which takes the same inputs in the same order.
+                            let mut res = Ok(());
+                            w.block(format!("if r.is_none({k}) {{"), "}", |w| {
+                                res = emit_call(w, s.op, &s.param_of_arg, None, method, true);
+                            });
+                            let map: Vec<Option<usize>> = o
+                                .args
+                                .iter()
+                                .enumerate()
+                                .map(|(i, a)| {
+                                    if a.is_out {
+                                        None
+                                    } else {
+                                        s.param_of_arg.get(i).copied().flatten()
+                                    }
+                                })
+                                .collect();
+                            if let Err(e) = emit_call(w, o, &map, Some(k), method, false) {
+                                res = Err(e);
+                            }
+                            res
+                        }
+                        _ => emit_call(w, s.op, &s.param_of_arg, s.out_param, method, false),
+                    };
+                    if let Err(e) = r {
+                        err = Err(format!("{}: {e}", s.op.name_with_overload));
+                    }
+                });
+            }
+            w.line("_ => Err(r.unknown_signature()),");
+        });
+    });
+    w.line("}");
     err
 }
 
-fn header(source: &str, what: &str) -> String {
-    format!("// @generated by `ratten-gen generate --python` from {source}. Do not edit by hand.\n//! {what}\n")
+/// The Python-visible names: module functions and Tensor methods.
+fn bound_names<'a>(
+    cx: &EmitContext<'a>,
+) -> Result<(Vec<PyName<'a>>, Vec<PyName<'a>>), Vec<String>> {
+    Ok((
+        names(cx.nf, cx.model, false)?,
+        names(cx.nf, cx.model, true)?,
+    ))
 }
 
-/// Generates `mod.rs`, `signatures.rs` and `dispatch.rs` for ratten-py from `nf` (ratten-aten's
-/// declarations: the calls go to `ratten_aten::functions` and the inherent Tensor methods).
-pub fn generate_python(
-    nf: &NativeFunctions,
-    source_label: &str,
-) -> Result<Vec<GeneratedFile>, Vec<String>> {
-    let model = Model::build(nf, &GenOptions::aten())?;
-    let functions = names(nf, &model, false)?;
-    let methods = names(nf, &model, true)?;
+/// `mod.rs`: the signature lists, and the dispatch functions behind ratten-py's `python`
+/// feature (they use pyo3).
+pub fn emit_mod(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let s = format!(
+        "{}\npub mod signatures;\n\n#[cfg(feature = \"python\")]\npub mod dispatch;\n",
+        header(cx.opts, "ratten-py's generated bindings: see each module.")
+    );
+    Ok(vec![GeneratedFile::new("mod.rs", s)])
+}
 
+/// `signatures.rs`: per Python name the PythonArgParser signature strings of its overloads.
+pub fn emit_signatures(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let (functions, methods) = bound_names(cx)?;
     let mut sig = Writer::new();
     sig.line(header(
-        source_label,
+        cx.opts,
         "The PythonArgParser signatures of every Python-visible operator name, in torch's format.",
     ));
-    sig.line("use crate::arg_parser::Binding;");
+    sig.line(format!("use {BINDING};"));
     sig.blank();
     for (title, konst, list) in [
         ("Module functions (`ratten.add`)", "FUNCTIONS", &functions),
@@ -569,78 +645,72 @@ pub fn generate_python(
         });
         sig.blank();
     }
+    Ok(vec![GeneratedFile::new("signatures.rs", sig.finish())])
+}
 
-    let mut d = Writer::new();
-    d.line(header(
-        source_label,
-        "Per Python name, the call of the typed Rust API for the signature the parser matched.",
-    ));
-    d.line("#![allow(clippy::all, unused_variables)]");
-    d.blank();
-    d.line("use pyo3::prelude::*;");
-    d.line("use ratten_aten::functions;");
-    d.blank();
-    d.line("use crate::python::python_args::{into_py_result, DispatchFn, PythonArgs};");
-    d.blank();
+/// `dispatch/`: per Python name the call of the typed Rust API for the signature the parser
+/// matched, one file per shard, and in `mod.rs` the tables in `signatures.rs`'s order.
+pub fn emit_dispatch(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let (functions, methods) = bound_names(cx)?;
+    let keys =
+        crate::model::names::shard_keys(functions.iter().chain(&methods).map(|n| n.name.as_str()));
+    let mut shards: BTreeMap<&str, Writer> = BTreeMap::new();
     let mut errors = Vec::new();
+    let mut tables = String::new();
     for (prefix, konst, list, method) in [
         ("function", "FUNCTION_DISPATCH", &functions, false),
         ("method", "METHOD_DISPATCH", &methods, true),
     ] {
-        d.line(format!(
-            "/// One entry per `signatures::{}` entry, in its order.",
+        tables.push_str(&format!(
+            "\n/// One entry per `signatures::{}` entry, in its order.\n",
             if method { "METHODS" } else { "FUNCTIONS" }
         ));
-        d.block(
-            format!("pub const {konst}: &[DispatchFn] = &["),
-            "];",
-            |w| {
-                for n in list.iter() {
-                    w.line(format!("{prefix}_{},", n.name));
-                }
-            },
-        );
-        d.blank();
+        tables.push_str(&format!("pub const {konst}: &[DispatchFn] = &[\n"));
         for n in list.iter() {
-            if let Err(e) = emit_dispatch_fn(&mut d, prefix, n, method) {
+            let key = keys[&n.name].as_str();
+            tables.push_str(&format!("    {key}::{prefix}_{},\n", n.name));
+            let w = shards.entry(key).or_insert_with(|| {
+                let mut w = Writer::new();
+                w.line(header(
+                    cx.opts,
+                    &format!("The Python dispatch functions of shard `{key}`: see `dispatch`."),
+                ));
+                w.line("use pyo3::prelude::*;");
+                w.line("use ratten_aten::functions;");
+                w.blank();
+                w.line(format!(
+                    "use {PYTHON_ARGS}::{{into_py_result, PythonArgs}};"
+                ));
+                w
+            });
+            w.blank();
+            if let Err(e) = emit_dispatch_fn(w, prefix, n, method) {
                 errors.push(e);
             }
         }
+        tables.push_str("];\n");
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mod_rs = format!(
-        "{}\npub mod signatures;\n\n#[cfg(feature = \"python\")]\npub mod dispatch;\n",
-        header(
-            source_label,
-            "ratten-py's generated bindings: see each module."
-        )
-    );
-    let mut files = vec![
-        GeneratedFile {
-            name: "mod.rs".into(),
-            contents: mod_rs,
-        },
-        GeneratedFile {
-            name: "signatures.rs".into(),
-            contents: sig.finish(),
-        },
-        GeneratedFile {
-            name: "dispatch.rs".into(),
-            contents: d.finish(),
-        },
-    ];
-    for f in &mut files {
-        let mut s: String = f
-            .contents
-            .lines()
-            .map(|l| l.trim_end().to_string() + "\n")
-            .collect();
-        while s.ends_with("\n\n") {
-            s.pop();
-        }
-        f.contents = s;
+    let shard_names: Vec<String> = shards.keys().map(|k| k.to_string()).collect();
+    let mut files = vec![GeneratedFile::new(
+        "dispatch/mod.rs",
+        format!(
+            "{}\n#![allow(clippy::all, unused_variables)]\n\n{}\nuse {PYTHON_ARGS}::DispatchFn;\n{tables}",
+            header(
+                cx.opts,
+                "Per Python name, the call of the typed Rust API for the signature the parser\n\
+                 //! matched; one file per shard.",
+            ),
+            shard_names
+                .iter()
+                .map(|k| format!("mod {k};\n"))
+                .collect::<String>(),
+        ),
+    )];
+    for (key, w) in shards {
+        files.push(GeneratedFile::new(format!("dispatch/{key}.rs"), w.finish()));
     }
     Ok(files)
 }
@@ -683,13 +753,18 @@ mod tests {
     CPU: argmax
 ";
 
+    fn generate_python(nf: &NativeFunctions) -> Vec<GeneratedFile> {
+        crate::codegen::generate(nf, None, &crate::codegen::GenOptions::python("test.yaml"))
+            .unwrap()
+    }
+
     fn file<'a>(files: &'a [GeneratedFile], name: &str) -> &'a str {
         &files.iter().find(|f| f.name == name).unwrap().contents
     }
 
     #[test]
     fn signatures_are_torchs() {
-        let files = generate_python(&load(ADD), "test.yaml").unwrap();
+        let files = generate_python(&load(ADD));
         let s = file(&files, "signatures.rs");
         assert!(
             s.contains("\"add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)\",")
@@ -706,11 +781,11 @@ mod tests {
 
     #[test]
     fn dispatch_calls_the_typed_api() {
-        let files = generate_python(&load(ADD), "test.yaml").unwrap();
-        let d = file(&files, "dispatch.rs");
+        let files = generate_python(&load(ADD));
+        let d = file(&files, "dispatch/a.rs");
         assert!(d.contains("functions::add_with(&a_self, &a_other, a_alpha)"));
         assert!(d.contains("functions::add_out_with(&a_out, &a_self, &a_other, a_alpha)"));
-        assert!(d.contains("a_self.add_with_(&a_other, a_alpha).map(|_| ())"));
+        assert!(d.contains("a_self.add_with_(&a_other, a_alpha)?;\n"));
         assert!(d.contains("Ok(r.self_object())"));
         assert!(d.contains("functions::argmax_with(&a_self, a_dim, a_keepdim)"));
     }

@@ -1,65 +1,130 @@
 //! Static registration: the schema of every operator (PyTorch's `RegisterSchema.cpp`,
-//! `TORCH_LIBRARY(aten, m) { m.def(...); }`) and each kernel under its dispatch key
-//! (`TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl(...); }`).
+//! `TORCH_LIBRARY(aten, m) { m.def(...); }`, here one `TORCH_LIBRARY` and a fragment per
+//! shard) and each kernel under its dispatch key (`TORCH_LIBRARY_IMPL(aten, CPU, m) {
+//! m.impl(...); }`).
 
-use super::backends::{key_module, keys};
-use super::model::Model;
-use super::writer::Writer;
-use super::{header, prelude, GenOptions};
+use crate::model::signatures::{backend, dispatcher};
 
-pub fn emit(model: &Model, opts: &GenOptions) -> String {
-    let mut w = Writer::new();
-    w.line(header(
-        opts,
-        "Static registration: every schema, and every kernel under its dispatch key.",
-    ));
-    w.line(prelude(opts));
-    w.line("/// Called by every operator handle before its first lookup: referencing this module");
-    w.line("/// keeps its registrations linked into any binary that calls an operator.");
-    w.line("#[inline(never)]");
-    w.block("pub fn ensure_linked() {", "}", |w| {
-        w.line("std::hint::black_box(());");
-    });
-    w.blank();
+use super::backends::key_module;
+use super::operators::handle_ident;
+use super::writer::{Expr, Writer};
+use super::{header, prelude, shards, EmitContext, GeneratedFile};
+
+pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let opts = cx.opts;
+    let model = cx.model;
     let ns = &model.namespace;
-    w.block(
-        format!("ratten_dispatch::torch_library!({ns}, |m| {{"),
-        "});",
-        |w| {
-            for op in &model.ops {
-                w.line(format!("m.def({:?})?;", op.schema_source));
-            }
-        },
-    );
-    for key in keys(model) {
+    let keys = model.dispatch_keys();
+    let by_shard = shards(&model.ops);
+    let mut files = Vec::new();
+    for (shard, ops) in &by_shard {
+        let mut w = Writer::new();
+        w.line(header(
+            opts,
+            &format!("The registrations of shard `{shard}`: see `registration`."),
+        ));
+        w.line(prelude(2, &["backends", "operators"]));
+        w.line("/// Referenced by `registration::ensure_linked`: keeps this file's registrations linked.");
+        w.line("#[inline(never)]");
+        w.block("pub(super) fn ensure_linked() {", "}", |w| {
+            w.line("std::hint::black_box(());");
+        });
         w.blank();
         w.block(
-            format!("ratten_dispatch::torch_library_impl!({ns}, {key}, |m| {{"),
+            format!("ratten_dispatch::torch_library_fragment!({ns}, |m| {{"),
             "});",
             |w| {
-                for op in &model.ops {
-                    if !op.kernels.contains_key(&key) {
-                        continue;
-                    }
-                    let f = format!("backends::{}::{}", key_module(&key), op.backend_name);
-                    // A kernel returning its argument (`&'a Tensor`) is registered as
-                    // returning `Aliased` (Note [Aliased returns] in ratten-dispatch).
-                    let kernel = match op.aliased_return() {
-                        Some(_) => format!(
-                            "|{}| {f}({}).map(|_| Aliased)",
-                            op.borrowed_params(),
-                            op.arg_idents()
-                        ),
-                        None => f,
-                    };
-                    w.line(format!(
-                        "m.impl_({:?}, CppFunction::typed::<operators::{h}::Args, operators::{h}::Return, _>({kernel}))?;",
-                        op.name_with_overload,
-                        h = op.handle_mod,
-                    ));
+                for op in ops {
+                    w.stmt(
+                        "",
+                        &Expr::call_atoms("m.def", &[format!("{:?}", op.schema_source)]),
+                        "?;",
+                    );
                 }
             },
         );
+        // Kernels returning their argument (`&'a Tensor`) are registered through an adapter
+        // returning `Aliased` (Note [Aliased returns] in ratten-dispatch).
+        let mut adapters = Vec::new();
+        for key in &keys {
+            let with_key: Vec<_> = ops.iter().filter(|o| o.kernels.contains_key(key)).collect();
+            if with_key.is_empty() {
+                continue;
+            }
+            let m = key_module(key);
+            w.blank();
+            w.block(
+                format!("ratten_dispatch::torch_library_impl!({ns}, {key}, |m| {{"),
+                "});",
+                |w| {
+                    for op in &with_key {
+                        let f = match op.aliased_return() {
+                            Some(_) => {
+                                let name = format!("{}_{m}", op.handle);
+                                adapters.push((*op, m.clone(), name.clone()));
+                                name
+                            }
+                            None => format!("backends::{m}::{}", op.names.backend),
+                        };
+                        let kernel = Expr::call_atoms(
+                            format!("operators::{}::kernel", handle_ident(op)),
+                            &[f],
+                        );
+                        let name = Expr::atom(format!("{:?}", op.name_with_overload));
+                        w.stmt("", &Expr::call("m.impl_", vec![name, kernel]), "?;");
+                    }
+                },
+            );
+        }
+        for (op, m, name) in adapters {
+            let sig = backend(op);
+            let params = dispatcher(op).param_decls(&opts.aten);
+            let args: Vec<String> = op.args.iter().map(|a| a.ident.clone()).collect();
+            let k = op.aliased_return().unwrap_or_default();
+            w.blank();
+            w.fn_header(
+                &format!("fn {name}"),
+                &params,
+                &format!("Result<Aliased<{k}>>"),
+                " {",
+            );
+            w.indented(|w| {
+                w.stmt(
+                    "",
+                    &Expr::call_atoms(format!("backends::{m}::{}", sig.name), &args),
+                    "?;",
+                );
+                w.line("Ok(Aliased)");
+            });
+            w.line("}");
+        }
+        files.push(GeneratedFile::new(
+            format!("registration/{shard}.rs"),
+            w.finish(),
+        ));
     }
-    w.finish()
+    let mut s = header(
+        opts,
+        "Static registration: every schema, and every kernel under its dispatch key; one file\n\
+         //! per shard.",
+    );
+    s.push('\n');
+    for k in by_shard.keys() {
+        s.push_str(&format!("mod {k};\n"));
+    }
+    s.push_str(
+        "\n/// Called by every operator handle before its first lookup: referencing each shard's\n\
+         /// registrations keeps them linked into any binary that calls an operator.\n\
+         #[inline(never)]\n\
+         pub fn ensure_linked() {\n",
+    );
+    for k in by_shard.keys() {
+        s.push_str(&format!("    {k}::ensure_linked();\n"));
+    }
+    s.push_str(&format!(
+        "}}\n\n// The namespace's library; the shards' fragments define its operators.\n\
+         ratten_dispatch::torch_library!({ns}, |_m| {{}});\n"
+    ));
+    files.insert(0, GeneratedFile::new("registration/mod.rs", s));
+    Ok(files)
 }
