@@ -1,5 +1,5 @@
-"""Cases where ratten's Python API differed from torch 2.15 (found by a differential test in
-session 10). The expected values and messages are torch's; with torch installed the same
+"""Cases where ratten's Python API differed from torch 2.15 (found by the differential test
+python/tools/torch_difftest.py). The expected values and messages are torch's; with torch installed the same
 calls are also compared against it."""
 
 import cmath

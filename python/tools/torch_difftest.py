@@ -1,8 +1,8 @@
 """Differential tester: ratten against torch 2.15 over the pointwise operator family (issue 6).
 
-Session 10 ran it over ~203k cases (every op, dtype pair, layout, scalar kind and call form)
-and fixed what it found; crates/ratten-aten/tests/torch_parity.rs and
-python/tests/test_torch_parity.py keep those cases. Not part of the test suite (it needs torch).
+It covers every op, dtype pair, layout, scalar kind and call form (~200k cases);
+crates/ratten-aten/tests/torch_parity.rs and python/tests/test_torch_parity.py keep the
+cases where ratten differed. Not part of the test suite (it needs torch).
 
 Usage (ratten built and importable, torch installed):
   OPENBLAS_NUM_THREADS=1 python python/tools/torch_difftest.py OP [OP ...] [--seed N] [--n N]

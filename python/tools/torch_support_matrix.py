@@ -2,7 +2,7 @@
 dtypes (all operands of one dtype), then the binary ops over every pair of dtypes (the second
 operand also as a 0-dim tensor). Prints each case where one library raises and the other does
 not, or both raise with other messages, and the counts. Not part of the test suite (it needs
-torch). Session 12 found with it the complex32 kernels torch's CPU build lacks.
+torch). The complex32 kernels torch's CPU build lacks are among what it finds.
 
 Usage (ratten built and importable, torch installed):
   OPENBLAS_NUM_THREADS=1 python python/tools/torch_support_matrix.py

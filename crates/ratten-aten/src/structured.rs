@@ -72,6 +72,32 @@
 //!
 //! The same meta runs under the Meta dispatch key with no impl: every structured operator
 //! works on `device="meta"` without code written for it.
+//!
+//! Note [Small-op latency]: a one-element functional `add` is almost all fixed cost, so each
+//! layer of its path does per call only what the answer needs:
+//! - the generated function is `#[inline]` and holds the operator's handle in a static; a
+//!   typed call skips the autograd fallback's frame (Note [Typed calls skip the autograd
+//!   fallback] in ratten-dispatch);
+//! - in-place and out= calls return `Aliased` (Note [Aliased returns]): no handle of the
+//!   result is cloned and dropped;
+//! - the wrappers borrow their outputs and the iterator borrows them from the wrapper
+//!   (Note [Borrowed structured outputs]); the iterator borrows its inputs (`Cow`, PyTorch's
+//!   `MaybeOwned`) and pins their snapshots with hazard slots instead of counting them;
+//! - the build of one output over contiguous same-shape inputs takes the trivial set-up
+//!   (Note [TensorIterator trivial build]) straight from the borrowed tensors, without a
+//!   config; the iterator's state is one box that a dropped iterator leaves to its thread
+//!   for the next build, so it is neither allocated nor copied through meta and wrapper;
+//! - a functional output is a recycled spare tensor of this thread when one is free
+//!   (ratten-core's object cache), and asking the wrapper for it is one call
+//!   (`MetaBase::set_output_raw_strided_and_get`); an in-place or out= wrapper whose output
+//!   keeps its sizes is told so (`keep_output_and_get`) and re-reads nothing;
+//! - the kernel asks once whether the iterator is trivial with operands of its computation
+//!   and result types, and then runs a run of at most `SHORT_RUN` elements element by
+//!   element, before any vector set-up, under a `RawAccess` guard that locks in place.
+//! `cargo bench -p ratten-aten --bench small_ops` measures the result against candle;
+//! instruction counts (`RATTEN_SMALL_OPS_PROFILE=<op>` under callgrind) are the measure
+//! that holds on a loaded machine. A profile must run long: the first call initialises the
+//! dispatcher's registry once per process.
 
 use std::cell::{OnceCell, RefCell};
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,6 @@
 //! Cases where ratten differed from PyTorch 2.15, found by a differential test against torch
-//! (session 10); each expected value or message is what torch 2.15 gives for the same call.
+//! (`python/tools/torch_difftest.py`); each expected value or message is what torch 2.15 gives
+//! for the same call.
 
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::{functions, Tensor};

@@ -565,7 +565,7 @@ enum Repr<'a> {
 /// costs more than a pointer. A dropped iterator leaves its box, emptied, in a one-slot
 /// per-thread spare that the next build on the thread reuses, so the steady state of a loop
 /// of ops neither allocates the state nor copies it (see Note [Small-op latency] in
-/// ARCHITECTURE.md).
+/// structured.rs).
 #[derive(Clone, Debug)]
 struct General<'a> {
     /// Always initialised; taken out only in `Drop`.
@@ -886,7 +886,7 @@ impl<'a> TensorIteratorBase<'a> {
     /// `build_borrowing_binary_op(out, a, b)` (`build_borrowing_binary_float_op` when
     /// `float`) for tensors the op's meta borrows: the compact build is tried straight from
     /// them, and a config is made only when the build is general. A small op so skips making,
-    /// reading and dropping a config (Note [Small-op latency] in ARCHITECTURE.md).
+    /// reading and dropping a config (Note [Small-op latency] in structured.rs).
     pub fn build_borrowing_binary(
         out: Option<&'a TensorBase>,
         a: &'a TensorBase,
@@ -1540,7 +1540,7 @@ impl<'a> General<'a> {
     /// common one by a temporary `input.to(common_dtype)` (layout preserved when the input is
     /// non-overlapping and dense, else contiguous), and an output of another dtype (with
     /// `cast_common_dtype_to_outputs`) by a contiguous temporary; ratten casts while
-    /// streaming instead ("no CPU temporaries" in ARCHITECTURE.md), but orders the dimensions
+    /// streaming instead (see this module's doc), but orders the dimensions
     /// by the temporaries' strides so that the result's layout is PyTorch's: an expanded int8
     /// input compared with a complex32 one gives a row-major result, not the other's layout.
     fn layout_strides(

@@ -14,7 +14,7 @@
 //! Such an iterator is kept in this compact form: the operands (tensor and pinned snapshot),
 //! their dtypes and strides in fixed arrays, and nothing else (in a box the thread reuses, see
 //! [`TrivialBox`]). No `OperandInfo` records, no stride lists: a small op neither writes nor
-//! drops them, and its loop reads its data pointers from the operands directly (see Note [Small-op latency] in ARCHITECTURE.md). What
+//! drops them, and its loop reads its data pointers from the operands directly (see Note [Small-op latency] in structured.rs). What
 //! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
 //! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
 

@@ -3,6 +3,29 @@
 //! (the operands' dtypes, the reduced common dtype results are rounded through, the short
 //! form, whether outputs are streamed), and runs the iterator's loops through the loop forms
 //! of [`super::loops`].
+//!
+//! Note [Pointwise kernels at bandwidth]: what keeps a large pointwise op at the memory's
+//! speed (found by timing against torch on the same memory, `python/bench/bench.py
+//! --same-memory`, so that kernels and allocators are told apart):
+//! - the block path's `Scratch` buffers are line-aligned (`#[repr(C, align(64))]`, every
+//!   buffer a multiple of 64 bytes): a vector store split across two lines made the pass
+//!   several times slower, depending on where the caller's stack ended;
+//! - half and bfloat16 operands of the common dtype are converted to f32 in registers and
+//!   back in one interleaved pass (`loops::reduced`), not staged through L1 buffers; the
+//!   conversions are the same (round to nearest even), so results are bit-identical;
+//! - when a call's operands together span at least twice `STREAM_MIN_BYTES` (an input of
+//!   stride 0 not counted), contiguous outputs are written with non-temporal stores from a
+//!   line-aligned L1 buffer, with an `sfence` at the end of each run: an ordinary store
+//!   first reads the line for ownership, which a stream of this size would evict unread.
+//!   Below the threshold outputs stay cached for the next op, as in PyTorch;
+//! - a transposed operand is read through in-register block transposes (`transpose.rs`),
+//!   and when one input alone is transposed and nothing is cast, the op is computed straight
+//!   from the transposed registers (`loops::tiled`'s fused form): the block grid is shifted
+//!   so that the output's rows are line-aligned, the next blocks are prefetched into L2, and
+//!   outputs above the streaming threshold are stored non-temporally;
+//! - runs of at most `SHORT_RUN` elements are computed before any of this set-up.
+//! The pointwise bench (`cargo bench -p ratten-aten --bench pointwise`) prints these cases
+//! beside memcpy, torch, ndarray and candle.
 
 use ratten_core::{Error, Result, ScalarType};
 
@@ -21,9 +44,8 @@ use crate::tensor_iterator::{TensorIteratorBase, GRAIN_SIZE};
 /// its element size always streams. Smaller ops use ordinary stores and stay cached for the
 /// next op. PyTorch never streams (see Note [Pointwise kernels at bandwidth]).
 ///
-/// Measured (session 8, f32 add into out on numpy memory, ratten/torch, 1 / 2 threads): with
-/// the old rule (output alone at least this), 3.9M elements (47 MiB touched, not streamed)
-/// took 1.10x / 1.19x torch's time, while 4.3M (streamed) took 0.83x / 0.82x.
+/// The span of all operands decides, not the output alone: an add of 4M f32 elements into
+/// out touches 47 MiB and gains from streaming although its output is 16 MiB.
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Whether a kernel call over `iter` (operands of dtypes `dts`) streams its output (see
