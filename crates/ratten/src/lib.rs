@@ -13,3 +13,8 @@ pub use ratten_core as core;
 pub use ratten_core::{
     Device, DeviceType, Element, Error, ErrorKind, Result, Scalar, ScalarType, TensorOptions,
 };
+
+/// README.md's Rust examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
