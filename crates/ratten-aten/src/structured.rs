@@ -94,6 +94,7 @@
 //! - the kernel asks once whether the iterator is trivial with operands of its computation
 //!   and result types, and then runs a run of at most `SHORT_RUN` elements element by
 //!   element, before any vector set-up, under a `RawAccess` guard that locks in place.
+//!
 //! `cargo bench -p ratten-aten --bench small_ops` measures the result against candle;
 //! instruction counts (`RATTEN_SMALL_OPS_PROFILE=<op>` under callgrind) are the measure
 //! that holds on a loaded machine. A profile must run long: the first call initialises the

@@ -24,6 +24,7 @@
 //!   so that the output's rows are line-aligned, the next blocks are prefetched into L2, and
 //!   outputs above the streaming threshold are stored non-temporally;
 //! - runs of at most `SHORT_RUN` elements are computed before any of this set-up.
+//!
 //! The pointwise bench (`cargo bench -p ratten-aten --bench pointwise`) prints these cases
 //! beside memcpy, torch, ndarray and candle.
 
