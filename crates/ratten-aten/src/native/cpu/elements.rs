@@ -17,6 +17,14 @@ pub enum Kind {
     Complex,
 }
 
+/// Whether `T`'s dtype is `d`, as a constant: a derived `==` is a call, which the compiler does
+/// not fold before it decides what to instantiate, so a loop form guarded by one would be
+/// compiled for every element type (Note [Kernel instantiations]).
+#[inline(always)]
+pub const fn is_dtype<T: Elem>(d: ScalarType) -> bool {
+    T::DTYPE as u8 == d as u8
+}
+
 /// An element type the kernels read, write and compute in, with c10's `static_cast`
 /// conversions through the widest type of each kind.
 pub trait Elem: Copy + Send + Sync + Default + PartialEq + 'static {

@@ -9,7 +9,7 @@ use crate::dispatch_stub::{CpuCapability, Isa};
 /// Whether [`transpose_into`] has a vector form for elements of `es` bytes under `I`
 /// (otherwise the element-by-element copy is all it does).
 #[inline(always)]
-pub fn has_vector_form<I: Isa>(es: usize) -> bool {
+pub const fn has_vector_form<I: Isa>(es: usize) -> bool {
     cfg!(target_arch = "x86_64")
         && matches!(I::CAP, CpuCapability::Avx2 | CpuCapability::Avx512)
         && matches!(es, 4 | 8)
@@ -19,7 +19,7 @@ pub fn has_vector_form<I: Isa>(es: usize) -> bool {
 /// `es` bytes under `I` (16 for 4-byte and 8 for 8-byte elements with AVX-512, 8 and 4 with
 /// AVX2), or 0 where there is no vector form.
 #[inline(always)]
-pub fn block_side<I: Isa>(es: usize) -> usize {
+pub const fn block_side<I: Isa>(es: usize) -> usize {
     if !has_vector_form::<I>(es) {
         return 0;
     }
@@ -48,34 +48,52 @@ pub unsafe fn with_block_t<I: Isa, T: Copy, const K: usize>(
     rs: isize,
     block: impl FnOnce([[T; K]; K]),
 ) {
+    // The one form for `I`, `T` and `K`, chosen while compiling so that the others are not
+    // instantiated (Note [Kernel instantiations]).
     #[cfg(target_arch = "x86_64")]
     {
-        let es = std::mem::size_of::<T>();
-        if has_vector_form::<I>(es) && block_side::<I>(es) == K {
-            // SAFETY (every arm): forwarded contract; each arm runs only under the capability
-            // that has its features, for the element size and side it transposes.
-            unsafe {
-                match (I::CAP, es) {
-                    (CpuCapability::Avx512, 4) => return x86::block_t32_avx512(src, rs, block),
-                    (CpuCapability::Avx512, 8) => return x86::block_t64_avx512(src, rs, block),
-                    (CpuCapability::Avx2, 4) => return x86::block_t32_avx2(src, rs, block),
-                    (CpuCapability::Avx2, 8) => return x86::block_t64_avx2(src, rs, block),
-                    _ => {}
-                }
+        // SAFETY (every arm): forwarded contract; each arm runs only under the capability
+        // that has its features, for the element size and side it transposes.
+        unsafe {
+            match const { vector_block_form::<I, T, K>() } {
+                1 => return x86::block_t32_avx512(src, rs, block),
+                2 => return x86::block_t64_avx512(src, rs, block),
+                3 => return x86::block_t32_avx2(src, rs, block),
+                4 => return x86::block_t64_avx2(src, rs, block),
+                _ => {}
             }
         }
     }
-    block(std::array::from_fn(|c| {
-        std::array::from_fn(|r| {
+    // SAFETY: element (0, 0) of the block of the contract (every element is written below).
+    let mut v = [[unsafe { src.cast::<T>().read_unaligned() }; K]; K];
+    for (c, vc) in v.iter_mut().enumerate() {
+        for (r, x) in vc.iter_mut().enumerate() {
             // SAFETY: element (r, c) of the block of the contract.
-            unsafe {
+            *x = unsafe {
                 src.wrapping_offset(r as isize * rs)
                     .cast::<T>()
                     .add(c)
                     .read_unaligned()
-            }
-        })
-    }));
+            };
+        }
+    }
+    block(v);
+}
+
+/// Which in-register transpose [`with_block_t`] uses for `K` x `K` blocks of `T` under `I`:
+/// 1 and 2 the AVX-512 ones of 4- and 8-byte elements, 3 and 4 the AVX2 ones, 0 none.
+const fn vector_block_form<I: Isa, T, const K: usize>() -> u8 {
+    let es = size_of::<T>();
+    if !has_vector_form::<I>(es) || block_side::<I>(es) != K {
+        return 0;
+    }
+    match (I::CAP, es) {
+        (CpuCapability::Avx512, 4) => 1,
+        (CpuCapability::Avx512, 8) => 2,
+        (CpuCapability::Avx2, 4) => 3,
+        (CpuCapability::Avx2, 8) => 4,
+        _ => 0,
+    }
 }
 
 /// Whether [`stream_block`] writes `bytes` (one column of a transposed block, computed) with
@@ -302,7 +320,12 @@ mod x86 {
         off: usize,
         load: impl Fn(*const u8) -> V,
     ) -> [V; K] {
-        std::array::from_fn(|k| load(src.wrapping_offset((r + k) as isize * rs).wrapping_add(off)))
+        let row = |k: usize| src.wrapping_offset((r + k) as isize * rs).wrapping_add(off);
+        let mut v = [load(row(0)); K];
+        for (k, x) in v.iter_mut().enumerate().skip(1) {
+            *x = load(row(k));
+        }
+        v
     }
 
     /// 8x8 transpose of 8-byte elements in zmm registers.

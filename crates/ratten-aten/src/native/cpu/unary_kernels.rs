@@ -359,7 +359,10 @@ impl<T: FloatMath, F: Fn(T) -> T + Sync, G: Fn(T) -> T + Sync> OpN<T, T, 1> for 
         while i + TRIG_CHUNK <= len {
             // SAFETY (this loop): i + TRIG_CHUNK <= len, and the contract gives `len`
             // readable and writable elements; each element is read before it is written.
-            let x: [T; TRIG_CHUNK] = std::array::from_fn(|j| unsafe { s.add(i + j).read() });
+            let mut x = [T::default(); TRIG_CHUNK];
+            for (j, xj) in x.iter_mut().enumerate() {
+                *xj = unsafe { s.add(i + j).read() };
+            }
             if x.iter().fold(true, |all, &v| all & v.trig_medium()) {
                 for (j, &v) in x.iter().enumerate() {
                     unsafe { dst.add(i + j).write((self.1)(v)) };

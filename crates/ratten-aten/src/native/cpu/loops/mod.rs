@@ -20,6 +20,21 @@
 //! before any of this. Every function a loop runs through is `#[inline(always)]` down to the
 //! op (Note [Closures and target features]), except the per-dtype conversions of [`block`],
 //! which are compiled once per ISA and computation type.
+//!
+//! Note [Kernel instantiations]: every kernel is compiled for each ISA, computation type,
+//! result type and arity it is called with, and each such instantiation compiles every loop
+//! form it can reach: the build time of this crate is the number of forms reached times the
+//! number of kernels. A form that only some types can take is therefore guarded by a
+//! condition the compiler decides while instantiating: an inline `const { .. }` block, or a
+//! comparison of constants (`N >= 3`), not a call such as a derived `==` on [`ScalarType`]
+//! (see [`is_dtype`](crate::native::cpu::elements::is_dtype)). A branch whose constant
+//! condition is false is not instantiated at all. So the half / bfloat16 forms exist for f32
+//! computations only, a hoisted third input for ternary ops only, the int32 + float32 pair for
+//! f32 binary ops only, and the fused transposed tiles for the one block side of the element
+//! size and ISA (none for the DEFAULT ISA or elements other than 4 and 8 bytes). Loops are
+//! written without `std::array::from_fn` and range adaptors: each call site of those is a
+//! generic instantiation per kernel, which together were a quarter of the crate's code before
+//! optimisation. `cargo llvm-lines -p ratten-aten --lib` counts what each function costs.
 
 /// Runs `$body` with `$I` bound to each ISA marker the CPU supports (the loop forms' tests).
 #[cfg(test)]
@@ -53,7 +68,7 @@ use half::{bf16, f16};
 use ratten_core::ScalarType;
 
 use crate::dispatch_stub::Isa;
-use crate::native::cpu::elements::{Elem, Kind};
+use crate::native::cpu::elements::{is_dtype, Elem, Kind};
 
 use block::{load_block, round_via, store_block};
 use contiguous::{direct_run, fused_pair_run, NO_SCALAR};
@@ -206,48 +221,67 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
 ) {
     let (em, er) = (size_of::<M>() as isize, size_of::<R>() as isize);
     // bool inputs go through the block path, which normalises bytes other than 0/1.
-    let direct = M::KIND != Kind::Bool && dts[0] == R::DTYPE && (1..=N).all(|k| dts[k] == M::DTYPE);
+    let direct =
+        M::KIND != Kind::Bool && dts[0] == R::DTYPE && each_input::<N>(|k| dts[k] == M::DTYPE);
     if direct && s[0] == er {
         // SAFETY (all branches): the strides tested are those each path assumes.
-        if (1..=N).all(|k| s[k] == em) {
+        if each_input::<N>(|k| s[k] == em) {
             return unsafe { direct_run::<I, M, R, N, NO_SCALAR>(p, n, f, stream) };
         }
-        if N >= 2 && (1..=N).all(|k| s[k] == em || s[k] == 0) {
-            let zeros = (1..=N).filter(|&k| s[k] == 0).count();
-            if zeros == 1 {
-                match (1..=N).position(|k| s[k] == 0) {
-                    Some(0) => return unsafe { direct_run::<I, M, R, N, 0>(p, n, f, stream) },
-                    Some(1) => return unsafe { direct_run::<I, M, R, N, 1>(p, n, f, stream) },
-                    Some(2) => return unsafe { direct_run::<I, M, R, N, 2>(p, n, f, stream) },
-                    _ => {}
+        if N >= 2 && each_input::<N>(|k| s[k] == em || s[k] == 0) {
+            // The one input of stride 0, if only one has it (its index among the inputs).
+            let mut scalar = None;
+            let mut zeros = 0;
+            for k in 0..N {
+                if s[k + 1] == 0 {
+                    zeros += 1;
+                    scalar = Some(k);
                 }
             }
-        }
-    }
-    // Half or bfloat16 throughout (the common dtype, computed in f32), contiguous.
-    if let Some(v) = via {
-        let et = 2;
-        if M::DTYPE == ScalarType::Float
-            && R::DTYPE == ScalarType::Float
-            && s[0] == et
-            && (0..=N).all(|k| dts[k] == v)
-            && (1..=N).all(|k| s[k] == et || s[k] == 0)
-        {
-            // SAFETY: the dtypes and strides reduced_run assumes, tested above.
-            match v {
-                ScalarType::Half => {
-                    return unsafe { reduced_run::<I, f16, M, R, N>(p, s, n, f, stream, scratch) }
-                }
-                ScalarType::BFloat16 => {
-                    return unsafe { reduced_run::<I, bf16, M, R, N>(p, s, n, f, stream, scratch) }
+            match scalar {
+                _ if zeros != 1 => {}
+                Some(0) => return unsafe { direct_run::<I, M, R, N, 0>(p, n, f, stream) },
+                Some(1) => return unsafe { direct_run::<I, M, R, N, 1>(p, n, f, stream) },
+                // Only a ternary op has a third input (Note [Kernel instantiations]).
+                Some(2) if N >= 3 => {
+                    return unsafe { direct_run::<I, M, R, N, 2>(p, n, f, stream) }
                 }
                 _ => {}
             }
         }
     }
+    // Half or bfloat16 throughout (the common dtype, computed in f32), contiguous: compiled
+    // for the f32 computation only (Note [Kernel instantiations]).
+    if const { is_dtype::<M>(ScalarType::Float) && is_dtype::<R>(ScalarType::Float) } {
+        if let Some(v) = via {
+            let et = 2;
+            if s[0] == et
+                && dts[0] == v
+                && each_input::<N>(|k| dts[k] == v && (s[k] == et || s[k] == 0))
+            {
+                // SAFETY: the dtypes and strides reduced_run assumes, tested above.
+                match v {
+                    ScalarType::Half => {
+                        return unsafe {
+                            reduced_run::<I, f16, M, R, N>(p, s, n, f, stream, scratch)
+                        }
+                    }
+                    ScalarType::BFloat16 => {
+                        return unsafe {
+                            reduced_run::<I, bf16, M, R, N>(p, s, n, f, stream, scratch)
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
     // int32 with float32 into float32 (contiguous): cast in registers inside the one loop
     // (vcvtdq2ps), the common mixed pair that the block path would stage through L1.
-    if N == 2 && M::DTYPE == ScalarType::Float && via.is_none() && dts[0] == R::DTYPE && s[0] == er
+    if const { N == 2 && is_dtype::<M>(ScalarType::Float) }
+        && via.is_none()
+        && dts[0] == R::DTYPE
+        && s[0] == er
     {
         let contiguous = |q: usize, es: isize| s[q] == es;
         match (dts[1], dts[2]) {
@@ -307,6 +341,20 @@ unsafe fn run_n<I: Isa, M: Elem, R: Elem, const N: usize>(
         }
         start += len;
     }
+}
+
+/// Whether `pred(k)` holds for every input operand `k` (1 to `N`): a plain loop, which
+/// compiles to less than a range adaptor's per call site.
+#[inline(always)]
+pub(crate) fn each_input<const N: usize>(pred: impl Fn(usize) -> bool) -> bool {
+    let mut k = 1;
+    while k <= N {
+        if !pred(k) {
+            return false;
+        }
+        k += 1;
+    }
+    true
 }
 
 /// `dst[i] = f(src[0][i], .., src[N-1][i])` for `i < len`: one loop over contiguous runs of

@@ -74,7 +74,10 @@ pub(crate) unsafe fn reduced_run<I: Isa, T: Reduced, M: Elem, R: Elem, const N: 
             }
         }
         let mut o = [R::default(); REDUCED_VEC];
-        let xs: [*const M; N] = std::array::from_fn(|k| x[k].as_ptr());
+        let mut xs = [std::ptr::null::<M>(); N];
+        for (xsk, xk) in xs.iter_mut().zip(&x) {
+            *xsk = xk.as_ptr();
+        }
         // SAFETY: each xs[k] and `o` hold REDUCED_VEC elements; the output's REDUCED_VEC Ts
         // from `done` are written after every input of them was read (in-place ops alias
         // element for element); R is f32.

@@ -5,7 +5,7 @@
 use half::{bf16, f16};
 use ratten_core::ScalarType;
 
-use crate::native::cpu::elements::{cast, Elem, Kind};
+use crate::native::cpu::elements::{cast, is_dtype, Elem, Kind};
 
 use super::{OpN, MAX_OPERANDS};
 
@@ -37,7 +37,7 @@ pub(crate) fn short_form<M: Elem, R: Elem, const N: usize>(
     via: Option<ScalarType>,
     dts: &[ScalarType; MAX_OPERANDS],
 ) -> ShortForm {
-    let inputs_are = |d: ScalarType| dts[1..=N].iter().all(|&x| x == d);
+    let inputs_are = |d: ScalarType| dts[1..N + 1].iter().all(|&x| x == d);
     match via {
         None if dts[0] == R::DTYPE && inputs_are(M::DTYPE) => ShortForm::Native,
         Some(v @ (ScalarType::Half | ScalarType::BFloat16))
@@ -79,8 +79,12 @@ pub(crate) unsafe fn short_run<A: Elem, O: Elem, M: Elem, R: Elem, const N: usiz
     f: &impl OpN<M, R, N>,
 ) {
     let (mut o, os) = (p[0], s[0]);
-    let mut q: [*const u8; N] = std::array::from_fn(|k| p[k + 1].cast_const());
-    let qs: [isize; N] = std::array::from_fn(|k| s[k + 1]);
+    let mut q = [std::ptr::null::<u8>(); N];
+    let mut qs = [0isize; N];
+    for k in 0..N {
+        q[k] = p[k + 1].cast_const();
+        qs[k] = s[k + 1];
+    }
     for _ in 0..n {
         let mut x = [M::default(); N];
         for k in 0..N {
@@ -92,6 +96,11 @@ pub(crate) unsafe fn short_run<A: Elem, O: Elem, M: Elem, R: Elem, const N: usiz
         unsafe { o.cast::<O>().write(cast::<R, O>(f.call(x))) };
         o = o.wrapping_offset(os);
     }
+}
+
+/// An f32 computation giving `d` (the reduced short forms' result types).
+const fn into<M: Elem, R: Elem>(d: ScalarType) -> bool {
+    is_dtype::<M>(ScalarType::Float) && is_dtype::<R>(d)
 }
 
 /// [`short_run`] for the half and bfloat16 [`ShortForm`]s (out of line: the native form,
@@ -107,16 +116,27 @@ pub(crate) unsafe fn short_run_reduced<M: Elem, R: Elem, const N: usize>(
     n: usize,
     f: &impl OpN<M, R, N>,
 ) {
+    // The half and bfloat16 forms exist for the f32 computation only, into f32 (stored as the
+    // reduced type) or bool; they are compiled for those types only (Note [Kernel
+    // instantiations]).
     // SAFETY (every arm): the element types are those `short_form` matched.
     unsafe {
         match form {
-            ShortForm::Half => short_run::<f16, f16, M, R, N>(p, s, n, f),
-            ShortForm::HalfToR => short_run::<f16, R, M, R, N>(p, s, n, f),
-            ShortForm::BFloat16 => short_run::<bf16, bf16, M, R, N>(p, s, n, f),
-            ShortForm::BFloat16ToR => short_run::<bf16, R, M, R, N>(p, s, n, f),
+            ShortForm::Half if const { into::<M, R>(ScalarType::Float) } => {
+                short_run::<f16, f16, M, R, N>(p, s, n, f)
+            }
+            ShortForm::HalfToR if const { into::<M, R>(ScalarType::Bool) } => {
+                short_run::<f16, R, M, R, N>(p, s, n, f)
+            }
+            ShortForm::BFloat16 if const { into::<M, R>(ScalarType::Float) } => {
+                short_run::<bf16, bf16, M, R, N>(p, s, n, f)
+            }
+            ShortForm::BFloat16ToR if const { into::<M, R>(ScalarType::Bool) } => {
+                short_run::<bf16, R, M, R, N>(p, s, n, f)
+            }
             // The caller takes the native form inline; computing it here is correct too.
             ShortForm::Native => short_run::<M, R, M, R, N>(p, s, n, f),
-            ShortForm::None => debug_assert!(false, "short_run_reduced: no short form"),
+            _ => debug_assert!(false, "short_run_reduced: no short form {form:?}"),
         }
     }
 }

@@ -124,10 +124,11 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
     };
     // One element (i, j) (the edges of the grid).
     let one = |i: usize, j: usize| {
-        let x: [M; N] = std::array::from_fn(|k| {
+        let mut x = [M::default(); N];
+        for (k, xk) in x.iter_mut().enumerate() {
             // SAFETY: element (i, j) of input k, inside the 2-D loop, of type M.
-            unsafe { at(k + 1, i, j).cast::<M>().read_unaligned() }
-        });
+            *xk = unsafe { at(k + 1, i, j).cast::<M>().read_unaligned() };
+        }
         // SAFETY: element (i, j) of the output, of type R.
         unsafe { at(0, i, j).cast::<R>().write_unaligned(f.call(x)) };
     };
@@ -177,7 +178,7 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
                     let ni = i + 2 * K;
                     if ni < iend {
                         transpose::prefetch_rows_l2(at(tq, ni, j), s0[tq], K, K * es(tq));
-                        for k in (0..=N).filter(|&k| k != tq && (k != 0 || !stream)) {
+                        for k in (0..N + 1).filter(|&k| k != tq && (k != 0 || !stream)) {
                             transpose::prefetch_rows_l2(at(k, ni, j), s1[k], K, K * es(k));
                         }
                     }
@@ -193,19 +194,25 @@ unsafe fn fused_2d<I: Isa, M: Elem, R: Elem, const N: usize, const K: usize>(
                             // output and of the other inputs sit at equal offsets in their
                             // 4 KB pages (numpy's arrays), and a load issued after a store to
                             // an address equal in its low 12 bits waits for that store.
-                            let x: [[[M; K]; N]; K] = std::array::from_fn(|cc| {
-                                std::array::from_fn(|k| {
-                                    if k == t {
+                            let mut x = [[[M::default(); K]; N]; K];
+                            for (cc, xc) in x.iter_mut().enumerate() {
+                                for (k, xck) in xc.iter_mut().enumerate() {
+                                    *xck = if k == t {
                                         cols[cc]
                                     } else {
                                         at(k + 1, i, j + cc).cast::<[M; K]>().read_unaligned()
-                                    }
-                                })
-                            });
+                                    };
+                                }
+                            }
                             for (cc, xc) in x.iter().enumerate() {
-                                let y: [R; K] = std::array::from_fn(|l| {
-                                    f.call(std::array::from_fn(|k| xc[k][l]))
-                                });
+                                let mut y = [R::default(); K];
+                                for (l, yl) in y.iter_mut().enumerate() {
+                                    let mut args = [M::default(); N];
+                                    for (k, a) in args.iter_mut().enumerate() {
+                                        *a = xc[k][l];
+                                    }
+                                    *yl = f.call(args);
+                                }
                                 let dst = at(0, i, j + cc);
                                 if stream {
                                     transpose::stream_block::<I, [R; K]>(dst, y);
@@ -274,9 +281,10 @@ pub(crate) unsafe fn tiled_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
 ) {
     if let Some(t) = fused_input::<I, M, R, N>(via, dts, s0, s1) {
         // SAFETY (every arm): forwarded contract; `t` from `fused_input`, `K` the block side
-        // of M under I.
+        // of M under I. The side is a constant, so only its arm is instantiated (Note
+        // [Kernel instantiations]).
         unsafe {
-            match transpose::block_side::<I>(size_of::<M>()) {
+            match const { transpose::block_side::<I>(size_of::<M>()) } {
                 16 => return fused_2d::<I, M, R, N, 16>(t, data, s0, s1, n0, n1, f, stream),
                 8 => return fused_2d::<I, M, R, N, 8>(t, data, s0, s1, n0, n1, f, stream),
                 4 => return fused_2d::<I, M, R, N, 4>(t, data, s0, s1, n0, n1, f, stream),
