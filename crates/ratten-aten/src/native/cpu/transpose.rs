@@ -56,10 +56,10 @@ pub unsafe fn with_block_t<I: Isa, T: Copy, const K: usize>(
         // that has its features, for the element size and side it transposes.
         unsafe {
             match const { vector_block_form::<I, T, K>() } {
-                1 => return x86::block_t32_avx512(src, rs, block),
-                2 => return x86::block_t64_avx512(src, rs, block),
-                3 => return x86::block_t32_avx2(src, rs, block),
-                4 => return x86::block_t64_avx2(src, rs, block),
+                AVX512_4_BYTES => return x86::block_t32_avx512(src, rs, block),
+                AVX512_8_BYTES => return x86::block_t64_avx512(src, rs, block),
+                AVX2_4_BYTES => return x86::block_t32_avx2(src, rs, block),
+                AVX2_8_BYTES => return x86::block_t64_avx2(src, rs, block),
                 _ => {}
             }
         }
@@ -80,19 +80,26 @@ pub unsafe fn with_block_t<I: Isa, T: Copy, const K: usize>(
     block(v);
 }
 
-/// Which in-register transpose [`with_block_t`] uses for `K` x `K` blocks of `T` under `I`:
-/// 1 and 2 the AVX-512 ones of 4- and 8-byte elements, 3 and 4 the AVX2 ones, 0 none.
+// The in-register transposes [`with_block_t`] chooses among (`vector_block_form`): numbers,
+// not an enum, so that a match on the constant is decided while instantiating.
+const NO_VECTOR_FORM: u8 = 0;
+const AVX512_4_BYTES: u8 = 1;
+const AVX512_8_BYTES: u8 = 2;
+const AVX2_4_BYTES: u8 = 3;
+const AVX2_8_BYTES: u8 = 4;
+
+/// Which in-register transpose [`with_block_t`] uses for `K` x `K` blocks of `T` under `I`.
 const fn vector_block_form<I: Isa, T, const K: usize>() -> u8 {
     let es = size_of::<T>();
     if !has_vector_form::<I>(es) || block_side::<I>(es) != K {
-        return 0;
+        return NO_VECTOR_FORM;
     }
     match (I::CAP, es) {
-        (CpuCapability::Avx512, 4) => 1,
-        (CpuCapability::Avx512, 8) => 2,
-        (CpuCapability::Avx2, 4) => 3,
-        (CpuCapability::Avx2, 8) => 4,
-        _ => 0,
+        (CpuCapability::Avx512, 4) => AVX512_4_BYTES,
+        (CpuCapability::Avx512, 8) => AVX512_8_BYTES,
+        (CpuCapability::Avx2, 4) => AVX2_4_BYTES,
+        (CpuCapability::Avx2, 8) => AVX2_8_BYTES,
+        _ => NO_VECTOR_FORM,
     }
 }
 

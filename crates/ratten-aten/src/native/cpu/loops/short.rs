@@ -7,7 +7,7 @@ use ratten_core::ScalarType;
 
 use crate::native::cpu::elements::{cast, is_dtype, Elem, Kind};
 
-use super::{OpN, MAX_OPERANDS};
+use super::{each_input, OpN, MAX_OPERANDS};
 
 /// Runs of at most this many elements take [`short_run`]: for them the vector paths' set-up
 /// (stride copies, the block buffers, the tiling test, the choice among paths, the call into
@@ -37,7 +37,7 @@ pub(crate) fn short_form<M: Elem, R: Elem, const N: usize>(
     via: Option<ScalarType>,
     dts: &[ScalarType; MAX_OPERANDS],
 ) -> ShortForm {
-    let inputs_are = |d: ScalarType| dts[1..N + 1].iter().all(|&x| x == d);
+    let inputs_are = |d: ScalarType| each_input::<N>(|k| dts[k] == d);
     match via {
         None if dts[0] == R::DTYPE && inputs_are(M::DTYPE) => ShortForm::Native,
         Some(v @ (ScalarType::Half | ScalarType::BFloat16))
@@ -99,7 +99,7 @@ pub(crate) unsafe fn short_run<A: Elem, O: Elem, M: Elem, R: Elem, const N: usiz
 }
 
 /// An f32 computation giving `d` (the reduced short forms' result types).
-const fn into<M: Elem, R: Elem>(d: ScalarType) -> bool {
+const fn f32_giving<M: Elem, R: Elem>(d: ScalarType) -> bool {
     is_dtype::<M>(ScalarType::Float) && is_dtype::<R>(d)
 }
 
@@ -122,16 +122,16 @@ pub(crate) unsafe fn short_run_reduced<M: Elem, R: Elem, const N: usize>(
     // SAFETY (every arm): the element types are those `short_form` matched.
     unsafe {
         match form {
-            ShortForm::Half if const { into::<M, R>(ScalarType::Float) } => {
+            ShortForm::Half if const { f32_giving::<M, R>(ScalarType::Float) } => {
                 short_run::<f16, f16, M, R, N>(p, s, n, f)
             }
-            ShortForm::HalfToR if const { into::<M, R>(ScalarType::Bool) } => {
+            ShortForm::HalfToR if const { f32_giving::<M, R>(ScalarType::Bool) } => {
                 short_run::<f16, R, M, R, N>(p, s, n, f)
             }
-            ShortForm::BFloat16 if const { into::<M, R>(ScalarType::Float) } => {
+            ShortForm::BFloat16 if const { f32_giving::<M, R>(ScalarType::Float) } => {
                 short_run::<bf16, bf16, M, R, N>(p, s, n, f)
             }
-            ShortForm::BFloat16ToR if const { into::<M, R>(ScalarType::Bool) } => {
+            ShortForm::BFloat16ToR if const { f32_giving::<M, R>(ScalarType::Bool) } => {
                 short_run::<bf16, R, M, R, N>(p, s, n, f)
             }
             // The caller takes the native form inline; computing it here is correct too.
