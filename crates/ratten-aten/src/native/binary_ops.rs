@@ -118,6 +118,10 @@ fn build_comparison<'a>(
     a: &'a Tensor,
     b: impl InputOperand<'a>,
 ) -> Result<TensorIteratorBase<'a>> {
+    if let Some(y) = b.borrowed() {
+        let out = given_output_ref(m);
+        return TensorIteratorBase::build_borrowing_comparison(out, a.base(), y, m);
+    }
     let out = given_output(m);
     comparison_op_config(out, a, b)?.build(m)
 }

@@ -907,6 +907,18 @@ impl<'a> TensorIteratorBase<'a> {
         })
     }
 
+    /// `build_borrowing_comparison_op(out, a, b)`, as
+    /// [`build_borrowing_binary`](Self::build_borrowing_binary).
+    pub fn build_borrowing_comparison(
+        out: Option<&'a TensorBase>,
+        a: &'a TensorBase,
+        b: &'a TensorBase,
+        m: &'a dyn MetaBase,
+    ) -> Result<Self> {
+        let flags = TrivialFlags::comparison_op(out);
+        Self::build_borrowing(out, [a, b], flags, m, || comparison_op_config(out, a, b))
+    }
+
     /// `build_borrowing_unary_op(out, a)` (`build_borrowing_unary_float_op` when `float`),
     /// as [`build_borrowing_binary`](Self::build_borrowing_binary): no config unless the build
     /// is general.

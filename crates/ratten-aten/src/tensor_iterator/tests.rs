@@ -440,6 +440,17 @@ fn borrowed_binary_flags_are_the_configs() {
     assert_eq!(TrivialFlags::of(&config), TrivialFlags::UNARY_OP);
     let config = unary_float_op_config(None, &a).unwrap();
     assert_eq!(TrivialFlags::of(&config), TrivialFlags::UNARY_FLOAT_OP);
+    for out in [
+        None,
+        Some(t(&[2], ScalarType::Bool)),
+        Some(t(&[2], ScalarType::Float)),
+    ] {
+        let config = comparison_op_config(out.as_ref(), &a, &b).unwrap();
+        assert_eq!(
+            TrivialFlags::of(&config),
+            TrivialFlags::comparison_op(out.as_ref())
+        );
+    }
 }
 
 /// `build_borrowing_binary` and `build_borrowing_unary` (the structured binary and unary ops'

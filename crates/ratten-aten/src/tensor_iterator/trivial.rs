@@ -578,6 +578,19 @@ impl TrivialFlags {
         static_dtype: None,
     };
 
+    /// `build_comparison_op`'s for an output `out` (a bool result when it is undefined).
+    #[inline(always)]
+    pub(super) fn comparison_op(out: Option<&TensorBase>) -> TrivialFlags {
+        TrivialFlags {
+            static_dtype: if out.is_none() {
+                Some(ScalarType::Bool)
+            } else {
+                None
+            },
+            ..TrivialFlags::BINARY_OP
+        }
+    }
+
     #[inline(always)]
     pub(super) fn of(config: &TensorIteratorConfig<'_>) -> TrivialFlags {
         TrivialFlags {
