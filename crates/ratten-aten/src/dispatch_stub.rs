@@ -4,10 +4,15 @@
 //! `default` / `avx2` / `avx512` caps the choice; [`get_cpu_capability`] reports it (as
 //! `torch.backends.cpu.get_cpu_capability()` does).
 //!
-//! The CPU kernels are written once, generic over an [`Isa`] marker; the three variants are
-//! the same code monomorphised three times, with their hot loops compiled under
-//! `#[target_feature(enable = ...)]` for that ISA so LLVM vectorises each for its width.
+//! A stub may hold a kernel per capability ([`DispatchStub::new`]) or one kernel that picks
+//! its instruction set itself ([`DispatchStub::with_cpu_kernel`]): the pointwise kernels do,
+//! their driver compiling the loops of each computation type for the ISAs that earn their
+//! speed on it ([`with_isa`], Note [Kernel instantiations]) and running them at
+//! [`kernel_capability`]. The loops are written once, generic over an [`Isa`] marker, and
+//! compiled under `#[target_feature(enable = ...)]` for that ISA ([`run_isa`]) so LLVM
+//! vectorises each for its width.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -88,6 +93,40 @@ pub fn get_cpu_capability() -> CpuCapability {
     *CAPABILITY.get_or_init(compute_cpu_capability)
 }
 
+thread_local! {
+    static CAPABILITY_CAP: Cell<Option<CpuCapability>> = const { Cell::new(None) };
+}
+
+/// The capability the CPU kernels of this thread run at: [`get_cpu_capability`], or the cap
+/// [`with_cpu_capability`] set. Kernels that pick their instruction set themselves (the
+/// pointwise driver) read it once per call, before any work is split across threads.
+#[inline]
+pub fn kernel_capability() -> CpuCapability {
+    match CAPABILITY_CAP.try_with(Cell::get) {
+        Ok(Some(cap)) => cap,
+        _ => get_cpu_capability(),
+    }
+}
+
+/// Runs `f` with this thread's CPU kernels at capability `cap` (what the tests use to compare
+/// the instruction sets; a capability the CPU lacks is refused).
+pub fn with_cpu_capability<R>(cap: CpuCapability, f: impl FnOnce() -> R) -> Result<R> {
+    if cap > detected_cpu_capability() {
+        return Err(Error::runtime(format!(
+            "with_cpu_capability: this CPU does not support {}",
+            cap.name()
+        )));
+    }
+    struct Restore(Option<CpuCapability>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CAPABILITY_CAP.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CAPABILITY_CAP.with(|c| c.replace(Some(cap))));
+    Ok(f())
+}
+
 /// A kernel slot per device (`DispatchStub<FnPtr>`), declared as a `static`. The CPU
 /// kernels are given at the declaration (one per capability); other devices register theirs at
 /// run time with [`register`](Self::register) (`REGISTER_DISPATCH`).
@@ -112,6 +151,13 @@ impl<F: Copy + Send + Sync + 'static> DispatchStub<F> {
             cpu: OnceLock::new(),
             others: OnceLock::new(),
         }
+    }
+
+    /// A stub with one CPU kernel for every capability: a kernel that picks its instruction
+    /// set itself, as the pointwise driver does per computation type (Note [Kernel
+    /// instantiations]).
+    pub const fn with_cpu_kernel(name: &'static str, cpu: F) -> Self {
+        Self::new(name, cpu, cpu, cpu)
     }
 
     pub fn name(&self) -> &'static str {
@@ -248,6 +294,31 @@ pub fn run_isa<I: Isa, R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Runs `$body` with `$I` bound to the ISA marker of capability `$cap` (a [`CpuCapability`]
+/// the CPU has: [`kernel_capability`]'s), capped at `$widest`, a constant: the
+/// variants above it are not compiled at all (Note [Kernel instantiations]), and a CPU above
+/// it runs the widest one compiled.
+macro_rules! with_isa {
+    ($cap:expr, $widest:expr, $I:ident => $body:expr) => {{
+        use $crate::dispatch_stub::CpuCapability as Cap;
+        let cap: Cap = $cap;
+        // `const` conditions first: the compiler decides them while instantiating.
+        if const { $widest as u8 >= Cap::Avx512 as u8 } && matches!(cap, Cap::Avx512) {
+            type $I = $crate::dispatch_stub::IsaAvx512;
+            $body
+        } else if const { $widest as u8 >= Cap::Avx2 as u8 }
+            && matches!(cap, Cap::Avx2 | Cap::Avx512)
+        {
+            type $I = $crate::dispatch_stub::IsaAvx2;
+            $body
+        } else {
+            type $I = $crate::dispatch_stub::IsaDefault;
+            $body
+        }
+    }};
+}
+pub(crate) use with_isa;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +328,40 @@ mod tests {
     }
     static STUB: DispatchStub<fn() -> CpuCapability> =
         DispatchStub::new("test_stub", k::<IsaDefault>, k::<IsaAvx2>, k::<IsaAvx512>);
+
+    #[test]
+    fn with_cpu_capability_caps_this_thread_only() {
+        let detected = detected_cpu_capability();
+        let outer = kernel_capability();
+        let inner = with_cpu_capability(CpuCapability::Default, || {
+            let here = kernel_capability();
+            let other = std::thread::spawn(kernel_capability).join().unwrap();
+            (here, other)
+        })
+        .unwrap();
+        assert_eq!(inner, (CpuCapability::Default, get_cpu_capability()));
+        assert_eq!(kernel_capability(), outer);
+        if detected < CpuCapability::Avx512 {
+            let e = with_cpu_capability(CpuCapability::Avx512, || ()).unwrap_err();
+            assert!(e.message().contains("does not support AVX512"), "{e}");
+        }
+    }
+
+    /// The ISA `with_isa!` selects for a capability, capped at the widest compiled.
+    #[test]
+    fn with_isa_caps_at_the_widest_variant() {
+        use CpuCapability::*;
+        let all = |cap| with_isa!(cap, CpuCapability::Avx512, I => I::CAP);
+        let up_to_avx2 = |cap| with_isa!(cap, CpuCapability::Avx2, I => I::CAP);
+        let default_only = |cap| with_isa!(cap, CpuCapability::Default, I => I::CAP);
+        assert_eq!(all(Avx512), Avx512);
+        assert_eq!(all(Avx2), Avx2);
+        assert_eq!(all(Default), Default);
+        assert_eq!(up_to_avx2(Avx512), Avx2);
+        assert_eq!(up_to_avx2(Default), Default);
+        assert_eq!(default_only(Avx512), Default);
+        assert_eq!(default_only(Avx2), Default);
+    }
 
     #[test]
     fn picks_the_cpu_kernel_and_reports_missing_devices() {

@@ -5,7 +5,7 @@
 
 use half::{bf16, f16};
 use ratten_aten::dispatch_stub::DispatchStub;
-use ratten_aten::dispatch_stub::{detected_cpu_capability, CpuCapability};
+use ratten_aten::dispatch_stub::{detected_cpu_capability, with_cpu_capability, CpuCapability};
 use ratten_aten::functions as F;
 use ratten_aten::native::cpu::binary_kernels as bk;
 use ratten_aten::native::cpu::{cast, Elem, Kind, SHORT_RUN, STREAM_MIN_BYTES};
@@ -428,7 +428,9 @@ fn binary_fused<T: Element + Elem, O: Element + Elem + PartialEq + std::fmt::Deb
                 binary_op_config(&out, &p.a, &p.bt)
             };
             let iter = config.unwrap().build_standalone().unwrap();
-            (stub.cpu_kernel(cap))(&iter).unwrap();
+            with_cpu_capability(cap, || (stub.cpu())(&iter))
+                .unwrap()
+                .unwrap();
             drop(iter);
             out
         },
@@ -472,7 +474,9 @@ fn fused_transposed_ternary_and_in_place() {
                     .unwrap()
                     .build_standalone()
                     .unwrap();
-                (ADDCMUL_STUB.cpu_kernel(cap))(&iter, &Scalar::Double(0.5)).unwrap();
+                with_cpu_capability(cap, || (ADDCMUL_STUB.cpu())(&iter, &Scalar::Double(0.5)))
+                    .unwrap()
+                    .unwrap();
                 drop(iter);
                 out
             },
@@ -526,7 +530,9 @@ fn run_add(cap: CpuCapability, out: &Tensor, a: &Tensor, b: &Tensor, alpha: &Sca
         .unwrap()
         .build_standalone()
         .unwrap();
-    (bk::ADD_STUB.cpu_kernel(cap))(&iter, alpha).unwrap();
+    with_cpu_capability(cap, || (bk::ADD_STUB.cpu())(&iter, alpha))
+        .unwrap()
+        .unwrap();
 }
 
 /// `rows` x `cols` contiguous rows starting `off` elements into a fresh buffer (rows start
@@ -655,7 +661,9 @@ fn trigonometry_is_the_scalar_form_on_every_path() {
                     .unwrap()
                     .build_standalone()
                     .unwrap();
-                (stub.cpu_kernel(cap))(&iter).unwrap();
+                with_cpu_capability(cap, || (stub.cpu())(&iter))
+                    .unwrap()
+                    .unwrap();
                 drop(iter);
                 let got = out.to_vec::<T>().unwrap();
                 // In place, over a contiguous copy.
@@ -664,7 +672,9 @@ fn trigonometry_is_the_scalar_form_on_every_path() {
                     .unwrap()
                     .build_standalone()
                     .unwrap();
-                (stub.cpu_kernel(cap))(&iter).unwrap();
+                with_cpu_capability(cap, || (stub.cpu())(&iter))
+                    .unwrap()
+                    .unwrap();
                 drop(iter);
                 let got_inplace = inplace.to_vec::<T>().unwrap();
                 for i in 0..n as usize {

@@ -5,7 +5,8 @@
 
 use half::{bf16, f16};
 use ratten_aten::dispatch_stub::{
-    detected_cpu_capability, CpuCapability, DispatchStub, IsaAvx2, IsaAvx512, IsaDefault,
+    detected_cpu_capability, with_cpu_capability, CpuCapability, DispatchStub, IsaAvx2, IsaAvx512,
+    IsaDefault,
 };
 use ratten_aten::functions as F;
 use ratten_aten::native::cpu::binary_kernels as bk;
@@ -184,7 +185,9 @@ fn check_binary_stub(
     for cap in capabilities() {
         let out = Tensor::empty(&a.sizes(), out_dtype).unwrap();
         let iter = build(binary_op_config(&out, a, b));
-        (stub.cpu_kernel(cap))(&iter).unwrap();
+        with_cpu_capability(cap, || (stub.cpu())(&iter))
+            .unwrap()
+            .unwrap();
         let got: Vec<u16> = dispatch_all_types!(out_dtype, T => out
             .to_vec::<T>()
             .unwrap()
@@ -227,7 +230,9 @@ fn reduced_case<T: Elem + ratten_core::Element>(dtype: ScalarType, to_bits: fn(T
             for cap in capabilities() {
                 let out = Tensor::empty(&[n as i64], dtype).unwrap();
                 let iter = build(binary_op_config(&out, x, y));
-                (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
+                with_cpu_capability(cap, || (bk::ADD_STUB.cpu())(&iter, &Scalar::Int(1)))
+                    .unwrap()
+                    .unwrap();
                 let got: Vec<u16> = out
                     .to_vec::<T>()
                     .unwrap()
@@ -323,7 +328,9 @@ fn tiled_vs_untiled(
             binary_op_config(None, x, y)
         };
         let iter = build(config);
-        (stub.cpu_kernel(cap))(&iter).ok()?;
+        with_cpu_capability(cap, || (stub.cpu())(&iter))
+            .unwrap()
+            .ok()?;
         Some(bytes(&iter.output(0).unwrap().into()))
     };
     let (ac, bc) = (a.contiguous().unwrap(), b.contiguous().unwrap());
@@ -390,7 +397,9 @@ fn tiled_matches_untiled_for_every_dtype_and_op() {
                 for cap in capabilities() {
                     let go = |x: &Tensor, y: &Tensor| {
                         let iter = build(binary_op_config(None, x, y));
-                        (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(2)).unwrap();
+                        with_cpu_capability(cap, || (bk::ADD_STUB.cpu())(&iter, &Scalar::Int(2)))
+                            .unwrap()
+                            .unwrap();
                         bytes(&iter.output(0).unwrap().into())
                     };
                     let want = go(&a.contiguous().unwrap(), &b.contiguous().unwrap());
@@ -440,7 +449,9 @@ fn mixed_dtypes_in_one_pass() {
     for cap in capabilities() {
         let out = Tensor::empty(&[n as i64], ScalarType::Float).unwrap();
         let iter = build(binary_op_config(&out, &ai, &bf));
-        (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
+        with_cpu_capability(cap, || (bk::ADD_STUB.cpu())(&iter, &Scalar::Int(1)))
+            .unwrap()
+            .unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {
             // c10: the int is cast to float (one rounding), then added.
@@ -449,7 +460,9 @@ fn mixed_dtypes_in_one_pass() {
         }
         // The other order, and half + float into float.
         let iter = build(binary_op_config(&out, &bf, &ai));
-        (bk::MUL_STUB.cpu_kernel(cap))(&iter).unwrap();
+        with_cpu_capability(cap, || (bk::MUL_STUB.cpu())(&iter))
+            .unwrap()
+            .unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {
             assert_eq!(got[i].to_bits(), (floats[i] * ints[i] as f32).to_bits());
@@ -457,7 +470,9 @@ fn mixed_dtypes_in_one_pass() {
         let h = bf.to_dtype(ScalarType::Half).unwrap();
         let hv = h.to_vec::<f16>().unwrap();
         let iter = build(binary_op_config(&out, &h, &bf));
-        (bk::ADD_STUB.cpu_kernel(cap))(&iter, &Scalar::Int(1)).unwrap();
+        with_cpu_capability(cap, || (bk::ADD_STUB.cpu())(&iter, &Scalar::Int(1)))
+            .unwrap()
+            .unwrap();
         let got = out.to_vec::<f32>().unwrap();
         for i in 0..n {
             assert_eq!(got[i].to_bits(), (hv[i].to_f32() + floats[i]).to_bits());

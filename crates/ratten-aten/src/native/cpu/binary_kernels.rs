@@ -11,7 +11,7 @@ use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use super::{cast, cpu_binary, not_implemented, refuse_complex32, Elem};
 use crate::dispatch_opmath;
-use crate::dispatch_stub::{DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
+use crate::dispatch_stub::DispatchStub;
 use crate::tensor_iterator::TensorIteratorBase;
 
 /// `structured_binary_fn_alpha`.
@@ -19,16 +19,12 @@ pub type BinaryFnAlpha = fn(&TensorIteratorBase, &Scalar) -> Result<()>;
 /// `structured_binary_fn`.
 pub type BinaryFn = fn(&TensorIteratorBase) -> Result<()>;
 
-/// Declares a stub whose three CPU variants are `$kernel` compiled for each ISA.
+/// Declares a stub with one CPU kernel for every capability: the pointwise driver compiles
+/// and picks the instruction set per computation type (Note [Kernel instantiations]).
 macro_rules! stub {
     ($(#[$m:meta])* $name:ident, $str:literal, $ty:ty, $kernel:ident) => {
         $(#[$m])*
-        pub static $name: DispatchStub<$ty> = DispatchStub::new(
-            $str,
-            $kernel::<IsaDefault>,
-            $kernel::<IsaAvx2>,
-            $kernel::<IsaAvx512>,
-        );
+        pub static $name: DispatchStub<$ty> = DispatchStub::with_cpu_kernel($str, $kernel);
     };
 }
 pub(crate) use stub;
@@ -94,16 +90,16 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
     }
 }
 
-fn add_kernel<I: Isa>(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
+fn add_kernel(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
     dispatch_opmath!(dt, M => {
         let a: M = scalar_as(alpha);
         // PyTorch computes `a + alpha * b` always; skipping the product for alpha == 1 is
         // exact for reals, not for complex (1 * (nan + 0j) is nan + nanj).
         if a == M::from_i64(1) && !M::DTYPE.is_complex() {
-            cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.add(y))
+            cpu_binary::<M, M>(iter, #[inline(always)] |x, y| x.add(y))
         } else {
-            cpu_binary::<I, M, M>(iter, #[inline(always)] move |x, y| x.add(a.mul(y)))
+            cpu_binary::<M, M>(iter, #[inline(always)] move |x, y| x.add(a.mul(y)))
         }
     })
 }
@@ -136,12 +132,12 @@ fn reduced_scalar_other(iter: &TensorIteratorBase) -> Option<f32> {
     })
 }
 
-fn mul_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn mul_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
-        return cpu_binary::<I, f32, f32>(iter, move |x, _| x * b);
+        return cpu_binary::<f32, f32>(iter, move |x, _| x * b);
     }
     let dt = iter.computation_dtype()?;
-    dispatch_opmath!(dt, M => cpu_binary::<I, M, M>(iter, #[inline(always)] |x, y| x.mul(y)))
+    dispatch_opmath!(dt, M => cpu_binary::<M, M>(iter, #[inline(always)] |x, y| x.mul(y)))
 }
 stub!(MUL_STUB, "mul_stub", BinaryFn, mul_kernel);
 
@@ -197,17 +193,17 @@ fn c10_complex_div<T: num_traits::Float>(a: T, b: T, c: T, d: T) -> (T, T) {
     }
 }
 
-fn div_true_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn div_true_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
-        return cpu_binary::<I, f32, f32>(iter, move |x, _| x / b);
+        return cpu_binary::<f32, f32>(iter, move |x, _| x / b);
     }
     let dt = iter.computation_dtype()?;
     refuse_complex32("div_cpu", dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x / y),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x / y),
-        ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |x, y| x.div(y)),
-        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |x, y| x.div(y)),
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, |x, y| x / y),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, |x, y| x / y),
+        ScalarType::ComplexFloat => cpu_binary::<c64, c64>(iter, |x, y| x.div(y)),
+        ScalarType::ComplexDouble => cpu_binary::<c128, c128>(iter, |x, y| x.div(y)),
         _ => Err(not_implemented("div_cpu", dt)),
     }
 }
@@ -309,12 +305,9 @@ fn remainder_f32(a: f32, b: f32) -> f32 {
 
 /// Runs an integer kernel that may divide by zero; PyTorch raises `ZeroDivisionError` (a
 /// RuntimeError with that text) from inside the loop.
-fn int_div_loop<I: Isa, M: IntDiv>(
-    iter: &TensorIteratorBase,
-    f: impl Fn(M, M) -> M + Sync,
-) -> Result<()> {
+fn int_div_loop<M: IntDiv>(iter: &TensorIteratorBase, f: impl Fn(M, M) -> M + Sync) -> Result<()> {
     let zero = AtomicBool::new(false);
-    cpu_binary::<I, M, M>(iter, |x, y| {
+    cpu_binary::<M, M>(iter, |x, y| {
         if y.is_zero() {
             zero.store(true, Ordering::Relaxed);
             M::default()
@@ -363,58 +356,58 @@ macro_rules! int_dispatch {
 }
 pub(crate) use int_dispatch;
 
-fn div_trunc_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn div_trunc_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
-        return cpu_binary::<I, f32, f32>(iter, move |x, _| (x / b).trunc());
+        return cpu_binary::<f32, f32>(iter, move |x, _| (x / b).trunc());
     }
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| (x / y).trunc()),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| (x / y).trunc()),
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, |x, y| (x / y).trunc()),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, |x, y| (x / y).trunc()),
         ScalarType::Bool => Err(not_implemented("div_trunc_cpu", dt)),
         _ => {
-            int_dispatch!(dt, "div_trunc_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.div_trunc(y)))
+            int_dispatch!(dt, "div_trunc_cpu", M => int_div_loop::<M>(iter, |x, y| x.div_trunc(y)))
         }
     }
 }
 stub!(DIV_TRUNC_STUB, "div_trunc_stub", BinaryFn, div_trunc_kernel);
 
-fn div_floor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn div_floor_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
-        return cpu_binary::<I, f32, f32>(iter, move |x, _| div_floor_f32(x, b));
+        return cpu_binary::<f32, f32>(iter, move |x, _| div_floor_f32(x, b));
     }
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, div_floor_f32),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, div_floor_f64),
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, div_floor_f32),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, div_floor_f64),
         ScalarType::Bool => Err(not_implemented("div_floor_cpu", dt)),
         _ => {
-            int_dispatch!(dt, "div_floor_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.floor_div(y)))
+            int_dispatch!(dt, "div_floor_cpu", M => int_div_loop::<M>(iter, |x, y| x.floor_div(y)))
         }
     }
 }
 stub!(DIV_FLOOR_STUB, "div_floor_stub", BinaryFn, div_floor_kernel);
 
-fn remainder_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn remainder_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, remainder_f32),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, remainder_f64),
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, remainder_f32),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, remainder_f64),
         ScalarType::Bool => Err(not_implemented("remainder_cpu", dt)),
         _ => {
-            int_dispatch!(dt, "remainder_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.remainder(y)))
+            int_dispatch!(dt, "remainder_cpu", M => int_div_loop::<M>(iter, |x, y| x.remainder(y)))
         }
     }
 }
 stub!(REMAINDER_STUB, "remainder_stub", BinaryFn, remainder_kernel);
 
-fn fmod_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn fmod_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |x, y| x % y),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |x, y| x % y),
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, |x, y| x % y),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, |x, y| x % y),
         ScalarType::Bool => Err(not_implemented("fmod_cpu", dt)),
-        _ => int_dispatch!(dt, "fmod_cpu", M => int_div_loop::<I, M>(iter, |x, y| x.fmod(y))),
+        _ => int_dispatch!(dt, "fmod_cpu", M => int_div_loop::<M>(iter, |x, y| x.fmod(y))),
     }
 }
 stub!(FMOD_STUB, "fmod_stub", BinaryFn, fmod_kernel);
@@ -455,17 +448,17 @@ macro_rules! real_dispatch {
 }
 pub(crate) use real_dispatch;
 
-fn maximum_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn maximum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "maximum_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| {
+    real_dispatch!(dt, "maximum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
         if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
     }))
 }
 stub!(MAXIMUM_STUB, "maximum_stub", BinaryFn, maximum_kernel);
 
-fn minimum_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn minimum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "minimum_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| {
+    real_dispatch!(dt, "minimum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
         if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
     }))
 }
@@ -483,9 +476,9 @@ pub enum CmpOp {
 }
 
 /// Comparison kernels write bool (or, with a non-bool out=, the cast of the bool).
-fn compare<I: Isa>(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<()> {
+fn compare(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    let complex = |f: fn(c128, c128) -> bool| cpu_binary::<I, c128, bool>(iter, f);
+    let complex = |f: fn(c128, c128) -> bool| cpu_binary::<c128, bool>(iter, f);
     if dt.is_complex() {
         return match op {
             CmpOp::Eq => complex(|a, b| a == b),
@@ -494,31 +487,31 @@ fn compare<I: Isa>(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<(
         };
     }
     real_dispatch!(dt, name, M => match op {
-        CmpOp::Eq => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a == b),
-        CmpOp::Ne => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a != b),
-        CmpOp::Lt => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a < b),
-        CmpOp::Le => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a <= b),
-        CmpOp::Gt => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a > b),
-        CmpOp::Ge => cpu_binary::<I, M, bool>(iter, #[inline(always)] |a, b| a >= b),
+        CmpOp::Eq => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a == b),
+        CmpOp::Ne => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a != b),
+        CmpOp::Lt => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a < b),
+        CmpOp::Le => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a <= b),
+        CmpOp::Gt => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a > b),
+        CmpOp::Ge => cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a >= b),
     })
 }
-fn eq_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Eq, "eq_cpu")
+fn eq_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Eq, "eq_cpu")
 }
-fn ne_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Ne, "ne_cpu")
+fn ne_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Ne, "ne_cpu")
 }
-fn lt_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Lt, "lt_cpu")
+fn lt_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Lt, "lt_cpu")
 }
-fn le_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Le, "le_cpu")
+fn le_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Le, "le_cpu")
 }
-fn gt_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Gt, "gt_cpu")
+fn gt_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Gt, "gt_cpu")
 }
-fn ge_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    compare::<I>(iter, CmpOp::Ge, "ge_cpu")
+fn ge_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    compare(iter, CmpOp::Ge, "ge_cpu")
 }
 stub!(EQ_STUB, "eq_stub", BinaryFn, eq_kernel);
 stub!(NE_STUB, "ne_stub", BinaryFn, ne_kernel);
@@ -532,20 +525,20 @@ stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
 /// would, so the driver casts from each input's own dtype; the common dtype only decides, as
 /// PyTorch's `AT_DISPATCH_V2(iter.common_dtype(), ...)` does, which dtypes are refused (torch
 /// has no complex32 logical kernels).
-fn logical<I: Isa>(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
+fn logical(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
     if let Some(dt) = iter.common_dtype() {
         refuse_complex32(name, dt)?;
     }
-    cpu_binary::<I, bool, bool>(iter, f)
+    cpu_binary::<bool, bool>(iter, f)
 }
-fn logical_and_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, "logical_and_cpu", |a, b| a & b)
+fn logical_and_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    logical(iter, "logical_and_cpu", |a, b| a & b)
 }
-fn logical_or_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, "logical_or_cpu", |a, b| a | b)
+fn logical_or_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    logical(iter, "logical_or_cpu", |a, b| a | b)
 }
-fn logical_xor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-    logical::<I>(iter, "logical_xor_cpu", |a, b| a ^ b)
+fn logical_xor_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    logical(iter, "logical_xor_cpu", |a, b| a ^ b)
 }
 stub!(
     LOGICAL_AND_STUB,
@@ -599,17 +592,17 @@ macro_rules! bits_dispatch {
 }
 pub(crate) use bits_dispatch;
 
-fn bitwise_and_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn bitwise_and_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_and_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.and(b)))
+    bits_dispatch!(dt, "bitwise_and_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.and(b)))
 }
-fn bitwise_or_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn bitwise_or_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_or_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.or(b)))
+    bits_dispatch!(dt, "bitwise_or_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.or(b)))
 }
-fn bitwise_xor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn bitwise_xor_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_xor_cpu", M => cpu_binary::<I, M, M>(iter, |a, b| a.xor(b)))
+    bits_dispatch!(dt, "bitwise_xor_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)))
 }
 stub!(
     BITWISE_AND_STUB,
@@ -631,19 +624,19 @@ stub!(
 );
 
 /// `pow` for floats and complex (integer powers are computed by repeated squaring).
-fn pow_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn pow_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     refuse_complex32("pow", dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_binary::<I, f32, f32>(iter, |a, b| a.powf(b)),
-        ScalarType::Double => cpu_binary::<I, f64, f64>(iter, |a, b| a.powf(b)),
-        ScalarType::ComplexFloat => cpu_binary::<I, c64, c64>(iter, |a, b| {
+        ScalarType::Float => cpu_binary::<f32, f32>(iter, |a, b| a.powf(b)),
+        ScalarType::Double => cpu_binary::<f64, f64>(iter, |a, b| a.powf(b)),
+        ScalarType::ComplexFloat => cpu_binary::<c64, c64>(iter, |a, b| {
             cast::<c128, c64>(cast::<c64, c128>(a).powc(cast::<c64, c128>(b)))
         }),
-        ScalarType::ComplexDouble => cpu_binary::<I, c128, c128>(iter, |a, b| a.powc(b)),
+        ScalarType::ComplexDouble => cpu_binary::<c128, c128>(iter, |a, b| a.powc(b)),
         ScalarType::Bool => Err(not_implemented("pow", dt)),
         _ => int_dispatch!(dt, "pow", M => {
-            cpu_binary::<I, M, M>(iter, |a: M, b: M| {
+            cpu_binary::<M, M>(iter, |a: M, b: M| {
                 let (base, mut exp) = (a.to_i64(), b.to_i64());
                 if exp < 0 {
                     // c10's powi: a negative integer power is 1 for base 1, +-1 for -1, else 0

@@ -12,9 +12,10 @@
 //!   with [`vec_math`] (branch-free transcendentals) and [`transpose`] (in-register block
 //!   transposes).
 //!
-//! A kernel is written once, generic over the instruction set (`Isa`), and names the
-//! computation type `M` and result type `R` of its op; the driver serves every dtype
-//! combination of the operands around it (half and bfloat16 are computed in f32 this way).
+//! A kernel is written once and names the computation type `M` and result type `R` of its op;
+//! the driver serves every dtype combination of the operands around it (half and bfloat16 are
+//! computed in f32 this way) and compiles its loops for each instruction set (`Isa`) up to
+//! [`widest_isa`]`::<M>()`, running the one the CPU capability selects.
 
 pub mod binary_kernels;
 pub mod elements;
@@ -34,6 +35,6 @@ pub use loops::short::SHORT_RUN;
 pub use loops::tiled::TILE;
 pub use loops::{Op1, Op2, Op3, OpN, BLOCK, MAX_OPERANDS};
 pub use pointwise::{
-    cpu_binary, cpu_kernel_n, cpu_ternary, cpu_unary, reduced_common, STREAM_MIN_BYTES,
+    cpu_binary, cpu_kernel_n, cpu_ternary, cpu_unary, reduced_common, widest_isa, STREAM_MIN_BYTES,
 };
 pub use simd::{f16_to_f32_slice, f32_to_f16_slice};

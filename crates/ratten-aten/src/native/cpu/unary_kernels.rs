@@ -14,7 +14,7 @@ use super::{
     vec_math, Elem, OpN,
 };
 use crate::dispatch_opmath;
-use crate::dispatch_stub::{run_isa, DispatchStub, Isa, IsaAvx2, IsaAvx512, IsaDefault};
+use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability, DispatchStub};
 use crate::tensor_iterator::TensorIteratorBase;
 
 /// `unary_fn` (the stubs of the unary family).
@@ -35,21 +35,21 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
 
 /// `copy_` (with dtype conversion): the driver's casts do the work; the computation type is
 /// the destination's opmath type so a same-dtype copy is a straight memory copy.
-fn copy_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn copy_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dst = iter.dtype(0);
     let src = iter.dtype(1);
     if dst == src && !dst.is_reduced_floating_point() && dst != ScalarType::ComplexHalf {
-        dispatch_opmath!(dst, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+        dispatch_opmath!(dst, M => cpu_unary::<M, M>(iter, #[inline(always)] |x| x))
     } else if src.is_complex() && dst.is_complex() {
-        cpu_unary::<I, c128, c128>(iter, |x| x)
+        cpu_unary::<c128, c128>(iter, |x| x)
     } else {
         // Through the wider of the two opmath types, so no precision is lost on the way.
         match (opmath_rank(src) >= opmath_rank(dst), src) {
             (true, s) => {
-                dispatch_opmath!(s, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+                dispatch_opmath!(s, M => cpu_unary::<M, M>(iter, #[inline(always)] |x| x))
             }
             (false, _) => {
-                dispatch_opmath!(dst, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x| x))
+                dispatch_opmath!(dst, M => cpu_unary::<M, M>(iter, #[inline(always)] |x| x))
             }
         }
     }
@@ -73,7 +73,7 @@ fn opmath_rank(d: ScalarType) -> u8 {
 
 /// `fill_stub`: a nullary loop writing one value (converted by c10's checked conversion in the
 /// front end).
-fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+fn fill_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.dtype(0);
     // PyTorch converts a complex32 fill value to complex<float> with the overflow check and
     // then casts it without one (70000 becomes inf + 0j; 1e300 is refused as complex<float>).
@@ -88,31 +88,35 @@ fn fill_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> 
     };
     ratten_core::dispatch_all_types!(dt, T => {
         let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
-        iter.for_each(&|data, strides, n0, n1| run_isa::<I, _>(|| {
-            for j in 0..n1 {
-                for i in 0..n0 {
-                    let p = data[0]
-                        .wrapping_offset(i as isize * strides[0] + j as isize * strides[1]);
-                    // SAFETY: element (i, j) of the output of a valid 2-D loop.
-                    unsafe { p.cast::<T>().write(v) };
+        let cap = kernel_capability();
+        iter.for_each(&|data, strides, n0, n1| with_isa!(cap, CpuCapability::Avx512, I => run_isa::<I, _>(
+            #[inline(always)]
+            || {
+                for j in 0..n1 {
+                    for i in 0..n0 {
+                        let p = data[0]
+                            .wrapping_offset(i as isize * strides[0] + j as isize * strides[1]);
+                        // SAFETY: element (i, j) of the output of a valid 2-D loop.
+                        unsafe { p.cast::<T>().write(v) };
+                    }
                 }
-            }
-        }), crate::tensor_iterator::GRAIN_SIZE)
+            },
+        )), crate::tensor_iterator::GRAIN_SIZE)
     })
 }
 stub!(FILL_STUB, "fill_stub", ScalarFn, fill_kernel);
 
-fn neg_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn neg_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     if dt == ScalarType::Bool {
         return Err(not_implemented("neg_cpu", dt));
     }
     // `-x`, not `0 - x`: the negation of 0.0 is -0.0, as PyTorch's `-a` gives.
-    dispatch_opmath!(dt, M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| x.neg()))
+    dispatch_opmath!(dt, M => cpu_unary::<M, M>(iter, #[inline(always)] |x: M| x.neg()))
 }
 stub!(NEG_STUB, "neg_stub", UnaryFn, neg_kernel);
 
-fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn abs_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     // Complex: |z| (a hypotenuse, as std::abs), into a complex output as |z| + 0i or into a
     // real one (abs's complex-to-float path) as |z|.
@@ -120,11 +124,11 @@ fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
         let real_out = !iter.dtype(0).is_complex();
         return match (super::opmath_dtype(dt), real_out) {
             (ScalarType::ComplexFloat, false) => {
-                cpu_unary::<I, c64, c64>(iter, |z: c64| c64::new(z.norm(), 0.0))
+                cpu_unary::<c64, c64>(iter, |z: c64| c64::new(z.norm(), 0.0))
             }
-            (ScalarType::ComplexFloat, true) => cpu_unary::<I, c64, f32>(iter, |z: c64| z.norm()),
-            (_, false) => cpu_unary::<I, c128, c128>(iter, |z: c128| c128::new(z.norm(), 0.0)),
-            (_, true) => cpu_unary::<I, c128, f64>(iter, |z: c128| z.norm()),
+            (ScalarType::ComplexFloat, true) => cpu_unary::<c64, f32>(iter, |z: c64| z.norm()),
+            (_, false) => cpu_unary::<c128, c128>(iter, |z: c128| c128::new(z.norm(), 0.0)),
+            (_, true) => cpu_unary::<c128, f64>(iter, |z: c128| z.norm()),
         };
     }
     // PyTorch dispatches the real abs over ALL_TYPES_AND2(Half, BFloat16): Bool is "abs_cpu"
@@ -132,7 +136,7 @@ fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
     if dt == ScalarType::Bool {
         return Err(not_implemented("abs_cpu", dt));
     }
-    real_dispatch!(dt, "abs_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
+    real_dispatch!(dt, "abs_cpu", M => cpu_unary::<M, M>(iter, #[inline(always)] |x: M| {
         // `x + 0` for the rest: -0.0 becomes 0.0 (PyTorch's abs clears the sign bit).
         let z = M::default();
         if x < z { z.sub(x) } else { x.add(z) }
@@ -140,9 +144,9 @@ fn abs_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
 }
 stub!(ABS_STUB, "abs_stub", UnaryFn, abs_kernel);
 
-fn sign_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn sign_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "sign_cpu", M => cpu_unary::<I, M, M>(iter, #[inline(always)] |x: M| {
+    real_dispatch!(dt, "sign_cpu", M => cpu_unary::<M, M>(iter, #[inline(always)] |x: M| {
         let z = M::default();
         // `(0 < a) - (a < 0)`: 0 for NaN, as PyTorch's sign gives.
         let pos = M::from_bool(z < x);
@@ -152,9 +156,9 @@ fn sign_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
 }
 stub!(SIGN_STUB, "sign_stub", UnaryFn, sign_kernel);
 
-fn bitwise_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn bitwise_not_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_not_cpu", M => cpu_unary::<I, M, M>(iter, |x: M| x.not()))
+    bits_dispatch!(dt, "bitwise_not_cpu", M => cpu_unary::<M, M>(iter, |x: M| x.not()))
 }
 stub!(
     BITWISE_NOT_STUB,
@@ -163,10 +167,10 @@ stub!(
     bitwise_not_kernel
 );
 
-fn logical_not_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn logical_not_kernel(iter: &TensorIteratorBase) -> Result<()> {
     // PyTorch dispatches on the input's dtype.
     refuse_complex32("logical_not_cpu", iter.dtype(1))?;
-    cpu_unary::<I, bool, bool>(iter, |x| !x)
+    cpu_unary::<bool, bool>(iter, |x| !x)
 }
 stub!(
     LOGICAL_NOT_STUB,
@@ -382,39 +386,39 @@ impl<T: FloatMath, F: Fn(T) -> T + Sync, G: Fn(T) -> T + Sync> OpN<T, T, 1> for 
 }
 
 /// Runs the real form of `op` over `iter` in opmath type `T`.
-fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
+fn float_unary_real<T: FloatMath>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
     match op {
-        FloatUnary::Exp => cpu_unary::<I, T, T>(
+        FloatUnary::Exp => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.exp(),
         ),
-        FloatUnary::Log => cpu_unary::<I, T, T>(
+        FloatUnary::Log => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.log(),
         ),
-        FloatUnary::Log1p => cpu_unary::<I, T, T>(
+        FloatUnary::Log1p => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.log1p(),
         ),
-        FloatUnary::Expm1 => cpu_unary::<I, T, T>(
+        FloatUnary::Expm1 => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.expm1(),
         ),
-        FloatUnary::Sqrt => cpu_unary::<I, T, T>(
+        FloatUnary::Sqrt => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.sqrt(),
         ),
-        FloatUnary::Rsqrt => cpu_unary::<I, T, T>(
+        FloatUnary::Rsqrt => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.sqrt().recip(),
         ),
-        FloatUnary::Sin => cpu_kernel_n::<I, T, T, 1>(
+        FloatUnary::Sin => cpu_kernel_n::<T, T, 1>(
             iter,
             TrigOp(
                 #[inline(always)]
@@ -423,7 +427,7 @@ fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUn
                 |x: T| x.sin_medium(),
             ),
         ),
-        FloatUnary::Cos => cpu_kernel_n::<I, T, T, 1>(
+        FloatUnary::Cos => cpu_kernel_n::<T, T, 1>(
             iter,
             TrigOp(
                 #[inline(always)]
@@ -432,7 +436,7 @@ fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUn
                 |x: T| x.cos_medium(),
             ),
         ),
-        FloatUnary::Tan => cpu_kernel_n::<I, T, T, 1>(
+        FloatUnary::Tan => cpu_kernel_n::<T, T, 1>(
             iter,
             TrigOp(
                 #[inline(always)]
@@ -441,17 +445,17 @@ fn float_unary_real<I: Isa, T: FloatMath>(iter: &TensorIteratorBase, op: FloatUn
                 |x: T| x.tan_medium(),
             ),
         ),
-        FloatUnary::Tanh => cpu_unary::<I, T, T>(
+        FloatUnary::Tanh => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.tanh(),
         ),
-        FloatUnary::Sigmoid => cpu_unary::<I, T, T>(
+        FloatUnary::Sigmoid => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.sigmoid(),
         ),
-        FloatUnary::Reciprocal => cpu_unary::<I, T, T>(
+        FloatUnary::Reciprocal => cpu_unary::<T, T>(
             iter,
             #[inline(always)]
             |x: T| x.recip(),
@@ -477,18 +481,18 @@ fn complex_fn(op: FloatUnary) -> Option<fn(c128) -> c128> {
 }
 
 /// Runs one op of the floating unary family.
-pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
+pub fn float_unary(iter: &TensorIteratorBase, op: FloatUnary) -> Result<()> {
     let dt = iter.computation_dtype()?;
     refuse_complex32(op.name(), dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => float_unary_real::<I, f32>(iter, op),
-        ScalarType::Double => float_unary_real::<I, f64>(iter, op),
+        ScalarType::Float => float_unary_real::<f32>(iter, op),
+        ScalarType::Double => float_unary_real::<f64>(iter, op),
         ScalarType::ComplexFloat => match complex_fn(op) {
-            Some(f) => cpu_unary::<I, c64, c64>(iter, move |x| cast(f(cast::<c64, c128>(x)))),
+            Some(f) => cpu_unary::<c64, c64>(iter, move |x| cast(f(cast::<c64, c128>(x)))),
             None => Err(not_implemented(op.name(), dt)),
         },
         ScalarType::ComplexDouble => match complex_fn(op) {
-            Some(f) => cpu_unary::<I, c128, c128>(iter, f),
+            Some(f) => cpu_unary::<c128, c128>(iter, f),
             None => Err(not_implemented(op.name(), dt)),
         },
         _ => Err(not_implemented(op.name(), dt)),
@@ -497,8 +501,8 @@ pub fn float_unary<I: Isa>(iter: &TensorIteratorBase, op: FloatUnary) -> Result<
 
 macro_rules! float_unary_stub {
     ($($stub:ident, $name:literal, $kernel:ident, $op:ident;)*) => {$(
-        fn $kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
-            float_unary::<I>(iter, FloatUnary::$op)
+        fn $kernel(iter: &TensorIteratorBase) -> Result<()> {
+            float_unary(iter, FloatUnary::$op)
         }
         stub!($stub, $name, UnaryFn, $kernel);
     )*};
@@ -519,7 +523,7 @@ float_unary_stub! {
 }
 
 /// `clamp_scalar_stub` (also relu = clamp_min(0)): NaN propagates, as in PyTorch.
-fn clamp_scalar_kernel<I: Isa>(
+fn clamp_scalar_kernel(
     iter: &TensorIteratorBase,
     min: Option<&Scalar>,
     max: Option<&Scalar>,
@@ -537,7 +541,7 @@ fn clamp_scalar_kernel<I: Isa>(
     real_dispatch!(dt, "clamp_scalar_cpu", M => {
         let lo: Option<M> = min.map(scalar_as);
         let hi: Option<M> = max.map(scalar_as);
-        cpu_unary::<I, M, M>(iter, move |x: M| {
+        cpu_unary::<M, M>(iter, move |x: M| {
             if x.is_nan() {
                 return x;
             }
@@ -556,12 +560,12 @@ stub!(
 );
 
 /// `clamp_stub` with tensor bounds: operands (out, self, min, max).
-fn clamp_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn clamp_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     if dt == ScalarType::Bool {
         return Err(not_implemented("clamp_cpu", dt));
     }
-    real_dispatch!(dt, "clamp_cpu", M => cpu_ternary::<I, M, M>(iter, |x: M, l: M, h: M| {
+    real_dispatch!(dt, "clamp_cpu", M => cpu_ternary::<M, M>(iter, |x: M, l: M, h: M| {
         if x.is_nan() { return x; }
         let lo = if x < l || l.is_nan() { l } else { x };
         if lo > h || h.is_nan() { h } else { lo }
@@ -571,9 +575,9 @@ stub!(CLAMP_STUB, "clamp_stub", UnaryFn, clamp_kernel);
 
 /// `where_kernel`: operands (out, condition, self, other); condition is read as bool and the
 /// values are in the common dtype of self and other (the front end checked it).
-fn where_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn where_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.dtype(0);
-    dispatch_opmath!(dt, M => cpu_ternary::<I, M, M>(iter, |c: M, a: M, b: M| {
+    dispatch_opmath!(dt, M => cpu_ternary::<M, M>(iter, |c: M, a: M, b: M| {
         if c.to_bool() { a } else { b }
     }))
 }
@@ -583,26 +587,26 @@ stub!(WHERE_STUB, "where_stub", UnaryFn, where_kernel);
 /// with PyTorch's two-sided formula for accuracy near weight 1.
 /// The weight is `weight.to<opmath_t>()`: c10's checked conversion (a complex weight for a
 /// real tensor is an overflow error).
-fn lerp_scalar_kernel<I: Isa>(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
+fn lerp_scalar_kernel(iter: &TensorIteratorBase, weight: &Scalar) -> Result<()> {
     use ratten_core::ScalarConvert;
     let dt = iter.computation_dtype()?;
     refuse_complex32("lerp_kernel_scalar", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let w = f32::from_scalar(weight)?;
-            cpu_binary::<I, f32, f32>(iter, move |s, e| lerp_f32(s, e, w))
+            cpu_binary::<f32, f32>(iter, move |s, e| lerp_f32(s, e, w))
         }
         ScalarType::Double => {
             let w = f64::from_scalar(weight)?;
-            cpu_binary::<I, f64, f64>(iter, move |s, e| lerp_f64(s, e, w))
+            cpu_binary::<f64, f64>(iter, move |s, e| lerp_f64(s, e, w))
         }
         ScalarType::ComplexFloat => {
             let w = c64::from_scalar(weight)?;
-            cpu_binary::<I, c64, c64>(iter, move |s, e| lerp_c64(s, e, w))
+            cpu_binary::<c64, c64>(iter, move |s, e| lerp_c64(s, e, w))
         }
         ScalarType::ComplexDouble => {
             let w = c128::from_scalar(weight)?;
-            cpu_binary::<I, c128, c128>(iter, move |s, e| lerp_c128(s, e, w))
+            cpu_binary::<c128, c128>(iter, move |s, e| lerp_c128(s, e, w))
         }
         _ => Err(not_implemented("lerp_kernel_scalar", dt)),
     }
@@ -650,14 +654,14 @@ fn lerp_c128(s: c128, e: c128, w: c128) -> c128 {
 }
 
 /// `lerp_kernel_tensor_weight`: operands (out, self, end, weight).
-fn lerp_tensor_kernel<I: Isa>(iter: &TensorIteratorBase) -> Result<()> {
+fn lerp_tensor_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
     refuse_complex32("lerp_kernel_tensor", dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_ternary::<I, f32, f32>(iter, lerp_f32),
-        ScalarType::Double => cpu_ternary::<I, f64, f64>(iter, lerp_f64),
-        ScalarType::ComplexFloat => cpu_ternary::<I, c64, c64>(iter, lerp_c64),
-        ScalarType::ComplexDouble => cpu_ternary::<I, c128, c128>(iter, lerp_c128),
+        ScalarType::Float => cpu_ternary::<f32, f32>(iter, lerp_f32),
+        ScalarType::Double => cpu_ternary::<f64, f64>(iter, lerp_f64),
+        ScalarType::ComplexFloat => cpu_ternary::<c64, c64>(iter, lerp_c64),
+        ScalarType::ComplexDouble => cpu_ternary::<c128, c128>(iter, lerp_c128),
         _ => Err(not_implemented("lerp_kernel_tensor", dt)),
     }
 }
@@ -669,7 +673,7 @@ stub!(
 );
 
 /// `addcmul_stub`: operands (out, self, tensor1, tensor2); `self + value * t1 * t2`.
-fn addcmul_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+fn addcmul_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
     if dt == ScalarType::Bool {
         return Err(not_implemented("addcmul_cpu_out", dt));
@@ -678,28 +682,28 @@ fn addcmul_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<(
     // an overflow error; 1e10 for a half tensor is fine, its opmath being float).
     dispatch_opmath!(dt, M => {
         let v = <M as ratten_core::ScalarConvert>::from_scalar(value)?;
-        cpu_ternary::<I, M, M>(iter, move |s: M, a: M, b: M| s.add(v.mul(a).mul(b)))
+        cpu_ternary::<M, M>(iter, move |s: M, a: M, b: M| s.add(v.mul(a).mul(b)))
     })
 }
 stub!(ADDCMUL_STUB, "addcmul_stub", ScalarFn, addcmul_kernel);
 
 /// `addcdiv_stub`: `self + value * t1 / t2` (floating and complex; the front end refuses
 /// integer inputs with PyTorch's message).
-fn addcdiv_kernel<I: Isa>(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
+fn addcdiv_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
     refuse_complex32("addcdiv_cpu_out", dt)?;
     match super::opmath_dtype(dt) {
         ScalarType::Float => {
             let v = <f32 as ratten_core::ScalarConvert>::from_scalar(value)?;
-            cpu_ternary::<I, f32, f32>(iter, move |s, a, b| s + v * a / b)
+            cpu_ternary::<f32, f32>(iter, move |s, a, b| s + v * a / b)
         }
         ScalarType::Double => {
             let v = <f64 as ratten_core::ScalarConvert>::from_scalar(value)?;
-            cpu_ternary::<I, f64, f64>(iter, move |s, a, b| s + v * a / b)
+            cpu_ternary::<f64, f64>(iter, move |s, a, b| s + v * a / b)
         }
         ScalarType::ComplexFloat | ScalarType::ComplexDouble => {
             let v = <c128 as ratten_core::ScalarConvert>::from_scalar(value)?;
-            cpu_ternary::<I, c128, c128>(iter, move |s, a, b| s + v * a / b)
+            cpu_ternary::<c128, c128>(iter, move |s, a, b| s + v * a / b)
         }
         _ => Err(not_implemented("addcdiv_cpu_out", dt)),
     }

@@ -21,10 +21,15 @@
 //! op (Note [Closures and target features]), except the per-dtype conversions of [`block`],
 //! which are compiled once per ISA and computation type.
 //!
-//! Note [Kernel instantiations]: every kernel is compiled for each ISA, computation type,
-//! result type and arity it is called with, and each such instantiation compiles every loop
-//! form it can reach: the build time of this crate is the number of forms reached times the
-//! number of kernels. A form that only some types can take is therefore guarded by a
+//! Note [Kernel instantiations]: every kernel's loops are compiled for each computation type,
+//! result type, arity and ISA they are called with, and each such instantiation compiles
+//! every loop form it can reach: the build time of this crate is the number of forms reached
+//! times the number of kernels. So a kernel is not generic over the ISA (a closure written in
+//! a function generic over `I` is a distinct type per `I`, and everything it reaches would be
+//! compiled once per ISA); the driver instantiates the 2-D loop for each ISA up to
+//! [`widest_isa`](crate::native::cpu::pointwise::widest_isa)`::<M>()`, the ISAs measured to
+//! earn their speed for that type, and everything before the loop (dtype dispatch, checks,
+//! short runs) once. A form that only some types can take is likewise guarded by a
 //! condition the compiler decides while instantiating: an inline `const { .. }` block, or a
 //! comparison of constants (`N >= 3`), not a call such as a derived `==` on [`ScalarType`]
 //! (see [`is_dtype`](crate::native::cpu::elements::is_dtype)). A branch whose constant
