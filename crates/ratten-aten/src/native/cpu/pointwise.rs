@@ -105,11 +105,14 @@ fn check_arity(iter: &TensorIteratorBase, ninputs: usize) -> Result<()> {
 /// L1 from AVX2 (multiplies 1.6x to 2.5x: SSE2 has no 32-bit vector multiply), complex at
 /// most 1.26x, bool nothing; beyond L1 every type runs at the memory's speed either way. The
 /// floating types (which half and bfloat16 compute in) keep every ISA; integers stop at AVX2
-/// (what AVX-512 would add to them was not measured).
+/// (what AVX-512 would add to them was not measured), and so does complex64, whose 8-byte
+/// elements a transposed operand reads through the in-register block transposes, which
+/// exist from AVX2 on (`transpose::has_vector_form`).
 pub const fn widest_isa<M: Elem>() -> CpuCapability {
     match M::KIND {
         Kind::Float => CpuCapability::Avx512,
         Kind::Int => CpuCapability::Avx2,
+        Kind::Complex if std::mem::size_of::<M>() == 8 => CpuCapability::Avx2,
         Kind::Bool | Kind::Complex => CpuCapability::Default,
     }
 }
