@@ -60,13 +60,20 @@ pub(crate) struct KernelContext<'a> {
     pub by_name: BTreeMap<String, usize>,
     /// Kernel names the yaml gives more than one overload.
     pub shared: BTreeSet<String>,
+    /// Operator names with an overload without a name (`names_with_unnamed_overload`).
+    pub unnamed: BTreeSet<String>,
 }
 
 impl KernelContext<'_> {
     fn path(&self, kernel: &str, f: &NativeFunction) -> KernelPath {
         KernelPath {
             module: self.opts.kernel_module.clone(),
-            function: kernel_ident(kernel, f, self.shared.contains(kernel)),
+            function: kernel_ident(
+                kernel,
+                f,
+                self.shared.contains(kernel),
+                !self.unnamed.contains(&f.func.name.name),
+            ),
         }
     }
 

@@ -193,8 +193,9 @@ impl Model {
                 .map(|(i, f)| (f.func.name.to_string(), i))
                 .collect(),
             shared: shared_kernel_names(nf),
+            unnamed: names_with_unnamed_overload(nf),
         };
-        let unnamed = names_with_unnamed_overload(nf);
+        let unnamed = &cx.unnamed;
         let mut differentiability = derivatives
             .map(|d| autograd::match_differentiability(nf, d))
             .unwrap_or_default();

@@ -74,12 +74,13 @@ pub fn names_with_unnamed_overload(nf: &NativeFunctions) -> BTreeSet<String> {
         .collect()
 }
 
-/// The overload's suffix as the Rust names use it (`Scalar_out` -> `_scalar`, `Tensor` -> ``).
-fn overload_suffix(f: &NativeFunction) -> String {
+/// The overload's suffix as the Rust names use it (`Scalar_out` -> `_scalar`, `Tensor` -> ``,
+/// or `_tensor` when `tensor_is_primary` is false, as [`api_names`] has it).
+fn overload_suffix(f: &NativeFunction, tensor_is_primary: bool) -> String {
     let ov = f.func.name.overload_name.as_str();
     let ov = ov.strip_suffix("_out").unwrap_or(ov);
     let ov = if ov == "out" { "" } else { ov };
-    if PRIMARY_OVERLOADS.contains(&ov) {
+    if PRIMARY_OVERLOADS.contains(&ov) && (tensor_is_primary || ov != "Tensor") {
         String::new()
     } else {
         format!("_{}", snake(ov))
@@ -91,12 +92,19 @@ fn overload_suffix(f: &NativeFunction) -> String {
 /// shared by several overloads gets each overload's suffix, placed as the API names place it
 /// (`fill_` -> `fill_scalar_`, `remainder_out` -> `remainder_scalar_out`). Kernel names are
 /// snake case (`eq_Scalar_out` -> `eq_scalar_out`) and keywords raw (`r#where`).
-pub fn kernel_ident(kernel: &str, f: &NativeFunction, shared: bool) -> String {
+/// `tensor_is_primary` as for [`api_names`]: `clip` and `clip.Tensor`, both kernel `clip`,
+/// become `clip` and `clip_tensor`.
+pub fn kernel_ident(
+    kernel: &str,
+    f: &NativeFunction,
+    shared: bool,
+    tensor_is_primary: bool,
+) -> String {
     let k = snake(kernel);
     if !shared {
         return raw_ident(&k);
     }
-    let suffix = overload_suffix(f);
+    let suffix = overload_suffix(f, tensor_is_primary);
     let name = if let Some(stem) = k.strip_suffix("_out") {
         format!("{stem}{suffix}_out")
     } else if let Some(stem) = k.strip_suffix('_').filter(|s| !s.ends_with('_')) {

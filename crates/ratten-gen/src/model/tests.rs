@@ -28,6 +28,30 @@ fn plain(op: &OperatorRecord, key: &str) -> String {
     }
 }
 
+/// The implicit CompositeImplicitAutograd kernel is named after the operator, so `clip` and
+/// `clip.Tensor` share it; the `Tensor` overload takes the suffix, as its API name does, when
+/// the operator has an overload without a name.
+#[test]
+fn implicit_kernels_of_an_unnamed_and_a_tensor_overload_differ() {
+    let m = model(
+        "- func: clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor\n\n\
+         - func: clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor\n\n\
+         - func: clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)\n\n\
+         - func: clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)\n",
+    );
+    let key = "CompositeImplicitAutograd";
+    assert_eq!(plain(op(&m, "clip"), key), "crate::native::clip");
+    assert_eq!(
+        plain(op(&m, "clip.Tensor"), key),
+        "crate::native::clip_tensor"
+    );
+    assert_eq!(plain(op(&m, "clip.out"), key), "crate::native::clip_out");
+    assert_eq!(
+        plain(op(&m, "clip.Tensor_out"), key),
+        "crate::native::clip_tensor_out"
+    );
+}
+
 #[test]
 fn kernel_names_shared_by_overloads_get_the_overload_suffix() {
     let m = model(
