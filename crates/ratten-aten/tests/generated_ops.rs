@@ -869,3 +869,80 @@ fn every_pointwise_op_runs_under_meta() {
     functions::logical_and_out(&out, &a, &b).unwrap();
     assert_eq!(out.sizes().to_vec(), vec![2, 3]);
 }
+
+/// `floor_divide` is `div(rounding_mode="floor")`: torch 2.15's values and dtypes, its
+/// in-place, out= and Scalar forms (the last one's out= from `autogen`), and meta tensors.
+#[test]
+fn floor_divide_rounds_toward_negative_infinity() {
+    let i = i64s(&[7, -7, 5], &[3]);
+    let d = i64s(&[2, 2, -2], &[3]);
+    // torch.floor_divide(tensor([7, -7, 5]), tensor([2, 2, -2])) -> tensor([3, -4, -3])
+    let r = functions::floor_divide(&i, &d).unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<i64>().unwrap()),
+        (ScalarType::Long, vec![3, -4, -3])
+    );
+    let r = i.floor_divide_scalar(2).unwrap();
+    assert_eq!(r.to_vec::<i64>().unwrap(), vec![3, -4, 2]);
+    // Promotion: int64 // 2.5 is float32.
+    let r = i.floor_divide_scalar(2.5).unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f32>().unwrap()),
+        (ScalarType::Float, vec![2., -3., 2.])
+    );
+    let f = f32s(&[7.5, -7.5, 0.5], &[3]);
+    let zero = f32s(&[0.], &[]);
+    assert_eq!(
+        f.floor_divide(&zero).unwrap().to_vec::<f32>().unwrap(),
+        vec![f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY]
+    );
+    assert_eq!(msg(i.floor_divide_scalar(0)), "ZeroDivisionError");
+    let j = i64s(&[7, -7, 5], &[3]);
+    j.floor_divide_(&d).unwrap();
+    assert_eq!(j.to_vec::<i64>().unwrap(), vec![3, -4, -3]);
+    j.floor_divide_scalar_(2).unwrap();
+    assert_eq!(j.to_vec::<i64>().unwrap(), vec![1, -2, -2]);
+    // In-place cannot change self's dtype.
+    assert_eq!(
+        msg(j.floor_divide_scalar_(2.5)),
+        "result type Float can't be cast to the desired output type Long"
+    );
+    let out = Tensor::empty(&[3], ScalarType::Long).unwrap();
+    functions::floor_divide_out(&out, &i, &d).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), vec![3, -4, -3]);
+    functions::floor_divide_scalar_out(&out, &i, 3).unwrap();
+    assert_eq!(out.to_vec::<i64>().unwrap(), vec![2, -3, 1]);
+    let m = Tensor::empty(&[4, 1], (ScalarType::Long, Device::META)).unwrap();
+    let r = m.floor_divide_scalar(2.0).unwrap();
+    assert_eq!(
+        (r.sizes().as_slice(), r.dtype(), r.device()),
+        (&[4i64, 1][..], ScalarType::Float, Device::META)
+    );
+}
+
+/// `clip` is `clamp` under another name, every overload.
+#[test]
+fn clip_is_clamp() {
+    let x = f32s(&[-3., 0.5, 9.], &[3]);
+    let r = x.clip_with(Some((-1).into()), Some(1.into())).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![-1., 0.5, 1.]);
+    let r = functions::clip(&x, Some(0.into())).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![0., 0.5, 9.]);
+    let (lo, hi) = (f32s(&[0., 0., 0.], &[3]), f32s(&[1., 1., 1.], &[3]));
+    let r = x.clip_tensor_with(Some(&lo), Some(&hi)).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![0., 0.5, 1.]);
+    let y = f32s(&[-3., 0.5, 9.], &[3]);
+    y.clip_with_(None, Some(1.into())).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![-3., 0.5, 1.]);
+    y.clip_tensor_with_(Some(&lo), None).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![0., 0.5, 1.]);
+    let out = Tensor::empty(&[3], ScalarType::Float).unwrap();
+    functions::clip_out_with(&out, &x, None, Some(2.into())).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![-3., 0.5, 2.]);
+    functions::clip_tensor_out_with(&out, &x, None, Some(&hi)).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![-3., 0.5, 1.]);
+    assert_eq!(
+        msg(x.clip_with(None, None)),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+}

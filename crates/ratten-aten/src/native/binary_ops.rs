@@ -671,3 +671,34 @@ logical_kernels! {
     logical_or, logical_or_, logical_or_out, logical_or_out, LOGICAL_OR_STUB;
     logical_xor, logical_xor_, logical_xor_out, logical_xor_out, LOGICAL_XOR_STUB;
 }
+
+// ---------------------------------------------------------------------------------------------
+// floor_divide (BinaryOps.cpp): division rounded toward negative infinity, `div` with
+// `rounding_mode="floor"` (the same stub, div_floor_stub, in PyTorch)
+// ---------------------------------------------------------------------------------------------
+
+const FLOOR: Option<&str> = Some("floor");
+
+/// `floor_divide`.
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::div_Tensor_mode::call(self_, other, FLOOR)
+}
+/// `floor_divide_.Tensor`.
+pub fn floor_divide_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    ops::div__Tensor_mode::call(self_, other, FLOOR)?;
+    Ok(self_)
+}
+/// `floor_divide.out`.
+pub fn floor_divide_out<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    ops::div_out_mode::call(self_, other, FLOOR, out)?;
+    Ok(out)
+}
+/// `floor_divide.Scalar`.
+pub fn floor_divide_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    ops::div_Tensor_mode::call(self_, &wrap_scalar(other)?, FLOOR)
+}
+/// `floor_divide_.Scalar`.
+pub fn floor_divide_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    ops::div__Tensor_mode::call(self_, &wrap_scalar(other)?, FLOOR)?;
+    Ok(self_)
+}

@@ -442,3 +442,54 @@ pub fn relu_(self_: &Tensor) -> Result<&Tensor> {
     op.finish()?;
     Ok(self_)
 }
+
+// ---------------------------------------------------------------------------------------------
+// clip: clamp's alias (CompositeImplicitAutograd, TensorCompare.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// `clip` (`clamp`).
+pub fn clip(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+    ops::clamp::call(self_, min, max)
+}
+/// `clip.Tensor` (`clamp.Tensor`).
+pub fn clip_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    ops::clamp_Tensor::call(self_, min, max)
+}
+/// `clip_` (`clamp_`).
+pub fn clip_<'a>(
+    self_: &'a Tensor,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+) -> Result<&'a Tensor> {
+    ops::clamp_::call(self_, min, max)?;
+    Ok(self_)
+}
+/// `clip_.Tensor` (`clamp_.Tensor`).
+pub fn clip_tensor_<'a>(
+    self_: &'a Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    ops::clamp__Tensor::call(self_, min, max)?;
+    Ok(self_)
+}
+/// `clip.out` (`clamp.out`).
+pub fn clip_out<'a>(
+    self_: &Tensor,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    ops::clamp_out::call(self_, min, max, out)?;
+    Ok(out)
+}
+/// `clip.Tensor_out` (`clamp.Tensor_out`).
+pub fn clip_tensor_out<'a>(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    ops::clamp_Tensor_out::call(self_, min, max, out)?;
+    Ok(out)
+}

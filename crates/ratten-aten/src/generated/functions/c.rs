@@ -130,6 +130,132 @@ pub fn clamp_tensor_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+///
+/// Defaults: `max` = `None`.
+#[inline]
+pub fn clip(self_: &Tensor, min: Option<Scalar>) -> Result<Tensor> {
+    operators::clip::call(self_, min.as_ref(), None)
+}
+
+/// `aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    operators::clip::call(self_, min.as_ref(), max.as_ref())
+}
+
+/// `aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+///
+/// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
+pub fn clip_tensor(self_: &Tensor) -> Result<Tensor> {
+    operators::clip_Tensor::call(self_, None, None)
+}
+
+/// `aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_tensor_with(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    operators::clip_Tensor::call(self_, min, max)
+}
+
+/// `aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+///
+/// Defaults: `max` = `None`.
+#[inline]
+pub fn clip_<'a>(self_: &'a Tensor, min: Option<Scalar>) -> Result<&'a Tensor> {
+    operators::clip_::call(self_, min.as_ref(), None)?;
+    Ok(self_)
+}
+
+/// `aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_with_<'a>(
+    self_: &'a Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<&'a Tensor> {
+    operators::clip_::call(self_, min.as_ref(), max.as_ref())?;
+    Ok(self_)
+}
+
+/// `aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+///
+/// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
+pub fn clip_tensor_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::clip__Tensor::call(self_, None, None)?;
+    Ok(self_)
+}
+
+/// `aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_tensor_with_<'a>(
+    self_: &'a Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    operators::clip__Tensor::call(self_, min, max)?;
+    Ok(self_)
+}
+
+/// `aten::clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `max` = `None`.
+#[inline]
+pub fn clip_out<'a>(out: &'a Tensor, self_: &Tensor, min: Option<Scalar>) -> Result<&'a Tensor> {
+    operators::clip_out::call(self_, min.as_ref(), None, out)?;
+    Ok(out)
+}
+
+/// `aten::clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<&'a Tensor> {
+    operators::clip_out::call(self_, min.as_ref(), max.as_ref(), out)?;
+    Ok(out)
+}
+
+/// `aten::clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `min` = `None`, `max` = `None`.
+#[inline]
+pub fn clip_tensor_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::clip_Tensor_out::call(self_, None, None, out)?;
+    Ok(out)
+}
+
+/// `aten::clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clip_tensor_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    operators::clip_Tensor_out::call(self_, min, max, out)?;
+    Ok(out)
+}
+
 /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 ///
 /// Defaults: `non_blocking` = `False`.

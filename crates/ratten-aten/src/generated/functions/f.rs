@@ -4,6 +4,26 @@
 use super::super::operators;
 use super::super::prelude::*;
 
+/// `aten::floor_divide(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    operators::floor_divide::call(self_, other)
+}
+
+/// `aten::floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn floor_divide_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    operators::floor_divide_out::call(self_, other, out)?;
+    Ok(out)
+}
+
+/// `aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn floor_divide_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    let other: Scalar = other.into();
+    operators::floor_divide_Scalar::call(self_, &other)
+}
+
 /// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
 #[inline]
 pub fn fill_scalar(self_: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
@@ -62,6 +82,18 @@ pub fn fmod_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&
 #[inline]
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::fmod_Tensor::call(self_, other)
+}
+
+/// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn floor_divide_scalar_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    other: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let other: Scalar = other.into();
+    operators::floor_divide_Scalar_out::call(self_, &other, out)?;
+    Ok(out)
 }
 
 /// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`

@@ -80,6 +80,82 @@ impl Tensor {
         Ok(self)
     }
 
+    /// `aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    ///
+    /// Defaults: `max` = `None`.
+    #[inline]
+    pub fn clip(&self, min: Option<Scalar>) -> Result<Tensor> {
+        operators::clip::call(self, min.as_ref(), None)
+    }
+
+    /// `aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn clip_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        operators::clip::call(self, min.as_ref(), max.as_ref())
+    }
+
+    /// `aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    ///
+    /// Defaults: `min` = `None`, `max` = `None`.
+    #[inline]
+    pub fn clip_tensor(&self) -> Result<Tensor> {
+        operators::clip_Tensor::call(self, None, None)
+    }
+
+    /// `aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn clip_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        operators::clip_Tensor::call(self, min, max)
+    }
+
+    /// `aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `max` = `None`.
+    #[inline]
+    pub fn clip_<'a>(&'a self, min: Option<Scalar>) -> Result<&'a Tensor> {
+        operators::clip_::call(self, min.as_ref(), None)?;
+        Ok(self)
+    }
+
+    /// `aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn clip_with_<'a>(
+        &'a self,
+        min: Option<Scalar>,
+        max: Option<Scalar>,
+    ) -> Result<&'a Tensor> {
+        operators::clip_::call(self, min.as_ref(), max.as_ref())?;
+        Ok(self)
+    }
+
+    /// `aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `min` = `None`, `max` = `None`.
+    #[inline]
+    pub fn clip_tensor_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::clip__Tensor::call(self, None, None)?;
+        Ok(self)
+    }
+
+    /// `aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn clip_tensor_with_<'a>(
+        &'a self,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+    ) -> Result<&'a Tensor> {
+        operators::clip__Tensor::call(self, min, max)?;
+        Ok(self)
+    }
+
     /// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
     ///
     /// Defaults: `non_blocking` = `False`.

@@ -4,6 +4,34 @@
 use super::super::operators;
 use super::super::prelude::*;
 impl Tensor {
+    /// `aten::floor_divide(Tensor self, Tensor other) -> Tensor`
+    #[inline]
+    pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
+        operators::floor_divide::call(self, other)
+    }
+
+    /// `aten::floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    #[inline]
+    pub fn floor_divide_<'a>(&'a self, other: &Tensor) -> Result<&'a Tensor> {
+        operators::floor_divide__Tensor::call(self, other)?;
+        Ok(self)
+    }
+
+    /// `aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor`
+    #[inline]
+    pub fn floor_divide_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        let other: Scalar = other.into();
+        operators::floor_divide_Scalar::call(self, &other)
+    }
+
+    /// `aten::floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    #[inline]
+    pub fn floor_divide_scalar_<'a>(&'a self, other: impl Into<Scalar>) -> Result<&'a Tensor> {
+        let other: Scalar = other.into();
+        operators::floor_divide__Scalar::call(self, &other)?;
+        Ok(self)
+    }
+
     /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
     #[inline]
     pub fn fill_scalar_<'a>(&'a self, value: impl Into<Scalar>) -> Result<&'a Tensor> {

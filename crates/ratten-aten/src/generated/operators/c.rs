@@ -211,6 +211,213 @@ impl clamp_Tensor_out {
     }
 }
 
+/// `aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+pub enum clip {}
+
+impl Operator for clip {
+    const NAME: &'static str = "aten::clip";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip {
+    pub fn call(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Tensor> {
+        Self::call_refs((self_, min, max))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Scalar>,
+        max: Option<&Scalar>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+pub enum clip_Tensor {}
+
+impl Operator for clip_Tensor {
+    const NAME: &'static str = "aten::clip";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor";
+    type Args = (Tensor, Option<Tensor>, Option<Tensor>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip_Tensor {
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        Self::call_refs((self_, min, max))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+pub enum clip_ {}
+
+impl Operator for clip_ {
+    const NAME: &'static str = "aten::clip_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip_ {
+    pub fn call(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Aliased<0>> {
+        Self::call_refs((self_, min, max))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Scalar>,
+        max: Option<&Scalar>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+pub enum clip__Tensor {}
+
+impl Operator for clip__Tensor {
+    const NAME: &'static str = "aten::clip_";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)";
+    type Args = (Tensor, Option<Tensor>, Option<Tensor>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip__Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip__Tensor {
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Aliased<0>> {
+        Self::call_refs((self_, min, max))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum clip_out {}
+
+impl Operator for clip_out {
+    const NAME: &'static str = "aten::clip";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<Scalar>>, Arg<Option<Scalar>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip_out {
+    pub fn call(
+        self_: &Tensor,
+        min: Option<&Scalar>,
+        max: Option<&Scalar>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, min, max, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Scalar>,
+        max: Option<&Scalar>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, min, max, out))
+    }
+}
+
+/// `aten::clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum clip_Tensor_out {}
+
+impl Operator for clip_Tensor_out {
+    const NAME: &'static str = "aten::clip";
+    const OVERLOAD_NAME: &'static str = "Tensor_out";
+    const SCHEMA: &'static str = "clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Tensor>, Option<Tensor>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clip_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clip_Tensor_out {
+    pub fn call(
+        self_: &Tensor,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, min, max, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, min, max, out))
+    }
+}
+
 /// `aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 pub enum copy {}
 

@@ -4,6 +4,149 @@
 use super::super::prelude::*;
 use super::super::registration::ensure_linked;
 
+/// `aten::floor_divide(Tensor self, Tensor other) -> Tensor`
+pub enum floor_divide {}
+
+impl Operator for floor_divide {
+    const NAME: &'static str = "aten::floor_divide";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "floor_divide(Tensor self, Tensor other) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub enum floor_divide__Tensor {}
+
+impl Operator for floor_divide__Tensor {
+    const NAME: &'static str = "aten::floor_divide_";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide__Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide__Tensor {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum floor_divide_out {}
+
+impl Operator for floor_divide_out {
+    const NAME: &'static str = "aten::floor_divide";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide_out {
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
+/// `aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor`
+pub enum floor_divide_Scalar {}
+
+impl Operator for floor_divide_Scalar {
+    const NAME: &'static str = "aten::floor_divide";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str = "floor_divide.Scalar(Tensor self, Scalar other) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide_Scalar {
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub enum floor_divide__Scalar {}
+
+impl Operator for floor_divide__Scalar {
+    const NAME: &'static str = "aten::floor_divide_";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str =
+        "floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide__Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide__Scalar {
+    pub fn call(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
 /// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
 pub enum fill_Scalar {}
 
@@ -283,6 +426,39 @@ impl fmod__Tensor {
 
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
         Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum floor_divide_Scalar_out {}
+
+impl Operator for floor_divide_Scalar_out {
+    const NAME: &'static str = "aten::floor_divide";
+    const OVERLOAD_NAME: &'static str = "Scalar_out";
+    const SCHEMA: &'static str =
+        "floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<floor_divide_Scalar_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl floor_divide_Scalar_out {
+    pub fn call(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, other, out))
     }
 }
 

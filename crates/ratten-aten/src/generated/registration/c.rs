@@ -21,6 +21,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor")?;
+    m.def("clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")?;
+    m.def("clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)")?;
+    m.def("clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")?;
+    m.def(
+        "clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
     m.def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")?;
     m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")?;
     m.def("cos(Tensor self) -> Tensor")?;
@@ -67,6 +77,33 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctiona
     m.impl_(
         "copy",
         operators::copy::kernel(backends::composite_explicit_autograd_non_functional::copy),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "clip",
+        operators::clip::kernel(backends::composite_implicit_autograd::clip),
+    )?;
+    m.impl_(
+        "clip.Tensor",
+        operators::clip_Tensor::kernel(backends::composite_implicit_autograd::clip_tensor),
+    )?;
+    m.impl_(
+        "clip_",
+        operators::clip_::kernel(clip__composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "clip_.Tensor",
+        operators::clip__Tensor::kernel(clip__Tensor_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "clip.out",
+        operators::clip_out::kernel(clip_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "clip.Tensor_out",
+        operators::clip_Tensor_out::kernel(clip_Tensor_out_composite_implicit_autograd),
     )?;
 });
 
@@ -152,6 +189,44 @@ fn copy_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::copy_outf(self_, src, non_blocking, out)?;
+    Ok(Aliased)
+}
+
+fn clip__composite_implicit_autograd(
+    self_: &Tensor,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::clip_(self_, min, max)?;
+    Ok(Aliased)
+}
+
+fn clip__Tensor_composite_implicit_autograd(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::clip_tensor_(self_, min, max)?;
+    Ok(Aliased)
+}
+
+fn clip_out_composite_implicit_autograd(
+    self_: &Tensor,
+    min: Option<&Scalar>,
+    max: Option<&Scalar>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_implicit_autograd::clip_outf(self_, min, max, out)?;
+    Ok(Aliased)
+}
+
+fn clip_Tensor_out_composite_implicit_autograd(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_implicit_autograd::clip_tensor_outf(self_, min, max, out)?;
     Ok(Aliased)
 }
 

@@ -11,6 +11,11 @@ pub(super) fn ensure_linked() {
 }
 
 ratten_dispatch::torch_library_fragment!(aten, |m| {
+    m.def("floor_divide(Tensor self, Tensor other) -> Tensor")?;
+    m.def("floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def("floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("floor_divide.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    m.def("floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
     m.def("fill.Scalar(Tensor self, Scalar value) -> Tensor")?;
     m.def("fill.Tensor(Tensor self, Tensor value) -> Tensor")?;
     m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)")?;
@@ -21,11 +26,24 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fmod.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def("floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
+    m.impl_(
+        "floor_divide",
+        operators::floor_divide::kernel(backends::cpu::floor_divide),
+    )?;
+    m.impl_(
+        "floor_divide_.Tensor",
+        operators::floor_divide__Tensor::kernel(floor_divide__Tensor_cpu),
+    )?;
+    m.impl_(
+        "floor_divide.out",
+        operators::floor_divide_out::kernel(floor_divide_out_cpu),
+    )?;
     m.impl_(
         "fill_.Scalar",
         operators::fill__Scalar::kernel(fill__Scalar_cpu),
@@ -50,6 +68,16 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
+        "floor_divide.Scalar",
+        operators::floor_divide_Scalar::kernel(
+            backends::composite_explicit_autograd::floor_divide_scalar,
+        ),
+    )?;
+    m.impl_(
+        "floor_divide_.Scalar",
+        operators::floor_divide__Scalar::kernel(floor_divide__Scalar_composite_explicit_autograd),
+    )?;
+    m.impl_(
         "fill.Scalar",
         operators::fill_Scalar::kernel(backends::composite_explicit_autograd::fill_scalar),
     )?;
@@ -70,6 +98,12 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::fmod__Scalar::kernel(fmod__Scalar_composite_explicit_autograd),
     )?;
     m.impl_(
+        "floor_divide.Scalar_out",
+        operators::floor_divide_Scalar_out::kernel(
+            floor_divide_Scalar_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
         "fill.Scalar_out",
         operators::fill_Scalar_out::kernel(fill_Scalar_out_composite_explicit_autograd),
     )?;
@@ -80,6 +114,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
+    m.impl_(
+        "floor_divide",
+        operators::floor_divide::kernel(backends::meta::floor_divide),
+    )?;
+    m.impl_(
+        "floor_divide_.Tensor",
+        operators::floor_divide__Tensor::kernel(floor_divide__Tensor_meta),
+    )?;
+    m.impl_(
+        "floor_divide.out",
+        operators::floor_divide_out::kernel(floor_divide_out_meta),
+    )?;
     m.impl_(
         "fill_.Scalar",
         operators::fill__Scalar::kernel(fill__Scalar_meta),
@@ -102,6 +148,16 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
 });
 
+fn floor_divide__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::floor_divide_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn floor_divide_out_cpu(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::floor_divide_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
 fn fill__Scalar_cpu(self_: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
     backends::cpu::fill_scalar_(self_, value)?;
     Ok(Aliased)
@@ -122,6 +178,14 @@ fn fmod__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     Ok(Aliased)
 }
 
+fn floor_divide__Scalar_composite_explicit_autograd(
+    self_: &Tensor,
+    other: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::floor_divide_scalar_(self_, other)?;
+    Ok(Aliased)
+}
+
 fn fmod_Scalar_out_composite_explicit_autograd(
     self_: &Tensor,
     other: &Scalar,
@@ -133,6 +197,15 @@ fn fmod_Scalar_out_composite_explicit_autograd(
 
 fn fmod__Scalar_composite_explicit_autograd(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::fmod_scalar_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn floor_divide_Scalar_out_composite_explicit_autograd(
+    self_: &Tensor,
+    other: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::floor_divide_scalar_outf(self_, other, out)?;
     Ok(Aliased)
 }
 
@@ -151,6 +224,16 @@ fn fill_Tensor_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::fill_outf(self_, value, out)?;
+    Ok(Aliased)
+}
+
+fn floor_divide__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::floor_divide_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn floor_divide_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::floor_divide_outf(self_, other, out)?;
     Ok(Aliased)
 }
 

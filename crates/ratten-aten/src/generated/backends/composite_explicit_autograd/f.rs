@@ -6,6 +6,16 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor`
+pub fn floor_divide_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
+    kernels::floor_divide_scalar(self_, other)
+}
+
+/// `aten::floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub fn floor_divide_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
+    kernels::floor_divide_scalar_(self_, other)
+}
+
 /// `aten::fill.Scalar(Tensor self, Scalar value) -> Tensor`
 pub fn fill_scalar(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
     kernels::fill_scalar(self_, value)
@@ -29,6 +39,19 @@ pub fn fmod_scalar(self_: &Tensor, other: &Scalar) -> Result<Tensor> {
 /// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub fn fmod_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> {
     kernels::fmod_(self_, other)
+}
+
+/// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn floor_divide_scalar_outf<'a>(
+    self_: &Tensor,
+    other: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::floor_divide_Scalar::call(self_, other)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
 }
 
 /// `aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`

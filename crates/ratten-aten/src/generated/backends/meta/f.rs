@@ -6,6 +6,25 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::floor_divide(Tensor self, Tensor other) -> Tensor`
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::floor_divide(self_, other)
+}
+
+/// `aten::floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub fn floor_divide_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    kernels::floor_divide_(self_, other)
+}
+
+/// `aten::floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn floor_divide_outf<'a>(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::floor_divide_out(self_, other, out)
+}
+
 /// `aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
 pub fn fill_scalar_<'a>(self_: &'a Tensor, value: &Scalar) -> Result<&'a Tensor> {
     kernels::fill_meta_scalar_(self_, value)
