@@ -45,6 +45,54 @@ for _name, _m in _C._generated_methods().items():
         setattr(Tensor, _name, _m)
 del _name, _fn, _m
 
+__version__ = _C.__version__
+
+
+def _conversion(name, dtype):
+    """The Tensor method ``name`` (``t.float()``): ``t.to(dtype)``, ``t`` itself when it
+    already has that dtype (torch's python_variable_methods.cpp)."""
+
+    def method(self, *, memory_format=preserve_format):
+        return self.to(dtype, memory_format=memory_format)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"{name}(*, memory_format=ratten.preserve_format) -> Tensor\n\n"
+        f"``self.{name}()`` is equivalent to ``self.to({dtype})``."
+    )
+    return method
+
+
+for _name, _dtype in [
+    ("float", _C._dtypes["float32"]),
+    ("double", _C._dtypes["float64"]),
+    ("half", _C._dtypes["float16"]),
+    ("bfloat16", _C._dtypes["bfloat16"]),
+    ("long", _C._dtypes["int64"]),
+    ("int", _C._dtypes["int32"]),
+    ("short", _C._dtypes["int16"]),
+    ("char", _C._dtypes["int8"]),
+    ("byte", _C._dtypes["uint8"]),
+    ("bool", _C._dtypes["bool"]),
+    ("cfloat", _C._dtypes["complex64"]),
+    ("cdouble", _C._dtypes["complex128"]),
+    ("chalf", _C._dtypes["complex32"]),
+]:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _conversion(_name, _dtype))
+del _name, _dtype
+
+
+def _cpu(self, *, memory_format=preserve_format):
+    """cpu(*, memory_format=ratten.preserve_format) -> Tensor
+
+    This tensor on the CPU: ``self`` itself when it is there already."""
+    return self.to("cpu", memory_format=memory_format)
+
+
+if not hasattr(Tensor, "cpu"):
+    Tensor.cpu = _cpu
+
 __all__ = [
     "Tensor",
     "arange",

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 65 names.
+/// Module functions (`ratten.add`): 68 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -86,6 +86,20 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "clip",
+        signatures: &[
+            "clip(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
+            "clip(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "clip_",
+        signatures: &[
+            "clip_(Tensor input, Tensor? min=None, Tensor? max=None)",
+            "clip_(Tensor input, Scalar? min=None, Scalar? max=None)",
+        ],
+    },
+    Binding {
         name: "copy",
         signatures: &[
             "copy(Tensor input, Tensor src, bool non_blocking=False)",
@@ -154,6 +168,13 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "fill_(Tensor input, Tensor value)",
             "fill_(Tensor input, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "floor_divide",
+        signatures: &[
+            "floor_divide(Tensor input, Tensor other, *, Tensor out=None)",
+            "floor_divide(Tensor input, Scalar other)",
         ],
     },
     Binding {
@@ -425,7 +446,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 89 names.
+/// Tensor methods (`t.add`), without `self`: 93 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -550,6 +571,20 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "clip",
+        signatures: &[
+            "clip(Tensor? min=None, Tensor? max=None)",
+            "clip(Scalar? min=None, Scalar? max=None)",
+        ],
+    },
+    Binding {
+        name: "clip_",
+        signatures: &[
+            "clip_(Tensor? min=None, Tensor? max=None)",
+            "clip_(Scalar? min=None, Scalar? max=None)",
+        ],
+    },
+    Binding {
         name: "copy_",
         signatures: &[
             "copy_(Tensor src, bool non_blocking=False)",
@@ -625,6 +660,20 @@ pub const METHODS: &[Binding] = &[
         name: "fill_",
         signatures: &[
             "fill_(Scalar value)",
+        ],
+    },
+    Binding {
+        name: "floor_divide",
+        signatures: &[
+            "floor_divide(Tensor other)",
+            "floor_divide(Scalar other)",
+        ],
+    },
+    Binding {
+        name: "floor_divide_",
+        signatures: &[
+            "floor_divide_(Tensor other)",
+            "floor_divide_(Scalar other)",
         ],
     },
     Binding {

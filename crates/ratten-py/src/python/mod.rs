@@ -44,6 +44,7 @@ pub use types::{PyDevice, PyDtype};
 #[pymodule]
 #[pyo3(name = "_C")]
 fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // First: the Tensor object's layout, which the callables and slots below rely on.
     object::register(m)?;
     types::register(m)?;

@@ -82,6 +82,82 @@ pub(super) fn function_clamp_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `clip`: 2 signature(s).
+pub(super) fn function_clip(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clip(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_min = r.optional_tensor(1)?;
+                let a_max = r.optional_tensor(2)?;
+                let result = r.run(py, move || {
+                    functions::clip_tensor_with(&a_self, a_min.as_ref(), a_max.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_min = r.optional_tensor(1)?;
+            let a_max = r.optional_tensor(2)?;
+            r.run(py, move || {
+                functions::clip_tensor_out_with(&a_out, &a_self, a_min.as_ref(), a_max.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // clip(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_min = r.optional_scalar(1)?;
+                let a_max = r.optional_scalar(2)?;
+                let result = r.run(py, move || functions::clip_with(&a_self, a_min, a_max))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_min = r.optional_scalar(1)?;
+            let a_max = r.optional_scalar(2)?;
+            r.run(py, move || {
+                functions::clip_out_with(&a_out, &a_self, a_min, a_max)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `clip_`: 2 signature(s).
+pub(super) fn function_clip_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clip_(Tensor input, Tensor? min=None, Tensor? max=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_min = r.optional_tensor(1)?;
+            let a_max = r.optional_tensor(2)?;
+            r.run(py, move || {
+                functions::clip_tensor_with_(&a_self, a_min.as_ref(), a_max.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        // clip_(Tensor input, Scalar? min=None, Scalar? max=None)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_min = r.optional_scalar(1)?;
+            let a_max = r.optional_scalar(2)?;
+            r.run(py, move || {
+                functions::clip_with_(&a_self, a_min, a_max)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `copy`: 1 signature(s).
 pub(super) fn function_copy(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -183,6 +259,60 @@ pub(super) fn method_clamp_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_max = r.optional_scalar(1)?;
             r.run(py, move || {
                 a_self.clamp_with_(a_min, a_max)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.clip`: 2 signature(s).
+pub(super) fn method_clip(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clip(Tensor? min=None, Tensor? max=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_min = r.optional_tensor(0)?;
+            let a_max = r.optional_tensor(1)?;
+            let result = r.run(py, move || {
+                a_self.clip_tensor_with(a_min.as_ref(), a_max.as_ref())
+            })?;
+            into_py_result(py, result)
+        }
+        // clip(Scalar? min=None, Scalar? max=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_min = r.optional_scalar(0)?;
+            let a_max = r.optional_scalar(1)?;
+            let result = r.run(py, move || a_self.clip_with(a_min, a_max))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.clip_`: 2 signature(s).
+pub(super) fn method_clip_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clip_(Tensor? min=None, Tensor? max=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_min = r.optional_tensor(0)?;
+            let a_max = r.optional_tensor(1)?;
+            r.run(py, move || {
+                a_self.clip_tensor_with_(a_min.as_ref(), a_max.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // clip_(Scalar? min=None, Scalar? max=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_min = r.optional_scalar(0)?;
+            let a_max = r.optional_scalar(1)?;
+            r.run(py, move || {
+                a_self.clip_with_(a_min, a_max)?;
                 Ok(())
             })?;
             Ok(r.self_object())

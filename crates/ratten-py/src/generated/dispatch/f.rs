@@ -54,6 +54,37 @@ pub(super) fn function_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `floor_divide`: 2 signature(s).
+pub(super) fn function_floor_divide(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // floor_divide(Tensor input, Tensor other, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_other = r.tensor(1)?;
+                let result = r.run(py, move || functions::floor_divide(&a_self, &a_other))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            r.run(py, move || {
+                functions::floor_divide_out(&a_out, &a_self, &a_other)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        // floor_divide(Tensor input, Scalar other)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_other = r.scalar(1)?;
+            let result = r.run(py, move || functions::floor_divide_scalar(&a_self, a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `fmod`: 2 signature(s).
 pub(super) fn function_fmod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -104,6 +135,54 @@ pub(super) fn method_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let a_value = r.scalar(0)?;
             r.run(py, move || {
                 a_self.fill_scalar_(a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.floor_divide`: 2 signature(s).
+pub(super) fn method_floor_divide(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // floor_divide(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.floor_divide(&a_other))?;
+            into_py_result(py, result)
+        }
+        // floor_divide(Scalar other)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.scalar(0)?;
+            let result = r.run(py, move || a_self.floor_divide_scalar(a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.floor_divide_`: 2 signature(s).
+pub(super) fn method_floor_divide_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // floor_divide_(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            r.run(py, move || {
+                a_self.floor_divide_(&a_other)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // floor_divide_(Scalar other)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.scalar(0)?;
+            r.run(py, move || {
+                a_self.floor_divide_scalar_(a_other)?;
                 Ok(())
             })?;
             Ok(r.self_object())
