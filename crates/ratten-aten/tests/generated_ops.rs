@@ -946,3 +946,76 @@ fn clip_is_clamp() {
         "torch.clamp: At least one of 'min' or 'max' must not be None"
     );
 }
+
+/// `isnan` is `self != self` (bool, false for integers); its out= comes from `autogen`.
+#[test]
+fn isnan_marks_nans() {
+    let x = f32s(&[1., f32::NAN, f32::INFINITY], &[3]);
+    let r = x.isnan().unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<bool>().unwrap()),
+        (ScalarType::Bool, vec![false, true, false])
+    );
+    assert_eq!(
+        functions::isnan(&i64s(&[1, 2], &[2]))
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        vec![false, false]
+    );
+    let out = Tensor::empty(&[3], ScalarType::Bool).unwrap();
+    functions::isnan_out(&out, &x).unwrap();
+    assert_eq!(out.to_vec::<bool>().unwrap(), vec![false, true, false]);
+    let m = Tensor::empty(&[2, 3], (ScalarType::Float, Device::META)).unwrap();
+    let r = m.isnan().unwrap();
+    assert_eq!(
+        (r.sizes().as_slice(), r.dtype()),
+        (&[2i64, 3][..], ScalarType::Bool)
+    );
+}
+
+/// `nan_to_num`: torch 2.15's defaults (0, and the dtype's largest and lowest finite values),
+/// the values given, half's own range, complex parts each on their own, integers copied,
+/// out= of another dtype refused.
+#[test]
+fn nan_to_num_replaces_non_finite_values() {
+    let x = f32s(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.5], &[4]);
+    assert_eq!(
+        x.nan_to_num().unwrap().to_vec::<f32>().unwrap(),
+        vec![0., f32::MAX, f32::MIN, 1.5]
+    );
+    let r = x.nan_to_num_with(Some(2.0), Some(3.0), None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![2., 3., f32::MIN, 1.5]);
+    // A replacement past float32's range is infinite, as static_cast<float> makes it.
+    let r = x.nan_to_num_with(None, Some(1e300), None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap()[1], f32::INFINITY);
+    let h = x.to_dtype(ScalarType::Half).unwrap().nan_to_num().unwrap();
+    assert_eq!(h.to_vec::<half::f16>().unwrap()[1], half::f16::MAX);
+    let d = f64s(&[f64::NAN, f64::NEG_INFINITY], &[2]);
+    assert_eq!(
+        d.nan_to_num().unwrap().to_vec::<f64>().unwrap(),
+        vec![0., f64::MIN]
+    );
+    let z = x.to_dtype(ScalarType::ComplexFloat).unwrap();
+    let r = z.nan_to_num_with(Some(7.0), None, None).unwrap();
+    let v = r.to_vec::<ratten_core::dtype::c64>().unwrap();
+    assert_eq!(
+        (v[0].re, v[0].im, v[1].re, v[3].re),
+        (7., 0., f32::MAX, 1.5)
+    );
+    let i = i64s(&[1, -2], &[2]);
+    assert_eq!(
+        i.nan_to_num().unwrap().to_vec::<i64>().unwrap(),
+        vec![1, -2]
+    );
+    let y = f32s(&[f32::NAN, 1.], &[2]);
+    functions::nan_to_num_with_(&y, Some(-1.0), None, None).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1., 1.]);
+    let wrong = Tensor::empty(&[4], ScalarType::Double).unwrap();
+    assert_eq!(
+        msg(functions::nan_to_num_out(&wrong, &x)),
+        "nan_to_num: dtype of out: Double should be same as input: Float"
+    );
+    let m = Tensor::empty(&[2], (ScalarType::Float, Device::META)).unwrap();
+    assert_eq!(m.nan_to_num().unwrap().device(), Device::META);
+}

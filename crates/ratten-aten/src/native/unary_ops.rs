@@ -11,8 +11,8 @@ use crate::native::binary_ops::{given_output, given_output_ref};
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
-    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NEG_STUB, RECIPROCAL_STUB, RSQRT_STUB,
-    SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NAN_TO_NUM_STUB, NEG_STUB, RECIPROCAL_STUB,
+    RSQRT_STUB, SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
 };
 use crate::native::type_properties::{
     result_type_of_state, update_result_type_state, update_result_type_state_scalar,
@@ -20,8 +20,8 @@ use crate::native::type_properties::{
 };
 use crate::structured::{MetaBase, StructuredFunctional, StructuredInplace};
 use crate::tensor_iterator::{
-    same_dims, unary_op_config, InputOperand, StandaloneOutputs, TensorIteratorBase,
-    TensorIteratorConfig,
+    same_dims, unary_op_config, InputOperand, StandaloneOutputs, TensorIterator,
+    TensorIteratorBase, TensorIteratorConfig,
 };
 use crate::Tensor;
 
@@ -492,4 +492,57 @@ pub fn clip_tensor_out<'a>(
 ) -> Result<&'a Tensor> {
     ops::clamp_Tensor_out::call(self_, min, max, out)?;
     Ok(out)
+}
+
+/// `isnan` (TensorCompare.cpp): `self != self`, a bool tensor (false everywhere for integers).
+pub fn isnan(self_: &Tensor) -> Result<Tensor> {
+    ops::ne_Tensor::call(self_, self_)
+}
+
+/// `nan_to_num.out` (CPU and Meta): `out` must have self's dtype; integers (and bool) have
+/// nothing to replace and are copied.
+pub fn nan_to_num_out<'a>(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    if self_.dtype() != out.dtype() {
+        return Err(Error::runtime(format!(
+            "nan_to_num: dtype of out: {} should be same as input: {}",
+            out.dtype(),
+            self_.dtype()
+        )));
+    }
+    if self_.dtype().is_integral(true) {
+        crate::structured::resize_output(out, &self_.sizes())?;
+        ops::copy_::call(out, self_, false)?;
+        return Ok(out);
+    }
+    let iter = TensorIterator::unary_op(Some(out.base()), self_.base())?;
+    if !iter.is_meta() {
+        (NAN_TO_NUM_STUB.get(iter.device_type())?)(&iter, nan, posinf, neginf)?;
+    }
+    Ok(out)
+}
+/// `nan_to_num` (CompositeExplicitAutograd): the out= kernel into a tensor like self.
+pub fn nan_to_num(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let result = Tensor::empty(&self_.sizes(), (self_.dtype(), self_.device()))?;
+    nan_to_num_out(self_, nan, posinf, neginf, &result)?;
+    Ok(result)
+}
+/// `nan_to_num_` (CompositeExplicitAutograd): the out= kernel into self.
+pub fn nan_to_num_<'a>(
+    self_: &'a Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<&'a Tensor> {
+    nan_to_num_out(self_, nan, posinf, neginf, self_)
 }

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 68 names.
+/// Module functions (`ratten.add`): 71 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -199,6 +199,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "isnan",
+        signatures: &[
+            "isnan(Tensor input)",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor input, Tensor other, *, Tensor out=None)",
@@ -283,6 +289,18 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "mul",
         signatures: &[
             "mul(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "nan_to_num",
+        signatures: &[
+            "nan_to_num(Tensor input, double? nan=None, double? posinf=None, double? neginf=None, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "nan_to_num_",
+        signatures: &[
+            "nan_to_num_(Tensor input, double? nan=None, double? posinf=None, double? neginf=None)",
         ],
     },
     Binding {
@@ -446,7 +464,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 93 names.
+/// Tensor methods (`t.add`), without `self`: 96 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -719,6 +737,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "isnan",
+        signatures: &[
+            "isnan()",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor other)",
@@ -854,6 +878,18 @@ pub const METHODS: &[Binding] = &[
         name: "mul_",
         signatures: &[
             "mul_(Tensor other)",
+        ],
+    },
+    Binding {
+        name: "nan_to_num",
+        signatures: &[
+            "nan_to_num(double? nan=None, double? posinf=None, double? neginf=None)",
+        ],
+    },
+    Binding {
+        name: "nan_to_num_",
+        signatures: &[
+            "nan_to_num_(double? nan=None, double? posinf=None, double? neginf=None)",
         ],
     },
     Binding {

@@ -4,6 +4,74 @@
 use super::super::operators;
 use super::super::prelude::*;
 
+/// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+///
+/// Defaults: `nan` = `None`, `posinf` = `None`, `neginf` = `None`.
+#[inline]
+pub fn nan_to_num(self_: &Tensor) -> Result<Tensor> {
+    operators::nan_to_num::call(self_, None, None, None)
+}
+
+/// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nan_to_num_with(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    operators::nan_to_num::call(self_, nan, posinf, neginf)
+}
+
+/// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+///
+/// Defaults: `nan` = `None`, `posinf` = `None`, `neginf` = `None`.
+#[inline]
+pub fn nan_to_num_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::nan_to_num_::call(self_, None, None, None)?;
+    Ok(self_)
+}
+
+/// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nan_to_num_with_<'a>(
+    self_: &'a Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::nan_to_num_::call(self_, nan, posinf, neginf)?;
+    Ok(self_)
+}
+
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `nan` = `None`, `posinf` = `None`, `neginf` = `None`.
+#[inline]
+pub fn nan_to_num_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::nan_to_num_out::call(self_, None, None, None, out)?;
+    Ok(out)
+}
+
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nan_to_num_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::nan_to_num_out::call(self_, nan, posinf, neginf, out)?;
+    Ok(out)
+}
+
 /// `aten::neg(Tensor self) -> Tensor`
 #[inline]
 pub fn neg(self_: &Tensor) -> Result<Tensor> {

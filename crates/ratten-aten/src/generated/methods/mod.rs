@@ -9,6 +9,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod i;
 mod l;
 mod m;
 mod n;

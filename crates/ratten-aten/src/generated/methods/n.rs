@@ -4,6 +4,50 @@
 use super::super::operators;
 use super::super::prelude::*;
 impl Tensor {
+    /// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+    ///
+    /// Defaults: `nan` = `None`, `posinf` = `None`, `neginf` = `None`.
+    #[inline]
+    pub fn nan_to_num(&self) -> Result<Tensor> {
+        operators::nan_to_num::call(self, None, None, None)
+    }
+
+    /// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn nan_to_num_with(
+        &self,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Tensor> {
+        operators::nan_to_num::call(self, nan, posinf, neginf)
+    }
+
+    /// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `nan` = `None`, `posinf` = `None`, `neginf` = `None`.
+    #[inline]
+    pub fn nan_to_num_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::nan_to_num_::call(self, None, None, None)?;
+        Ok(self)
+    }
+
+    /// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn nan_to_num_with_<'a>(
+        &'a self,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<&'a Tensor> {
+        operators::nan_to_num_::call(self, nan, posinf, neginf)?;
+        Ok(self)
+    }
+
     /// `aten::neg(Tensor self) -> Tensor`
     #[inline]
     pub fn neg(&self) -> Result<Tensor> {

@@ -4,6 +4,128 @@
 use super::super::prelude::*;
 use super::super::registration::ensure_linked;
 
+/// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+pub enum nan_to_num {}
+
+impl Operator for nan_to_num {
+    const NAME: &'static str = "aten::nan_to_num";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<f64>>, Arg<Option<f64>>, Arg<Option<f64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nan_to_num> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nan_to_num {
+    pub fn call(
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, nan, posinf, neginf))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, nan, posinf, neginf))
+    }
+}
+
+/// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+pub enum nan_to_num_ {}
+
+impl Operator for nan_to_num_ {
+    const NAME: &'static str = "aten::nan_to_num_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<f64>>, Arg<Option<f64>>, Arg<Option<f64>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nan_to_num_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nan_to_num_ {
+    pub fn call(
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, nan, posinf, neginf))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, nan, posinf, neginf))
+    }
+}
+
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum nan_to_num_out {}
+
+impl Operator for nan_to_num_out {
+    const NAME: &'static str = "aten::nan_to_num";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nan_to_num_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nan_to_num_out {
+    pub fn call(
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, nan, posinf, neginf, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, nan, posinf, neginf, out))
+    }
+}
+
 /// `aten::neg(Tensor self) -> Tensor`
 pub enum neg {}
 

@@ -9,6 +9,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod i;
 mod l;
 mod m;
 mod n;
@@ -29,6 +30,7 @@ pub fn ensure_linked() {
     e::ensure_linked();
     f::ensure_linked();
     g::ensure_linked();
+    i::ensure_linked();
     l::ensure_linked();
     m::ensure_linked();
     n::ensure_linked();

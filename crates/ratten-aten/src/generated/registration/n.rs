@@ -11,6 +11,15 @@ pub(super) fn ensure_linked() {
 }
 
 ratten_dispatch::torch_library_fragment!(aten, |m| {
+    m.def(
+        "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+    )?;
+    m.def(
+        "nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)",
+    )?;
+    m.def(
+        "nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
     m.def("neg(Tensor self) -> Tensor")?;
     m.def("neg_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -23,6 +32,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
+    m.impl_(
+        "nan_to_num.out",
+        operators::nan_to_num_out::kernel(nan_to_num_out_cpu),
+    )?;
     m.impl_("neg", operators::neg::kernel(backends::cpu::neg))?;
     m.impl_("neg_", operators::neg_::kernel(neg__cpu))?;
     m.impl_("neg.out", operators::neg_out::kernel(neg_out_cpu))?;
@@ -43,7 +56,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("ne_.Tensor", operators::ne__Tensor::kernel(ne__Tensor_cpu))?;
 });
 
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "nan_to_num",
+        operators::nan_to_num::kernel(backends::composite_explicit_autograd::nan_to_num),
+    )?;
+    m.impl_(
+        "nan_to_num_",
+        operators::nan_to_num_::kernel(nan_to_num__composite_explicit_autograd),
+    )?;
+});
+
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
+    m.impl_(
+        "nan_to_num.out",
+        operators::nan_to_num_out::kernel(nan_to_num_out_meta),
+    )?;
     m.impl_("neg", operators::neg::kernel(backends::meta::neg))?;
     m.impl_("neg_", operators::neg_::kernel(neg__meta))?;
     m.impl_("neg.out", operators::neg_out::kernel(neg_out_meta))?;
@@ -66,6 +94,17 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("ne_.Scalar", operators::ne__Scalar::kernel(ne__Scalar_meta))?;
     m.impl_("ne_.Tensor", operators::ne__Tensor::kernel(ne__Tensor_meta))?;
 });
+
+fn nan_to_num_out_cpu(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::nan_to_num_outf(self_, nan, posinf, neginf, out)?;
+    Ok(Aliased)
+}
 
 fn neg__cpu(self_: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::neg_(self_)?;
@@ -94,6 +133,27 @@ fn ne__Scalar_cpu(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
 
 fn ne__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::ne_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn nan_to_num__composite_explicit_autograd(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::nan_to_num_(self_, nan, posinf, neginf)?;
+    Ok(Aliased)
+}
+
+fn nan_to_num_out_meta(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::nan_to_num_outf(self_, nan, posinf, neginf, out)?;
     Ok(Aliased)
 }
 

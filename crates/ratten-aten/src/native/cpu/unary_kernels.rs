@@ -709,3 +709,75 @@ fn addcdiv_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     }
 }
 stub!(ADDCDIV_STUB, "addcdiv_stub", ScalarFn, addcdiv_kernel);
+
+/// `nan_to_num_stub`'s kernels: (iter, nan, posinf, neginf), the replacements given or None.
+pub type NanToNumFn = fn(&TensorIteratorBase, Option<f64>, Option<f64>, Option<f64>) -> Result<()>;
+
+/// `x` with NaN, +inf and -inf replaced (`_nan_to_num_replace`).
+#[inline(always)]
+fn replace_non_finite<T: num_traits::Float>(x: T, nan: T, posinf: T, neginf: T) -> T {
+    if x.is_nan() {
+        nan
+    } else if x == T::infinity() {
+        posinf
+    } else if x == T::neg_infinity() {
+        neginf
+    } else {
+        x
+    }
+}
+
+/// `nan_to_num_stub` (UnaryOpsKernel.cpp) over a floating or complex iterator whose output
+/// has the input's dtype: NaN becomes `nan` (default 0), +inf `posinf` and -inf `neginf`
+/// (default the largest and lowest finite value of the dtype, of its parts' dtype for complex
+/// numbers, whose real and imaginary parts are replaced each on its own).
+fn nan_to_num_kernel(
+    iter: &TensorIteratorBase,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<()> {
+    let dt = iter.dtype(0);
+    let max = match dt.to_real() {
+        ScalarType::Half => half::f16::MAX.to_f64(),
+        ScalarType::BFloat16 => half::bf16::MAX.to_f64(),
+        ScalarType::Float => f32::MAX as f64,
+        ScalarType::Double => f64::MAX,
+        _ => return Err(not_implemented("nan_to_num", dt)),
+    };
+    let (n, p, m) = (
+        nan.unwrap_or(0.0),
+        posinf.unwrap_or(max),
+        neginf.unwrap_or(-max),
+    );
+    // The replacements as the computation type holds them (`static_cast<scalar_t>`: a value
+    // past the dtype's range becomes infinite, as in PyTorch).
+    let (nf, pf, mf) = (n as f32, p as f32, m as f32);
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => {
+            cpu_unary::<f32, f32>(iter, move |x: f32| replace_non_finite(x, nf, pf, mf))
+        }
+        ScalarType::Double => {
+            cpu_unary::<f64, f64>(iter, move |x: f64| replace_non_finite(x, n, p, m))
+        }
+        ScalarType::ComplexFloat => cpu_unary::<c64, c64>(iter, move |z: c64| {
+            c64::new(
+                replace_non_finite(z.re, nf, pf, mf),
+                replace_non_finite(z.im, nf, pf, mf),
+            )
+        }),
+        ScalarType::ComplexDouble => cpu_unary::<c128, c128>(iter, move |z: c128| {
+            c128::new(
+                replace_non_finite(z.re, n, p, m),
+                replace_non_finite(z.im, n, p, m),
+            )
+        }),
+        _ => Err(not_implemented("nan_to_num", dt)),
+    }
+}
+stub!(
+    NAN_TO_NUM_STUB,
+    "nan_to_num_stub",
+    NanToNumFn,
+    nan_to_num_kernel
+);

@@ -11,6 +11,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod i;
 mod l;
 mod m;
 mod n;
@@ -53,6 +54,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     f::function_fmod,
     g::function_ge,
     g::function_gt,
+    i::function_isnan,
     l::function_le,
     l::function_lerp,
     l::function_log,
@@ -67,6 +69,8 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     m::function_maximum,
     m::function_minimum,
     m::function_mul,
+    n::function_nan_to_num,
+    n::function_nan_to_num_,
     n::function_ne,
     n::function_neg,
     n::function_neg_,
@@ -137,6 +141,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     g::method_ge_,
     g::method_gt,
     g::method_gt_,
+    i::method_isnan,
     l::method_le,
     l::method_le_,
     l::method_lerp,
@@ -159,6 +164,8 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     m::method_minimum,
     m::method_mul,
     m::method_mul_,
+    n::method_nan_to_num,
+    n::method_nan_to_num_,
     n::method_ne,
     n::method_ne_,
     n::method_neg,

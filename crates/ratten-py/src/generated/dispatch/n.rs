@@ -6,6 +6,55 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `nan_to_num`: 1 signature(s).
+pub(super) fn function_nan_to_num(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nan_to_num(Tensor input, double? nan=None, double? posinf=None, double? neginf=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_nan = r.optional_double(1)?;
+                let a_posinf = r.optional_double(2)?;
+                let a_neginf = r.optional_double(3)?;
+                let result = r.run(py, move || {
+                    functions::nan_to_num_with(&a_self, a_nan, a_posinf, a_neginf)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_nan = r.optional_double(1)?;
+            let a_posinf = r.optional_double(2)?;
+            let a_neginf = r.optional_double(3)?;
+            r.run(py, move || {
+                functions::nan_to_num_out_with(&a_out, &a_self, a_nan, a_posinf, a_neginf)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nan_to_num_`: 1 signature(s).
+pub(super) fn function_nan_to_num_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nan_to_num_(Tensor input, double? nan=None, double? posinf=None, double? neginf=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_nan = r.optional_double(1)?;
+            let a_posinf = r.optional_double(2)?;
+            let a_neginf = r.optional_double(3)?;
+            r.run(py, move || {
+                functions::nan_to_num_with_(&a_self, a_nan, a_posinf, a_neginf)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ne`: 2 signature(s).
 pub(super) fn function_ne(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -80,6 +129,43 @@ pub(super) fn function_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.nan_to_num`: 1 signature(s).
+pub(super) fn method_nan_to_num(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nan_to_num(double? nan=None, double? posinf=None, double? neginf=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_nan = r.optional_double(0)?;
+            let a_posinf = r.optional_double(1)?;
+            let a_neginf = r.optional_double(2)?;
+            let result = r.run(py, move || {
+                a_self.nan_to_num_with(a_nan, a_posinf, a_neginf)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.nan_to_num_`: 1 signature(s).
+pub(super) fn method_nan_to_num_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nan_to_num_(double? nan=None, double? posinf=None, double? neginf=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_nan = r.optional_double(0)?;
+            let a_posinf = r.optional_double(1)?;
+            let a_neginf = r.optional_double(2)?;
+            r.run(py, move || {
+                a_self.nan_to_num_with_(a_nan, a_posinf, a_neginf)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

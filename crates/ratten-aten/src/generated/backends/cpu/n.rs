@@ -6,6 +6,17 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nan_to_num_outf<'a>(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::nan_to_num_out(self_, nan, posinf, neginf, out)
+}
+
 /// `aten::neg(Tensor self) -> Tensor`
 pub fn neg(self_: &Tensor) -> Result<Tensor> {
     let mut op = structured::StructuredFunctional::<1>::new();
