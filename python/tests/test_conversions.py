@@ -115,3 +115,29 @@ def test_floor_divide_matches_torch(a, b):
     theirs = torch.tensor(a) // torch.tensor(b)
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     assert ours.tolist() == theirs.tolist()
+
+
+def test_isnan_and_nan_to_num():
+    inf, nan = float("inf"), float("nan")
+    x = ratten.tensor([nan, inf, -inf, 1.5])
+    assert x.isnan().tolist() == [True, False, False, False]
+    assert ratten.isnan(ratten.tensor([1, 2])).tolist() == [False, False]
+    # torch.nan_to_num(x) -> [0, 3.4028e+38, -3.4028e+38, 1.5]
+    r = ratten.nan_to_num(x)
+    assert r.tolist() == [0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.5]
+    assert x.nan_to_num(nan=2.0, posinf=3.0).tolist() == [2.0, 3.0, -3.4028234663852886e38, 1.5]
+    assert x.half().nan_to_num().tolist()[1] == 65504.0
+    y = x.clone()
+    assert y.nan_to_num_(0.0, 1.0, -1.0) is y
+    assert y.tolist() == [0.0, 1.0, -1.0, 1.5]
+    with pytest.raises(RuntimeError, match="nan_to_num: dtype of out: Double should be same as input: Float"):
+        ratten.nan_to_num(x, out=ratten.empty(4, dtype=ratten.float64))
+
+
+@requires_torch
+def test_nan_to_num_matches_torch():
+    values = [float("nan"), float("inf"), float("-inf"), 1.5, -0.0]
+    for dtype in ["float32", "float64", "float16", "bfloat16"]:
+        ours = ratten.tensor(values, dtype=getattr(ratten, dtype)).nan_to_num()
+        theirs = torch.tensor(values, dtype=getattr(torch, dtype)).nan_to_num()
+        assert ours.tolist() == theirs.tolist()
