@@ -538,11 +538,11 @@ pub fn nan_to_num(
     Ok(result)
 }
 /// `nan_to_num_` (CompositeExplicitAutograd): the out= kernel into self.
-pub fn nan_to_num_<'a>(
-    self_: &'a Tensor,
+pub fn nan_to_num_(
+    self_: &Tensor,
     nan: Option<f64>,
     posinf: Option<f64>,
     neginf: Option<f64>,
-) -> Result<&'a Tensor> {
+) -> Result<&Tensor> {
     nan_to_num_out(self_, nan, posinf, neginf, self_)
 }
