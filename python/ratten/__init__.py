@@ -8,6 +8,8 @@ Operators registered at run time (from ``_C._dispatch_library``) are found by na
 ``ratten.ops.<ns>.<op>``, parsed against the dispatcher's schemas.
 """
 
+import numpy as _np
+
 from . import _C
 from ._C import (
     Tensor,
@@ -96,6 +98,7 @@ if not hasattr(Tensor, "cpu"):
 __all__ = [
     "Tensor",
     "arange",
+    "as_tensor",
     "can_cast",
     "channels_last",
     "channels_last_3d",
@@ -133,6 +136,21 @@ def set_default_dtype(d, /):
     complex128 for float64, complex32 for float16). As ``torch.set_default_dtype``.
     """
     _C._set_default_dtype(d)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """as_tensor(data, dtype=None, device=None) -> Tensor
+
+    ``data`` as a tensor, sharing its memory where it can, as ``torch.as_tensor``: a tensor
+    already of that dtype and device is returned itself, a numpy array is wrapped as
+    ``from_numpy`` wraps it (then converted if ``dtype`` or ``device`` asks for another), and
+    anything else is copied as ``ratten.tensor`` copies it.
+    """
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, _np.ndarray):
+        return from_numpy(data).to(device=device, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def zeros(*args, **kwargs):

@@ -141,3 +141,29 @@ def test_nan_to_num_matches_torch():
         ours = ratten.tensor(values, dtype=getattr(ratten, dtype)).nan_to_num()
         theirs = torch.tensor(values, dtype=getattr(torch, dtype)).nan_to_num()
         assert ours.tolist() == theirs.tolist()
+
+
+def test_type_as_and_as_tensor():
+    import numpy as np
+
+    x = ratten.tensor([1.5, -2.5])
+    i = ratten.tensor([1, 2])
+    assert x.type_as(i).tolist() == [1, -2]
+    assert x.type_as(i).dtype == ratten.int64
+    assert x.type_as(x).tolist() == x.tolist()
+    # A tensor of that dtype is returned itself; another dtype is converted.
+    assert ratten.as_tensor(x) is x
+    assert ratten.as_tensor(x, dtype=ratten.float32) is x
+    assert ratten.as_tensor(x, dtype=ratten.float64).dtype == ratten.float64
+    # A numpy array is shared, as torch.as_tensor shares it.
+    a = np.arange(3.0)
+    t = ratten.as_tensor(a)
+    a[0] = 5.0
+    assert t.tolist() == [5.0, 1.0, 2.0]
+    assert t.dtype == ratten.float64
+    assert ratten.as_tensor(a, dtype=ratten.float32).dtype == ratten.float32
+    # Anything else is copied as ratten.tensor copies it.
+    assert ratten.as_tensor([1, 2]).dtype == ratten.int64
+    assert ratten.as_tensor([[1.0], [2.0]], dtype=ratten.float64).tolist() == [[1.0], [2.0]]
+    with pytest.raises(TypeError):
+        ratten.as_tensor(np.array(["a"]))

@@ -1019,3 +1019,19 @@ fn nan_to_num_replaces_non_finite_values() {
     let m = Tensor::empty(&[2], (ScalarType::Float, Device::META)).unwrap();
     assert_eq!(m.nan_to_num().unwrap().device(), Device::META);
 }
+
+/// `type_as` is `self.to(other.options())`: other's dtype (and device), self itself when
+/// nothing changes.
+#[test]
+fn type_as_takes_the_other_dtype() {
+    let x = f32s(&[1.5, -2.5], &[2]);
+    let r = x.type_as(&i64s(&[0], &[1])).unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<i64>().unwrap()),
+        (ScalarType::Long, vec![1, -2])
+    );
+    assert!(x.type_as(&f32s(&[0.], &[1])).unwrap().is_same(&x));
+    let m = Tensor::empty(&[1], (ScalarType::Double, Device::META)).unwrap();
+    let r = x.type_as(&m).unwrap();
+    assert_eq!((r.dtype(), r.device()), (ScalarType::Double, Device::META));
+}

@@ -236,6 +236,21 @@ pub fn to_other(
     )
 }
 
+/// `type_as` (CompositeImplicitAutograd): `self.to(other.options())`, other's dtype and device
+/// through `to.dtype_layout`.
+pub fn type_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::generated::operators::to_dtype_layout::call(
+        self_,
+        Some(other.dtype()),
+        None,
+        Some(other.device()),
+        None,
+        false,
+        false,
+        None,
+    )
+}
+
 /// `to.device` (CPU and Meta are ratten's devices).
 pub fn to_device(
     self_: &Tensor,

@@ -15,7 +15,8 @@ pub mod view;
 // its schemas use that ratten-core lacks.
 pub use binary_ops::*;
 pub use copy::{
-    copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, Layout, MemoryFormat,
+    copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, type_as, Layout,
+    MemoryFormat,
 };
 pub use pointwise::*;
 pub use reduce_ops::*;

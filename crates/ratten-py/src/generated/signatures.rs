@@ -464,7 +464,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 96 names.
+/// Tensor methods (`t.add`), without `self`: 97 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -1073,6 +1073,12 @@ pub const METHODS: &[Binding] = &[
             "to(Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "type_as",
+        signatures: &[
+            "type_as(Tensor other)",
         ],
     },
     Binding {

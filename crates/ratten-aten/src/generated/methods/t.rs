@@ -130,4 +130,10 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::to_other::call(self, other, non_blocking, copy, memory_format)
     }
+
+    /// `aten::type_as(Tensor self, Tensor other) -> Tensor`
+    #[inline]
+    pub fn type_as(&self, other: &Tensor) -> Result<Tensor> {
+        operators::type_as::call(self, other)
+    }
 }

@@ -385,3 +385,30 @@ impl to_other {
         Self::redispatch_refs(ks, (self_, other, non_blocking, copy, memory_format))
     }
 }
+
+/// `aten::type_as(Tensor self, Tensor other) -> Tensor`
+pub enum type_as {}
+
+impl Operator for type_as {
+    const NAME: &'static str = "aten::type_as";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "type_as(Tensor self, Tensor other) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<type_as> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl type_as {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}

@@ -29,6 +29,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
     )?;
+    m.def("type_as(Tensor self, Tensor other) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -56,6 +57,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "to.other",
         operators::to_other::kernel(backends::composite_implicit_autograd::to_other),
+    )?;
+    m.impl_(
+        "type_as",
+        operators::type_as::kernel(backends::composite_implicit_autograd::type_as),
     )?;
 });
 

@@ -195,5 +195,6 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     t::method_tanh,
     t::method_tanh_,
     t::method_to,
+    t::method_type_as,
     w::method_where,
 ];

@@ -206,3 +206,17 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
         _ => Err(r.unknown_signature()),
     }
 }
+
+/// `Tensor.type_as`: 1 signature(s).
+pub(super) fn method_type_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // type_as(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.type_as(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}

@@ -62,3 +62,8 @@ pub fn to_other(
 ) -> Result<Tensor> {
     kernels::to_other(self_, other, non_blocking, copy, memory_format)
 }
+
+/// `aten::type_as(Tensor self, Tensor other) -> Tensor`
+pub fn type_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::type_as(self_, other)
+}
