@@ -167,3 +167,13 @@ def test_type_as_and_as_tensor():
     assert ratten.as_tensor([[1.0], [2.0]], dtype=ratten.float64).tolist() == [[1.0], [2.0]]
     with pytest.raises(TypeError):
         ratten.as_tensor(np.array(["a"]))
+
+
+def test_isinf_and_isfinite():
+    inf, nan = float("inf"), float("nan")
+    x = ratten.tensor([1.0, nan, inf, -inf])
+    assert x.isinf().tolist() == [False, False, True, True]
+    assert ratten.isfinite(x).tolist() == [True, False, False, False]
+    assert ratten.isinf(ratten.tensor([1, 2])).tolist() == [False, False]
+    assert ratten.tensor([1, 2]).isfinite().tolist() == [True, True]
+    assert ratten.tensor([70000.0]).half().isinf().tolist() == [True]

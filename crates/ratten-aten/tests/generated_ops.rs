@@ -1035,3 +1035,63 @@ fn type_as_takes_the_other_dtype() {
     let r = x.type_as(&m).unwrap();
     assert_eq!((r.dtype(), r.device()), (ScalarType::Double, Device::META));
 }
+
+/// `isinf` and `isfinite`: either part of a complex value counts, integers are always finite,
+/// half keeps its own infinities; on meta, shapes only.
+#[test]
+fn isinf_and_isfinite() {
+    let x = f32s(&[1., f32::NAN, f32::INFINITY, f32::NEG_INFINITY], &[4]);
+    assert_eq!(
+        x.isinf().unwrap().to_vec::<bool>().unwrap(),
+        vec![false, false, true, true]
+    );
+    assert_eq!(
+        x.isfinite().unwrap().to_vec::<bool>().unwrap(),
+        vec![true, false, false, false]
+    );
+    let h = x.to_dtype(ScalarType::Half).unwrap();
+    assert_eq!(
+        h.isinf().unwrap().to_vec::<bool>().unwrap(),
+        vec![false, false, true, true]
+    );
+    // Values past half's range became infinite in the conversion.
+    let big = f32s(&[70000.], &[1]).to_dtype(ScalarType::Half).unwrap();
+    assert_eq!(big.isinf().unwrap().to_vec::<bool>().unwrap(), vec![true]);
+    let i = i64s(&[1, -2], &[2]);
+    assert_eq!(
+        i.isinf().unwrap().to_vec::<bool>().unwrap(),
+        vec![false, false]
+    );
+    assert_eq!(
+        i.isfinite().unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true]
+    );
+    // Complex: 3e38 + 3e38j is finite although its magnitude is not a finite float.
+    let z = f32s(&[3e38, f32::INFINITY], &[2])
+        .to_dtype(ScalarType::ComplexFloat)
+        .unwrap()
+        .add_scalar(ratten_core::Scalar::ComplexDouble(
+            num_complex::Complex64::new(0.0, 3e38),
+        ))
+        .unwrap();
+    assert_eq!(
+        z.isinf().unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true]
+    );
+    assert_eq!(
+        z.isfinite().unwrap().to_vec::<bool>().unwrap(),
+        vec![true, false]
+    );
+    let out = Tensor::empty(&[4], ScalarType::Bool).unwrap();
+    functions::isinf_out(&out, &x).unwrap();
+    assert_eq!(
+        out.to_vec::<bool>().unwrap(),
+        vec![false, false, true, true]
+    );
+    let m = Tensor::empty(&[2, 2], (ScalarType::Double, Device::META)).unwrap();
+    let r = m.isfinite().unwrap();
+    assert_eq!(
+        (r.sizes().as_slice(), r.dtype(), r.device()),
+        (&[2i64, 2][..], ScalarType::Bool, Device::META)
+    );
+}

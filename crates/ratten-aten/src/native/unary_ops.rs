@@ -11,8 +11,8 @@ use crate::native::binary_ops::{given_output, given_output_ref};
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
-    EXP_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NAN_TO_NUM_STUB, NEG_STUB, RECIPROCAL_STUB,
-    RSQRT_STUB, SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+    EXP_STUB, ISINF_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NAN_TO_NUM_STUB, NEG_STUB,
+    RECIPROCAL_STUB, RSQRT_STUB, SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
 };
 use crate::native::type_properties::{
     result_type_of_state, update_result_type_state, update_result_type_state_scalar,
@@ -545,4 +545,26 @@ pub fn nan_to_num_(
     neginf: Option<f64>,
 ) -> Result<&Tensor> {
     nan_to_num_out(self_, nan, posinf, neginf, self_)
+}
+
+/// `isinf` (CompositeExplicitAutograd): a bool tensor, true where a value (or either part of a
+/// complex value) is infinite. PyTorch composes it (`self.abs() == inf`, real and imaginary
+/// parts for complex); one kernel computes the same without the intermediate tensors.
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    let result = empty_result(&[self_], ScalarType::Bool, self_.device())?;
+    {
+        let iter = TensorIteratorConfig::new()
+            .check_all_same_dtype(false)
+            .add_output(&result)?
+            .add_const_input(self_)
+            .build_standalone()?;
+        unary_impl(&ISINF_STUB, &iter)?;
+    }
+    Ok(result)
+}
+/// `isfinite` (CompositeImplicitAutograd): neither NaN nor infinite (both parts of a complex
+/// value); every integer is finite.
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    let nan_or_inf = ops::logical_or::call(&isnan(self_)?, &ops::isinf::call(self_)?)?;
+    ops::logical_not::call(&nan_or_inf)
 }

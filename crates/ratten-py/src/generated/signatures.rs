@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 71 names.
+/// Module functions (`ratten.add`): 73 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -196,6 +196,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "gt(Tensor input, Tensor other, *, Tensor out=None)",
             "gt(Tensor input, Scalar other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "isfinite",
+        signatures: &[
+            "isfinite(Tensor input)",
+        ],
+    },
+    Binding {
+        name: "isinf",
+        signatures: &[
+            "isinf(Tensor input)",
         ],
     },
     Binding {
@@ -464,7 +476,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 97 names.
+/// Tensor methods (`t.add`), without `self`: 99 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -734,6 +746,18 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "gt_(Tensor other)",
             "gt_(Scalar other)",
+        ],
+    },
+    Binding {
+        name: "isfinite",
+        signatures: &[
+            "isfinite()",
+        ],
+    },
+    Binding {
+        name: "isinf",
+        signatures: &[
+            "isinf()",
         ],
     },
     Binding {

@@ -10,9 +10,28 @@ pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     operators::isnan::call(self_)
 }
 
+/// `aten::isfinite(Tensor self) -> Tensor`
+#[inline]
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    operators::isfinite::call(self_)
+}
+
+/// `aten::isinf(Tensor self) -> Tensor`
+#[inline]
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    operators::isinf::call(self_)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn isnan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::isnan_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn isinf_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::isinf_out::call(self_, out)?;
     Ok(out)
 }

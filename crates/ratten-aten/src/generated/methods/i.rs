@@ -9,4 +9,16 @@ impl Tensor {
     pub fn isnan(&self) -> Result<Tensor> {
         operators::isnan::call(self)
     }
+
+    /// `aten::isfinite(Tensor self) -> Tensor`
+    #[inline]
+    pub fn isfinite(&self) -> Result<Tensor> {
+        operators::isfinite::call(self)
+    }
+
+    /// `aten::isinf(Tensor self) -> Tensor`
+    #[inline]
+    pub fn isinf(&self) -> Result<Tensor> {
+        operators::isinf::call(self)
+    }
 }

@@ -31,6 +31,60 @@ impl isnan {
     }
 }
 
+/// `aten::isfinite(Tensor self) -> Tensor`
+pub enum isfinite {}
+
+impl Operator for isfinite {
+    const NAME: &'static str = "aten::isfinite";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "isfinite(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<isfinite> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl isfinite {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::isinf(Tensor self) -> Tensor`
+pub enum isinf {}
+
+impl Operator for isinf {
+    const NAME: &'static str = "aten::isinf";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "isinf(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<isinf> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl isinf {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum isnan_out {}
 
@@ -49,6 +103,33 @@ impl Operator for isnan_out {
 }
 
 impl isnan_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum isinf_out {}
+
+impl Operator for isinf_out {
+    const NAME: &'static str = "aten::isinf";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<isinf_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl isinf_out {
     pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
         Self::call_refs((self_, out))
     }

@@ -12,7 +12,10 @@ pub(super) fn ensure_linked() {
 
 ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("isnan(Tensor self) -> Tensor")?;
+    m.def("isfinite(Tensor self) -> Tensor")?;
+    m.def("isinf(Tensor self) -> Tensor")?;
     m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -21,8 +24,23 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
+        "isinf",
+        operators::isinf::kernel(backends::composite_explicit_autograd::isinf),
+    )?;
+    m.impl_(
         "isnan.out",
         operators::isnan_out::kernel(isnan_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "isinf.out",
+        operators::isinf_out::kernel(isinf_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "isfinite",
+        operators::isfinite::kernel(backends::composite_implicit_autograd::isfinite),
     )?;
 });
 
@@ -32,5 +50,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
 
 fn isnan_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::isnan_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn isinf_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::isinf_outf(self_, out)?;
     Ok(Aliased)
 }

@@ -781,3 +781,22 @@ stub!(
     NanToNumFn,
     nan_to_num_kernel
 );
+
+/// `isinf`'s kernel over a bool output and one input: whether each value, or either part of
+/// a complex one, is infinite (integers and bool never are).
+fn isinf_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    let dt = iter.dtype(1);
+    refuse_complex32("isinf", dt)?;
+    match super::opmath_dtype(dt) {
+        ScalarType::Float => cpu_unary::<f32, bool>(iter, |x: f32| x.is_infinite()),
+        ScalarType::Double => cpu_unary::<f64, bool>(iter, |x: f64| x.is_infinite()),
+        ScalarType::ComplexFloat => {
+            cpu_unary::<c64, bool>(iter, |z: c64| z.re.is_infinite() || z.im.is_infinite())
+        }
+        ScalarType::ComplexDouble => {
+            cpu_unary::<c128, bool>(iter, |z: c128| z.re.is_infinite() || z.im.is_infinite())
+        }
+        _ => cpu_unary::<bool, bool>(iter, |_| false),
+    }
+}
+stub!(ISINF_STUB, "isinf_stub", UnaryFn, isinf_kernel);

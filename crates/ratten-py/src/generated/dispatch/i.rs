@@ -6,6 +6,32 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `isfinite`: 1 signature(s).
+pub(super) fn function_isfinite(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isfinite(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::isfinite(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `isinf`: 1 signature(s).
+pub(super) fn function_isinf(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isinf(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::isinf(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `isnan`: 1 signature(s).
 pub(super) fn function_isnan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -13,6 +39,32 @@ pub(super) fn function_isnan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
         0 => {
             let a_self = r.tensor(0)?;
             let result = r.run(py, move || functions::isnan(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.isfinite`: 1 signature(s).
+pub(super) fn method_isfinite(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isfinite()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.isfinite())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.isinf`: 1 signature(s).
+pub(super) fn method_isinf(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isinf()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.isinf())?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

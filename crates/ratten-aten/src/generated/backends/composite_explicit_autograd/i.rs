@@ -6,10 +6,24 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::isinf(Tensor self) -> Tensor`
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    kernels::isinf(self_)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn isnan_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::isnan::call(self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn isinf_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::isinf::call(self_)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

@@ -2,9 +2,11 @@
 //! The `CompositeImplicitAutograd` kernels, called directly.
 
 mod c;
+mod i;
 mod t;
 mod w;
 
 pub use c::*;
+pub use i::*;
 pub use t::*;
 pub use w::*;
