@@ -11,8 +11,9 @@ use crate::native::binary_ops::{given_output, given_output_ref};
 use crate::native::cpu::binary_kernels::{MAXIMUM_STUB, MINIMUM_STUB};
 use crate::native::cpu::unary_kernels::{
     UnaryFn, ABS_STUB, BITWISE_NOT_STUB, CLAMP_SCALAR_STUB, CLAMP_STUB, COS_STUB, EXPM1_STUB,
-    EXP_STUB, ISINF_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NAN_TO_NUM_STUB, NEG_STUB,
-    RECIPROCAL_STUB, RSQRT_STUB, SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB, TAN_STUB,
+    EXP_STUB, ISFINITE_STUB, ISINF_STUB, LOG1P_STUB, LOGICAL_NOT_STUB, LOG_STUB, NAN_TO_NUM_STUB,
+    NEG_STUB, RECIPROCAL_STUB, RSQRT_STUB, SIGMOID_STUB, SIGN_STUB, SIN_STUB, SQRT_STUB, TANH_STUB,
+    TAN_STUB,
 };
 use crate::native::type_properties::{
     result_type_of_state, update_result_type_state, update_result_type_state_scalar,
@@ -210,14 +211,20 @@ pub fn abs_(self_: &Tensor) -> Result<&Tensor> {
     Ok(self_)
 }
 
-/// `logical_not.out` (CPU and Meta): any input dtype, `out` keeps its dtype.
-pub fn logical_not_out<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+/// Runs `stub` over an iterator of `out` and `self_`, whose dtypes may differ (the kernel
+/// casts): logical_not, isinf, isfinite.
+fn any_dtype_unary_impl(stub: &DispatchStub<UnaryFn>, self_: &Tensor, out: &Tensor) -> Result<()> {
     let iter = TensorIteratorConfig::new()
         .check_all_same_dtype(false)
         .add_output(out)?
         .add_const_input(self_)
         .build_standalone()?;
-    unary_impl(&LOGICAL_NOT_STUB, &iter)?;
+    unary_impl(stub, &iter)
+}
+
+/// `logical_not.out` (CPU and Meta): any input dtype, `out` keeps its dtype.
+pub fn logical_not_out<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    any_dtype_unary_impl(&LOGICAL_NOT_STUB, self_, out)?;
     Ok(out)
 }
 /// `logical_not`: a bool result.
@@ -552,19 +559,14 @@ pub fn nan_to_num_(
 /// parts for complex); one kernel computes the same without the intermediate tensors.
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     let result = empty_result(&[self_], ScalarType::Bool, self_.device())?;
-    {
-        let iter = TensorIteratorConfig::new()
-            .check_all_same_dtype(false)
-            .add_output(&result)?
-            .add_const_input(self_)
-            .build_standalone()?;
-        unary_impl(&ISINF_STUB, &iter)?;
-    }
+    any_dtype_unary_impl(&ISINF_STUB, self_, &result)?;
     Ok(result)
 }
-/// `isfinite` (CompositeImplicitAutograd): neither NaN nor infinite (both parts of a complex
-/// value); every integer is finite.
+/// `isfinite` (CompositeImplicitAutograd): a bool tensor, true where a value is neither NaN
+/// nor infinite (both parts of a complex value); every integer is finite. One kernel, as
+/// `isinf`, where PyTorch composes comparisons.
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
-    let nan_or_inf = ops::logical_or::call(&isnan(self_)?, &ops::isinf::call(self_)?)?;
-    ops::logical_not::call(&nan_or_inf)
+    let result = empty_result(&[self_], ScalarType::Bool, self_.device())?;
+    any_dtype_unary_impl(&ISFINITE_STUB, self_, &result)?;
+    Ok(result)
 }

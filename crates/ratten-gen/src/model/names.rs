@@ -155,27 +155,8 @@ pub fn api_names(f: &NativeFunction, tensor_is_primary: bool) -> ApiNames {
         _ => (base.clone(), false),
     };
     let is_out = f.kind() == SchemaKind::Out;
-    let mut overload = f.func.name.overload_name.clone();
-    if is_out {
-        // `out`, `Scalar_out`, `values` (max.dim_max's), ...: the `_out` suffix says it.
-        overload = overload
-            .strip_suffix("_out")
-            .map(str::to_string)
-            .unwrap_or_else(|| {
-                if overload == "out" {
-                    String::new()
-                } else {
-                    overload.clone()
-                }
-            });
-    }
-    let primary = PRIMARY_OVERLOADS.contains(&overload.as_str())
-        && (tensor_is_primary || overload != "Tensor");
-    let suffix = if primary {
-        String::new()
-    } else {
-        format!("_{}", snake(&overload))
-    };
+    // `out`, `Scalar_out`, `values` (max.dim_max's), ...: the `_out` suffix says it.
+    let suffix = overload_suffix(f, tensor_is_primary);
     let mut name = format!("{stem}{suffix}");
     if is_out {
         name.push_str("_out");

@@ -782,21 +782,49 @@ stub!(
     nan_to_num_kernel
 );
 
-/// `isinf`'s kernel over a bool output and one input: whether each value, or either part of
-/// a complex one, is infinite (integers and bool never are).
-fn isinf_kernel(iter: &TensorIteratorBase) -> Result<()> {
+/// The kernels of `isinf` and `isfinite` over a bool output and one input of any dtype: each
+/// value is infinite, or finite (neither infinite nor NaN); a complex value is infinite when
+/// either part is, finite when both are; integers and bool are always finite.
+fn finiteness_kernel(iter: &TensorIteratorBase, name: &str, finite: bool) -> Result<()> {
     let dt = iter.dtype(1);
-    refuse_complex32("isinf", dt)?;
+    refuse_complex32(name, dt)?;
     match super::opmath_dtype(dt) {
-        ScalarType::Float => cpu_unary::<f32, bool>(iter, |x: f32| x.is_infinite()),
-        ScalarType::Double => cpu_unary::<f64, bool>(iter, |x: f64| x.is_infinite()),
-        ScalarType::ComplexFloat => {
-            cpu_unary::<c64, bool>(iter, |z: c64| z.re.is_infinite() || z.im.is_infinite())
-        }
-        ScalarType::ComplexDouble => {
-            cpu_unary::<c128, bool>(iter, |z: c128| z.re.is_infinite() || z.im.is_infinite())
-        }
-        _ => cpu_unary::<bool, bool>(iter, |_| false),
+        ScalarType::Float => cpu_unary::<f32, bool>(iter, move |x: f32| {
+            if finite {
+                x.is_finite()
+            } else {
+                x.is_infinite()
+            }
+        }),
+        ScalarType::Double => cpu_unary::<f64, bool>(iter, move |x: f64| {
+            if finite {
+                x.is_finite()
+            } else {
+                x.is_infinite()
+            }
+        }),
+        ScalarType::ComplexFloat => cpu_unary::<c64, bool>(iter, move |z: c64| {
+            if finite {
+                z.re.is_finite() && z.im.is_finite()
+            } else {
+                z.re.is_infinite() || z.im.is_infinite()
+            }
+        }),
+        ScalarType::ComplexDouble => cpu_unary::<c128, bool>(iter, move |z: c128| {
+            if finite {
+                z.re.is_finite() && z.im.is_finite()
+            } else {
+                z.re.is_infinite() || z.im.is_infinite()
+            }
+        }),
+        _ => cpu_unary::<bool, bool>(iter, move |_| finite),
     }
 }
+fn isinf_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    finiteness_kernel(iter, "isinf", false)
+}
+fn isfinite_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    finiteness_kernel(iter, "isfinite", true)
+}
 stub!(ISINF_STUB, "isinf_stub", UnaryFn, isinf_kernel);
+stub!(ISFINITE_STUB, "isfinite_stub", UnaryFn, isfinite_kernel);
