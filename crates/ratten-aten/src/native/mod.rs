@@ -7,6 +7,9 @@ pub mod factory;
 pub mod index;
 pub mod pointwise;
 pub mod reduce_ops;
+pub mod reduce_utils;
+pub mod scan_ops;
+pub mod tensor_compare;
 pub mod type_properties;
 pub mod unary_ops;
 pub mod view;
@@ -20,4 +23,6 @@ pub use copy::{
 };
 pub use pointwise::*;
 pub use reduce_ops::*;
+pub use scan_ops::*;
+pub use tensor_compare::*;
 pub use unary_ops::*;

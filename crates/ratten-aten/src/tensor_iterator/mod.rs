@@ -13,6 +13,15 @@
 //! so `int32 + float32 -> float32` is one pass over memory. The result is the same: inputs are
 //! cast to the common dtype, the op computes in it, and the result is cast to each output.
 //!
+//! Note [One iterator for reductions and multi-output kernels]: a built iterator is in one of
+//! two forms, the compact one of a trivial build (`trivial.rs`) or the general one, and every
+//! accessor answers the same for both. The compact form exists only for one output over
+//! contiguous same-shape, same-dtype inputs: a reduction (`is_reduction`) or a build of
+//! several outputs always takes the general pipeline, so the reduction driver
+//! (`native/cpu/reduce.rs`) and the multi-output kernels (max.dim, aminmax, var_mean, the
+//! cumulative ops) are written once, against the accessors (`shape`, `strides`, `dtype`,
+//! `with_data_ptrs`, `for_each`), and never see the compact form.
+//!
 //! Outputs are created through a [`MetaBase`] (PyTorch's `set_output_raw_strided` virtual):
 //! a structured meta passes its generated wrapper to [`TensorIteratorConfig::build`];
 //! [`TensorIteratorConfig::build_standalone`] uses [`StandaloneOutputs`], the plain
@@ -1918,6 +1927,19 @@ impl<'a> TensorIteratorBase<'a> {
                 Some(t.run_serial(f))
             }
             _ => None,
+        }
+    }
+
+    /// Runs `f` with every operand's data pointer (outputs first) while one access guard holds
+    /// them all: the entry of drivers that walk the iterator's geometry themselves (the
+    /// reduction driver, `native/cpu/reduce.rs`), reading it from [`Self::shape`] and
+    /// [`Self::strides`]. The pointers are valid only inside `f` (and the parallel regions it
+    /// runs). Reduction and multi-output iterators are always in the general form (Note
+    /// [TensorIterator trivial build]): a compact iterator runs its one run the same way.
+    pub fn with_data_ptrs<R>(&self, f: impl FnOnce(&[*mut u8]) -> R) -> Result<R> {
+        match &self.repr {
+            Repr::General(g) => g.with_acquired(f),
+            Repr::Trivial(t) => t.run_serial(|ptrs, _, _| f(ptrs)),
         }
     }
 

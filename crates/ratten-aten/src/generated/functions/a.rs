@@ -238,6 +238,379 @@ pub fn addcdiv_with(
     operators::addcdiv::call(self_, tensor1, tensor2, &value)
 }
 
+/// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+///
+/// Defaults: `dim` = `[]`, `keepdim` = `False`.
+#[inline]
+pub fn amax(self_: &Tensor) -> Result<Tensor> {
+    operators::amax::call(self_, &[], false)
+}
+
+/// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn amax_with(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    operators::amax::call(self_, dim, keepdim)
+}
+
+/// `aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `[]`, `keepdim` = `False`.
+#[inline]
+pub fn amax_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::amax_out::call(self_, &[], false, out)?;
+    Ok(out)
+}
+
+/// `aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn amax_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::amax_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+///
+/// Defaults: `dim` = `[]`, `keepdim` = `False`.
+#[inline]
+pub fn amin(self_: &Tensor) -> Result<Tensor> {
+    operators::amin::call(self_, &[], false)
+}
+
+/// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn amin_with(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    operators::amin::call(self_, dim, keepdim)
+}
+
+/// `aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `[]`, `keepdim` = `False`.
+#[inline]
+pub fn amin_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::amin_out::call(self_, &[], false, out)?;
+    Ok(out)
+}
+
+/// `aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn amin_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::amin_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn argmin(self_: &Tensor) -> Result<Tensor> {
+    operators::argmin::call(self_, None, false)
+}
+
+/// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn argmin_with(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    operators::argmin::call(self_, dim, keepdim)
+}
+
+/// `aten::argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn argmin_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::argmin_out::call(self_, None, false, out)?;
+    Ok(out)
+}
+
+/// `aten::argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn argmin_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::argmin_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn aminmax(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    operators::aminmax::call(self_, None, false)
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn aminmax_with(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    operators::aminmax::call(self_, dim, keepdim)
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn aminmax_out<'a, 'b>(
+    min: &'a Tensor,
+    max: &'b Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::aminmax_out::call(self_, None, false, min, max)?;
+    Ok((min, max))
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn aminmax_out_with<'a, 'b>(
+    min: &'a Tensor,
+    max: &'b Tensor,
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::aminmax_out::call(self_, dim, keepdim, min, max)?;
+    Ok((min, max))
+}
+
+/// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn all_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::all_dim::call(self_, dim, false)
+}
+
+/// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn all_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    operators::all_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    operators::all_dims::call(self_, dim, false)
+}
+
+/// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn all_dims_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    operators::all_dims::call(self_, dim, keepdim)
+}
+
+/// `aten::all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn all_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::all_out::call(self_, dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn all_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::all_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn all_dims_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+) -> Result<&'a Tensor> {
+    operators::all_dims_out::call(self_, dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn all_dims_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::all_dims_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::all(Tensor self) -> Tensor`
+#[inline]
+pub fn all(self_: &Tensor) -> Result<Tensor> {
+    operators::all::call(self_)
+}
+
+/// `aten::all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn all_all_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::all_all_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn any_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::any_dim::call(self_, dim, false)
+}
+
+/// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn any_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    operators::any_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    operators::any_dims::call(self_, dim, false)
+}
+
+/// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn any_dims_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    operators::any_dims::call(self_, dim, keepdim)
+}
+
+/// `aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn any_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::any_out::call(self_, dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn any_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::any_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn any_dims_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+) -> Result<&'a Tensor> {
+    operators::any_dims_out::call(self_, dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn any_dims_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::any_dims_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::any(Tensor self) -> Tensor`
+#[inline]
+pub fn any(self_: &Tensor) -> Result<Tensor> {
+    operators::any::call(self_)
+}
+
+/// `aten::any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn any_all_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::any_all_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+///
+/// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.
+#[inline]
+pub fn allclose(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    operators::allclose::call(self_, other, 1e-5, 1e-8, false)
+}
+
+/// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn allclose_with(
+    self_: &Tensor,
+    other: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<bool> {
+    operators::allclose::call(self_, other, rtol, atol, equal_nan)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -292,6 +292,154 @@ pub fn cos_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor`
+#[inline]
+pub fn count_nonzero_dim_int_list(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    operators::count_nonzero_dim_IntList::call(self_, dim)
+}
+
+/// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+///
+/// Defaults: `dim` = `None`.
+#[inline]
+pub fn count_nonzero(self_: &Tensor) -> Result<Tensor> {
+    operators::count_nonzero::call(self_, None)
+}
+
+/// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn count_nonzero_with(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    operators::count_nonzero::call(self_, dim)
+}
+
+/// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn cumsum(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::cumsum::call(self_, dim, None)
+}
+
+/// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cumsum_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::cumsum::call(self_, dim, dtype)
+}
+
+/// `aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn cumsum_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::cumsum_out::call(self_, dim, None, out)?;
+    Ok(out)
+}
+
+/// `aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cumsum_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::cumsum_out::call(self_, dim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn cumprod(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::cumprod::call(self_, dim, None)
+}
+
+/// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cumprod_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::cumprod::call(self_, dim, dtype)
+}
+
+/// `aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn cumprod_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::cumprod_out::call(self_, dim, None, out)?;
+    Ok(out)
+}
+
+/// `aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cumprod_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::cumprod_out::call(self_, dim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+#[inline]
+pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    operators::cummax::call(self_, dim)
+}
+
+/// `aten::cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[inline]
+pub fn cummax_out<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::cummax_out::call(self_, dim, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+#[inline]
+pub fn _cummax_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+    operators::_cummax_helper::call(self_, values, indices, dim)
+}
+
+/// `aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+#[inline]
+pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    operators::cummin::call(self_, dim)
+}
+
+/// `aten::cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[inline]
+pub fn cummin_out<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::cummin_out::call(self_, dim, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+#[inline]
+pub fn _cummin_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+    operators::_cummin_helper::call(self_, values, indices, dim)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.
@@ -312,5 +460,38 @@ pub fn copy_out_with<'a>(
     non_blocking: bool,
 ) -> Result<&'a Tensor> {
     operators::copy_out::call(self_, src, non_blocking, out)?;
+    Ok(out)
+}
+
+/// `aten::count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn count_nonzero_dim_int_list_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: &[i64],
+) -> Result<&'a Tensor> {
+    operators::count_nonzero_dim_IntList_out::call(self_, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `None`.
+#[inline]
+pub fn count_nonzero_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::count_nonzero_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn count_nonzero_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<i64>,
+) -> Result<&'a Tensor> {
+    operators::count_nonzero_out::call(self_, dim, out)?;
     Ok(out)
 }

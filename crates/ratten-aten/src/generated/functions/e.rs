@@ -75,3 +75,9 @@ pub fn eq_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a
 pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::eq_Tensor::call(self_, other)
 }
+
+/// `aten::equal(Tensor self, Tensor other) -> bool`
+#[inline]
+pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    operators::equal::call(self_, other)
+}

@@ -22,6 +22,28 @@ pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     operators::isinf::call(self_)
 }
 
+/// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+///
+/// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.
+#[inline]
+pub fn isclose(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    operators::isclose::call(self_, other, 1e-5, 1e-8, false)
+}
+
+/// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn isclose_with(
+    self_: &Tensor,
+    other: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<Tensor> {
+    operators::isclose::call(self_, other, rtol, atol, equal_nan)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn isnan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {

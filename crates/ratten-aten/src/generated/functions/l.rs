@@ -197,3 +197,119 @@ pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: impl Into<Scalar>) -> R
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     operators::lerp_Tensor::call(self_, end, weight)
 }
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn logsumexp(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    operators::logsumexp::call(self_, dim, false)
+}
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn logsumexp_with(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    operators::logsumexp::call(self_, dim, keepdim)
+}
+
+/// `aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn logsumexp_out<'a>(out: &'a Tensor, self_: &Tensor, dim: &[i64]) -> Result<&'a Tensor> {
+    operators::logsumexp_out::call(self_, dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn logsumexp_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::logsumexp_out::call(self_, dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `ord` = `2`, `dim` = `None`, `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn linalg_vector_norm(self_: &Tensor) -> Result<Tensor> {
+    let ord = Scalar::Int(2);
+    operators::linalg_vector_norm::call(self_, &ord, None, false, None)
+}
+
+/// `aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn linalg_vector_norm_with(
+    self_: &Tensor,
+    ord: impl Into<Scalar>,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let ord: Scalar = ord.into();
+    operators::linalg_vector_norm::call(self_, &ord, dim, keepdim, dtype)
+}
+
+/// `aten::linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `ord` = `2`, `dim` = `None`, `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn linalg_vector_norm_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let ord = Scalar::Int(2);
+    operators::linalg_vector_norm_out::call(self_, &ord, None, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn linalg_vector_norm_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    ord: impl Into<Scalar>,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    let ord: Scalar = ord.into();
+    operators::linalg_vector_norm_out::call(self_, &ord, dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::logcumsumexp(Tensor self, int dim) -> Tensor`
+#[inline]
+pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::logcumsumexp::call(self_, dim)
+}
+
+/// `aten::logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn logcumsumexp_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::logcumsumexp_out::call(self_, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::_logcumsumexp(Tensor self, int dim) -> Tensor`
+#[inline]
+pub fn _logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::_logcumsumexp::call(self_, dim)
+}
+
+/// `aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn _logcumsumexp_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::_logcumsumexp_out::call(self_, dim, out)?;
+    Ok(out)
+}

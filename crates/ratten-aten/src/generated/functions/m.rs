@@ -50,6 +50,205 @@ pub fn minimum_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Resul
     Ok(out)
 }
 
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn mean(self_: &Tensor) -> Result<Tensor> {
+    operators::mean::call(self_, None)
+}
+
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mean_with(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::mean::call(self_, dtype)
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn mean_dtype_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::mean_dtype_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mean_dtype_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::mean_dtype_out::call(self_, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    operators::mean_dim::call(self_, dim, false, None)
+}
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mean_dim_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    operators::mean_dim::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn mean_out<'a>(out: &'a Tensor, self_: &Tensor, dim: Option<&[i64]>) -> Result<&'a Tensor> {
+    operators::mean_out::call(self_, dim, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mean_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::mean_out::call(self_, dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::max(Tensor self) -> Tensor`
+#[inline]
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    operators::max::call(self_)
+}
+
+/// `aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn max_unary_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::max_unary_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn max_dim(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    operators::max_dim::call(self_, dim, false)
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn max_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    operators::max_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn max_dim_max_out<'a, 'b>(
+    max: &'a Tensor,
+    max_values: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::max_dim_max::call(self_, dim, false, max, max_values)?;
+    Ok((max, max_values))
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn max_dim_max_out_with<'a, 'b>(
+    max: &'a Tensor,
+    max_values: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::max_dim_max::call(self_, dim, keepdim, max, max_values)?;
+    Ok((max, max_values))
+}
+
+/// `aten::min(Tensor self) -> Tensor`
+#[inline]
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    operators::min::call(self_)
+}
+
+/// `aten::min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn min_unary_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::min_unary_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn min_dim(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    operators::min_dim::call(self_, dim, false)
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn min_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    operators::min_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn min_dim_min_out<'a, 'b>(
+    min: &'a Tensor,
+    min_indices: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::min_dim_min::call(self_, dim, false, min, min_indices)?;
+    Ok((min, min_indices))
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn min_dim_min_out_with<'a, 'b>(
+    min: &'a Tensor,
+    min_indices: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::min_dim_min::call(self_, dim, keepdim, min, min_indices)?;
+    Ok((min, min_indices))
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(

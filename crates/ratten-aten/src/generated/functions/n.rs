@@ -123,3 +123,188 @@ pub fn ne_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a
 pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::ne_Tensor::call(self_, other)
 }
+
+/// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn nansum(self_: &Tensor) -> Result<Tensor> {
+    operators::nansum::call(self_, None, false, None)
+}
+
+/// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nansum_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    operators::nansum::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `None`, `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn nansum_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::nansum_out::call(self_, None, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nansum_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::nansum_out::call(self_, dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor`
+#[inline]
+pub fn norm_scalar_opt_dtype(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    operators::norm_ScalarOpt_dtype::call(self_, p.as_ref(), dtype)
+}
+
+/// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+///
+/// Defaults: `p` = `2`.
+#[inline]
+pub fn norm_scalar(self_: &Tensor) -> Result<Tensor> {
+    let p = Scalar::Int(2);
+    operators::norm_Scalar::call(self_, &p)
+}
+
+/// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn norm_scalar_with(self_: &Tensor, p: impl Into<Scalar>) -> Result<Tensor> {
+    let p: Scalar = p.into();
+    operators::norm_Scalar::call(self_, &p)
+}
+
+/// `aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor`
+#[inline]
+pub fn norm_scalar_opt_dim_dtype(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    operators::norm_ScalarOpt_dim_dtype::call(self_, p.as_ref(), dim, keepdim, dtype)
+}
+
+/// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn norm_scalar_opt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
+    operators::norm_ScalarOpt_dim::call(self_, p.as_ref(), dim, false)
+}
+
+/// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn norm_scalar_opt_dim_with(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    operators::norm_ScalarOpt_dim::call(self_, p.as_ref(), dim, keepdim)
+}
+
+/// `aten::norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn norm_dtype_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<&'a Tensor> {
+    operators::norm_dtype_out::call(self_, p.as_ref(), dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn norm_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+) -> Result<&'a Tensor> {
+    operators::norm_out::call(self_, p.as_ref(), dim, false, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn norm_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::norm_out::call(self_, p.as_ref(), dim, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn norm_scalar_opt_dtype_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dtype: ScalarType,
+) -> Result<&'a Tensor> {
+    operators::norm_ScalarOpt_dtype_out::call(self_, p.as_ref(), dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `p` = `2`.
+#[inline]
+pub fn norm_scalar_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let p = Scalar::Int(2);
+    operators::norm_Scalar_out::call(self_, &p, out)?;
+    Ok(out)
+}
+
+/// `aten::norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn norm_scalar_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let p: Scalar = p.into();
+    operators::norm_Scalar_out::call(self_, &p, out)?;
+    Ok(out)
+}

@@ -58,3 +58,86 @@ pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<
     let exponent: Scalar = exponent.into();
     operators::pow_Tensor_Scalar::call(self_, &exponent)
 }
+
+/// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn prod(self_: &Tensor) -> Result<Tensor> {
+    operators::prod::call(self_, None)
+}
+
+/// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn prod_with(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::prod::call(self_, dtype)
+}
+
+/// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn prod_dim_int(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::prod_dim_int::call(self_, dim, false, None)
+}
+
+/// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn prod_dim_int_with(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    operators::prod_dim_int::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn prod_int_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::prod_int_out::call(self_, dim, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn prod_int_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::prod_int_out::call(self_, dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn prod_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::prod_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn prod_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::prod_out::call(self_, dtype, out)?;
+    Ok(out)
+}

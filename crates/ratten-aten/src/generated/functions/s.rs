@@ -144,6 +144,224 @@ pub fn sign_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn sum(self_: &Tensor) -> Result<Tensor> {
+    operators::sum::call(self_, None)
+}
+
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sum_with(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::sum::call(self_, dtype)
+}
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn sum_dim_int_list(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    operators::sum_dim_IntList::call(self_, dim, false, None)
+}
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sum_dim_int_list_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    operators::sum_dim_IntList::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`, `dtype` = `None`.
+#[inline]
+pub fn sum_int_list_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+) -> Result<&'a Tensor> {
+    operators::sum_IntList_out::call(self_, dim, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sum_int_list_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::sum_IntList_out::call(self_, dim, keepdim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+#[inline]
+pub fn std(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    operators::std::call(self_, unbiased)
+}
+
+/// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool) -> Result<Tensor> {
+    operators::std_dim::call(self_, dim, unbiased, false)
+}
+
+/// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_dim_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<Tensor> {
+    operators::std_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn std_correction(self_: &Tensor) -> Result<Tensor> {
+    operators::std_correction::call(self_, None, None, false)
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_correction_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    operators::std_correction::call(self_, dim, correction.as_ref(), keepdim)
+}
+
+/// `aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn std_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+) -> Result<&'a Tensor> {
+    operators::std_out::call(self_, dim, unbiased, false, out)?;
+    Ok(out)
+}
+
+/// `aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::std_out::call(self_, dim, unbiased, keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn std_correction_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::std_correction_out::call(self_, None, None, false, out)?;
+    Ok(out)
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_correction_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<&'a Tensor> {
+    operators::std_correction_out::call(self_, dim, correction.as_ref(), keepdim, out)?;
+    Ok(out)
+}
+
+/// `aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+#[inline]
+pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    operators::std_mean::call(self_, unbiased)
+}
+
+/// `aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Defaults: `keepdim` = `False`.
+#[inline]
+pub fn std_mean_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::std_mean_dim::call(self_, dim, unbiased, false)
+}
+
+/// `aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_mean_dim_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::std_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn std_mean_correction(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    operators::std_mean_correction::call(self_, None, None, false)
+}
+
+/// `aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_mean_correction_with(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::std_mean_correction::call(self_, dim, correction.as_ref(), keepdim)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.
@@ -173,4 +391,55 @@ pub fn sub_scalar_out_with<'a>(
     let alpha: Scalar = alpha.into();
     operators::sub_Scalar_out::call(self_, &other, &alpha, out)?;
     Ok(out)
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn sum_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::sum_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sum_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::sum_out::call(self_, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.
+#[inline]
+pub fn std_mean_correction_out<'a, 'b>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::std_mean_correction_out::call(self_, None, None, false, out0, out1)?;
+    Ok((out0, out1))
+}
+
+/// `aten::std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn std_mean_correction_out_with<'a, 'b>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::std_mean_correction_out::call(self_, dim, correction.as_ref(), keepdim, out0, out1)?;
+    Ok((out0, out1))
 }

@@ -216,4 +216,166 @@ impl Tensor {
         operators::addcdiv_::call(self, tensor1, tensor2, &value)?;
         Ok(self)
     }
+
+    /// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `[]`, `keepdim` = `False`.
+    #[inline]
+    pub fn amax(&self) -> Result<Tensor> {
+        operators::amax::call(self, &[], false)
+    }
+
+    /// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn amax_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        operators::amax::call(self, dim, keepdim)
+    }
+
+    /// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `[]`, `keepdim` = `False`.
+    #[inline]
+    pub fn amin(&self) -> Result<Tensor> {
+        operators::amin::call(self, &[], false)
+    }
+
+    /// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        operators::amin::call(self, dim, keepdim)
+    }
+
+    /// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`, `keepdim` = `False`.
+    #[inline]
+    pub fn argmin(&self) -> Result<Tensor> {
+        operators::argmin::call(self, None, false)
+    }
+
+    /// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn argmin_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        operators::argmin::call(self, dim, keepdim)
+    }
+
+    /// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+    ///
+    /// Defaults: `dim` = `None`, `keepdim` = `False`.
+    #[inline]
+    pub fn aminmax(&self) -> Result<(Tensor, Tensor)> {
+        operators::aminmax::call(self, None, false)
+    }
+
+    /// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn aminmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        operators::aminmax::call(self, dim, keepdim)
+    }
+
+    /// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn all_dim(&self, dim: i64) -> Result<Tensor> {
+        operators::all_dim::call(self, dim, false)
+    }
+
+    /// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn all_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
+        operators::all_dim::call(self, dim, keepdim)
+    }
+
+    /// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn all_dims(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        operators::all_dims::call(self, dim, false)
+    }
+
+    /// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn all_dims_with(&self, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        operators::all_dims::call(self, dim, keepdim)
+    }
+
+    /// `aten::all(Tensor self) -> Tensor`
+    #[inline]
+    pub fn all(&self) -> Result<Tensor> {
+        operators::all::call(self)
+    }
+
+    /// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn any_dim(&self, dim: i64) -> Result<Tensor> {
+        operators::any_dim::call(self, dim, false)
+    }
+
+    /// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn any_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
+        operators::any_dim::call(self, dim, keepdim)
+    }
+
+    /// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn any_dims(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        operators::any_dims::call(self, dim, false)
+    }
+
+    /// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn any_dims_with(&self, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        operators::any_dims::call(self, dim, keepdim)
+    }
+
+    /// `aten::any(Tensor self) -> Tensor`
+    #[inline]
+    pub fn any(&self) -> Result<Tensor> {
+        operators::any::call(self)
+    }
+
+    /// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+    ///
+    /// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.
+    #[inline]
+    pub fn allclose(&self, other: &Tensor) -> Result<bool> {
+        operators::allclose::call(self, other, 1e-5, 1e-8, false)
+    }
+
+    /// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn allclose_with(
+        &self,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        operators::allclose::call(self, other, rtol, atol, equal_nan)
+    }
 }

@@ -186,4 +186,106 @@ impl Tensor {
         operators::cos_::call(self)?;
         Ok(self)
     }
+
+    /// `aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor`
+    #[inline]
+    pub fn count_nonzero_dim_int_list(&self, dim: &[i64]) -> Result<Tensor> {
+        operators::count_nonzero_dim_IntList::call(self, dim)
+    }
+
+    /// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`.
+    #[inline]
+    pub fn count_nonzero(&self) -> Result<Tensor> {
+        operators::count_nonzero::call(self, None)
+    }
+
+    /// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn count_nonzero_with(&self, dim: Option<i64>) -> Result<Tensor> {
+        operators::count_nonzero::call(self, dim)
+    }
+
+    /// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
+        operators::cumsum::call(self, dim, None)
+    }
+
+    /// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn cumsum_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::cumsum::call(self, dim, dtype)
+    }
+
+    /// `aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn cumsum_<'a>(&'a self, dim: i64) -> Result<&'a Tensor> {
+        operators::cumsum_::call(self, dim, None)?;
+        Ok(self)
+    }
+
+    /// `aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn cumsum_with_<'a>(&'a self, dim: i64, dtype: Option<ScalarType>) -> Result<&'a Tensor> {
+        operators::cumsum_::call(self, dim, dtype)?;
+        Ok(self)
+    }
+
+    /// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
+        operators::cumprod::call(self, dim, None)
+    }
+
+    /// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn cumprod_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::cumprod::call(self, dim, dtype)
+    }
+
+    /// `aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn cumprod_<'a>(&'a self, dim: i64) -> Result<&'a Tensor> {
+        operators::cumprod_::call(self, dim, None)?;
+        Ok(self)
+    }
+
+    /// `aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn cumprod_with_<'a>(&'a self, dim: i64, dtype: Option<ScalarType>) -> Result<&'a Tensor> {
+        operators::cumprod_::call(self, dim, dtype)?;
+        Ok(self)
+    }
+
+    /// `aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+    #[inline]
+    pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        operators::cummax::call(self, dim)
+    }
+
+    /// `aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+    #[inline]
+    pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        operators::cummin::call(self, dim)
+    }
 }

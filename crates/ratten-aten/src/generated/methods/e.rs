@@ -57,4 +57,10 @@ impl Tensor {
     pub fn eq(&self, other: &Tensor) -> Result<Tensor> {
         operators::eq_Tensor::call(self, other)
     }
+
+    /// `aten::equal(Tensor self, Tensor other) -> bool`
+    #[inline]
+    pub fn equal(&self, other: &Tensor) -> Result<bool> {
+        operators::equal::call(self, other)
+    }
 }

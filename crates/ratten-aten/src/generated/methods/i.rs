@@ -21,4 +21,26 @@ impl Tensor {
     pub fn isinf(&self) -> Result<Tensor> {
         operators::isinf::call(self)
     }
+
+    /// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+    ///
+    /// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.
+    #[inline]
+    pub fn isclose(&self, other: &Tensor) -> Result<Tensor> {
+        operators::isclose::call(self, other, 1e-5, 1e-8, false)
+    }
+
+    /// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn isclose_with(
+        &self,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Tensor> {
+        operators::isclose::call(self, other, rtol, atol, equal_nan)
+    }
 }

@@ -169,4 +169,26 @@ impl Tensor {
     pub fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
         operators::lerp_Tensor::call(self, end, weight)
     }
+
+    /// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn logsumexp(&self, dim: &[i64]) -> Result<Tensor> {
+        operators::logsumexp::call(self, dim, false)
+    }
+
+    /// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        operators::logsumexp::call(self, dim, keepdim)
+    }
+
+    /// `aten::logcumsumexp(Tensor self, int dim) -> Tensor`
+    #[inline]
+    pub fn logcumsumexp(&self, dim: i64) -> Result<Tensor> {
+        operators::logcumsumexp::call(self, dim)
+    }
 }

@@ -43,4 +43,85 @@ impl Tensor {
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
         operators::minimum::call(self, other)
     }
+
+    /// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn mean(&self) -> Result<Tensor> {
+        operators::mean::call(self, None)
+    }
+
+    /// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::mean::call(self, dtype)
+    }
+
+    /// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`, `dtype` = `None`.
+    #[inline]
+    pub fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        operators::mean_dim::call(self, dim, false, None)
+    }
+
+    /// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn mean_dim_with(
+        &self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        operators::mean_dim::call(self, dim, keepdim, dtype)
+    }
+
+    /// `aten::max(Tensor self) -> Tensor`
+    #[inline]
+    pub fn max(&self) -> Result<Tensor> {
+        operators::max::call(self)
+    }
+
+    /// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        operators::max_dim::call(self, dim, false)
+    }
+
+    /// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        operators::max_dim::call(self, dim, keepdim)
+    }
+
+    /// `aten::min(Tensor self) -> Tensor`
+    #[inline]
+    pub fn min(&self) -> Result<Tensor> {
+        operators::min::call(self)
+    }
+
+    /// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        operators::min_dim::call(self, dim, false)
+    }
+
+    /// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        operators::min_dim::call(self, dim, keepdim)
+    }
 }

@@ -17,4 +17,5 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod v;
 mod w;

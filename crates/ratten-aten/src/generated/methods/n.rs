@@ -88,4 +88,82 @@ impl Tensor {
         operators::ne__Tensor::call(self, other)?;
         Ok(self)
     }
+
+    /// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`, `keepdim` = `False`, `dtype` = `None`.
+    #[inline]
+    pub fn nansum(&self) -> Result<Tensor> {
+        operators::nansum::call(self, None, false, None)
+    }
+
+    /// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn nansum_with(
+        &self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        operators::nansum::call(self, dim, keepdim, dtype)
+    }
+
+    /// `aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor`
+    #[inline]
+    pub fn norm_scalar_opt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+        operators::norm_ScalarOpt_dtype::call(self, p.as_ref(), dtype)
+    }
+
+    /// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+    ///
+    /// Defaults: `p` = `2`.
+    #[inline]
+    pub fn norm_scalar(&self) -> Result<Tensor> {
+        let p = Scalar::Int(2);
+        operators::norm_Scalar::call(self, &p)
+    }
+
+    /// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn norm_scalar_with(&self, p: impl Into<Scalar>) -> Result<Tensor> {
+        let p: Scalar = p.into();
+        operators::norm_Scalar::call(self, &p)
+    }
+
+    /// `aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor`
+    #[inline]
+    pub fn norm_scalar_opt_dim_dtype(
+        &self,
+        p: Option<Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        operators::norm_ScalarOpt_dim_dtype::call(self, p.as_ref(), dim, keepdim, dtype)
+    }
+
+    /// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn norm_scalar_opt_dim(&self, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
+        operators::norm_ScalarOpt_dim::call(self, p.as_ref(), dim, false)
+    }
+
+    /// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn norm_scalar_opt_dim_with(
+        &self,
+        p: Option<Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        operators::norm_ScalarOpt_dim::call(self, p.as_ref(), dim, keepdim)
+    }
 }

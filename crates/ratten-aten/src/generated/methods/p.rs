@@ -31,4 +31,41 @@ impl Tensor {
         operators::pow__Tensor::call(self, exponent)?;
         Ok(self)
     }
+
+    /// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn prod(&self) -> Result<Tensor> {
+        operators::prod::call(self, None)
+    }
+
+    /// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn prod_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::prod::call(self, dtype)
+    }
+
+    /// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`, `dtype` = `None`.
+    #[inline]
+    pub fn prod_dim_int(&self, dim: i64) -> Result<Tensor> {
+        operators::prod_dim_int::call(self, dim, false, None)
+    }
+
+    /// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn prod_dim_int_with(
+        &self,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        operators::prod_dim_int::call(self, dim, keepdim, dtype)
+    }
 }

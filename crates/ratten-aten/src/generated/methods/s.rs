@@ -143,4 +143,89 @@ impl Tensor {
         operators::sign_::call(self)?;
         Ok(self)
     }
+
+    /// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn sum(&self) -> Result<Tensor> {
+        operators::sum::call(self, None)
+    }
+
+    /// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::sum::call(self, dtype)
+    }
+
+    /// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`, `dtype` = `None`.
+    #[inline]
+    pub fn sum_dim_int_list(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        operators::sum_dim_IntList::call(self, dim, false, None)
+    }
+
+    /// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn sum_dim_int_list_with(
+        &self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        operators::sum_dim_IntList::call(self, dim, keepdim, dtype)
+    }
+
+    /// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+    #[inline]
+    pub fn std(&self, unbiased: bool) -> Result<Tensor> {
+        operators::std::call(self, unbiased)
+    }
+
+    /// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `keepdim` = `False`.
+    #[inline]
+    pub fn std_dim(&self, dim: Option<&[i64]>, unbiased: bool) -> Result<Tensor> {
+        operators::std_dim::call(self, dim, unbiased, false)
+    }
+
+    /// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn std_dim_with(
+        &self,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        operators::std_dim::call(self, dim, unbiased, keepdim)
+    }
+
+    /// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.
+    #[inline]
+    pub fn std_correction(&self) -> Result<Tensor> {
+        operators::std_correction::call(self, None, None, false)
+    }
+
+    /// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn std_correction_with(
+        &self,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        operators::std_correction::call(self, dim, correction.as_ref(), keepdim)
+    }
 }

@@ -559,6 +559,703 @@ impl addcdiv_ {
     }
 }
 
+/// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub enum amax {}
+
+impl Operator for amax {
+    const NAME: &'static str = "aten::amax";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<amax> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl amax {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum amax_out {}
+
+impl Operator for amax_out {
+    const NAME: &'static str = "aten::amax";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<amax_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl amax_out {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub enum amin {}
+
+impl Operator for amin {
+    const NAME: &'static str = "aten::amin";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<amin> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl amin {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum amin_out {}
+
+impl Operator for amin_out {
+    const NAME: &'static str = "aten::amin";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<amin_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl amin_out {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+pub enum argmin {}
+
+impl Operator for argmin {
+    const NAME: &'static str = "aten::argmin";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Option<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argmin> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argmin {
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum argmin_out {}
+
+impl Operator for argmin_out {
+    const NAME: &'static str = "aten::argmin";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<i64>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argmin_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argmin_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+pub enum aminmax {}
+
+impl Operator for aminmax {
+    const NAME: &'static str = "aten::aminmax";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)";
+    type Args = (Tensor, Option<i64>, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<aminmax> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl aminmax {
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+pub enum aminmax_out {}
+
+impl Operator for aminmax_out {
+    const NAME: &'static str = "aten::aminmax";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)";
+    type Args = (Tensor, Option<i64>, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<aminmax_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl aminmax_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        min: &Tensor,
+        max: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim, min, max))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        min: &Tensor,
+        max: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, min, max))
+    }
+}
+
+/// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub enum all_dim {}
+
+impl Operator for all_dim {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all_dim {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub enum all_dims {}
+
+impl Operator for all_dims {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "dims";
+    const SCHEMA: &'static str =
+        "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all_dims> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all_dims {
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum all_out {}
+
+impl Operator for all_out {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all_out {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum all_dims_out {}
+
+impl Operator for all_dims_out {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "dims_out";
+    const SCHEMA: &'static str = "all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Vec<i64>>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all_dims_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all_dims_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::all(Tensor self) -> Tensor`
+pub enum all {}
+
+impl Operator for all {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "all(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum all_all_out {}
+
+impl Operator for all_all_out {
+    const NAME: &'static str = "aten::all";
+    const OVERLOAD_NAME: &'static str = "all_out";
+    const SCHEMA: &'static str = "all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<all_all_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl all_all_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub enum any_dim {}
+
+impl Operator for any_dim {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any_dim {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub enum any_dims {}
+
+impl Operator for any_dims {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "dims";
+    const SCHEMA: &'static str =
+        "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any_dims> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any_dims {
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum any_out {}
+
+impl Operator for any_out {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any_out {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum any_dims_out {}
+
+impl Operator for any_dims_out {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "dims_out";
+    const SCHEMA: &'static str = "any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Vec<i64>>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any_dims_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any_dims_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::any(Tensor self) -> Tensor`
+pub enum any {}
+
+impl Operator for any {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "any(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum any_all_out {}
+
+impl Operator for any_all_out {
+    const NAME: &'static str = "aten::any";
+    const OVERLOAD_NAME: &'static str = "all_out";
+    const SCHEMA: &'static str = "any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<any_all_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl any_all_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+pub enum allclose {}
+
+impl Operator for allclose {
+    const NAME: &'static str = "aten::allclose";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool";
+    type Args = (Tensor, Tensor, f64, f64, bool);
+    type Return = bool;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<allclose> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl allclose {
+    pub fn call(
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        Self::call_refs((self_, other, rtol, atol, equal_nan))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        Self::redispatch_refs(ks, (self_, other, rtol, atol, equal_nan))
+    }
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum add_Scalar_out {}
 

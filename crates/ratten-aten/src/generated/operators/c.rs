@@ -564,6 +564,467 @@ impl cos_out {
     }
 }
 
+/// `aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor`
+pub enum count_nonzero_dim_IntList {}
+
+impl Operator for count_nonzero_dim_IntList {
+    const NAME: &'static str = "aten::count_nonzero";
+    const OVERLOAD_NAME: &'static str = "dim_IntList";
+    const SCHEMA: &'static str = "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<count_nonzero_dim_IntList> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl count_nonzero_dim_IntList {
+    pub fn call(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+pub enum count_nonzero {}
+
+impl Operator for count_nonzero {
+    const NAME: &'static str = "aten::count_nonzero";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "count_nonzero(Tensor self, int? dim=None) -> Tensor";
+    type Args = (Tensor, Option<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<count_nonzero> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl count_nonzero {
+    pub fn call(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub enum cumsum {}
+
+impl Operator for cumsum {
+    const NAME: &'static str = "aten::cumsum";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumsum> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumsum {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+pub enum cumsum_ {}
+
+impl Operator for cumsum_ {
+    const NAME: &'static str = "aten::cumsum_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumsum_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumsum_ {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum cumsum_out {}
+
+impl Operator for cumsum_out {
+    const NAME: &'static str = "aten::cumsum";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumsum_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumsum_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub enum cumprod {}
+
+impl Operator for cumprod {
+    const NAME: &'static str = "aten::cumprod";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumprod> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumprod {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+pub enum cumprod_ {}
+
+impl Operator for cumprod_ {
+    const NAME: &'static str = "aten::cumprod_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumprod_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumprod_ {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum cumprod_out {}
+
+impl Operator for cumprod_out {
+    const NAME: &'static str = "aten::cumprod";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cumprod_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cumprod_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+pub enum cummax {}
+
+impl Operator for cummax {
+    const NAME: &'static str = "aten::cummax";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cummax> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cummax {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum cummax_out {}
+
+impl Operator for cummax_out {
+    const NAME: &'static str = "aten::cummax";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cummax_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cummax_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, values, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, values, indices))
+    }
+}
+
+/// `aten::_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+pub enum _cummax_helper {}
+
+impl Operator for _cummax_helper {
+    const NAME: &'static str = "aten::_cummax_helper";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()";
+    type Args = (Tensor, Tensor, Tensor, i64);
+    type Return = ();
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_cummax_helper> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _cummax_helper {
+    pub fn call(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+        Self::call_refs((self_, values, indices, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        values: &Tensor,
+        indices: &Tensor,
+        dim: i64,
+    ) -> Result<()> {
+        Self::redispatch_refs(ks, (self_, values, indices, dim))
+    }
+}
+
+/// `aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+pub enum cummin {}
+
+impl Operator for cummin {
+    const NAME: &'static str = "aten::cummin";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cummin> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cummin {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum cummin_out {}
+
+impl Operator for cummin_out {
+    const NAME: &'static str = "aten::cummin";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cummin_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cummin_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, values, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, values, indices))
+    }
+}
+
+/// `aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+pub enum _cummin_helper {}
+
+impl Operator for _cummin_helper {
+    const NAME: &'static str = "aten::_cummin_helper";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()";
+    type Args = (Tensor, Tensor, Tensor, i64);
+    type Return = ();
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_cummin_helper> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _cummin_helper {
+    pub fn call(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+        Self::call_refs((self_, values, indices, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        values: &Tensor,
+        indices: &Tensor,
+        dim: i64,
+    ) -> Result<()> {
+        Self::redispatch_refs(ks, (self_, values, indices, dim))
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 
@@ -599,5 +1060,71 @@ impl copy_out {
         out: &Tensor,
     ) -> Result<Aliased<3>> {
         Self::redispatch_refs(ks, (self_, src, non_blocking, out))
+    }
+}
+
+/// `aten::count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum count_nonzero_dim_IntList_out {}
+
+impl Operator for count_nonzero_dim_IntList_out {
+    const NAME: &'static str = "aten::count_nonzero";
+    const OVERLOAD_NAME: &'static str = "dim_IntList_out";
+    const SCHEMA: &'static str =
+        "count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<count_nonzero_dim_IntList_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl count_nonzero_dim_IntList_out {
+    pub fn call(self_: &Tensor, dim: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dim, out))
+    }
+}
+
+/// `aten::count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum count_nonzero_out {}
+
+impl Operator for count_nonzero_out {
+    const NAME: &'static str = "aten::count_nonzero";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<count_nonzero_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl count_nonzero_out {
+    pub fn call(self_: &Tensor, dim: Option<i64>, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dim, out))
     }
 }

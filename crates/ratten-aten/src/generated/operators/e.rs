@@ -339,3 +339,30 @@ impl eq_Tensor {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::equal(Tensor self, Tensor other) -> bool`
+pub enum equal {}
+
+impl Operator for equal {
+    const NAME: &'static str = "aten::equal";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "equal(Tensor self, Tensor other) -> bool";
+    type Args = (Tensor, Tensor);
+    type Return = bool;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<equal> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl equal {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<bool> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<bool> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}

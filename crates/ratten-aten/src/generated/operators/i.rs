@@ -85,6 +85,46 @@ impl isinf {
     }
 }
 
+/// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+pub enum isclose {}
+
+impl Operator for isclose {
+    const NAME: &'static str = "aten::isclose";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor";
+    type Args = (Tensor, Tensor, f64, f64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<isclose> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl isclose {
+    pub fn call(
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, other, rtol, atol, equal_nan))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other, rtol, atol, equal_nan))
+    }
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum isnan_out {}
 

@@ -1053,3 +1053,283 @@ impl lerp_Tensor {
         Self::redispatch_refs(ks, (self_, end, weight))
     }
 }
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+pub enum logsumexp {}
+
+impl Operator for logsumexp {
+    const NAME: &'static str = "aten::logsumexp";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logsumexp> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logsumexp {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum logsumexp_out {}
+
+impl Operator for logsumexp_out {
+    const NAME: &'static str = "aten::logsumexp";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logsumexp_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logsumexp_out {
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub enum linalg_vector_norm {}
+
+impl Operator for linalg_vector_norm {
+    const NAME: &'static str = "aten::linalg_vector_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Arg<Scalar>,
+        Option<Vec<i64>>,
+        bool,
+        Arg<Option<ScalarType>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linalg_vector_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linalg_vector_norm {
+    pub fn call(
+        self_: &Tensor,
+        ord: &Scalar,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, ord, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        ord: &Scalar,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, ord, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum linalg_vector_norm_out {}
+
+impl Operator for linalg_vector_norm_out {
+    const NAME: &'static str = "aten::linalg_vector_norm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Arg<Scalar>,
+        Option<Vec<i64>>,
+        bool,
+        Arg<Option<ScalarType>>,
+        Tensor,
+    );
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linalg_vector_norm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linalg_vector_norm_out {
+    pub fn call(
+        self_: &Tensor,
+        ord: &Scalar,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, ord, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        ord: &Scalar,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, ord, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::logcumsumexp(Tensor self, int dim) -> Tensor`
+pub enum logcumsumexp {}
+
+impl Operator for logcumsumexp {
+    const NAME: &'static str = "aten::logcumsumexp";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "logcumsumexp(Tensor self, int dim) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logcumsumexp> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logcumsumexp {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum logcumsumexp_out {}
+
+impl Operator for logcumsumexp_out {
+    const NAME: &'static str = "aten::logcumsumexp";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logcumsumexp_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logcumsumexp_out {
+    pub fn call(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dim, out))
+    }
+}
+
+/// `aten::_logcumsumexp(Tensor self, int dim) -> Tensor`
+pub enum _logcumsumexp {}
+
+impl Operator for _logcumsumexp {
+    const NAME: &'static str = "aten::_logcumsumexp";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_logcumsumexp(Tensor self, int dim) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_logcumsumexp> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _logcumsumexp {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _logcumsumexp_out {}
+
+impl Operator for _logcumsumexp_out {
+    const NAME: &'static str = "aten::_logcumsumexp";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_logcumsumexp_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _logcumsumexp_out {
+    pub fn call(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dim, out))
+    }
+}

@@ -265,6 +265,408 @@ impl minimum_out {
     }
 }
 
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub enum mean {}
+
+impl Operator for mean {
+    const NAME: &'static str = "aten::mean";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mean> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mean {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dtype))
+    }
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum mean_dtype_out {}
+
+impl Operator for mean_dtype_out {
+    const NAME: &'static str = "aten::mean";
+    const OVERLOAD_NAME: &'static str = "dtype_out";
+    const SCHEMA: &'static str =
+        "mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mean_dtype_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mean_dtype_out {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dtype, out))
+    }
+}
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub enum mean_dim {}
+
+impl Operator for mean_dim {
+    const NAME: &'static str = "aten::mean";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str = "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mean_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mean_dim {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum mean_out {}
+
+impl Operator for mean_out {
+    const NAME: &'static str = "aten::mean";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Option<Vec<i64>>,
+        bool,
+        Arg<Option<ScalarType>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mean_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mean_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::max(Tensor self) -> Tensor`
+pub enum max {}
+
+impl Operator for max {
+    const NAME: &'static str = "aten::max";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "max(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum max_unary_out {}
+
+impl Operator for max_unary_out {
+    const NAME: &'static str = "aten::max";
+    const OVERLOAD_NAME: &'static str = "unary_out";
+    const SCHEMA: &'static str = "max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_unary_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_unary_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub enum max_dim {}
+
+impl Operator for max_dim {
+    const NAME: &'static str = "aten::max";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str =
+        "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_dim {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum max_dim_max {}
+
+impl Operator for max_dim_max {
+    const NAME: &'static str = "aten::max";
+    const OVERLOAD_NAME: &'static str = "dim_max";
+    const SCHEMA: &'static str = "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_dim_max> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_dim_max {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        max: &Tensor,
+        max_values: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim, max, max_values))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        max: &Tensor,
+        max_values: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, max, max_values))
+    }
+}
+
+/// `aten::min(Tensor self) -> Tensor`
+pub enum min {}
+
+impl Operator for min {
+    const NAME: &'static str = "aten::min";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "min(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<min> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl min {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum min_unary_out {}
+
+impl Operator for min_unary_out {
+    const NAME: &'static str = "aten::min";
+    const OVERLOAD_NAME: &'static str = "unary_out";
+    const SCHEMA: &'static str = "min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<min_unary_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl min_unary_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub enum min_dim {}
+
+impl Operator for min_dim {
+    const NAME: &'static str = "aten::min";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str =
+        "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<min_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl min_dim {
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum min_dim_min {}
+
+impl Operator for min_dim_min {
+    const NAME: &'static str = "aten::min";
+    const OVERLOAD_NAME: &'static str = "dim_min";
+    const SCHEMA: &'static str = "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<min_dim_min> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl min_dim_min {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        min: &Tensor,
+        min_indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, keepdim, min, min_indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        min: &Tensor,
+        min_indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, min, min_indices))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 

@@ -20,6 +20,7 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod v;
 mod w;
 
 pub use a::*;
@@ -37,6 +38,7 @@ pub use p::*;
 pub use r::*;
 pub use s::*;
 pub use t::*;
+pub use v::*;
 pub use w::*;
 
 pub use ratten_dispatch::Operator;

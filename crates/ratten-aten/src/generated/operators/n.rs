@@ -380,3 +380,381 @@ impl ne__Tensor {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub enum nansum {}
+
+impl Operator for nansum {
+    const NAME: &'static str = "aten::nansum";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nansum> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nansum {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum nansum_out {}
+
+impl Operator for nansum_out {
+    const NAME: &'static str = "aten::nansum";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Option<Vec<i64>>,
+        bool,
+        Arg<Option<ScalarType>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nansum_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nansum_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor`
+pub enum norm_ScalarOpt_dtype {}
+
+impl Operator for norm_ScalarOpt_dtype {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "ScalarOpt_dtype";
+    const SCHEMA: &'static str =
+        "norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor";
+    type Args = (Tensor, Arg<Option<Scalar>>, ScalarType);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_ScalarOpt_dtype> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_ScalarOpt_dtype {
+    pub fn call(self_: &Tensor, p: Option<&Scalar>, dtype: ScalarType) -> Result<Tensor> {
+        Self::call_refs((self_, p, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p, dtype))
+    }
+}
+
+/// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+pub enum norm_Scalar {}
+
+impl Operator for norm_Scalar {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str = "norm.Scalar(Tensor self, Scalar p=2) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_Scalar {
+    pub fn call(self_: &Tensor, p: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, p))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p))
+    }
+}
+
+/// `aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor`
+pub enum norm_ScalarOpt_dim_dtype {}
+
+impl Operator for norm_ScalarOpt_dim_dtype {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "ScalarOpt_dim_dtype";
+    const SCHEMA: &'static str = "norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor";
+    type Args = (Tensor, Arg<Option<Scalar>>, Vec<i64>, bool, ScalarType);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_ScalarOpt_dim_dtype> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_ScalarOpt_dim_dtype {
+    pub fn call(
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, p, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+pub enum norm_ScalarOpt_dim {}
+
+impl Operator for norm_ScalarOpt_dim {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "ScalarOpt_dim";
+    const SCHEMA: &'static str =
+        "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Arg<Option<Scalar>>, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_ScalarOpt_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_ScalarOpt_dim {
+    pub fn call(self_: &Tensor, p: Option<&Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::call_refs((self_, p, dim, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p, dim, keepdim))
+    }
+}
+
+/// `aten::norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+pub enum norm_dtype_out {}
+
+impl Operator for norm_dtype_out {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "dtype_out";
+    const SCHEMA: &'static str = "norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Arg<Option<Scalar>>,
+        Vec<i64>,
+        bool,
+        ScalarType,
+        Tensor,
+    );
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_dtype_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_dtype_out {
+    pub fn call(
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, p, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, p, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum norm_out {}
+
+impl Operator for norm_out {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<Scalar>>, Vec<i64>, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_out {
+    pub fn call(
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, p, dim, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, p, dim, keepdim, out))
+    }
+}
+
+/// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+pub enum norm_ScalarOpt_dtype_out {}
+
+impl Operator for norm_ScalarOpt_dtype_out {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "ScalarOpt_dtype_out";
+    const SCHEMA: &'static str = "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<Scalar>>, ScalarType, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_ScalarOpt_dtype_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_ScalarOpt_dtype_out {
+    pub fn call(
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, p, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: Option<&Scalar>,
+        dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, p, dtype, out))
+    }
+}
+
+/// `aten::norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum norm_Scalar_out {}
+
+impl Operator for norm_Scalar_out {
+    const NAME: &'static str = "aten::norm";
+    const OVERLOAD_NAME: &'static str = "Scalar_out";
+    const SCHEMA: &'static str =
+        "norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<norm_Scalar_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl norm_Scalar_out {
+    pub fn call(self_: &Tensor, p: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, p, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, p, out))
+    }
+}

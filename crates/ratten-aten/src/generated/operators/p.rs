@@ -237,3 +237,145 @@ impl pow__Tensor {
         Self::redispatch_refs(ks, (self_, exponent))
     }
 }
+
+/// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub enum prod {}
+
+impl Operator for prod {
+    const NAME: &'static str = "aten::prod";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<prod> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl prod {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dtype))
+    }
+}
+
+/// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub enum prod_dim_int {}
+
+impl Operator for prod_dim_int {
+    const NAME: &'static str = "aten::prod";
+    const OVERLOAD_NAME: &'static str = "dim_int";
+    const SCHEMA: &'static str = "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, i64, bool, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<prod_dim_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl prod_dim_int {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum prod_int_out {}
+
+impl Operator for prod_int_out {
+    const NAME: &'static str = "aten::prod";
+    const OVERLOAD_NAME: &'static str = "int_out";
+    const SCHEMA: &'static str = "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, bool, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<prod_int_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl prod_int_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum prod_out {}
+
+impl Operator for prod_out {
+    const NAME: &'static str = "aten::prod";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<prod_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl prod_out {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dtype, out))
+    }
+}

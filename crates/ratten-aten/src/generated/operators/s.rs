@@ -498,6 +498,412 @@ impl sign_out {
     }
 }
 
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub enum sum {}
+
+impl Operator for sum {
+    const NAME: &'static str = "aten::sum";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sum> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sum {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dtype))
+    }
+}
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub enum sum_dim_IntList {}
+
+impl Operator for sum_dim_IntList {
+    const NAME: &'static str = "aten::sum";
+    const OVERLOAD_NAME: &'static str = "dim_IntList";
+    const SCHEMA: &'static str = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sum_dim_IntList> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sum_dim_IntList {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, keepdim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum sum_IntList_out {}
+
+impl Operator for sum_IntList_out {
+    const NAME: &'static str = "aten::sum";
+    const OVERLOAD_NAME: &'static str = "IntList_out";
+    const SCHEMA: &'static str = "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Option<Vec<i64>>,
+        bool,
+        Arg<Option<ScalarType>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sum_IntList_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sum_IntList_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, keepdim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+pub enum std {}
+
+impl Operator for std {
+    const NAME: &'static str = "aten::std";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "std(Tensor self, bool unbiased=True) -> Tensor";
+    type Args = (Tensor, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std {
+    pub fn call(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::call_refs((self_, unbiased))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, unbiased))
+    }
+}
+
+/// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+pub enum std_dim {}
+
+impl Operator for std_dim {
+    const NAME: &'static str = "aten::std";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str =
+        "std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_dim {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, unbiased, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, unbiased, keepdim))
+    }
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+pub enum std_correction {}
+
+impl Operator for std_correction {
+    const NAME: &'static str = "aten::std";
+    const OVERLOAD_NAME: &'static str = "correction";
+    const SCHEMA: &'static str = "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+    type Args = (Tensor, Option<Vec<i64>>, Arg<Option<Scalar>>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_correction> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_correction {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, correction, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, correction, keepdim))
+    }
+}
+
+/// `aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum std_out {}
+
+impl Operator for std_out {
+    const NAME: &'static str = "aten::std";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Vec<i64>>, bool, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, unbiased, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, unbiased, keepdim, out))
+    }
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+pub enum std_correction_out {}
+
+impl Operator for std_correction_out {
+    const NAME: &'static str = "aten::std";
+    const OVERLOAD_NAME: &'static str = "correction_out";
+    const SCHEMA: &'static str = "std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Vec<i64>>, Arg<Option<Scalar>>, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_correction_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_correction_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, correction, keepdim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, correction, keepdim, out))
+    }
+}
+
+/// `aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+pub enum std_mean {}
+
+impl Operator for std_mean {
+    const NAME: &'static str = "aten::std_mean";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)";
+    type Args = (Tensor, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_mean> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_mean {
+    pub fn call(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, unbiased))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        unbiased: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, unbiased))
+    }
+}
+
+/// `aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+pub enum std_mean_dim {}
+
+impl Operator for std_mean_dim {
+    const NAME: &'static str = "aten::std_mean";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str = "std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)";
+    type Args = (Tensor, Option<Vec<i64>>, bool, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_mean_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_mean_dim {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, unbiased, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, unbiased, keepdim))
+    }
+}
+
+/// `aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+pub enum std_mean_correction {}
+
+impl Operator for std_mean_correction {
+    const NAME: &'static str = "aten::std_mean";
+    const OVERLOAD_NAME: &'static str = "correction";
+    const SCHEMA: &'static str = "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)";
+    type Args = (Tensor, Option<Vec<i64>>, Arg<Option<Scalar>>, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_mean_correction> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_mean_correction {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, correction, keepdim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, correction, keepdim))
+    }
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum sub_Scalar_out {}
 
@@ -533,5 +939,87 @@ impl sub_Scalar_out {
         out: &Tensor,
     ) -> Result<Aliased<3>> {
         Self::redispatch_refs(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum sum_out {}
+
+impl Operator for sum_out {
+    const NAME: &'static str = "aten::sum";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sum_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sum_out {
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dtype, out))
+    }
+}
+
+/// `aten::std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub enum std_mean_correction_out {}
+
+impl Operator for std_mean_correction_out {
+    const NAME: &'static str = "aten::std_mean";
+    const OVERLOAD_NAME: &'static str = "correction_out";
+    const SCHEMA: &'static str = "std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))";
+    type Args = (
+        Tensor,
+        Option<Vec<i64>>,
+        Arg<Option<Scalar>>,
+        bool,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<std_mean_correction_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl std_mean_correction_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, correction, keepdim, out0, out1))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<&Scalar>,
+        keepdim: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, correction, keepdim, out0, out1))
     }
 }

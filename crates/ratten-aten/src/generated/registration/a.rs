@@ -37,6 +37,43 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)",
     )?;
+    m.def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")?;
+    m.def(
+        "amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")?;
+    m.def(
+        "amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")?;
+    m.def(
+        "argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
+    )?;
+    m.def(
+        "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)",
+    )?;
+    m.def("all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")?;
+    m.def("all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")?;
+    m.def("all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("all(Tensor self) -> Tensor")?;
+    m.def("all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")?;
+    m.def("any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")?;
+    m.def("any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("any(Tensor self) -> Tensor")?;
+    m.def("any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
+    )?;
     m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -73,6 +110,56 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::addcdiv::kernel(backends::cpu::addcdiv),
     )?;
     m.impl_("addcdiv_", operators::addcdiv_::kernel(addcdiv__cpu))?;
+    m.impl_("amax", operators::amax::kernel(backends::cpu::amax))?;
+    m.impl_("amax.out", operators::amax_out::kernel(amax_out_cpu))?;
+    m.impl_("amin", operators::amin::kernel(backends::cpu::amin))?;
+    m.impl_("amin.out", operators::amin_out::kernel(amin_out_cpu))?;
+    m.impl_("argmin", operators::argmin::kernel(backends::cpu::argmin))?;
+    m.impl_("argmin.out", operators::argmin_out::kernel(argmin_out_cpu))?;
+    m.impl_(
+        "aminmax",
+        operators::aminmax::kernel(backends::cpu::aminmax),
+    )?;
+    m.impl_(
+        "aminmax.out",
+        operators::aminmax_out::kernel(backends::cpu::aminmax_outf),
+    )?;
+    m.impl_(
+        "all.dim",
+        operators::all_dim::kernel(backends::cpu::all_dim),
+    )?;
+    m.impl_(
+        "all.dims",
+        operators::all_dims::kernel(backends::cpu::all_dims),
+    )?;
+    m.impl_("all.out", operators::all_out::kernel(all_out_cpu))?;
+    m.impl_(
+        "all.dims_out",
+        operators::all_dims_out::kernel(all_dims_out_cpu),
+    )?;
+    m.impl_("all", operators::all::kernel(backends::cpu::all))?;
+    m.impl_(
+        "all.all_out",
+        operators::all_all_out::kernel(all_all_out_cpu),
+    )?;
+    m.impl_(
+        "any.dim",
+        operators::any_dim::kernel(backends::cpu::any_dim),
+    )?;
+    m.impl_(
+        "any.dims",
+        operators::any_dims::kernel(backends::cpu::any_dims),
+    )?;
+    m.impl_("any.out", operators::any_out::kernel(any_out_cpu))?;
+    m.impl_(
+        "any.dims_out",
+        operators::any_dims_out::kernel(any_dims_out_cpu),
+    )?;
+    m.impl_("any", operators::any::kernel(backends::cpu::any))?;
+    m.impl_(
+        "any.all_out",
+        operators::any_all_out::kernel(any_all_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -91,6 +178,26 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "add_.Scalar",
         operators::add__Scalar::kernel(add__Scalar_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "all.dims",
+        operators::all_dims::kernel(backends::composite_explicit_autograd::all_dims),
+    )?;
+    m.impl_(
+        "all.dims_out",
+        operators::all_dims_out::kernel(all_dims_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "any.dims",
+        operators::any_dims::kernel(backends::composite_explicit_autograd::any_dims),
+    )?;
+    m.impl_(
+        "any.dims_out",
+        operators::any_dims_out::kernel(any_dims_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "allclose",
+        operators::allclose::kernel(backends::composite_explicit_autograd::allclose),
     )?;
     m.impl_(
         "add.Scalar_out",
@@ -129,6 +236,56 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::addcdiv::kernel(backends::meta::addcdiv),
     )?;
     m.impl_("addcdiv_", operators::addcdiv_::kernel(addcdiv__meta))?;
+    m.impl_("amax", operators::amax::kernel(backends::meta::amax))?;
+    m.impl_("amax.out", operators::amax_out::kernel(amax_out_meta))?;
+    m.impl_("amin", operators::amin::kernel(backends::meta::amin))?;
+    m.impl_("amin.out", operators::amin_out::kernel(amin_out_meta))?;
+    m.impl_("argmin", operators::argmin::kernel(backends::meta::argmin))?;
+    m.impl_("argmin.out", operators::argmin_out::kernel(argmin_out_meta))?;
+    m.impl_(
+        "aminmax",
+        operators::aminmax::kernel(backends::meta::aminmax),
+    )?;
+    m.impl_(
+        "aminmax.out",
+        operators::aminmax_out::kernel(backends::meta::aminmax_outf),
+    )?;
+    m.impl_(
+        "all.dim",
+        operators::all_dim::kernel(backends::meta::all_dim),
+    )?;
+    m.impl_(
+        "all.dims",
+        operators::all_dims::kernel(backends::meta::all_dims),
+    )?;
+    m.impl_("all.out", operators::all_out::kernel(all_out_meta))?;
+    m.impl_(
+        "all.dims_out",
+        operators::all_dims_out::kernel(all_dims_out_meta),
+    )?;
+    m.impl_("all", operators::all::kernel(backends::meta::all))?;
+    m.impl_(
+        "all.all_out",
+        operators::all_all_out::kernel(all_all_out_meta),
+    )?;
+    m.impl_(
+        "any.dim",
+        operators::any_dim::kernel(backends::meta::any_dim),
+    )?;
+    m.impl_(
+        "any.dims",
+        operators::any_dims::kernel(backends::meta::any_dims),
+    )?;
+    m.impl_("any.out", operators::any_out::kernel(any_out_meta))?;
+    m.impl_(
+        "any.dims_out",
+        operators::any_dims_out::kernel(any_dims_out_meta),
+    )?;
+    m.impl_("any", operators::any::kernel(backends::meta::any))?;
+    m.impl_(
+        "any.all_out",
+        operators::any_all_out::kernel(any_all_out_meta),
+    )?;
 });
 
 fn abs_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
@@ -198,6 +355,66 @@ fn addcdiv__cpu(
     Ok(Aliased)
 }
 
+fn amax_out_cpu(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::cpu::amax_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn amin_out_cpu(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::cpu::amin_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn argmin_out_cpu(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::argmin_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_out_cpu(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::cpu::all_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_dims_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::all_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_all_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::all_all_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn any_out_cpu(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::cpu::any_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn any_dims_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::any_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn any_all_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::any_all_outf(self_, out)?;
+    Ok(Aliased)
+}
+
 fn abs__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::abs_(self_)?;
     Ok(Aliased)
@@ -209,6 +426,26 @@ fn add__Scalar_composite_explicit_autograd(
     alpha: &Scalar,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::add_scalar_(self_, other, alpha)?;
+    Ok(Aliased)
+}
+
+fn all_dims_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::all_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn any_dims_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::any_dims_outf(self_, dim, keepdim, out)?;
     Ok(Aliased)
 }
 
@@ -291,5 +528,65 @@ fn addcdiv__meta(
     value: &Scalar,
 ) -> Result<Aliased<0>> {
     backends::meta::addcdiv_(self_, tensor1, tensor2, value)?;
+    Ok(Aliased)
+}
+
+fn amax_out_meta(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::meta::amax_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn amin_out_meta(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::meta::amin_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn argmin_out_meta(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::argmin_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_out_meta(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::meta::all_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_dims_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::all_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn all_all_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::all_all_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn any_out_meta(self_: &Tensor, dim: i64, keepdim: bool, out: &Tensor) -> Result<Aliased<3>> {
+    backends::meta::any_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn any_dims_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::any_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn any_all_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::any_all_outf(self_, out)?;
     Ok(Aliased)
 }

@@ -36,9 +36,35 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("cos(Tensor self) -> Tensor")?;
     m.def("cos_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor")?;
+    m.def("count_nonzero(Tensor self, int? dim=None) -> Tensor")?;
+    m.def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")?;
+    m.def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")?;
+    m.def(
+        "cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")?;
+    m.def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")?;
+    m.def(
+        "cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)")?;
+    m.def(
+        "cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def("_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()")?;
+    m.def("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)")?;
+    m.def(
+        "cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def("_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def(
+        "count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -60,6 +86,30 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("cos", operators::cos::kernel(backends::cpu::cos))?;
     m.impl_("cos_", operators::cos_::kernel(cos__cpu))?;
     m.impl_("cos.out", operators::cos_out::kernel(cos_out_cpu))?;
+    m.impl_(
+        "count_nonzero.dim_IntList",
+        operators::count_nonzero_dim_IntList::kernel(backends::cpu::count_nonzero_dim_int_list),
+    )?;
+    m.impl_("cumsum", operators::cumsum::kernel(backends::cpu::cumsum))?;
+    m.impl_("cumsum_", operators::cumsum_::kernel(cumsum__cpu))?;
+    m.impl_("cumsum.out", operators::cumsum_out::kernel(cumsum_out_cpu))?;
+    m.impl_(
+        "cumprod",
+        operators::cumprod::kernel(backends::cpu::cumprod),
+    )?;
+    m.impl_("cumprod_", operators::cumprod_::kernel(cumprod__cpu))?;
+    m.impl_(
+        "cumprod.out",
+        operators::cumprod_out::kernel(cumprod_out_cpu),
+    )?;
+    m.impl_(
+        "_cummax_helper",
+        operators::_cummax_helper::kernel(backends::cpu::_cummax_helper),
+    )?;
+    m.impl_(
+        "_cummin_helper",
+        operators::_cummin_helper::kernel(backends::cpu::_cummin_helper),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -68,8 +118,38 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::copy_::kernel(copy__composite_explicit_autograd),
     )?;
     m.impl_(
+        "count_nonzero",
+        operators::count_nonzero::kernel(backends::composite_explicit_autograd::count_nonzero),
+    )?;
+    m.impl_(
+        "cummax",
+        operators::cummax::kernel(backends::composite_explicit_autograd::cummax),
+    )?;
+    m.impl_(
+        "cummax.out",
+        operators::cummax_out::kernel(backends::composite_explicit_autograd::cummax_outf),
+    )?;
+    m.impl_(
+        "cummin",
+        operators::cummin::kernel(backends::composite_explicit_autograd::cummin),
+    )?;
+    m.impl_(
+        "cummin.out",
+        operators::cummin_out::kernel(backends::composite_explicit_autograd::cummin_outf),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "count_nonzero.dim_IntList_out",
+        operators::count_nonzero_dim_IntList_out::kernel(
+            count_nonzero_dim_IntList_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "count_nonzero.out",
+        operators::count_nonzero_out::kernel(count_nonzero_out_composite_explicit_autograd),
     )?;
 });
 
@@ -127,6 +207,30 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("cos", operators::cos::kernel(backends::meta::cos))?;
     m.impl_("cos_", operators::cos_::kernel(cos__meta))?;
     m.impl_("cos.out", operators::cos_out::kernel(cos_out_meta))?;
+    m.impl_(
+        "count_nonzero.dim_IntList",
+        operators::count_nonzero_dim_IntList::kernel(backends::meta::count_nonzero_dim_int_list),
+    )?;
+    m.impl_("cumsum", operators::cumsum::kernel(backends::meta::cumsum))?;
+    m.impl_("cumsum_", operators::cumsum_::kernel(cumsum__meta))?;
+    m.impl_("cumsum.out", operators::cumsum_out::kernel(cumsum_out_meta))?;
+    m.impl_(
+        "cumprod",
+        operators::cumprod::kernel(backends::meta::cumprod),
+    )?;
+    m.impl_("cumprod_", operators::cumprod_::kernel(cumprod__meta))?;
+    m.impl_(
+        "cumprod.out",
+        operators::cumprod_out::kernel(cumprod_out_meta),
+    )?;
+    m.impl_(
+        "_cummax_helper",
+        operators::_cummax_helper::kernel(backends::meta::_cummax_helper),
+    )?;
+    m.impl_(
+        "_cummin_helper",
+        operators::_cummin_helper::kernel(backends::meta::_cummin_helper),
+    )?;
 });
 
 fn clamp__cpu(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Aliased<0>> {
@@ -173,6 +277,36 @@ fn cos_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn cumsum__cpu(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+    backends::cpu::cumsum_(self_, dim, dtype)?;
+    Ok(Aliased)
+}
+
+fn cumsum_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::cumsum_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn cumprod__cpu(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+    backends::cpu::cumprod_(self_, dim, dtype)?;
+    Ok(Aliased)
+}
+
+fn cumprod_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::cumprod_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
 fn copy__composite_explicit_autograd(
     self_: &Tensor,
     src: &Tensor,
@@ -189,6 +323,24 @@ fn copy_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::copy_outf(self_, src, non_blocking, out)?;
+    Ok(Aliased)
+}
+
+fn count_nonzero_dim_IntList_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::count_nonzero_dim_int_list_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn count_nonzero_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: Option<i64>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::count_nonzero_outf(self_, dim, out)?;
     Ok(Aliased)
 }
 
@@ -271,5 +423,35 @@ fn cos__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn cos_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::cos_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn cumsum__meta(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+    backends::meta::cumsum_(self_, dim, dtype)?;
+    Ok(Aliased)
+}
+
+fn cumsum_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::cumsum_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn cumprod__meta(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Aliased<0>> {
+    backends::meta::cumprod_(self_, dim, dtype)?;
+    Ok(Aliased)
+}
+
+fn cumprod_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::cumprod_outf(self_, dim, dtype, out)?;
     Ok(Aliased)
 }

@@ -23,6 +23,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor")?;
     m.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    m.def("equal(Tensor self, Tensor other) -> bool")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -47,6 +48,7 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::eq_Tensor_out::kernel(eq_Tensor_out_cpu),
     )?;
     m.impl_("eq.Tensor", operators::eq_Tensor::kernel(backends::cpu::eq))?;
+    m.impl_("equal", operators::equal::kernel(backends::cpu::equal))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {

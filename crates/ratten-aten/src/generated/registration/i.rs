@@ -14,6 +14,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("isnan(Tensor self) -> Tensor")?;
     m.def("isfinite(Tensor self) -> Tensor")?;
     m.def("isinf(Tensor self) -> Tensor")?;
+    m.def(
+        "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
+    )?;
     m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
@@ -41,6 +44,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "isfinite",
         operators::isfinite::kernel(backends::composite_implicit_autograd::isfinite),
+    )?;
+    m.impl_(
+        "isclose",
+        operators::isclose::kernel(backends::composite_implicit_autograd::isclose),
     )?;
 });
 

@@ -51,6 +51,20 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor")?;
     m.def("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor")?;
+    m.def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")?;
+    m.def(
+        "logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    )?;
+    m.def(
+        "linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("logcumsumexp(Tensor self, int dim) -> Tensor")?;
+    m.def("logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("_logcumsumexp(Tensor self, int dim) -> Tensor")?;
+    m.def("_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -130,6 +144,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "lerp.Tensor",
         operators::lerp_Tensor::kernel(backends::cpu::lerp),
     )?;
+    m.impl_(
+        "linalg_vector_norm",
+        operators::linalg_vector_norm::kernel(backends::cpu::linalg_vector_norm),
+    )?;
+    m.impl_(
+        "linalg_vector_norm.out",
+        operators::linalg_vector_norm_out::kernel(linalg_vector_norm_out_cpu),
+    )?;
+    m.impl_(
+        "_logcumsumexp",
+        operators::_logcumsumexp::kernel(backends::cpu::_logcumsumexp),
+    )?;
+    m.impl_(
+        "_logcumsumexp.out",
+        operators::_logcumsumexp_out::kernel(_logcumsumexp_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -164,6 +194,25 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "logical_or_",
         operators::logical_or_::kernel(logical_or__composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "logsumexp",
+        operators::logsumexp::kernel(backends::composite_explicit_autograd::logsumexp),
+    )?;
+    m.impl_(
+        "logcumsumexp",
+        operators::logcumsumexp::kernel(backends::composite_explicit_autograd::logcumsumexp),
+    )?;
+    m.impl_(
+        "logcumsumexp.out",
+        operators::logcumsumexp_out::kernel(logcumsumexp_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
+    m.impl_(
+        "logsumexp.out",
+        operators::logsumexp_out::kernel(logsumexp_out_composite_explicit_autograd_non_functional),
     )?;
 });
 
@@ -249,6 +298,22 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "lerp.Tensor",
         operators::lerp_Tensor::kernel(backends::meta::lerp),
+    )?;
+    m.impl_(
+        "linalg_vector_norm",
+        operators::linalg_vector_norm::kernel(backends::meta::linalg_vector_norm),
+    )?;
+    m.impl_(
+        "linalg_vector_norm.out",
+        operators::linalg_vector_norm_out::kernel(linalg_vector_norm_out_meta),
+    )?;
+    m.impl_(
+        "_logcumsumexp",
+        operators::_logcumsumexp::kernel(backends::meta::_logcumsumexp),
+    )?;
+    m.impl_(
+        "_logcumsumexp.out",
+        operators::_logcumsumexp_out::kernel(_logcumsumexp_out_meta),
     )?;
 });
 
@@ -362,6 +427,23 @@ fn lerp_Tensor_out_cpu(
     Ok(Aliased)
 }
 
+fn linalg_vector_norm_out_cpu(
+    self_: &Tensor,
+    ord: &Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::linalg_vector_norm_outf(self_, ord, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn _logcumsumexp_out_cpu(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::_logcumsumexp_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
 fn logical_not__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::logical_not_(self_)?;
     Ok(Aliased)
@@ -379,6 +461,25 @@ fn logical_and__composite_explicit_autograd(self_: &Tensor, other: &Tensor) -> R
 
 fn logical_or__composite_explicit_autograd(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::logical_or_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn logcumsumexp_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::logcumsumexp_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn logsumexp_out_composite_explicit_autograd_non_functional(
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd_non_functional::logsumexp_outf(self_, dim, keepdim, out)?;
     Ok(Aliased)
 }
 
@@ -489,5 +590,22 @@ fn lerp_Tensor_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::meta::lerp_outf(self_, end, weight, out)?;
+    Ok(Aliased)
+}
+
+fn linalg_vector_norm_out_meta(
+    self_: &Tensor,
+    ord: &Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::linalg_vector_norm_outf(self_, ord, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn _logcumsumexp_out_meta(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::_logcumsumexp_outf(self_, dim, out)?;
     Ok(Aliased)
 }

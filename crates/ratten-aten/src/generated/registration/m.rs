@@ -20,6 +20,26 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("minimum(Tensor self, Tensor other) -> Tensor")?;
     m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    m.def("mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    )?;
+    m.def(
+        "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("max(Tensor self) -> Tensor")?;
+    m.def("max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    m.def(
+        "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def("min(Tensor self) -> Tensor")?;
+    m.def("min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    m.def(
+        "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
@@ -49,6 +69,37 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "minimum.out",
         operators::minimum_out::kernel(minimum_out_cpu),
     )?;
+    m.impl_(
+        "mean.dim",
+        operators::mean_dim::kernel(backends::cpu::mean_dim),
+    )?;
+    m.impl_("mean.out", operators::mean_out::kernel(mean_out_cpu))?;
+    m.impl_("max", operators::max::kernel(backends::cpu::max))?;
+    m.impl_(
+        "max.unary_out",
+        operators::max_unary_out::kernel(max_unary_out_cpu),
+    )?;
+    m.impl_(
+        "max.dim",
+        operators::max_dim::kernel(backends::cpu::max_dim),
+    )?;
+    m.impl_(
+        "max.dim_max",
+        operators::max_dim_max::kernel(backends::cpu::max_dim_max_outf),
+    )?;
+    m.impl_("min", operators::min::kernel(backends::cpu::min))?;
+    m.impl_(
+        "min.unary_out",
+        operators::min_unary_out::kernel(min_unary_out_cpu),
+    )?;
+    m.impl_(
+        "min.dim",
+        operators::min_dim::kernel(backends::cpu::min_dim),
+    )?;
+    m.impl_(
+        "min.dim_min",
+        operators::min_dim_min::kernel(backends::cpu::min_dim_min_outf),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -59,6 +110,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "mul_.Scalar",
         operators::mul__Scalar::kernel(mul__Scalar_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "mean",
+        operators::mean::kernel(backends::composite_explicit_autograd::mean),
+    )?;
+    m.impl_(
+        "mean.dtype_out",
+        operators::mean_dtype_out::kernel(mean_dtype_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "mul.Scalar_out",
@@ -92,6 +151,37 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "minimum.out",
         operators::minimum_out::kernel(minimum_out_meta),
     )?;
+    m.impl_(
+        "mean.dim",
+        operators::mean_dim::kernel(backends::meta::mean_dim),
+    )?;
+    m.impl_("mean.out", operators::mean_out::kernel(mean_out_meta))?;
+    m.impl_("max", operators::max::kernel(backends::meta::max))?;
+    m.impl_(
+        "max.unary_out",
+        operators::max_unary_out::kernel(max_unary_out_meta),
+    )?;
+    m.impl_(
+        "max.dim",
+        operators::max_dim::kernel(backends::meta::max_dim),
+    )?;
+    m.impl_(
+        "max.dim_max",
+        operators::max_dim_max::kernel(backends::meta::max_dim_max_outf),
+    )?;
+    m.impl_("min", operators::min::kernel(backends::meta::min))?;
+    m.impl_(
+        "min.unary_out",
+        operators::min_unary_out::kernel(min_unary_out_meta),
+    )?;
+    m.impl_(
+        "min.dim",
+        operators::min_dim::kernel(backends::meta::min_dim),
+    )?;
+    m.impl_(
+        "min.dim_min",
+        operators::min_dim_min::kernel(backends::meta::min_dim_min_outf),
+    )?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -114,8 +204,38 @@ fn minimum_out_cpu(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Alias
     Ok(Aliased)
 }
 
+fn mean_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::mean_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn max_unary_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::max_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn min_unary_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::min_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
 fn mul__Scalar_composite_explicit_autograd(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::mul_scalar_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn mean_dtype_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::mean_dtype_outf(self_, dtype, out)?;
     Ok(Aliased)
 }
 
@@ -145,5 +265,26 @@ fn maximum_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Alia
 
 fn minimum_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::minimum_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
+fn mean_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::mean_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn max_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::max_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn min_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::min_unary_outf(self_, out)?;
     Ok(Aliased)
 }

@@ -17,6 +17,7 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod v;
 mod w;
 
 /// Called by every operator handle before its first lookup: referencing each shard's
@@ -38,6 +39,7 @@ pub fn ensure_linked() {
     r::ensure_linked();
     s::ensure_linked();
     t::ensure_linked();
+    v::ensure_linked();
     w::ensure_linked();
 }
 

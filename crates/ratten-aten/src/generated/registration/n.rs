@@ -29,6 +29,28 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
     m.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def(
+        "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    )?;
+    m.def(
+        "nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor")?;
+    m.def("norm.Scalar(Tensor self, Scalar p=2) -> Tensor")?;
+    m.def(
+        "norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor",
+    )?;
+    m.def("norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor")?;
+    m.def(
+        "norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -54,6 +76,21 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("ne.Tensor", operators::ne_Tensor::kernel(backends::cpu::ne))?;
     m.impl_("ne_.Scalar", operators::ne__Scalar::kernel(ne__Scalar_cpu))?;
     m.impl_("ne_.Tensor", operators::ne__Tensor::kernel(ne__Tensor_cpu))?;
+    m.impl_("nansum", operators::nansum::kernel(backends::cpu::nansum))?;
+    m.impl_("nansum.out", operators::nansum_out::kernel(nansum_out_cpu))?;
+    m.impl_(
+        "norm.ScalarOpt_dim_dtype",
+        operators::norm_ScalarOpt_dim_dtype::kernel(backends::cpu::norm_scalar_opt_dim_dtype),
+    )?;
+    m.impl_(
+        "norm.ScalarOpt_dim",
+        operators::norm_ScalarOpt_dim::kernel(backends::cpu::norm_scalar_opt_dim),
+    )?;
+    m.impl_(
+        "norm.dtype_out",
+        operators::norm_dtype_out::kernel(norm_dtype_out_cpu),
+    )?;
+    m.impl_("norm.out", operators::norm_out::kernel(norm_out_cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -64,6 +101,26 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "nan_to_num_",
         operators::nan_to_num_::kernel(nan_to_num__composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "norm.ScalarOpt_dtype",
+        operators::norm_ScalarOpt_dtype::kernel(
+            backends::composite_explicit_autograd::norm_scalar_opt_dtype,
+        ),
+    )?;
+    m.impl_(
+        "norm.Scalar",
+        operators::norm_Scalar::kernel(backends::composite_explicit_autograd::norm_scalar),
+    )?;
+    m.impl_(
+        "norm.ScalarOpt_dtype_out",
+        operators::norm_ScalarOpt_dtype_out::kernel(
+            norm_ScalarOpt_dtype_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "norm.Scalar_out",
+        operators::norm_Scalar_out::kernel(norm_Scalar_out_composite_explicit_autograd),
     )?;
 });
 
@@ -93,6 +150,21 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("ne_.Scalar", operators::ne__Scalar::kernel(ne__Scalar_meta))?;
     m.impl_("ne_.Tensor", operators::ne__Tensor::kernel(ne__Tensor_meta))?;
+    m.impl_("nansum", operators::nansum::kernel(backends::meta::nansum))?;
+    m.impl_("nansum.out", operators::nansum_out::kernel(nansum_out_meta))?;
+    m.impl_(
+        "norm.ScalarOpt_dim_dtype",
+        operators::norm_ScalarOpt_dim_dtype::kernel(backends::meta::norm_scalar_opt_dim_dtype),
+    )?;
+    m.impl_(
+        "norm.ScalarOpt_dim",
+        operators::norm_ScalarOpt_dim::kernel(backends::meta::norm_scalar_opt_dim),
+    )?;
+    m.impl_(
+        "norm.dtype_out",
+        operators::norm_dtype_out::kernel(norm_dtype_out_meta),
+    )?;
+    m.impl_("norm.out", operators::norm_out::kernel(norm_out_meta))?;
 });
 
 fn nan_to_num_out_cpu(
@@ -136,6 +208,40 @@ fn ne__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     Ok(Aliased)
 }
 
+fn nansum_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::nansum_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn norm_dtype_out_cpu(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::norm_dtype_outf(self_, p, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn norm_out_cpu(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::norm_outf(self_, p, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
 fn nan_to_num__composite_explicit_autograd(
     self_: &Tensor,
     nan: Option<f64>,
@@ -143,6 +249,25 @@ fn nan_to_num__composite_explicit_autograd(
     neginf: Option<f64>,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::nan_to_num_(self_, nan, posinf, neginf)?;
+    Ok(Aliased)
+}
+
+fn norm_ScalarOpt_dtype_out_composite_explicit_autograd(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::norm_scalar_opt_dtype_outf(self_, p, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn norm_Scalar_out_composite_explicit_autograd(
+    self_: &Tensor,
+    p: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::norm_scalar_outf(self_, p, out)?;
     Ok(Aliased)
 }
 
@@ -184,5 +309,39 @@ fn ne__Scalar_meta(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
 
 fn ne__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::meta::ne_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn nansum_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::nansum_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn norm_dtype_out_meta(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::norm_dtype_outf(self_, p, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn norm_out_meta(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::norm_outf(self_, p, dim, keepdim, out)?;
     Ok(Aliased)
 }

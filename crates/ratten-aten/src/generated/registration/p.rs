@@ -19,6 +19,14 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor")?;
     m.def("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)")?;
     m.def("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")?;
+    m.def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    m.def(
+        "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    )?;
+    m.def(
+        "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -53,6 +61,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "pow_.Tensor",
         operators::pow__Tensor::kernel(pow__Tensor_cpu),
+    )?;
+    m.impl_("prod", operators::prod::kernel(backends::cpu::prod))?;
+    m.impl_(
+        "prod.dim_int",
+        operators::prod_dim_int::kernel(backends::cpu::prod_dim_int),
+    )?;
+    m.impl_(
+        "prod.int_out",
+        operators::prod_int_out::kernel(prod_int_out_cpu),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "prod.out",
+        operators::prod_out::kernel(prod_out_composite_explicit_autograd),
     )?;
 });
 
@@ -89,6 +113,15 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "pow_.Tensor",
         operators::pow__Tensor::kernel(pow__Tensor_meta),
     )?;
+    m.impl_("prod", operators::prod::kernel(backends::meta::prod))?;
+    m.impl_(
+        "prod.dim_int",
+        operators::prod_dim_int::kernel(backends::meta::prod_dim_int),
+    )?;
+    m.impl_(
+        "prod.int_out",
+        operators::prod_int_out::kernel(prod_int_out_meta),
+    )?;
 });
 
 fn pow_Tensor_Tensor_out_cpu(
@@ -124,6 +157,26 @@ fn pow__Tensor_cpu(self_: &Tensor, exponent: &Tensor) -> Result<Aliased<0>> {
     Ok(Aliased)
 }
 
+fn prod_int_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::prod_int_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn prod_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::prod_outf(self_, dtype, out)?;
+    Ok(Aliased)
+}
+
 fn pow_Tensor_Tensor_out_meta(
     self_: &Tensor,
     exponent: &Tensor,
@@ -154,5 +207,16 @@ fn pow__Scalar_meta(self_: &Tensor, exponent: &Scalar) -> Result<Aliased<0>> {
 
 fn pow__Tensor_meta(self_: &Tensor, exponent: &Tensor) -> Result<Aliased<0>> {
     backends::meta::pow_(self_, exponent)?;
+    Ok(Aliased)
+}
+
+fn prod_int_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::prod_int_outf(self_, dim, keepdim, dtype, out)?;
     Ok(Aliased)
 }

@@ -28,8 +28,37 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("sign(Tensor self) -> Tensor")?;
     m.def("sign_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    m.def(
+        "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    )?;
+    m.def(
+        "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("std(Tensor self, bool unbiased=True) -> Tensor")?;
+    m.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")?;
+    m.def(
+        "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+    )?;
+    m.def(
+        "std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)")?;
+    m.def(
+        "std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)",
+    )?;
+    m.def(
+        "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
+    )?;
     m.def(
         "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
 });
 
@@ -61,6 +90,26 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("sign", operators::sign::kernel(backends::cpu::sign))?;
     m.impl_("sign_", operators::sign_::kernel(sign__cpu))?;
     m.impl_("sign.out", operators::sign_out::kernel(sign_out_cpu))?;
+    m.impl_(
+        "sum.dim_IntList",
+        operators::sum_dim_IntList::kernel(backends::cpu::sum_dim_int_list),
+    )?;
+    m.impl_(
+        "sum.IntList_out",
+        operators::sum_IntList_out::kernel(sum_IntList_out_cpu),
+    )?;
+    m.impl_(
+        "std.correction",
+        operators::std_correction::kernel(backends::cpu::std_correction),
+    )?;
+    m.impl_(
+        "std.correction_out",
+        operators::std_correction_out::kernel(std_correction_out_cpu),
+    )?;
+    m.impl_(
+        "std_mean.correction",
+        operators::std_mean_correction::kernel(backends::cpu::std_mean_correction),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -73,8 +122,45 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::sub__Scalar::kernel(sub__Scalar_composite_explicit_autograd),
     )?;
     m.impl_(
+        "sum",
+        operators::sum::kernel(backends::composite_explicit_autograd::sum),
+    )?;
+    m.impl_(
         "sub.Scalar_out",
         operators::sub_Scalar_out::kernel(sub_Scalar_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "sum.out",
+        operators::sum_out::kernel(sum_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "std_mean.correction_out",
+        operators::std_mean_correction_out::kernel(
+            backends::composite_explicit_autograd::std_mean_correction_outf,
+        ),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "std",
+        operators::std::kernel(backends::composite_implicit_autograd::std),
+    )?;
+    m.impl_(
+        "std.dim",
+        operators::std_dim::kernel(backends::composite_implicit_autograd::std_dim),
+    )?;
+    m.impl_(
+        "std.out",
+        operators::std_out::kernel(std_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "std_mean",
+        operators::std_mean::kernel(backends::composite_implicit_autograd::std_mean),
+    )?;
+    m.impl_(
+        "std_mean.dim",
+        operators::std_mean_dim::kernel(backends::composite_implicit_autograd::std_mean_dim),
     )?;
 });
 
@@ -106,6 +192,26 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("sign", operators::sign::kernel(backends::meta::sign))?;
     m.impl_("sign_", operators::sign_::kernel(sign__meta))?;
     m.impl_("sign.out", operators::sign_out::kernel(sign_out_meta))?;
+    m.impl_(
+        "sum.dim_IntList",
+        operators::sum_dim_IntList::kernel(backends::meta::sum_dim_int_list),
+    )?;
+    m.impl_(
+        "sum.IntList_out",
+        operators::sum_IntList_out::kernel(sum_IntList_out_meta),
+    )?;
+    m.impl_(
+        "std.correction",
+        operators::std_correction::kernel(backends::meta::std_correction),
+    )?;
+    m.impl_(
+        "std.correction_out",
+        operators::std_correction_out::kernel(std_correction_out_meta),
+    )?;
+    m.impl_(
+        "std_mean.correction",
+        operators::std_mean_correction::kernel(backends::meta::std_mean_correction),
+    )?;
 });
 
 fn sigmoid__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -158,6 +264,28 @@ fn sign_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn sum_IntList_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::sum_int_list_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn std_correction_out_cpu(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::std_correction_outf(self_, dim, correction, keepdim, out)?;
+    Ok(Aliased)
+}
+
 fn sub__Scalar_composite_explicit_autograd(
     self_: &Tensor,
     other: &Scalar,
@@ -174,6 +302,26 @@ fn sub_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::sub_scalar_outf(self_, other, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn sum_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::sum_outf(self_, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn std_out_composite_implicit_autograd(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_implicit_autograd::std_outf(self_, dim, unbiased, keepdim, out)?;
     Ok(Aliased)
 }
 
@@ -229,5 +377,27 @@ fn sign__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn sign_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::sign_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn sum_IntList_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::sum_int_list_outf(self_, dim, keepdim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn std_correction_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::std_correction_outf(self_, dim, correction, keepdim, out)?;
     Ok(Aliased)
 }

@@ -8,6 +8,10 @@
 //!   tiled and fused transposes, short runs);
 //! - [`pointwise`]: the driver [`cpu_kernel_n`] (`cpu_kernel` / `cpu_kernel_vec`, with
 //!   [`cpu_unary`], [`cpu_binary`], [`cpu_ternary`]) that runs a TensorIterator through them;
+//! - [`reduce`]: the reduction driver [`reduce::reduce_kernel`] (PyTorch's `Reduce.h` with
+//!   its cascade sum) that runs a [`reduce::ReduceOp`] over an iterator in reduction mode,
+//!   and [`reduce_kernels`], the reductions behind their DispatchStubs; [`scan_kernels`], the
+//!   cumulative ops (a running accumulation along each line of one dim);
 //! - [`binary_kernels`], [`unary_kernels`]: the kernels behind the pointwise DispatchStubs,
 //!   with [`vec_math`] (branch-free transcendentals) and [`transpose`] (in-register block
 //!   transposes).
@@ -21,6 +25,9 @@ pub mod binary_kernels;
 pub mod elements;
 pub mod loops;
 pub mod pointwise;
+pub mod reduce;
+pub mod reduce_kernels;
+pub mod scan_kernels;
 pub mod simd;
 pub mod transpose;
 pub mod unary_kernels;

@@ -26,6 +26,47 @@ pub fn add_scalar_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Res
     kernels::add_(self_, other, alpha)
 }
 
+/// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    kernels::all_dims_default(self_, dim, keepdim)
+}
+
+/// `aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn all_dims_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::all_dims_out_default(self_, dim, keepdim, out)
+}
+
+/// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    kernels::any_dims_default(self_, dim, keepdim)
+}
+
+/// `aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn any_dims_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::any_dims_out_default(self_, dim, keepdim, out)
+}
+
+/// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+pub fn allclose(
+    self_: &Tensor,
+    other: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<bool> {
+    kernels::allclose(self_, other, rtol, atol, equal_nan)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn add_scalar_outf<'a>(
     self_: &Tensor,

@@ -11,6 +11,41 @@ pub fn copy_<'a>(self_: &'a Tensor, src: &Tensor, non_blocking: bool) -> Result<
     kernels::copy_(self_, src, non_blocking)
 }
 
+/// `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor`
+pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    kernels::count_nonzero(self_, dim)
+}
+
+/// `aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    kernels::cummax(self_, dim)
+}
+
+/// `aten::cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn cummax_outf(
+    self_: &Tensor,
+    dim: i64,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    kernels::cummax_out(self_, dim, values, indices)
+}
+
+/// `aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)`
+pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    kernels::cummin(self_, dim)
+}
+
+/// `aten::cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn cummin_outf(
+    self_: &Tensor,
+    dim: i64,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    kernels::cummin_out(self_, dim, values, indices)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -20,6 +55,32 @@ pub fn copy_outf<'a>(
 ) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::copy::call(self_, src, non_blocking)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn count_nonzero_dim_int_list_outf<'a>(
+    self_: &Tensor,
+    dim: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::count_nonzero_dim_IntList::call(self_, dim)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn count_nonzero_outf<'a>(
+    self_: &Tensor,
+    dim: Option<i64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::count_nonzero::call(self_, dim)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

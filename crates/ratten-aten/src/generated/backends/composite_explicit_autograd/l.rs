@@ -45,3 +45,18 @@ pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn logical_or_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
     kernels::logical_or_(self_, other)
 }
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    kernels::logsumexp(self_, dim, keepdim)
+}
+
+/// `aten::logcumsumexp(Tensor self, int dim) -> Tensor`
+pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    kernels::logcumsumexp(self_, dim)
+}
+
+/// `aten::logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn logcumsumexp_outf<'a>(self_: &Tensor, dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::logcumsumexp_out(self_, dim, out)
+}

@@ -16,6 +16,20 @@ pub fn mul_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor> 
     kernels::mul_(self_, other)
 }
 
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    kernels::mean(self_, dtype)
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn mean_dtype_outf<'a>(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::mean_dtype_out(self_, dtype, out)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mul_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.

@@ -10,8 +10,10 @@ mod i;
 mod l;
 mod m;
 mod n;
+mod p;
 mod r;
 mod s;
+mod v;
 
 pub use a::*;
 pub use b::*;
@@ -22,5 +24,7 @@ pub use i::*;
 pub use l::*;
 pub use m::*;
 pub use n::*;
+pub use p::*;
 pub use r::*;
 pub use s::*;
+pub use v::*;

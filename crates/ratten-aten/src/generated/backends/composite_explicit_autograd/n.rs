@@ -25,3 +25,40 @@ pub fn nan_to_num_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::nan_to_num_(self_, nan, posinf, neginf)
 }
+
+/// `aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor`
+pub fn norm_scalar_opt_dtype(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    kernels::norm_scalar_opt_dtype(self_, p, dtype)
+}
+
+/// `aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+pub fn norm_scalar(self_: &Tensor, p: &Scalar) -> Result<Tensor> {
+    kernels::norm_scalar(self_, p)
+}
+
+/// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+pub fn norm_scalar_opt_dtype_outf<'a>(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dtype: ScalarType,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::norm_ScalarOpt_dtype::call(self_, p, dtype)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn norm_scalar_outf<'a>(self_: &Tensor, p: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::norm_Scalar::call(self_, p)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

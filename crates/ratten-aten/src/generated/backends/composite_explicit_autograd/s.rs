@@ -16,6 +16,11 @@ pub fn sub_scalar_<'a>(self_: &'a Tensor, other: &Scalar, alpha: &Scalar) -> Res
     kernels::sub_(self_, other, alpha)
 }
 
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    kernels::sum(self_, dtype)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn sub_scalar_outf<'a>(
     self_: &Tensor,
@@ -28,4 +33,35 @@ pub fn sub_scalar_outf<'a>(
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn sum_outf<'a>(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::sum::call(self_, dtype)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub fn std_mean_correction_outf(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+    out0: &Tensor,
+    out1: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::std_mean_correction::call(self_, dim, correction, keepdim)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    Ok((out0.clone(), out1.clone()))
 }

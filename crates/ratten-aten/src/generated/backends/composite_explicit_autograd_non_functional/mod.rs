@@ -2,5 +2,7 @@
 //! The `CompositeExplicitAutogradNonFunctional` kernels, called directly.
 
 mod c;
+mod l;
 
 pub use c::*;
+pub use l::*;

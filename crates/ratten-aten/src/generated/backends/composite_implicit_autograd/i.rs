@@ -10,3 +10,14 @@ use crate::native as kernels;
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     kernels::isfinite(self_)
 }
+
+/// `aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+pub fn isclose(
+    self_: &Tensor,
+    other: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<Tensor> {
+    kernels::isclose(self_, other, rtol, atol, equal_nan)
+}

@@ -3,10 +3,14 @@
 
 mod c;
 mod i;
+mod s;
 mod t;
+mod v;
 mod w;
 
 pub use c::*;
 pub use i::*;
+pub use s::*;
 pub use t::*;
+pub use v::*;
 pub use w::*;

@@ -142,3 +142,8 @@ pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     }
     op.take(0)
 }
+
+/// `aten::equal(Tensor self, Tensor other) -> bool`
+pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    kernels::cpu_equal(self_, other)
+}

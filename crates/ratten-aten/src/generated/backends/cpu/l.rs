@@ -312,3 +312,63 @@ pub fn lerp(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     }
     op.take(0)
 }
+
+/// `aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn linalg_vector_norm(
+    self_: &Tensor,
+    ord: &Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::linalg_vector_norm_meta(&op, self_, ord, dim, keepdim, dtype)?;
+        kernels::linalg_vector_norm_out(
+            &mut state,
+            self_,
+            ord,
+            dim,
+            keepdim,
+            dtype,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn linalg_vector_norm_outf<'a>(
+    self_: &Tensor,
+    ord: &Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::linalg_vector_norm_meta(&op, self_, ord, dim, keepdim, dtype)?;
+        kernels::linalg_vector_norm_out(
+            &mut state,
+            self_,
+            ord,
+            dim,
+            keepdim,
+            dtype,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::_logcumsumexp(Tensor self, int dim) -> Tensor`
+pub fn _logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    kernels::_logcumsumexp_cpu(self_, dim)
+}
+
+/// `aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _logcumsumexp_outf<'a>(self_: &Tensor, dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::_logcumsumexp_out_cpu(self_, dim, out)
+}

@@ -86,3 +86,137 @@ pub fn minimum_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Resu
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn mean_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::mean_dim_meta(&op, self_, dim, keepdim, dtype)?;
+        kernels::mean_out(&mut state, self_, dim, keepdim, dtype, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn mean_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::mean_dim_meta(&op, self_, dim, keepdim, dtype)?;
+        kernels::mean_out(&mut state, self_, dim, keepdim, dtype, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::max(Tensor self) -> Tensor`
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    kernels::max(self_)
+}
+
+/// `aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn max_unary_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::max_unary_out(self_, out)
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let mut state = kernels::max_dim_meta(&op, self_, dim, keepdim)?;
+        kernels::max_out(
+            &mut state,
+            self_,
+            dim,
+            keepdim,
+            op.output(0)?,
+            op.output(1)?,
+        )?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn max_dim_max_outf(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    max: &Tensor,
+    max_values: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[max, max_values]);
+    {
+        let mut state = kernels::max_dim_meta(&op, self_, dim, keepdim)?;
+        kernels::max_out(
+            &mut state,
+            self_,
+            dim,
+            keepdim,
+            op.output(0)?,
+            op.output(1)?,
+        )?;
+    }
+    op.finish()?;
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `aten::min(Tensor self) -> Tensor`
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    kernels::min(self_)
+}
+
+/// `aten::min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn min_unary_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::min_unary_out(self_, out)
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let mut state = kernels::min_dim_meta(&op, self_, dim, keepdim)?;
+        kernels::min_out(
+            &mut state,
+            self_,
+            dim,
+            keepdim,
+            op.output(0)?,
+            op.output(1)?,
+        )?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn min_dim_min_outf(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    min: &Tensor,
+    min_indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[min, min_indices]);
+    {
+        let mut state = kernels::min_dim_meta(&op, self_, dim, keepdim)?;
+        kernels::min_out(
+            &mut state,
+            self_,
+            dim,
+            keepdim,
+            op.output(0)?,
+            op.output(1)?,
+        )?;
+    }
+    op.finish()?;
+    Ok((min.clone(), min_indices.clone()))
+}

@@ -176,3 +176,66 @@ pub fn sign_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn sum_dim_int_list(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::sum_dim_int_list_meta(&op, self_, dim, keepdim, dtype)?;
+        kernels::sum_int_list_out(&mut state, self_, dim, keepdim, dtype, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn sum_int_list_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::sum_dim_int_list_meta(&op, self_, dim, keepdim, dtype)?;
+        kernels::sum_int_list_out(&mut state, self_, dim, keepdim, dtype, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+pub fn std_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    kernels::std_correction(self_, dim, correction, keepdim)
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn std_correction_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::std_correction_out(self_, dim, correction, keepdim, out)
+}
+
+/// `aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+pub fn std_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<&Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    kernels::std_mean_correction(self_, dim, correction, keepdim)
+}

@@ -167,3 +167,234 @@ pub fn addcdiv_<'a>(
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::amax_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn amax_outf<'a>(
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::amax_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::amin_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn amin_outf<'a>(
+    self_: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::amin_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::argmin_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn argmin_outf<'a>(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::argmin_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state = kernels::aminmax_meta(&op, self_, dim, keepdim)?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+pub fn aminmax_outf(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    min: &Tensor,
+    max: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[min, max]);
+    {
+        let _state = kernels::aminmax_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok((min.clone(), max.clone()))
+}
+
+/// `aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::all_dim_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::all_dims_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn all_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::all_dim_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn all_dims_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::all_dims_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::all(Tensor self) -> Tensor`
+pub fn all(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::all_meta(&op, self_)?;
+    }
+    op.take(0)
+}
+
+/// `aten::all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn all_all_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::all_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::any_dim_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::any_dims_meta(&op, self_, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn any_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::any_dim_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn any_dims_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::any_dims_meta(&op, self_, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::any(Tensor self) -> Tensor`
+pub fn any(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::any_meta(&op, self_)?;
+    }
+    op.take(0)
+}
+
+/// `aten::any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn any_all_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::any_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(out)
+}

@@ -121,3 +121,86 @@ pub fn cos_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor`
+pub fn count_nonzero_dim_int_list(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    kernels::count_nonzero_cpu(self_, dim)
+}
+
+/// `aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::cumsum_meta(&op, self_, dim, dtype)?;
+    }
+    op.take(0)
+}
+
+/// `aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+pub fn cumsum_<'a>(self_: &'a Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state = kernels::cumsum_meta(&op, self_, dim, dtype)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn cumsum_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::cumsum_meta(&op, self_, dim, dtype)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::cumprod_meta(&op, self_, dim, dtype)?;
+    }
+    op.take(0)
+}
+
+/// `aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
+pub fn cumprod_<'a>(self_: &'a Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state = kernels::cumprod_meta(&op, self_, dim, dtype)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn cumprod_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::cumprod_meta(&op, self_, dim, dtype)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+pub fn _cummax_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+    kernels::cummax_helper_cpu(self_, values, indices, dim)
+}
+
+/// `aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()`
+pub fn _cummin_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
+    kernels::cummin_helper_cpu(self_, values, indices, dim)
+}

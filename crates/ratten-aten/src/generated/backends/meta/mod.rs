@@ -16,6 +16,7 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod v;
 mod w;
 
 pub use a::*;
@@ -33,4 +34,5 @@ pub use p::*;
 pub use r::*;
 pub use s::*;
 pub use t::*;
+pub use v::*;
 pub use w::*;

@@ -109,3 +109,86 @@ pub fn ne_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn nansum(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    kernels::nansum(self_, dim, keepdim, dtype)
+}
+
+/// `aten::nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn nansum_outf<'a>(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::nansum_out(self_, dim, keepdim, dtype, out)
+}
+
+/// `aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor`
+pub fn norm_scalar_opt_dim_dtype(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::norm_scalar_opt_dim_dtype_meta(&op, self_, p, dim, keepdim, dtype)?;
+    }
+    op.take(0)
+}
+
+/// `aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+pub fn norm_scalar_opt_dim(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::norm_scalar_opt_dim_meta(&op, self_, p, dim, keepdim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
+pub fn norm_dtype_outf<'a>(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::norm_scalar_opt_dim_dtype_meta(&op, self_, p, dim, keepdim, dtype)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn norm_outf<'a>(
+    self_: &Tensor,
+    p: Option<&Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::norm_scalar_opt_dim_meta(&op, self_, p, dim, keepdim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}

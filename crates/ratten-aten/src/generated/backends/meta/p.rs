@@ -100,3 +100,38 @@ pub fn pow_<'a>(self_: &'a Tensor, exponent: &Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub fn prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    kernels::prod(self_, dtype)
+}
+
+/// `aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn prod_dim_int(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::prod_dim_int_meta(&op, self_, dim, keepdim, dtype)?;
+    }
+    op.take(0)
+}
+
+/// `aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn prod_int_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::prod_dim_int_meta(&op, self_, dim, keepdim, dtype)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
