@@ -8,6 +8,8 @@ Operators registered at run time (from ``_C._dispatch_library``) are found by na
 ``ratten.ops.<ns>.<op>``, parsed against the dispatcher's schemas.
 """
 
+import builtins as _builtins
+
 import numpy as _np
 
 from . import _C
@@ -48,6 +50,8 @@ for _name, _m in _C._generated_methods().items():
 del _name, _fn, _m
 
 __version__ = _C.__version__
+
+from . import linalg, return_types  # noqa: E402  (they read _C's tables above)
 
 
 def _conversion(name, dtype):
@@ -94,6 +98,39 @@ def _cpu(self, *, memory_format=preserve_format):
 
 if not hasattr(Tensor, "cpu"):
     Tensor.cpu = _cpu
+
+_aten_norm = _C._generated_functions()["norm"]
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """norm(input, p='fro', dim=None, keepdim=False, out=None, dtype=None) -> Tensor
+
+    torch.norm (torch/functional.py): a vector norm of ``input`` over ``dim`` (all dims when
+    None) through ``ratten.linalg.vector_norm``; ``p='fro'`` is the 2-norm. The matrix norms
+    torch reaches for other strings (``'nuc'``) are not available."""
+    if dim is None:
+        _dim = None
+    elif isinstance(dim, _builtins.int):  # ratten.int is a dtype
+        _dim = [dim]
+    else:
+        _dim = list(dim)
+    if isinstance(p, _builtins.str):
+        if p != "fro" or (_dim is not None and len(_dim) > 2):
+            raise NotImplementedError(f"norm(): p={p!r} (a matrix norm) is not supported by ratten")
+        p = 2
+    p = 2.0 if p is None else p
+    kwargs = {"dtype": dtype}
+    if out is not None:
+        kwargs["out"] = out
+    return linalg.vector_norm(input, p, _dim, keepdim, **kwargs)
+
+
+def _tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """norm(p='fro', dim=None, keepdim=False, dtype=None) -> Tensor (torch.Tensor.norm)"""
+    return norm(self, p, dim, keepdim, dtype=dtype)
+
+
+Tensor.norm = _tensor_norm
 
 __all__ = [
     "Tensor",

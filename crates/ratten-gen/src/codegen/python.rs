@@ -369,6 +369,9 @@ fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
         R::Option(t) => match (base(t), under_ref(t)) {
             (_, Some(R::Base(B::Tensor))) => ("optional_tensor", ".as_ref()"),
             (_, Some(R::Str)) => ("optional_string", ".as_deref()"),
+            (_, Some(R::Slice(e))) if base(&e) == Some(B::I64) => {
+                ("optional_int_list", ".as_deref()")
+            }
             (Some(B::Scalar), _) => ("optional_scalar", ""),
             (Some(B::I64), _) => ("optional_int", ""),
             (Some(B::F64), _) => ("optional_double", ""),
@@ -482,6 +485,19 @@ fn emit_call(
         w.line(l);
     }
     let aliased: Vec<usize> = op.returns.iter().filter_map(|r| r.written_arg()).collect();
+    // Several named returns make a `ratten.return_types` named tuple, as torch's structseqs.
+    let named: Option<[String; 2]> =
+        (op.returns.len() > 1 && op.returns.iter().all(|r| r.name.is_some())).then(|| {
+            let fields: Vec<String> = op
+                .returns
+                .iter()
+                .map(|r| format!("{:?}", r.name.as_deref().unwrap_or_default()))
+                .collect();
+            [
+                format!("{:?}", op.root_name),
+                format!("&[{}]", fields.join(", ")),
+            ]
+        });
     let ret = if !aliased.is_empty() && aliased.len() == op.returns.len() {
         // In-place and out=: the result is the Python object that was written, as torch.
         run_stmt(w, "", &call, &["Ok(())"], "?;");
@@ -507,8 +523,17 @@ fn emit_call(
                 }
             })
             .collect();
-        match objs.as_slice() {
-            [one] => Expr::call_atoms("Ok", &[one]),
+        match (objs.as_slice(), &named) {
+            ([one], _) => Expr::call_atoms("Ok", &[one]),
+            (_, Some([name, fields])) => Expr::call_atoms(
+                "r.named_tuple",
+                &[
+                    "py".to_string(),
+                    name.clone(),
+                    fields.clone(),
+                    format!("vec![{}]", objs.join(", ")),
+                ],
+            ),
             _ => Expr::call_atoms(
                 "r.tuple",
                 &["py".to_string(), format!("vec![{}]", objs.join(", "))],
@@ -516,7 +541,18 @@ fn emit_call(
         }
     } else {
         run_stmt(w, "let result = ", &call, &[], "?;");
-        Expr::call_atoms("into_py_result", &["py", "result"])
+        match &named {
+            Some([name, fields]) => Expr::call_atoms(
+                format!("{PYTHON_ARGS}::into_py_named"),
+                &[
+                    "py".to_string(),
+                    name.clone(),
+                    fields.clone(),
+                    "result".to_string(),
+                ],
+            ),
+            None => Expr::call_atoms("into_py_result", &["py", "result"]),
+        }
     };
     if early_return {
         w.stmt("return ", &ret, ";");
@@ -524,6 +560,16 @@ fn emit_call(
         w.stmt("", &ret, "");
     }
     Ok(())
+}
+
+/// The Rust name of a Python dispatch function: `function_add`; a private operator's leading
+/// underscore is spelled out (`_cummax_helper` -> `function_private_cummax_helper`), as Rust
+/// names are snake case.
+fn dispatch_fn_name(prefix: &str, name: &str) -> String {
+    match name.strip_prefix('_') {
+        Some(rest) => format!("{prefix}_private_{rest}"),
+        None => format!("{prefix}_{name}"),
+    }
 }
 
 fn emit_dispatch_fn(
@@ -540,7 +586,7 @@ fn emit_dispatch_fn(
     ));
     let mut err = Ok(());
     w.fn_header(
-        &format!("pub(super) fn {prefix}_{}", n.name),
+        &format!("pub(super) fn {}", dispatch_fn_name(prefix, &n.name)),
         &[
             "py: Python<'_>".to_string(),
             "r: &PythonArgs<'_, '_>".to_string(),
@@ -668,7 +714,10 @@ pub fn emit_dispatch(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<Str
         tables.push_str(&format!("pub const {konst}: &[DispatchFn] = &[\n"));
         for n in list.iter() {
             let key = keys[&n.name].as_str();
-            tables.push_str(&format!("    {key}::{prefix}_{},\n", n.name));
+            tables.push_str(&format!(
+                "    {key}::{},\n",
+                dispatch_fn_name(prefix, &n.name)
+            ));
             let w = shards.entry(key).or_insert_with(|| {
                 let mut w = Writer::new();
                 w.line(header(

@@ -3,8 +3,26 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 73 names.
+/// Module functions (`ratten.add`): 104 names.
 pub const FUNCTIONS: &[Binding] = &[
+    Binding {
+        name: "_cummax_helper",
+        signatures: &[
+            "_cummax_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
+        ],
+    },
+    Binding {
+        name: "_cummin_helper",
+        signatures: &[
+            "_cummin_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
+        ],
+    },
+    Binding {
+        name: "_logcumsumexp",
+        signatures: &[
+            "_logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
+        ],
+    },
     Binding {
         name: "abs",
         signatures: &[
@@ -36,9 +54,55 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "all",
+        signatures: &[
+            "all(Tensor input, *, Tensor out=None)",
+            "all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
+            "all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "allclose",
+        signatures: &[
+            "allclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+    },
+    Binding {
+        name: "amax",
+        signatures: &[
+            "amax(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "amin",
+        signatures: &[
+            "amin(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "aminmax",
+        signatures: &[
+            "aminmax(Tensor input, *, int64_t? dim=None, bool keepdim=False, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
+        name: "any",
+        signatures: &[
+            "any(Tensor input, *, Tensor out=None)",
+            "any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
+            "any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "argmax",
         signatures: &[
             "argmax(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "argmin",
+        signatures: &[
+            "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -118,6 +182,37 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "count_nonzero",
+        signatures: &[
+            "count_nonzero(Tensor input, int64_t? dim=None)",
+            "count_nonzero(Tensor input, IntArrayRef dim)",
+        ],
+    },
+    Binding {
+        name: "cummax",
+        signatures: &[
+            "cummax(Tensor input, int64_t dim, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
+        name: "cummin",
+        signatures: &[
+            "cummin(Tensor input, int64_t dim, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
+        name: "cumprod",
+        signatures: &[
+            "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "cumsum",
+        signatures: &[
+            "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "div",
         signatures: &[
             "div(Tensor input, Tensor other, *, Tensor out=None)",
@@ -130,6 +225,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "eq(Tensor input, Tensor other, *, Tensor out=None)",
             "eq(Tensor input, Scalar other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "equal",
+        signatures: &[
+            "equal(Tensor input, Tensor other)",
         ],
     },
     Binding {
@@ -199,6 +300,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "isclose",
+        signatures: &[
+            "isclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+    },
+    Binding {
         name: "isfinite",
         signatures: &[
             "isfinite(Tensor input)",
@@ -231,6 +338,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "linalg_vector_norm",
+        signatures: &[
+            "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "log",
         signatures: &[
             "log(Tensor input, *, Tensor out=None)",
@@ -252,6 +365,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "log_",
         signatures: &[
             "log_(Tensor input)",
+        ],
+    },
+    Binding {
+        name: "logcumsumexp",
+        signatures: &[
+            "logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -279,6 +398,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "logsumexp",
+        signatures: &[
+            "logsumexp(Tensor input, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "lt",
         signatures: &[
             "lt(Tensor input, Tensor other, *, Tensor out=None)",
@@ -286,9 +411,30 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "max",
+        signatures: &[
+            "max(Tensor input, *, Tensor out=None)",
+            "max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "maximum",
         signatures: &[
             "maximum(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "mean",
+        signatures: &[
+            "mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)",
+            "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "min",
+        signatures: &[
+            "min(Tensor input, *, Tensor out=None)",
+            "min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
         ],
     },
     Binding {
@@ -316,6 +462,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "nansum",
+        signatures: &[
+            "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "ne",
         signatures: &[
             "ne(Tensor input, Tensor other, *, Tensor out=None)",
@@ -335,11 +487,27 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "norm",
+        signatures: &[
+            "norm(Tensor input, Scalar p=2)",
+            "norm(Tensor input, Scalar? p, *, ScalarType dtype)",
+            "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)",
+            "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "pow",
         signatures: &[
             "pow(Tensor input, Tensor exponent, *, Tensor out=None)",
             "pow(Scalar self, Tensor exponent, *, Tensor out=None)",
             "pow(Tensor input, Scalar exponent, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "prod",
+        signatures: &[
+            "prod(Tensor input, *, ScalarType? dtype=None)",
+            "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
         ],
     },
     Binding {
@@ -436,9 +604,32 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "std",
+        signatures: &[
+            "std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
+            "std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
+            "std(Tensor input, bool unbiased=True)",
+        ],
+    },
+    Binding {
+        name: "std_mean",
+        signatures: &[
+            "std_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
+            "std_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
+            "std_mean(Tensor input, bool unbiased=True)",
+        ],
+    },
+    Binding {
         name: "sub",
         signatures: &[
             "sub(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "sum",
+        signatures: &[
+            "sum(Tensor input, *, ScalarType? dtype=None)",
+            "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
         ],
     },
     Binding {
@@ -466,6 +657,22 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "var",
+        signatures: &[
+            "var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
+            "var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
+            "var(Tensor input, bool unbiased=True)",
+        ],
+    },
+    Binding {
+        name: "var_mean",
+        signatures: &[
+            "var_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
+            "var_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
+            "var_mean(Tensor input, bool unbiased=True)",
+        ],
+    },
+    Binding {
         name: "where",
         signatures: &[
             "where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)",
@@ -476,7 +683,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 99 names.
+/// Tensor methods (`t.add`), without `self`: 126 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -527,9 +734,55 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "all",
+        signatures: &[
+            "all()",
+            "all(IntArrayRef? dim=None, bool keepdim=False)",
+            "all(int64_t dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "allclose",
+        signatures: &[
+            "allclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+    },
+    Binding {
+        name: "amax",
+        signatures: &[
+            "amax(IntArrayRef[1] dim=[], bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "amin",
+        signatures: &[
+            "amin(IntArrayRef[1] dim=[], bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "aminmax",
+        signatures: &[
+            "aminmax(*, int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "any",
+        signatures: &[
+            "any()",
+            "any(IntArrayRef? dim=None, bool keepdim=False)",
+            "any(int64_t dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "argmax",
         signatures: &[
             "argmax(int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "argmin",
+        signatures: &[
+            "argmin(int64_t? dim=None, bool keepdim=False)",
         ],
     },
     Binding {
@@ -633,6 +886,49 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "count_nonzero",
+        signatures: &[
+            "count_nonzero(int64_t? dim=None)",
+            "count_nonzero(IntArrayRef dim)",
+        ],
+    },
+    Binding {
+        name: "cummax",
+        signatures: &[
+            "cummax(int64_t dim)",
+        ],
+    },
+    Binding {
+        name: "cummin",
+        signatures: &[
+            "cummin(int64_t dim)",
+        ],
+    },
+    Binding {
+        name: "cumprod",
+        signatures: &[
+            "cumprod(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "cumprod_",
+        signatures: &[
+            "cumprod_(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "cumsum",
+        signatures: &[
+            "cumsum(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "cumsum_",
+        signatures: &[
+            "cumsum_(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
         name: "div",
         signatures: &[
             "div(Tensor other)",
@@ -660,6 +956,12 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "eq_(Tensor other)",
             "eq_(Scalar other)",
+        ],
+    },
+    Binding {
+        name: "equal",
+        signatures: &[
+            "equal(Tensor other)",
         ],
     },
     Binding {
@@ -749,6 +1051,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "isclose",
+        signatures: &[
+            "isclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+    },
+    Binding {
         name: "isfinite",
         signatures: &[
             "isfinite()",
@@ -819,6 +1127,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "logcumsumexp",
+        signatures: &[
+            "logcumsumexp(int64_t dim)",
+        ],
+    },
+    Binding {
         name: "logical_and",
         signatures: &[
             "logical_and(Tensor other)",
@@ -867,6 +1181,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "logsumexp",
+        signatures: &[
+            "logsumexp(IntArrayRef[1] dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "lt",
         signatures: &[
             "lt(Tensor other)",
@@ -881,9 +1201,30 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "max",
+        signatures: &[
+            "max()",
+            "max(int64_t dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "maximum",
         signatures: &[
             "maximum(Tensor other)",
+        ],
+    },
+    Binding {
+        name: "mean",
+        signatures: &[
+            "mean(*, ScalarType? dtype=None)",
+            "mean(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "min",
+        signatures: &[
+            "min()",
+            "min(int64_t dim, bool keepdim=False)",
         ],
     },
     Binding {
@@ -917,6 +1258,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "nansum",
+        signatures: &[
+            "nansum(IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
         name: "ne",
         signatures: &[
             "ne(Tensor other)",
@@ -943,6 +1290,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "norm",
+        signatures: &[
+            "norm(Scalar p=2)",
+            "norm(Scalar? p, *, ScalarType dtype)",
+            "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype)",
+            "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "pow",
         signatures: &[
             "pow(Tensor exponent)",
@@ -954,6 +1310,13 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "pow_(Tensor exponent)",
             "pow_(Scalar exponent)",
+        ],
+    },
+    Binding {
+        name: "prod",
+        signatures: &[
+            "prod(*, ScalarType? dtype=None)",
+            "prod(int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
         ],
     },
     Binding {
@@ -1055,6 +1418,14 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "std",
+        signatures: &[
+            "std(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
+            "std(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
+            "std(bool unbiased=True)",
+        ],
+    },
+    Binding {
         name: "sub",
         signatures: &[
             "sub(Tensor other, *, Scalar alpha=1)",
@@ -1064,6 +1435,13 @@ pub const METHODS: &[Binding] = &[
         name: "sub_",
         signatures: &[
             "sub_(Tensor other, *, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "sum",
+        signatures: &[
+            "sum(*, ScalarType? dtype=None)",
+            "sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
         ],
     },
     Binding {
@@ -1103,6 +1481,14 @@ pub const METHODS: &[Binding] = &[
         name: "type_as",
         signatures: &[
             "type_as(Tensor other)",
+        ],
+    },
+    Binding {
+        name: "var",
+        signatures: &[
+            "var(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
+            "var(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
+            "var(bool unbiased=True)",
         ],
     },
     Binding {

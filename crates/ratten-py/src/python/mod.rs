@@ -45,6 +45,7 @@ pub use types::{PyDevice, PyDtype};
 #[pyo3(name = "_C")]
 fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    error::install_warning_handler();
     // First: the Tensor object's layout, which the callables and slots below rely on.
     object::register(m)?;
     types::register(m)?;

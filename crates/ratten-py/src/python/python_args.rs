@@ -370,6 +370,14 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         }
     }
 
+    /// `int[]?`: None, or an int (a one-element list) or a sequence of ints.
+    pub fn optional_int_list(&self, k: usize) -> PyResult<Option<Vec<i64>>> {
+        if self.is_none(k) {
+            return Ok(None);
+        }
+        self.int_list(k).map(Some)
+    }
+
     pub fn double_list(&self, k: usize) -> PyResult<Vec<f64>> {
         match self.get(k) {
             Some(o) if !o.is_none() => o.extract(),
@@ -392,6 +400,18 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
 
     pub fn tuple(&self, py: Python<'_>, items: Vec<PyObject>) -> PyResult<PyObject> {
         Ok(PyTuple::new(py, items)?.into_any().unbind())
+    }
+
+    /// The out= tensors of an op with named returns, as its `ratten.return_types` tuple.
+    pub fn named_tuple(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        fields: &[&str],
+        items: Vec<PyObject>,
+    ) -> PyResult<PyObject> {
+        let t = self.tuple(py, items)?;
+        named_tuple_of(py, name, fields, t)
     }
 
     /// Runs the kernel call: without the GIL when the op is big enough to matter (see
@@ -424,11 +444,13 @@ pub fn run_maybe_released<T: Send>(
     numel: usize,
     f: impl FnOnce() -> ratten_core::Result<T> + Send,
 ) -> PyResult<T> {
-    if releases_gil(numel) {
+    let r = if releases_gil(numel) {
         py.allow_threads(f).py()
     } else {
         f().py()
-    }
+    };
+    crate::python::error::flush_warnings(py)?;
+    r
 }
 
 fn default_scalar(d: Option<&DefaultValue>) -> Option<Scalar> {
@@ -499,6 +521,31 @@ impl IntoPyResult for bool {
 /// What generated dispatch functions call on a kernel's result.
 pub fn into_py_result<T: IntoPyResult>(py: Python<'_>, v: T) -> PyResult<PyObject> {
     v.into_py_result(py)
+}
+
+/// The named tuple `ratten.return_types.<name>` with `fields` of a kernel's tuple result
+/// (torch's `torch.return_types` structseqs: `x.max(dim=0).values`).
+pub fn into_py_named<T: IntoPyResult>(
+    py: Python<'_>,
+    name: &str,
+    fields: &[&str],
+    v: T,
+) -> PyResult<PyObject> {
+    let items = v.into_py_result(py)?;
+    named_tuple_of(py, name, fields, items)
+}
+
+fn named_tuple_of(
+    py: Python<'_>,
+    name: &str,
+    fields: &[&str],
+    items: PyObject,
+) -> PyResult<PyObject> {
+    let class = py
+        .import("ratten.return_types")?
+        .getattr("_make")?
+        .call1((name, fields.to_vec()))?;
+    Ok(class.call_method1("_make", (items,))?.unbind())
 }
 
 /// A parser from torch-format signature strings that are part of this crate (exercised by its

@@ -130,6 +130,244 @@ pub(super) fn function_addcmul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `all`: 3 signature(s).
+pub(super) fn function_all(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // all(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::all(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::all_all_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        // all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::all_dims_with(&a_self, a_dim.as_deref(), a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::all_dims_out_with(&a_out, &a_self, a_dim.as_deref(), a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)
+        2 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::all_dim_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::all_out_with(&a_out, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `allclose`: 1 signature(s).
+pub(super) fn function_allclose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // allclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            let a_rtol = r.double(2)?;
+            let a_atol = r.double(3)?;
+            let a_equal_nan = r.bool(4)?;
+            let result = r.run(py, move || {
+                functions::allclose_with(&a_self, &a_other, a_rtol, a_atol, a_equal_nan)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `amax`: 1 signature(s).
+pub(super) fn function_amax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // amax(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || functions::amax_with(&a_self, &a_dim, a_keepdim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::amax_out_with(&a_out, &a_self, &a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `amin`: 1 signature(s).
+pub(super) fn function_amin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // amin(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || functions::amin_with(&a_self, &a_dim, a_keepdim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::amin_out_with(&a_out, &a_self, &a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `aminmax`: 1 signature(s).
+pub(super) fn function_aminmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // aminmax(Tensor input, *, int64_t? dim=None, bool keepdim=False, TensorList[2] out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::aminmax_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "aminmax",
+                    &["min", "max"],
+                    result,
+                );
+            }
+            let a_min = r.tensor_list_item(3, 0, 2)?;
+            let a_max = r.tensor_list_item(3, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::aminmax_out_with(&a_min, &a_max, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "aminmax",
+                &["min", "max"],
+                vec![r.tensor_list_object(3, 0), r.tensor_list_object(3, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `any`: 3 signature(s).
+pub(super) fn function_any(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // any(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::any(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::any_all_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        // any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::any_dims_with(&a_self, a_dim.as_deref(), a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::any_dims_out_with(&a_out, &a_self, a_dim.as_deref(), a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)
+        2 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::any_dim_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::any_out_with(&a_out, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `argmax`: 1 signature(s).
 pub(super) fn function_argmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -150,6 +388,34 @@ pub(super) fn function_argmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
             let a_keepdim = r.bool(2)?;
             r.run(py, move || {
                 functions::argmax_out_with(&a_out, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `argmin`: 1 signature(s).
+pub(super) fn function_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::argmin_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::argmin_out_with(&a_out, &a_self, a_dim, a_keepdim)?;
                 Ok(())
             })?;
             Ok(r.object(3))
@@ -294,6 +560,132 @@ pub(super) fn method_addcmul_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `Tensor.all`: 3 signature(s).
+pub(super) fn method_all(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // all()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.all())?;
+            into_py_result(py, result)
+        }
+        // all(IntArrayRef? dim=None, bool keepdim=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || {
+                a_self.all_dims_with(a_dim.as_deref(), a_keepdim)
+            })?;
+            into_py_result(py, result)
+        }
+        // all(int64_t dim, bool keepdim=False)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.all_dim_with(a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.allclose`: 1 signature(s).
+pub(super) fn method_allclose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // allclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let a_rtol = r.double(1)?;
+            let a_atol = r.double(2)?;
+            let a_equal_nan = r.bool(3)?;
+            let result = r.run(py, move || {
+                a_self.allclose_with(&a_other, a_rtol, a_atol, a_equal_nan)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.amax`: 1 signature(s).
+pub(super) fn method_amax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // amax(IntArrayRef[1] dim=[], bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.amax_with(&a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.amin`: 1 signature(s).
+pub(super) fn method_amin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // amin(IntArrayRef[1] dim=[], bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.amin_with(&a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.aminmax`: 1 signature(s).
+pub(super) fn method_aminmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // aminmax(*, int64_t? dim=None, bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.aminmax_with(a_dim, a_keepdim))?;
+            crate::python::python_args::into_py_named(py, "aminmax", &["min", "max"], result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.any`: 3 signature(s).
+pub(super) fn method_any(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // any()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.any())?;
+            into_py_result(py, result)
+        }
+        // any(IntArrayRef? dim=None, bool keepdim=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || {
+                a_self.any_dims_with(a_dim.as_deref(), a_keepdim)
+            })?;
+            into_py_result(py, result)
+        }
+        // any(int64_t dim, bool keepdim=False)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.any_dim_with(a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.argmax`: 1 signature(s).
 pub(super) fn method_argmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -303,6 +695,21 @@ pub(super) fn method_argmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_dim = r.optional_int(0)?;
             let a_keepdim = r.bool(1)?;
             let result = r.run(py, move || a_self.argmax_with(a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.argmin`: 1 signature(s).
+pub(super) fn method_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argmin(int64_t? dim=None, bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.argmin_with(a_dim, a_keepdim))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -6,6 +6,48 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_cummax_helper`: 1 signature(s).
+pub(super) fn function_private_cummax_helper(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _cummax_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_values = r.tensor(1)?;
+            let a_indices = r.tensor(2)?;
+            let a_dim = r.int(3)?;
+            let result = r.run(py, move || {
+                functions::_cummax_helper(&a_self, &a_values, &a_indices, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_cummin_helper`: 1 signature(s).
+pub(super) fn function_private_cummin_helper(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _cummin_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_values = r.tensor(1)?;
+            let a_indices = r.tensor(2)?;
+            let a_dim = r.int(3)?;
+            let result = r.run(py, move || {
+                functions::_cummin_helper(&a_self, &a_values, &a_indices, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `clamp`: 2 signature(s).
 pub(super) fn function_clamp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -213,6 +255,151 @@ pub(super) fn function_cos_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `count_nonzero`: 2 signature(s).
+pub(super) fn function_count_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // count_nonzero(Tensor input, int64_t? dim=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int(1)?;
+            let result = r.run(py, move || functions::count_nonzero_with(&a_self, a_dim))?;
+            into_py_result(py, result)
+        }
+        // count_nonzero(Tensor input, IntArrayRef dim)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int_list(1)?;
+            let result = r.run(py, move || {
+                functions::count_nonzero_dim_int_list(&a_self, &a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `cummax`: 1 signature(s).
+pub(super) fn function_cummax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cummax(Tensor input, int64_t dim, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::cummax(&a_self, a_dim))?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "cummax",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_values = r.tensor_list_item(2, 0, 2)?;
+            let a_indices = r.tensor_list_item(2, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::cummax_out(&a_values, &a_indices, &a_self, a_dim)?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "cummax",
+                &["values", "indices"],
+                vec![r.tensor_list_object(2, 0), r.tensor_list_object(2, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `cummin`: 1 signature(s).
+pub(super) fn function_cummin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cummin(Tensor input, int64_t dim, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::cummin(&a_self, a_dim))?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "cummin",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_values = r.tensor_list_item(2, 0, 2)?;
+            let a_indices = r.tensor_list_item(2, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::cummin_out(&a_values, &a_indices, &a_self, a_dim)?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "cummin",
+                &["values", "indices"],
+                vec![r.tensor_list_object(2, 0), r.tensor_list_object(2, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `cumprod`: 1 signature(s).
+pub(super) fn function_cumprod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let result = r.run(py, move || functions::cumprod_with(&a_self, a_dim, a_dtype))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            r.run(py, move || {
+                functions::cumprod_out_with(&a_out, &a_self, a_dim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `cumsum`: 1 signature(s).
+pub(super) fn function_cumsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let result = r.run(py, move || functions::cumsum_with(&a_self, a_dim, a_dtype))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            r.run(py, move || {
+                functions::cumsum_out_with(&a_out, &a_self, a_dim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.clamp`: 2 signature(s).
 pub(super) fn method_clamp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -360,6 +547,121 @@ pub(super) fn method_cos_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
             let a_self = r.self_tensor()?;
             r.run(py, move || {
                 a_self.cos_()?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.count_nonzero`: 2 signature(s).
+pub(super) fn method_count_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // count_nonzero(int64_t? dim=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int(0)?;
+            let result = r.run(py, move || a_self.count_nonzero_with(a_dim))?;
+            into_py_result(py, result)
+        }
+        // count_nonzero(IntArrayRef dim)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int_list(0)?;
+            let result = r.run(py, move || a_self.count_nonzero_dim_int_list(&a_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cummax`: 1 signature(s).
+pub(super) fn method_cummax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cummax(int64_t dim)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let result = r.run(py, move || a_self.cummax(a_dim))?;
+            crate::python::python_args::into_py_named(py, "cummax", &["values", "indices"], result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cummin`: 1 signature(s).
+pub(super) fn method_cummin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cummin(int64_t dim)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let result = r.run(py, move || a_self.cummin(a_dim))?;
+            crate::python::python_args::into_py_named(py, "cummin", &["values", "indices"], result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cumprod`: 1 signature(s).
+pub(super) fn method_cumprod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumprod(int64_t dim, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || a_self.cumprod_with(a_dim, a_dtype))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cumprod_`: 1 signature(s).
+pub(super) fn method_cumprod_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumprod_(int64_t dim, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            r.run(py, move || {
+                a_self.cumprod_with_(a_dim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cumsum`: 1 signature(s).
+pub(super) fn method_cumsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumsum(int64_t dim, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || a_self.cumsum_with(a_dim, a_dtype))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.cumsum_`: 1 signature(s).
+pub(super) fn method_cumsum_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cumsum_(int64_t dim, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            r.run(py, move || {
+                a_self.cumsum_with_(a_dim, a_dtype)?;
                 Ok(())
             })?;
             Ok(r.self_object())

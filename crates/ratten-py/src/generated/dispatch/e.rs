@@ -47,6 +47,20 @@ pub(super) fn function_eq(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `equal`: 1 signature(s).
+pub(super) fn function_equal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // equal(Tensor input, Tensor other)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            let result = r.run(py, move || functions::equal(&a_self, &a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `exp`: 1 signature(s).
 pub(super) fn function_exp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -166,6 +180,20 @@ pub(super) fn method_eq_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyO
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.equal`: 1 signature(s).
+pub(super) fn method_equal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // equal(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.equal(&a_other))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -6,6 +6,25 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `isclose`: 1 signature(s).
+pub(super) fn function_isclose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            let a_rtol = r.double(2)?;
+            let a_atol = r.double(3)?;
+            let a_equal_nan = r.bool(4)?;
+            let result = r.run(py, move || {
+                functions::isclose_with(&a_self, &a_other, a_rtol, a_atol, a_equal_nan)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `isfinite`: 1 signature(s).
 pub(super) fn function_isfinite(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -39,6 +58,25 @@ pub(super) fn function_isnan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
         0 => {
             let a_self = r.tensor(0)?;
             let result = r.run(py, move || functions::isnan(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.isclose`: 1 signature(s).
+pub(super) fn method_isclose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // isclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let a_rtol = r.double(1)?;
+            let a_atol = r.double(2)?;
+            let a_equal_nan = r.bool(3)?;
+            let result = r.run(py, move || {
+                a_self.isclose_with(&a_other, a_rtol, a_atol, a_equal_nan)
+            })?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

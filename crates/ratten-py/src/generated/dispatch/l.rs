@@ -6,6 +6,33 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_logcumsumexp`: 1 signature(s).
+pub(super) fn function_private_logcumsumexp(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::_logcumsumexp(&a_self, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::_logcumsumexp_out(&a_out, &a_self, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `le`: 2 signature(s).
 pub(super) fn function_le(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -94,6 +121,54 @@ pub(super) fn function_lerp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `linalg_vector_norm`: 1 signature(s).
+pub(super) fn function_linalg_vector_norm(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_ord = r.scalar(1)?;
+                let a_dim = r.optional_int_list(2)?;
+                let a_keepdim = r.bool(3)?;
+                let a_dtype = r.optional_scalar_type(4)?;
+                let result = r.run(py, move || {
+                    functions::linalg_vector_norm_with(
+                        &a_self,
+                        a_ord,
+                        a_dim.as_deref(),
+                        a_keepdim,
+                        a_dtype,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_ord = r.scalar(1)?;
+            let a_dim = r.optional_int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            let a_dtype = r.optional_scalar_type(4)?;
+            r.run(py, move || {
+                functions::linalg_vector_norm_out_with(
+                    &a_out,
+                    &a_self,
+                    a_ord,
+                    a_dim.as_deref(),
+                    a_keepdim,
+                    a_dtype,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `log`: 1 signature(s).
 pub(super) fn function_log(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -165,6 +240,30 @@ pub(super) fn function_log_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `logcumsumexp`: 1 signature(s).
+pub(super) fn function_logcumsumexp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::logcumsumexp(&a_self, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::logcumsumexp_out(&a_out, &a_self, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -259,6 +358,34 @@ pub(super) fn function_logical_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `logsumexp`: 1 signature(s).
+pub(super) fn function_logsumexp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // logsumexp(Tensor input, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::logsumexp_with(&a_self, &a_dim, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::logsumexp_out_with(&a_out, &a_self, &a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -463,6 +590,20 @@ pub(super) fn method_log_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `Tensor.logcumsumexp`: 1 signature(s).
+pub(super) fn method_logcumsumexp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // logcumsumexp(int64_t dim)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let result = r.run(py, move || a_self.logcumsumexp(a_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.logical_and`: 1 signature(s).
 pub(super) fn method_logical_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -580,6 +721,21 @@ pub(super) fn method_logical_xor_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.logsumexp`: 1 signature(s).
+pub(super) fn method_logsumexp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // logsumexp(IntArrayRef[1] dim, bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.logsumexp_with(&a_dim, a_keepdim))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

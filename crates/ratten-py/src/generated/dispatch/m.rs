@@ -6,6 +6,60 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `max`: 2 signature(s).
+pub(super) fn function_max(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // max(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::max(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::max_unary_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        // max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::max_dim_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "max",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_max = r.tensor_list_item(3, 0, 2)?;
+            let a_max_values = r.tensor_list_item(3, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::max_dim_max_out_with(&a_max, &a_max_values, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "max",
+                &["values", "indices"],
+                vec![r.tensor_list_object(3, 0), r.tensor_list_object(3, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `maximum`: 1 signature(s).
 pub(super) fn function_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -25,6 +79,107 @@ pub(super) fn function_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `mean`: 2 signature(s).
+pub(super) fn function_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let result = r.run(py, move || functions::mean_with(&a_self, a_dtype))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            r.run(py, move || {
+                functions::mean_dtype_out_with(&a_out, &a_self, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        // mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        1 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::mean_dim_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            r.run(py, move || {
+                functions::mean_out_with(&a_out, &a_self, a_dim.as_deref(), a_keepdim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `min`: 2 signature(s).
+pub(super) fn function_min(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // min(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::min(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::min_unary_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        // min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::min_dim_with(&a_self, a_dim, a_keepdim)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "min",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_min = r.tensor_list_item(3, 0, 2)?;
+            let a_min_indices = r.tensor_list_item(3, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            r.run(py, move || {
+                functions::min_dim_min_out_with(&a_min, &a_min_indices, &a_self, a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "min",
+                &["values", "indices"],
+                vec![r.tensor_list_object(3, 0), r.tensor_list_object(3, 1)],
+            )
         }
         _ => Err(r.unknown_signature()),
     }
@@ -78,6 +233,27 @@ pub(super) fn function_mul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `Tensor.max`: 2 signature(s).
+pub(super) fn method_max(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // max()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.max())?;
+            into_py_result(py, result)
+        }
+        // max(int64_t dim, bool keepdim=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.max_dim_with(a_dim, a_keepdim))?;
+            crate::python::python_args::into_py_named(py, "max", &["values", "indices"], result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.maximum`: 1 signature(s).
 pub(super) fn method_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -87,6 +263,52 @@ pub(super) fn method_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let a_other = r.tensor(0)?;
             let result = r.run(py, move || a_self.maximum(&a_other))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.mean`: 2 signature(s).
+pub(super) fn method_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mean(*, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dtype = r.optional_scalar_type(0)?;
+            let result = r.run(py, move || a_self.mean_with(a_dtype))?;
+            into_py_result(py, result)
+        }
+        // mean(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || {
+                a_self.mean_dim_with(a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.min`: 2 signature(s).
+pub(super) fn method_min(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // min()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.min())?;
+            into_py_result(py, result)
+        }
+        // min(int64_t dim, bool keepdim=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let result = r.run(py, move || a_self.min_dim_with(a_dim, a_keepdim))?;
+            crate::python::python_args::into_py_named(py, "min", &["values", "indices"], result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -55,6 +55,36 @@ pub(super) fn function_nan_to_num_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
+/// `nansum`: 1 signature(s).
+pub(super) fn function_nansum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::nansum_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            r.run(py, move || {
+                functions::nansum_out_with(&a_out, &a_self, a_dim.as_deref(), a_keepdim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ne`: 2 signature(s).
 pub(super) fn function_ne(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -134,6 +164,78 @@ pub(super) fn function_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `norm`: 4 signature(s).
+pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // norm(Tensor input, Scalar p=2)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.scalar(1)?;
+            let result = r.run(py, move || functions::norm_scalar_with(&a_self, a_p))?;
+            into_py_result(py, result)
+        }
+        // norm(Tensor input, Scalar? p, *, ScalarType dtype)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.optional_scalar(1)?;
+            let a_dtype = r.scalar_type(2)?;
+            let result = r.run(py, move || {
+                functions::norm_scalar_opt_dtype(&a_self, a_p, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)
+        2 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_p = r.optional_scalar(1)?;
+                let a_dim = r.int_list(2)?;
+                let a_keepdim = r.bool(3)?;
+                let a_dtype = r.scalar_type(4)?;
+                let result = r.run(py, move || {
+                    functions::norm_scalar_opt_dim_dtype(&a_self, a_p, &a_dim, a_keepdim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_p = r.optional_scalar(1)?;
+            let a_dim = r.int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            let a_dtype = r.scalar_type(4)?;
+            r.run(py, move || {
+                functions::norm_dtype_out(&a_out, &a_self, a_p, &a_dim, a_keepdim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)
+        3 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_p = r.optional_scalar(1)?;
+                let a_dim = r.int_list(2)?;
+                let a_keepdim = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::norm_scalar_opt_dim_with(&a_self, a_p, &a_dim, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_p = r.optional_scalar(1)?;
+            let a_dim = r.int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            r.run(py, move || {
+                functions::norm_out_with(&a_out, &a_self, a_p, &a_dim, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.nan_to_num`: 1 signature(s).
 pub(super) fn method_nan_to_num(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -166,6 +268,24 @@ pub(super) fn method_nan_to_num_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.nansum`: 1 signature(s).
+pub(super) fn method_nansum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nansum(IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || {
+                a_self.nansum_with(a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -243,6 +363,51 @@ pub(super) fn method_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.norm`: 4 signature(s).
+pub(super) fn method_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // norm(Scalar p=2)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.scalar(0)?;
+            let result = r.run(py, move || a_self.norm_scalar_with(a_p))?;
+            into_py_result(py, result)
+        }
+        // norm(Scalar? p, *, ScalarType dtype)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.optional_scalar(0)?;
+            let a_dtype = r.scalar_type(1)?;
+            let result = r.run(py, move || a_self.norm_scalar_opt_dtype(a_p, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // norm(Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.optional_scalar(0)?;
+            let a_dim = r.int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.scalar_type(3)?;
+            let result = r.run(py, move || {
+                a_self.norm_scalar_opt_dim_dtype(a_p, &a_dim, a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // norm(Scalar? p, IntArrayRef[1] dim, bool keepdim=False)
+        3 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.optional_scalar(0)?;
+            let a_dim = r.int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.norm_scalar_opt_dim_with(a_p, &a_dim, a_keepdim)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

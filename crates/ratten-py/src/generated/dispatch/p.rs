@@ -68,6 +68,43 @@ pub(super) fn function_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `prod`: 2 signature(s).
+pub(super) fn function_prod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // prod(Tensor input, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || functions::prod_with(&a_self, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        1 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_keepdim = r.bool(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::prod_dim_int_with(&a_self, a_dim, a_keepdim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            r.run(py, move || {
+                functions::prod_int_out_with(&a_out, &a_self, a_dim, a_keepdim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.pow`: 2 signature(s).
 pub(super) fn method_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -111,6 +148,31 @@ pub(super) fn method_pow_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.prod`: 2 signature(s).
+pub(super) fn method_prod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // prod(*, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dtype = r.optional_scalar_type(0)?;
+            let result = r.run(py, move || a_self.prod_with(a_dtype))?;
+            into_py_result(py, result)
+        }
+        // prod(int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_keepdim = r.bool(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || {
+                a_self.prod_dim_int_with(a_dim, a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -142,6 +142,118 @@ pub(super) fn function_sqrt_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `std`: 3 signature(s).
+pub(super) fn function_std(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_unbiased = r.bool(2)?;
+                let a_keepdim = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::std_dim_with(&a_self, a_dim.as_deref(), a_unbiased, a_keepdim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_unbiased = r.bool(2)?;
+            let a_keepdim = r.bool(3)?;
+            r.run(py, move || {
+                functions::std_out_with(&a_out, &a_self, a_dim.as_deref(), a_unbiased, a_keepdim)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)
+        1 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_correction = r.optional_scalar(2)?;
+                let a_keepdim = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::std_correction_with(
+                        &a_self,
+                        a_dim.as_deref(),
+                        a_correction,
+                        a_keepdim,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_correction = r.optional_scalar(2)?;
+            let a_keepdim = r.bool(3)?;
+            r.run(py, move || {
+                functions::std_correction_out_with(
+                    &a_out,
+                    &a_self,
+                    a_dim.as_deref(),
+                    a_correction,
+                    a_keepdim,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // std(Tensor input, bool unbiased=True)
+        2 => {
+            let a_self = r.tensor(0)?;
+            let a_unbiased = r.bool(1)?;
+            let result = r.run(py, move || functions::std(&a_self, a_unbiased))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `std_mean`: 3 signature(s).
+pub(super) fn function_std_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // std_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_unbiased = r.bool(2)?;
+            let a_keepdim = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::std_mean_dim_with(&a_self, a_dim.as_deref(), a_unbiased, a_keepdim)
+            })?;
+            into_py_result(py, result)
+        }
+        // std_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_correction = r.optional_scalar(2)?;
+            let a_keepdim = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::std_mean_correction_with(
+                    &a_self,
+                    a_dim.as_deref(),
+                    a_correction,
+                    a_keepdim,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // std_mean(Tensor input, bool unbiased=True)
+        2 => {
+            let a_self = r.tensor(0)?;
+            let a_unbiased = r.bool(1)?;
+            let result = r.run(py, move || functions::std_mean(&a_self, a_unbiased))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `sub`: 1 signature(s).
 pub(super) fn function_sub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -163,6 +275,49 @@ pub(super) fn function_sub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `sum`: 2 signature(s).
+pub(super) fn function_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sum(Tensor input, *, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || functions::sum_with(&a_self, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        1 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.optional_int_list(1)?;
+                let a_keepdim = r.bool(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::sum_dim_int_list_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            r.run(py, move || {
+                functions::sum_int_list_out_with(
+                    &a_out,
+                    &a_self,
+                    a_dim.as_deref(),
+                    a_keepdim,
+                    a_dtype,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -284,6 +439,42 @@ pub(super) fn method_sqrt_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `Tensor.std`: 3 signature(s).
+pub(super) fn method_std(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // std(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_unbiased = r.bool(1)?;
+            let a_keepdim = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.std_dim_with(a_dim.as_deref(), a_unbiased, a_keepdim)
+            })?;
+            into_py_result(py, result)
+        }
+        // std(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_correction = r.optional_scalar(1)?;
+            let a_keepdim = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.std_correction_with(a_dim.as_deref(), a_correction, a_keepdim)
+            })?;
+            into_py_result(py, result)
+        }
+        // std(bool unbiased=True)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_unbiased = r.bool(0)?;
+            let result = r.run(py, move || a_self.std(a_unbiased))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.sub`: 1 signature(s).
 pub(super) fn method_sub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -312,6 +503,31 @@ pub(super) fn method_sub_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.sum`: 2 signature(s).
+pub(super) fn method_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sum(*, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dtype = r.optional_scalar_type(0)?;
+            let result = r.run(py, move || a_self.sum_with(a_dtype))?;
+            into_py_result(py, result)
+        }
+        // sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.optional_int_list(0)?;
+            let a_keepdim = r.bool(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || {
+                a_self.sum_dim_int_list_with(a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
