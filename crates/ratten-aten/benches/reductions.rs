@@ -59,6 +59,7 @@ fn main() {
     let flat: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 * 0.001).collect();
     let x = Tensor::from_slice(&flat, &[N as i64]).unwrap();
     let m = x.view(&[SIDE, SIDE]).unwrap();
+    let small = x.narrow(0, 0, 1 << 18).unwrap().contiguous().unwrap();
     let bytes = N * 4;
     let dim = |d: i64| -> Vec<i64> { vec![d] };
     let cases: Vec<Case> = vec![
@@ -127,6 +128,25 @@ fn main() {
             bytes,
             Box::new(|| {
                 black_box(x.mean().unwrap());
+            }),
+        ),
+        // In cache (1 MB, 16 calls per round): the loops' own rate.
+        (
+            "sum 256K f32 (in cache)",
+            16 * (1 << 20),
+            Box::new(|| {
+                for _ in 0..16 {
+                    black_box(small.sum().unwrap());
+                }
+            }),
+        ),
+        (
+            "amax 256K f32 (in cache)",
+            16 * (1 << 20),
+            Box::new(|| {
+                for _ in 0..16 {
+                    black_box(small.amax().unwrap());
+                }
             }),
         ),
     ];

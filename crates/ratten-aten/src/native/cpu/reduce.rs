@@ -38,13 +38,16 @@ use crate::native::cpu::pointwise::widest_isa;
 use crate::tensor_iterator::parallel::{get_num_threads, parallel_for, GRAIN_SIZE};
 use crate::tensor_iterator::TensorIteratorBase;
 
-/// Independent accumulators of a contiguous run (16 f32: two AVX2 or one AVX-512 vector).
-pub const LANES: usize = 16;
+/// Independent accumulators of a contiguous run (for f32, four AVX2 vectors: four dependency
+/// chains of vector adds in flight).
+pub const LANES: usize = 32;
 /// Elements per leaf of the cascade.
 pub const LEAF: usize = 2048;
-/// The accumulators of one block of the outer form (a block's row is this many bytes of f32
-/// sums: two pages of contiguous reads per row, and the accumulators stay in L1).
-pub const OUTER_BLOCK_BYTES: usize = 8192;
+/// The accumulators of one block of the outer form: 4096 f32 sums, so that a 4096-wide
+/// float row is one block and the rows of a contiguous matrix are read as one sequential
+/// stream (narrower blocks read each row in pieces, and the prefetchers restart at each
+/// page); the accumulators still fit L1.
+pub const OUTER_BLOCK_BYTES: usize = 16384;
 /// Rows per partial result of the outer form's cascade.
 pub const OUTER_GROUP: usize = 64;
 /// The most outputs a reduction writes (values and indices; min and max; var and mean).
@@ -71,11 +74,9 @@ pub trait ReduceOp: Sync {
     /// Adds element `x`, found at position `idx` of the reduced positions.
     fn reduce(&self, acc: Self::Acc, x: Self::In, idx: i64) -> Self::Acc;
     /// Adds row `x[0..accs.len()]` into `accs` element for element, where every accumulator
-    /// has reduced the same number of elements so far (the lanes of a contiguous run, the
-    /// columns of an outer block); `idx` is the row's reduced position (for the lanes, the
-    /// first lane's: only ops that are not [`Self::REORDERABLE`] read positions, and they
-    /// never take lanes). An op whose step depends on that count (Welford's `1 / n`)
-    /// computes it once per row here.
+    /// has reduced the same number of elements so far (the columns of an outer block); `idx`
+    /// is the row's reduced position. An op whose step depends on that count (Welford's
+    /// `1 / n`) computes it once per row here.
     ///
     /// # Safety
     /// `x` points at `accs.len()` readable, contiguous `In`s.
@@ -86,6 +87,22 @@ pub trait ReduceOp: Sync {
             let v = unsafe { Self::In::read(x.add(j).cast()) };
             *acc = self.reduce(*acc, v, idx);
         }
+    }
+    /// The accumulator of `n` contiguous elements from `x` at positions `idx..`, when the op
+    /// has a faster way than [`LANES`] accumulators (Welford's two passes over the
+    /// L1-resident leaf); `None` takes the lanes. Only asked of [`Self::REORDERABLE`] ops.
+    ///
+    /// # Safety
+    /// `x` points at `n` readable, contiguous `In`s.
+    #[inline(always)]
+    unsafe fn reduce_contiguous(
+        &self,
+        x: *const Self::In,
+        n: usize,
+        idx: i64,
+    ) -> Option<Self::Acc> {
+        let _ = (x, n, idx);
+        None
     }
     /// Combines the accumulators of two ranges, `a` before `b`.
     fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
@@ -290,9 +307,9 @@ fn drive<I: crate::dispatch_stub::Isa, O: ReduceOp>(op: &O, plan: &Plan, base: P
     }
     if outer {
         let width = plan.kept[0].size;
-        let block = outer_block::<O>(width);
-        let blocks_per_row = (width + block - 1) / block;
         let rows = kept / width;
+        let block = outer_block::<O>(width, rows, threads);
+        let blocks_per_row = (width + block - 1) / block;
         let items = rows * blocks_per_row;
         let work_per_item = reduced * block.min(width);
         let grain = (GRAIN_SIZE / work_per_item.max(1)).max(1);
@@ -336,10 +353,14 @@ fn drive<I: crate::dispatch_stub::Isa, O: ReduceOp>(op: &O, plan: &Plan, base: P
 }
 
 /// Output elements per block of the outer form: [`OUTER_BLOCK_BYTES`] of accumulators (at
-/// least 16), split evenly when the row holds more than one block.
-fn outer_block<O: ReduceOp>(width: i64) -> i64 {
+/// least 16), split evenly when the row holds more than one block, and into at least one
+/// block per thread when there are too few rows of blocks to go round.
+fn outer_block<O: ReduceOp>(width: i64, rows: i64, threads: i64) -> i64 {
     let most = (OUTER_BLOCK_BYTES / size_of::<O::Acc>().max(1)).max(16) as i64;
-    let blocks = (width + most - 1) / most;
+    let mut blocks = (width + most - 1) / most;
+    if rows * blocks < threads {
+        blocks = ((threads + rows - 1) / rows).min(width).max(1);
+    }
     (width + blocks - 1) / blocks
 }
 
@@ -409,8 +430,14 @@ unsafe fn reduce_run<O: ReduceOp>(op: &O, p: *const u8, stride: i64, n: usize, i
         let mut done = 0usize;
         while done < n {
             let len = LEAF.min(n - done);
+            let at = p.wrapping_add(done * es);
+            let i = idx + done as i64;
             // SAFETY: `len` contiguous elements from `done`.
-            let leaf = unsafe { lanes_run(op, p.add(done * es), len, idx + done as i64) };
+            let leaf = match unsafe { op.reduce_contiguous(at.cast(), len, i) } {
+                Some(acc) => acc,
+                // SAFETY: as above.
+                None => unsafe { lanes_run(op, at, len, i) },
+            };
             cascade.push(leaf);
             done += len;
         }
@@ -431,28 +458,34 @@ unsafe fn reduce_run<O: ReduceOp>(op: &O, p: *const u8, stride: i64, n: usize, i
 /// `n` contiguous readable `O::In`s from `p`.
 #[inline(always)]
 unsafe fn lanes_run<O: ReduceOp>(op: &O, p: *const u8, n: usize, idx: i64) -> O::Acc {
+    // One array of LANES accumulators, touched only by loops of constant trip count: LLVM
+    // keeps it in vector registers (four for f32 under AVX2) and vectorises the body. Any
+    // access at a run-time index (a tail into the lanes, a fold of run-time width) would put
+    // the array in memory and cut the loop to two floats per add.
     let src = p.cast::<O::In>();
-    let mut lanes = [op.identity(); LANES];
-    let full = n / LANES * LANES;
+    let id = op.identity();
+    let mut lanes = [id; LANES];
     let mut i = 0;
-    while i < full {
-        // SAFETY: i + LANES <= full <= n.
-        unsafe { op.reduce_row(&mut lanes, src.add(i), idx + i as i64) };
+    while i + LANES <= n {
+        for (l, acc) in lanes.iter_mut().enumerate() {
+            // SAFETY: i + l < i + LANES <= n.
+            let x = unsafe { O::In::read(src.add(i + l).cast()) };
+            *acc = op.reduce(*acc, x, idx + (i + l) as i64);
+        }
         i += LANES;
     }
-    for (l, acc) in lanes.iter_mut().enumerate().take(n - full) {
-        // SAFETY: full + l < n.
-        let x = unsafe { O::In::read(src.add(full + l).cast()) };
-        *acc = op.reduce(*acc, x, idx + (full + l) as i64);
+    let mut tail = id;
+    while i < n {
+        // SAFETY: i < n.
+        let x = unsafe { O::In::read(src.add(i).cast()) };
+        tail = op.reduce(tail, x, idx + i as i64);
+        i += 1;
     }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for l in 0..width {
-            lanes[l] = op.combine(lanes[l], lanes[l + width]);
-        }
+    let mut acc = lanes[0];
+    for lane in &lanes[1..] {
+        acc = op.combine(acc, *lane);
     }
-    lanes[0]
+    op.combine(acc, tail)
 }
 
 /// A binary-counter cascade of partial results: the partial of `2^k` leaves is combined only

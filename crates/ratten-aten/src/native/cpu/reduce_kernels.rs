@@ -385,11 +385,12 @@ impl<T: Elem, M: Extremum, const MAX: bool> ReduceOp for Extreme<T, M, MAX> {
     }
     #[inline(always)]
     fn combine(&self, a: M, b: M) -> M {
+        // `max_impl`: a NaN stays; else the larger, a NaN `b` included (compare-and-blend).
         let better = if MAX { b.gt(a) } else { b.lt(a) };
-        if a.is_nan() || !(better || b.is_nan()) {
-            a
-        } else {
+        if !a.is_nan() && (better || b.is_nan()) {
             b
+        } else {
+            a
         }
     }
     #[inline(always)]
@@ -746,6 +747,64 @@ impl<T: WelfordInput> ReduceOp for WelfordOp<T> {
             m2,
             n,
         }
+    }
+    /// A leaf in two passes (PyTorch's CPU path takes two passes too): the mean from a sum in
+    /// f64 lanes, then the sum of squared deviations; the leaf is in L1 for the second.
+    #[inline(always)]
+    unsafe fn reduce_contiguous(&self, x: *const T, n: usize, _idx: i64) -> Option<Welford> {
+        const L: usize = 8;
+        if n == 0 {
+            return Some(Welford::default());
+        }
+        let full = n / L * L;
+        let (mut s, mut s_im) = ([0f64; L], [0f64; L]);
+        for i in (0..full).step_by(L) {
+            for l in 0..L {
+                // SAFETY: i + l < n.
+                let (re, im) = unsafe { T::read(x.add(i + l).cast()) }.parts();
+                s[l] += re;
+                if T::COMPLEX {
+                    s_im[l] += im;
+                }
+            }
+        }
+        let (mut sum, mut sum_im) = (s.iter().sum::<f64>(), s_im.iter().sum::<f64>());
+        for i in full..n {
+            // SAFETY: i < n.
+            let (re, im) = unsafe { T::read(x.add(i).cast()) }.parts();
+            sum += re;
+            sum_im += im;
+        }
+        let nf = n as f64;
+        let (mean, mean_im) = (sum / nf, if T::COMPLEX { sum_im / nf } else { 0.0 });
+        let mut q = [0f64; L];
+        for i in (0..full).step_by(L) {
+            for (l, ql) in q.iter_mut().enumerate() {
+                // SAFETY: i + l < n.
+                let (re, im) = unsafe { T::read(x.add(i + l).cast()) }.parts();
+                let d = re - mean;
+                *ql += d * d;
+                if T::COMPLEX {
+                    let e = im - mean_im;
+                    *ql += e * e;
+                }
+            }
+        }
+        let mut m2 = q.iter().sum::<f64>();
+        for i in full..n {
+            // SAFETY: i < n.
+            let (re, im) = unsafe { T::read(x.add(i).cast()) }.parts();
+            m2 += (re - mean) * (re - mean);
+            if T::COMPLEX {
+                m2 += (im - mean_im) * (im - mean_im);
+            }
+        }
+        Some(Welford {
+            mean,
+            mean_im,
+            m2,
+            n: nf,
+        })
     }
     /// Every accumulator of the row has the same count: `1 / n` once, a product per element
     /// (a division per element kept the loop at a fifth of the memory bandwidth).
