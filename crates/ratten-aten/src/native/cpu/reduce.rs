@@ -14,11 +14,15 @@
 //!   [`LEAF`] elements, and the leaves are combined by a binary-counter cascade: the rounding
 //!   error of a float sum grows with the logarithm of its length, not linearly (PyTorch's
 //!   cascade sum);
-//! - **outer** (the fastest kept dimension is contiguous in the input): a block of up to
-//!   adjacent output elements (as many as fit [`OUTER_BLOCK_BYTES`] of accumulators: a row
-//!   of the block is a few KB read in one stream) is reduced together, row by row along the
-//!   reduced positions, each row one vectorised loop across the block; rows are grouped in
-//!   [`OUTER_GROUP`]s whose partial results enter the same cascade.
+//! - **outer** (the fastest kept dimension is contiguous in the input): a block of adjacent
+//!   output elements (as many as fit [`OUTER_BLOCK_BYTES`] of accumulators: a row of the
+//!   block is KBs read in one stream) is reduced together, row by row along the reduced
+//!   positions, each row one vectorised loop across the block ([`ReduceOp::reduce_row`]);
+//!   rows are grouped in [`OUTER_GROUP`]s whose partial results enter the same cascade.
+//!
+//! An op may replace the lanes of a contiguous leaf ([`ReduceOp::reduce_contiguous`]: var's
+//! two passes over the L1-resident leaf) and the per-element step of a row
+//! ([`ReduceOp::reduce_row`]: Welford's `1 / n` once per row).
 //!
 //! Parallelism: over output elements (inner) or blocks (outer) when there are several; a
 //! reduction to one element splits its reduced positions among the threads and combines the
