@@ -228,18 +228,25 @@ pub fn make_reduction<'a>(
     for r in results {
         assert_no_internal_overlap(r.base())?;
     }
+    let viewed = results
+        .iter()
+        .map(|r| review_reduce_result(r, ndim, mask, keepdim))
+        .collect::<Result<Vec<_>>>()?;
+    reduce_op(viewed, reduction_input(self_, in_dtype)?)
+}
+
+/// `TensorIterator::reduce_op`: the iterator in reduction mode over the viewed results and
+/// the input.
+fn reduce_op<'a>(viewed: Vec<TensorBase>, input: TensorBase) -> Result<TensorIterator<'a>> {
     let mut config = TensorIteratorConfig::new()
         .set_check_mem_overlap(false)
         .resize_outputs(false)
         .is_reduction(true)
         .check_all_same_dtype(false);
-    for r in results {
-        let viewed = review_reduce_result(r, ndim, mask, keepdim)?;
-        config = config.add_output(MaybeOwnedOutput(Some(Cow::Owned(viewed))))?;
+    for v in viewed {
+        config = config.add_output(MaybeOwnedOutput(Some(Cow::Owned(v))))?;
     }
-    config
-        .add_const_input(reduction_input(self_, in_dtype)?)
-        .build_standalone()
+    config.add_const_input(input).build_standalone()
 }
 
 /// The iterator of a reduction over every element of `self_` into the one-element `result`
@@ -252,18 +259,11 @@ pub fn make_full_reduction<'a>(
 ) -> Result<TensorIterator<'a>> {
     let flat = self_.reshape(&[-1])?;
     let n = flat.numel();
-    let mut config = TensorIteratorConfig::new()
-        .set_check_mem_overlap(false)
-        .resize_outputs(false)
-        .is_reduction(true)
-        .check_all_same_dtype(false);
-    for r in results {
-        let viewed = r.as_strided(&[n], &[0], None)?.into_base();
-        config = config.add_output(MaybeOwnedOutput(Some(Cow::Owned(viewed))))?;
-    }
-    config
-        .add_const_input(reduction_input(&flat, in_dtype)?)
-        .build_standalone()
+    let viewed = results
+        .iter()
+        .map(|r| Ok(r.as_strided(&[n], &[0], None)?.into_base()))
+        .collect::<Result<Vec<_>>>()?;
+    reduce_op(viewed, reduction_input(&flat, in_dtype)?)
 }
 
 /// `check_scalar_type_device_layout_equal`-style check of an out= result's dtype (the

@@ -275,8 +275,6 @@ fn drive<I: crate::dispatch_stub::Isa, O: ReduceOp>(op: &O, plan: &Plan, base: P
             1
         };
         let per = (reduced + chunks - 1) / chunks;
-        let mut partial: SmallVec<[Option<O::Acc>; 16]> =
-            SmallVec::from_elem(None, chunks as usize);
         let slots: Vec<parking_lot::Mutex<Option<O::Acc>>> =
             (0..chunks).map(|_| parking_lot::Mutex::new(None)).collect();
         let base_in = SendPtr(base.input);
@@ -295,14 +293,12 @@ fn drive<I: crate::dispatch_stub::Isa, O: ReduceOp>(op: &O, plan: &Plan, base: P
                 *slots[c as usize].lock() = Some(acc);
             }
         })?;
-        for (p, s) in partial.iter_mut().zip(&slots) {
-            *p = s.lock().take();
-        }
         let mut acc = op.identity();
-        for p in partial {
+        for slot in slots {
+            let part = slot.into_inner();
             acc = op.combine(
                 acc,
-                p.ok_or_else(|| Error::runtime("reduction chunk not run"))?,
+                part.ok_or_else(|| Error::runtime("reduction chunk not run"))?,
             );
         }
         // SAFETY: the output element of a one-element reduction is at the base pointers.

@@ -106,7 +106,9 @@ macro_rules! dispatch_with_opmath {
     }};
 }
 
-/// Runs `$body` with `$T` / `$M` for the real (non-complex, non-bool) dtypes only.
+pub(crate) use dispatch_with_opmath;
+
+/// Runs `$body` with `$T` / `$M` for the real (non-complex) dtypes, bool included.
 macro_rules! dispatch_real_with_opmath {
     ($dt:expr, $name:expr, $T:ident, $M:ident => $body:expr) => {{
         use half::{bf16, f16};
@@ -165,6 +167,7 @@ macro_rules! dispatch_real_with_opmath {
         }
     }};
 }
+pub(crate) use dispatch_real_with_opmath;
 
 // ---------------------------------------------------------------------------------------------
 // sum, nansum, prod, mean

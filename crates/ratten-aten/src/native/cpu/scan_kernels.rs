@@ -12,7 +12,9 @@ use ratten_core::{Result, ScalarType, TensorBase};
 
 use crate::native::cpu::binary_kernels::Arith;
 use crate::native::cpu::elements::{cast, not_implemented, Elem};
-use crate::native::cpu::reduce_kernels::Extremum;
+use crate::native::cpu::reduce_kernels::{
+    dispatch_real_with_opmath, dispatch_with_opmath, Extremum,
+};
 use crate::tensor_iterator::{MaybeOwnedOutput, TensorIteratorConfig};
 use crate::Tensor;
 
@@ -113,70 +115,14 @@ fn cum_accumulate<T: CumAcc, const PROD: bool>(
     unsafe { cum_base_kernel(outputs, input, dim, &line) }
 }
 
-macro_rules! dispatch_cum {
-    ($dt:expr, $name:expr, $T:ident => $body:expr) => {
-        match $dt {
-            ScalarType::Byte => {
-                type $T = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            ScalarType::Bool => {
-                type $T = bool;
-                $body
-            }
-            ScalarType::Half => {
-                type $T = f16;
-                $body
-            }
-            ScalarType::BFloat16 => {
-                type $T = bf16;
-                $body
-            }
-            ScalarType::Float => {
-                type $T = f32;
-                $body
-            }
-            ScalarType::Double => {
-                type $T = f64;
-                $body
-            }
-            ScalarType::ComplexFloat => {
-                type $T = c64;
-                $body
-            }
-            ScalarType::ComplexDouble => {
-                type $T = c128;
-                $body
-            }
-            d => Err(not_implemented($name, d)),
-        }
-    };
-}
-
 /// `cumsum_stub`: `result` and `self_` (of the result's dtype) along `dim`.
 pub fn cumsum_kernel(result: &Tensor, self_: &Tensor, dim: usize) -> Result<()> {
-    dispatch_cum!(result.dtype(), "cumsum_out_cpu", T => cum_accumulate::<T, false>(&[result], self_, dim))
+    dispatch_with_opmath!(result.dtype(), "cumsum_out_cpu", T, _M => cum_accumulate::<T, false>(&[result], self_, dim))
 }
 
 /// `cumprod_stub`.
 pub fn cumprod_kernel(result: &Tensor, self_: &Tensor, dim: usize) -> Result<()> {
-    dispatch_cum!(result.dtype(), "cumprod_out_cpu", T => cum_accumulate::<T, true>(&[result], self_, dim))
+    dispatch_with_opmath!(result.dtype(), "cumprod_out_cpu", T, _M => cum_accumulate::<T, true>(&[result], self_, dim))
 }
 
 /// `cummax_cummin_helper`: the running maximum (`MAX`) or minimum and the index where it was
@@ -214,73 +160,15 @@ fn cum_extremum<T: Elem, M: Extremum, const MAX: bool>(
     unsafe { cum_base_kernel(&[values, indices], self_, dim, &line) }
 }
 
-macro_rules! dispatch_extremum {
-    ($dt:expr, $name:expr, $T:ident, $M:ident => $body:expr) => {
-        match $dt {
-            ScalarType::Byte => {
-                type $T = u8;
-                type $M = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $T = i8;
-                type $M = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $T = i16;
-                type $M = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $T = i32;
-                type $M = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $T = i64;
-                type $M = i64;
-                $body
-            }
-            ScalarType::Bool => {
-                type $T = bool;
-                type $M = bool;
-                $body
-            }
-            ScalarType::Half => {
-                type $T = f16;
-                type $M = f32;
-                $body
-            }
-            ScalarType::BFloat16 => {
-                type $T = bf16;
-                type $M = f32;
-                $body
-            }
-            ScalarType::Float => {
-                type $T = f32;
-                type $M = f32;
-                $body
-            }
-            ScalarType::Double => {
-                type $T = f64;
-                type $M = f64;
-                $body
-            }
-            d => Err(not_implemented($name, d)),
-        }
-    };
-}
-
 /// `cummax_helper_cpu`.
 pub fn cummax_kernel(values: &Tensor, indices: &Tensor, self_: &Tensor, dim: usize) -> Result<()> {
-    dispatch_extremum!(self_.dtype(), "cummax_cpu", T, M =>
+    dispatch_real_with_opmath!(self_.dtype(), "cummax_cpu", T, M =>
         cum_extremum::<T, M, true>(values, indices, self_, dim))
 }
 
 /// `cummin_helper_cpu`.
 pub fn cummin_kernel(values: &Tensor, indices: &Tensor, self_: &Tensor, dim: usize) -> Result<()> {
-    dispatch_extremum!(self_.dtype(), "cummin_cpu", T, M =>
+    dispatch_real_with_opmath!(self_.dtype(), "cummin_cpu", T, M =>
         cum_extremum::<T, M, false>(values, indices, self_, dim))
 }
 
