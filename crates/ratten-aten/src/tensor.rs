@@ -31,19 +31,6 @@ impl Tensor {
         self.0
     }
 
-    /// `as_strided`: a view sharing this tensor's storage (bounds-checked; negative strides
-    /// refused). `storage_offset` defaults to this tensor's.
-    pub fn as_strided(
-        &self,
-        sizes: &[i64],
-        strides: &[i64],
-        storage_offset: Option<i64>,
-    ) -> Result<Tensor> {
-        self.0
-            .as_strided(sizes, strides, storage_offset)
-            .map(Tensor)
-    }
-
     /// `as_strided_`: changes this tensor's geometry in place.
     pub fn as_strided_(
         &self,
@@ -59,11 +46,6 @@ impl Tensor {
     pub fn resize_(&self, sizes: &[i64]) -> Result<&Tensor> {
         self.0.resize_(sizes)?;
         Ok(self)
-    }
-
-    /// `alias`: a new handle viewing the same memory with the same geometry.
-    pub fn alias(&self) -> Tensor {
-        Tensor(self.0.alias())
     }
 }
 
@@ -119,7 +101,7 @@ mod tests {
         let back: TensorBase = t.clone().into();
         assert!(back.is_same(&b));
         assert_eq!(b.use_count(), 3);
-        let v = t.as_strided(&[3], &[2], Some(0)).unwrap();
+        let v = t.as_strided_with(&[3], &[2], Some(0)).unwrap();
         assert!(v.storage().is_alias_of(&b.storage()));
         t.resize_(&[4, 4]).unwrap();
         assert_eq!(b.sizes().as_slice(), &[4, 4]);

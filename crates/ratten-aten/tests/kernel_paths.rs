@@ -197,12 +197,18 @@ fn short_runs_match_the_vector_paths() {
         assert!(LONG as usize > SHORT_RUN);
         let (a_all, b_all) = (data::<A>(130, 1), data::<B>(130, 2));
         for (step, scalar_b) in [(1i64, false), (2, false), (1, true), (3, true)] {
-            let a = |off: i64, n: i64| a_all.as_strided(&[n], &[step], Some(off * step)).unwrap();
+            let a = |off: i64, n: i64| {
+                a_all
+                    .as_strided_with(&[n], &[step], Some(off * step))
+                    .unwrap()
+            };
             let b = |off: i64, n: i64| {
                 if scalar_b {
-                    b_all.as_strided(&[n], &[0], Some(5)).unwrap()
+                    b_all.as_strided_with(&[n], &[0], Some(5)).unwrap()
                 } else {
-                    b_all.as_strided(&[n], &[step], Some(off * step)).unwrap()
+                    b_all
+                        .as_strided_with(&[n], &[step], Some(off * step))
+                        .unwrap()
                 }
             };
             let want = op(&a(0, LONG), &b(0, LONG)).to_vec::<O>().unwrap();
@@ -651,7 +657,7 @@ fn trigonometry_is_the_scalar_form_on_every_path() {
             }
             for stride in [1i64, 2] {
                 let base = view::<T>(&vals, 3, n * stride);
-                let a = base.as_strided(&[n], &[stride], None).unwrap();
+                let a = base.as_strided(&[n], &[stride]).unwrap();
                 let ga = a.to_vec::<T>().unwrap();
                 let out = Tensor::empty(&[n + 1], dt)
                     .unwrap()

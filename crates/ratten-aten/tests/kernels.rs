@@ -245,7 +245,7 @@ fn reduced_case<T: Elem + ratten_core::Element>(dtype: ScalarType, to_bits: fn(T
         add_stub(&a, &b, &want(|x, y| x + y, false));
         // Scalar operand (stride 0): a 1-element tensor expanded.
         let b0 = b
-            .slice(0, Some(0), Some(1), 1)
+            .slice_with(0, Some(0), Some(1), 1)
             .unwrap()
             .expand(&[n as i64])
             .unwrap();
@@ -419,7 +419,7 @@ fn tiled_path_on_sliced_and_expanded_operands() {
             // Sliced: every other column of a transposed operand; expanded: a row broadcast
             // against a transposed operand.
             let big = filled(dtype, &[400, 260], 3).t().unwrap();
-            let sliced = big.slice(1, Some(0), None, 2).unwrap();
+            let sliced = big.slice_with(1, Some(0), None, 2).unwrap();
             let a = filled(dtype, &sliced.sizes(), 4);
             assert!(tiled_vs_untiled(&bk::MUL_STUB, false, &a, &sliced));
             let row = filled(dtype, &[1, 200], 5).expand(&[260, 200]).unwrap();

@@ -33,7 +33,7 @@ fn make(dtype: ScalarType, shape: &[i64], vals: &[f64], layout: u8) -> Tensor {
             let mut big = shape.to_vec();
             big[nd - 1] *= 2;
             let store = Tensor::zeros(&big, dtype).unwrap();
-            let view = store.slice(nd as i64 - 1, None, None, 2).unwrap();
+            let view = store.slice_with(nd as i64 - 1, None, None, 2).unwrap();
             view.copy_(&base).unwrap();
             view
         }
@@ -617,8 +617,8 @@ fn large_parallel_and_transposed() {
     }
     // Overlapping output refused.
     let c = t(&vals[..6], &[6]);
-    let src = c.slice(0, Some(1), Some(4), 1).unwrap();
-    let dst = c.slice(0, Some(0), Some(3), 1).unwrap();
+    let src = c.slice_with(0, Some(1), Some(4), 1).unwrap();
+    let dst = c.slice_with(0, Some(0), Some(3), 1).unwrap();
     assert!(f::add_out(&dst, &src, &src)
         .cloned()
         .unwrap_err()

@@ -164,7 +164,7 @@ fn strided_fills_follow_tensor_iterator_order() {
     // every other element: only those are drawn, in order
     g.manual_seed(0);
     let z = Tensor::zeros(&[4], ScalarType::Float).unwrap();
-    z.slice(0, None, None, 2)
+    z.slice_with(0, None, None, 2)
         .unwrap()
         .uniform_(0.0, 1.0, Some(&g))
         .unwrap();

@@ -100,27 +100,39 @@ fn view_table_matches_pytorch_strides() {
         (&[2, 3], |t| t.unsqueeze(-1), &[2, 3, 1], &[3, 1, 1], 0),
         (&[4, 3], |t| t.narrow(0, 1, 2), &[2, 3], &[3, 1], 3),
         (&[4, 3], |t| t.narrow(-1, -2, 2), &[4, 2], &[3, 1], 1),
-        (&[10], |t| t.slice(0, Some(2), Some(8), 3), &[2], &[3], 2),
-        (&[10], |t| t.slice(0, Some(-3), None, 1), &[3], &[1], 7),
         (
             &[10],
-            |t| t.slice(0, Some(-100), Some(100), 4),
+            |t| t.slice_with(0, Some(2), Some(8), 3),
+            &[2],
+            &[3],
+            2,
+        ),
+        (&[10], |t| t.slice_with(0, Some(-3), None, 1), &[3], &[1], 7),
+        (
+            &[10],
+            |t| t.slice_with(0, Some(-100), Some(100), 4),
             &[3],
             &[4],
             0,
         ),
         (
             &[4, 5],
-            |t| t.slice(1, Some(3), Some(1), 1),
+            |t| t.slice_with(1, Some(3), Some(1), 1),
             &[4, 0],
             &[5, 1],
             3,
         ),
         (&[2, 3], |t| t.select(1, -1), &[2], &[3], 2),
         (&[2, 3], |t| t.select(0, 1), &[3], &[1], 3),
-        (&[2, 3, 4], |t| t.flatten(1, 2), &[2, 12], &[12, 1], 0),
-        (&[2, 3, 4], |t| t.flatten(0, -1), &[24], &[1], 0),
-        (&[2, 3, 4], |t| t.select(2, 1)?.flatten(0, 1), &[6], &[4], 1),
+        (&[2, 3, 4], |t| t.flatten_with(1, 2), &[2, 12], &[12, 1], 0),
+        (&[2, 3, 4], |t| t.flatten_with(0, -1), &[24], &[1], 0),
+        (
+            &[2, 3, 4],
+            |t| t.select(2, 1)?.flatten_with(0, 1),
+            &[6],
+            &[4],
+            1,
+        ),
     ];
     for (i, (shape, op, sz, st, off)) in cases.into_iter().enumerate() {
         let base = ar(shape);
@@ -143,7 +155,7 @@ fn views_see_the_base_values() {
         [0., 1., 2., 3., 4., 5., 0., 1., 2., 3., 4., 5.]
     );
     assert_eq!(
-        vals::<f32>(&ar(&[10]).slice(0, Some(1), None, 4).unwrap()),
+        vals::<f32>(&ar(&[10]).slice_with(0, Some(1), None, 4).unwrap()),
         [1., 5., 9.]
     );
 }
@@ -168,13 +180,13 @@ fn reshape_copies_only_when_it_must() {
     assert_eq!(geom(&r), (vec![6], vec![1], 0));
     assert_eq!(vals::<f32>(&r), [0., 3., 1., 4., 2., 5.]);
     // flatten of a non-viewable tensor copies too
-    let f = xt.flatten(0, 1).unwrap();
+    let f = xt.flatten_with(0, 1).unwrap();
     assert!(!shares_storage(&f, &x));
     assert_eq!(vals::<f32>(&f), [0., 3., 1., 4., 2., 5.]);
     // 0-dim flatten gives shape [1]; start == end returns the tensor itself
     let s = from_vec(vec![7i64], &[]);
-    assert_eq!(sizes(&s.flatten(0, -1).unwrap()), [1]);
-    assert!(x.flatten(1, 1).unwrap().is_same(&x));
+    assert_eq!(sizes(&s.flatten_with(0, -1).unwrap()), [1]);
+    assert!(x.flatten_with(1, 1).unwrap().is_same(&x));
 }
 
 #[test]
@@ -245,12 +257,12 @@ fn errors_match_pytorch() {
         (x.narrow(0, 3, 0), Index, "start out of range (expected to be in range of [-2, 2], but got 3)"),
         (x.narrow(0, 1, 2), Runtime, "start (1) + length (2) exceeds dimension size (2)."),
         (from_vec(vec![1.0f32], &[]).narrow(0, 0, 0), Runtime, "narrow() cannot be applied to a 0-dim tensor."),
-        (x.slice(0, None, None, 0), Runtime, "slice step must be positive"),
-        (from_vec(vec![1.0f32], &[]).slice(0, None, None, 1), Index, "slice() cannot be applied to a 0-dim tensor."),
+        (x.slice_with(0, None, None, 0), Runtime, "slice step must be positive"),
+        (from_vec(vec![1.0f32], &[]).slice_with(0, None, None, 1), Index, "slice() cannot be applied to a 0-dim tensor."),
         (x.select(0, 5), Index, "select(): index 5 out of range for tensor of size [2, 3] at dimension 0"),
         (x.select(-1, -4), Index, "select(): index -4 out of range for tensor of size [2, 3] at dimension 1"),
         (from_vec(vec![1.0f32], &[]).select(0, 0), Index, "select() cannot be applied to a 0-dim tensor."),
-        (ar(&[2, 3, 4]).flatten(2, 0), Runtime, "flatten() has invalid args: start_dim cannot come after end_dim"),
+        (ar(&[2, 3, 4]).flatten_with(2, 0), Runtime, "flatten() has invalid args: start_dim cannot come after end_dim"),
     ];
     for (i, (r, kind, msg)) in cases.into_iter().enumerate() {
         assert_eq!(err(r), (kind, msg.to_string()), "case {i}");
@@ -341,4 +353,235 @@ fn view_agrees_with_copy_on_random_geometries() {
         }
     }
     assert!(viewed > 100, "only {viewed} geometries were viewable");
+}
+
+// ---- the views declared with PyTorch's entries -------------------------------------------
+
+#[test]
+fn view_dtype_rescales_the_last_dim_as_pytorch() {
+    let x = from_vec((0..8i16).collect::<Vec<_>>(), &[2, 4]);
+    let f = x.view_dtype(ScalarType::Float).unwrap();
+    assert_eq!(geom(&f), (vec![2, 2], vec![2, 1], 0));
+    assert!(shares_storage(&f, &x));
+    let back = f.view_dtype(ScalarType::Short).unwrap();
+    assert_eq!(vals::<i16>(&back), (0..8).collect::<Vec<i16>>());
+    let b = f.view_dtype(ScalarType::Byte).unwrap();
+    assert_eq!(geom(&b), (vec![2, 8], vec![8, 1], 0));
+    // Same element size: the geometry is kept.
+    let i = ar(&[2, 3])
+        .t()
+        .unwrap()
+        .view_dtype(ScalarType::Int)
+        .unwrap();
+    assert_eq!(geom(&i), (vec![3, 2], vec![1, 3], 0));
+    let e = |r: ratten_core::Result<Tensor>| r.unwrap_err().message().to_string();
+    assert_eq!(
+        e(ar(&[]).view_dtype(ScalarType::Short)),
+        "self.dim() cannot be 0 to view Float as Short (different element sizes)"
+    );
+    assert_eq!(
+        e(from_vec(vec![0i16; 3], &[3]).view_dtype(ScalarType::Float)),
+        "self.size(-1) must be divisible by 2 to view Short as Float (different element sizes), \
+         but got 3"
+    );
+    assert_eq!(
+        e(ar(&[2, 3]).t().unwrap().view_dtype(ScalarType::Short)),
+        "self.stride(-1) must be 1 to view Float as Short (different element sizes), but got 3"
+    );
+    let odd = from_vec(vec![0i16; 9], &[3, 3])
+        .slice_with(1, None, Some(2), 1)
+        .unwrap();
+    assert_eq!(
+        e(odd.view_dtype(ScalarType::Float)),
+        "self.stride(0) must be divisible by 2 to view Short as Float (different element sizes), \
+         but got 3"
+    );
+}
+
+#[test]
+fn movedim_unflatten_unfold_diagonal() {
+    let x = ar(&[2, 3, 4]);
+    assert_eq!(sizes(&x.movedim(0, 2).unwrap()), vec![3, 4, 2]);
+    assert_eq!(
+        sizes(&x.movedim_intlist(&[0, 1], &[2, 0]).unwrap()),
+        vec![3, 4, 2]
+    );
+    assert_eq!(
+        x.movedim_intlist(&[0, 0], &[1, 2]).unwrap_err().message(),
+        "movedim: repeated dim in `source` ([0, 0])"
+    );
+    assert_eq!(
+        x.movedim_intlist(&[0, 1], &[1]).unwrap_err().message(),
+        "movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the \
+         same number of dims as destination ([1] dims)"
+    );
+    let u = x.unflatten(2, &[2, -1]).unwrap();
+    assert_eq!(geom(&u), (vec![2, 3, 2, 2], vec![12, 4, 2, 1], 0));
+    assert_eq!(
+        x.unflatten(2, &[3, 2]).unwrap_err().message(),
+        "unflatten: Provided sizes [3, 2] don't multiply up to the size of dim 2 (4) in the \
+         input tensor"
+    );
+    let w = x.unfold(2, 2, 1).unwrap();
+    assert_eq!(geom(&w), (vec![2, 3, 3, 2], vec![12, 4, 1, 1], 0));
+    assert_eq!(vals::<f32>(&w.select(3, 1).unwrap())[..3], [1.0, 2.0, 3.0]);
+    assert_eq!(
+        x.unfold(2, 5, 1).unwrap_err().message(),
+        "maximum size for tensor at dimension 2 is 4 but size is 5"
+    );
+    assert_eq!(
+        x.unfold(2, 2, 0).unwrap_err().message(),
+        "step is 0 but must be > 0"
+    );
+    assert_eq!(sizes(&ar(&[]).unfold(0, 1, 1).unwrap()), vec![1]);
+    let d = ar(&[3, 4]).diagonal_with(1, 0, 1).unwrap();
+    assert_eq!(
+        (geom(&d), vals::<f32>(&d)),
+        ((vec![3], vec![5], 1), vec![1.0, 6.0, 11.0])
+    );
+    let d = ar(&[3, 4]).diagonal_with(-1, 0, 1).unwrap();
+    assert_eq!(vals::<f32>(&d), vec![4.0, 9.0]);
+    assert_eq!(sizes(&x.diagonal_with(-5, 0, 1).unwrap()), vec![4, 0]);
+    assert_eq!(
+        x.diagonal_with(0, 1, 1).unwrap_err().message(),
+        "diagonal dimensions cannot be identical 1, 1"
+    );
+}
+
+#[test]
+fn split_chunk_unbind_give_views_as_pytorch() {
+    let x = ar(&[5, 2]);
+    let parts = x.split(2).unwrap();
+    assert_eq!(
+        parts.iter().map(sizes).collect::<Vec<_>>(),
+        vec![vec![2, 2], vec![2, 2], vec![1, 2]]
+    );
+    assert!(parts.iter().all(|p| shares_storage(p, &x)));
+    assert_eq!(offset(&parts[2]), 8);
+    let parts = x.split_sizes_with(&[1, 4], 0).unwrap();
+    assert_eq!(sizes(&parts[1]), vec![4, 2]);
+    assert_eq!(
+        x.split_with_sizes_with(&[1, 2], 1)
+            .map(|_| ())
+            .unwrap_err()
+            .message(),
+        "split_with_sizes expects split_sizes to sum exactly to 2 (input tensor's size at \
+         dimension 1), but got split_sizes=[1, 2]"
+    );
+    assert_eq!(
+        x.split(0).map(|_| ()).unwrap_err().message(),
+        "split_size can only be 0 if dimension size is 0, but got dimension size of 5"
+    );
+    assert_eq!(
+        x.chunk(2).unwrap().iter().map(sizes).collect::<Vec<_>>(),
+        vec![vec![3, 2], vec![2, 2]]
+    );
+    assert_eq!(x.chunk_with(3, 1).unwrap().len(), 2);
+    assert_eq!(
+        x.chunk(0).map(|_| ()).unwrap_err().message(),
+        "chunk expects `chunks` to be greater than 0, got: 0"
+    );
+    let rows = x.unbind().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(vals::<f32>(&rows[3]), vec![6.0, 7.0]);
+    let cols = x.unbind_with(-1).unwrap();
+    assert_eq!((sizes(&cols[1]), strides(&cols[1])), (vec![5], vec![2]));
+    let (k, m) = (|r: ratten_core::Result<Vec<Tensor>>| {
+        let e = r.unwrap_err();
+        (e.kind(), e.message().to_string())
+    })(ar(&[]).unbind());
+    assert_eq!(
+        (k, m.as_str()),
+        (
+            ErrorKind::Index,
+            "Dimension specified as 0 but tensor has no dimensions"
+        )
+    );
+}
+
+#[test]
+fn narrow_with_a_tensor_start_and_clone_memory_formats() {
+    let x = ar(&[4, 3]);
+    let start = Tensor::from_vec(vec![1i64], &[]).unwrap();
+    let n = x.narrow_tensor(0, &start, 2).unwrap();
+    assert_eq!(geom(&n), (vec![2, 3], vec![3, 1], 3));
+    let bad = Tensor::from_vec(vec![0.5f32], &[]).unwrap();
+    assert_eq!(
+        x.narrow_tensor(0, &bad, 1).unwrap_err().message(),
+        "start must be an 0-dim integral Tensor."
+    );
+    // clone keeps a dense layout (Preserve), makes gaps contiguous, and takes channels_last.
+    let xt = ar(&[2, 3, 4]).transpose(0, 2).unwrap();
+    let c = xt.clone_with(None).unwrap();
+    assert_eq!(strides(&c), vec![1, 4, 12]);
+    assert!(!shares_storage(&c, &xt));
+    assert_eq!(vals::<f32>(&c), vals::<f32>(&xt));
+    let gap = ar(&[2, 3, 4]).slice_with(2, None, None, 2).unwrap();
+    assert_eq!(strides(&gap.clone_with(None).unwrap()), vec![6, 2, 1]);
+    let nchw = ar(&[2, 3, 4, 5]);
+    let cl = nchw
+        .clone_with(Some(ratten_aten::native::MemoryFormat::ChannelsLast))
+        .unwrap();
+    assert_eq!(strides(&cl), vec![60, 1, 15, 3]);
+    assert_eq!(vals::<f32>(&cl), vals::<f32>(&nchw));
+    assert_eq!(
+        x.clone_with(Some(ratten_aten::native::MemoryFormat::ChannelsLast))
+            .unwrap_err()
+            .message(),
+        "required rank 4 tensor to use channels_last format"
+    );
+    // contiguous returns the tensor itself when nothing must move.
+    assert!(x.contiguous().unwrap().is_same(&x));
+    let cl2 = cl
+        .__dispatch_contiguous_with(ratten_aten::native::MemoryFormat::ChannelsLast)
+        .unwrap();
+    assert!(cl2.is_same(&cl));
+}
+
+#[test]
+fn views_run_through_the_dispatcher_on_meta() {
+    let m = Tensor::empty(&[2, 3, 4], (ScalarType::Float, Device::META)).unwrap();
+    let checks: Vec<(Tensor, Vec<i64>)> = vec![
+        (m.view(&[6, 4]).unwrap(), vec![6, 4]),
+        (m.permute(&[2, 0, 1]).unwrap(), vec![4, 2, 3]),
+        (m.unfold(2, 2, 2).unwrap(), vec![2, 3, 2, 2]),
+        (m.diagonal().unwrap(), vec![4, 2]),
+        (m.movedim(2, 0).unwrap(), vec![4, 2, 3]),
+        (m.view_dtype(ScalarType::Half).unwrap(), vec![2, 3, 8]),
+        (m.transpose(0, 2).unwrap().reshape(&[-1]).unwrap(), vec![24]),
+        (m.clone_with(None).unwrap(), vec![2, 3, 4]),
+    ];
+    for (t, want) in checks {
+        assert!(t.is_meta());
+        assert_eq!(sizes(&t), want);
+    }
+    assert_eq!(m.split(2).unwrap().len(), 1);
+    // Every view overload has a dispatcher entry with a kernel.
+    let d = ratten_dispatch::Dispatcher::singleton();
+    for name in [
+        "aten::view",
+        "aten::as_strided",
+        "aten::transpose.int",
+        "aten::squeeze.dims",
+        "aten::slice.Tensor",
+        "aten::select.int",
+        "aten::unbind.int",
+        "aten::split.Tensor",
+        "aten::split_with_sizes",
+        "aten::unfold",
+        "aten::diagonal",
+        "aten::alias",
+        "aten::detach",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::reshape",
+        "aten::view.dtype",
+        "aten::movedim.int",
+    ] {
+        let (n, o) = name.split_once('.').unwrap_or((name, ""));
+        assert!(
+            d.find_schema_or_throw(n, o).is_ok(),
+            "{name} is not registered"
+        );
+    }
 }

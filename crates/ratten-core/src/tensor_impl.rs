@@ -870,6 +870,30 @@ impl TensorBase {
         Ok(Self::from_impl(imp))
     }
 
+    /// A view of the same storage read as another dtype (`view.dtype`): bounds-checked with
+    /// `dtype`'s element size, sharing the version counter.
+    pub fn as_strided_dtype(
+        &self,
+        dtype: ScalarType,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+    ) -> Result<TensorBase> {
+        let m = self.meta();
+        check_as_strided_args(sizes, strides, storage_offset)?;
+        check_in_bounds_for_storage(sizes, strides, storage_offset, dtype, &m.storage)?;
+        let mut imp = TensorImpl::new(
+            m.storage.clone(),
+            dtype,
+            sizes,
+            strides,
+            storage_offset,
+            OnceLock::from(self.version_counter().clone()),
+        );
+        imp.key_set = self.0.key_set;
+        Ok(Self::from_impl(imp))
+    }
+
     /// A view with the same geometry as this tensor (`alias`): a new TensorImpl sharing
     /// storage and version counter.
     pub fn alias(&self) -> TensorBase {

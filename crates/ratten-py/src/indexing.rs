@@ -132,13 +132,13 @@ pub fn apply(t: &Tensor, steps: &[ViewStep]) -> Result<Tensor> {
                 start,
                 end,
                 step,
-            } => r.slice(dim, start, end, step)?,
+            } => r.slice_with(dim, start, end, step)?,
             ViewStep::Unsqueeze { dim } => r.unsqueeze(dim)?,
         };
     }
     // `t[...]` and `t[:]` are new tensor objects viewing the same memory, as in torch.
     if steps.is_empty() {
-        r = r.alias();
+        r = r.alias()?;
     }
     Ok(r)
 }

@@ -92,6 +92,35 @@ macro_rules! optional_enum_arg {
     };
 }
 
+/// `Layout` / `MemoryFormat` arguments.
+macro_rules! enum_arg {
+    ($t:ty, $schema:expr, $what:literal) => {
+        impl KernelValue for Arg<$t> {
+            type Ref<'a> = $t;
+            fn schema_type() -> Type {
+                $schema
+            }
+            fn ref_to_ivalue(r: &$t) -> IValue {
+                IValue::Int(*r as i64)
+            }
+            fn into_ivalue(self) -> IValue {
+                IValue::Int(self.0 as i64)
+            }
+            fn from_ivalue(v: IValue) -> Result<Self> {
+                match Arg::<Option<$t>>::from_ivalue(v)? {
+                    Arg(Some(x)) => Ok(Arg(x)),
+                    Arg(None) => Err(Error::runtime(concat!("Expected ", $what, " but got None"))),
+                }
+            }
+            fn borrow(&self) -> $t {
+                self.0
+            }
+        }
+    };
+}
+
+enum_arg!(MemoryFormat, Type::MemoryFormat, "MemoryFormat");
+enum_arg!(Layout, Type::Layout, "Layout");
 optional_enum_arg!(MemoryFormat, Type::MemoryFormat, "MemoryFormat");
 optional_enum_arg!(Layout, Type::Layout, "Layout");
 

@@ -356,7 +356,7 @@ mod tests {
     #[test]
     fn fill_walks_strided_views() {
         let t = Tensor::zeros(&[3, 3], ScalarType::Int).unwrap();
-        let column = t.as_strided(&[3], &[3], Some(1)).unwrap();
+        let column = t.as_strided_with(&[3], &[3], Some(1)).unwrap();
         column.fill_(7i64).unwrap();
         assert_eq!(t.to_vec::<i32>().unwrap(), vec![0, 7, 0, 0, 7, 0, 0, 7, 0]);
         // An overflowing value leaves the tensor untouched.

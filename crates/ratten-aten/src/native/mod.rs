@@ -26,3 +26,4 @@ pub use reduce_ops::*;
 pub use scan_ops::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;
+pub use view::*;

@@ -193,7 +193,7 @@ fn review_reduce_result(
             }
         }
     }
-    Ok(result.as_strided(&shape, &stride, None)?.into_base())
+    Ok(result.as_strided(&shape, &stride)?.into_base())
 }
 
 /// The input of a reduction in `in_dtype` (a converted copy when it differs, as PyTorch's
@@ -261,7 +261,7 @@ pub fn make_full_reduction<'a>(
     let n = flat.numel();
     let viewed = results
         .iter()
-        .map(|r| Ok(r.as_strided(&[n], &[0], None)?.into_base()))
+        .map(|r| Ok(r.as_strided(&[n], &[0])?.into_base()))
         .collect::<Result<Vec<_>>>()?;
     reduce_op(viewed, reduction_input(&flat, in_dtype)?)
 }

@@ -2,13 +2,16 @@
 //! ATen/TensorUtils.cpp `computeStride`, ATen/ExpandUtils.cpp, c10 `maybe_wrap_dim`).
 //!
 //! The geometry of every view is computed here by pure functions over sizes and strides, so
-//! the rules can be tested as a table without tensors; the `Tensor` methods below apply them
-//! through the bounds-checked `as_strided`.
+//! the rules can be tested as a table without tensors; the kernels below apply them through
+//! the bounds-checked `as_strided` (Note [View operators]).
 
-use ratten_core::access::TensorAccess;
 use ratten_core::tensor_impl::{contiguous_strides, maybe_wrap_dim, TensorBase};
 use ratten_core::{torch_check, torch_check_index, Device, DeviceType, Error, Result, ScalarType};
 
+use crate::generated::operators as ops;
+use crate::native::MemoryFormat;
+use crate::structured::empty_strided;
+use crate::tensor_iterator::overlap::is_non_overlapping_and_dense;
 use crate::Tensor;
 
 fn base(t: &Tensor) -> &TensorBase {
@@ -503,241 +506,624 @@ pub fn legacy_type_str(dtype: ScalarType, device: Device) -> String {
     }
 }
 
-/// Copies the elements of `src` in row-major order into the contiguous `dst` (same dtype and
-/// sizes), bytewise per element so every dtype (bool included) is moved without being
-/// interpreted.
-fn strided_copy_into(src: &TensorBase, dst: &TensorBase) -> Result<()> {
-    torch_check!(
-        src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && dst.is_contiguous(),
-        "strided copy: expected a contiguous destination of the same dtype and sizes"
-    );
-    if src.is_meta() || dst.is_meta() || src.numel() == 0 {
-        return Ok(());
-    }
-    let g = TensorAccess::new(&[src], &[dst])?;
-    let (s, d) = (g.input(0)?, g.output(0)?);
-    let esize = src.element_size();
-    let (Some(sp), Some(dp)) = (s.raw_data_ptr(), d.raw_data_ptr()) else {
-        return Ok(());
-    };
-    let sizes = s.sizes();
-    let strides = s.strides();
-    match esize {
-        1 => copy_elements::<u8>(sp.as_ptr(), dp.as_ptr(), sizes, strides),
-        2 => copy_elements::<u16>(sp.as_ptr(), dp.as_ptr(), sizes, strides),
-        4 => copy_elements::<u32>(sp.as_ptr(), dp.as_ptr(), sizes, strides),
-        8 => copy_elements::<u64>(sp.as_ptr(), dp.as_ptr(), sizes, strides),
-        _ => copy_elements::<u128>(sp.as_ptr(), dp.as_ptr(), sizes, strides),
-    }
-    Ok(())
+// Note [View operators]
+// The view operators are declared in native_functions.yaml as PyTorch declares them and reach
+// these kernels through the dispatcher (CompositeExplicitAutograd for most, CPU and Meta for
+// `view`, `as_strided` and `unfold`, CompositeImplicitAutograd for the compositions such as
+// `reshape`, `flatten`, `split.sizes`). Each computes its geometry with the pure functions
+// above and makes the view with the bounds-checked `as_strided`, so a view shares its base's
+// storage and version counter and works unchanged on meta tensors. `reshape`, `contiguous`
+// and `clone` copy when they must, through the dispatcher too.
+
+fn view_at(self_: &Tensor, g: ViewGeometry) -> Result<Tensor> {
+    Ok(wrap(base(self_).as_strided(
+        &g.sizes,
+        &g.strides,
+        Some(g.storage_offset),
+    )?))
 }
 
-/// The strided-to-contiguous loop of [`strided_copy_into`], over `W`-sized element words.
-fn copy_elements<W: Copy>(src: *const u8, dst: *mut u8, sizes: &[i64], strides: &[i64]) {
-    let n: i64 = sizes.iter().product();
-    let ndim = sizes.len();
-    let mut index = vec![0i64; ndim];
-    let mut offset: isize = 0;
-    let (src, dst) = (src as *const W, dst as *mut W);
-    for i in 0..n as usize {
-        // SAFETY: `offset` is sum(index[d] * strides[d]) for an index inside `sizes`, i.e. an
-        // element of the source view, which was bounds-checked against its storage when it was
-        // made; `i < numel` is inside the contiguous destination. Both storages are locked by
-        // the caller's TensorAccess (source shared, destination exclusive), and they differ
-        // (the destination is freshly allocated). Unaligned accesses because a W word may be
-        // wider than the element type's alignment (complex32 has 2-byte alignment).
-        unsafe {
-            let v = std::ptr::read_unaligned(src.offset(offset));
-            std::ptr::write_unaligned(dst.add(i), v);
-        }
-        for d in (0..ndim).rev() {
-            index[d] += 1;
-            offset += strides[d] as isize;
-            if index[d] < sizes[d] {
-                break;
+fn view_with(self_: &Tensor, sizes: &[i64], strides: &[i64]) -> Result<Tensor> {
+    Ok(wrap(base(self_).as_strided(sizes, strides, None)?))
+}
+
+/// `as_strided(size, stride, storage_offset=None)` (CPU and Meta: PyTorch's
+/// `as_strided_tensorimpl`).
+pub fn as_strided_tensorimpl(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    Ok(wrap(base(self_).as_strided(
+        size,
+        stride,
+        storage_offset,
+    )?))
+}
+
+/// `view(size)`: the same data with a new shape (one `-1` is inferred); an error when the
+/// strides cannot express it (use `reshape`).
+pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let b = base(self_);
+    let (sizes, strides) = view_geometry(&b.sizes(), &b.strides(), size)?;
+    view_with(self_, &sizes, &strides)
+}
+
+/// `view.dtype(dtype)`: the same bytes read as another dtype; the last dim scales by the
+/// ratio of the element sizes (TensorConversions.cpp's `view_dtype`).
+pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    let b = base(self_);
+    let from = b.dtype();
+    if from == dtype {
+        return Ok(self_.clone());
+    }
+    let (old, new) = (from.element_size() as i64, dtype.element_size() as i64);
+    let mut sizes = b.sizes().to_vec();
+    let mut strides = b.strides().to_vec();
+    let mut offset = b.storage_offset();
+    let what = format!(
+        "to view {} as {} (different element sizes)",
+        from.name(),
+        dtype.name()
+    );
+    if old != new {
+        let ndim = sizes.len();
+        torch_check!(ndim > 0, "self.dim() cannot be 0 {what}");
+        let last = ndim - 1;
+        if old > new {
+            let ratio = old / new;
+            torch_check!(
+                strides[last] == 1,
+                "self.stride(-1) must be 1 {what}, but got {}",
+                strides[last]
+            );
+            for s in &mut strides[..last] {
+                *s *= ratio;
             }
-            offset -= (strides[d] * sizes[d]) as isize;
-            index[d] = 0;
+            sizes[last] *= ratio;
+            offset *= ratio;
+        } else {
+            let ratio = new / old;
+            torch_check!(
+                sizes[last] % ratio == 0,
+                "self.size(-1) must be divisible by {ratio} {what}, but got {}",
+                sizes[last]
+            );
+            torch_check!(
+                offset % ratio == 0,
+                "self.storage_offset() must be divisible by {ratio} {what}, but got {offset}"
+            );
+            torch_check!(
+                strides[last] == 1,
+                "self.stride(-1) must be 1 {what}, but got {}",
+                strides[last]
+            );
+            for (d, s) in strides[..last].iter_mut().enumerate() {
+                torch_check!(
+                    *s % ratio == 0,
+                    "self.stride({d}) must be divisible by {ratio} {what}, but got {s}"
+                );
+                *s /= ratio;
+            }
+            sizes[last] /= ratio;
+            offset /= ratio;
         }
     }
+    Ok(wrap(b.as_strided_dtype(dtype, &sizes, &strides, offset)?))
+}
+
+/// `view_as(other)`.
+pub fn view_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::view::call(self_, &base(other).sizes())
+}
+
+/// `reshape(shape)`: a view when the strides allow it, else a contiguous copy
+/// (`_reshape_copy`, here `clone` then `_unsafe_view`).
+pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let b = base(self_);
+    let sizes = b.sizes();
+    let inferred = infer_size(shape, checked_numel(&sizes)?)?;
+    match compute_stride(&sizes, &b.strides(), &inferred) {
+        Some(_) => ops::view::call(self_, &inferred),
+        None => {
+            let copy = ops::clone::call(self_, Some(MemoryFormat::Contiguous))?;
+            ops::_unsafe_view::call(&copy, &inferred)
+        }
+    }
+}
+
+/// `reshape_as(other)`.
+pub fn reshape_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::reshape::call(self_, &base(other).sizes())
+}
+
+/// `_unsafe_view(size)`: `view` whose result autograd treats as a new tensor, not a view.
+pub fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    view(self_, size)
+}
+
+/// `transpose(dim0, dim1)`.
+pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = transpose_geometry(&b.sizes(), &b.strides(), dim0, dim1)?;
+    view_with(self_, &sz, &st)
+}
+
+/// `t()`: transposes a 2-D tensor; 0-D and 1-D tensors are returned as views unchanged.
+pub fn t(self_: &Tensor) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = t_geometry(&b.sizes(), &b.strides())?;
+    view_with(self_, &sz, &st)
+}
+
+/// `permute(dims)`.
+pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = permute_geometry(&b.sizes(), &b.strides(), dims)?;
+    view_with(self_, &sz, &st)
+}
+
+/// `movedim(source, destination)` with lists: the moved dims land at `destination` in order,
+/// the others keep their order (TensorShape.cpp's `movedim`).
+pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+    let ndim = base(self_).dim();
+    torch_check!(
+        source.len() == destination.len(),
+        "movedim: Invalid source or destination dims: source ({} dims) should contain the same \
+         number of dims as destination ({} dims)",
+        fmt_list(source),
+        fmt_list(destination)
+    );
+    let wrap_all = |v: &[i64]| -> Result<Vec<usize>> {
+        v.iter().map(|&d| maybe_wrap_dim(d, ndim, true)).collect()
+    };
+    let (src, dst) = (wrap_all(source)?, wrap_all(destination)?);
+    let repeated = |v: &[usize]| (1..v.len()).any(|i| v[..i].contains(&v[i]));
+    torch_check!(
+        !repeated(&src),
+        "movedim: repeated dim in `source` ({})",
+        fmt_list(source)
+    );
+    torch_check!(
+        !repeated(&dst),
+        "movedim: repeated dim in `destination` ({})",
+        fmt_list(destination)
+    );
+    let n = ndim;
+    let mut order: Vec<Option<i64>> = vec![None; n];
+    for (s, d) in src.iter().zip(&dst) {
+        order[*d] = Some(*s as i64);
+    }
+    let mut rest = (0..n).filter(|i| !src.contains(i)).map(|i| i as i64);
+    let perm: Vec<i64> = order
+        .into_iter()
+        .map(|o| o.or_else(|| rest.next()).unwrap_or(0))
+        .collect();
+    ops::permute::call(self_, &perm)
+}
+
+/// `movedim(source, destination)` with one dim each.
+pub fn movedim(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
+    ops::movedim_intlist::call(self_, &[source], &[destination])
+}
+
+/// `expand(size, implicit=False)`: broadcasts size-1 and new leading dims with stride 0; `-1`
+/// keeps a size. `implicit` only tells autograd how the expand arose.
+pub fn expand(self_: &Tensor, size: &[i64], _implicit: bool) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = expand_geometry(
+        &b.sizes(),
+        &b.strides(),
+        size,
+        &legacy_type_str(b.dtype(), b.device()),
+    )?;
+    view_with(self_, &sz, &st)
+}
+
+/// `expand_as(other)`.
+pub fn expand_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::expand::call(self_, &base(other).sizes(), false)
+}
+
+/// `squeeze()`: drops all dims of size 1.
+pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = squeeze_all_geometry(&b.sizes(), &b.strides());
+    view_with(self_, &sz, &st)
+}
+
+/// `squeeze(dim)`: drops `dim` if it has size 1.
+pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    squeeze_dims(self_, &[dim])
+}
+
+/// `squeeze(dims)`: drops those of `dims` that have size 1.
+pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = squeeze_dims_geometry(&b.sizes(), &b.strides(), dim)?;
+    view_with(self_, &sz, &st)
+}
+
+/// `unsqueeze(dim)`: inserts a dim of size 1 at `dim` (in `[-dim()-1, dim()]`).
+pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let b = base(self_);
+    let (sz, st) = unsqueeze_geometry(&b.sizes(), &b.strides(), dim)?;
+    view_with(self_, &sz, &st)
+}
+
+/// `narrow(dim, start, length)`.
+pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let b = base(self_);
+    // Checked here for its text; the slice below would clamp.
+    narrow_geometry(
+        &b.sizes(),
+        &b.strides(),
+        b.storage_offset(),
+        dim,
+        start,
+        length,
+    )?;
+    let dim = maybe_wrap_dim(dim, b.dim(), false)?;
+    let start = if start < 0 {
+        start + b.sizes()[dim]
+    } else {
+        start
+    };
+    ops::slice_Tensor::call(self_, dim as i64, Some(start), Some(start + length), 1)
+}
+
+/// `narrow(dim, start: Tensor, length)`: `start` is a 0-dim integral tensor.
+pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+    torch_check!(
+        start.dim() == 0 && start.dtype().is_integral(false),
+        "start must be an 0-dim integral Tensor."
+    );
+    torch_check!(
+        !start.is_meta(),
+        "narrow(): a meta `start` tensor has no value to read"
+    );
+    let st = ops::to_dtype::call(start, ScalarType::Long, false, false, None)?;
+    let v = st.contiguous()?.to_vec::<i64>()?;
+    ops::narrow::call(self_, dim, v[0], length)
+}
+
+/// `slice(dim=0, start=None, end=None, step=1)` (Python's `t[start:end:step]` on `dim`), with
+/// PyTorch's clamping of out-of-range bounds.
+pub fn slice(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    let b = base(self_);
+    let g = slice_geometry(
+        &b.sizes(),
+        &b.strides(),
+        b.storage_offset(),
+        dim,
+        start,
+        end,
+        step,
+    )?;
+    view_at(self_, g)
+}
+
+/// `select(dim, index)` (Python's `t[index]` on `dim`): removes `dim`.
+pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let b = base(self_);
+    let g = select_geometry(&b.sizes(), &b.strides(), b.storage_offset(), dim, index)?;
+    view_at(self_, g)
+}
+
+/// `flatten(start_dim=0, end_dim=-1)`: merges the dims in between (a view when possible, as
+/// `reshape`); a 0-dim tensor becomes 1-D.
+pub fn flatten(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    match flatten_shape(&base(self_).sizes(), start_dim, end_dim)? {
+        Some(shape) => ops::reshape::call(self_, &shape),
+        // Nothing to merge: the tensor itself, as PyTorch returns `self`.
+        None => Ok(self_.clone()),
+    }
+}
+
+/// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` inferred).
+pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    let b = base(self_);
+    let shape = b.sizes();
+    let d = maybe_wrap_dim(dim, shape.len(), true)?;
+    torch_check!(!sizes.is_empty(), "unflatten: sizes must be non-empty");
+    let inferred = match infer_size(sizes, shape[d]) {
+        Ok(v) => v,
+        Err(e) if e.message().starts_with("shape '") => {
+            return Err(Error::runtime(format!(
+                "unflatten: Provided sizes {} don't multiply up to the size of dim {dim} ({}) in \
+                 the input tensor",
+                fmt_list(sizes),
+                shape[d]
+            )))
+        }
+        Err(e) => {
+            return Err(Error::runtime(format!(
+                "unflatten got an unexpected error:\n{}",
+                e.message()
+            )))
+        }
+    };
+    let mut new_shape: Vec<i64> = shape[..d].to_vec();
+    new_shape.extend_from_slice(&inferred);
+    new_shape.extend_from_slice(&shape[d + 1..]);
+    ops::view::call(self_, &new_shape)
+}
+
+/// `unfold(dimension, size, step)`: a new last dim of windows of `size` every `step` along
+/// `dimension` (a 0-dim tensor is treated as 1-D).
+pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    let b = base(self_);
+    let (sizes, strides) = (b.sizes(), b.strides());
+    let ndim = sizes.len();
+    let d = maybe_wrap_dim(dimension, ndim.max(1), true)?;
+    let (dim_size, dim_stride) = if ndim == 0 {
+        (1, 1)
+    } else {
+        (sizes[d], strides[d])
+    };
+    torch_check!(
+        size <= dim_size,
+        "maximum size for tensor at dimension {d} is {dim_size} but size is {size}"
+    );
+    torch_check!(step > 0, "step is {step} but must be > 0");
+    torch_check!(size >= 0, "size is {size} but must be >= 0");
+    let mut new_sizes = sizes.to_vec();
+    let mut new_strides = strides.to_vec();
+    if ndim > 0 {
+        new_sizes[d] = (dim_size - size) / step + 1;
+        new_strides[d] = step * dim_stride;
+    }
+    new_sizes.push(size);
+    new_strides.push(dim_stride);
+    view_with(self_, &new_sizes, &new_strides)
+}
+
+/// `diagonal(offset=0, dim1=0, dim2=1)`: the diagonal of the `dim1` x `dim2` planes as a new
+/// last dim.
+pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let b = base(self_);
+    let (sizes, strides) = (b.sizes(), b.strides());
+    let ndim = sizes.len();
+    let d1 = maybe_wrap_dim(dim1, ndim, true)?;
+    let d2 = maybe_wrap_dim(dim2, ndim, true)?;
+    torch_check!(
+        d1 != d2,
+        "diagonal dimensions cannot be identical {dim1}, {dim2}"
+    );
+    let mut storage_offset = b.storage_offset();
+    let diag_size = if offset >= 0 {
+        (sizes[d1]).min(sizes[d2] - offset).max(0)
+    } else {
+        (sizes[d1] + offset).min(sizes[d2]).max(0)
+    };
+    if diag_size > 0 {
+        storage_offset += if offset >= 0 {
+            offset * strides[d2]
+        } else {
+            -offset * strides[d1]
+        };
+    }
+    let (hi, lo) = (d1.max(d2), d1.min(d2));
+    let mut new_sizes = sizes.to_vec();
+    let mut new_strides = strides.to_vec();
+    for k in [hi, lo] {
+        new_sizes.remove(k);
+        new_strides.remove(k);
+    }
+    new_sizes.push(diag_size);
+    new_strides.push(strides[d1] + strides[d2]);
+    view_at(
+        self_,
+        ViewGeometry {
+            sizes: new_sizes,
+            strides: new_strides,
+            storage_offset,
+        },
+    )
+}
+
+/// `split(split_size, dim=0)`: pieces of `split_size` along `dim`, the last one shorter.
+pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let b = base(self_);
+    torch_check_index!(
+        b.dim() != 0,
+        "split expects at least a 1-dimensional tensor"
+    );
+    torch_check!(
+        split_size >= 0,
+        "split expects split_size be non-negative, but got split_size={split_size}"
+    );
+    let d = maybe_wrap_dim(dim, b.dim(), false)?;
+    let dim_size = b.sizes()[d];
+    torch_check!(
+        split_size > 0 || dim_size == 0,
+        "split_size can only be 0 if dimension size is 0, but got dimension size of {dim_size}"
+    );
+    // An empty dim still gives one (empty) piece, as torch.
+    let num_splits = if split_size == 0 {
+        1
+    } else {
+        ((dim_size + split_size - 1) / split_size).max(1)
+    };
+    let mut sizes = vec![split_size; num_splits as usize];
+    if let Some(last) = sizes.last_mut() {
+        *last = split_size - (split_size * num_splits - dim_size);
+    }
+    ops::split_with_sizes::call(self_, &sizes, d as i64)
+}
+
+/// `split(split_sizes: list, dim=0)`.
+pub fn split_sizes(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    ops::split_with_sizes::call(self_, split_size, dim)
+}
+
+/// `split_with_sizes(split_sizes, dim=0)`: consecutive pieces of the given sizes, which must
+/// sum to the size of `dim`.
+pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    let b = base(self_);
+    torch_check_index!(
+        b.dim() != 0,
+        "split expects at least a 1-dimensional tensor"
+    );
+    let d = maybe_wrap_dim(dim, b.dim(), false)?;
+    let dim_size = b.sizes()[d];
+    torch_check!(
+        split_sizes.iter().all(|&s| s >= 0),
+        "split_with_sizes expects split_sizes have only non-negative entries, but got \
+         split_sizes={}",
+        fmt_list(split_sizes)
+    );
+    let total = split_sizes
+        .iter()
+        .try_fold(0i64, |a, &s| a.checked_add(s))
+        .unwrap_or(i64::MAX);
+    torch_check!(
+        total == dim_size,
+        "split_with_sizes expects split_sizes to sum exactly to {dim_size} (input tensor's size \
+         at dimension {dim}), but got split_sizes={}",
+        fmt_list(split_sizes)
+    );
+    let mut start = 0;
+    split_sizes
+        .iter()
+        .map(|&len| {
+            let piece = ops::narrow::call(self_, d as i64, start, len);
+            start += len;
+            piece
+        })
+        .collect()
+}
+
+/// `chunk(chunks, dim=0)`: `split` with pieces of `ceil(size / chunks)`.
+pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let b = base(self_);
+    torch_check!(b.dim() > 0, "chunk expects at least a 1-dimensional tensor");
+    torch_check!(
+        chunks > 0,
+        "chunk expects `chunks` to be greater than 0, got: {chunks}"
+    );
+    let d = maybe_wrap_dim(dim, b.dim(), false)?;
+    let dim_size = b.sizes()[d];
+    let split_size = (dim_size + chunks - 1) / chunks;
+    if split_size == 0 && dim_size == 0 {
+        // Every chunk is empty: `chunks` pieces, as torch.
+        let sizes = vec![0; chunks as usize];
+        return ops::split_with_sizes::call(self_, &sizes, d as i64);
+    }
+    ops::split_Tensor::call(self_, split_size, d as i64)
+}
+
+/// `unbind(dim=0)`: the slices along `dim`, each without it.
+pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let b = base(self_);
+    let d = maybe_wrap_dim(dim, b.dim(), false)?;
+    let n = b.sizes()[d];
+    (0..n)
+        .map(|i| ops::select_int::call(self_, d as i64, i))
+        .collect()
+}
+
+/// `alias()`: a view with the same geometry.
+pub fn alias(self_: &Tensor) -> Result<Tensor> {
+    Ok(wrap(base(self_).alias()))
+}
+
+/// `detach()`: an alias; the autograd layer gives it no history.
+pub fn detach(self_: &Tensor) -> Result<Tensor> {
+    Ok(wrap(base(self_).alias()))
+}
+
+/// The strides `memory_format` gives a tensor of `sizes` (`Contiguous`, `ChannelsLast` for
+/// 4-D, `ChannelsLast3d` for 5-D); None for `Preserve`.
+pub fn memory_format_strides(
+    sizes: &[i64],
+    memory_format: MemoryFormat,
+) -> Result<Option<Vec<i64>>> {
+    let channels_last = |rank: usize, name: &str| -> Result<Vec<i64>> {
+        torch_check!(
+            sizes.len() == rank,
+            "required rank {rank} tensor to use {name} format"
+        );
+        // Order from the fastest: C, then the spatial dims from the last, then N.
+        let mut order = vec![1usize];
+        order.extend((2..rank).rev());
+        order.push(0);
+        let mut strides = vec![0i64; rank];
+        let mut acc = 1i64;
+        for d in order {
+            strides[d] = acc;
+            acc = acc.saturating_mul(sizes[d].max(1));
+        }
+        Ok(strides)
+    };
+    Ok(match memory_format {
+        MemoryFormat::Contiguous => Some(contiguous_strides(sizes).to_vec()),
+        MemoryFormat::Preserve => None,
+        MemoryFormat::ChannelsLast => Some(channels_last(4, "channels_last")?),
+        MemoryFormat::ChannelsLast3d => Some(channels_last(5, "channels_last_3d")?),
+    })
+}
+
+/// Whether `self_` already has the layout `memory_format` asks for.
+fn is_contiguous_as(self_: &Tensor, memory_format: MemoryFormat) -> Result<bool> {
+    let b = base(self_);
+    Ok(match memory_format_strides(&b.sizes(), memory_format)? {
+        None => true,
+        Some(_) if memory_format == MemoryFormat::Contiguous => b.is_contiguous(),
+        Some(want) => {
+            let (sizes, strides) = (b.sizes(), b.strides());
+            (0..sizes.len()).all(|d| sizes[d] <= 1 || strides[d] == want[d])
+        }
+    })
+}
+
+/// `contiguous(memory_format=contiguous_format)`: this tensor when it already has that layout,
+/// else a copy with it (CompositeImplicitAutograd).
+pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    torch_check!(
+        memory_format != MemoryFormat::Preserve,
+        "preserve memory format is unsupported by the contiguous operator"
+    );
+    if is_contiguous_as(self_, memory_format)? {
+        return Ok(self_.clone());
+    }
+    ops::clone::call(self_, Some(memory_format))
+}
+
+/// `clone(memory_format=None)`: a copy. `Preserve` (the default) keeps the strides of a
+/// non-overlapping and dense tensor and makes others contiguous.
+pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    let b = base(self_);
+    let sizes = b.sizes();
+    let format = memory_format.unwrap_or(MemoryFormat::Preserve);
+    let strides = match memory_format_strides(&sizes, format)? {
+        Some(s) => s,
+        None if is_non_overlapping_and_dense(&sizes, &b.strides()) => b.strides().to_vec(),
+        None => contiguous_strides(&sizes).to_vec(),
+    };
+    let out = empty_strided(&sizes, &strides, (b.dtype(), b.device()).into())?;
+    if b.numel() > 0 {
+        ops::copy_::call(&out, self_, false)?;
+    }
+    Ok(out)
 }
 
 impl Tensor {
-    fn view_with(&self, sizes: &[i64], strides: &[i64]) -> Result<Tensor> {
-        Ok(wrap(base(self).as_strided(sizes, strides, None)?))
-    }
-
-    fn view_at(&self, g: ViewGeometry) -> Result<Tensor> {
-        Ok(wrap(base(self).as_strided(
-            &g.sizes,
-            &g.strides,
-            Some(g.storage_offset),
-        )?))
-    }
-
-    /// `view(shape)`: the same data with a new shape (one `-1` is inferred); an error when the
-    /// strides cannot express it (use `reshape`).
-    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
-        let b = base(self);
-        let (sizes, strides) = view_geometry(&b.sizes(), &b.strides(), shape)?;
-        self.view_with(&sizes, &strides)
-    }
-
-    /// `view_as(other)`.
-    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.view(&base(other).sizes())
-    }
-
-    /// `reshape(shape)`: a view when the strides allow it, else a contiguous copy.
-    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
-        let b = base(self);
-        let sizes = b.sizes();
-        let inferred = infer_size(shape, checked_numel(&sizes)?)?;
-        match compute_stride(&sizes, &b.strides(), &inferred) {
-            Some(strides) => self.view_with(&inferred, &strides),
-            None => {
-                let copy = self.contiguous_copy()?;
-                let st = contiguous_strides(&inferred);
-                copy.view_with(&inferred, &st)
-            }
-        }
-    }
-
-    /// `reshape_as(other)`.
-    pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.reshape(&base(other).sizes())
-    }
-
-    /// `transpose(dim0, dim1)`.
-    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = transpose_geometry(&b.sizes(), &b.strides(), dim0, dim1)?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `t()`: transposes a 2-D tensor; 0-D and 1-D tensors are returned as views unchanged.
-    pub fn t(&self) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = t_geometry(&b.sizes(), &b.strides())?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `permute(dims)`.
-    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = permute_geometry(&b.sizes(), &b.strides(), dims)?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `expand(sizes)`: broadcasts size-1 and new leading dims with stride 0; `-1` keeps a size.
-    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = expand_geometry(
-            &b.sizes(),
-            &b.strides(),
-            sizes,
-            &legacy_type_str(b.dtype(), b.device()),
-        )?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `expand_as(other)`.
-    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.expand(&base(other).sizes())
-    }
-
-    /// `squeeze()`: drops all dims of size 1.
-    pub fn squeeze(&self) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = squeeze_all_geometry(&b.sizes(), &b.strides());
-        self.view_with(&sz, &st)
-    }
-
-    /// `squeeze(dim)`: drops `dim` if it has size 1.
-    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
-        self.squeeze_dims(&[dim])
-    }
-
-    /// `squeeze(dims)`: drops those of `dims` that have size 1.
-    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = squeeze_dims_geometry(&b.sizes(), &b.strides(), dims)?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `unsqueeze(dim)`: inserts a dim of size 1 at `dim` (in `[-dim()-1, dim()]`).
-    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
-        let b = base(self);
-        let (sz, st) = unsqueeze_geometry(&b.sizes(), &b.strides(), dim)?;
-        self.view_with(&sz, &st)
-    }
-
-    /// `narrow(dim, start, length)`.
-    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        let b = base(self);
-        let g = narrow_geometry(
-            &b.sizes(),
-            &b.strides(),
-            b.storage_offset(),
-            dim,
-            start,
-            length,
-        )?;
-        self.view_at(g)
-    }
-
-    /// `slice(dim, start, end, step)` (Python's `t[start:end:step]` on `dim`), with PyTorch's
-    /// clamping of out-of-range bounds; `None` means the start / the end.
-    pub fn slice(
-        &self,
-        dim: i64,
-        start: Option<i64>,
-        end: Option<i64>,
-        step: i64,
-    ) -> Result<Tensor> {
-        let b = base(self);
-        let g = slice_geometry(
-            &b.sizes(),
-            &b.strides(),
-            b.storage_offset(),
-            dim,
-            start,
-            end,
-            step,
-        )?;
-        self.view_at(g)
-    }
-
-    /// `select(dim, index)` (Python's `t[index]` on `dim`): removes `dim`.
-    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        let b = base(self);
-        let g = select_geometry(&b.sizes(), &b.strides(), b.storage_offset(), dim, index)?;
-        self.view_at(g)
-    }
-
-    /// `flatten(start_dim, end_dim)`: merges the dims in between (a view when possible, as
-    /// `reshape`); a 0-dim tensor becomes 1-D.
-    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
-        match flatten_shape(&base(self).sizes(), start_dim, end_dim)? {
-            Some(shape) => self.reshape(&shape),
-            None => Ok(self.clone()),
-        }
-    }
-
-    /// `contiguous()`: this tensor when it is contiguous, else a contiguous copy.
+    /// `contiguous()`: this tensor when it is contiguous, else a contiguous copy (PyTorch's
+    /// hand-written `TensorBase::contiguous`, `manual_cpp_binding` in the yaml: the check
+    /// runs before any dispatch).
     pub fn contiguous(&self) -> Result<Tensor> {
         if base(self).is_contiguous() {
             return Ok(self.clone());
         }
-        self.contiguous_copy()
-    }
-
-    /// A fresh contiguous tensor with this tensor's values (`clone(MemoryFormat::Contiguous)`).
-    fn contiguous_copy(&self) -> Result<Tensor> {
-        let b = base(self);
-        let out = TensorBase::empty(&b.sizes(), b.dtype(), b.device())?;
-        strided_copy_into(b, &out)?;
-        Ok(wrap(out))
+        self.__dispatch_contiguous()
     }
 }
 

@@ -514,7 +514,7 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
             "add out= aliasing an input",
             Box::new(|| {
                 let x = fa();
-                let view = x.as_strided(&[2, 2], &[1, 2], Some(0))?;
+                let view = x.as_strided_with(&[2, 2], &[1, 2], Some(0))?;
                 {
                     functions::add_out(&view, &x, &b)?;
                     Ok(x)
@@ -624,7 +624,7 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
             "neg out= aliasing the input",
             Box::new(|| {
                 let x = fa();
-                let view = x.as_strided(&[2, 2], &[1, 2], Some(0))?;
+                let view = x.as_strided_with(&[2, 2], &[1, 2], Some(0))?;
                 functions::neg_out(&view, &x)?;
                 Ok(x)
             }),

@@ -116,6 +116,19 @@ pub fn emit_functions(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<St
     Ok(files)
 }
 
+/// Method names a generated method would take from a trait every `Tensor` has: `t.clone()`
+/// must stay Rust's `Clone` (a new handle, as C++'s copy constructor), so the `clone` operator
+/// is the method `clone_with(memory_format)` and the function `clone(&t)`.
+const TRAIT_METHOD_NAMES: &[&str] = &["clone"];
+
+/// The forms an overload has as a method (see [`TRAIT_METHOD_NAMES`]).
+fn method_forms(op: &OperatorRecord) -> Vec<Form> {
+    forms(op)
+        .into_iter()
+        .filter(|f| !(*f == Form::Short && TRAIT_METHOD_NAMES.contains(&op.names.short.as_str())))
+        .collect()
+}
+
 fn methods<'a>(cx: &EmitContext<'a>) -> Vec<&'a OperatorRecord> {
     cx.model
         .ops
@@ -140,7 +153,7 @@ pub fn emit_methods(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<Stri
         w.block("impl Tensor {", "}", |w| {
             let mut first = true;
             for op in ops {
-                for form in forms(op) {
+                for form in method_forms(op) {
                     if !first {
                         w.blank();
                     }
@@ -196,7 +209,7 @@ pub fn emit_extension_trait(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, 
     ));
     w.block(format!("pub trait {t} {{"), "}", |w| {
         for op in &ops {
-            for form in forms(op) {
+            for form in method_forms(op) {
                 doc_lines(w, op, form);
                 let f = signatures::function(op, form, true);
                 w.fn_header(
@@ -212,7 +225,7 @@ pub fn emit_extension_trait(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, 
     w.block(format!("impl {t} for Tensor {{"), "}", |w| {
         let mut first = true;
         for op in &ops {
-            for form in forms(op) {
+            for form in method_forms(op) {
                 if !first {
                     w.blank();
                 }

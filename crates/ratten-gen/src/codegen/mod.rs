@@ -436,17 +436,18 @@ pub fn shards<'m>(
     out
 }
 
-/// A directory's `mod.rs`: its shards as private modules re-exported (`pub use a::*;`), so
-/// paths stay `operators::add_Tensor`.
+/// A directory's `mod.rs`: its shards as private modules re-exported (`pub use shard_a::*;`),
+/// so paths stay `operators::add_Tensor`. The modules are named `shard_<key>` (file `<key>.rs`)
+/// so that no module hides an operator of the same name (`operators::t`).
 pub fn shard_mod(header: &str, shards: &[String], extra: &str) -> String {
     let mut s = String::from(header);
     s.push('\n');
     for k in shards {
-        s.push_str(&format!("mod {k};\n"));
+        s.push_str(&format!("#[path = \"{k}.rs\"]\nmod shard_{k};\n"));
     }
     s.push('\n');
     for k in shards {
-        s.push_str(&format!("pub use {k}::*;\n"));
+        s.push_str(&format!("pub use shard_{k}::*;\n"));
     }
     if !extra.is_empty() {
         s.push('\n');

@@ -378,8 +378,9 @@ fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
             (Some(B::Bool), _) => ("optional_bool", ""),
             (Some(B::ScalarType), _) => ("optional_scalar_type", ""),
             (Some(B::Device), _) => ("optional_device", ""),
-            // Layout / MemoryFormat have no Python objects in ratten: only their None default.
-            (Some(B::Layout | B::MemoryFormat), _) => ("none_only", ""),
+            (Some(B::MemoryFormat), _) => ("optional_memory_format", ""),
+            // Layout has no Python objects in ratten: only its None default.
+            (Some(B::Layout), _) => ("none_only", ""),
             _ => {
                 return Err(format!(
                     "no Python reader for `{}`",
@@ -392,6 +393,7 @@ fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
         R::Base(B::Bool) => ("bool", ""),
         R::Base(B::ScalarType) => ("scalar_type", ""),
         R::Base(B::Device) => ("device", ""),
+        R::Base(B::MemoryFormat) => ("memory_format", ""),
         other => {
             return Err(format!(
                 "no Python reader for the Rust type `{}`",

@@ -13,8 +13,23 @@ const RUST_KEYWORDS: &[&str] = &[
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
 ];
 
-/// Overload names that add no suffix: the primary overload of an operator.
-pub const PRIMARY_OVERLOADS: &[&str] = &["", "Tensor", "default", "self", "input"];
+/// Overload names that add no suffix: the primary overload of an operator (`transpose.int` ->
+/// `transpose`, `flatten.using_ints` -> `flatten`, `empty.memory_format` -> `empty`, as C++
+/// calls them). `Tensor` and `int` give way to an overload without a name ([`api_names`]).
+pub const PRIMARY_OVERLOADS: &[&str] = &[
+    "",
+    "Tensor",
+    "default",
+    "self",
+    "input",
+    "int",
+    "using_ints",
+    "memory_format",
+];
+
+/// Primary overload names that keep their suffix when the operator also has an overload
+/// without a name (`clamp` and `clamp.Tensor`, `movedim`... ).
+const YIELDING_OVERLOADS: &[&str] = &["Tensor", "int"];
 
 /// A schema name as a Rust identifier (`self` -> `self_`).
 pub fn ident(name: &str) -> String {
@@ -80,7 +95,7 @@ fn overload_suffix(f: &NativeFunction, tensor_is_primary: bool) -> String {
     let ov = f.func.name.overload_name.as_str();
     let ov = ov.strip_suffix("_out").unwrap_or(ov);
     let ov = if ov == "out" { "" } else { ov };
-    if PRIMARY_OVERLOADS.contains(&ov) && (tensor_is_primary || ov != "Tensor") {
+    if PRIMARY_OVERLOADS.contains(&ov) && (tensor_is_primary || !YIELDING_OVERLOADS.contains(&ov)) {
         String::new()
     } else {
         format!("_{}", snake(ov))
@@ -161,11 +176,17 @@ pub fn api_names(f: &NativeFunction, tensor_is_primary: bool) -> ApiNames {
     if is_out {
         name.push_str("_out");
     }
-    let (short, with) = if inplace {
+    let (mut short, mut with) = if inplace {
         (format!("{name}_"), format!("{name}_with_"))
     } else {
         (name.clone(), format!("{name}_with"))
     };
+    // torchgen's `manual_cpp_binding`: the public `contiguous` is written by hand and calls
+    // the generated `__dispatch_contiguous` when it must.
+    if f.manual_cpp_binding {
+        short = format!("__dispatch_{short}");
+        with = format!("__dispatch_{with}");
+    }
     let backend = if is_out {
         format!("{name}f")
     } else {

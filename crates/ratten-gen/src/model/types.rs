@@ -407,6 +407,8 @@ pub fn argument_type(ty: &Type) -> Result<ArgType, Refusal> {
                 borrowed: RustType::reference(b(B::Scalar)),
                 api: RustType::ImplInto(Box::new(b(B::Scalar))),
             },
+            // ratten-aten's own enums: ratten-dispatch has no `KernelValue` for them.
+            base @ (B::Layout | B::MemoryFormat) => ArgType::plain(RustType::arg(b(base)), b(base)),
             base if base.is_copy() => ArgType::plain(b(base), b(base)),
             base => ArgType::plain(b(base), RustType::reference(b(base))),
         },
@@ -563,7 +565,7 @@ mod tests {
         assert_eq!(
             forms("Layout"),
             s(
-                "crate::native::Layout",
+                "Arg<crate::native::Layout>",
                 "crate::native::Layout",
                 "crate::native::Layout"
             )

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 104 names.
+/// Module functions (`ratten.add`): 126 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -21,6 +21,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "_logcumsumexp",
         signatures: &[
             "_logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "_unsafe_view",
+        signatures: &[
+            "_unsafe_view(Tensor input, SymIntArrayRef size)",
         ],
     },
     Binding {
@@ -51,6 +57,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "addcmul",
         signatures: &[
             "addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "alias",
+        signatures: &[
+            "alias(Tensor input)",
         ],
     },
     Binding {
@@ -106,6 +118,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "as_strided",
+        signatures: &[
+            "as_strided(Tensor input, SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
+        ],
+    },
+    Binding {
         name: "bitwise_and",
         signatures: &[
             "bitwise_and(Tensor input, Tensor other, *, Tensor out=None)",
@@ -136,6 +154,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "chunk",
+        signatures: &[
+            "chunk(Tensor input, int64_t chunks, int64_t dim=0)",
+        ],
+    },
+    Binding {
         name: "clamp",
         signatures: &[
             "clamp(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
@@ -161,6 +185,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "clip_(Tensor input, Tensor? min=None, Tensor? max=None)",
             "clip_(Tensor input, Scalar? min=None, Scalar? max=None)",
+        ],
+    },
+    Binding {
+        name: "clone",
+        signatures: &[
+            "clone(Tensor input, *, MemoryFormat? memory_format=None)",
         ],
     },
     Binding {
@@ -210,6 +240,18 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "cumsum",
         signatures: &[
             "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "detach",
+        signatures: &[
+            "detach(Tensor input)",
+        ],
+    },
+    Binding {
+        name: "diagonal",
+        signatures: &[
+            "diagonal(Tensor input, int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
         ],
     },
     Binding {
@@ -269,6 +311,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "fill_(Tensor input, Tensor value)",
             "fill_(Tensor input, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "flatten",
+        signatures: &[
+            "flatten(Tensor input, int64_t start_dim=0, int64_t end_dim=-1)",
         ],
     },
     Binding {
@@ -444,6 +492,13 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "movedim",
+        signatures: &[
+            "movedim(Tensor input, int64_t source, int64_t destination)",
+            "movedim(Tensor input, IntArrayRef source, IntArrayRef destination)",
+        ],
+    },
+    Binding {
         name: "mul",
         signatures: &[
             "mul(Tensor input, Tensor other, *, Tensor out=None)",
@@ -465,6 +520,13 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "nansum",
         signatures: &[
             "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "narrow",
+        signatures: &[
+            "narrow(Tensor input, int64_t dim, Tensor start, SymInt length)",
+            "narrow(Tensor input, int64_t dim, SymInt start, SymInt length)",
         ],
     },
     Binding {
@@ -493,6 +555,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "norm(Tensor input, Scalar? p, *, ScalarType dtype)",
             "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)",
             "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "permute",
+        signatures: &[
+            "permute(Tensor input, IntArrayRef dims)",
         ],
     },
     Binding {
@@ -543,6 +611,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "reshape",
+        signatures: &[
+            "reshape(Tensor input, SymIntArrayRef shape)",
+        ],
+    },
+    Binding {
         name: "rsqrt",
         signatures: &[
             "rsqrt(Tensor input, *, Tensor out=None)",
@@ -559,6 +633,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
             "rsub(Tensor input, Scalar other, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "select",
+        signatures: &[
+            "select(Tensor input, int64_t dim, SymInt index)",
         ],
     },
     Binding {
@@ -592,6 +672,25 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "slice",
+        signatures: &[
+            "slice(Tensor input, int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
+        ],
+    },
+    Binding {
+        name: "split",
+        signatures: &[
+            "split(Tensor input, SymInt split_size, int64_t dim=0)",
+            "split(Tensor input, SymIntArrayRef split_size, int64_t dim=0)",
+        ],
+    },
+    Binding {
+        name: "split_with_sizes",
+        signatures: &[
+            "split_with_sizes(Tensor input, SymIntArrayRef split_sizes, int64_t dim=0)",
+        ],
+    },
+    Binding {
         name: "sqrt",
         signatures: &[
             "sqrt(Tensor input, *, Tensor out=None)",
@@ -601,6 +700,14 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "sqrt_",
         signatures: &[
             "sqrt_(Tensor input)",
+        ],
+    },
+    Binding {
+        name: "squeeze",
+        signatures: &[
+            "squeeze(Tensor input)",
+            "squeeze(Tensor input, int64_t dim)",
+            "squeeze(Tensor input, IntArrayRef dim)",
         ],
     },
     Binding {
@@ -633,6 +740,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "t",
+        signatures: &[
+            "t(Tensor input)",
+        ],
+    },
+    Binding {
         name: "tan",
         signatures: &[
             "tan(Tensor input, *, Tensor out=None)",
@@ -654,6 +767,30 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "tanh_",
         signatures: &[
             "tanh_(Tensor input)",
+        ],
+    },
+    Binding {
+        name: "transpose",
+        signatures: &[
+            "transpose(Tensor input, int64_t dim0, int64_t dim1)",
+        ],
+    },
+    Binding {
+        name: "unbind",
+        signatures: &[
+            "unbind(Tensor input, int64_t dim=0)",
+        ],
+    },
+    Binding {
+        name: "unflatten",
+        signatures: &[
+            "unflatten(Tensor input, int64_t dim, SymIntArrayRef sizes)",
+        ],
+    },
+    Binding {
+        name: "unsqueeze",
+        signatures: &[
+            "unsqueeze(Tensor input, int64_t dim)",
         ],
     },
     Binding {
@@ -683,7 +820,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 126 names.
+/// Tensor methods (`t.add`), without `self`: 154 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -731,6 +868,12 @@ pub const METHODS: &[Binding] = &[
         name: "addcmul_",
         signatures: &[
             "addcmul_(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+        ],
+    },
+    Binding {
+        name: "alias",
+        signatures: &[
+            "alias()",
         ],
     },
     Binding {
@@ -783,6 +926,12 @@ pub const METHODS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "as_strided",
+        signatures: &[
+            "as_strided(SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
         ],
     },
     Binding {
@@ -840,6 +989,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "chunk",
+        signatures: &[
+            "chunk(int64_t chunks, int64_t dim=0)",
+        ],
+    },
+    Binding {
         name: "clamp",
         signatures: &[
             "clamp(Tensor? min=None, Tensor? max=None)",
@@ -865,6 +1020,18 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "clip_(Tensor? min=None, Tensor? max=None)",
             "clip_(Scalar? min=None, Scalar? max=None)",
+        ],
+    },
+    Binding {
+        name: "clone",
+        signatures: &[
+            "clone(*, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "contiguous",
+        signatures: &[
+            "contiguous(*, MemoryFormat memory_format=contiguous_format)",
         ],
     },
     Binding {
@@ -929,6 +1096,18 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "detach",
+        signatures: &[
+            "detach()",
+        ],
+    },
+    Binding {
+        name: "diagonal",
+        signatures: &[
+            "diagonal(int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
+        ],
+    },
+    Binding {
         name: "div",
         signatures: &[
             "div(Tensor other)",
@@ -977,6 +1156,18 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "expand",
+        signatures: &[
+            "expand(SymIntArrayRef size, *, bool implicit=False)",
+        ],
+    },
+    Binding {
+        name: "expand_as",
+        signatures: &[
+            "expand_as(Tensor other)",
+        ],
+    },
+    Binding {
         name: "expm1",
         signatures: &[
             "expm1()",
@@ -992,6 +1183,12 @@ pub const METHODS: &[Binding] = &[
         name: "fill_",
         signatures: &[
             "fill_(Scalar value)",
+        ],
+    },
+    Binding {
+        name: "flatten",
+        signatures: &[
+            "flatten(int64_t start_dim=0, int64_t end_dim=-1)",
         ],
     },
     Binding {
@@ -1234,6 +1431,13 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "movedim",
+        signatures: &[
+            "movedim(int64_t source, int64_t destination)",
+            "movedim(IntArrayRef source, IntArrayRef destination)",
+        ],
+    },
+    Binding {
         name: "mul",
         signatures: &[
             "mul(Tensor other)",
@@ -1261,6 +1465,13 @@ pub const METHODS: &[Binding] = &[
         name: "nansum",
         signatures: &[
             "nansum(IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "narrow",
+        signatures: &[
+            "narrow(int64_t dim, Tensor start, SymInt length)",
+            "narrow(int64_t dim, SymInt start, SymInt length)",
         ],
     },
     Binding {
@@ -1296,6 +1507,12 @@ pub const METHODS: &[Binding] = &[
             "norm(Scalar? p, *, ScalarType dtype)",
             "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype)",
             "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "permute",
+        signatures: &[
+            "permute(IntArrayRef dims)",
         ],
     },
     Binding {
@@ -1358,6 +1575,18 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "reshape",
+        signatures: &[
+            "reshape(SymIntArrayRef shape)",
+        ],
+    },
+    Binding {
+        name: "reshape_as",
+        signatures: &[
+            "reshape_as(Tensor other)",
+        ],
+    },
+    Binding {
         name: "rsqrt",
         signatures: &[
             "rsqrt()",
@@ -1367,6 +1596,12 @@ pub const METHODS: &[Binding] = &[
         name: "rsqrt_",
         signatures: &[
             "rsqrt_()",
+        ],
+    },
+    Binding {
+        name: "select",
+        signatures: &[
+            "select(int64_t dim, SymInt index)",
         ],
     },
     Binding {
@@ -1406,6 +1641,25 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "slice",
+        signatures: &[
+            "slice(int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
+        ],
+    },
+    Binding {
+        name: "split",
+        signatures: &[
+            "split(SymInt split_size, int64_t dim=0)",
+            "split(SymIntArrayRef split_size, int64_t dim=0)",
+        ],
+    },
+    Binding {
+        name: "split_with_sizes",
+        signatures: &[
+            "split_with_sizes(SymIntArrayRef split_sizes, int64_t dim=0)",
+        ],
+    },
+    Binding {
         name: "sqrt",
         signatures: &[
             "sqrt()",
@@ -1415,6 +1669,14 @@ pub const METHODS: &[Binding] = &[
         name: "sqrt_",
         signatures: &[
             "sqrt_()",
+        ],
+    },
+    Binding {
+        name: "squeeze",
+        signatures: &[
+            "squeeze()",
+            "squeeze(int64_t dim)",
+            "squeeze(IntArrayRef dim)",
         ],
     },
     Binding {
@@ -1442,6 +1704,12 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "sum(*, ScalarType? dtype=None)",
             "sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "t",
+        signatures: &[
+            "t()",
         ],
     },
     Binding {
@@ -1478,9 +1746,39 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "transpose",
+        signatures: &[
+            "transpose(int64_t dim0, int64_t dim1)",
+        ],
+    },
+    Binding {
         name: "type_as",
         signatures: &[
             "type_as(Tensor other)",
+        ],
+    },
+    Binding {
+        name: "unbind",
+        signatures: &[
+            "unbind(int64_t dim=0)",
+        ],
+    },
+    Binding {
+        name: "unflatten",
+        signatures: &[
+            "unflatten(int64_t dim, SymIntArrayRef sizes)",
+        ],
+    },
+    Binding {
+        name: "unfold",
+        signatures: &[
+            "unfold(int64_t dimension, int64_t size, int64_t step)",
+        ],
+    },
+    Binding {
+        name: "unsqueeze",
+        signatures: &[
+            "unsqueeze(int64_t dim)",
         ],
     },
     Binding {
@@ -1489,6 +1787,19 @@ pub const METHODS: &[Binding] = &[
             "var(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "var(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
             "var(bool unbiased=True)",
+        ],
+    },
+    Binding {
+        name: "view",
+        signatures: &[
+            "view(ScalarType dtype)",
+            "view(SymIntArrayRef size)",
+        ],
+    },
+    Binding {
+        name: "view_as",
+        signatures: &[
+            "view_as(Tensor other)",
         ],
     },
     Binding {

@@ -308,6 +308,22 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         }
     }
 
+    /// A `MemoryFormat` parameter: a `ratten.memory_format` object, else the schema's default
+    /// (`contiguous_format`).
+    pub fn memory_format(&self, k: usize) -> PyResult<MemoryFormat> {
+        if let Some(f) = self.optional_memory_format(k)? {
+            return Ok(f);
+        }
+        Ok(match self.default(k) {
+            Some(DefaultValue::Int(1)) => MemoryFormat::Preserve,
+            Some(DefaultValue::Int(2)) => MemoryFormat::ChannelsLast,
+            Some(DefaultValue::Int(3)) => MemoryFormat::ChannelsLast3d,
+            Some(DefaultValue::Str(s)) if s == "preserve_format" => MemoryFormat::Preserve,
+            Some(DefaultValue::Str(s)) if s == "channels_last" => MemoryFormat::ChannelsLast,
+            _ => MemoryFormat::Contiguous,
+        })
+    }
+
     /// A parameter of a type ratten has no Python objects for (Layout; MemoryFormat in the
     /// generated bindings): the parser only lets None through.
     pub fn none_only<T>(&self, k: usize) -> PyResult<Option<T>> {

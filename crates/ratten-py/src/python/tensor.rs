@@ -15,6 +15,7 @@ use pyo3::types::{
     PyBool, PyComplex, PyDict, PyEllipsis, PyFloat, PyInt, PyList, PySlice, PyTuple,
 };
 use pyo3::IntoPyObjectExt;
+use ratten_aten::native::MemoryFormat;
 use ratten_aten::Tensor;
 use ratten_core::allocator::DataPtr;
 use ratten_core::{Device, Scalar, Storage, TensorAccess, TensorBase, TensorOptions};
@@ -27,7 +28,7 @@ use super::fast;
 use super::object::{wrap, PyTensor};
 use super::ops::{call_entry, call_op, has_method, op_entry, BoundOp};
 use super::python_args::{classify, run_maybe_released};
-use super::types::{dtype_object, parse_device, PyDevice, PyDtype};
+use super::types::{dtype_object, parse_device, PyDevice, PyDtype, PyMemoryFormat};
 use crate::arg_parser::{Parser, Slot};
 use crate::data;
 use crate::indexing::{self, AdvItem, IndexItem};
@@ -39,33 +40,6 @@ fn is_number(o: &Bound<'_, PyAny>) -> bool {
 /// An operand a binary operator accepts; anything else gives NotImplemented, as torch.
 fn operand(o: &Bound<'_, PyAny>) -> bool {
     o.is_instance_of::<PyTensor>() || is_number(o)
-}
-
-/// Sizes from `f(2, 3)` or `f((2, 3))` / `f([2, 3])`.
-fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
-    if args.len() == 1 {
-        let a = args.get_item(0)?;
-        if !a.is_instance_of::<PyInt>() {
-            return a.extract::<Vec<i64>>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "expected a tuple of ints, got {}",
-                    classify(&a).type_name()
-                ))
-            });
-        }
-    }
-    args.iter()
-        .map(|a| {
-            if a.is_instance_of::<PyBool>() || !a.is_instance_of::<PyInt>() {
-                Err(PyTypeError::new_err(format!(
-                    "expected ints as sizes, got {}",
-                    classify(&a).type_name()
-                )))
-            } else {
-                a.extract::<i64>()
-            }
-        })
-        .collect()
 }
 
 fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<AdvItem>> {
@@ -750,93 +724,23 @@ impl PyTensor {
     }
 
     // ---- views ----------------------------------------------------------------------------
-    #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        if shape.len() == 1 {
-            if let Ok(d) = shape.get_item(0)?.downcast::<PyDtype>() {
-                return Err(PyNotImplementedError::new_err(format!(
-                    "view(dtype={}) is not implemented in ratten",
-                    d.get().__repr__()
-                )));
-            }
-        }
-        wrap(py, self.t.view(&size_args(shape)?).py()?)
-    }
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.reshape(&size_args(shape)?).py()?)
-    }
-    fn view_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.view_as(&other.t).py()?)
-    }
-    fn reshape_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.reshape_as(&other.t).py()?)
-    }
-    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.transpose(dim0, dim1).py()?)
-    }
-    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.t().py()?)
-    }
-    #[pyo3(signature = (*dims))]
-    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.permute(&size_args(dims)?).py()?)
-    }
-    #[pyo3(signature = (*sizes))]
-    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.expand(&size_args(sizes)?).py()?)
-    }
-    fn expand_as(&self, py: Python<'_>, other: &PyTensor) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.expand_as(&other.t).py()?)
-    }
-    #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let r = match dim {
-            None => self.t.squeeze(),
-            Some(d) if d.is_instance_of::<PyInt>() => self.t.squeeze_dim(d.extract()?),
-            Some(d) => self.t.squeeze_dims(&d.extract::<Vec<i64>>()?),
-        };
-        wrap(py, r.py()?)
-    }
-    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.unsqueeze(dim).py()?)
-    }
-    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.narrow(dim, start, length).py()?)
-    }
-    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.select(dim, index).py()?)
-    }
-    #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.flatten(start_dim, end_dim).py()?)
-    }
-    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+    // The view operators are generated bindings (Note [View operators]); `contiguous` is
+    // written here as torch writes it: it returns this very object when nothing must change.
+    #[pyo3(signature = (*, memory_format=None))]
+    fn contiguous(
+        slf: &Bound<'_, Self>,
+        memory_format: Option<&Bound<'_, PyMemoryFormat>>,
+    ) -> PyResult<Py<PyTensor>> {
         let me = slf.get();
-        if me.t.is_contiguous() {
+        let format = memory_format.map_or(MemoryFormat::Contiguous, |f| f.get().format());
+        if format == MemoryFormat::Contiguous && me.t.is_contiguous() {
             return Ok(slf.clone().unbind());
         }
-        wrap(slf.py(), me.t.contiguous().py()?)
-    }
-    #[pyo3(signature = (size, stride, storage_offset=None))]
-    fn as_strided(
-        &self,
-        py: Python<'_>,
-        size: Vec<i64>,
-        stride: Vec<i64>,
-        storage_offset: Option<i64>,
-    ) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.as_strided(&size, &stride, storage_offset).py()?)
-    }
-    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        let t = py
-            .allow_threads(|| {
-                let out = Tensor::empty(&self.t.sizes(), (self.t.dtype(), self.t.device()))?;
-                ratten_aten::structured::copy_same_dtype(&out, &self.t)?;
-                Ok(out)
-            })
+        let t = slf
+            .py()
+            .allow_threads(|| me.t.__dispatch_contiguous_with(format))
             .py()?;
-        wrap(py, t)
+        wrap(slf.py(), t)
     }
 
     // ---- in-place fills -------------------------------------------------------------------

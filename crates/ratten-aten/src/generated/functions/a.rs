@@ -611,6 +611,33 @@ pub fn allclose_with(
     operators::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
+/// `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
+///
+/// Defaults: `storage_offset` = `None`.
+#[inline]
+pub fn as_strided(self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+    operators::as_strided::call(self_, size, stride, None)
+}
+
+/// `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn as_strided_with(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    operators::as_strided::call(self_, size, stride, storage_offset)
+}
+
+/// `aten::alias(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn alias(self_: &Tensor) -> Result<Tensor> {
+    operators::alias::call(self_)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -440,6 +440,41 @@ pub fn _cummin_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i6
     operators::_cummin_helper::call(self_, values, indices, dim)
 }
 
+/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn chunk(self_: &Tensor, chunks: i64) -> Result<Vec<Tensor>> {
+    operators::chunk::call(self_, chunks, 0)
+}
+
+/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn chunk_with(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    operators::chunk::call(self_, chunks, dim)
+}
+
+/// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn clone(self_: &Tensor) -> Result<Tensor> {
+    operators::clone::call(self_, None)
+}
+
+/// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clone_with(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::clone::call(self_, memory_format)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.
@@ -493,5 +528,27 @@ pub fn count_nonzero_out_with<'a>(
     dim: Option<i64>,
 ) -> Result<&'a Tensor> {
     operators::count_nonzero_out::call(self_, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn clone_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::clone_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn clone_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::clone_out::call(self_, memory_format, out)?;
     Ok(out)
 }

@@ -57,6 +57,28 @@ pub fn div_scalar_mode(
     operators::div_Scalar_mode::call(self_, &other, rounding_mode)
 }
 
+/// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+///
+/// Defaults: `offset` = `0`, `dim1` = `0`, `dim2` = `1`.
+#[inline]
+pub fn diagonal(self_: &Tensor) -> Result<Tensor> {
+    operators::diagonal::call(self_, 0, 0, 1)
+}
+
+/// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn diagonal_with(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    operators::diagonal::call(self_, offset, dim1, dim2)
+}
+
+/// `aten::detach(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn detach(self_: &Tensor) -> Result<Tensor> {
+    operators::detach::call(self_)
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn div_scalar_out<'a>(

@@ -84,6 +84,22 @@ pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::fmod_Tensor::call(self_, other)
 }
 
+/// `aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)`
+///
+/// Defaults: `start_dim` = `0`, `end_dim` = `-1`.
+#[inline]
+pub fn flatten(self_: &Tensor) -> Result<Tensor> {
+    operators::flatten_using_ints::call(self_, 0, -1)
+}
+
+/// `aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn flatten_with(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    operators::flatten_using_ints::call(self_, start_dim, end_dim)
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn floor_divide_scalar_out<'a>(

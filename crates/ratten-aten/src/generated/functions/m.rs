@@ -249,6 +249,18 @@ pub fn min_dim_min_out_with<'a, 'b>(
     Ok((min, min_indices))
 }
 
+/// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
+#[inline]
+pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+    operators::movedim_intlist::call(self_, source, destination)
+}
+
+/// `aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)`
+#[inline]
+pub fn movedim(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
+    operators::movedim_int::call(self_, source, destination)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(

@@ -273,6 +273,18 @@ pub fn norm_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
+#[inline]
+pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    operators::narrow::call(self_, dim, start, length)
+}
+
+/// `aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)`
+#[inline]
+pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+    operators::narrow_Tensor::call(self_, dim, start, length)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn norm_scalar_opt_dtype_out<'a>(

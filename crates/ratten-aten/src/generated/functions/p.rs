@@ -120,6 +120,12 @@ pub fn prod_int_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)`
+#[inline]
+pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    operators::permute::call(self_, dims)
+}
+
 /// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `dtype` = `None`.

@@ -138,6 +138,12 @@ pub fn remainder_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Resu
     operators::remainder_Scalar_Tensor::call(&self_, other)
 }
 
+/// `aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)`
+#[inline]
+pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    operators::reshape::call(self_, shape)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {

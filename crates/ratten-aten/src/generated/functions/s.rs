@@ -362,6 +362,100 @@ pub fn std_mean_correction_with(
     operators::std_mean_correction::call(self_, dim, correction.as_ref(), keepdim)
 }
 
+/// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    operators::squeeze::call(self_)
+}
+
+/// `aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
+#[inline]
+pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::squeeze_dim::call(self_, dim)
+}
+
+/// `aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
+#[inline]
+pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    operators::squeeze_dims::call(self_, dim)
+}
+
+/// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+///
+/// Defaults: `dim` = `0`, `start` = `None`, `end` = `None`, `step` = `1`.
+#[inline]
+pub fn slice(self_: &Tensor) -> Result<Tensor> {
+    operators::slice_Tensor::call(self_, 0, None, None, 1)
+}
+
+/// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn slice_with(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    operators::slice_Tensor::call(self_, dim, start, end, step)
+}
+
+/// `aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
+#[inline]
+pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    operators::select_int::call(self_, dim, index)
+}
+
+/// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn split(self_: &Tensor, split_size: i64) -> Result<Vec<Tensor>> {
+    operators::split_Tensor::call(self_, split_size, 0)
+}
+
+/// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn split_with(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    operators::split_Tensor::call(self_, split_size, dim)
+}
+
+/// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn split_sizes(self_: &Tensor, split_size: &[i64]) -> Result<Vec<Tensor>> {
+    operators::split_sizes::call(self_, split_size, 0)
+}
+
+/// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn split_sizes_with(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    operators::split_sizes::call(self_, split_size, dim)
+}
+
+/// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64]) -> Result<Vec<Tensor>> {
+    operators::split_with_sizes::call(self_, split_sizes, 0)
+}
+
+/// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn split_with_sizes_with(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    operators::split_with_sizes::call(self_, split_sizes, dim)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

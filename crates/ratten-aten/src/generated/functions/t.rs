@@ -43,3 +43,15 @@ pub fn tanh_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::tanh_out::call(self_, out)?;
     Ok(out)
 }
+
+/// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
+#[inline]
+pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    operators::transpose_int::call(self_, dim0, dim1)
+}
+
+/// `aten::t(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn t(self_: &Tensor) -> Result<Tensor> {
+    operators::t::call(self_)
+}

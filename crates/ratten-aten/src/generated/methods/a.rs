@@ -378,4 +378,31 @@ impl Tensor {
     ) -> Result<bool> {
         operators::allclose::call(self, other, rtol, atol, equal_nan)
     }
+
+    /// `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
+    ///
+    /// Defaults: `storage_offset` = `None`.
+    #[inline]
+    pub fn as_strided(&self, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+        operators::as_strided::call(self, size, stride, None)
+    }
+
+    /// `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn as_strided_with(
+        &self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        operators::as_strided::call(self, size, stride, storage_offset)
+    }
+
+    /// `aten::alias(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn alias(&self) -> Result<Tensor> {
+        operators::alias::call(self)
+    }
 }

@@ -288,4 +288,47 @@ impl Tensor {
     pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         operators::cummin::call(self, dim)
     }
+
+    /// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Defaults: `dim` = `0`.
+    #[inline]
+    pub fn chunk(&self, chunks: i64) -> Result<Vec<Tensor>> {
+        operators::chunk::call(self, chunks, 0)
+    }
+
+    /// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn chunk_with(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        operators::chunk::call(self, chunks, dim)
+    }
+
+    /// `aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)`
+    ///
+    /// Defaults: `memory_format` = `contiguous_format`.
+    #[inline]
+    pub fn __dispatch_contiguous(&self) -> Result<Tensor> {
+        operators::contiguous::call(self, crate::native::MemoryFormat::Contiguous)
+    }
+
+    /// `aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn __dispatch_contiguous_with(
+        &self,
+        memory_format: crate::native::MemoryFormat,
+    ) -> Result<Tensor> {
+        operators::contiguous::call(self, memory_format)
+    }
+
+    /// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn clone_with(&self, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+        operators::clone::call(self, memory_format)
+    }
 }

@@ -71,4 +71,26 @@ impl Tensor {
         operators::div__Scalar_mode::call(self, &other, rounding_mode)?;
         Ok(self)
     }
+
+    /// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+    ///
+    /// Defaults: `offset` = `0`, `dim1` = `0`, `dim2` = `1`.
+    #[inline]
+    pub fn diagonal(&self) -> Result<Tensor> {
+        operators::diagonal::call(self, 0, 0, 1)
+    }
+
+    /// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn diagonal_with(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        operators::diagonal::call(self, offset, dim1, dim2)
+    }
+
+    /// `aten::detach(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn detach(&self) -> Result<Tensor> {
+        operators::detach::call(self)
+    }
 }

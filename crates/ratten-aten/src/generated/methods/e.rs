@@ -63,4 +63,26 @@ impl Tensor {
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         operators::equal::call(self, other)
     }
+
+    /// `aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
+    ///
+    /// Defaults: `implicit` = `False`.
+    #[inline]
+    pub fn expand(&self, size: &[i64]) -> Result<Tensor> {
+        operators::expand::call(self, size, false)
+    }
+
+    /// `aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn expand_with(&self, size: &[i64], implicit: bool) -> Result<Tensor> {
+        operators::expand::call(self, size, implicit)
+    }
+
+    /// `aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+    #[inline]
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        operators::expand_as::call(self, other)
+    }
 }

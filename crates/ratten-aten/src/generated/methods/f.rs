@@ -67,4 +67,20 @@ impl Tensor {
         operators::fmod__Tensor::call(self, other)?;
         Ok(self)
     }
+
+    /// `aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)`
+    ///
+    /// Defaults: `start_dim` = `0`, `end_dim` = `-1`.
+    #[inline]
+    pub fn flatten(&self) -> Result<Tensor> {
+        operators::flatten_using_ints::call(self, 0, -1)
+    }
+
+    /// `aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn flatten_with(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+        operators::flatten_using_ints::call(self, start_dim, end_dim)
+    }
 }

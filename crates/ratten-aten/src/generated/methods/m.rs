@@ -124,4 +124,16 @@ impl Tensor {
     pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         operators::min_dim::call(self, dim, keepdim)
     }
+
+    /// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
+    #[inline]
+    pub fn movedim_intlist(&self, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+        operators::movedim_intlist::call(self, source, destination)
+    }
+
+    /// `aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)`
+    #[inline]
+    pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
+        operators::movedim_int::call(self, source, destination)
+    }
 }

@@ -17,5 +17,6 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod u;
 mod v;
 mod w;

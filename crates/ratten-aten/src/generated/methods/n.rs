@@ -166,4 +166,16 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::norm_ScalarOpt_dim::call(self, p.as_ref(), dim, keepdim)
     }
+
+    /// `aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
+    #[inline]
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        operators::narrow::call(self, dim, start, length)
+    }
+
+    /// `aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)`
+    #[inline]
+    pub fn narrow_tensor(&self, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+        operators::narrow_Tensor::call(self, dim, start, length)
+    }
 }

@@ -68,4 +68,10 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::prod_dim_int::call(self, dim, keepdim, dtype)
     }
+
+    /// `aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)`
+    #[inline]
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        operators::permute::call(self, dims)
+    }
 }

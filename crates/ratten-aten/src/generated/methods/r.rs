@@ -70,4 +70,16 @@ impl Tensor {
         operators::remainder__Tensor::call(self, other)?;
         Ok(self)
     }
+
+    /// `aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)`
+    #[inline]
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        operators::reshape::call(self, shape)
+    }
+
+    /// `aten::reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+    #[inline]
+    pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
+        operators::reshape_as::call(self, other)
+    }
 }

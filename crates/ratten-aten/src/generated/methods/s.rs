@@ -228,4 +228,98 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::std_correction::call(self, dim, correction.as_ref(), keepdim)
     }
+
+    /// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn squeeze(&self) -> Result<Tensor> {
+        operators::squeeze::call(self)
+    }
+
+    /// `aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
+    #[inline]
+    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
+        operators::squeeze_dim::call(self, dim)
+    }
+
+    /// `aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
+    #[inline]
+    pub fn squeeze_dims(&self, dim: &[i64]) -> Result<Tensor> {
+        operators::squeeze_dims::call(self, dim)
+    }
+
+    /// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+    ///
+    /// Defaults: `dim` = `0`, `start` = `None`, `end` = `None`, `step` = `1`.
+    #[inline]
+    pub fn slice(&self) -> Result<Tensor> {
+        operators::slice_Tensor::call(self, 0, None, None, 1)
+    }
+
+    /// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn slice_with(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        operators::slice_Tensor::call(self, dim, start, end, step)
+    }
+
+    /// `aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
+    #[inline]
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        operators::select_int::call(self, dim, index)
+    }
+
+    /// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Defaults: `dim` = `0`.
+    #[inline]
+    pub fn split(&self, split_size: i64) -> Result<Vec<Tensor>> {
+        operators::split_Tensor::call(self, split_size, 0)
+    }
+
+    /// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn split_with(&self, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        operators::split_Tensor::call(self, split_size, dim)
+    }
+
+    /// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Defaults: `dim` = `0`.
+    #[inline]
+    pub fn split_sizes(&self, split_size: &[i64]) -> Result<Vec<Tensor>> {
+        operators::split_sizes::call(self, split_size, 0)
+    }
+
+    /// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn split_sizes_with(&self, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        operators::split_sizes::call(self, split_size, dim)
+    }
+
+    /// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Defaults: `dim` = `0`.
+    #[inline]
+    pub fn split_with_sizes(&self, split_sizes: &[i64]) -> Result<Vec<Tensor>> {
+        operators::split_with_sizes::call(self, split_sizes, 0)
+    }
+
+    /// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn split_with_sizes_with(&self, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        operators::split_with_sizes::call(self, split_sizes, dim)
+    }
 }

@@ -136,4 +136,16 @@ impl Tensor {
     pub fn type_as(&self, other: &Tensor) -> Result<Tensor> {
         operators::type_as::call(self, other)
     }
+
+    /// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
+    #[inline]
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        operators::transpose_int::call(self, dim0, dim1)
+    }
+
+    /// `aten::t(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn t(&self) -> Result<Tensor> {
+        operators::t::call(self)
+    }
 }

@@ -51,4 +51,22 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::var_correction::call(self, dim, correction.as_ref(), keepdim)
     }
+
+    /// `aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
+    #[inline]
+    pub fn view(&self, size: &[i64]) -> Result<Tensor> {
+        operators::view::call(self, size)
+    }
+
+    /// `aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
+    #[inline]
+    pub fn view_dtype(&self, dtype: ScalarType) -> Result<Tensor> {
+        operators::view_dtype::call(self, dtype)
+    }
+
+    /// `aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+    #[inline]
+    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
+        operators::view_as::call(self, other)
+    }
 }

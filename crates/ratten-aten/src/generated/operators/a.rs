@@ -1256,6 +1256,71 @@ impl allclose {
     }
 }
 
+/// `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
+pub enum as_strided {}
+
+impl Operator for as_strided {
+    const NAME: &'static str = "aten::as_strided";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>, Vec<i64>, Option<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<as_strided> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl as_strided {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, stride, storage_offset))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, stride, storage_offset))
+    }
+}
+
+/// `aten::alias(Tensor(a) self) -> Tensor(a)`
+pub enum alias {}
+
+impl Operator for alias {
+    const NAME: &'static str = "aten::alias";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "alias(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<alias> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl alias {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum add_Scalar_out {}
 

@@ -1025,6 +1025,105 @@ impl _cummin_helper {
     }
 }
 
+/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+pub enum chunk {}
+
+impl Operator for chunk {
+    const NAME: &'static str = "aten::chunk";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]";
+    type Args = (Tensor, i64, i64);
+    type Return = Vec<Tensor>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<chunk> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl chunk {
+    pub fn call(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        Self::call_refs((self_, chunks, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        chunks: i64,
+        dim: i64,
+    ) -> Result<Vec<Tensor>> {
+        Self::redispatch_refs(ks, (self_, chunks, dim))
+    }
+}
+
+/// `aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)`
+pub enum contiguous {}
+
+impl Operator for contiguous {
+    const NAME: &'static str = "aten::contiguous";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)";
+    type Args = (Tensor, Arg<crate::native::MemoryFormat>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<contiguous> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl contiguous {
+    pub fn call(self_: &Tensor, memory_format: crate::native::MemoryFormat) -> Result<Tensor> {
+        Self::call_refs((self_, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: crate::native::MemoryFormat,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, memory_format))
+    }
+}
+
+/// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+pub enum clone {}
+
+impl Operator for clone {
+    const NAME: &'static str = "aten::clone";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<crate::native::MemoryFormat>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clone> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clone {
+    pub fn call(
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, memory_format))
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 
@@ -1126,5 +1225,42 @@ impl count_nonzero_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, dim, out))
+    }
+}
+
+/// `aten::clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum clone_out {}
+
+impl Operator for clone_out {
+    const NAME: &'static str = "aten::clone";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::native::MemoryFormat>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<clone_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl clone_out {
+    pub fn call(
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, memory_format, out))
     }
 }

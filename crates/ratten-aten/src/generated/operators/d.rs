@@ -315,6 +315,67 @@ impl div__Scalar_mode {
     }
 }
 
+/// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+pub enum diagonal {}
+
+impl Operator for diagonal {
+    const NAME: &'static str = "aten::diagonal";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)";
+    type Args = (Tensor, i64, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<diagonal> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl diagonal {
+    pub fn call(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        Self::call_refs((self_, offset, dim1, dim2))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, offset, dim1, dim2))
+    }
+}
+
+/// `aten::detach(Tensor(a) self) -> Tensor(a)`
+pub enum detach {}
+
+impl Operator for detach {
+    const NAME: &'static str = "aten::detach";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "detach(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<detach> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl detach {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum div_Scalar_out {}
 

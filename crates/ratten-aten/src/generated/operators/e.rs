@@ -366,3 +366,63 @@ impl equal {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
+pub enum expand {}
+
+impl Operator for expand {
+    const NAME: &'static str = "aten::expand";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<expand> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl expand {
+    pub fn call(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+        Self::call_refs((self_, size, implicit))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        implicit: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, implicit))
+    }
+}
+
+/// `aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+pub enum expand_as {}
+
+impl Operator for expand_as {
+    const NAME: &'static str = "aten::expand_as";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "expand_as(Tensor(a) self, Tensor other) -> Tensor(a)";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<expand_as> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl expand_as {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}

@@ -429,6 +429,39 @@ impl fmod__Tensor {
     }
 }
 
+/// `aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)`
+pub enum flatten_using_ints {}
+
+impl Operator for flatten_using_ints {
+    const NAME: &'static str = "aten::flatten";
+    const OVERLOAD_NAME: &'static str = "using_ints";
+    const SCHEMA: &'static str =
+        "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)";
+    type Args = (Tensor, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<flatten_using_ints> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl flatten_using_ints {
+    pub fn call(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+        Self::call_refs((self_, start_dim, end_dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        start_dim: i64,
+        end_dim: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, start_dim, end_dim))
+    }
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum floor_divide_Scalar_out {}
 

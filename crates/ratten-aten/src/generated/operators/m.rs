@@ -667,6 +667,72 @@ impl min_dim_min {
     }
 }
 
+/// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
+pub enum movedim_intlist {}
+
+impl Operator for movedim_intlist {
+    const NAME: &'static str = "aten::movedim";
+    const OVERLOAD_NAME: &'static str = "intlist";
+    const SCHEMA: &'static str =
+        "movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<movedim_intlist> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl movedim_intlist {
+    pub fn call(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, source, destination))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        source: &[i64],
+        destination: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, source, destination))
+    }
+}
+
+/// `aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)`
+pub enum movedim_int {}
+
+impl Operator for movedim_int {
+    const NAME: &'static str = "aten::movedim";
+    const OVERLOAD_NAME: &'static str = "int";
+    const SCHEMA: &'static str =
+        "movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)";
+    type Args = (Tensor, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<movedim_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl movedim_int {
+    pub fn call(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
+        Self::call_refs((self_, source, destination))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        source: i64,
+        destination: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, source, destination))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 

@@ -5,40 +5,60 @@
 //! kernel for the highest key of `ks`, from a kernel below its own key), taking the
 //! borrowed arguments in schema order (`operators::add_Tensor::call(&a, &b, &alpha)`).
 
-mod a;
-mod b;
-mod c;
-mod d;
-mod e;
-mod f;
-mod g;
-mod i;
-mod l;
-mod m;
-mod n;
-mod p;
-mod r;
-mod s;
-mod t;
-mod v;
-mod w;
+#[path = "a.rs"]
+mod shard_a;
+#[path = "b.rs"]
+mod shard_b;
+#[path = "c.rs"]
+mod shard_c;
+#[path = "d.rs"]
+mod shard_d;
+#[path = "e.rs"]
+mod shard_e;
+#[path = "f.rs"]
+mod shard_f;
+#[path = "g.rs"]
+mod shard_g;
+#[path = "i.rs"]
+mod shard_i;
+#[path = "l.rs"]
+mod shard_l;
+#[path = "m.rs"]
+mod shard_m;
+#[path = "n.rs"]
+mod shard_n;
+#[path = "p.rs"]
+mod shard_p;
+#[path = "r.rs"]
+mod shard_r;
+#[path = "s.rs"]
+mod shard_s;
+#[path = "t.rs"]
+mod shard_t;
+#[path = "u.rs"]
+mod shard_u;
+#[path = "v.rs"]
+mod shard_v;
+#[path = "w.rs"]
+mod shard_w;
 
-pub use a::*;
-pub use b::*;
-pub use c::*;
-pub use d::*;
-pub use e::*;
-pub use f::*;
-pub use g::*;
-pub use i::*;
-pub use l::*;
-pub use m::*;
-pub use n::*;
-pub use p::*;
-pub use r::*;
-pub use s::*;
-pub use t::*;
-pub use v::*;
-pub use w::*;
+pub use shard_a::*;
+pub use shard_b::*;
+pub use shard_c::*;
+pub use shard_d::*;
+pub use shard_e::*;
+pub use shard_f::*;
+pub use shard_g::*;
+pub use shard_i::*;
+pub use shard_l::*;
+pub use shard_m::*;
+pub use shard_n::*;
+pub use shard_p::*;
+pub use shard_r::*;
+pub use shard_s::*;
+pub use shard_t::*;
+pub use shard_u::*;
+pub use shard_v::*;
+pub use shard_w::*;
 
 pub use ratten_dispatch::Operator;

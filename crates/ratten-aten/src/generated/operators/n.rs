@@ -688,6 +688,74 @@ impl norm_out {
     }
 }
 
+/// `aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
+pub enum narrow {}
+
+impl Operator for narrow {
+    const NAME: &'static str = "aten::narrow";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)";
+    type Args = (Tensor, i64, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<narrow> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl narrow {
+    pub fn call(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim, start, length))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: i64,
+        length: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, start, length))
+    }
+}
+
+/// `aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)`
+pub enum narrow_Tensor {}
+
+impl Operator for narrow_Tensor {
+    const NAME: &'static str = "aten::narrow";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)";
+    type Args = (Tensor, i64, Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<narrow_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl narrow_Tensor {
+    pub fn call(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim, start, length))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: &Tensor,
+        length: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, start, length))
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 

@@ -347,6 +347,33 @@ impl prod_int_out {
     }
 }
 
+/// `aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)`
+pub enum permute {}
+
+impl Operator for permute {
+    const NAME: &'static str = "aten::permute";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "permute(Tensor(a) self, int[] dims) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<permute> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl permute {
+    pub fn call(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, dims))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dims))
+    }
+}
+
 /// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 pub enum prod_out {}
 

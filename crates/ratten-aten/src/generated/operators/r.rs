@@ -486,6 +486,60 @@ impl remainder_Scalar_Tensor {
     }
 }
 
+/// `aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)`
+pub enum reshape {}
+
+impl Operator for reshape {
+    const NAME: &'static str = "aten::reshape";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reshape> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reshape {
+    pub fn call(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, shape))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, shape))
+    }
+}
+
+/// `aten::reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+pub enum reshape_as {}
+
+impl Operator for reshape_as {
+    const NAME: &'static str = "aten::reshape_as";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reshape_as> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reshape_as {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum relu_out {}
 

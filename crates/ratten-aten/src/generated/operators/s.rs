@@ -904,6 +904,253 @@ impl std_mean_correction {
     }
 }
 
+/// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
+pub enum squeeze {}
+
+impl Operator for squeeze {
+    const NAME: &'static str = "aten::squeeze";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "squeeze(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<squeeze> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl squeeze {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
+pub enum squeeze_dim {}
+
+impl Operator for squeeze_dim {
+    const NAME: &'static str = "aten::squeeze";
+    const OVERLOAD_NAME: &'static str = "dim";
+    const SCHEMA: &'static str = "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<squeeze_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl squeeze_dim {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
+pub enum squeeze_dims {}
+
+impl Operator for squeeze_dims {
+    const NAME: &'static str = "aten::squeeze";
+    const OVERLOAD_NAME: &'static str = "dims";
+    const SCHEMA: &'static str = "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<squeeze_dims> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl squeeze_dims {
+    pub fn call(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+pub enum slice_Tensor {}
+
+impl Operator for slice_Tensor {
+    const NAME: &'static str = "aten::slice";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str = "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)";
+    type Args = (Tensor, i64, Option<i64>, Option<i64>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<slice_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl slice_Tensor {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, start, end, step))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, start, end, step))
+    }
+}
+
+/// `aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
+pub enum select_int {}
+
+impl Operator for select_int {
+    const NAME: &'static str = "aten::select";
+    const OVERLOAD_NAME: &'static str = "int";
+    const SCHEMA: &'static str = "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)";
+    type Args = (Tensor, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<select_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl select_int {
+    pub fn call(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index))
+    }
+}
+
+/// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+pub enum split_Tensor {}
+
+impl Operator for split_Tensor {
+    const NAME: &'static str = "aten::split";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]";
+    type Args = (Tensor, i64, i64);
+    type Return = Vec<Tensor>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<split_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl split_Tensor {
+    pub fn call(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        Self::call_refs((self_, split_size, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        split_size: i64,
+        dim: i64,
+    ) -> Result<Vec<Tensor>> {
+        Self::redispatch_refs(ks, (self_, split_size, dim))
+    }
+}
+
+/// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+pub enum split_sizes {}
+
+impl Operator for split_sizes {
+    const NAME: &'static str = "aten::split";
+    const OVERLOAD_NAME: &'static str = "sizes";
+    const SCHEMA: &'static str =
+        "split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]";
+    type Args = (Tensor, Vec<i64>, i64);
+    type Return = Vec<Tensor>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<split_sizes> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl split_sizes {
+    pub fn call(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        Self::call_refs((self_, split_size, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        split_size: &[i64],
+        dim: i64,
+    ) -> Result<Vec<Tensor>> {
+        Self::redispatch_refs(ks, (self_, split_size, dim))
+    }
+}
+
+/// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+pub enum split_with_sizes {}
+
+impl Operator for split_with_sizes {
+    const NAME: &'static str = "aten::split_with_sizes";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]";
+    type Args = (Tensor, Vec<i64>, i64);
+    type Return = Vec<Tensor>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<split_with_sizes> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl split_with_sizes {
+    pub fn call(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        Self::call_refs((self_, split_sizes, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        split_sizes: &[i64],
+        dim: i64,
+    ) -> Result<Vec<Tensor>> {
+        Self::redispatch_refs(ks, (self_, split_sizes, dim))
+    }
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum sub_Scalar_out {}
 

@@ -412,3 +412,57 @@ impl type_as {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
+pub enum transpose_int {}
+
+impl Operator for transpose_int {
+    const NAME: &'static str = "aten::transpose";
+    const OVERLOAD_NAME: &'static str = "int";
+    const SCHEMA: &'static str = "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)";
+    type Args = (Tensor, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<transpose_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl transpose_int {
+    pub fn call(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim0, dim1))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim0, dim1))
+    }
+}
+
+/// `aten::t(Tensor(a) self) -> Tensor(a)`
+pub enum t {}
+
+impl Operator for t {
+    const NAME: &'static str = "aten::t";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "t(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<t> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl t {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}

@@ -295,6 +295,87 @@ impl var_mean_correction {
     }
 }
 
+/// `aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
+pub enum view {}
+
+impl Operator for view {
+    const NAME: &'static str = "aten::view";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "view(Tensor(a) self, SymInt[] size) -> Tensor(a)";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<view> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl view {
+    pub fn call(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, size))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size))
+    }
+}
+
+/// `aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
+pub enum view_dtype {}
+
+impl Operator for view_dtype {
+    const NAME: &'static str = "aten::view";
+    const OVERLOAD_NAME: &'static str = "dtype";
+    const SCHEMA: &'static str = "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)";
+    type Args = (Tensor, ScalarType);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<view_dtype> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl view_dtype {
+    pub fn call(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+        Self::call_refs((self_, dtype))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dtype))
+    }
+}
+
+/// `aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+pub enum view_as {}
+
+impl Operator for view_as {
+    const NAME: &'static str = "aten::view_as";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "view_as(Tensor(a) self, Tensor other) -> Tensor(a)";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<view_as> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl view_as {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub enum var_mean_correction_out {}
 

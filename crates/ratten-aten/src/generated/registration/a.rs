@@ -75,6 +75,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
     )?;
     m.def(
+        "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
+    )?;
+    m.def("alias(Tensor(a) self) -> Tensor(a)")?;
+    m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
@@ -160,6 +164,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "any.all_out",
         operators::any_all_out::kernel(any_all_out_cpu),
     )?;
+    m.impl_(
+        "as_strided",
+        operators::as_strided::kernel(backends::cpu::as_strided),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -198,6 +206,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "allclose",
         operators::allclose::kernel(backends::composite_explicit_autograd::allclose),
+    )?;
+    m.impl_(
+        "alias",
+        operators::alias::kernel(backends::composite_explicit_autograd::alias),
     )?;
     m.impl_(
         "add.Scalar_out",
@@ -285,6 +297,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "any.all_out",
         operators::any_all_out::kernel(any_all_out_meta),
+    )?;
+    m.impl_(
+        "as_strided",
+        operators::as_strided::kernel(backends::meta::as_strided),
     )?;
 });
 

@@ -58,6 +58,11 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
     m.def("_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()")?;
+    m.def("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]")?;
+    m.def(
+        "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+    )?;
+    m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -65,6 +70,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "count_nonzero.dim_IntList_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("count_nonzero.out(Tensor self, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -138,6 +146,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::cummin_out::kernel(backends::composite_explicit_autograd::cummin_outf),
     )?;
     m.impl_(
+        "clone",
+        operators::clone::kernel(backends::composite_explicit_autograd::clone),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -150,6 +162,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "count_nonzero.out",
         operators::count_nonzero_out::kernel(count_nonzero_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "clone.out",
+        operators::clone_out::kernel(clone_out_composite_explicit_autograd),
     )?;
 });
 
@@ -184,6 +200,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "clip.Tensor_out",
         operators::clip_Tensor_out::kernel(clip_Tensor_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "chunk",
+        operators::chunk::kernel(backends::composite_implicit_autograd::chunk),
+    )?;
+    m.impl_(
+        "contiguous",
+        operators::contiguous::kernel(backends::composite_implicit_autograd::__dispatch_contiguous),
     )?;
 });
 
@@ -341,6 +365,15 @@ fn count_nonzero_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::count_nonzero_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn clone_out_composite_explicit_autograd(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::clone_outf(self_, memory_format, out)?;
     Ok(Aliased)
 }
 

@@ -23,6 +23,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
     m.def("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor")?;
     m.def("div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)")?;
+    m.def("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")?;
+    m.def("detach(Tensor(a) self) -> Tensor(a)")?;
     m.def("div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)",
@@ -69,6 +71,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "div_.Scalar_mode",
         operators::div__Scalar_mode::kernel(div__Scalar_mode_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "diagonal",
+        operators::diagonal::kernel(backends::composite_explicit_autograd::diagonal),
+    )?;
+    m.impl_(
+        "detach",
+        operators::detach::kernel(backends::composite_explicit_autograd::detach),
     )?;
     m.impl_(
         "div.Scalar_out",

@@ -24,6 +24,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("equal(Tensor self, Tensor other) -> bool")?;
+    m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")?;
+    m.def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -49,6 +51,20 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("eq.Tensor", operators::eq_Tensor::kernel(backends::cpu::eq))?;
     m.impl_("equal", operators::equal::kernel(backends::cpu::equal))?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "expand",
+        operators::expand::kernel(backends::composite_explicit_autograd::expand),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "expand_as",
+        operators::expand_as::kernel(backends::composite_implicit_autograd::expand_as),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {

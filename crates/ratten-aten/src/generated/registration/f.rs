@@ -26,6 +26,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fmod.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")?;
     m.def("floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -110,6 +111,13 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "fill.Tensor_out",
         operators::fill_Tensor_out::kernel(fill_Tensor_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "flatten.using_ints",
+        operators::flatten_using_ints::kernel(backends::composite_implicit_autograd::flatten),
     )?;
 });
 

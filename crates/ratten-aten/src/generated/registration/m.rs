@@ -40,6 +40,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
+    m.def("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")?;
+    m.def("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)")?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
@@ -122,6 +124,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "mul.Scalar_out",
         operators::mul_Scalar_out::kernel(mul_Scalar_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "movedim.intlist",
+        operators::movedim_intlist::kernel(backends::composite_implicit_autograd::movedim_intlist),
+    )?;
+    m.impl_(
+        "movedim.int",
+        operators::movedim_int::kernel(backends::composite_implicit_autograd::movedim),
     )?;
 });
 

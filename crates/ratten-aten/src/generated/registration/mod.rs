@@ -17,6 +17,7 @@ mod p;
 mod r;
 mod s;
 mod t;
+mod u;
 mod v;
 mod w;
 
@@ -39,6 +40,7 @@ pub fn ensure_linked() {
     r::ensure_linked();
     s::ensure_linked();
     t::ensure_linked();
+    u::ensure_linked();
     v::ensure_linked();
     w::ensure_linked();
 }

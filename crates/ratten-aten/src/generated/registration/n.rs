@@ -47,6 +47,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")?;
+    m.def("narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")?;
     m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -121,6 +123,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "norm.Scalar_out",
         operators::norm_Scalar_out::kernel(norm_Scalar_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "narrow",
+        operators::narrow::kernel(backends::composite_implicit_autograd::narrow),
+    )?;
+    m.impl_(
+        "narrow.Tensor",
+        operators::narrow_Tensor::kernel(backends::composite_implicit_autograd::narrow_tensor),
     )?;
 });
 

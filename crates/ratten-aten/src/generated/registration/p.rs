@@ -26,6 +26,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)")?;
     m.def("prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
@@ -74,6 +75,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "permute",
+        operators::permute::kernel(backends::composite_explicit_autograd::permute),
+    )?;
     m.impl_(
         "prod.out",
         operators::prod_out::kernel(prod_out_composite_explicit_autograd),

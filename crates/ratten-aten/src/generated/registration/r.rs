@@ -28,6 +28,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("remainder.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
     m.def("remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
+    m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")?;
+    m.def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
     m.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
@@ -116,6 +118,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::remainder_Scalar_Tensor_out::kernel(
             remainder_Scalar_Tensor_out_composite_explicit_autograd,
         ),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "reshape",
+        operators::reshape::kernel(backends::composite_implicit_autograd::reshape),
+    )?;
+    m.impl_(
+        "reshape_as",
+        operators::reshape_as::kernel(backends::composite_implicit_autograd::reshape_as),
     )?;
 });
 

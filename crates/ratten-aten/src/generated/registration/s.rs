@@ -53,6 +53,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
     )?;
+    m.def("squeeze(Tensor(a) self) -> Tensor(a)")?;
+    m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)")?;
+    m.def("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)")?;
+    m.def(
+        "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+    )?;
+    m.def("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")?;
+    m.def("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]")?;
+    m.def("split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]")?;
+    m.def("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")?;
     m.def(
         "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -126,6 +136,36 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::sum::kernel(backends::composite_explicit_autograd::sum),
     )?;
     m.impl_(
+        "squeeze",
+        operators::squeeze::kernel(backends::composite_explicit_autograd::squeeze),
+    )?;
+    m.impl_(
+        "squeeze.dim",
+        operators::squeeze_dim::kernel(backends::composite_explicit_autograd::squeeze_dim),
+    )?;
+    m.impl_(
+        "squeeze.dims",
+        operators::squeeze_dims::kernel(backends::composite_explicit_autograd::squeeze_dims),
+    )?;
+    m.impl_(
+        "slice.Tensor",
+        operators::slice_Tensor::kernel(backends::composite_explicit_autograd::slice),
+    )?;
+    m.impl_(
+        "select.int",
+        operators::select_int::kernel(backends::composite_explicit_autograd::select),
+    )?;
+    m.impl_(
+        "split.Tensor",
+        operators::split_Tensor::kernel(backends::composite_explicit_autograd::split),
+    )?;
+    m.impl_(
+        "split_with_sizes",
+        operators::split_with_sizes::kernel(
+            backends::composite_explicit_autograd::split_with_sizes,
+        ),
+    )?;
+    m.impl_(
         "sub.Scalar_out",
         operators::sub_Scalar_out::kernel(sub_Scalar_out_composite_explicit_autograd),
     )?;
@@ -161,6 +201,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "std_mean.dim",
         operators::std_mean_dim::kernel(backends::composite_implicit_autograd::std_mean_dim),
+    )?;
+    m.impl_(
+        "split.sizes",
+        operators::split_sizes::kernel(backends::composite_implicit_autograd::split_sizes),
     )?;
 });
 

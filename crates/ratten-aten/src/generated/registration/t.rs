@@ -30,6 +30,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
     )?;
     m.def("type_as(Tensor self, Tensor other) -> Tensor")?;
+    m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")?;
+    m.def("t(Tensor(a) self) -> Tensor(a)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -39,6 +41,17 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("tanh", operators::tanh::kernel(backends::cpu::tanh))?;
     m.impl_("tanh_", operators::tanh_::kernel(tanh__cpu))?;
     m.impl_("tanh.out", operators::tanh_out::kernel(tanh_out_cpu))?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "transpose.int",
+        operators::transpose_int::kernel(backends::composite_explicit_autograd::transpose),
+    )?;
+    m.impl_(
+        "t",
+        operators::t::kernel(backends::composite_explicit_autograd::t),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {

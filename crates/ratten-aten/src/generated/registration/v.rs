@@ -29,6 +29,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
     )?;
+    m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")?;
+    m.def("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")?;
+    m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
     m.def(
         "var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
@@ -47,9 +50,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "var_mean.correction",
         operators::var_mean_correction::kernel(backends::cpu::var_mean_correction),
     )?;
+    m.impl_("view", operators::view::kernel(backends::cpu::view))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "view.dtype",
+        operators::view_dtype::kernel(backends::composite_explicit_autograd::view_dtype),
+    )?;
     m.impl_(
         "var_mean.correction_out",
         operators::var_mean_correction_out::kernel(
@@ -79,6 +87,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "var_mean.dim",
         operators::var_mean_dim::kernel(backends::composite_implicit_autograd::var_mean_dim),
     )?;
+    m.impl_(
+        "view_as",
+        operators::view_as::kernel(backends::composite_implicit_autograd::view_as),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -94,6 +106,7 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "var_mean.correction",
         operators::var_mean_correction::kernel(backends::meta::var_mean_correction),
     )?;
+    m.impl_("view", operators::view::kernel(backends::meta::view))?;
 });
 
 fn var_correction_out_cpu(

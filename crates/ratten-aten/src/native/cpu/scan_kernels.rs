@@ -26,7 +26,7 @@ fn squash(t: &Tensor, dim: usize) -> Result<(TensorBase, isize)> {
     let stride = strides[dim] as isize * t.element_size() as isize;
     sizes.remove(dim);
     strides.remove(dim);
-    Ok((t.as_strided(&sizes, &strides, None)?.into_base(), stride))
+    Ok((t.as_strided(&sizes, &strides)?.into_base(), stride))
 }
 
 /// What [`cum_base_kernel`] runs per line: the lines' first elements, their strides, the length.

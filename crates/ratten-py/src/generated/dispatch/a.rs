@@ -130,6 +130,19 @@ pub(super) fn function_addcmul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `alias`: 1 signature(s).
+pub(super) fn function_alias(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // alias(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::alias(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `all`: 3 signature(s).
 pub(super) fn function_all(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -424,6 +437,24 @@ pub(super) fn function_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `as_strided`: 1 signature(s).
+pub(super) fn function_as_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // as_strided(Tensor input, SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_size = r.int_list(1)?;
+            let a_stride = r.int_list(2)?;
+            let a_storage_offset = r.optional_int(3)?;
+            let result = r.run(py, move || {
+                functions::as_strided_with(&a_self, &a_size, &a_stride, a_storage_offset)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.abs`: 1 signature(s).
 pub(super) fn method_abs(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -555,6 +586,19 @@ pub(super) fn method_addcmul_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.alias`: 1 signature(s).
+pub(super) fn method_alias(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // alias()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.alias())?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -710,6 +754,24 @@ pub(super) fn method_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_dim = r.optional_int(0)?;
             let a_keepdim = r.bool(1)?;
             let result = r.run(py, move || a_self.argmin_with(a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.as_strided`: 1 signature(s).
+pub(super) fn method_as_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // as_strided(SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_stride = r.int_list(1)?;
+            let a_storage_offset = r.optional_int(2)?;
+            let result = r.run(py, move || {
+                a_self.as_strided_with(&a_size, &a_stride, a_storage_offset)
+            })?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

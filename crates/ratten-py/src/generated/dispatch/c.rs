@@ -48,6 +48,21 @@ pub(super) fn function_private_cummin_helper(
     }
 }
 
+/// `chunk`: 1 signature(s).
+pub(super) fn function_chunk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // chunk(Tensor input, int64_t chunks, int64_t dim=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_chunks = r.int(1)?;
+            let a_dim = r.int(2)?;
+            let result = r.run(py, move || functions::chunk_with(&a_self, a_chunks, a_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `clamp`: 2 signature(s).
 pub(super) fn function_clamp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -195,6 +210,20 @@ pub(super) fn function_clip_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `clone`: 1 signature(s).
+pub(super) fn function_clone(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clone(Tensor input, *, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_memory_format = r.optional_memory_format(1)?;
+            let result = r.run(py, move || functions::clone_with(&a_self, a_memory_format))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -400,6 +429,21 @@ pub(super) fn function_cumsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `Tensor.chunk`: 1 signature(s).
+pub(super) fn method_chunk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // chunk(int64_t chunks, int64_t dim=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_chunks = r.int(0)?;
+            let a_dim = r.int(1)?;
+            let result = r.run(py, move || a_self.chunk_with(a_chunks, a_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.clamp`: 2 signature(s).
 pub(super) fn method_clamp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -503,6 +547,36 @@ pub(super) fn method_clip_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.clone`: 1 signature(s).
+pub(super) fn method_clone(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // clone(*, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_memory_format = r.optional_memory_format(0)?;
+            let result = r.run(py, move || a_self.clone_with(a_memory_format))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.contiguous`: 1 signature(s).
+pub(super) fn method_contiguous(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // contiguous(*, MemoryFormat memory_format=contiguous_format)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_memory_format = r.memory_format(0)?;
+            let result = r.run(py, move || {
+                a_self.__dispatch_contiguous_with(a_memory_format)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

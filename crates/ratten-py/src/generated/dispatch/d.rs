@@ -6,6 +6,37 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `detach`: 1 signature(s).
+pub(super) fn function_detach(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // detach(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::detach(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `diagonal`: 1 signature(s).
+pub(super) fn function_diagonal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // diagonal(Tensor input, int64_t offset=0, int64_t dim1=0, int64_t dim2=1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_offset = r.int(1)?;
+            let a_dim1 = r.int(2)?;
+            let a_dim2 = r.int(3)?;
+            let result = r.run(py, move || {
+                functions::diagonal_with(&a_self, a_offset, a_dim1, a_dim2)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `div`: 3 signature(s).
 pub(super) fn function_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -55,6 +86,35 @@ pub(super) fn function_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let result = r.run(py, move || {
                 functions::div_scalar_mode(&a_self, a_other, a_rounding_mode.as_deref())
             })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.detach`: 1 signature(s).
+pub(super) fn method_detach(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // detach()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.detach())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.diagonal`: 1 signature(s).
+pub(super) fn method_diagonal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // diagonal(int64_t offset=0, int64_t dim1=0, int64_t dim2=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_offset = r.int(0)?;
+            let a_dim1 = r.int(1)?;
+            let a_dim2 = r.int(2)?;
+            let result = r.run(py, move || a_self.diagonal_with(a_offset, a_dim1, a_dim2))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

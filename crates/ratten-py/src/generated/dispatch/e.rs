@@ -228,6 +228,35 @@ pub(super) fn method_exp_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `Tensor.expand`: 1 signature(s).
+pub(super) fn method_expand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // expand(SymIntArrayRef size, *, bool implicit=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_implicit = r.bool(1)?;
+            let result = r.run(py, move || a_self.expand_with(&a_size, a_implicit))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.expand_as`: 1 signature(s).
+pub(super) fn method_expand_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // expand_as(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.expand_as(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.expm1`: 1 signature(s).
 pub(super) fn method_expm1(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -54,6 +54,23 @@ pub(super) fn function_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `flatten`: 1 signature(s).
+pub(super) fn function_flatten(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // flatten(Tensor input, int64_t start_dim=0, int64_t end_dim=-1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_start_dim = r.int(1)?;
+            let a_end_dim = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::flatten_with(&a_self, a_start_dim, a_end_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `floor_divide`: 2 signature(s).
 pub(super) fn function_floor_divide(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -138,6 +155,21 @@ pub(super) fn method_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.flatten`: 1 signature(s).
+pub(super) fn method_flatten(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // flatten(int64_t start_dim=0, int64_t end_dim=-1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_start_dim = r.int(0)?;
+            let a_end_dim = r.int(1)?;
+            let result = r.run(py, move || a_self.flatten_with(a_start_dim, a_end_dim))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

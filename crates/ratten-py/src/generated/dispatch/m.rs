@@ -209,6 +209,33 @@ pub(super) fn function_minimum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `movedim`: 2 signature(s).
+pub(super) fn function_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // movedim(Tensor input, int64_t source, int64_t destination)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_source = r.int(1)?;
+            let a_destination = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::movedim(&a_self, a_source, a_destination)
+            })?;
+            into_py_result(py, result)
+        }
+        // movedim(Tensor input, IntArrayRef source, IntArrayRef destination)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_source = r.int_list(1)?;
+            let a_destination = r.int_list(2)?;
+            let result = r.run(py, move || {
+                functions::movedim_intlist(&a_self, &a_source, &a_destination)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `mul`: 1 signature(s).
 pub(super) fn function_mul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -322,6 +349,31 @@ pub(super) fn method_minimum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let a_self = r.self_tensor()?;
             let a_other = r.tensor(0)?;
             let result = r.run(py, move || a_self.minimum(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.movedim`: 2 signature(s).
+pub(super) fn method_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // movedim(int64_t source, int64_t destination)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_source = r.int(0)?;
+            let a_destination = r.int(1)?;
+            let result = r.run(py, move || a_self.movedim(a_source, a_destination))?;
+            into_py_result(py, result)
+        }
+        // movedim(IntArrayRef source, IntArrayRef destination)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_source = r.int_list(0)?;
+            let a_destination = r.int_list(1)?;
+            let result = r.run(py, move || {
+                a_self.movedim_intlist(&a_source, &a_destination)
+            })?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

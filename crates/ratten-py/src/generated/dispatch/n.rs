@@ -85,6 +85,35 @@ pub(super) fn function_nansum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `narrow`: 2 signature(s).
+pub(super) fn function_narrow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // narrow(Tensor input, int64_t dim, Tensor start, SymInt length)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_start = r.tensor(2)?;
+            let a_length = r.int(3)?;
+            let result = r.run(py, move || {
+                functions::narrow_tensor(&a_self, a_dim, &a_start, a_length)
+            })?;
+            into_py_result(py, result)
+        }
+        // narrow(Tensor input, int64_t dim, SymInt start, SymInt length)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_start = r.int(2)?;
+            let a_length = r.int(3)?;
+            let result = r.run(py, move || {
+                functions::narrow(&a_self, a_dim, a_start, a_length)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ne`: 2 signature(s).
 pub(super) fn function_ne(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -285,6 +314,31 @@ pub(super) fn method_nansum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let result = r.run(py, move || {
                 a_self.nansum_with(a_dim.as_deref(), a_keepdim, a_dtype)
             })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.narrow`: 2 signature(s).
+pub(super) fn method_narrow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // narrow(int64_t dim, Tensor start, SymInt length)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_start = r.tensor(1)?;
+            let a_length = r.int(2)?;
+            let result = r.run(py, move || a_self.narrow_tensor(a_dim, &a_start, a_length))?;
+            into_py_result(py, result)
+        }
+        // narrow(int64_t dim, SymInt start, SymInt length)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_start = r.int(1)?;
+            let a_length = r.int(2)?;
+            let result = r.run(py, move || a_self.narrow(a_dim, a_start, a_length))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

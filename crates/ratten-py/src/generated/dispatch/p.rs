@@ -6,6 +6,20 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `permute`: 1 signature(s).
+pub(super) fn function_permute(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // permute(Tensor input, IntArrayRef dims)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dims = r.int_list(1)?;
+            let result = r.run(py, move || functions::permute(&a_self, &a_dims))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `pow`: 3 signature(s).
 pub(super) fn function_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -100,6 +114,20 @@ pub(super) fn function_prod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.permute`: 1 signature(s).
+pub(super) fn method_permute(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // permute(IntArrayRef dims)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dims = r.int_list(0)?;
+            let result = r.run(py, move || a_self.permute(&a_dims))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

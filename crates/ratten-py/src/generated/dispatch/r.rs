@@ -123,6 +123,20 @@ pub(super) fn function_remainder(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `reshape`: 1 signature(s).
+pub(super) fn function_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reshape(Tensor input, SymIntArrayRef shape)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_shape = r.int_list(1)?;
+            let result = r.run(py, move || functions::reshape(&a_self, &a_shape))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `rsqrt`: 1 signature(s).
 pub(super) fn function_rsqrt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -287,6 +301,34 @@ pub(super) fn method_remainder_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.reshape`: 1 signature(s).
+pub(super) fn method_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reshape(SymIntArrayRef shape)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_shape = r.int_list(0)?;
+            let result = r.run(py, move || a_self.reshape(&a_shape))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.reshape_as`: 1 signature(s).
+pub(super) fn method_reshape_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // reshape_as(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.reshape_as(&a_other))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -6,6 +6,21 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `select`: 1 signature(s).
+pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // select(Tensor input, int64_t dim, SymInt index)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.int(2)?;
+            let result = r.run(py, move || functions::select(&a_self, a_dim, a_index))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `sigmoid`: 1 signature(s).
 pub(super) fn function_sigmoid(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -104,6 +119,72 @@ pub(super) fn function_sin_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `slice`: 1 signature(s).
+pub(super) fn function_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // slice(Tensor input, int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_start = r.optional_int(2)?;
+            let a_end = r.optional_int(3)?;
+            let a_step = r.int(4)?;
+            let result = r.run(py, move || {
+                functions::slice_with(&a_self, a_dim, a_start, a_end, a_step)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `split`: 2 signature(s).
+pub(super) fn function_split(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // split(Tensor input, SymInt split_size, int64_t dim=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_split_size = r.int(1)?;
+            let a_dim = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::split_with(&a_self, a_split_size, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        // split(Tensor input, SymIntArrayRef split_size, int64_t dim=0)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_split_size = r.int_list(1)?;
+            let a_dim = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::split_sizes_with(&a_self, &a_split_size, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `split_with_sizes`: 1 signature(s).
+pub(super) fn function_split_with_sizes(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // split_with_sizes(Tensor input, SymIntArrayRef split_sizes, int64_t dim=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_split_sizes = r.int_list(1)?;
+            let a_dim = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::split_with_sizes_with(&a_self, &a_split_sizes, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `sqrt`: 1 signature(s).
 pub(super) fn function_sqrt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -137,6 +218,33 @@ pub(super) fn function_sqrt_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `squeeze`: 3 signature(s).
+pub(super) fn function_squeeze(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // squeeze(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::squeeze(&a_self))?;
+            into_py_result(py, result)
+        }
+        // squeeze(Tensor input, int64_t dim)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let result = r.run(py, move || functions::squeeze_dim(&a_self, a_dim))?;
+            into_py_result(py, result)
+        }
+        // squeeze(Tensor input, IntArrayRef dim)
+        2 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int_list(1)?;
+            let result = r.run(py, move || functions::squeeze_dims(&a_self, &a_dim))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -323,6 +431,21 @@ pub(super) fn function_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `Tensor.select`: 1 signature(s).
+pub(super) fn method_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // select(int64_t dim, SymInt index)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.int(1)?;
+            let result = r.run(py, move || a_self.select(a_dim, a_index))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.sigmoid`: 1 signature(s).
 pub(super) fn method_sigmoid(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -410,6 +533,66 @@ pub(super) fn method_sin_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `Tensor.slice`: 1 signature(s).
+pub(super) fn method_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // slice(int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_start = r.optional_int(1)?;
+            let a_end = r.optional_int(2)?;
+            let a_step = r.int(3)?;
+            let result = r.run(py, move || a_self.slice_with(a_dim, a_start, a_end, a_step))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.split`: 2 signature(s).
+pub(super) fn method_split(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // split(SymInt split_size, int64_t dim=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_split_size = r.int(0)?;
+            let a_dim = r.int(1)?;
+            let result = r.run(py, move || a_self.split_with(a_split_size, a_dim))?;
+            into_py_result(py, result)
+        }
+        // split(SymIntArrayRef split_size, int64_t dim=0)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_split_size = r.int_list(0)?;
+            let a_dim = r.int(1)?;
+            let result = r.run(py, move || a_self.split_sizes_with(&a_split_size, a_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.split_with_sizes`: 1 signature(s).
+pub(super) fn method_split_with_sizes(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // split_with_sizes(SymIntArrayRef split_sizes, int64_t dim=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_split_sizes = r.int_list(0)?;
+            let a_dim = r.int(1)?;
+            let result = r.run(py, move || {
+                a_self.split_with_sizes_with(&a_split_sizes, a_dim)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.sqrt`: 1 signature(s).
 pub(super) fn method_sqrt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -434,6 +617,33 @@ pub(super) fn method_sqrt_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.squeeze`: 3 signature(s).
+pub(super) fn method_squeeze(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // squeeze()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.squeeze())?;
+            into_py_result(py, result)
+        }
+        // squeeze(int64_t dim)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let result = r.run(py, move || a_self.squeeze_dim(a_dim))?;
+            into_py_result(py, result)
+        }
+        // squeeze(IntArrayRef dim)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int_list(0)?;
+            let result = r.run(py, move || a_self.squeeze_dims(&a_dim))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -6,6 +6,19 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `t`: 1 signature(s).
+pub(super) fn function_t(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // t(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::t(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `tan`: 1 signature(s).
 pub(super) fn function_tan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -82,6 +95,34 @@ pub(super) fn function_tanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `transpose`: 1 signature(s).
+pub(super) fn function_transpose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // transpose(Tensor input, int64_t dim0, int64_t dim1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim0 = r.int(1)?;
+            let a_dim1 = r.int(2)?;
+            let result = r.run(py, move || functions::transpose(&a_self, a_dim0, a_dim1))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.t`: 1 signature(s).
+pub(super) fn method_t(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // t()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.t())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.tan`: 1 signature(s).
 pub(super) fn method_tan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -152,7 +193,7 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_pin_memory = r.optional_bool(3)?;
             let a_non_blocking = r.bool(4)?;
             let a_copy = r.bool(5)?;
-            let a_memory_format = r.none_only(6)?;
+            let a_memory_format = r.optional_memory_format(6)?;
             let result = r.run(py, move || {
                 a_self.to_dtype_layout_with(
                     a_dtype,
@@ -173,7 +214,7 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_dtype = r.scalar_type(1)?;
             let a_non_blocking = r.bool(2)?;
             let a_copy = r.bool(3)?;
-            let a_memory_format = r.none_only(4)?;
+            let a_memory_format = r.optional_memory_format(4)?;
             let result = r.run(py, move || {
                 a_self.to_device_with(a_device, a_dtype, a_non_blocking, a_copy, a_memory_format)
             })?;
@@ -185,7 +226,7 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_dtype = r.scalar_type(0)?;
             let a_non_blocking = r.bool(1)?;
             let a_copy = r.bool(2)?;
-            let a_memory_format = r.none_only(3)?;
+            let a_memory_format = r.optional_memory_format(3)?;
             let result = r.run(py, move || {
                 a_self.to_dtype_with(a_dtype, a_non_blocking, a_copy, a_memory_format)
             })?;
@@ -197,10 +238,25 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
             let a_other = r.tensor(0)?;
             let a_non_blocking = r.bool(1)?;
             let a_copy = r.bool(2)?;
-            let a_memory_format = r.none_only(3)?;
+            let a_memory_format = r.optional_memory_format(3)?;
             let result = r.run(py, move || {
                 a_self.to_other_with(&a_other, a_non_blocking, a_copy, a_memory_format)
             })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.transpose`: 1 signature(s).
+pub(super) fn method_transpose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // transpose(int64_t dim0, int64_t dim1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim0 = r.int(0)?;
+            let a_dim1 = r.int(1)?;
+            let result = r.run(py, move || a_self.transpose(a_dim0, a_dim1))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -153,3 +153,38 @@ pub(super) fn method_var(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyO
         _ => Err(r.unknown_signature()),
     }
 }
+
+/// `Tensor.view`: 2 signature(s).
+pub(super) fn method_view(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // view(ScalarType dtype)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dtype = r.scalar_type(0)?;
+            let result = r.run(py, move || a_self.view_dtype(a_dtype))?;
+            into_py_result(py, result)
+        }
+        // view(SymIntArrayRef size)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let result = r.run(py, move || a_self.view(&a_size))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.view_as`: 1 signature(s).
+pub(super) fn method_view_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // view_as(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.view_as(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}

@@ -5,8 +5,9 @@
 //! kernel for the highest key of `ks`, from a kernel below its own key), taking the
 //! borrowed arguments in schema order (`operators::add_Tensor::call(&a, &b, &alpha)`).
 
-mod s;
+#[path = "s.rs"]
+mod shard_s;
 
-pub use s::*;
+pub use shard_s::*;
 
 pub use ratten_dispatch::Operator;

@@ -67,6 +67,11 @@ pub fn allclose(
     kernels::allclose(self_, other, rtol, atol, equal_nan)
 }
 
+/// `aten::alias(Tensor(a) self) -> Tensor(a)`
+pub fn alias(self_: &Tensor) -> Result<Tensor> {
+    kernels::alias(self_)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn add_scalar_outf<'a>(
     self_: &Tensor,

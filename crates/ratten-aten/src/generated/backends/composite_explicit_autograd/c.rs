@@ -46,6 +46,11 @@ pub fn cummin_outf(
     kernels::cummin_out(self_, dim, values, indices)
 }
 
+/// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+pub fn clone(self_: &Tensor, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
+    kernels::clone(self_, memory_format)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -81,6 +86,19 @@ pub fn count_nonzero_outf<'a>(
 ) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::count_nonzero::call(self_, dim)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn clone_outf<'a>(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::clone::call(self_, memory_format)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

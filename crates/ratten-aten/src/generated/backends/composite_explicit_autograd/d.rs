@@ -34,6 +34,16 @@ pub fn div_scalar_mode_<'a>(
     kernels::div_scalar_mode_(self_, other, rounding_mode)
 }
 
+/// `aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
+pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    kernels::diagonal(self_, offset, dim1, dim2)
+}
+
+/// `aten::detach(Tensor(a) self) -> Tensor(a)`
+pub fn detach(self_: &Tensor) -> Result<Tensor> {
+    kernels::detach(self_)
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn div_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.

@@ -6,6 +6,11 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)`
+pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    kernels::permute(self_, dims)
+}
+
 /// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 pub fn prod_outf<'a>(
     self_: &Tensor,

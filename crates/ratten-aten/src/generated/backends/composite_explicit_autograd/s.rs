@@ -21,6 +21,47 @@ pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     kernels::sum(self_, dtype)
 }
 
+/// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
+pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    kernels::squeeze(self_)
+}
+
+/// `aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
+pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    kernels::squeeze_dim(self_, dim)
+}
+
+/// `aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
+pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    kernels::squeeze_dims(self_, dim)
+}
+
+/// `aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
+pub fn slice(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    kernels::slice(self_, dim, start, end, step)
+}
+
+/// `aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
+pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    kernels::select(self_, dim, index)
+}
+
+/// `aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    kernels::split(self_, split_size, dim)
+}
+
+/// `aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    kernels::split_with_sizes(self_, split_sizes, dim)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn sub_scalar_outf<'a>(
     self_: &Tensor,

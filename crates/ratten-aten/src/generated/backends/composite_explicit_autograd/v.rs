@@ -6,6 +6,11 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
+pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    kernels::view_dtype(self_, dtype)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub fn var_mean_correction_outf(
     self_: &Tensor,

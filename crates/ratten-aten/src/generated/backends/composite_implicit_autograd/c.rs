@@ -53,3 +53,16 @@ pub fn clip_tensor_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::clip_tensor_out(self_, min, max, out)
 }
+
+/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
+pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    kernels::chunk(self_, chunks, dim)
+}
+
+/// `aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)`
+pub fn __dispatch_contiguous(
+    self_: &Tensor,
+    memory_format: crate::native::MemoryFormat,
+) -> Result<Tensor> {
+    kernels::contiguous(self_, memory_format)
+}

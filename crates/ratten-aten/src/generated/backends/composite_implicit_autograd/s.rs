@@ -46,3 +46,8 @@ pub fn std_mean_dim(
 ) -> Result<(Tensor, Tensor)> {
     kernels::std_mean_dim(self_, dim, unbiased, keepdim)
 }
+
+/// `aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]`
+pub fn split_sizes(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    kernels::split_sizes(self_, split_size, dim)
+}

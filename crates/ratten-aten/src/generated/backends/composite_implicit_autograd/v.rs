@@ -46,3 +46,8 @@ pub fn var_mean_dim(
 ) -> Result<(Tensor, Tensor)> {
     kernels::var_mean_dim(self_, dim, unbiased, keepdim)
 }
+
+/// `aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)`
+pub fn view_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::view_as(self_, other)
+}

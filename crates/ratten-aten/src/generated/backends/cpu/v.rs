@@ -36,3 +36,8 @@ pub fn var_mean_correction(
 ) -> Result<(Tensor, Tensor)> {
     kernels::var_mean_correction(self_, dim, correction, keepdim)
 }
+
+/// `aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
+pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    kernels::view(self_, size)
+}
