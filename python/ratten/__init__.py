@@ -190,31 +190,6 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def zeros(*args, **kwargs):
-    """zeros(*size, *, dtype=None, device=None) -> Tensor"""
-    return _C._factory("zeros", *args, **kwargs)
-
-
-def ones(*args, **kwargs):
-    """ones(*size, *, dtype=None, device=None) -> Tensor"""
-    return _C._factory("ones", *args, **kwargs)
-
-
-def empty(*args, **kwargs):
-    """empty(*size, *, dtype=None, device=None) -> Tensor"""
-    return _C._factory("empty", *args, **kwargs)
-
-
-def full(*args, **kwargs):
-    """full(size, fill_value, *, dtype=None, device=None) -> Tensor"""
-    return _C._factory("full", *args, **kwargs)
-
-
-def arange(*args, **kwargs):
-    """arange(end) / arange(start, end) / arange(start, end, step=1), *, dtype=None, device=None"""
-    return _C._factory("arange", *args, **kwargs)
-
-
 def rand(*args, **kwargs):
     """rand(*size, *, dtype=None, device=None) -> Tensor: uniform [0, 1), torch's sequence."""
     return _C._factory("rand", *args, **kwargs)

@@ -106,7 +106,8 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::RwLock;
 use ratten_core::tensor_impl::{compute_storage_nbytes, contiguous_strides};
 use ratten_core::{
-    Device, Error, Result, Scalar, ScalarType, TensorAccess, TensorBase, TensorOptions,
+    Device, DispatchKeySet, Error, Result, Scalar, ScalarType, TensorAccess, TensorBase,
+    TensorOptions,
 };
 use ratten_dispatch::{IValue, KernelValue, TensorLike};
 use ratten_schema::Type;
@@ -561,6 +562,12 @@ impl<'a> StructuredOut<'a> {
 given_outputs_meta_base!(StructuredOut, |out, sizes, strides, options| {
     resize_out(out, sizes, strides, options)
 });
+
+/// The key set the generated BackendSelect kernel of a factory redispatches with: the backend
+/// of its `device` argument, the CPU when it has none (c10's `computeDispatchKey`).
+pub fn backend_select_key_set(device: Option<Device>) -> DispatchKeySet {
+    DispatchKeySet::for_backend(device.unwrap_or(Device::CPU).device_type)
+}
 
 // ---------------------------------------------------------------------------------------------
 // The helpers of the wrappers (RegisterDispatchKey.cpp's create_out, check_inplace, resize_out,

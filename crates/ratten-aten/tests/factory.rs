@@ -216,3 +216,168 @@ fn scalar_tensors_and_wrapped_numbers() {
     assert_eq!(w.dtype(), ScalarType::ComplexDouble);
     assert_eq!(w.item().unwrap().to_string(), "(1,-1)");
 }
+
+// ---- the factories as declared operators --------------------------------------------------
+
+use ratten_aten::functions as f;
+use ratten_aten::native::MemoryFormat;
+
+#[test]
+fn linspace_and_logspace_match_torch_values() {
+    let v = |t: Tensor| t.to_vec::<f32>().unwrap();
+    // float32: the second half counts down from `end` with a fused multiply-add.
+    let l = f::linspace(-1i64, 1i64, 7).unwrap();
+    assert_eq!(l.dtype(), ScalarType::Float);
+    assert_eq!(
+        v(l),
+        vec![
+            -1.0,
+            -0.666_666_6,
+            -0.333_333_3,
+            -2.980_232_2e-8,
+            0.333_333_3,
+            0.666_666_6,
+            1.0
+        ]
+    );
+    let i = f::linspace_with(0i64, 10i64, 4, Some(ScalarType::Long), None, None, None).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 3, 6, 10]);
+    let u = f::linspace_with(10i64, 0i64, 4, Some(ScalarType::Byte), None, None, None).unwrap();
+    assert_eq!(u.to_vec::<u8>().unwrap(), vec![10, 6, 3, 0]);
+    let h = f::linspace_with(0i64, 1i64, 7, Some(ScalarType::Half), None, None, None).unwrap();
+    let hv: Vec<f32> = h
+        .to_vec::<half::f16>()
+        .unwrap()
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
+    assert_eq!(
+        hv,
+        vec![
+            0.0,
+            0.166_625_98,
+            0.333_251_95,
+            0.5,
+            0.666_503_9,
+            0.833_496_1,
+            1.0
+        ]
+    );
+    assert_eq!(v(f::linspace(3i64, 10i64, 1).unwrap()), vec![3.0]);
+    assert_eq!(
+        msg(f::linspace(0i64, 1i64, -1)),
+        "number of steps must be non-negative"
+    );
+    let g = f::logspace_with(0i64, 2i64, 5, 2.0, None, None, None, None).unwrap();
+    assert_eq!(v(g), vec![1.0, 1.414_213_5, 2.0, 2.828_427, 4.0]);
+    let li =
+        f::logspace_with(0i64, 3i64, 4, 10.0, Some(ScalarType::Int), None, None, None).unwrap();
+    assert_eq!(li.to_vec::<i32>().unwrap(), vec![1, 10, 100, 1000]);
+    assert_eq!(v(f::logspace(2i64, 10i64, 1).unwrap()), vec![100.0]);
+    let b = f::linspace_with(0i64, 1i64, 4, Some(ScalarType::Bool), None, None, None);
+    assert_eq!(msg(b), "\"linspace_cpu\" not implemented for 'Bool'");
+}
+
+#[test]
+fn like_factories_keep_layout_and_out_forms_resize() {
+    let t = Tensor::zeros(&[3, 4], ScalarType::Int)
+        .unwrap()
+        .t()
+        .unwrap();
+    let e = f::empty_like(&t).unwrap();
+    assert_eq!(
+        (e.strides().to_vec(), e.dtype()),
+        (vec![1, 4], ScalarType::Int)
+    );
+    let gap = Tensor::zeros(&[3, 4], ())
+        .unwrap()
+        .slice_with(1, None, None, 2)
+        .unwrap();
+    assert_eq!(f::empty_like(&gap).unwrap().strides().to_vec(), vec![2, 1]);
+    let o = f::ones_like_with(&t, Some(ScalarType::Double), None, None, None, None).unwrap();
+    assert_eq!(o.to_vec::<f64>().unwrap(), vec![1.0; 12]);
+    let fl = f::full_like(&Tensor::zeros(&[2], ScalarType::Int).unwrap(), 2.7).unwrap();
+    assert_eq!(fl.to_vec::<i32>().unwrap(), vec![2, 2]);
+    let z = f::zeros_like_with(
+        &Tensor::empty(&[2, 3, 4, 5], ()).unwrap(),
+        None,
+        None,
+        None,
+        None,
+        Some(MemoryFormat::ChannelsLast),
+    )
+    .unwrap();
+    assert_eq!(z.strides().to_vec(), vec![60, 1, 15, 3]);
+    let out = Tensor::empty(&[2], ()).unwrap();
+    f::zeros_out(&out, &[3]).unwrap();
+    assert_eq!(out.sizes().to_vec(), vec![3]);
+    let out = Tensor::empty(&[0], ()).unwrap();
+    f::eye_m_out(&out, 2, 3).unwrap();
+    assert_eq!(
+        out.to_vec::<f32>().unwrap(),
+        vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    );
+    let out = Tensor::empty(&[3], ()).unwrap();
+    f::arange_out(&out, 5i64).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+    let cl = f::empty_with(
+        &[2, 3, 4, 5],
+        None,
+        None,
+        None,
+        None,
+        Some(MemoryFormat::ChannelsLast),
+    )
+    .unwrap();
+    assert_eq!(cl.strides().to_vec(), vec![60, 1, 15, 3]);
+    assert_eq!(
+        msg(f::empty_with(
+            &[2],
+            None,
+            None,
+            None,
+            None,
+            Some(MemoryFormat::Preserve)
+        )),
+        "unsupported memory format Preserve"
+    );
+    assert_eq!(
+        msg(Tensor::eye_m(2, -1, ())),
+        "m must be greater or equal to 0, got -1"
+    );
+}
+
+#[test]
+fn factories_dispatch_on_their_device_argument() {
+    // BackendSelect: no tensor argument, the key comes from `device`.
+    let m = f::empty_with(&[2, 3], None, None, Some(Device::META), None, None).unwrap();
+    assert!(m.is_meta());
+    let s = f::empty_strided_with(&[2, 3], &[1, 2], None, None, Some(Device::META), None).unwrap();
+    assert!(s.is_meta() && s.strides().as_slice() == [1, 2]);
+    let meta = Some(Device::META);
+    for (t, want) in [
+        (
+            f::zeros_with(&[4], None, None, meta, None).unwrap(),
+            vec![4],
+        ),
+        (
+            f::full_with(&[4], 1.5f64, None, None, meta, None).unwrap(),
+            vec![4],
+        ),
+        (
+            f::arange_with(4i64, None, None, meta, None).unwrap(),
+            vec![4],
+        ),
+        (
+            f::linspace_with(0i64, 1i64, 4, None, None, meta, None).unwrap(),
+            vec![4],
+        ),
+        (f::eye_with(4, None, None, meta, None).unwrap(), vec![4, 4]),
+    ] {
+        assert!(t.is_meta());
+        assert_eq!(t.sizes().to_vec(), want);
+    }
+    let d = ratten_dispatch::Dispatcher::singleton();
+    let state = d.dump_state_by_name("aten::empty.memory_format").unwrap();
+    assert!(state.contains("BackendSelect"), "{state}");
+}

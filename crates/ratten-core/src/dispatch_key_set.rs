@@ -196,6 +196,17 @@ impl DispatchKeySet {
         }
     }
 
+    /// The backend key of `device_type` alone (c10's `computeDispatchKey` for a strided
+    /// tensor): what a BackendSelect kernel redispatches a factory to.
+    pub fn for_backend(device_type: DeviceType) -> Self {
+        DispatchKeySet::from_key(match device_type {
+            DeviceType::Cpu => DispatchKey::CPU,
+            DeviceType::Cuda => DispatchKey::CUDA,
+            DeviceType::Meta => DispatchKey::Meta,
+            DeviceType::PrivateUse1 => DispatchKey::PrivateUse1,
+        })
+    }
+
     /// The key set a new tensor on `device_type` carries: its backend key plus
     /// `getAutogradRelatedKeySetFromBackend` (the autograd key and ADInplaceOrView), as
     /// TensorImpl's constructor computes it.

@@ -21,6 +21,7 @@ pub use copy::{
     copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, type_as, Layout,
     MemoryFormat,
 };
+pub use factory::*;
 pub use pointwise::*;
 pub use reduce_ops::*;
 pub use scan_ops::*;

@@ -143,8 +143,25 @@ fn kernel_body(w: &mut Writer, model: &Model, op: &OperatorRecord, k: &KernelRef
         } => structured_body(w, op, meta, implementation.as_ref(), state_type.as_deref()),
         KernelRef::GeneratedOut { functional } => {
             let f = model.op(*functional).map(handle_ident).unwrap_or_default();
-            let inputs = idents(&structured_inputs(op));
             let outputs = idents(&structured_outputs(op));
+            // The functional's arguments by name; the tensor options an out= schema drops
+            // (a factory's `dtype`, `device`, ...) come from `out`, the rest are None.
+            let out0 = outputs.first().cloned().unwrap_or_default();
+            let inputs: Vec<String> = match model.op(*functional) {
+                Some(func) => func
+                    .args
+                    .iter()
+                    .map(
+                        |fa| match op.args.iter().find(|a| a.name == fa.name && !a.is_out) {
+                            Some(a) => a.ident.clone(),
+                            None if fa.name == "dtype" => format!("Some({out0}.dtype())"),
+                            None if fa.name == "device" => format!("Some({out0}.device())"),
+                            None => "None".to_string(),
+                        },
+                    )
+                    .collect(),
+                None => idents(&structured_inputs(op)),
+            };
             w.line(
                 "// torchgen's generated out= kernel: the functional result, copied into `out`.",
             );

@@ -403,7 +403,7 @@ fn prelude_file(opts: &GenOptions) -> String {
     let a = &opts.aten;
     format!(
         "{}\n\
-         pub(crate) use {a}::structured::{{self, Arg, MetaBase}};\n\
+         pub(crate) use {a}::structured::{{self, backend_select_key_set, Arg, MetaBase}};\n\
          pub(crate) use {a}::Tensor;\n\
          pub(crate) use ratten_core::{{Device, DispatchKeySet, Result, Scalar, ScalarType}};\n\
          pub(crate) use ratten_dispatch::{{Aliased, Operator, OperatorCell}};\n",

@@ -191,9 +191,19 @@ fn signature<'a>(
     })
 }
 
-/// Whether two overloads take the same non-out arguments (an out= overload's functional twin).
+/// A factory's tensor options, which its out= overload does not take (torchgen's
+/// `PythonSignatureGroup.from_pairs` takes them from the functional).
+const TENSOR_OPTIONS: &[&str] = &["dtype", "layout", "device", "pin_memory"];
+
+/// Whether the functional `a` and the out= overload `b` take the same non-out arguments
+/// (besides `a`'s tensor options): an out= overload's functional twin.
 fn same_inputs(a: &NativeFunction, b: &NativeFunction) -> bool {
-    let ai: Vec<&Argument> = a.func.arguments.iter().filter(|x| !x.is_out()).collect();
+    let ai: Vec<&Argument> = a
+        .func
+        .arguments
+        .iter()
+        .filter(|x| !x.is_out() && !(x.kwarg_only && TENSOR_OPTIONS.contains(&x.name.as_str())))
+        .collect();
     let bi: Vec<&Argument> = b.func.arguments.iter().filter(|x| !x.is_out()).collect();
     ai.len() == bi.len()
         && ai
@@ -604,7 +614,7 @@ fn emit_dispatch_fn(
                     let r = match (s.out, s.out_param) {
                         (Some(o), Some(k)) => {
                             // `out=None`: the functional overload; otherwise its out= twin,
-                            // which takes the same inputs in the same order.
+                            // which takes the same inputs (by name; not the tensor options).
                             let mut res = Ok(());
                             w.block(format!("if r.is_none({k}) {{"), "}", |w| {
                                 res = emit_call(w, s.op, &s.param_of_arg, None, method, true);
@@ -612,13 +622,12 @@ fn emit_dispatch_fn(
                             let map: Vec<Option<usize>> = o
                                 .args
                                 .iter()
-                                .enumerate()
-                                .map(|(i, a)| {
+                                .map(|a| {
                                     if a.is_out {
-                                        None
-                                    } else {
-                                        s.param_of_arg.get(i).copied().flatten()
+                                        return None;
                                     }
+                                    let j = s.op.args.iter().position(|f| f.name == a.name)?;
+                                    s.param_of_arg.get(j).copied().flatten()
                                 })
                                 .collect();
                             if let Err(e) = emit_call(w, o, &map, Some(k), method, false) {

@@ -4,11 +4,23 @@
 //! m.impl(...); }`).
 
 use crate::model::signatures::{backend, dispatcher};
+use crate::model::OperatorRecord;
 
 use super::backends::key_module;
 use super::operators::handle_ident;
 use super::writer::{Expr, Writer};
 use super::{header, prelude, shards, EmitContext, GeneratedFile};
+
+/// torchgen's `needs_backend_select`: a function with tensor options (`device` among them) and
+/// no tensor argument, other than the `_like` and `new_` families.
+pub fn needs_backend_select(op: &OperatorRecord) -> bool {
+    let name = op.qualified_name.rsplit("::").next().unwrap_or("");
+    !name.ends_with("_like")
+        && !name.starts_with("new_")
+        && op.args.iter().any(|a| a.name == "device" && a.kwarg_only)
+        && op.args.iter().any(|a| a.name == "dtype" && a.kwarg_only)
+        && !op.args.iter().any(|a| a.schema_type.is_tensor_like())
+}
 
 pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
     let opts = cx.opts;
@@ -75,6 +87,51 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
                     }
                 },
             );
+        }
+        // BackendSelect (torchgen's gen_backend_select): a factory has no tensor to dispatch
+        // on, so its key comes from its `device` argument.
+        let selecting: Vec<_> = ops.iter().filter(|o| needs_backend_select(o)).collect();
+        if !selecting.is_empty() {
+            w.blank();
+            w.block(
+                format!("ratten_dispatch::torch_library_impl!({ns}, BackendSelect, |m| {{"),
+                "});",
+                |w| {
+                    for op in &selecting {
+                        let kernel = Expr::call_atoms(
+                            format!("operators::{}::kernel", handle_ident(op)),
+                            &[format!("{}_backend_select", op.handle)],
+                        );
+                        let name = Expr::atom(format!("{:?}", op.name_with_overload));
+                        w.stmt("", &Expr::call("m.impl_", vec![name, kernel]), "?;");
+                    }
+                },
+            );
+            for op in &selecting {
+                let sig = dispatcher(op);
+                let args: Vec<String> = op.args.iter().map(|a| a.ident.clone()).collect();
+                let mut call_args = vec!["ks".to_string()];
+                call_args.extend(args);
+                w.blank();
+                w.fn_header(
+                    &format!("fn {}_backend_select", op.handle),
+                    &sig.param_decls(&opts.aten),
+                    &sig.result(&opts.aten),
+                    " {",
+                );
+                w.indented(|w| {
+                    w.line("let ks = backend_select_key_set(device);");
+                    w.stmt(
+                        "",
+                        &Expr::call_atoms(
+                            format!("operators::{}::redispatch", handle_ident(op)),
+                            &call_args,
+                        ),
+                        "",
+                    );
+                });
+                w.line("}");
+            }
         }
         for (op, m, name) in adapters {
             let sig = backend(op);

@@ -4,7 +4,8 @@
 //! Note [Generated code is rustfmt-clean]: the layouts below are rustfmt's (default
 //! configuration, `max_width` 100) for the few constructs emitters write: a function header
 //! whose parameters do not fit goes one parameter per line; a call whose arguments are wider
-//! than `fn_call_width` (60) or do not fit goes one argument per line; an assignment whose
+//! than `fn_call_width` (60) or do not fit goes one argument per line, or packed onto full
+//! lines when all are short simple names (rustfmt's mixed tactic); an assignment whose
 //! right-hand side does not fit moves it to the next line when it fits there. Emitters write
 //! everything else as short lines. `tests/rustfmt_clean.rs` runs rustfmt over the generated
 //! trees to keep this true.
@@ -211,6 +212,29 @@ impl Expr {
             return format!("{callee}({inner})");
         }
         let pad = " ".repeat(rel + 4);
+        // rustfmt's mixed layout: arguments that are all simple (names, literals, `&x`) and at
+        // most `short_array_element_width_threshold` (10) wide are packed onto full lines.
+        if items.len() > 1 && items.iter().all(is_short_simple) {
+            let mut s = format!("{callee}(\n{pad}");
+            let mut col = base + rel + 4;
+            for (i, it) in items.iter().enumerate() {
+                let t = it.flat();
+                if i > 0 {
+                    if col + 1 + t.len() + 1 > MAX_WIDTH {
+                        s.push_str(&format!("\n{pad}"));
+                        col = base + rel + 4;
+                    } else {
+                        s.push(' ');
+                        col += 1;
+                    }
+                }
+                s.push_str(&t);
+                s.push(',');
+                col += t.len() + 1;
+            }
+            s.push_str(&format!("\n{})", " ".repeat(rel)));
+            return s;
+        }
         let mut s = format!("{callee}(");
         for it in items {
             let t = it.layout(base, rel + 4, base + rel + 4, 1);
@@ -219,6 +243,16 @@ impl Expr {
         s.push_str(&format!("\n{})", " ".repeat(rel)));
         s
     }
+}
+
+/// rustfmt's `is_simple_expr` (a name, a literal, `&x`, `&mut x`) no wider than
+/// `short_array_element_width_threshold`.
+fn is_short_simple(e: &Expr) -> bool {
+    let Expr::Atom(a) = e else {
+        return false;
+    };
+    let name = a.trim_start_matches("&mut ").trim_start_matches('&');
+    a.len() <= 10 && !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// One trailing newline, no trailing spaces, no run of blank lines at the end.
@@ -265,7 +299,7 @@ mod tests {
         );
         assert_eq!(
             w.finish(),
-            "f(a, b)?;\nlet x = f(\n    argument_0,\n    argument_1,\n    argument_2,\n    argument_3,\n    argument_4,\n    argument_5,\n)?;\nSelf::g((\n    argument_0,\n    argument_1,\n    argument_2,\n    argument_3,\n    argument_4,\n    argument_5,\n))\n"
+            "f(a, b)?;\nlet x = f(\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n)?;\nSelf::g((\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n))\n"
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 126 names.
+/// Module functions (`ratten.add`): 140 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -103,6 +103,14 @@ pub const FUNCTIONS: &[Binding] = &[
             "any(Tensor input, *, Tensor out=None)",
             "any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
             "any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "arange",
+        signatures: &[
+            "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+            "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
     },
     Binding {
@@ -233,13 +241,15 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "cumprod",
         signatures: &[
-            "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)",
+            "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
+            "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
         name: "cumsum",
         signatures: &[
-            "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)",
+            "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
+            "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
@@ -260,6 +270,24 @@ pub const FUNCTIONS: &[Binding] = &[
             "div(Tensor input, Tensor other, *, Tensor out=None)",
             "div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)",
             "div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)",
+        ],
+    },
+    Binding {
+        name: "empty",
+        signatures: &[
+            "empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "empty_like",
+        signatures: &[
+            "empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "empty_strided",
+        signatures: &[
+            "empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
     },
     Binding {
@@ -300,6 +328,13 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "eye",
+        signatures: &[
+            "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "fill",
         signatures: &[
             "fill(Tensor input, Tensor value)",
@@ -331,6 +366,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "fmod(Tensor input, Tensor other, *, Tensor out=None)",
             "fmod(Tensor input, Scalar other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "full",
+        signatures: &[
+            "full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "full_like",
+        signatures: &[
+            "full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
         ],
     },
     Binding {
@@ -388,7 +435,14 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "linalg_vector_norm",
         signatures: &[
-            "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+            "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
+        ],
+    },
+    Binding {
+        name: "linspace",
+        signatures: &[
+            "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
     },
     Binding {
@@ -446,6 +500,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "logspace",
+        signatures: &[
+            "logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "logsumexp",
         signatures: &[
             "logsumexp(Tensor input, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
@@ -474,8 +534,10 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "mean",
         signatures: &[
-            "mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)",
-            "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            "mean(Tensor input, *, ScalarType? dtype=None)",
+            "mean(Tensor input, *, ScalarType? dtype=None, Tensor out)",
+            "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+            "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
@@ -519,7 +581,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "nansum",
         signatures: &[
-            "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+            "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
@@ -553,8 +616,21 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "norm(Tensor input, Scalar p=2)",
             "norm(Tensor input, Scalar? p, *, ScalarType dtype)",
+            "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out)",
             "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)",
-            "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
+            "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "ones",
+        signatures: &[
+            "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "ones_like",
+        signatures: &[
+            "ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
         ],
     },
     Binding {
@@ -575,7 +651,8 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "prod",
         signatures: &[
             "prod(Tensor input, *, ScalarType? dtype=None)",
-            "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
+            "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
@@ -633,6 +710,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
             "rsub(Tensor input, Scalar other, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "scalar_tensor",
+        signatures: &[
+            "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
     },
     Binding {
@@ -736,7 +819,8 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "sum",
         signatures: &[
             "sum(Tensor input, *, ScalarType? dtype=None)",
-            "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)",
+            "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
+            "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
     },
     Binding {
@@ -816,6 +900,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "where(Tensor condition, Scalar self, Tensor other)",
             "where(Tensor condition, Tensor input, Scalar other)",
             "where(Tensor condition, Scalar self, Scalar other)",
+        ],
+    },
+    Binding {
+        name: "zeros",
+        signatures: &[
+            "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "zeros_like",
+        signatures: &[
+            "zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
         ],
     },
 ];

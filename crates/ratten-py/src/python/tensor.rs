@@ -347,15 +347,8 @@ fn tensor(
 
 /// Factory schemas (torch's Python signatures of them); parsed with the argument parser.
 const FACTORY_SCHEMAS: &[&str] = &[
-    "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::empty(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
     "aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
     "aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
 ];
 
 fn factory_parsers() -> &'static Vec<(String, Parser)> {
@@ -385,7 +378,7 @@ fn factory_parsers() -> &'static Vec<(String, Parser)> {
     })
 }
 
-/// `ratten._C._factory(name, *args, **kwargs)`: zeros, ones, empty, full, arange, rand, randn.
+/// `ratten._C._factory(name, *args, **kwargs)`: rand, randn.
 #[pyfunction]
 #[pyo3(signature = (name, *args, **kwargs))]
 fn _factory(
@@ -444,40 +437,14 @@ fn _factory(
             Err(_) => s.extract(),
         }
     };
-    let scalar =
-        |n: &str| -> PyResult<Option<Scalar>> { get(n)?.map(|o| to_scalar(&o)).transpose() };
     let t = match name {
-        "zeros" => {
-            let s = size()?;
-            py.allow_threads(|| Tensor::zeros(&s, options))
-        }
-        "ones" => {
-            let s = size()?;
-            py.allow_threads(|| Tensor::ones(&s, options))
-        }
-        "empty" => {
-            let s = size()?;
-            py.allow_threads(|| Tensor::empty(&s, options))
-        }
         "rand" => {
             let s = size()?;
             py.allow_threads(|| Tensor::rand(&s, options))
         }
-        "randn" => {
+        _ => {
             let s = size()?;
             py.allow_threads(|| Tensor::randn(&s, options))
-        }
-        "full" => {
-            let s = size()?;
-            let v = scalar("fill_value")?.unwrap_or_default();
-            py.allow_threads(|| Tensor::full(&s, v, options))
-        }
-        _ => {
-            // arange: (end) | (start, end) | (start, end, step)
-            let end = scalar("end")?.unwrap_or_default();
-            let start = scalar("start")?.unwrap_or(Scalar::Int(0));
-            let step = scalar("step")?.unwrap_or(Scalar::Int(1));
-            py.allow_threads(|| Tensor::arange_start_step(start, end, step, options))
         }
     }
     .py()?;

@@ -638,6 +638,114 @@ pub fn alias(self_: &Tensor) -> Result<Tensor> {
     operators::alias::call(self_)
 }
 
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn arange(end: impl Into<Scalar>) -> Result<Tensor> {
+    let end: Scalar = end.into();
+    operators::arange::call(&end, None, None, None, None)
+}
+
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn arange_with(
+    end: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let end: Scalar = end.into();
+    operators::arange::call(&end, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn arange_start(start: impl Into<Scalar>, end: impl Into<Scalar>) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::arange_start::call(&start, &end, None, None, None, None)
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn arange_start_with(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::arange_start::call(&start, &end, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn arange_start_step(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    step: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    let step: Scalar = step.into();
+    operators::arange_start_step::call(&start, &end, &step, None, None, None, None)
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn arange_start_step_with(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    step: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    let step: Scalar = step.into();
+    operators::arange_start_step::call(&start, &end, &step, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn arange_out<'a>(out: &'a Tensor, end: impl Into<Scalar>) -> Result<&'a Tensor> {
+    let end: Scalar = end.into();
+    operators::arange_out::call(&end, out)?;
+    Ok(out)
+}
+
+/// `aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn arange_start_out<'a>(
+    out: &'a Tensor,
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    step: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    let step: Scalar = step.into();
+    operators::arange_start_out::call(&start, &end, &step, out)?;
+    Ok(out)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -81,3 +81,160 @@ pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     operators::equal::call(self_, other)
 }
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn empty(size: &[i64]) -> Result<Tensor> {
+    operators::empty_memory_format::call(size, None, None, None, None, None)
+}
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn empty_with(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::empty_memory_format::call(size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn empty_strided(size: &[i64], stride: &[i64]) -> Result<Tensor> {
+    operators::empty_strided::call(size, stride, None, None, None, None)
+}
+
+/// `aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn empty_strided_with(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::empty_strided::call(size, stride, dtype, layout, device, pin_memory)
+}
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn empty_like(self_: &Tensor) -> Result<Tensor> {
+    operators::empty_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn empty_like_with(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn eye(n: i64) -> Result<Tensor> {
+    operators::eye::call(n, None, None, None, None)
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn eye_with(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::eye::call(n, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn eye_m(n: i64, m: i64) -> Result<Tensor> {
+    operators::eye_m::call(n, m, None, None, None, None)
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn eye_m_with(
+    n: i64,
+    m: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::eye_m::call(n, m, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eye_out<'a>(out: &'a Tensor, n: i64) -> Result<&'a Tensor> {
+    operators::eye_out::call(n, out)?;
+    Ok(out)
+}
+
+/// `aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eye_m_out<'a>(out: &'a Tensor, n: i64, m: i64) -> Result<&'a Tensor> {
+    operators::eye_m_out::call(n, m, out)?;
+    Ok(out)
+}
+
+/// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn empty_strided_out<'a>(out: &'a Tensor, size: &[i64], stride: &[i64]) -> Result<&'a Tensor> {
+    operators::empty_strided_out::call(size, stride, out)?;
+    Ok(out)
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn empty_like_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::empty_like_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn empty_like_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::empty_like_out::call(self_, memory_format, out)?;
+    Ok(out)
+}

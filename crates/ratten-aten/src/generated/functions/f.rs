@@ -100,6 +100,77 @@ pub fn flatten_with(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tens
     operators::flatten_using_ints::call(self_, start_dim, end_dim)
 }
 
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn full(size: &[i64], fill_value: impl Into<Scalar>) -> Result<Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full::call(size, &fill_value, None, None, None, None)
+}
+
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn full_with(
+    size: &[i64],
+    fill_value: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full::call(size, &fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn full_out<'a>(
+    out: &'a Tensor,
+    size: &[i64],
+    fill_value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full_out::call(size, &fill_value, out)?;
+    Ok(out)
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn full_like(self_: &Tensor, fill_value: impl Into<Scalar>) -> Result<Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full_like::call(self_, &fill_value, None, None, None, None, None)
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn full_like_with(
+    self_: &Tensor,
+    fill_value: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full_like::call(
+        self_,
+        &fill_value,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn floor_divide_scalar_out<'a>(
@@ -128,5 +199,34 @@ pub fn fill_scalar_out<'a>(
 #[inline]
 pub fn fill_out<'a>(out: &'a Tensor, self_: &Tensor, value: &Tensor) -> Result<&'a Tensor> {
     operators::fill_Tensor_out::call(self_, value, out)?;
+    Ok(out)
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn full_like_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    fill_value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full_like_out::call(self_, &fill_value, None, out)?;
+    Ok(out)
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn full_like_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    fill_value: impl Into<Scalar>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::full_like_out::call(self_, &fill_value, memory_format, out)?;
     Ok(out)
 }

@@ -313,3 +313,107 @@ pub fn _logcumsumexp_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Resul
     operators::_logcumsumexp_out::call(self_, dim, out)?;
     Ok(out)
 }
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn linspace(start: impl Into<Scalar>, end: impl Into<Scalar>, steps: i64) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::linspace::call(&start, &end, steps, None, None, None, None)
+}
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn linspace_with(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::linspace::call(&start, &end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `aten::linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn linspace_out<'a>(
+    out: &'a Tensor,
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: i64,
+) -> Result<&'a Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::linspace_out::call(&start, &end, steps, out)?;
+    Ok(out)
+}
+
+/// `aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `base` = `10.0`, `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn logspace(start: impl Into<Scalar>, end: impl Into<Scalar>, steps: i64) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::logspace::call(&start, &end, steps, 10.0, None, None, None, None)
+}
+
+/// `aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn logspace_with(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::logspace::call(&start, &end, steps, base, dtype, layout, device, pin_memory)
+}
+
+/// `aten::logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `base` = `10.0`.
+#[inline]
+pub fn logspace_out<'a>(
+    out: &'a Tensor,
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: i64,
+) -> Result<&'a Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::logspace_out::call(&start, &end, steps, 10.0, out)?;
+    Ok(out)
+}
+
+/// `aten::logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn logspace_out_with<'a>(
+    out: &'a Tensor,
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: i64,
+    base: f64,
+) -> Result<&'a Tensor> {
+    let start: Scalar = start.into();
+    let end: Scalar = end.into();
+    operators::logspace_out::call(&start, &end, steps, base, out)?;
+    Ok(out)
+}

@@ -456,6 +456,30 @@ pub fn split_with_sizes_with(self_: &Tensor, split_sizes: &[i64], dim: i64) -> R
     operators::split_with_sizes::call(self_, split_sizes, dim)
 }
 
+/// `aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn scalar_tensor(s: impl Into<Scalar>) -> Result<Tensor> {
+    let s: Scalar = s.into();
+    operators::scalar_tensor::call(&s, None, None, None, None)
+}
+
+/// `aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn scalar_tensor_with(
+    s: impl Into<Scalar>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let s: Scalar = s.into();
+    operators::scalar_tensor::call(&s, dtype, layout, device, pin_memory)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.
@@ -536,4 +560,12 @@ pub fn std_mean_correction_out_with<'a, 'b>(
 ) -> Result<(&'a Tensor, &'b Tensor)> {
     operators::std_mean_correction_out::call(self_, dim, correction.as_ref(), keepdim, out0, out1)?;
     Ok((out0, out1))
+}
+
+/// `aten::scalar_tensor.out(Scalar s, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scalar_tensor_out<'a>(out: &'a Tensor, s: impl Into<Scalar>) -> Result<&'a Tensor> {
+    let s: Scalar = s.into();
+    operators::scalar_tensor_out::call(&s, out)?;
+    Ok(out)
 }

@@ -1321,6 +1321,213 @@ impl alias {
     }
 }
 
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum arange {}
+
+impl Operator for arange {
+    const NAME: &'static str = "aten::arange";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<arange> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl arange {
+    pub fn call(
+        end: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((end, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        end: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (end, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum arange_start {}
+
+impl Operator for arange_start {
+    const NAME: &'static str = "aten::arange";
+    const OVERLOAD_NAME: &'static str = "start";
+    const SCHEMA: &'static str = "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<arange_start> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl arange_start {
+    pub fn call(
+        start: &Scalar,
+        end: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((start, end, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (start, end, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum arange_start_step {}
+
+impl Operator for arange_start_step {
+    const NAME: &'static str = "aten::arange";
+    const OVERLOAD_NAME: &'static str = "start_step";
+    const SCHEMA: &'static str = "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Scalar>,
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<arange_start_step> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl arange_start_step {
+    pub fn call(
+        start: &Scalar,
+        end: &Scalar,
+        step: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((start, end, step, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        step: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (start, end, step, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum arange_out {}
+
+impl Operator for arange_out {
+    const NAME: &'static str = "aten::arange";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<arange_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl arange_out {
+    pub fn call(end: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((end, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, end: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (end, out))
+    }
+}
+
+/// `aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum arange_start_out {}
+
+impl Operator for arange_start_out {
+    const NAME: &'static str = "aten::arange";
+    const OVERLOAD_NAME: &'static str = "start_out";
+    const SCHEMA: &'static str = "arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<arange_start_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl arange_start_out {
+    pub fn call(start: &Scalar, end: &Scalar, step: &Scalar, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((start, end, step, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        step: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (start, end, step, out))
+    }
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum add_Scalar_out {}
 

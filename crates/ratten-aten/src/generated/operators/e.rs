@@ -426,3 +426,371 @@ impl expand_as {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum empty_memory_format {}
+
+impl Operator for empty_memory_format {
+    const NAME: &'static str = "aten::empty";
+    const OVERLOAD_NAME: &'static str = "memory_format";
+    const SCHEMA: &'static str = "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<empty_memory_format> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl empty_memory_format {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum empty_strided {}
+
+impl Operator for empty_strided {
+    const NAME: &'static str = "aten::empty_strided";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<empty_strided> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl empty_strided {
+    pub fn call(
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, stride, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, stride, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum empty_like {}
+
+impl Operator for empty_like {
+    const NAME: &'static str = "aten::empty_like";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<empty_like> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl empty_like {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (self_, dtype, layout, device, pin_memory, memory_format),
+        )
+    }
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum eye {}
+
+impl Operator for eye {
+    const NAME: &'static str = "aten::eye";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<eye> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl eye {
+    pub fn call(
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((n, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (n, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum eye_m {}
+
+impl Operator for eye_m {
+    const NAME: &'static str = "aten::eye";
+    const OVERLOAD_NAME: &'static str = "m";
+    const SCHEMA: &'static str = "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<eye_m> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl eye_m {
+    pub fn call(
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((n, m, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (n, m, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum eye_out {}
+
+impl Operator for eye_out {
+    const NAME: &'static str = "aten::eye";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<eye_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl eye_out {
+    pub fn call(n: i64, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((n, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, n: i64, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (n, out))
+    }
+}
+
+/// `aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum eye_m_out {}
+
+impl Operator for eye_m_out {
+    const NAME: &'static str = "aten::eye";
+    const OVERLOAD_NAME: &'static str = "m_out";
+    const SCHEMA: &'static str = "eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<eye_m_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl eye_m_out {
+    pub fn call(n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((n, m, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (n, m, out))
+    }
+}
+
+/// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum empty_strided_out {}
+
+impl Operator for empty_strided_out {
+    const NAME: &'static str = "aten::empty_strided";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<empty_strided_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl empty_strided_out {
+    pub fn call(size: &[i64], stride: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((size, stride, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        stride: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (size, stride, out))
+    }
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum empty_like_out {}
+
+impl Operator for empty_like_out {
+    const NAME: &'static str = "aten::empty_like";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::native::MemoryFormat>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<empty_like_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl empty_like_out {
+    pub fn call(
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}

@@ -462,6 +462,159 @@ impl flatten_using_ints {
     }
 }
 
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum full {}
+
+impl Operator for full {
+    const NAME: &'static str = "aten::full";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<full> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl full {
+    pub fn call(
+        size: &[i64],
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, fill_value, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, fill_value, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum full_out {}
+
+impl Operator for full_out {
+    const NAME: &'static str = "aten::full";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Arg<Scalar>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<full_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl full_out {
+    pub fn call(size: &[i64], fill_value: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((size, fill_value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        fill_value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (size, fill_value, out))
+    }
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum full_like {}
+
+impl Operator for full_like {
+    const NAME: &'static str = "aten::full_like";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<full_like> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl full_like {
+    pub fn call(
+        self_: &Tensor,
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            self_,
+            fill_value,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            memory_format,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                fill_value,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format,
+            ),
+        )
+    }
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum floor_divide_Scalar_out {}
 
@@ -558,5 +711,48 @@ impl fill_Tensor_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, value, out))
+    }
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum full_like_out {}
+
+impl Operator for full_like_out {
+    const NAME: &'static str = "aten::full_like";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Arg<Scalar>,
+        Arg<Option<crate::native::MemoryFormat>>,
+        Tensor,
+    );
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<full_like_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl full_like_out {
+    pub fn call(
+        self_: &Tensor,
+        fill_value: &Scalar,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, fill_value, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        fill_value: &Scalar,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, fill_value, memory_format, out))
     }
 }

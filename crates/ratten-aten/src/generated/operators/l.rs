@@ -1333,3 +1333,187 @@ impl _logcumsumexp_out {
         Self::redispatch_refs(ks, (self_, dim, out))
     }
 }
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum linspace {}
+
+impl Operator for linspace {
+    const NAME: &'static str = "aten::linspace";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Scalar>,
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linspace> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linspace {
+    pub fn call(
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((start, end, steps, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (start, end, steps, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum linspace_out {}
+
+impl Operator for linspace_out {
+    const NAME: &'static str = "aten::linspace";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Arg<Scalar>, i64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linspace_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linspace_out {
+    pub fn call(start: &Scalar, end: &Scalar, steps: i64, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((start, end, steps, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (start, end, steps, out))
+    }
+}
+
+/// `aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum logspace {}
+
+impl Operator for logspace {
+    const NAME: &'static str = "aten::logspace";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Scalar>,
+        i64,
+        f64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logspace> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logspace {
+    pub fn call(
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((start, end, steps, base, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (start, end, steps, base, dtype, layout, device, pin_memory),
+        )
+    }
+}
+
+/// `aten::logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum logspace_out {}
+
+impl Operator for logspace_out {
+    const NAME: &'static str = "aten::logspace";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Arg<Scalar>, i64, f64, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<logspace_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl logspace_out {
+    pub fn call(
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        base: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((start, end, steps, base, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Scalar,
+        end: &Scalar,
+        steps: i64,
+        base: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (start, end, steps, base, out))
+    }
+}

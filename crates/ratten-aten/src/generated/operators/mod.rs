@@ -27,6 +27,8 @@ mod shard_l;
 mod shard_m;
 #[path = "n.rs"]
 mod shard_n;
+#[path = "o.rs"]
+mod shard_o;
 #[path = "p.rs"]
 mod shard_p;
 #[path = "r.rs"]
@@ -41,6 +43,8 @@ mod shard_u;
 mod shard_v;
 #[path = "w.rs"]
 mod shard_w;
+#[path = "z.rs"]
+mod shard_z;
 
 pub use shard_a::*;
 pub use shard_b::*;
@@ -53,6 +57,7 @@ pub use shard_i::*;
 pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;
+pub use shard_o::*;
 pub use shard_p::*;
 pub use shard_r::*;
 pub use shard_s::*;
@@ -60,5 +65,6 @@ pub use shard_t::*;
 pub use shard_u::*;
 pub use shard_v::*;
 pub use shard_w::*;
+pub use shard_z::*;
 
 pub use ratten_dispatch::Operator;

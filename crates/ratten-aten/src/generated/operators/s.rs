@@ -1151,6 +1151,52 @@ impl split_with_sizes {
     }
 }
 
+/// `aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum scalar_tensor {}
+
+impl Operator for scalar_tensor {
+    const NAME: &'static str = "aten::scalar_tensor";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scalar_tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scalar_tensor {
+    pub fn call(
+        s: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((s, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        s: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (s, dtype, layout, device, pin_memory))
+    }
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum sub_Scalar_out {}
 
@@ -1268,5 +1314,32 @@ impl std_mean_correction_out {
         out1: &Tensor,
     ) -> Result<(Tensor, Tensor)> {
         Self::redispatch_refs(ks, (self_, dim, correction, keepdim, out0, out1))
+    }
+}
+
+/// `aten::scalar_tensor.out(Scalar s, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum scalar_tensor_out {}
+
+impl Operator for scalar_tensor_out {
+    const NAME: &'static str = "aten::scalar_tensor";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "scalar_tensor.out(Scalar s, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scalar_tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scalar_tensor_out {
+    pub fn call(s: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((s, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, s: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (s, out))
     }
 }

@@ -79,6 +79,19 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("alias(Tensor(a) self) -> Tensor(a)")?;
     m.def(
+        "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
@@ -168,6 +181,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "as_strided",
         operators::as_strided::kernel(backends::cpu::as_strided),
     )?;
+    m.impl_(
+        "arange.start_out",
+        operators::arange_start_out::kernel(arange_start_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -210,6 +227,24 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "alias",
         operators::alias::kernel(backends::composite_explicit_autograd::alias),
+    )?;
+    m.impl_(
+        "arange",
+        operators::arange::kernel(backends::composite_explicit_autograd::arange),
+    )?;
+    m.impl_(
+        "arange.start",
+        operators::arange_start::kernel(backends::composite_explicit_autograd::arange_start),
+    )?;
+    m.impl_(
+        "arange.start_step",
+        operators::arange_start_step::kernel(
+            backends::composite_explicit_autograd::arange_start_step,
+        ),
+    )?;
+    m.impl_(
+        "arange.out",
+        operators::arange_out::kernel(arange_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "add.Scalar_out",
@@ -302,7 +337,61 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "as_strided",
         operators::as_strided::kernel(backends::meta::as_strided),
     )?;
+    m.impl_(
+        "arange.start_out",
+        operators::arange_start_out::kernel(arange_start_out_meta),
+    )?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_("arange", operators::arange::kernel(arange_backend_select))?;
+    m.impl_(
+        "arange.start",
+        operators::arange_start::kernel(arange_start_backend_select),
+    )?;
+    m.impl_(
+        "arange.start_step",
+        operators::arange_start_step::kernel(arange_start_step_backend_select),
+    )?;
+});
+
+fn arange_backend_select(
+    end: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::arange::redispatch(ks, end, dtype, layout, device, pin_memory)
+}
+
+fn arange_start_backend_select(
+    start: &Scalar,
+    end: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::arange_start::redispatch(ks, start, end, dtype, layout, device, pin_memory)
+}
+
+fn arange_start_step_backend_select(
+    start: &Scalar,
+    end: &Scalar,
+    step: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::arange_start_step::redispatch(
+        ks, start, end, step, dtype, layout, device, pin_memory,
+    )
+}
 
 fn abs_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::cpu::abs_outf(self_, out)?;
@@ -431,6 +520,16 @@ fn any_all_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn arange_start_out_cpu(
+    start: &Scalar,
+    end: &Scalar,
+    step: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::arange_start_outf(start, end, step, out)?;
+    Ok(Aliased)
+}
+
 fn abs__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::abs_(self_)?;
     Ok(Aliased)
@@ -462,6 +561,11 @@ fn any_dims_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::any_dims_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn arange_out_composite_explicit_autograd(end: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::arange_outf(end, out)?;
     Ok(Aliased)
 }
 
@@ -604,5 +708,15 @@ fn any_dims_out_meta(
 
 fn any_all_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::any_all_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn arange_start_out_meta(
+    start: &Scalar,
+    end: &Scalar,
+    step: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::arange_start_outf(start, end, step, out)?;
     Ok(Aliased)
 }

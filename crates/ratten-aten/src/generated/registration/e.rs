@@ -26,6 +26,27 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("equal(Tensor self, Tensor other) -> bool")?;
     m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")?;
     m.def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
+    m.def(
+        "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -51,12 +72,42 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("eq.Tensor", operators::eq_Tensor::kernel(backends::cpu::eq))?;
     m.impl_("equal", operators::equal::kernel(backends::cpu::equal))?;
+    m.impl_(
+        "empty.memory_format",
+        operators::empty_memory_format::kernel(backends::cpu::empty),
+    )?;
+    m.impl_(
+        "empty_strided",
+        operators::empty_strided::kernel(backends::cpu::empty_strided),
+    )?;
+    m.impl_("eye.out", operators::eye_out::kernel(eye_out_cpu))?;
+    m.impl_("eye.m_out", operators::eye_m_out::kernel(eye_m_out_cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "expand",
         operators::expand::kernel(backends::composite_explicit_autograd::expand),
+    )?;
+    m.impl_(
+        "empty_like",
+        operators::empty_like::kernel(backends::composite_explicit_autograd::empty_like),
+    )?;
+    m.impl_(
+        "eye",
+        operators::eye::kernel(backends::composite_explicit_autograd::eye),
+    )?;
+    m.impl_(
+        "eye.m",
+        operators::eye_m::kernel(backends::composite_explicit_autograd::eye_m),
+    )?;
+    m.impl_(
+        "empty_strided.out",
+        operators::empty_strided_out::kernel(empty_strided_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "empty_like.out",
+        operators::empty_like_out::kernel(empty_like_out_composite_explicit_autograd),
     )?;
 });
 
@@ -92,7 +143,85 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "eq.Tensor",
         operators::eq_Tensor::kernel(backends::meta::eq),
     )?;
+    m.impl_(
+        "empty.memory_format",
+        operators::empty_memory_format::kernel(backends::meta::empty),
+    )?;
+    m.impl_(
+        "empty_strided",
+        operators::empty_strided::kernel(backends::meta::empty_strided),
+    )?;
+    m.impl_("eye.out", operators::eye_out::kernel(eye_out_meta))?;
+    m.impl_("eye.m_out", operators::eye_m_out::kernel(eye_m_out_meta))?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_(
+        "empty.memory_format",
+        operators::empty_memory_format::kernel(empty_memory_format_backend_select),
+    )?;
+    m.impl_(
+        "empty_strided",
+        operators::empty_strided::kernel(empty_strided_backend_select),
+    )?;
+    m.impl_("eye", operators::eye::kernel(eye_backend_select))?;
+    m.impl_("eye.m", operators::eye_m::kernel(eye_m_backend_select))?;
+});
+
+fn empty_memory_format_backend_select(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::empty_memory_format::redispatch(
+        ks,
+        size,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+fn empty_strided_backend_select(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::empty_strided::redispatch(ks, size, stride, dtype, layout, device, pin_memory)
+}
+
+fn eye_backend_select(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::eye::redispatch(ks, n, dtype, layout, device, pin_memory)
+}
+
+fn eye_m_backend_select(
+    n: i64,
+    m: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::eye_m::redispatch(ks, n, m, dtype, layout, device, pin_memory)
+}
 
 fn exp__cpu(self_: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::exp_(self_)?;
@@ -134,6 +263,34 @@ fn eq_Tensor_out_cpu(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Ali
     Ok(Aliased)
 }
 
+fn eye_out_cpu(n: i64, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::eye_outf(n, out)?;
+    Ok(Aliased)
+}
+
+fn eye_m_out_cpu(n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::eye_m_outf(n, m, out)?;
+    Ok(Aliased)
+}
+
+fn empty_strided_out_composite_explicit_autograd(
+    size: &[i64],
+    stride: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::empty_strided_outf(size, stride, out)?;
+    Ok(Aliased)
+}
+
+fn empty_like_out_composite_explicit_autograd(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::empty_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
 fn exp__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::exp_(self_)?;
     Ok(Aliased)
@@ -171,5 +328,15 @@ fn eq_Scalar_out_meta(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Al
 
 fn eq_Tensor_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::eq_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
+fn eye_out_meta(n: i64, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::eye_outf(n, out)?;
+    Ok(Aliased)
+}
+
+fn eye_m_out_meta(n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::eye_m_outf(n, m, out)?;
     Ok(Aliased)
 }

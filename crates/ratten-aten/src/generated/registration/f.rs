@@ -27,9 +27,19 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("fmod.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
     m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")?;
+    m.def(
+        "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
     m.def("floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -99,6 +109,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::fmod__Scalar::kernel(fmod__Scalar_composite_explicit_autograd),
     )?;
     m.impl_(
+        "full",
+        operators::full::kernel(backends::composite_explicit_autograd::full),
+    )?;
+    m.impl_(
+        "full.out",
+        operators::full_out::kernel(full_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "full_like",
+        operators::full_like::kernel(backends::composite_explicit_autograd::full_like),
+    )?;
+    m.impl_(
         "floor_divide.Scalar_out",
         operators::floor_divide_Scalar_out::kernel(
             floor_divide_Scalar_out_composite_explicit_autograd,
@@ -111,6 +133,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "fill.Tensor_out",
         operators::fill_Tensor_out::kernel(fill_Tensor_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "full_like.out",
+        operators::full_like_out::kernel(full_like_out_composite_explicit_autograd),
     )?;
 });
 
@@ -155,6 +181,22 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::fmod__Tensor::kernel(fmod__Tensor_meta),
     )?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_("full", operators::full::kernel(full_backend_select))?;
+});
+
+fn full_backend_select(
+    size: &[i64],
+    fill_value: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::full::redispatch(ks, size, fill_value, dtype, layout, device, pin_memory)
+}
 
 fn floor_divide__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::floor_divide_(self_, other)?;
@@ -208,6 +250,15 @@ fn fmod__Scalar_composite_explicit_autograd(self_: &Tensor, other: &Scalar) -> R
     Ok(Aliased)
 }
 
+fn full_out_composite_explicit_autograd(
+    size: &[i64],
+    fill_value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::full_outf(size, fill_value, out)?;
+    Ok(Aliased)
+}
+
 fn floor_divide_Scalar_out_composite_explicit_autograd(
     self_: &Tensor,
     other: &Scalar,
@@ -232,6 +283,16 @@ fn fill_Tensor_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::fill_outf(self_, value, out)?;
+    Ok(Aliased)
+}
+
+fn full_like_out_composite_explicit_autograd(
+    self_: &Tensor,
+    fill_value: &Scalar,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::full_like_outf(self_, fill_value, memory_format, out)?;
     Ok(Aliased)
 }
 

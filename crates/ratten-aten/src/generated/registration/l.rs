@@ -65,6 +65,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("_logcumsumexp(Tensor self, int dim) -> Tensor")?;
     m.def("_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -160,6 +170,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "_logcumsumexp.out",
         operators::_logcumsumexp_out::kernel(_logcumsumexp_out_cpu),
     )?;
+    m.impl_(
+        "linspace.out",
+        operators::linspace_out::kernel(linspace_out_cpu),
+    )?;
+    m.impl_(
+        "logspace.out",
+        operators::logspace_out::kernel(logspace_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -206,6 +224,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "logcumsumexp.out",
         operators::logcumsumexp_out::kernel(logcumsumexp_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "linspace",
+        operators::linspace::kernel(backends::composite_explicit_autograd::linspace),
+    )?;
+    m.impl_(
+        "logspace",
+        operators::logspace::kernel(backends::composite_explicit_autograd::logspace),
     )?;
 });
 
@@ -315,7 +341,55 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "_logcumsumexp.out",
         operators::_logcumsumexp_out::kernel(_logcumsumexp_out_meta),
     )?;
+    m.impl_(
+        "linspace.out",
+        operators::linspace_out::kernel(linspace_out_meta),
+    )?;
+    m.impl_(
+        "logspace.out",
+        operators::logspace_out::kernel(logspace_out_meta),
+    )?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_(
+        "linspace",
+        operators::linspace::kernel(linspace_backend_select),
+    )?;
+    m.impl_(
+        "logspace",
+        operators::logspace::kernel(logspace_backend_select),
+    )?;
+});
+
+fn linspace_backend_select(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::linspace::redispatch(ks, start, end, steps, dtype, layout, device, pin_memory)
+}
+
+fn logspace_backend_select(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::logspace::redispatch(
+        ks, start, end, steps, base, dtype, layout, device, pin_memory,
+    )
+}
 
 fn logical_not_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::cpu::logical_not_outf(self_, out)?;
@@ -441,6 +515,22 @@ fn linalg_vector_norm_out_cpu(
 
 fn _logcumsumexp_out_cpu(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
     backends::cpu::_logcumsumexp_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn linspace_out_cpu(start: &Scalar, end: &Scalar, steps: i64, out: &Tensor) -> Result<Aliased<3>> {
+    backends::cpu::linspace_outf(start, end, steps, out)?;
+    Ok(Aliased)
+}
+
+fn logspace_out_cpu(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    base: f64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::logspace_outf(start, end, steps, base, out)?;
     Ok(Aliased)
 }
 
@@ -607,5 +697,21 @@ fn linalg_vector_norm_out_meta(
 
 fn _logcumsumexp_out_meta(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::_logcumsumexp_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn linspace_out_meta(start: &Scalar, end: &Scalar, steps: i64, out: &Tensor) -> Result<Aliased<3>> {
+    backends::meta::linspace_outf(start, end, steps, out)?;
+    Ok(Aliased)
+}
+
+fn logspace_out_meta(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    base: f64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::logspace_outf(start, end, steps, base, out)?;
     Ok(Aliased)
 }

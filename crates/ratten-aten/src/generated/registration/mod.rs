@@ -13,6 +13,7 @@ mod i;
 mod l;
 mod m;
 mod n;
+mod o;
 mod p;
 mod r;
 mod s;
@@ -20,6 +21,7 @@ mod t;
 mod u;
 mod v;
 mod w;
+mod z;
 
 /// Called by every operator handle before its first lookup: referencing each shard's
 /// registrations keeps them linked into any binary that calls an operator.
@@ -36,6 +38,7 @@ pub fn ensure_linked() {
     l::ensure_linked();
     m::ensure_linked();
     n::ensure_linked();
+    o::ensure_linked();
     p::ensure_linked();
     r::ensure_linked();
     s::ensure_linked();
@@ -43,6 +46,7 @@ pub fn ensure_linked() {
     u::ensure_linked();
     v::ensure_linked();
     w::ensure_linked();
+    z::ensure_linked();
 }
 
 // The namespace's library; the shards' fragments define its operators.

@@ -64,12 +64,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]")?;
     m.def("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")?;
     m.def(
+        "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
         "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
+    m.def("scalar_tensor.out(Scalar s, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -166,6 +170,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         ),
     )?;
     m.impl_(
+        "scalar_tensor",
+        operators::scalar_tensor::kernel(backends::composite_explicit_autograd::scalar_tensor),
+    )?;
+    m.impl_(
         "sub.Scalar_out",
         operators::sub_Scalar_out::kernel(sub_Scalar_out_composite_explicit_autograd),
     )?;
@@ -178,6 +186,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::std_mean_correction_out::kernel(
             backends::composite_explicit_autograd::std_mean_correction_outf,
         ),
+    )?;
+    m.impl_(
+        "scalar_tensor.out",
+        operators::scalar_tensor_out::kernel(scalar_tensor_out_composite_explicit_autograd),
     )?;
 });
 
@@ -257,6 +269,24 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::std_mean_correction::kernel(backends::meta::std_mean_correction),
     )?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_(
+        "scalar_tensor",
+        operators::scalar_tensor::kernel(scalar_tensor_backend_select),
+    )?;
+});
+
+fn scalar_tensor_backend_select(
+    s: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::scalar_tensor::redispatch(ks, s, dtype, layout, device, pin_memory)
+}
 
 fn sigmoid__cpu(self_: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::sigmoid_(self_)?;
@@ -355,6 +385,11 @@ fn sum_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::sum_outf(self_, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn scalar_tensor_out_composite_explicit_autograd(s: &Scalar, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::scalar_tensor_outf(s, out)?;
     Ok(Aliased)
 }
 

@@ -381,6 +381,87 @@ pub(super) fn function_any(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `arange`: 3 signature(s).
+pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_end = r.scalar(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let a_layout = r.none_only(2)?;
+                let a_device = r.optional_device(3)?;
+                let a_pin_memory = r.optional_bool(4)?;
+                let result = r.run(py, move || {
+                    functions::arange_with(a_end, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_end = r.scalar(0)?;
+            r.run(py, move || {
+                functions::arange_out(&a_out, a_end)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        // arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        1 => {
+            let a_start = r.scalar(0)?;
+            let a_end = r.scalar(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let result = r.run(py, move || {
+                functions::arange_start_with(
+                    a_start,
+                    a_end,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        2 => {
+            if r.is_none(7) {
+                let a_start = r.scalar(0)?;
+                let a_end = r.scalar(1)?;
+                let a_step = r.scalar(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let a_layout = r.none_only(4)?;
+                let a_device = r.optional_device(5)?;
+                let a_pin_memory = r.optional_bool(6)?;
+                let result = r.run(py, move || {
+                    functions::arange_start_step_with(
+                        a_start,
+                        a_end,
+                        a_step,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(7)?;
+            let a_start = r.scalar(0)?;
+            let a_end = r.scalar(1)?;
+            let a_step = r.scalar(2)?;
+            r.run(py, move || {
+                functions::arange_start_out(&a_out, a_start, a_end, a_step)?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `argmax`: 1 signature(s).
 pub(super) fn function_argmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -377,18 +377,19 @@ pub(super) fn function_cummin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
-/// `cumprod`: 1 signature(s).
+/// `cumprod`: 2 signature(s).
 pub(super) fn function_cumprod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)
+        // cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None)
         0 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.int(1)?;
-                let a_dtype = r.optional_scalar_type(2)?;
-                let result = r.run(py, move || functions::cumprod_with(&a_self, a_dim, a_dtype))?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || functions::cumprod_with(&a_self, a_dim, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)
+        1 => {
             let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.int(1)?;
@@ -403,18 +404,19 @@ pub(super) fn function_cumprod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
-/// `cumsum`: 1 signature(s).
+/// `cumsum`: 2 signature(s).
 pub(super) fn function_cumsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out=None)
+        // cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None)
         0 => {
-            if r.is_none(3) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.int(1)?;
-                let a_dtype = r.optional_scalar_type(2)?;
-                let result = r.run(py, move || functions::cumsum_with(&a_self, a_dim, a_dtype))?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let result = r.run(py, move || functions::cumsum_with(&a_self, a_dim, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)
+        1 => {
             let a_out = r.tensor(3)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.int(1)?;

@@ -6,6 +6,87 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `empty`: 1 signature(s).
+pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_size = r.int_list(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let a_memory_format = r.optional_memory_format(5)?;
+            let result = r.run(py, move || {
+                functions::empty_with(
+                    &a_size,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `empty_like`: 1 signature(s).
+pub(super) fn function_empty_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let a_memory_format = r.optional_memory_format(5)?;
+            let result = r.run(py, move || {
+                functions::empty_like_with(
+                    &a_self,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `empty_strided`: 1 signature(s).
+pub(super) fn function_empty_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_size = r.int_list(0)?;
+            let a_stride = r.int_list(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let result = r.run(py, move || {
+                functions::empty_strided_with(
+                    &a_size,
+                    &a_stride,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `eq`: 2 signature(s).
 pub(super) fn function_eq(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -132,6 +213,57 @@ pub(super) fn function_expm1_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `eye`: 2 signature(s).
+pub(super) fn function_eye(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_n = r.int(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let a_layout = r.none_only(2)?;
+                let a_device = r.optional_device(3)?;
+                let a_pin_memory = r.optional_bool(4)?;
+                let result = r.run(py, move || {
+                    functions::eye_with(a_n, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_n = r.int(0)?;
+            r.run(py, move || {
+                functions::eye_out(&a_out, a_n)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        // eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        1 => {
+            if r.is_none(6) {
+                let a_n = r.int(0)?;
+                let a_m = r.int(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::eye_m_with(a_n, a_m, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_n = r.int(0)?;
+            let a_m = r.int(1)?;
+            r.run(py, move || {
+                functions::eye_m_out(&a_out, a_n, a_m)?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
         }
         _ => Err(r.unknown_signature()),
     }

@@ -143,6 +143,72 @@ pub(super) fn function_fmod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `full`: 1 signature(s).
+pub(super) fn function_full(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_size = r.int_list(0)?;
+                let a_fill_value = r.scalar(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::full_with(
+                        &a_size,
+                        a_fill_value,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_size = r.int_list(0)?;
+            let a_fill_value = r.scalar(1)?;
+            r.run(py, move || {
+                functions::full_out(&a_out, &a_size, a_fill_value)?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `full_like`: 1 signature(s).
+pub(super) fn function_full_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_fill_value = r.scalar(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let a_memory_format = r.optional_memory_format(6)?;
+            let result = r.run(py, move || {
+                functions::full_like_with(
+                    &a_self,
+                    a_fill_value,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.fill_`: 1 signature(s).
 pub(super) fn method_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

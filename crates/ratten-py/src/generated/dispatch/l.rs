@@ -121,31 +121,32 @@ pub(super) fn function_lerp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
-/// `linalg_vector_norm`: 1 signature(s).
+/// `linalg_vector_norm`: 2 signature(s).
 pub(super) fn function_linalg_vector_norm(
     py: Python<'_>,
     r: &PythonArgs<'_, '_>,
 ) -> PyResult<PyObject> {
     match r.index() {
-        // linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        // linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
         0 => {
-            if r.is_none(5) {
-                let a_self = r.tensor(0)?;
-                let a_ord = r.scalar(1)?;
-                let a_dim = r.optional_int_list(2)?;
-                let a_keepdim = r.bool(3)?;
-                let a_dtype = r.optional_scalar_type(4)?;
-                let result = r.run(py, move || {
-                    functions::linalg_vector_norm_with(
-                        &a_self,
-                        a_ord,
-                        a_dim.as_deref(),
-                        a_keepdim,
-                        a_dtype,
-                    )
-                })?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_ord = r.scalar(1)?;
+            let a_dim = r.optional_int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            let a_dtype = r.optional_scalar_type(4)?;
+            let result = r.run(py, move || {
+                functions::linalg_vector_norm_with(
+                    &a_self,
+                    a_ord,
+                    a_dim.as_deref(),
+                    a_keepdim,
+                    a_dtype,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)
+        1 => {
             let a_out = r.tensor(5)?;
             let a_self = r.tensor(0)?;
             let a_ord = r.scalar(1)?;
@@ -164,6 +165,46 @@ pub(super) fn function_linalg_vector_norm(
                 Ok(())
             })?;
             Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `linspace`: 1 signature(s).
+pub(super) fn function_linspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(7) {
+                let a_start = r.scalar(0)?;
+                let a_end = r.scalar(1)?;
+                let a_steps = r.int(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let a_layout = r.none_only(4)?;
+                let a_device = r.optional_device(5)?;
+                let a_pin_memory = r.optional_bool(6)?;
+                let result = r.run(py, move || {
+                    functions::linspace_with(
+                        a_start,
+                        a_end,
+                        a_steps,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(7)?;
+            let a_start = r.scalar(0)?;
+            let a_end = r.scalar(1)?;
+            let a_steps = r.int(2)?;
+            r.run(py, move || {
+                functions::linspace_out(&a_out, a_start, a_end, a_steps)?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -358,6 +399,49 @@ pub(super) fn function_logical_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `logspace`: 1 signature(s).
+pub(super) fn function_logspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(8) {
+                let a_start = r.scalar(0)?;
+                let a_end = r.scalar(1)?;
+                let a_steps = r.int(2)?;
+                let a_base = r.double(3)?;
+                let a_dtype = r.optional_scalar_type(4)?;
+                let a_layout = r.none_only(5)?;
+                let a_device = r.optional_device(6)?;
+                let a_pin_memory = r.optional_bool(7)?;
+                let result = r.run(py, move || {
+                    functions::logspace_with(
+                        a_start,
+                        a_end,
+                        a_steps,
+                        a_base,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(8)?;
+            let a_start = r.scalar(0)?;
+            let a_end = r.scalar(1)?;
+            let a_steps = r.int(2)?;
+            let a_base = r.double(3)?;
+            r.run(py, move || {
+                functions::logspace_out_with(&a_out, a_start, a_end, a_steps, a_base)?;
+                Ok(())
+            })?;
+            Ok(r.object(8))
         }
         _ => Err(r.unknown_signature()),
     }

@@ -84,17 +84,18 @@ pub(super) fn function_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
-/// `mean`: 2 signature(s).
+/// `mean`: 4 signature(s).
 pub(super) fn function_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // mean(Tensor input, *, ScalarType? dtype=None, Tensor out=None)
+        // mean(Tensor input, *, ScalarType? dtype=None)
         0 => {
-            if r.is_none(2) {
-                let a_self = r.tensor(0)?;
-                let a_dtype = r.optional_scalar_type(1)?;
-                let result = r.run(py, move || functions::mean_with(&a_self, a_dtype))?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || functions::mean_with(&a_self, a_dtype))?;
+            into_py_result(py, result)
+        }
+        // mean(Tensor input, *, ScalarType? dtype=None, Tensor out)
+        1 => {
             let a_out = r.tensor(2)?;
             let a_self = r.tensor(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -104,18 +105,19 @@ pub(super) fn function_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             })?;
             Ok(r.object(2))
         }
-        // mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
-        1 => {
-            if r.is_none(4) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.optional_int_list(1)?;
-                let a_keepdim = r.bool(2)?;
-                let a_dtype = r.optional_scalar_type(3)?;
-                let result = r.run(py, move || {
-                    functions::mean_dim_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
-                })?;
-                return into_py_result(py, result);
-            }
+        // mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
+        2 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            let result = r.run(py, move || {
+                functions::mean_dim_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)
+        3 => {
             let a_out = r.tensor(4)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.optional_int_list(1)?;

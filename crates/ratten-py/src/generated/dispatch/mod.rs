@@ -15,6 +15,7 @@ mod i;
 mod l;
 mod m;
 mod n;
+mod o;
 mod p;
 mod r;
 mod s;
@@ -22,6 +23,7 @@ mod t;
 mod u;
 mod v;
 mod w;
+mod z;
 
 use crate::python::python_args::DispatchFn;
 
@@ -43,6 +45,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     a::function_amin,
     a::function_aminmax,
     a::function_any,
+    a::function_arange,
     a::function_argmax,
     a::function_argmin,
     a::function_as_strided,
@@ -67,17 +70,23 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     d::function_detach,
     d::function_diagonal,
     d::function_div,
+    e::function_empty,
+    e::function_empty_like,
+    e::function_empty_strided,
     e::function_eq,
     e::function_equal,
     e::function_exp,
     e::function_exp_,
     e::function_expm1,
     e::function_expm1_,
+    e::function_eye,
     f::function_fill,
     f::function_fill_,
     f::function_flatten,
     f::function_floor_divide,
     f::function_fmod,
+    f::function_full,
+    f::function_full_like,
     g::function_ge,
     g::function_gt,
     i::function_isclose,
@@ -87,6 +96,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     l::function_le,
     l::function_lerp,
     l::function_linalg_vector_norm,
+    l::function_linspace,
     l::function_log,
     l::function_log1p,
     l::function_log1p_,
@@ -96,6 +106,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     l::function_logical_not,
     l::function_logical_or,
     l::function_logical_xor,
+    l::function_logspace,
     l::function_logsumexp,
     l::function_lt,
     m::function_max,
@@ -113,6 +124,8 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     n::function_neg,
     n::function_neg_,
     n::function_norm,
+    o::function_ones,
+    o::function_ones_like,
     p::function_permute,
     p::function_pow,
     p::function_prod,
@@ -125,6 +138,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     r::function_rsqrt,
     r::function_rsqrt_,
     r::function_rsub,
+    s::function_scalar_tensor,
     s::function_select,
     s::function_sigmoid,
     s::function_sigmoid_,
@@ -153,6 +167,8 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     v::function_var,
     v::function_var_mean,
     w::function_where,
+    z::function_zeros,
+    z::function_zeros_like,
 ];
 
 /// One entry per `signatures::METHODS` entry, in its order.

@@ -55,21 +55,22 @@ pub(super) fn function_nan_to_num_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
-/// `nansum`: 1 signature(s).
+/// `nansum`: 2 signature(s).
 pub(super) fn function_nansum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        // nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
         0 => {
-            if r.is_none(4) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.optional_int_list(1)?;
-                let a_keepdim = r.bool(2)?;
-                let a_dtype = r.optional_scalar_type(3)?;
-                let result = r.run(py, move || {
-                    functions::nansum_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
-                })?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            let result = r.run(py, move || {
+                functions::nansum_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)
+        1 => {
             let a_out = r.tensor(4)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.optional_int_list(1)?;
@@ -193,7 +194,7 @@ pub(super) fn function_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
-/// `norm`: 4 signature(s).
+/// `norm`: 5 signature(s).
 pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
         // norm(Tensor input, Scalar p=2)
@@ -213,8 +214,22 @@ pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             })?;
             into_py_result(py, result)
         }
-        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)
+        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out)
         2 => {
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_p = r.optional_scalar(1)?;
+            let a_dim = r.int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            let a_dtype = r.scalar_type(4)?;
+            r.run(py, move || {
+                functions::norm_dtype_out(&a_out, &a_self, a_p, &a_dim, a_keepdim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)
+        3 => {
             if r.is_none(5) {
                 let a_self = r.tensor(0)?;
                 let a_p = r.optional_scalar(1)?;
@@ -231,35 +246,22 @@ pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_p = r.optional_scalar(1)?;
             let a_dim = r.int_list(2)?;
             let a_keepdim = r.bool(3)?;
-            let a_dtype = r.scalar_type(4)?;
-            r.run(py, move || {
-                functions::norm_dtype_out(&a_out, &a_self, a_p, &a_dim, a_keepdim, a_dtype)?;
-                Ok(())
-            })?;
-            Ok(r.object(5))
-        }
-        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)
-        3 => {
-            if r.is_none(4) {
-                let a_self = r.tensor(0)?;
-                let a_p = r.optional_scalar(1)?;
-                let a_dim = r.int_list(2)?;
-                let a_keepdim = r.bool(3)?;
-                let result = r.run(py, move || {
-                    functions::norm_scalar_opt_dim_with(&a_self, a_p, &a_dim, a_keepdim)
-                })?;
-                return into_py_result(py, result);
-            }
-            let a_out = r.tensor(4)?;
-            let a_self = r.tensor(0)?;
-            let a_p = r.optional_scalar(1)?;
-            let a_dim = r.int_list(2)?;
-            let a_keepdim = r.bool(3)?;
             r.run(py, move || {
                 functions::norm_out_with(&a_out, &a_self, a_p, &a_dim, a_keepdim)?;
                 Ok(())
             })?;
-            Ok(r.object(4))
+            Ok(r.object(5))
+        }
+        // norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False)
+        4 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.optional_scalar(1)?;
+            let a_dim = r.int_list(2)?;
+            let a_keepdim = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::norm_scalar_opt_dim_with(&a_self, a_p, &a_dim, a_keepdim)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

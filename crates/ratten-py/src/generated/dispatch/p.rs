@@ -82,7 +82,7 @@ pub(super) fn function_pow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
-/// `prod`: 2 signature(s).
+/// `prod`: 3 signature(s).
 pub(super) fn function_prod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
         // prod(Tensor input, *, ScalarType? dtype=None)
@@ -92,18 +92,19 @@ pub(super) fn function_prod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let result = r.run(py, move || functions::prod_with(&a_self, a_dtype))?;
             into_py_result(py, result)
         }
-        // prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        // prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)
         1 => {
-            if r.is_none(4) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.int(1)?;
-                let a_keepdim = r.bool(2)?;
-                let a_dtype = r.optional_scalar_type(3)?;
-                let result = r.run(py, move || {
-                    functions::prod_dim_int_with(&a_self, a_dim, a_keepdim, a_dtype)
-                })?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            let result = r.run(py, move || {
+                functions::prod_dim_int_with(&a_self, a_dim, a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)
+        2 => {
             let a_out = r.tensor(4)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.int(1)?;

@@ -6,6 +6,25 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `scalar_tensor`: 1 signature(s).
+pub(super) fn function_scalar_tensor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_s = r.scalar(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let result = r.run(py, move || {
+                functions::scalar_tensor_with(a_s, a_dtype, a_layout, a_device, a_pin_memory)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `select`: 1 signature(s).
 pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -388,7 +407,7 @@ pub(super) fn function_sub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
-/// `sum`: 2 signature(s).
+/// `sum`: 3 signature(s).
 pub(super) fn function_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
         // sum(Tensor input, *, ScalarType? dtype=None)
@@ -398,18 +417,19 @@ pub(super) fn function_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let result = r.run(py, move || functions::sum_with(&a_self, a_dtype))?;
             into_py_result(py, result)
         }
-        // sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out=None)
+        // sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
         1 => {
-            if r.is_none(4) {
-                let a_self = r.tensor(0)?;
-                let a_dim = r.optional_int_list(1)?;
-                let a_keepdim = r.bool(2)?;
-                let a_dtype = r.optional_scalar_type(3)?;
-                let result = r.run(py, move || {
-                    functions::sum_dim_int_list_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
-                })?;
-                return into_py_result(py, result);
-            }
+            let a_self = r.tensor(0)?;
+            let a_dim = r.optional_int_list(1)?;
+            let a_keepdim = r.bool(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            let result = r.run(py, move || {
+                functions::sum_dim_int_list_with(&a_self, a_dim.as_deref(), a_keepdim, a_dtype)
+            })?;
+            into_py_result(py, result)
+        }
+        // sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)
+        2 => {
             let a_out = r.tensor(4)?;
             let a_self = r.tensor(0)?;
             let a_dim = r.optional_int_list(1)?;

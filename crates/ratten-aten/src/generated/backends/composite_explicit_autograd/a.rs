@@ -72,6 +72,47 @@ pub fn alias(self_: &Tensor) -> Result<Tensor> {
     kernels::alias(self_)
 }
 
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn arange(
+    end: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::arange(end, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn arange_start(
+    start: &Scalar,
+    end: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::arange_start(start, end, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn arange_start_step(
+    start: &Scalar,
+    end: &Scalar,
+    step: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::arange_start_step(start, end, step, dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn arange_outf<'a>(end: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::arange_out(end, out)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn add_scalar_outf<'a>(
     self_: &Tensor,

@@ -10,3 +10,74 @@ use crate::native as kernels;
 pub fn expand(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     kernels::expand(self_, size, implicit)
 }
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn empty_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::empty_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn eye(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::eye(n, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn eye_m(
+    n: i64,
+    m: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::eye_m(n, m, dtype, layout, device, pin_memory)
+}
+
+/// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn empty_strided_outf<'a>(size: &[i64], stride: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::empty_strided::call(
+        size,
+        stride,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn empty_like_outf<'a>(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::empty_like::call(
+        self_,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

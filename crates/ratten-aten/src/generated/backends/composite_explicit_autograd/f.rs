@@ -41,6 +41,44 @@ pub fn fmod_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Tensor>
     kernels::fmod_(self_, other)
 }
 
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn full(
+    size: &[i64],
+    fill_value: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::full(size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn full_outf<'a>(size: &[i64], fill_value: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::full_out(size, fill_value, out)
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn full_like(
+    self_: &Tensor,
+    fill_value: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::full_like(
+        self_,
+        fill_value,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn floor_divide_scalar_outf<'a>(
     self_: &Tensor,
@@ -67,6 +105,28 @@ pub fn fill_scalar_outf<'a>(self_: &Tensor, value: &Scalar, out: &'a Tensor) -> 
 pub fn fill_outf<'a>(self_: &Tensor, value: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::fill_Tensor::call(self_, value)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn full_like_outf<'a>(
+    self_: &Tensor,
+    fill_value: &Scalar,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::full_like::call(
+        self_,
+        fill_value,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

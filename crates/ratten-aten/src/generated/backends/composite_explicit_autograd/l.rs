@@ -60,3 +60,30 @@ pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
 pub fn logcumsumexp_outf<'a>(self_: &Tensor, dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::logcumsumexp_out(self_, dim, out)
 }
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn linspace(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::linspace(start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn logspace(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::logspace(start, end, steps, base, dtype, layout, device, pin_memory)
+}

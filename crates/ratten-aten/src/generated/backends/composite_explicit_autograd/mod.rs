@@ -21,6 +21,8 @@ mod shard_l;
 mod shard_m;
 #[path = "n.rs"]
 mod shard_n;
+#[path = "o.rs"]
+mod shard_o;
 #[path = "p.rs"]
 mod shard_p;
 #[path = "r.rs"]
@@ -33,6 +35,8 @@ mod shard_t;
 mod shard_u;
 #[path = "v.rs"]
 mod shard_v;
+#[path = "z.rs"]
+mod shard_z;
 
 pub use shard_a::*;
 pub use shard_b::*;
@@ -44,9 +48,11 @@ pub use shard_i::*;
 pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;
+pub use shard_o::*;
 pub use shard_p::*;
 pub use shard_r::*;
 pub use shard_s::*;
 pub use shard_t::*;
 pub use shard_u::*;
 pub use shard_v::*;
+pub use shard_z::*;

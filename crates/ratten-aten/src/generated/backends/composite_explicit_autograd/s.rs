@@ -62,6 +62,17 @@ pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result
     kernels::split_with_sizes(self_, split_sizes, dim)
 }
 
+/// `aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn scalar_tensor(
+    s: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::scalar_tensor(s, dtype, layout, device, pin_memory)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn sub_scalar_outf<'a>(
     self_: &Tensor,
@@ -105,4 +116,14 @@ pub fn std_mean_correction_outf(
     structured::resize_output(out1, &result.1.sizes())?;
     structured::copy_same_dtype(out1, &result.1)?;
     Ok((out0.clone(), out1.clone()))
+}
+
+/// `aten::scalar_tensor.out(Scalar s, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scalar_tensor_outf<'a>(s: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result =
+        operators::scalar_tensor::call(s, Some(out.dtype()), None, Some(out.device()), None)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
 }

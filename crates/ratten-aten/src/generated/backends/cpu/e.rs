@@ -147,3 +147,37 @@ pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     kernels::cpu_equal(self_, other)
 }
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn empty(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::empty_cpu(size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn empty_strided(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::empty_strided_cpu(size, stride, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn eye_outf<'a>(n: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::eye_out_cpu(n, out)
+}
+
+/// `aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn eye_m_outf<'a>(n: i64, m: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::eye_out_cpu_m(n, m, out)
+}

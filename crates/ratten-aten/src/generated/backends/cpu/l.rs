@@ -372,3 +372,24 @@ pub fn _logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
 pub fn _logcumsumexp_outf<'a>(self_: &Tensor, dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::_logcumsumexp_out_cpu(self_, dim, out)
 }
+
+/// `aten::linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn linspace_outf<'a>(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::linspace_out(start, end, steps, out)
+}
+
+/// `aten::logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn logspace_outf<'a>(
+    start: &Scalar,
+    end: &Scalar,
+    steps: i64,
+    base: f64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::logspace_out(start, end, steps, base, out)
+}

@@ -408,3 +408,13 @@ pub fn as_strided(
 ) -> Result<Tensor> {
     kernels::as_strided_tensorimpl(self_, size, stride, storage_offset)
 }
+
+/// `aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn arange_start_outf<'a>(
+    start: &Scalar,
+    end: &Scalar,
+    step: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::arange_start_out(start, end, step, out)
+}
