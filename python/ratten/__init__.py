@@ -14,6 +14,7 @@ import numpy as _np
 
 from . import _C
 from ._C import (
+    Generator,
     Tensor,
     can_cast,
     channels_last,
@@ -133,6 +134,7 @@ def _tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
 Tensor.norm = _tensor_norm
 
 __all__ = [
+    "Generator",
     "Tensor",
     "arange",
     "as_tensor",
@@ -188,16 +190,6 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, _np.ndarray):
         return from_numpy(data).to(device=device, dtype=dtype)
     return tensor(data, dtype=dtype, device=device)
-
-
-def rand(*args, **kwargs):
-    """rand(*size, *, dtype=None, device=None) -> Tensor: uniform [0, 1), torch's sequence."""
-    return _C._factory("rand", *args, **kwargs)
-
-
-def randn(*args, **kwargs):
-    """randn(*size, *, dtype=None, device=None) -> Tensor: standard normal, torch's sequence."""
-    return _C._factory("randn", *args, **kwargs)
 
 
 class _OpFunction:

@@ -11,7 +11,7 @@ use num_complex::Complex;
 use ratten_core::access::TensorAccess;
 use ratten_core::dtype::{c128, c32, c64};
 use ratten_core::tensor_impl::TensorBase;
-use ratten_core::{torch_check, Error, Result, ScalarType, TensorOptions};
+use ratten_core::{torch_check, Device, Error, Result, ScalarType, TensorOptions};
 
 use crate::Tensor;
 
@@ -201,6 +201,38 @@ fn nondeterministic_seed() -> u64 {
     h.finish()
 }
 
+/// `Generator?` arguments: `IValue::Generator` holds the handle (a shared state).
+impl ratten_dispatch::KernelValue for crate::structured::Arg<Option<Generator>> {
+    type Ref<'a> = Option<&'a Generator>;
+    fn schema_type() -> ratten_schema::Type {
+        ratten_schema::Type::optional(ratten_schema::Type::Generator)
+    }
+    fn ref_to_ivalue(r: &Option<&Generator>) -> ratten_dispatch::IValue {
+        r.map_or(ratten_dispatch::IValue::None, |g| {
+            ratten_dispatch::IValue::Generator(Arc::new(g.clone()))
+        })
+    }
+    fn into_ivalue(self) -> ratten_dispatch::IValue {
+        Self::ref_to_ivalue(&self.0.as_ref())
+    }
+    fn from_ivalue(v: ratten_dispatch::IValue) -> Result<Self> {
+        match v {
+            ratten_dispatch::IValue::None => Ok(crate::structured::Arg(None)),
+            ratten_dispatch::IValue::Generator(g) => g
+                .downcast_ref::<Generator>()
+                .map(|g| crate::structured::Arg(Some(g.clone())))
+                .ok_or_else(|| Error::runtime("Expected a CPU Generator")),
+            other => Err(Error::runtime(format!(
+                "Expected Generator? but got {}",
+                other.tag_kind()
+            ))),
+        }
+    }
+    fn borrow(&self) -> Option<&Generator> {
+        self.0.as_ref()
+    }
+}
+
 /// The process-wide default CPU generator (`at::detail::getDefaultCPUGenerator()`).
 pub fn default_generator() -> &'static Generator {
     static DEFAULT: OnceLock<Generator> = OnceLock::new();
@@ -231,7 +263,7 @@ impl RandomFloat for f32 {
     fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
         let x = (gen.random() & ((1 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32);
         let (from, to) = (from as f32, to as f32);
-        x * (to - from) + from
+        x.mul_add(to - from, from)
     }
     /// Follows `normal_fill_16_AVX2`, the path x86 builds of PyTorch take for float: theta in
     /// float from a float 2*pi, and a fused multiply-add for `* std + mean`. (Its vector log
@@ -255,7 +287,7 @@ impl RandomFloat for f32 {
 
 impl RandomFloat for f64 {
     fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
-        uniform_f64(gen.random64()) * (to - from) + from
+        uniform_f64(gen.random64()).mul_add(to - from, from)
     }
     fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
         for j in 0..8 {
@@ -278,10 +310,10 @@ macro_rules! reduced_random_float {
     ($t:ty, $digits:expr) => {
         impl RandomFloat for $t {
             fn uniform(gen: &mut CpuGeneratorImpl, from: f64, to: f64) -> Self {
-                let x =
-                    (gen.random() & ((1 << $digits) - 1)) as f32 * (1.0 / (1u32 << $digits) as f32);
+                // Drawn as float (24 bits, a fused multiply-add) and rounded, as torch 2.15.
+                let x = (gen.random() & ((1 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32);
                 let (from, to) = (<$t>::from_f64(from).to_f32(), <$t>::from_f64(to).to_f32());
-                <$t>::from_f32(x * (to - from) + from)
+                <$t>::from_f32(x.mul_add(to - from, from))
             }
             fn normal_fill_16(data: &mut [Self], mean: f64, std: f64) {
                 let (mean, std) = (<$t>::from_f64(mean).to_f32(), <$t>::from_f64(std).to_f32());
@@ -529,26 +561,859 @@ fn complex_as_real<R>(s: &mut [Complex<R>]) -> &mut [R] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut R, len) }
 }
 
+// Note [Random operators]
+// The random factories and samplers are declared with PyTorch's entries. The in-place
+// samplers (`uniform_`, `normal_`, `random_`, `bernoulli_`) are the CPU (and Meta, where they
+// do nothing) kernels that draw from the generator; everything else composes them as
+// TensorFactories.cpp and Distributions.cpp do (`rand` is `empty(...).uniform_(0, 1)`,
+// `randint` is `random_(low, high)`, `normal(mean: Tensor, std)` draws N(0, std) and adds the
+// mean), so the same seed gives torch's numbers. Samplers draw element by element in
+// TensorIterator's order (`cpu_serial_kernel`), with torch's transformations of the 32- or
+// 64-bit words (`uniform_int_from_to`, `uniform_real_distribution`). `bernoulli_` with a
+// scalar `p` follows torch's kernel for builds without MKL (and for non-Intel CPUs); MKL builds
+// on Intel CPUs draw from MKL's own stream, which no other library reproduces.
+
+/// `uniform_real_distribution<double>(0, 1)`: 53 bits of a 64-bit word.
+fn draw_uniform_f64(gen: &mut CpuGeneratorImpl) -> f64 {
+    uniform_f64(gen.random64())
+}
+
+/// `uniform_real_distribution<float>(0, 1)`: 24 bits of a 32-bit word.
+fn uniform_f32(gen: &mut CpuGeneratorImpl) -> f32 {
+    (gen.random() & ((1u32 << 24) - 1)) as f32 * (2f32).powi(-24)
+}
+
+/// Writes `sample(i)` (as the bits of one element of `T`) at every element of `t`, element `i`
+/// in TensorIterator's order, under the generator's lock.
+fn fill_serial<T: ratten_core::dtype::PodElement>(
+    t: &TensorBase,
+    generator: Option<&Generator>,
+    mut sample: impl FnMut(&mut CpuGeneratorImpl, usize) -> T,
+) -> Result<()> {
+    if t.is_meta() || t.numel() == 0 {
+        return Ok(());
+    }
+    assert_no_internal_overlap(t)?;
+    let gen = generator.unwrap_or_else(|| default_generator());
+    let mut access = TensorAccess::write(t)?;
+    let mut state = gen.lock();
+    if t.is_contiguous() {
+        for (i, x) in access.output_slice_mut::<T>(0)?.iter_mut().enumerate() {
+            *x = sample(&mut state, i);
+        }
+        return Ok(());
+    }
+    let out = access.output(0)?;
+    let offsets = offsets_in_iteration_order(&out.sizes(), &out.strides());
+    let Some(base) = out.raw_data_ptr() else {
+        return Ok(());
+    };
+    let base = base.as_ptr() as *mut T;
+    for (i, &off) in offsets.iter().enumerate() {
+        let v = sample(&mut state, i);
+        // SAFETY: as in `scatter`: each offset is an element of the bounds-checked view, `base`
+        // its storage-offset element, held for writing by `access`; T is the dtype's element
+        // type (bool as its byte), so the address is aligned.
+        unsafe { base.offset(off as isize).write(v) };
+    }
+    Ok(())
+}
+
+/// Runs `$body` with `$t` the element type of `$dtype` (bool as u8), for every real dtype.
+macro_rules! dispatch_real_and_bool {
+    ($dtype:expr, $kernel:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            ScalarType::Bool | ScalarType::Byte => {
+                type $t = u8;
+                $body
+            }
+            ScalarType::Char => {
+                type $t = i8;
+                $body
+            }
+            ScalarType::Short => {
+                type $t = i16;
+                $body
+            }
+            ScalarType::Int => {
+                type $t = i32;
+                $body
+            }
+            ScalarType::Long => {
+                type $t = i64;
+                $body
+            }
+            ScalarType::Float => {
+                type $t = f32;
+                $body
+            }
+            ScalarType::Double => {
+                type $t = f64;
+                $body
+            }
+            ScalarType::Half => {
+                type $t = f16;
+                $body
+            }
+            ScalarType::BFloat16 => {
+                type $t = bf16;
+                $body
+            }
+            other => Err(not_implemented($kernel, other)),
+        }
+    };
+}
+
+/// An integer value as an element (`static_cast<scalar_t>(int64_t)`; bool as 0 / 1).
+trait FromI64: Copy {
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! from_i64_as {
+    ($($t:ty),*) => {$(impl FromI64 for $t {
+        fn from_i64(v: i64) -> Self {
+            v as $t
+        }
+    })*};
+}
+from_i64_as!(u8, i8, i16, i32, i64, f32, f64);
+
+impl FromI64 for f16 {
+    fn from_i64(v: i64) -> Self {
+        f16::from_f32(v as f32)
+    }
+}
+
+impl FromI64 for bf16 {
+    fn from_i64(v: i64) -> Self {
+        bf16::from_f32(v as f32)
+    }
+}
+
+/// The mantissa digits of a floating dtype (`std::numeric_limits<T>::digits`), or the largest
+/// value of an integral one.
+fn random_upper_bound(dtype: ScalarType) -> u64 {
+    match dtype {
+        ScalarType::Bool => 1,
+        ScalarType::Byte => u8::MAX as u64,
+        ScalarType::Char => i8::MAX as u64,
+        ScalarType::Short => i16::MAX as u64,
+        ScalarType::Int => i32::MAX as u64,
+        ScalarType::Long => i64::MAX as u64,
+        ScalarType::Float => 1 << 24,
+        ScalarType::Double => 1 << 53,
+        ScalarType::Half => 1 << 11,
+        ScalarType::BFloat16 => 1 << 8,
+        _ => 0,
+    }
+}
+
+/// A bool tensor is drawn as bytes of the same layout (so in the same order), then copied.
+fn bool_as_bytes(t: &Tensor) -> Result<Option<Tensor>> {
+    if t.dtype() != ScalarType::Bool || t.is_meta() {
+        return Ok(None);
+    }
+    crate::functions::empty_like_with(t, Some(ScalarType::Byte), None, None, None, None).map(Some)
+}
+
+/// `uniform_(from=0, to=1, generator=None)`: U[from, to), in PyTorch's order and precision.
+pub fn uniform_<'a>(
+    self_: &'a Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    uniform_impl(self_.base(), from, to, generator)?;
+    Ok(self_)
+}
+
+/// `normal_(mean=0, std=1, generator=None)`: N(mean, std^2) (complex tensors: real and
+/// imaginary parts each with std/sqrt(2), as PyTorch).
+pub fn normal_<'a>(
+    self_: &'a Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    normal_impl(self_.base(), mean, std, generator)?;
+    Ok(self_)
+}
+
+/// `random_()`: integers in [0, 2^digits] for floating dtypes, [0, max] for integral ones
+/// (`uniform_int_distribution`: a 64-bit word for int64 and double, else 32 bits).
+pub fn random_<'a>(self_: &'a Tensor, generator: Option<&Generator>) -> Result<&'a Tensor> {
+    if let Some(bytes) = bool_as_bytes(self_)? {
+        random_full(&bytes, ScalarType::Bool, generator)?;
+        self_.copy_(&bytes)?;
+        return Ok(self_);
+    }
+    random_full(self_, self_.dtype(), generator)?;
+    Ok(self_)
+}
+
+/// `random_()` of `t` drawn as for `dtype` (bool tensors are drawn into bytes).
+fn random_full(t: &Tensor, dtype: ScalarType, generator: Option<&Generator>) -> Result<()> {
+    let bound = random_upper_bound(dtype);
+    let wide = matches!(dtype, ScalarType::Long | ScalarType::Double);
+    dispatch_real_and_bool!(t.dtype(), "random_kernel_cpu", T => fill_serial::<T>(
+        t.base(),
+        generator,
+        |g, _| {
+            let word = if wide { g.random64() } else { g.random() as u64 };
+            let v = if dtype == ScalarType::Bool { word & 1 } else { word % (bound + 1) };
+            T::from_i64(v as i64)
+        },
+    ))
+}
+
+/// `random_(from, to=None)`: integers in [from, to) (`to` None: up to the dtype's bound,
+/// inclusive; from = int64 min: the full 64-bit range).
+pub fn random_from_<'a>(
+    self_: &'a Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    let dtype = self_.dtype();
+    if let Some(bytes) = bool_as_bytes(self_)? {
+        random_from_(&bytes, from, to.or(Some(2)), generator)?;
+        self_.copy_(&bytes)?;
+        return Ok(self_);
+    }
+    let range: Option<u64> = match to {
+        Some(to) => {
+            torch_check!(
+                from < to,
+                "random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"
+            );
+            Some(to.wrapping_sub(from) as u64)
+        }
+        None if from != i64::MIN => {
+            let to_inc = random_upper_bound(dtype) as i64;
+            torch_check!(
+                from <= to_inc,
+                "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' \
+                 casted to dtype, but got from={from} > to_inc={to_inc}"
+            );
+            Some((to_inc.wrapping_sub(from) as u64).wrapping_add(1))
+        }
+        None => None,
+    };
+    dispatch_real_and_bool!(dtype, "random_from_to_kernel_cpu", T => fill_serial::<T>(
+        self_.base(),
+        generator,
+        |g, _| match range {
+            // `uniform_int_from_to`: a 64-bit word for ranges of 2^32 and more.
+            Some(r) if r >= 1u64 << 32 => T::from_i64((g.random64() % r) as i64 + from),
+            Some(r) => T::from_i64((g.random() as u64 % r) as i64 + from),
+            None => T::from_i64(g.random64() as i64),
+        },
+    ))?;
+    Ok(self_)
+}
+
+/// `random_(to)`: integers in [0, to).
+pub fn random_to_<'a>(
+    self_: &'a Tensor,
+    to: i64,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    random_from_(self_, 0, Some(to), generator)
+}
+
+/// `bernoulli_(p: float = 0.5)`: ones with probability `p` (a double uniform per element).
+pub fn bernoulli_float_<'a>(
+    self_: &'a Tensor,
+    p: f64,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    torch_check!(
+        (0.0..=1.0).contains(&p),
+        "bernoulli_ expects p to be in [0, 1], but got p={p}"
+    );
+    if let Some(bytes) = bool_as_bytes(self_)? {
+        bernoulli_float_(&bytes, p, generator)?;
+        self_.copy_(&bytes)?;
+        return Ok(self_);
+    }
+    dispatch_real_and_bool!(self_.dtype(), "bernoulli_scalar_cpu_", T => fill_serial::<T>(
+        self_.base(),
+        generator,
+        |g, _| T::from_i64((draw_uniform_f64(g) < p) as i64),
+    ))?;
+    Ok(self_)
+}
+
+/// `bernoulli_(p: Tensor)`: ones with the probabilities of `p` (broadcast to `self`); a double
+/// `p` draws double uniforms, others float ones. A non-contiguous `self` is drawn in row-major
+/// order.
+pub fn bernoulli_<'a>(
+    self_: &'a Tensor,
+    p: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    torch_check!(
+        p.dtype().is_floating_point(),
+        "expected probabilities tensor to have floating type, got {}",
+        p.dtype()
+    );
+    if self_.is_meta() {
+        return Ok(self_);
+    }
+    let probs = p
+        .expand(&self_.sizes())?
+        .to_dtype(ScalarType::Double)?
+        .contiguous()?
+        .to_vec::<f64>()?;
+    let double = p.dtype() == ScalarType::Double;
+    let target = if self_.is_contiguous() && self_.dtype() != ScalarType::Bool {
+        self_.clone()
+    } else {
+        let dtype = (self_.dtype() == ScalarType::Bool).then_some(ScalarType::Byte);
+        crate::functions::empty_like_with(
+            self_,
+            dtype,
+            None,
+            None,
+            None,
+            Some(crate::native::MemoryFormat::Contiguous),
+        )?
+    };
+    dispatch_real_and_bool!(self_.dtype(), "bernoulli_tensor_cpu_self_", T => fill_serial::<T>(
+        target.base(),
+        generator,
+        |g, i| {
+            let hit = if double {
+                draw_uniform_f64(g) < probs[i]
+            } else {
+                uniform_f32(g) < probs[i] as f32
+            };
+            T::from_i64(hit as i64)
+        },
+    ))?;
+    if !target.is_same(self_) {
+        self_.copy_(&target)?;
+    }
+    Ok(self_)
+}
+
+/// `bernoulli(self)`: a tensor like `self` of ones with the probabilities in `self`.
+pub fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    let out = crate::functions::empty_like_with(
+        self_,
+        None,
+        None,
+        None,
+        None,
+        Some(crate::native::MemoryFormat::Contiguous),
+    )?;
+    out.bernoulli_with_(self_, generator)?;
+    Ok(out)
+}
+
+/// `bernoulli(self, out=)`.
+pub fn bernoulli_out<'a>(
+    self_: &Tensor,
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    out.resize_(&self_.sizes())?;
+    out.bernoulli_with_(self_, generator)
+}
+
+/// `bernoulli(self, p: float)`: a tensor like `self` of ones with probability `p`.
+pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    let out = crate::functions::empty_like_with(
+        self_,
+        None,
+        None,
+        None,
+        None,
+        Some(crate::native::MemoryFormat::Contiguous),
+    )?;
+    out.bernoulli_float_with_(p, generator)?;
+    Ok(out)
+}
+
+type Opts = (
+    Option<ScalarType>,
+    Option<crate::native::Layout>,
+    Option<Device>,
+    Option<bool>,
+);
+
+fn empty_of(size: &[i64], (dtype, layout, device, pin): Opts) -> Result<Tensor> {
+    crate::generated::operators::empty_memory_format::call(size, dtype, layout, device, pin, None)
+}
+
+/// `rand(size, ...)`: U[0, 1) samples.
+pub fn rand(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    rand_generator(size, None, dtype, layout, device, pin_memory)
+}
+
+/// `rand(size, generator=, ...)`.
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty_of(size, (dtype, layout, device, pin_memory))?;
+    t.uniform_with_(0.0, 1.0, generator)?;
+    Ok(t)
+}
+
+/// `rand(size, out=)`.
+pub fn rand_out<'a>(size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    rand_generator_out(size, None, out)
+}
+
+/// `rand(size, generator=, out=)`.
+pub fn rand_generator_out<'a>(
+    size: &[i64],
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    out.resize_(size)?;
+    out.uniform_with_(0.0, 1.0, generator)
+}
+
+/// `rand_like(self, ...)`.
+pub fn rand_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    let t =
+        crate::functions::empty_like_with(self_, dtype, layout, device, pin_memory, memory_format)?;
+    t.uniform_with_(0.0, 1.0, None)?;
+    Ok(t)
+}
+
+/// `randn(size, ...)`: standard normal samples.
+pub fn randn(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randn_generator(size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randn(size, generator=, ...)`.
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty_of(size, (dtype, layout, device, pin_memory))?;
+    t.normal_with_(0.0, 1.0, generator)?;
+    Ok(t)
+}
+
+/// `randn(size, out=)`.
+pub fn randn_out<'a>(size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    randn_generator_out(size, None, out)
+}
+
+/// `randn(size, generator=, out=)`.
+pub fn randn_generator_out<'a>(
+    size: &[i64],
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    out.resize_(size)?;
+    out.normal_with_(0.0, 1.0, generator)
+}
+
+/// `randn_like(self, ...)`.
+pub fn randn_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    let t =
+        crate::functions::empty_like_with(self_, dtype, layout, device, pin_memory, memory_format)?;
+    t.normal_with_(0.0, 1.0, None)?;
+    Ok(t)
+}
+
+/// `randint(high, size, dtype=long, ...)`.
+pub fn randint(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(0, high, size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randint(high, size, generator=, ...)`.
+pub fn randint_generator(
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(0, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint(low, high, size, ...)`.
+pub fn randint_low(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(low, high, size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randint(low, high, size, generator=, dtype=long, ...)`: `empty(size).random_(low, high)`.
+#[allow(clippy::too_many_arguments)]
+pub fn randint_low_generator(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = Some(dtype.unwrap_or(ScalarType::Long));
+    let t = empty_of(size, (dtype, layout, device, pin_memory))?;
+    t.random_from_with_(low, Some(high), generator)?;
+    Ok(t)
+}
+
+/// `randint(high, size, out=)`.
+pub fn randint_out<'a>(high: i64, size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    randint_low_generator_out(0, high, size, None, out)
+}
+
+/// `randint(high, size, generator=, out=)`.
+pub fn randint_generator_out<'a>(
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    randint_low_generator_out(0, high, size, generator, out)
+}
+
+/// `randint(low, high, size, out=)`.
+pub fn randint_low_out<'a>(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    randint_low_generator_out(low, high, size, None, out)
+}
+
+/// `randint(low, high, size, generator=, out=)`.
+pub fn randint_low_generator_out<'a>(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    out.resize_(size)?;
+    out.random_from_with_(low, Some(high), generator)
+}
+
+/// `randint_like(self, high, ...)`.
+pub fn randint_like(
+    self_: &Tensor,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    randint_like_low_dtype(
+        self_,
+        0,
+        high,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `randint_like(self, low, high, ...)`.
+#[allow(clippy::too_many_arguments)]
+pub fn randint_like_low_dtype(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    let t =
+        crate::functions::empty_like_with(self_, dtype, layout, device, pin_memory, memory_format)?;
+    t.random_from_with_(low, Some(high), None)?;
+    Ok(t)
+}
+
+/// `randperm(n, dtype=long, ...)`.
+pub fn randperm(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randperm_generator(n, None, dtype, layout, device, pin_memory)
+}
+
+/// `randperm(n, generator=, dtype=long, ...)`.
+pub fn randperm_generator(
+    n: i64,
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    torch_check!(n >= 0, "n must be non-negative, got{n}");
+    let dtype = Some(dtype.unwrap_or(ScalarType::Long));
+    let t = empty_of(&[n], (dtype, layout, device, pin_memory))?;
+    crate::generated::operators::randperm_generator_out::call(n, generator, &t)?;
+    Ok(t)
+}
+
+/// `randperm(n, out=)`.
+pub fn randperm_out(n: i64, out: &Tensor) -> Result<&Tensor> {
+    crate::generated::operators::randperm_generator_out::call(n, None, out)?;
+    Ok(out)
+}
+
+/// `randperm(n, generator=, out=)` (`randperm_cpu`): below 2^32 / 20 elements, the identity
+/// shuffled by swapping element `i` with one of `i..n` chosen by `random() % (n - i)`; above,
+/// the inside-out Fisher-Yates shuffle with 64-bit words.
+pub fn randperm_out_cpu<'a>(
+    n: i64,
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    torch_check!(n >= 0, "n must be non-negative, got{n}");
+    let dtype = out.dtype();
+    let bound = random_upper_bound(dtype);
+    torch_check!(
+        dtype != ScalarType::Bool && (n as u64) <= bound.saturating_add(1),
+        "n is too large for result tensor type: '{}'",
+        crate::native::view::legacy_type_str(dtype, out.device())
+    );
+    out.resize_(&[n])?;
+    if out.is_meta() || n == 0 {
+        return Ok(out);
+    }
+    let gen = generator.unwrap_or_else(|| default_generator());
+    let perm: Vec<i64> = {
+        let mut g = gen.lock();
+        let n_us = n as usize;
+        if (n as u64) < u32::MAX as u64 / 20 {
+            let mut r: Vec<i64> = (0..n).collect();
+            for i in 0..n_us.saturating_sub(1) {
+                let z = g.random() as usize % (n_us - i);
+                r.swap(i, z + i);
+            }
+            r
+        } else {
+            let mut r = vec![0i64; n_us];
+            for i in 0..n_us {
+                let z = (g.random64() % (i as u64 + 1)) as usize;
+                r[i] = r[z];
+                r[z] = i as i64;
+            }
+            r
+        }
+    };
+    out.copy_(&Tensor::from_vec(perm, &[n])?)?;
+    Ok(out)
+}
+
+/// `CHECK_NORMAL_TENSOR_STD`.
+fn check_normal_std_tensor(std: &Tensor) -> Result<()> {
+    torch_check!(
+        !std.dtype().is_complex(),
+        "normal expects standard deviation to be non-complex"
+    );
+    if std.numel() > 0 && !std.is_meta() {
+        let min = std
+            .min()?
+            .to_dtype(ScalarType::Double)?
+            .item()?
+            .to::<f64>()?;
+        torch_check!(min >= 0.0, "normal expects all elements of std >= 0.0");
+    }
+    Ok(())
+}
+
+/// `normal(mean: Tensor, std: float = 1, out=)`: N(0, std) samples plus `mean`.
+pub fn normal_tensor_float_out<'a>(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    torch_check!(std >= 0.0, "normal expects std >= 0.0, but found std {std}");
+    crate::structured::resize_output(out, &mean.sizes())?;
+    out.normal_with_(0.0, std, generator)?;
+    out.add_(mean)
+}
+
+/// `normal(mean: Tensor, std: float = 1)`.
+pub fn normal_tensor_float(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let out = crate::functions::empty_like_with(
+        mean,
+        None,
+        None,
+        None,
+        None,
+        Some(crate::native::MemoryFormat::Contiguous),
+    )?;
+    normal_tensor_float_out(mean, std, generator, &out)?;
+    Ok(out)
+}
+
+/// `normal(mean: float, std: Tensor, out=)`: standard normal samples times `std` plus `mean`.
+pub fn normal_float_tensor_out<'a>(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    check_normal_std_tensor(std)?;
+    crate::structured::resize_output(out, &std.sizes())?;
+    out.normal_with_(0.0, 1.0, generator)?;
+    out.mul_(std)?;
+    let mean_t =
+        crate::functions::full_with(&[], mean, Some(out.dtype()), None, Some(out.device()), None)?;
+    out.add_(&mean_t)
+}
+
+/// `normal(mean: float, std: Tensor)`.
+pub fn normal_float_tensor(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let out = crate::functions::empty_like_with(
+        std,
+        None,
+        None,
+        None,
+        None,
+        Some(crate::native::MemoryFormat::Contiguous),
+    )?;
+    normal_float_tensor_out(mean, std, generator, &out)?;
+    Ok(out)
+}
+
+/// `normal(mean: Tensor, std: Tensor, out=)`: standard normal samples of the broadcast shape,
+/// times `std`, plus `mean`.
+pub fn normal_tensor_tensor_out<'a>(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    check_normal_std_tensor(std)?;
+    let shape = crate::tensor_iterator::infer_size(&mean.sizes(), &std.sizes())?;
+    crate::structured::resize_output(out, &shape)?;
+    out.normal_with_(0.0, 1.0, generator)?;
+    out.mul_(std)?;
+    out.add_(mean)
+}
+
+/// `normal(mean: Tensor, std: Tensor)`.
+pub fn normal_tensor_tensor(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let out = crate::functions::empty_with(
+        &[0],
+        Some(mean.dtype()),
+        None,
+        Some(mean.device()),
+        None,
+        None,
+    )?;
+    normal_tensor_tensor_out(mean, std, generator, &out)?;
+    Ok(out)
+}
+
+/// `normal(mean: float, std: float, size, ...)`.
+#[allow(clippy::too_many_arguments)]
+pub fn normal_float_float(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty_of(size, (dtype, layout, device, pin_memory))?;
+    t.normal_with_(mean, std, generator)?;
+    Ok(t)
+}
+
+/// `normal(mean: float, std: float, size, out=)`.
+pub fn normal_float_float_out<'a>(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    out.resize_(size)?;
+    out.normal_with_(mean, std, generator)
+}
+
 impl Tensor {
-    /// `uniform_(from, to, generator)`: fills this tensor with samples of U[from, to), in
-    /// PyTorch's order and precision (a strided tensor in TensorIterator's order). Floating
-    /// and complex dtypes.
-    pub fn uniform_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<&Self> {
-        uniform_impl(self.base(), from, to, generator)?;
-        self.base().bump_version();
-        Ok(self)
-    }
-
-    /// `normal_(mean, std, generator)`: fills this tensor with samples of N(mean, std^2)
-    /// (complex tensors: real and imaginary parts each with std/sqrt(2), as PyTorch).
-    pub fn normal_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<&Self> {
-        normal_impl(self.base(), mean, std, generator)?;
-        self.base().bump_version();
-        Ok(self)
-    }
-
-    /// `torch.rand(sizes, dtype=, device=)`: uniform samples in [0, 1) from the default
-    /// generator (float32 on the CPU by default).
+    /// `torch.rand(sizes, dtype=, device=)`: U[0, 1) samples from the default generator.
     pub fn rand(sizes: &[i64], options: impl Into<TensorOptions>) -> Result<Tensor> {
         Self::rand_with(sizes, options, None)
     }
@@ -559,13 +1424,13 @@ impl Tensor {
         options: impl Into<TensorOptions>,
         generator: Option<&Generator>,
     ) -> Result<Tensor> {
-        let t = Tensor::empty(sizes, options)?;
-        uniform_impl(t.base(), 0.0, 1.0, generator)?;
-        Ok(t)
+        let o = options.into();
+        crate::generated::operators::rand_generator::call(
+            sizes, generator, o.dtype, None, o.device, None,
+        )
     }
 
-    /// `torch.randn(sizes, dtype=, device=)`: standard normal samples from the default
-    /// generator.
+    /// `torch.randn(sizes, dtype=, device=)`: standard normal samples.
     pub fn randn(sizes: &[i64], options: impl Into<TensorOptions>) -> Result<Tensor> {
         Self::randn_with(sizes, options, None)
     }
@@ -576,9 +1441,10 @@ impl Tensor {
         options: impl Into<TensorOptions>,
         generator: Option<&Generator>,
     ) -> Result<Tensor> {
-        let t = Tensor::empty(sizes, options)?;
-        normal_impl(t.base(), 0.0, 1.0, generator)?;
-        Ok(t)
+        let o = options.into();
+        crate::generated::operators::randn_generator::call(
+            sizes, generator, o.dtype, None, o.device, None,
+        )
     }
 }
 

@@ -33,6 +33,9 @@ pub enum IValue {
     /// Any other list (`str[]`, `Scalar[]`, ...).
     GenericList(Vec<IValue>),
     Tuple(Vec<IValue>),
+    /// A random generator (c10's `Generator` tag), type-erased: the crate that defines the
+    /// generator (ratten-aten) downcasts it back.
+    Generator(Arc<dyn std::any::Any + Send + Sync>),
 }
 
 /// The dispatcher's stack: arguments are pushed in order, a kernel pops them and pushes its
@@ -56,6 +59,7 @@ impl IValue {
                 "GenericList"
             }
             IValue::Tuple(_) => "Tuple",
+            IValue::Generator(_) => "Generator",
         }
     }
 
@@ -98,6 +102,7 @@ impl fmt::Debug for IValue {
             IValue::TensorList(v) => write!(f, "[Tensor; {}]", v.len()),
             IValue::OptionalTensorList(v) => write!(f, "[Tensor?; {}]", v.len()),
             IValue::GenericList(v) => f.debug_list().entries(v).finish(),
+            IValue::Generator(_) => f.write_str("Generator"),
             IValue::Tuple(v) => {
                 let mut t = f.debug_tuple("");
                 for x in v {

@@ -25,6 +25,8 @@ pub enum ArgKind {
     Device,
     /// A `ratten.memory_format` (`ratten.contiguous_format`, ...).
     MemoryFormat,
+    /// A `ratten.Generator`.
+    Generator,
     /// A tuple or list (`container` is `tuple`/`list`), with its elements.
     Seq {
         container: &'static str,
@@ -48,6 +50,7 @@ impl ArgKind {
             ArgKind::Dtype => "ratten.dtype".into(),
             ArgKind::Device => "ratten.device".into(),
             ArgKind::MemoryFormat => "ratten.memory_format".into(),
+            ArgKind::Generator => "ratten.Generator".into(),
             ArgKind::Seq { container, elems } => {
                 // torch: "tuple of (int, str)" for mixed, "tuple of ints" when uniform.
                 if elems.is_empty() {
@@ -101,7 +104,9 @@ pub enum ParamType {
     TensorList,
     /// `MemoryFormat`: a `ratten.memory_format` object (or None).
     MemoryFormat,
-    /// Generator, Layout and other types ratten's Python layer does not make: only their
+    /// `Generator`: a `ratten.Generator` (or None).
+    Generator,
+    /// Layout and other types ratten's Python layer does not make: only their
     /// default (None) can be passed.
     Opaque(String),
 }
@@ -119,6 +124,7 @@ impl ParamType {
             Type::ScalarType => ParamType::ScalarType,
             Type::Device => ParamType::Device,
             Type::MemoryFormat => ParamType::MemoryFormat,
+            Type::Generator => ParamType::Generator,
             Type::List { elem, size } => match elem.as_ref() {
                 Type::Int | Type::SymInt => ParamType::IntList { size: *size },
                 Type::Float => ParamType::FloatList,
@@ -149,6 +155,7 @@ impl ParamType {
             ParamType::BoolList => "tuple of bools".into(),
             ParamType::TensorList => "tuple of Tensors".into(),
             ParamType::MemoryFormat => "ratten.memory_format".into(),
+            ParamType::Generator => "ratten.Generator".into(),
             ParamType::Opaque(n) => n.clone(),
         }
     }
@@ -192,6 +199,7 @@ impl Param {
             (ParamType::ScalarType, k) => matches!(k, ArgKind::Dtype),
             (ParamType::Device, k) => matches!(k, ArgKind::Device | ArgKind::Str | ArgKind::Int),
             (ParamType::MemoryFormat, k) => matches!(k, ArgKind::MemoryFormat),
+            (ParamType::Generator, k) => matches!(k, ArgKind::Generator),
             (ParamType::IntList { size }, k) => match k {
                 ArgKind::Seq { elems, .. } => elems.iter().all(|e| matches!(e, ArgKind::Int)),
                 // `int[2] stride=1` also takes a single int.
@@ -593,6 +601,7 @@ impl ParamType {
             "ScalarType" => ParamType::ScalarType,
             "Device" => ParamType::Device,
             "MemoryFormat" => ParamType::MemoryFormat,
+            "Generator" => ParamType::Generator,
             "IntArrayRef" | "SymIntArrayRef" => ParamType::IntList { size },
             "ArrayRef<double>" => ParamType::FloatList,
             "ArrayRef<bool>" => ParamType::BoolList,

@@ -378,6 +378,7 @@ fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
         R::ImplInto(t) if base(t) == Some(B::Scalar) => ("scalar", ""),
         R::Option(t) => match (base(t), under_ref(t)) {
             (_, Some(R::Base(B::Tensor))) => ("optional_tensor", ".as_ref()"),
+            (_, Some(R::Base(B::Generator))) => ("optional_generator", ".as_ref()"),
             (_, Some(R::Str)) => ("optional_string", ".as_deref()"),
             (_, Some(R::Slice(e))) if base(&e) == Some(B::I64) => {
                 ("optional_int_list", ".as_deref()")

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 140 names.
+/// Module functions (`ratten.add`): 149 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -129,6 +129,13 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "as_strided",
         signatures: &[
             "as_strided(Tensor input, SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
+        ],
+    },
+    Binding {
+        name: "bernoulli",
+        signatures: &[
+            "bernoulli(Tensor input, *, Generator? generator=None, Tensor out=None)",
+            "bernoulli(Tensor input, double p, *, Generator? generator=None)",
         ],
     },
     Binding {
@@ -622,6 +629,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "normal",
+        signatures: &[
+            "normal(Tensor mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
+            "normal(Tensor mean, double std=1, *, Generator? generator=None, Tensor out=None)",
+            "normal(double mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
+            "normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "ones",
         signatures: &[
             "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
@@ -653,6 +669,55 @@ pub const FUNCTIONS: &[Binding] = &[
             "prod(Tensor input, *, ScalarType? dtype=None)",
             "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
             "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
+        ],
+    },
+    Binding {
+        name: "rand",
+        signatures: &[
+            "rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "rand_like",
+        signatures: &[
+            "rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "randint",
+        signatures: &[
+            "randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "randint_like",
+        signatures: &[
+            "randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "randn",
+        signatures: &[
+            "randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "randn_like",
+        signatures: &[
+            "randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "randperm",
+        signatures: &[
+            "randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
     },
     Binding {
@@ -916,7 +981,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 154 names.
+/// Tensor methods (`t.add`), without `self`: 159 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -1028,6 +1093,20 @@ pub const METHODS: &[Binding] = &[
         name: "as_strided",
         signatures: &[
             "as_strided(SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
+        ],
+    },
+    Binding {
+        name: "bernoulli",
+        signatures: &[
+            "bernoulli(*, Generator? generator=None)",
+            "bernoulli(double p, *, Generator? generator=None)",
+        ],
+    },
+    Binding {
+        name: "bernoulli_",
+        signatures: &[
+            "bernoulli_(Tensor p, *, Generator? generator=None)",
+            "bernoulli_(double p=0.5, *, Generator? generator=None)",
         ],
     },
     Binding {
@@ -1606,6 +1685,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "normal_",
+        signatures: &[
+            "normal_(double mean=0, double std=1, *, Generator? generator=None)",
+        ],
+    },
+    Binding {
         name: "permute",
         signatures: &[
             "permute(IntArrayRef dims)",
@@ -1630,6 +1715,14 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "prod(*, ScalarType? dtype=None)",
             "prod(int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+    },
+    Binding {
+        name: "random_",
+        signatures: &[
+            "random_(*, Generator? generator=None)",
+            "random_(int64_t from, int64_t? to, *, Generator? generator=None)",
+            "random_(int64_t to, *, Generator? generator=None)",
         ],
     },
     Binding {
@@ -1869,6 +1962,12 @@ pub const METHODS: &[Binding] = &[
         name: "unfold",
         signatures: &[
             "unfold(int64_t dimension, int64_t size, int64_t step)",
+        ],
+    },
+    Binding {
+        name: "uniform_",
+        signatures: &[
+            "uniform_(double from=0, double to=1, *, Generator? generator=None)",
         ],
     },
     Binding {

@@ -119,6 +119,10 @@ pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<PyObject> {
                 .collect::<PyResult<Vec<_>>>()?;
             PyTuple::new(py, items)?.into_any().unbind()
         }
+        IValue::Generator(g) => match g.downcast_ref::<ratten_aten::random::Generator>() {
+            Some(g) => Py::new(py, super::types::PyGenerator { g: g.clone() })?.into_any(),
+            None => py.None(),
+        },
     })
 }
 

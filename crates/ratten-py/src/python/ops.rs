@@ -67,6 +67,9 @@ fn to_ivalue(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<IValue> {
         ParamType::MemoryFormat => {
             IValue::Int(obj.downcast::<PyMemoryFormat>()?.get().format() as i64)
         }
+        ParamType::Generator => IValue::Generator(std::sync::Arc::new(
+            obj.downcast::<super::types::PyGenerator>()?.get().g.clone(),
+        )),
         ParamType::IntList { size } => match obj.extract::<i64>() {
             Ok(v) if !obj.is_instance_of::<PyBool>() => {
                 IValue::IntList(vec![v; size.unwrap_or(1) as usize])

@@ -22,7 +22,7 @@ use ratten_schema::DefaultValue;
 use super::convert::{scalar_to_py, tensor_arg, to_scalar};
 use super::error::IntoPy;
 use super::object::{any_tensor, wrap, PyTensor};
-use super::types::{parse_device, PyDevice, PyDtype, PyMemoryFormat};
+use super::types::{parse_device, PyDevice, PyDtype, PyGenerator, PyMemoryFormat};
 use crate::arg_parser::{ArgKind, Parser, Signature, Slot};
 
 /// Describes a Python value for the parser (its kind only).
@@ -48,6 +48,8 @@ pub fn classify(obj: &Bound<'_, PyAny>) -> ArgKind {
         ArgKind::Device
     } else if obj.is_instance_of::<PyMemoryFormat>() {
         ArgKind::MemoryFormat
+    } else if obj.is_instance_of::<PyGenerator>() {
+        ArgKind::Generator
     } else if let Ok(t) = obj.downcast::<PyTuple>() {
         ArgKind::Seq {
             container: "tuple",
@@ -272,12 +274,22 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
     pub fn scalar_type(&self, k: usize) -> PyResult<ScalarType> {
         match self.get(k) {
             Some(o) if !o.is_none() => Ok(o.downcast::<PyDtype>()?.get().st),
-            _ => Err(type_error(self, k, "ratten.dtype")),
+            // A schema default such as `dtype=long` (c10's enum value).
+            _ => match self.default(k) {
+                Some(DefaultValue::Int(v)) => ScalarType::ALL
+                    .iter()
+                    .copied()
+                    .find(|s| *s as i64 == *v)
+                    .ok_or_else(|| type_error(self, k, "ratten.dtype")),
+                _ => Err(type_error(self, k, "ratten.dtype")),
+            },
         }
     }
 
     pub fn optional_scalar_type(&self, k: usize) -> PyResult<Option<ScalarType>> {
-        if self.is_none(k) {
+        if self.get(k).is_some_and(|o| o.is_none())
+            || (self.get(k).is_none() && !matches!(self.default(k), Some(DefaultValue::Int(_))))
+        {
             return Ok(None);
         }
         self.scalar_type(k).map(Some)
@@ -304,6 +316,14 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
     pub fn optional_memory_format(&self, k: usize) -> PyResult<Option<MemoryFormat>> {
         match self.get(k) {
             Some(o) if !o.is_none() => Ok(Some(o.downcast::<PyMemoryFormat>()?.get().format())),
+            _ => Ok(None),
+        }
+    }
+
+    /// A `Generator?` parameter: a `ratten.Generator`, or None for the default generator.
+    pub fn optional_generator(&self, k: usize) -> PyResult<Option<ratten_aten::random::Generator>> {
+        match self.get(k) {
+            Some(o) if !o.is_none() => Ok(Some(o.downcast::<PyGenerator>()?.get().g.clone())),
             _ => Ok(None),
         }
     }

@@ -4,7 +4,6 @@
 //! imports this module.
 
 use std::ptr::NonNull;
-use std::sync::OnceLock;
 
 use pyo3::exceptions::{
     PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
@@ -18,8 +17,7 @@ use pyo3::IntoPyObjectExt;
 use ratten_aten::native::MemoryFormat;
 use ratten_aten::Tensor;
 use ratten_core::allocator::DataPtr;
-use ratten_core::{Device, Scalar, Storage, TensorAccess, TensorBase, TensorOptions};
-use ratten_schema::FunctionSchema;
+use ratten_core::{Device, Scalar, Storage, TensorAccess, TensorBase};
 
 use super::bindings::{call_generated, function_index, method_index};
 use super::convert::{opt_dtype, scalar_to_py, to_scalar};
@@ -27,9 +25,8 @@ use super::error::IntoPy;
 use super::fast;
 use super::object::{wrap, PyTensor};
 use super::ops::{call_entry, call_op, has_method, op_entry, BoundOp};
-use super::python_args::{classify, run_maybe_released};
+use super::python_args::run_maybe_released;
 use super::types::{dtype_object, parse_device, PyDevice, PyDtype, PyMemoryFormat};
-use crate::arg_parser::{Parser, Slot};
 use crate::data;
 use crate::indexing::{self, AdvItem, IndexItem};
 
@@ -346,111 +343,6 @@ fn tensor(
 }
 
 /// Factory schemas (torch's Python signatures of them); parsed with the argument parser.
-const FACTORY_SCHEMAS: &[&str] = &[
-    "aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    "aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-];
-
-fn factory_parsers() -> &'static Vec<(String, Parser)> {
-    static P: OnceLock<Vec<(String, Parser)>> = OnceLock::new();
-    P.get_or_init(|| {
-        let schemas: Vec<FunctionSchema> = FACTORY_SCHEMAS
-            .iter()
-            .filter_map(|s| FunctionSchema::parse(s).ok())
-            .collect();
-        let mut names: Vec<String> = schemas
-            .iter()
-            .map(|s| s.name.unqualified_name().to_string())
-            .collect();
-        names.dedup();
-        names
-            .into_iter()
-            .map(|n| {
-                let group: Vec<FunctionSchema> = schemas
-                    .iter()
-                    .filter(|s| s.name.unqualified_name() == n)
-                    .cloned()
-                    .collect();
-                let p = Parser::from_schemas(&n, &group, false);
-                (n, p)
-            })
-            .collect()
-    })
-}
-
-/// `ratten._C._factory(name, *args, **kwargs)`: rand, randn.
-#[pyfunction]
-#[pyo3(signature = (name, *args, **kwargs))]
-fn _factory(
-    py: Python<'_>,
-    name: &str,
-    args: &Bound<'_, PyTuple>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Py<PyTensor>> {
-    let (_, parser) = factory_parsers()
-        .iter()
-        .find(|(n, _)| n == name)
-        .ok_or_else(|| PyTypeError::new_err(format!("no factory named {name}")))?;
-    let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
-    let mut kw: Vec<(String, Bound<'_, PyAny>)> = Vec::new();
-    if let Some(k) = kwargs {
-        for (n, v) in k.iter() {
-            kw.push((n.extract()?, v));
-        }
-    }
-    let kinds: Vec<_> = args.iter().map(classify).collect();
-    let kw_kinds: Vec<_> = kw.iter().map(|(n, o)| (n.clone(), classify(o))).collect();
-    let parsed = parser
-        .parse(&kinds, &kw_kinds)
-        .map_err(PyTypeError::new_err)?;
-    let sig = &parser.signatures[parsed.signature];
-    let get = |pname: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        let Some(i) = sig.params.iter().position(|p| p.name == pname) else {
-            return Ok(None);
-        };
-        Ok(match &parsed.slots[i] {
-            Slot::Positional(j) => Some(args[*j].clone()),
-            Slot::VarArgs(s) => Some(PyTuple::new(py, &args[*s..])?.into_any()),
-            Slot::Keyword(k) => Some(kw[*k].1.clone()),
-            Slot::Default => None,
-        }
-        .filter(|o| !o.is_none()))
-    };
-    let mut options = TensorOptions::new();
-    if let Some(d) = opt_dtype(get("dtype")?.as_ref())? {
-        options = options.dtype(d);
-    }
-    if let Some(d) = get("device")? {
-        options = options.device(parse_device(&d)?);
-    }
-    if get("layout")?.is_some()
-        || get("pin_memory")?.is_some_and(|p| p.is_truthy().unwrap_or(false))
-    {
-        return Err(PyNotImplementedError::new_err(format!(
-            "{name}(): ratten has only strided, unpinned tensors"
-        )));
-    }
-    let size = || -> PyResult<Vec<i64>> {
-        let s = get("size")?.ok_or_else(|| PyTypeError::new_err("size is required"))?;
-        match s.extract::<i64>() {
-            Ok(v) => Ok(vec![v]),
-            Err(_) => s.extract(),
-        }
-    };
-    let t = match name {
-        "rand" => {
-            let s = size()?;
-            py.allow_threads(|| Tensor::rand(&s, options))
-        }
-        _ => {
-            let s = size()?;
-            py.allow_threads(|| Tensor::randn(&s, options))
-        }
-    }
-    .py()?;
-    wrap(py, t)
-}
-
 impl PyTensor {
     fn binary(
         slf: &Bound<'_, Self>,
@@ -731,22 +623,6 @@ impl PyTensor {
         slf.py().allow_threads(|| t.zero_().map(|_| ())).py()?;
         Ok(slf.clone().unbind())
     }
-    #[pyo3(signature = (from_=0.0, to=1.0))]
-    fn uniform_(slf: &Bound<'_, Self>, from_: f64, to: f64) -> PyResult<Py<PyTensor>> {
-        let t = &slf.get().t;
-        slf.py()
-            .allow_threads(|| t.uniform_(from_, to, None).map(|_| ()))
-            .py()?;
-        Ok(slf.clone().unbind())
-    }
-    #[pyo3(signature = (mean=0.0, std=1.0))]
-    fn normal_(slf: &Bound<'_, Self>, mean: f64, std: f64) -> PyResult<Py<PyTensor>> {
-        let t = &slf.get().t;
-        slf.py()
-            .allow_threads(|| t.normal_(mean, std, None).map(|_| ()))
-            .py()?;
-        Ok(slf.clone().unbind())
-    }
 
     // ---- Python values --------------------------------------------------------------------
     fn item(&self, py: Python<'_>) -> PyResult<PyObject> {
@@ -1010,6 +886,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NumpyExport>()?;
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(_factory, m)?)?;
     Ok(())
 }

@@ -184,7 +184,51 @@ impl PyMemoryFormat {
     }
 }
 
+/// `torch.Generator`: a handle to a CPU random generator (clones share its state).
+#[pyclass(name = "Generator", module = "ratten", frozen)]
+pub struct PyGenerator {
+    pub g: ratten_aten::random::Generator,
+}
+
+#[pymethods]
+impl PyGenerator {
+    #[new]
+    #[pyo3(signature = (device=None))]
+    fn new(device: Option<&Bound<'_, PyAny>>) -> PyResult<PyGenerator> {
+        if let Some(d) = device {
+            let d = parse_device(d)?;
+            if d.device_type != ratten_core::DeviceType::Cpu {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "ratten has no generator for device {d}"
+                )));
+            }
+        }
+        Ok(PyGenerator {
+            g: ratten_aten::random::Generator::new(),
+        })
+    }
+    fn manual_seed<'py>(
+        slf: Bound<'py, Self>,
+        seed: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let s: i128 = seed.extract()?;
+        slf.get().g.manual_seed(s.rem_euclid(1i128 << 64) as u64);
+        Ok(slf)
+    }
+    fn initial_seed(&self) -> u64 {
+        self.g.initial_seed()
+    }
+    fn seed(&self) -> u64 {
+        self.g.seed()
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice { d: Device::CPU }
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyGenerator>()?;
     m.add_class::<PyDtype>()?;
     m.add_class::<PyDevice>()?;
     m.add_class::<PyMemoryFormat>()?;

@@ -134,6 +134,67 @@ pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::bitwise_xor_Tensor::call(self_, other)
 }
 
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn bernoulli(self_: &Tensor) -> Result<Tensor> {
+    operators::bernoulli::call(self_, None)
+}
+
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_with(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::bernoulli::call(self_, generator)
+}
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn bernoulli_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::bernoulli_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::bernoulli_out::call(self_, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn bernoulli_p(self_: &Tensor, p: f64) -> Result<Tensor> {
+    operators::bernoulli_p::call(self_, p, None)
+}
+
+/// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_p_with(
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::bernoulli_p::call(self_, p, generator)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(
@@ -167,5 +228,71 @@ pub fn bitwise_xor_scalar_tensor_out<'a>(
 ) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::bitwise_xor_Scalar_Tensor_out::call(&self_, other, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn bernoulli_tensor_out<'a>(out: &'a Tensor, self_: &Tensor, p: &Tensor) -> Result<&'a Tensor> {
+    operators::bernoulli_Tensor_out::call(self_, p, None, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_tensor_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::bernoulli_Tensor_out::call(self_, p, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn bernoulli_tensor(self_: &Tensor, p: &Tensor) -> Result<Tensor> {
+    operators::bernoulli_Tensor::call(self_, p, None)
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_tensor_with(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::bernoulli_Tensor::call(self_, p, generator)
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `p` = `0.5`, `generator` = `None`.
+#[inline]
+pub fn bernoulli_float_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::bernoulli_float_out::call(self_, 0.5, None, out)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bernoulli_float_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::bernoulli_float_out::call(self_, p, generator, out)?;
     Ok(out)
 }

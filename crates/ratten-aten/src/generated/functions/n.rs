@@ -285,6 +285,195 @@ pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> R
     operators::narrow_Tensor::call(self_, dim, start, length)
 }
 
+/// `aten::normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `std` = `1`, `generator` = `None`.
+#[inline]
+pub fn normal_tensor_float_out<'a>(out: &'a Tensor, mean: &Tensor) -> Result<&'a Tensor> {
+    operators::normal_Tensor_float_out::call(mean, 1.0, None, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_tensor_float_out_with<'a>(
+    out: &'a Tensor,
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::normal_Tensor_float_out::call(mean, std, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `std` = `1`, `generator` = `None`.
+#[inline]
+pub fn normal_tensor_float(mean: &Tensor) -> Result<Tensor> {
+    operators::normal_Tensor_float::call(mean, 1.0, None)
+}
+
+/// `aten::normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_tensor_float_with(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::normal_Tensor_float::call(mean, std, generator)
+}
+
+/// `aten::normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn normal_float_tensor_out<'a>(out: &'a Tensor, mean: f64, std: &Tensor) -> Result<&'a Tensor> {
+    operators::normal_float_Tensor_out::call(mean, std, None, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_float_tensor_out_with<'a>(
+    out: &'a Tensor,
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::normal_float_Tensor_out::call(mean, std, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn normal_float_tensor(mean: f64, std: &Tensor) -> Result<Tensor> {
+    operators::normal_float_Tensor::call(mean, std, None)
+}
+
+/// `aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_float_tensor_with(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::normal_float_Tensor::call(mean, std, generator)
+}
+
+/// `aten::normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn normal_tensor_tensor_out<'a>(
+    out: &'a Tensor,
+    mean: &Tensor,
+    std: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::normal_Tensor_Tensor_out::call(mean, std, None, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_tensor_tensor_out_with<'a>(
+    out: &'a Tensor,
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::normal_Tensor_Tensor_out::call(mean, std, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn normal_tensor_tensor(mean: &Tensor, std: &Tensor) -> Result<Tensor> {
+    operators::normal_Tensor_Tensor::call(mean, std, None)
+}
+
+/// `aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_tensor_tensor_with(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::normal_Tensor_Tensor::call(mean, std, generator)
+}
+
+/// `aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`, `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn normal_float_float(mean: f64, std: f64, size: &[i64]) -> Result<Tensor> {
+    operators::normal_float_float::call(mean, std, size, None, None, None, None, None)
+}
+
+/// `aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_float_float_with(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::normal_float_float::call(
+        mean, std, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+/// `aten::normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn normal_float_float_out<'a>(
+    out: &'a Tensor,
+    mean: f64,
+    std: f64,
+    size: &[i64],
+) -> Result<&'a Tensor> {
+    operators::normal_float_float_out::call(mean, std, size, None, out)?;
+    Ok(out)
+}
+
+/// `aten::normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn normal_float_float_out_with<'a>(
+    out: &'a Tensor,
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::normal_float_float_out::call(mean, std, size, generator, out)?;
+    Ok(out)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn norm_scalar_opt_dtype_out<'a>(

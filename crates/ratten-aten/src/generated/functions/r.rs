@@ -144,6 +144,481 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     operators::reshape::call(self_, shape)
 }
 
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn rand(size: &[i64]) -> Result<Tensor> {
+    operators::rand::call(size, None, None, None, None)
+}
+
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn rand_with(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::rand::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::rand_generator::call(size, generator, None, None, None, None)
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn rand_generator_with(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn rand_out<'a>(out: &'a Tensor, size: &[i64]) -> Result<&'a Tensor> {
+    operators::rand_out::call(size, out)?;
+    Ok(out)
+}
+
+/// `aten::rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn rand_generator_out<'a>(
+    out: &'a Tensor,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::rand_generator_out::call(size, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn rand_like(self_: &Tensor) -> Result<Tensor> {
+    operators::rand_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn rand_like_with(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randn(size: &[i64]) -> Result<Tensor> {
+    operators::randn::call(size, None, None, None, None)
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randn_with(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randn::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::randn_generator::call(size, generator, None, None, None, None)
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randn_generator_with(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randn_out<'a>(out: &'a Tensor, size: &[i64]) -> Result<&'a Tensor> {
+    operators::randn_out::call(size, out)?;
+    Ok(out)
+}
+
+/// `aten::randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randn_generator_out<'a>(
+    out: &'a Tensor,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::randn_generator_out::call(size, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn randn_like(self_: &Tensor) -> Result<Tensor> {
+    operators::randn_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randn_like_with(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randint(high: i64, size: &[i64]) -> Result<Tensor> {
+    operators::randint::call(high, size, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_with(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randint::call(high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randint_generator(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::randint_generator::call(
+        high,
+        size,
+        generator,
+        Some(ScalarType::Long),
+        None,
+        None,
+        None,
+    )
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_generator_with(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randint_low(low: i64, high: i64, size: &[i64]) -> Result<Tensor> {
+    operators::randint_low::call(low, high, size, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_low_with(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randint_low_generator(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::randint_low_generator::call(
+        low,
+        high,
+        size,
+        generator,
+        Some(ScalarType::Long),
+        None,
+        None,
+        None,
+    )
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_low_generator_with(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randint_low_generator::call(
+        low, high, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+/// `aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_out<'a>(out: &'a Tensor, high: i64, size: &[i64]) -> Result<&'a Tensor> {
+    operators::randint_out::call(high, size, out)?;
+    Ok(out)
+}
+
+/// `aten::randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_generator_out<'a>(
+    out: &'a Tensor,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::randint_generator_out::call(high, size, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_low_out<'a>(
+    out: &'a Tensor,
+    low: i64,
+    high: i64,
+    size: &[i64],
+) -> Result<&'a Tensor> {
+    operators::randint_low_out::call(low, high, size, out)?;
+    Ok(out)
+}
+
+/// `aten::randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_low_generator_out<'a>(
+    out: &'a Tensor,
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::randint_low_generator_out::call(low, high, size, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn randint_like(self_: &Tensor, high: i64) -> Result<Tensor> {
+    operators::randint_like::call(self_, high, None, None, None, None, None)
+}
+
+/// `aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_like_with(
+    self_: &Tensor,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::randint_like::call(
+        self_,
+        high,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`, `memory_format` = `None`.
+#[inline]
+pub fn randint_like_low_dtype(self_: &Tensor, low: i64, high: i64) -> Result<Tensor> {
+    operators::randint_like_low_dtype::call(self_, low, high, None, None, None, None, None)
+}
+
+/// `aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_like_low_dtype_with(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    operators::randint_like_low_dtype::call(
+        self_,
+        low,
+        high,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `aten::randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randperm(n: i64) -> Result<Tensor> {
+    operators::randperm::call(n, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randperm_with(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randperm::call(n, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Defaults: `dtype` = `long`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+#[inline]
+pub fn randperm_generator(n: i64, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+    operators::randperm_generator::call(n, generator, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randperm_generator_with(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    operators::randperm_generator::call(n, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randperm_out<'a>(out: &'a Tensor, n: i64) -> Result<&'a Tensor> {
+    operators::randperm_out::call(n, out)?;
+    Ok(out)
+}
+
+/// `aten::randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randperm_generator_out<'a>(
+    out: &'a Tensor,
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::randperm_generator_out::call(n, generator, out)?;
+    Ok(out)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
@@ -217,4 +692,231 @@ pub fn remainder_scalar_tensor_out<'a>(
     let self_: Scalar = self_.into();
     operators::remainder_Scalar_Tensor_out::call(&self_, other, out)?;
     Ok(out)
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn rand_like_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::rand_like_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn rand_like_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::rand_like_out::call(self_, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn randn_like_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::randn_like_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randn_like_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::randn_like_out::call(self_, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn randint_like_out<'a>(out: &'a Tensor, self_: &Tensor, high: i64) -> Result<&'a Tensor> {
+    operators::randint_like_out::call(self_, high, None, out)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_like_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::randint_like_out::call(self_, high, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `memory_format` = `None`.
+#[inline]
+pub fn randint_like_low_dtype_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+) -> Result<&'a Tensor> {
+    operators::randint_like_low_dtype_out::call(self_, low, high, None, out)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn randint_like_low_dtype_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<&'a Tensor> {
+    operators::randint_like_low_dtype_out::call(self_, low, high, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random_from_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+) -> Result<&'a Tensor> {
+    operators::random_from_out::call(self_, from, to, None, out)?;
+    Ok(out)
+}
+
+/// `aten::random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_from_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::random_from_out::call(self_, from, to, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random_from(self_: &Tensor, from: i64, to: Option<i64>) -> Result<Tensor> {
+    operators::random_from::call(self_, from, to, None)
+}
+
+/// `aten::random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_from_with(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::random_from::call(self_, from, to, generator)
+}
+
+/// `aten::random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random_to_out<'a>(out: &'a Tensor, self_: &Tensor, to: i64) -> Result<&'a Tensor> {
+    operators::random_to_out::call(self_, to, None, out)?;
+    Ok(out)
+}
+
+/// `aten::random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_to_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::random_to_out::call(self_, to, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random_to(self_: &Tensor, to: i64) -> Result<Tensor> {
+    operators::random_to::call(self_, to, None)
+}
+
+/// `aten::random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_to_with(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::random_to::call(self_, to, generator)
+}
+
+/// `aten::random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::random_out::call(self_, None, out)?;
+    Ok(out)
+}
+
+/// `aten::random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::random_out::call(self_, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::random(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `generator` = `None`.
+#[inline]
+pub fn random(self_: &Tensor) -> Result<Tensor> {
+    operators::random::call(self_, None)
+}
+
+/// `aten::random(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn random_with(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+    operators::random::call(self_, generator)
 }

@@ -44,3 +44,48 @@ pub fn _unsafe_view_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Re
     operators::_unsafe_view_out::call(self_, size, out)?;
     Ok(out)
 }
+
+/// `aten::uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `from` = `0`, `to` = `1`, `generator` = `None`.
+#[inline]
+pub fn uniform_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::uniform_out::call(self_, 0.0, 1.0, None, out)?;
+    Ok(out)
+}
+
+/// `aten::uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn uniform_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::uniform_out::call(self_, from, to, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `from` = `0`, `to` = `1`, `generator` = `None`.
+#[inline]
+pub fn uniform(self_: &Tensor) -> Result<Tensor> {
+    operators::uniform::call(self_, 0.0, 1.0, None)
+}
+
+/// `aten::uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn uniform_with(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::uniform::call(self_, from, to, generator)
+}

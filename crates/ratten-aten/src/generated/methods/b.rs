@@ -100,4 +100,84 @@ impl Tensor {
         operators::bitwise_xor__Tensor::call(self, other)?;
         Ok(self)
     }
+
+    /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn bernoulli(&self) -> Result<Tensor> {
+        operators::bernoulli::call(self, None)
+    }
+
+    /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bernoulli_with(&self, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+        operators::bernoulli::call(self, generator)
+    }
+
+    /// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn bernoulli_<'a>(&'a self, p: &Tensor) -> Result<&'a Tensor> {
+        operators::bernoulli__Tensor::call(self, p, None)?;
+        Ok(self)
+    }
+
+    /// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bernoulli_with_<'a>(
+        &'a self,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::bernoulli__Tensor::call(self, p, generator)?;
+        Ok(self)
+    }
+
+    /// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `p` = `0.5`, `generator` = `None`.
+    #[inline]
+    pub fn bernoulli_float_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::bernoulli__float::call(self, 0.5, None)?;
+        Ok(self)
+    }
+
+    /// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bernoulli_float_with_<'a>(
+        &'a self,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::bernoulli__float::call(self, p, generator)?;
+        Ok(self)
+    }
+
+    /// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn bernoulli_p(&self, p: f64) -> Result<Tensor> {
+        operators::bernoulli_p::call(self, p, None)
+    }
+
+    /// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bernoulli_p_with(
+        &self,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        operators::bernoulli_p::call(self, p, generator)
+    }
 }

@@ -178,4 +178,27 @@ impl Tensor {
     pub fn narrow_tensor(&self, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
         operators::narrow_Tensor::call(self, dim, start, length)
     }
+
+    /// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `mean` = `0`, `std` = `1`, `generator` = `None`.
+    #[inline]
+    pub fn normal_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::normal_::call(self, 0.0, 1.0, None)?;
+        Ok(self)
+    }
+
+    /// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn normal_with_<'a>(
+        &'a self,
+        mean: f64,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::normal_::call(self, mean, std, generator)?;
+        Ok(self)
+    }
 }

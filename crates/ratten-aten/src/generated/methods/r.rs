@@ -82,4 +82,70 @@ impl Tensor {
     pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
         operators::reshape_as::call(self, other)
     }
+
+    /// `aten::random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn random_from_<'a>(&'a self, from: i64, to: Option<i64>) -> Result<&'a Tensor> {
+        operators::random__from::call(self, from, to, None)?;
+        Ok(self)
+    }
+
+    /// `aten::random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn random_from_with_<'a>(
+        &'a self,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::random__from::call(self, from, to, generator)?;
+        Ok(self)
+    }
+
+    /// `aten::random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn random_to_<'a>(&'a self, to: i64) -> Result<&'a Tensor> {
+        operators::random__to::call(self, to, None)?;
+        Ok(self)
+    }
+
+    /// `aten::random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn random_to_with_<'a>(
+        &'a self,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::random__to::call(self, to, generator)?;
+        Ok(self)
+    }
+
+    /// `aten::random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `generator` = `None`.
+    #[inline]
+    pub fn random_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::random_::call(self, None)?;
+        Ok(self)
+    }
+
+    /// `aten::random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn random_with_<'a>(
+        &'a self,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::random_::call(self, generator)?;
+        Ok(self)
+    }
 }

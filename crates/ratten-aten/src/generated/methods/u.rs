@@ -37,4 +37,27 @@ impl Tensor {
     pub fn unbind_with(&self, dim: i64) -> Result<Vec<Tensor>> {
         operators::unbind_int::call(self, dim)
     }
+
+    /// `aten::uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `from` = `0`, `to` = `1`, `generator` = `None`.
+    #[inline]
+    pub fn uniform_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::uniform_::call(self, 0.0, 1.0, None)?;
+        Ok(self)
+    }
+
+    /// `aten::uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn uniform_with_<'a>(
+        &'a self,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::uniform_::call(self, from, to, generator)?;
+        Ok(self)
+    }
 }

@@ -688,6 +688,184 @@ impl bitwise_xor__Tensor {
     }
 }
 
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+pub enum bernoulli {}
+
+impl Operator for bernoulli {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli {
+    pub fn call(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+        Self::call_refs((self_, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, generator))
+    }
+}
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum bernoulli_out {}
+
+impl Operator for bernoulli_out {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli_out {
+    pub fn call(
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, generator, out))
+    }
+}
+
+/// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+pub enum bernoulli__Tensor {}
+
+impl Operator for bernoulli__Tensor {
+    const NAME: &'static str = "aten::bernoulli_";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli__Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli__Tensor {
+    pub fn call(
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, p, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+pub enum bernoulli__float {}
+
+impl Operator for bernoulli__float {
+    const NAME: &'static str = "aten::bernoulli_";
+    const OVERLOAD_NAME: &'static str = "float";
+    const SCHEMA: &'static str = "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli__float> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli__float {
+    pub fn call(
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, p, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+pub enum bernoulli_p {}
+
+impl Operator for bernoulli_p {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "p";
+    const SCHEMA: &'static str =
+        "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli_p> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli_p {
+    pub fn call(
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, p, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p, generator))
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 
@@ -784,5 +962,123 @@ impl bitwise_xor_Scalar_Tensor_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum bernoulli_Tensor_out {}
+
+impl Operator for bernoulli_Tensor_out {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "Tensor_out";
+    const SCHEMA: &'static str = "bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli_Tensor_out {
+    pub fn call(
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, p, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, p, generator, out))
+    }
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+pub enum bernoulli_Tensor {}
+
+impl Operator for bernoulli_Tensor {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli_Tensor {
+    pub fn call(
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, p, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum bernoulli_float_out {}
+
+impl Operator for bernoulli_float_out {
+    const NAME: &'static str = "aten::bernoulli";
+    const OVERLOAD_NAME: &'static str = "float_out";
+    const SCHEMA: &'static str = "bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bernoulli_float_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bernoulli_float_out {
+    pub fn call(
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, p, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, p, generator, out))
     }
 }

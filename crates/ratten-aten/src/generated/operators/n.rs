@@ -756,6 +756,382 @@ impl narrow_Tensor {
     }
 }
 
+/// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+pub enum normal_ {}
+
+impl Operator for normal_ {
+    const NAME: &'static str = "aten::normal_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, f64, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_ {
+    pub fn call(
+        self_: &Tensor,
+        mean: f64,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mean, std, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mean: f64,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mean, std, generator))
+    }
+}
+
+/// `aten::normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum normal_Tensor_float_out {}
+
+impl Operator for normal_Tensor_float_out {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "Tensor_float_out";
+    const SCHEMA: &'static str = "normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_Tensor_float_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_Tensor_float_out {
+    pub fn call(
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((mean, std, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (mean, std, generator, out))
+    }
+}
+
+/// `aten::normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor`
+pub enum normal_Tensor_float {}
+
+impl Operator for normal_Tensor_float {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "Tensor_float";
+    const SCHEMA: &'static str =
+        "normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_Tensor_float> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_Tensor_float {
+    pub fn call(
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((mean, std, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (mean, std, generator))
+    }
+}
+
+/// `aten::normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum normal_float_Tensor_out {}
+
+impl Operator for normal_float_Tensor_out {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "float_Tensor_out";
+    const SCHEMA: &'static str = "normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (f64, Tensor, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_float_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_float_Tensor_out {
+    pub fn call(
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((mean, std, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (mean, std, generator, out))
+    }
+}
+
+/// `aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor`
+pub enum normal_float_Tensor {}
+
+impl Operator for normal_float_Tensor {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "float_Tensor";
+    const SCHEMA: &'static str =
+        "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor";
+    type Args = (f64, Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_float_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_float_Tensor {
+    pub fn call(
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((mean, std, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (mean, std, generator))
+    }
+}
+
+/// `aten::normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum normal_Tensor_Tensor_out {}
+
+impl Operator for normal_Tensor_Tensor_out {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "Tensor_Tensor_out";
+    const SCHEMA: &'static str = "normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_Tensor_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_Tensor_Tensor_out {
+    pub fn call(
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((mean, std, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (mean, std, generator, out))
+    }
+}
+
+/// `aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor`
+pub enum normal_Tensor_Tensor {}
+
+impl Operator for normal_Tensor_Tensor {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "Tensor_Tensor";
+    const SCHEMA: &'static str =
+        "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_Tensor_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_Tensor_Tensor {
+    pub fn call(
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((mean, std, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (mean, std, generator))
+    }
+}
+
+/// `aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum normal_float_float {}
+
+impl Operator for normal_float_float {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "float_float";
+    const SCHEMA: &'static str = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        f64,
+        f64,
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_float_float> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_float_float {
+    pub fn call(
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            mean, std, size, generator, dtype, layout, device, pin_memory,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                mean, std, size, generator, dtype, layout, device, pin_memory,
+            ),
+        )
+    }
+}
+
+/// `aten::normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum normal_float_float_out {}
+
+impl Operator for normal_float_float_out {
+    const NAME: &'static str = "aten::normal";
+    const OVERLOAD_NAME: &'static str = "float_float_out";
+    const SCHEMA: &'static str = "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        f64,
+        f64,
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<normal_float_float_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl normal_float_float_out {
+    pub fn call(
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((mean, std, size, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (mean, std, size, generator, out))
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 

@@ -540,6 +540,1218 @@ impl reshape_as {
     }
 }
 
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum rand {}
+
+impl Operator for rand {
+    const NAME: &'static str = "aten::rand";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum rand_generator {}
+
+impl Operator for rand_generator {
+    const NAME: &'static str = "aten::rand";
+    const OVERLOAD_NAME: &'static str = "generator";
+    const SCHEMA: &'static str = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand_generator> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand_generator {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, generator, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum rand_out {}
+
+impl Operator for rand_out {
+    const NAME: &'static str = "aten::rand";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand_out {
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((size, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (size, out))
+    }
+}
+
+/// `aten::rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub enum rand_generator_out {}
+
+impl Operator for rand_generator_out {
+    const NAME: &'static str = "aten::rand";
+    const OVERLOAD_NAME: &'static str = "generator_out";
+    const SCHEMA: &'static str =
+        "rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand_generator_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand_generator_out {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((size, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (size, generator, out))
+    }
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum rand_like {}
+
+impl Operator for rand_like {
+    const NAME: &'static str = "aten::rand_like";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand_like> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand_like {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (self_, dtype, layout, device, pin_memory, memory_format),
+        )
+    }
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randn {}
+
+impl Operator for randn {
+    const NAME: &'static str = "aten::randn";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randn_generator {}
+
+impl Operator for randn_generator {
+    const NAME: &'static str = "aten::randn";
+    const OVERLOAD_NAME: &'static str = "generator";
+    const SCHEMA: &'static str = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn_generator> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn_generator {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((size, generator, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum randn_out {}
+
+impl Operator for randn_out {
+    const NAME: &'static str = "aten::randn";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn_out {
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((size, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (size, out))
+    }
+}
+
+/// `aten::randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub enum randn_generator_out {}
+
+impl Operator for randn_generator_out {
+    const NAME: &'static str = "aten::randn";
+    const OVERLOAD_NAME: &'static str = "generator_out";
+    const SCHEMA: &'static str =
+        "randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<i64>, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn_generator_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn_generator_out {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((size, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (size, generator, out))
+    }
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum randn_like {}
+
+impl Operator for randn_like {
+    const NAME: &'static str = "aten::randn_like";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn_like> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn_like {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (self_, dtype, layout, device, pin_memory, memory_format),
+        )
+    }
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randint {}
+
+impl Operator for randint {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint {
+    pub fn call(
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((high, size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (high, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randint_generator {}
+
+impl Operator for randint_generator {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "generator";
+    const SCHEMA: &'static str = "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_generator> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_generator {
+    pub fn call(
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((high, size, generator, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (high, size, generator, dtype, layout, device, pin_memory),
+        )
+    }
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randint_low {}
+
+impl Operator for randint_low {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "low";
+    const SCHEMA: &'static str = "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        i64,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_low> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_low {
+    pub fn call(
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((low, high, size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (low, high, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randint_low_generator {}
+
+impl Operator for randint_low_generator {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "low_generator";
+    const SCHEMA: &'static str = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        i64,
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_low_generator> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_low_generator {
+    pub fn call(
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            low, high, size, generator, dtype, layout, device, pin_memory,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                low, high, size, generator, dtype, layout, device, pin_memory,
+            ),
+        )
+    }
+}
+
+/// `aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_out {}
+
+impl Operator for randint_out {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_out {
+    pub fn call(high: i64, size: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((high, size, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (high, size, out))
+    }
+}
+
+/// `aten::randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_generator_out {}
+
+impl Operator for randint_generator_out {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "generator_out";
+    const SCHEMA: &'static str = "randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, Vec<i64>, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_generator_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_generator_out {
+    pub fn call(
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((high, size, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (high, size, generator, out))
+    }
+}
+
+/// `aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_low_out {}
+
+impl Operator for randint_low_out {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "low_out";
+    const SCHEMA: &'static str =
+        "randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, i64, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_low_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_low_out {
+    pub fn call(low: i64, high: i64, size: &[i64], out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((low, high, size, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (low, high, size, out))
+    }
+}
+
+/// `aten::randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_low_generator_out {}
+
+impl Operator for randint_low_generator_out {
+    const NAME: &'static str = "aten::randint";
+    const OVERLOAD_NAME: &'static str = "low_generator_out";
+    const SCHEMA: &'static str = "randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        i64,
+        i64,
+        Vec<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_low_generator_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_low_generator_out {
+    pub fn call(
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((low, high, size, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (low, high, size, generator, out))
+    }
+}
+
+/// `aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum randint_like {}
+
+impl Operator for randint_like {
+    const NAME: &'static str = "aten::randint_like";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_like> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_like {
+    pub fn call(
+        self_: &Tensor,
+        high: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            self_,
+            high,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            memory_format,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        high: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                high,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format,
+            ),
+        )
+    }
+}
+
+/// `aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub enum randint_like_low_dtype {}
+
+impl Operator for randint_like_low_dtype {
+    const NAME: &'static str = "aten::randint_like";
+    const OVERLOAD_NAME: &'static str = "low_dtype";
+    const SCHEMA: &'static str = "randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    type Args = (
+        Tensor,
+        i64,
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+        Arg<Option<crate::native::MemoryFormat>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_like_low_dtype> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_like_low_dtype {
+    pub fn call(
+        self_: &Tensor,
+        low: i64,
+        high: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            self_,
+            low,
+            high,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            memory_format,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        low: i64,
+        high: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<crate::native::MemoryFormat>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                low,
+                high,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format,
+            ),
+        )
+    }
+}
+
+/// `aten::randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randperm {}
+
+impl Operator for randperm {
+    const NAME: &'static str = "aten::randperm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randperm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randperm {
+    pub fn call(
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((n, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (n, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum randperm_generator {}
+
+impl Operator for randperm_generator {
+    const NAME: &'static str = "aten::randperm";
+    const OVERLOAD_NAME: &'static str = "generator";
+    const SCHEMA: &'static str = "randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        i64,
+        Arg<Option<crate::random::Generator>>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randperm_generator> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randperm_generator {
+    pub fn call(
+        n: i64,
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((n, generator, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        generator: Option<&crate::random::Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (n, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum randperm_out {}
+
+impl Operator for randperm_out {
+    const NAME: &'static str = "aten::randperm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randperm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randperm_out {
+    pub fn call(n: i64, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((n, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, n: i64, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (n, out))
+    }
+}
+
+/// `aten::randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub enum randperm_generator_out {}
+
+impl Operator for randperm_generator_out {
+    const NAME: &'static str = "aten::randperm";
+    const OVERLOAD_NAME: &'static str = "generator_out";
+    const SCHEMA: &'static str =
+        "randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (i64, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randperm_generator_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randperm_generator_out {
+    pub fn call(
+        n: i64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((n, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (n, generator, out))
+    }
+}
+
+/// `aten::random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)`
+pub enum random__from {}
+
+impl Operator for random__from {
+    const NAME: &'static str = "aten::random_";
+    const OVERLOAD_NAME: &'static str = "from";
+    const SCHEMA: &'static str = "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        i64,
+        Option<i64>,
+        Arg<Option<crate::random::Generator>>,
+    );
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random__from> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random__from {
+    pub fn call(
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, from, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, from, to, generator))
+    }
+}
+
+/// `aten::random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)`
+pub enum random__to {}
+
+impl Operator for random__to {
+    const NAME: &'static str = "aten::random_";
+    const OVERLOAD_NAME: &'static str = "to";
+    const SCHEMA: &'static str =
+        "random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random__to> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random__to {
+    pub fn call(
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, to, generator))
+    }
+}
+
+/// `aten::random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)`
+pub enum random_ {}
+
+impl Operator for random_ {
+    const NAME: &'static str = "aten::random_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_ {
+    pub fn call(
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, generator))
+    }
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum relu_out {}
 
@@ -673,5 +1885,399 @@ impl remainder_Scalar_Tensor_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum rand_like_out {}
+
+impl Operator for rand_like_out {
+    const NAME: &'static str = "aten::rand_like";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::native::MemoryFormat>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<rand_like_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl rand_like_out {
+    pub fn call(
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum randn_like_out {}
+
+impl Operator for randn_like_out {
+    const NAME: &'static str = "aten::randn_like";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::native::MemoryFormat>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randn_like_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randn_like_out {
+    pub fn call(
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_like_out {}
+
+impl Operator for randint_like_out {
+    const NAME: &'static str = "aten::randint_like";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        i64,
+        Arg<Option<crate::native::MemoryFormat>>,
+        Tensor,
+    );
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_like_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_like_out {
+    pub fn call(
+        self_: &Tensor,
+        high: i64,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, high, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        high: i64,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, high, memory_format, out))
+    }
+}
+
+/// `aten::randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum randint_like_low_dtype_out {}
+
+impl Operator for randint_like_low_dtype_out {
+    const NAME: &'static str = "aten::randint_like";
+    const OVERLOAD_NAME: &'static str = "low_dtype_out";
+    const SCHEMA: &'static str = "randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        i64,
+        i64,
+        Arg<Option<crate::native::MemoryFormat>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<randint_like_low_dtype_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl randint_like_low_dtype_out {
+    pub fn call(
+        self_: &Tensor,
+        low: i64,
+        high: i64,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, low, high, memory_format, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        low: i64,
+        high: i64,
+        memory_format: Option<crate::native::MemoryFormat>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, low, high, memory_format, out))
+    }
+}
+
+/// `aten::random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum random_from_out {}
+
+impl Operator for random_from_out {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "from_out";
+    const SCHEMA: &'static str = "random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        i64,
+        Option<i64>,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_from_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_from_out {
+    pub fn call(
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, from, to, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, from, to, generator, out))
+    }
+}
+
+/// `aten::random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor`
+pub enum random_from {}
+
+impl Operator for random_from {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "from";
+    const SCHEMA: &'static str =
+        "random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor";
+    type Args = (
+        Tensor,
+        i64,
+        Option<i64>,
+        Arg<Option<crate::random::Generator>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_from> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_from {
+    pub fn call(
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, from, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, from, to, generator))
+    }
+}
+
+/// `aten::random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum random_to_out {}
+
+impl Operator for random_to_out {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "to_out";
+    const SCHEMA: &'static str = "random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_to_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_to_out {
+    pub fn call(
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, to, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, to, generator, out))
+    }
+}
+
+/// `aten::random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor`
+pub enum random_to {}
+
+impl Operator for random_to {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "to";
+    const SCHEMA: &'static str =
+        "random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, i64, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_to> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_to {
+    pub fn call(
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, to, generator))
+    }
+}
+
+/// `aten::random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum random_out {}
+
+impl Operator for random_out {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random_out {
+    pub fn call(
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::call_refs((self_, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, generator, out))
+    }
+}
+
+/// `aten::random(Tensor self, *, Generator? generator=None) -> Tensor`
+pub enum random {}
+
+impl Operator for random {
+    const NAME: &'static str = "aten::random";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "random(Tensor self, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<random> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl random {
+    pub fn call(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+        Self::call_refs((self_, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, generator))
     }
 }

@@ -152,6 +152,44 @@ impl unbind_int {
     }
 }
 
+/// `aten::uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
+pub enum uniform_ {}
+
+impl Operator for uniform_ {
+    const NAME: &'static str = "aten::uniform_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, f64, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<uniform_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl uniform_ {
+    pub fn call(
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, from, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, from, to, generator))
+    }
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum _unsafe_view_out {}
 
@@ -182,5 +220,90 @@ impl _unsafe_view_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, size, out))
+    }
+}
+
+/// `aten::uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum uniform_out {}
+
+impl Operator for uniform_out {
+    const NAME: &'static str = "aten::uniform";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        f64,
+        f64,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<uniform_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl uniform_out {
+    pub fn call(
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, from, to, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, from, to, generator, out))
+    }
+}
+
+/// `aten::uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
+pub enum uniform {}
+
+impl Operator for uniform {
+    const NAME: &'static str = "aten::uniform";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, f64, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<uniform> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl uniform {
+    pub fn call(
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, from, to, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, from, to, generator))
     }
 }

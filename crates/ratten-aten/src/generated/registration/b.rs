@@ -35,6 +35,17 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
     m.def("bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
+    m.def("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor")?;
     m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -43,6 +54,13 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -94,6 +112,18 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "bitwise_xor_.Tensor",
         operators::bitwise_xor__Tensor::kernel(bitwise_xor__Tensor_cpu),
+    )?;
+    m.impl_(
+        "bernoulli.out",
+        operators::bernoulli_out::kernel(bernoulli_out_cpu),
+    )?;
+    m.impl_(
+        "bernoulli_.Tensor",
+        operators::bernoulli__Tensor::kernel(bernoulli__Tensor_cpu),
+    )?;
+    m.impl_(
+        "bernoulli_.float",
+        operators::bernoulli__float::kernel(bernoulli__float_cpu),
     )?;
 });
 
@@ -163,6 +193,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::bitwise_xor__Scalar::kernel(bitwise_xor__Scalar_composite_explicit_autograd),
     )?;
     m.impl_(
+        "bernoulli",
+        operators::bernoulli::kernel(backends::composite_explicit_autograd::bernoulli),
+    )?;
+    m.impl_(
         "bitwise_and.Scalar_Tensor_out",
         operators::bitwise_and_Scalar_Tensor_out::kernel(
             bitwise_and_Scalar_Tensor_out_composite_explicit_autograd,
@@ -178,6 +212,29 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "bitwise_xor.Scalar_Tensor_out",
         operators::bitwise_xor_Scalar_Tensor_out::kernel(
             bitwise_xor_Scalar_Tensor_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "bernoulli.Tensor_out",
+        operators::bernoulli_Tensor_out::kernel(bernoulli_Tensor_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "bernoulli.Tensor",
+        operators::bernoulli_Tensor::kernel(
+            backends::composite_explicit_autograd::bernoulli_tensor,
+        ),
+    )?;
+    m.impl_(
+        "bernoulli.float_out",
+        operators::bernoulli_float_out::kernel(bernoulli_float_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
+    m.impl_(
+        "bernoulli.p",
+        operators::bernoulli_p::kernel(
+            backends::composite_explicit_autograd_non_functional::bernoulli_p,
         ),
     )?;
 });
@@ -231,6 +288,18 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "bitwise_xor_.Tensor",
         operators::bitwise_xor__Tensor::kernel(bitwise_xor__Tensor_meta),
     )?;
+    m.impl_(
+        "bernoulli.out",
+        operators::bernoulli_out::kernel(bernoulli_out_meta),
+    )?;
+    m.impl_(
+        "bernoulli_.Tensor",
+        operators::bernoulli__Tensor::kernel(bernoulli__Tensor_meta),
+    )?;
+    m.impl_(
+        "bernoulli_.float",
+        operators::bernoulli__float::kernel(bernoulli__float_meta),
+    )?;
 });
 
 fn bitwise_not__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -270,6 +339,33 @@ fn bitwise_xor_Tensor_out_cpu(self_: &Tensor, other: &Tensor, out: &Tensor) -> R
 
 fn bitwise_xor__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::bitwise_xor_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn bernoulli_out_cpu(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::cpu::bernoulli_outf(self_, generator, out)?;
+    Ok(Aliased)
+}
+
+fn bernoulli__Tensor_cpu(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::bernoulli_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bernoulli__float_cpu(
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::bernoulli_float_(self_, p, generator)?;
     Ok(Aliased)
 }
 
@@ -351,6 +447,26 @@ fn bitwise_xor_Scalar_Tensor_out_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn bernoulli_Tensor_out_composite_explicit_autograd(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::bernoulli_tensor_outf(self_, p, generator, out)?;
+    Ok(Aliased)
+}
+
+fn bernoulli_float_out_composite_explicit_autograd(
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::bernoulli_float_outf(self_, p, generator, out)?;
+    Ok(Aliased)
+}
+
 fn bitwise_not__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::bitwise_not_(self_)?;
     Ok(Aliased)
@@ -388,5 +504,32 @@ fn bitwise_xor_Tensor_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> 
 
 fn bitwise_xor__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::meta::bitwise_xor_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn bernoulli_out_meta(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::bernoulli_outf(self_, generator, out)?;
+    Ok(Aliased)
+}
+
+fn bernoulli__Tensor_meta(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::bernoulli_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bernoulli__float_meta(
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::bernoulli_float_(self_, p, generator)?;
     Ok(Aliased)
 }

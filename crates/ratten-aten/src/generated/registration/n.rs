@@ -50,6 +50,27 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")?;
     m.def("narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")?;
     m.def(
+        "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
+    m.def(
+        "normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -93,6 +114,31 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::norm_dtype_out::kernel(norm_dtype_out_cpu),
     )?;
     m.impl_("norm.out", operators::norm_out::kernel(norm_out_cpu))?;
+    m.impl_("normal_", operators::normal_::kernel(normal__cpu))?;
+    m.impl_(
+        "normal.Tensor_float_out",
+        operators::normal_Tensor_float_out::kernel(normal_Tensor_float_out_cpu),
+    )?;
+    m.impl_(
+        "normal.Tensor_float",
+        operators::normal_Tensor_float::kernel(backends::cpu::normal_tensor_float),
+    )?;
+    m.impl_(
+        "normal.float_Tensor_out",
+        operators::normal_float_Tensor_out::kernel(normal_float_Tensor_out_cpu),
+    )?;
+    m.impl_(
+        "normal.float_Tensor",
+        operators::normal_float_Tensor::kernel(backends::cpu::normal_float_tensor),
+    )?;
+    m.impl_(
+        "normal.Tensor_Tensor_out",
+        operators::normal_Tensor_Tensor_out::kernel(normal_Tensor_Tensor_out_cpu),
+    )?;
+    m.impl_(
+        "normal.Tensor_Tensor",
+        operators::normal_Tensor_Tensor::kernel(backends::cpu::normal_tensor_tensor),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -113,6 +159,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "norm.Scalar",
         operators::norm_Scalar::kernel(backends::composite_explicit_autograd::norm_scalar),
+    )?;
+    m.impl_(
+        "normal.float_float",
+        operators::normal_float_float::kernel(
+            backends::composite_explicit_autograd::normal_float_float,
+        ),
+    )?;
+    m.impl_(
+        "normal.float_float_out",
+        operators::normal_float_float_out::kernel(
+            normal_float_float_out_composite_explicit_autograd,
+        ),
     )?;
     m.impl_(
         "norm.ScalarOpt_dtype_out",
@@ -178,7 +236,55 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::norm_dtype_out::kernel(norm_dtype_out_meta),
     )?;
     m.impl_("norm.out", operators::norm_out::kernel(norm_out_meta))?;
+    m.impl_("normal_", operators::normal_::kernel(normal__meta))?;
+    m.impl_(
+        "normal.Tensor_float_out",
+        operators::normal_Tensor_float_out::kernel(normal_Tensor_float_out_meta),
+    )?;
+    m.impl_(
+        "normal.Tensor_float",
+        operators::normal_Tensor_float::kernel(backends::meta::normal_tensor_float),
+    )?;
+    m.impl_(
+        "normal.float_Tensor_out",
+        operators::normal_float_Tensor_out::kernel(normal_float_Tensor_out_meta),
+    )?;
+    m.impl_(
+        "normal.float_Tensor",
+        operators::normal_float_Tensor::kernel(backends::meta::normal_float_tensor),
+    )?;
+    m.impl_(
+        "normal.Tensor_Tensor_out",
+        operators::normal_Tensor_Tensor_out::kernel(normal_Tensor_Tensor_out_meta),
+    )?;
+    m.impl_(
+        "normal.Tensor_Tensor",
+        operators::normal_Tensor_Tensor::kernel(backends::meta::normal_tensor_tensor),
+    )?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_(
+        "normal.float_float",
+        operators::normal_float_float::kernel(normal_float_float_backend_select),
+    )?;
+});
+
+fn normal_float_float_backend_select(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::normal_float_float::redispatch(
+        ks, mean, std, size, generator, dtype, layout, device, pin_memory,
+    )
+}
 
 fn nan_to_num_out_cpu(
     self_: &Tensor,
@@ -255,6 +361,46 @@ fn norm_out_cpu(
     Ok(Aliased)
 }
 
+fn normal__cpu(
+    self_: &Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::normal_(self_, mean, std, generator)?;
+    Ok(Aliased)
+}
+
+fn normal_Tensor_float_out_cpu(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::normal_tensor_float_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn normal_float_Tensor_out_cpu(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::normal_float_tensor_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn normal_Tensor_Tensor_out_cpu(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::normal_tensor_tensor_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
 fn nan_to_num__composite_explicit_autograd(
     self_: &Tensor,
     nan: Option<f64>,
@@ -262,6 +408,19 @@ fn nan_to_num__composite_explicit_autograd(
     neginf: Option<f64>,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::nan_to_num_(self_, nan, posinf, neginf)?;
+    Ok(Aliased)
+}
+
+fn normal_float_float_out_composite_explicit_autograd(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::normal_float_float_outf(
+        mean, std, size, generator, out,
+    )?;
     Ok(Aliased)
 }
 
@@ -356,5 +515,45 @@ fn norm_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::norm_outf(self_, p, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn normal__meta(
+    self_: &Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::normal_(self_, mean, std, generator)?;
+    Ok(Aliased)
+}
+
+fn normal_Tensor_float_out_meta(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::normal_tensor_float_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn normal_float_Tensor_out_meta(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::normal_float_tensor_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn normal_Tensor_Tensor_out_meta(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::normal_tensor_tensor_outf(mean, std, generator, out)?;
     Ok(Aliased)
 }

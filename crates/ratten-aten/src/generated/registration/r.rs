@@ -30,6 +30,75 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
     m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")?;
     m.def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
+    m.def(
+        "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+    )?;
+    m.def(
+        "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def("randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
+    m.def("random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)")?;
+    m.def("random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)")?;
     m.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
@@ -40,6 +109,28 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def(
+        "rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor")?;
+    m.def("random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("random(Tensor self, *, Generator? generator=None) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -80,6 +171,16 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "remainder.Scalar_Tensor",
         operators::remainder_Scalar_Tensor::kernel(backends::cpu::remainder_scalar_tensor),
     )?;
+    m.impl_(
+        "randperm.generator_out",
+        operators::randperm_generator_out::kernel(randperm_generator_out_cpu),
+    )?;
+    m.impl_(
+        "random_.from",
+        operators::random__from::kernel(random__from_cpu),
+    )?;
+    m.impl_("random_.to", operators::random__to::kernel(random__to_cpu))?;
+    m.impl_("random_", operators::random_::kernel(random__cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -102,6 +203,96 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::remainder__Scalar::kernel(remainder__Scalar_composite_explicit_autograd),
     )?;
     m.impl_(
+        "rand",
+        operators::rand::kernel(backends::composite_explicit_autograd::rand),
+    )?;
+    m.impl_(
+        "rand.generator",
+        operators::rand_generator::kernel(backends::composite_explicit_autograd::rand_generator),
+    )?;
+    m.impl_(
+        "rand.out",
+        operators::rand_out::kernel(rand_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "rand_like",
+        operators::rand_like::kernel(backends::composite_explicit_autograd::rand_like),
+    )?;
+    m.impl_(
+        "randn",
+        operators::randn::kernel(backends::composite_explicit_autograd::randn),
+    )?;
+    m.impl_(
+        "randn.generator",
+        operators::randn_generator::kernel(backends::composite_explicit_autograd::randn_generator),
+    )?;
+    m.impl_(
+        "randn_like",
+        operators::randn_like::kernel(backends::composite_explicit_autograd::randn_like),
+    )?;
+    m.impl_(
+        "randint",
+        operators::randint::kernel(backends::composite_explicit_autograd::randint),
+    )?;
+    m.impl_(
+        "randint.generator",
+        operators::randint_generator::kernel(
+            backends::composite_explicit_autograd::randint_generator,
+        ),
+    )?;
+    m.impl_(
+        "randint.low",
+        operators::randint_low::kernel(backends::composite_explicit_autograd::randint_low),
+    )?;
+    m.impl_(
+        "randint.low_generator",
+        operators::randint_low_generator::kernel(
+            backends::composite_explicit_autograd::randint_low_generator,
+        ),
+    )?;
+    m.impl_(
+        "randint.out",
+        operators::randint_out::kernel(randint_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randint.generator_out",
+        operators::randint_generator_out::kernel(randint_generator_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randint.low_out",
+        operators::randint_low_out::kernel(randint_low_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randint.low_generator_out",
+        operators::randint_low_generator_out::kernel(
+            randint_low_generator_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "randint_like",
+        operators::randint_like::kernel(backends::composite_explicit_autograd::randint_like),
+    )?;
+    m.impl_(
+        "randint_like.low_dtype",
+        operators::randint_like_low_dtype::kernel(
+            backends::composite_explicit_autograd::randint_like_low_dtype,
+        ),
+    )?;
+    m.impl_(
+        "randperm",
+        operators::randperm::kernel(backends::composite_explicit_autograd::randperm),
+    )?;
+    m.impl_(
+        "randperm.generator",
+        operators::randperm_generator::kernel(
+            backends::composite_explicit_autograd::randperm_generator,
+        ),
+    )?;
+    m.impl_(
+        "randperm.out",
+        operators::randperm_out::kernel(randperm_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
         "relu.out",
         operators::relu_out::kernel(relu_out_composite_explicit_autograd),
     )?;
@@ -119,6 +310,48 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
             remainder_Scalar_Tensor_out_composite_explicit_autograd,
         ),
     )?;
+    m.impl_(
+        "rand_like.out",
+        operators::rand_like_out::kernel(rand_like_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randn_like.out",
+        operators::randn_like_out::kernel(randn_like_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randint_like.out",
+        operators::randint_like_out::kernel(randint_like_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "randint_like.low_dtype_out",
+        operators::randint_like_low_dtype_out::kernel(
+            randint_like_low_dtype_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "random.from_out",
+        operators::random_from_out::kernel(random_from_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "random.from",
+        operators::random_from::kernel(backends::composite_explicit_autograd::random_from),
+    )?;
+    m.impl_(
+        "random.to_out",
+        operators::random_to_out::kernel(random_to_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "random.to",
+        operators::random_to::kernel(backends::composite_explicit_autograd::random_to),
+    )?;
+    m.impl_(
+        "random.out",
+        operators::random_out::kernel(random_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "random",
+        operators::random::kernel(backends::composite_explicit_autograd::random),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -129,6 +362,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "reshape_as",
         operators::reshape_as::kernel(backends::composite_implicit_autograd::reshape_as),
+    )?;
+    m.impl_(
+        "rand.generator_out",
+        operators::rand_generator_out::kernel(rand_generator_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "randn.out",
+        operators::randn_out::kernel(randn_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "randn.generator_out",
+        operators::randn_generator_out::kernel(randn_generator_out_composite_implicit_autograd),
     )?;
 });
 
@@ -170,7 +415,179 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "remainder.Scalar_Tensor",
         operators::remainder_Scalar_Tensor::kernel(backends::meta::remainder_scalar_tensor),
     )?;
+    m.impl_(
+        "randperm.generator_out",
+        operators::randperm_generator_out::kernel(randperm_generator_out_meta),
+    )?;
+    m.impl_(
+        "random_.from",
+        operators::random__from::kernel(random__from_meta),
+    )?;
+    m.impl_("random_.to", operators::random__to::kernel(random__to_meta))?;
+    m.impl_("random_", operators::random_::kernel(random__meta))?;
 });
+
+ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
+    m.impl_("rand", operators::rand::kernel(rand_backend_select))?;
+    m.impl_(
+        "rand.generator",
+        operators::rand_generator::kernel(rand_generator_backend_select),
+    )?;
+    m.impl_("randn", operators::randn::kernel(randn_backend_select))?;
+    m.impl_(
+        "randn.generator",
+        operators::randn_generator::kernel(randn_generator_backend_select),
+    )?;
+    m.impl_(
+        "randint",
+        operators::randint::kernel(randint_backend_select),
+    )?;
+    m.impl_(
+        "randint.generator",
+        operators::randint_generator::kernel(randint_generator_backend_select),
+    )?;
+    m.impl_(
+        "randint.low",
+        operators::randint_low::kernel(randint_low_backend_select),
+    )?;
+    m.impl_(
+        "randint.low_generator",
+        operators::randint_low_generator::kernel(randint_low_generator_backend_select),
+    )?;
+    m.impl_(
+        "randperm",
+        operators::randperm::kernel(randperm_backend_select),
+    )?;
+    m.impl_(
+        "randperm.generator",
+        operators::randperm_generator::kernel(randperm_generator_backend_select),
+    )?;
+});
+
+fn rand_backend_select(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::rand::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+fn rand_generator_backend_select(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::rand_generator::redispatch(ks, size, generator, dtype, layout, device, pin_memory)
+}
+
+fn randn_backend_select(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randn::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+fn randn_generator_backend_select(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randn_generator::redispatch(ks, size, generator, dtype, layout, device, pin_memory)
+}
+
+fn randint_backend_select(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randint::redispatch(ks, high, size, dtype, layout, device, pin_memory)
+}
+
+fn randint_generator_backend_select(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randint_generator::redispatch(
+        ks, high, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+fn randint_low_backend_select(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randint_low::redispatch(ks, low, high, size, dtype, layout, device, pin_memory)
+}
+
+fn randint_low_generator_backend_select(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randint_low_generator::redispatch(
+        ks, low, high, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+fn randperm_backend_select(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randperm::redispatch(ks, n, dtype, layout, device, pin_memory)
+}
+
+fn randperm_generator_backend_select(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ks = backend_select_key_set(device);
+    operators::randperm_generator::redispatch(ks, n, generator, dtype, layout, device, pin_memory)
+}
 
 fn relu__cpu(self_: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::relu_(self_)?;
@@ -207,6 +624,39 @@ fn remainder__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     Ok(Aliased)
 }
 
+fn randperm_generator_out_cpu(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::cpu::randperm_generator_outf(n, generator, out)?;
+    Ok(Aliased)
+}
+
+fn random__from_cpu(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::random_from_(self_, from, to, generator)?;
+    Ok(Aliased)
+}
+
+fn random__to_cpu(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::random_to_(self_, to, generator)?;
+    Ok(Aliased)
+}
+
+fn random__cpu(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Aliased<0>> {
+    backends::cpu::random_(self_, generator)?;
+    Ok(Aliased)
+}
+
 fn remainder_Scalar_out_composite_explicit_autograd(
     self_: &Tensor,
     other: &Scalar,
@@ -221,6 +671,58 @@ fn remainder__Scalar_composite_explicit_autograd(
     other: &Scalar,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::remainder_scalar_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn rand_out_composite_explicit_autograd(size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::rand_outf(size, out)?;
+    Ok(Aliased)
+}
+
+fn randint_out_composite_explicit_autograd(
+    high: i64,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::randint_outf(high, size, out)?;
+    Ok(Aliased)
+}
+
+fn randint_generator_out_composite_explicit_autograd(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::randint_generator_outf(high, size, generator, out)?;
+    Ok(Aliased)
+}
+
+fn randint_low_out_composite_explicit_autograd(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::randint_low_outf(low, high, size, out)?;
+    Ok(Aliased)
+}
+
+fn randint_low_generator_out_composite_explicit_autograd(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::randint_low_generator_outf(
+        low, high, size, generator, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn randperm_out_composite_explicit_autograd(n: i64, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::randperm_outf(n, out)?;
     Ok(Aliased)
 }
 
@@ -258,6 +760,104 @@ fn remainder_Scalar_Tensor_out_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn rand_like_out_composite_explicit_autograd(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::rand_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn randn_like_out_composite_explicit_autograd(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::randn_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn randint_like_out_composite_explicit_autograd(
+    self_: &Tensor,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::randint_like_outf(self_, high, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn randint_like_low_dtype_out_composite_explicit_autograd(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::randint_like_low_dtype_outf(
+        self_,
+        low,
+        high,
+        memory_format,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn random_from_out_composite_explicit_autograd(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::random_from_outf(self_, from, to, generator, out)?;
+    Ok(Aliased)
+}
+
+fn random_to_out_composite_explicit_autograd(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::random_to_outf(self_, to, generator, out)?;
+    Ok(Aliased)
+}
+
+fn random_out_composite_explicit_autograd(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::random_outf(self_, generator, out)?;
+    Ok(Aliased)
+}
+
+fn rand_generator_out_composite_implicit_autograd(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::rand_generator_outf(size, generator, out)?;
+    Ok(Aliased)
+}
+
+fn randn_out_composite_implicit_autograd(size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::randn_outf(size, out)?;
+    Ok(Aliased)
+}
+
+fn randn_generator_out_composite_implicit_autograd(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::randn_generator_outf(size, generator, out)?;
+    Ok(Aliased)
+}
+
 fn relu__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::relu_(self_)?;
     Ok(Aliased)
@@ -290,5 +890,41 @@ fn remainder_Tensor_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Re
 
 fn remainder__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::meta::remainder_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn randperm_generator_out_meta(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::randperm_generator_outf(n, generator, out)?;
+    Ok(Aliased)
+}
+
+fn random__from_meta(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::random_from_(self_, from, to, generator)?;
+    Ok(Aliased)
+}
+
+fn random__to_meta(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::random_to_(self_, to, generator)?;
+    Ok(Aliased)
+}
+
+fn random__meta(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::random_(self_, generator)?;
     Ok(Aliased)
 }

@@ -16,11 +16,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)")?;
     m.def("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")?;
     m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]")?;
+    m.def(
+        "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
     m.def("_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("unfold", operators::unfold::kernel(backends::cpu::unfold))?;
+    m.impl_("uniform_", operators::uniform_::kernel(uniform__cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -40,6 +50,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "_unsafe_view.out",
         operators::_unsafe_view_out::kernel(_unsafe_view_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "uniform.out",
+        operators::uniform_out::kernel(uniform_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "uniform",
+        operators::uniform::kernel(backends::composite_explicit_autograd::uniform),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -51,7 +69,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("unfold", operators::unfold::kernel(backends::meta::unfold))?;
+    m.impl_("uniform_", operators::uniform_::kernel(uniform__meta))?;
 });
+
+fn uniform__cpu(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::uniform_(self_, from, to, generator)?;
+    Ok(Aliased)
+}
 
 fn _unsafe_view_out_composite_explicit_autograd(
     self_: &Tensor,
@@ -59,5 +88,26 @@ fn _unsafe_view_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::_unsafe_view_outf(self_, size, out)?;
+    Ok(Aliased)
+}
+
+fn uniform_out_composite_explicit_autograd(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::uniform_outf(self_, from, to, generator, out)?;
+    Ok(Aliased)
+}
+
+fn uniform__meta(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::uniform_(self_, from, to, generator)?;
     Ok(Aliased)
 }

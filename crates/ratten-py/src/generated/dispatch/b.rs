@@ -6,6 +6,42 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `bernoulli`: 2 signature(s).
+pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bernoulli(Tensor input, *, Generator? generator=None, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_generator = r.optional_generator(1)?;
+                let result = r.run(py, move || {
+                    functions::bernoulli_with(&a_self, a_generator.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                functions::bernoulli_out_with(&a_out, &a_self, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        // bernoulli(Tensor input, double p, *, Generator? generator=None)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_generator = r.optional_generator(2)?;
+            let result = r.run(py, move || {
+                functions::bernoulli_p_with(&a_self, a_p, a_generator.as_ref())
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bitwise_and`: 3 signature(s).
 pub(super) fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -173,6 +209,59 @@ pub(super) fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.bernoulli`: 2 signature(s).
+pub(super) fn method_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bernoulli(*, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_generator = r.optional_generator(0)?;
+            let result = r.run(py, move || a_self.bernoulli_with(a_generator.as_ref()))?;
+            into_py_result(py, result)
+        }
+        // bernoulli(double p, *, Generator? generator=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.double(0)?;
+            let a_generator = r.optional_generator(1)?;
+            let result = r.run(py, move || {
+                a_self.bernoulli_p_with(a_p, a_generator.as_ref())
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.bernoulli_`: 2 signature(s).
+pub(super) fn method_bernoulli_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bernoulli_(Tensor p, *, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.tensor(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                a_self.bernoulli_with_(&a_p, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // bernoulli_(double p=0.5, *, Generator? generator=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_p = r.double(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                a_self.bernoulli_float_with_(a_p, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

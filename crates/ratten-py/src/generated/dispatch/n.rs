@@ -267,6 +267,133 @@ pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `normal`: 4 signature(s).
+pub(super) fn function_normal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // normal(Tensor mean, Tensor std, *, Generator? generator=None, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_mean = r.tensor(0)?;
+                let a_std = r.tensor(1)?;
+                let a_generator = r.optional_generator(2)?;
+                let result = r.run(py, move || {
+                    functions::normal_tensor_tensor_with(&a_mean, &a_std, a_generator.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_mean = r.tensor(0)?;
+            let a_std = r.tensor(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                functions::normal_tensor_tensor_out_with(
+                    &a_out,
+                    &a_mean,
+                    &a_std,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // normal(Tensor mean, double std=1, *, Generator? generator=None, Tensor out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_mean = r.tensor(0)?;
+                let a_std = r.double(1)?;
+                let a_generator = r.optional_generator(2)?;
+                let result = r.run(py, move || {
+                    functions::normal_tensor_float_with(&a_mean, a_std, a_generator.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_mean = r.tensor(0)?;
+            let a_std = r.double(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                functions::normal_tensor_float_out_with(
+                    &a_out,
+                    &a_mean,
+                    a_std,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // normal(double mean, Tensor std, *, Generator? generator=None, Tensor out=None)
+        2 => {
+            if r.is_none(3) {
+                let a_mean = r.double(0)?;
+                let a_std = r.tensor(1)?;
+                let a_generator = r.optional_generator(2)?;
+                let result = r.run(py, move || {
+                    functions::normal_float_tensor_with(a_mean, &a_std, a_generator.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_mean = r.double(0)?;
+            let a_std = r.tensor(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                functions::normal_float_tensor_out_with(
+                    &a_out,
+                    a_mean,
+                    &a_std,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        // normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        3 => {
+            if r.is_none(8) {
+                let a_mean = r.double(0)?;
+                let a_std = r.double(1)?;
+                let a_size = r.int_list(2)?;
+                let a_generator = r.optional_generator(3)?;
+                let a_dtype = r.optional_scalar_type(4)?;
+                let a_layout = r.none_only(5)?;
+                let a_device = r.optional_device(6)?;
+                let a_pin_memory = r.optional_bool(7)?;
+                let result = r.run(py, move || {
+                    functions::normal_float_float_with(
+                        a_mean,
+                        a_std,
+                        &a_size,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(8)?;
+            let a_mean = r.double(0)?;
+            let a_std = r.double(1)?;
+            let a_size = r.int_list(2)?;
+            let a_generator = r.optional_generator(3)?;
+            r.run(py, move || {
+                functions::normal_float_float_out_with(
+                    &a_out,
+                    a_mean,
+                    a_std,
+                    &a_size,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(8))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.nan_to_num`: 1 signature(s).
 pub(super) fn method_nan_to_num(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -464,6 +591,25 @@ pub(super) fn method_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 a_self.norm_scalar_opt_dim_with(a_p, &a_dim, a_keepdim)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.normal_`: 1 signature(s).
+pub(super) fn method_normal_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // normal_(double mean=0, double std=1, *, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mean = r.double(0)?;
+            let a_std = r.double(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                a_self.normal_with_(a_mean, a_std, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

@@ -6,6 +6,432 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `rand`: 2 signature(s).
+pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_size = r.int_list(0)?;
+                let a_generator = r.optional_generator(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::rand_generator_with(
+                        &a_size,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_size = r.int_list(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                functions::rand_generator_out(&a_out, &a_size, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        // rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        1 => {
+            if r.is_none(5) {
+                let a_size = r.int_list(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let a_layout = r.none_only(2)?;
+                let a_device = r.optional_device(3)?;
+                let a_pin_memory = r.optional_bool(4)?;
+                let result = r.run(py, move || {
+                    functions::rand_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_size = r.int_list(0)?;
+            r.run(py, move || {
+                functions::rand_out(&a_out, &a_size)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `rand_like`: 1 signature(s).
+pub(super) fn function_rand_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let a_memory_format = r.optional_memory_format(5)?;
+            let result = r.run(py, move || {
+                functions::rand_like_with(
+                    &a_self,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `randint`: 4 signature(s).
+pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(7) {
+                let a_high = r.int(0)?;
+                let a_size = r.int_list(1)?;
+                let a_generator = r.optional_generator(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let a_layout = r.none_only(4)?;
+                let a_device = r.optional_device(5)?;
+                let a_pin_memory = r.optional_bool(6)?;
+                let result = r.run(py, move || {
+                    functions::randint_generator_with(
+                        a_high,
+                        &a_size,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(7)?;
+            let a_high = r.int(0)?;
+            let a_size = r.int_list(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                functions::randint_generator_out(&a_out, a_high, &a_size, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        // randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        1 => {
+            if r.is_none(6) {
+                let a_high = r.int(0)?;
+                let a_size = r.int_list(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::randint_with(
+                        a_high,
+                        &a_size,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_high = r.int(0)?;
+            let a_size = r.int_list(1)?;
+            r.run(py, move || {
+                functions::randint_out(&a_out, a_high, &a_size)?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        2 => {
+            if r.is_none(8) {
+                let a_low = r.int(0)?;
+                let a_high = r.int(1)?;
+                let a_size = r.int_list(2)?;
+                let a_generator = r.optional_generator(3)?;
+                let a_dtype = r.optional_scalar_type(4)?;
+                let a_layout = r.none_only(5)?;
+                let a_device = r.optional_device(6)?;
+                let a_pin_memory = r.optional_bool(7)?;
+                let result = r.run(py, move || {
+                    functions::randint_low_generator_with(
+                        a_low,
+                        a_high,
+                        &a_size,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(8)?;
+            let a_low = r.int(0)?;
+            let a_high = r.int(1)?;
+            let a_size = r.int_list(2)?;
+            let a_generator = r.optional_generator(3)?;
+            r.run(py, move || {
+                functions::randint_low_generator_out(
+                    &a_out,
+                    a_low,
+                    a_high,
+                    &a_size,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(8))
+        }
+        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        3 => {
+            if r.is_none(7) {
+                let a_low = r.int(0)?;
+                let a_high = r.int(1)?;
+                let a_size = r.int_list(2)?;
+                let a_dtype = r.optional_scalar_type(3)?;
+                let a_layout = r.none_only(4)?;
+                let a_device = r.optional_device(5)?;
+                let a_pin_memory = r.optional_bool(6)?;
+                let result = r.run(py, move || {
+                    functions::randint_low_with(
+                        a_low,
+                        a_high,
+                        &a_size,
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(7)?;
+            let a_low = r.int(0)?;
+            let a_high = r.int(1)?;
+            let a_size = r.int_list(2)?;
+            r.run(py, move || {
+                functions::randint_low_out(&a_out, a_low, a_high, &a_size)?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `randint_like`: 2 signature(s).
+pub(super) fn function_randint_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_high = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let a_memory_format = r.optional_memory_format(6)?;
+            let result = r.run(py, move || {
+                functions::randint_like_with(
+                    &a_self,
+                    a_high,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_low = r.int(1)?;
+            let a_high = r.int(2)?;
+            let a_dtype = r.optional_scalar_type(3)?;
+            let a_layout = r.none_only(4)?;
+            let a_device = r.optional_device(5)?;
+            let a_pin_memory = r.optional_bool(6)?;
+            let a_memory_format = r.optional_memory_format(7)?;
+            let result = r.run(py, move || {
+                functions::randint_like_low_dtype_with(
+                    &a_self,
+                    a_low,
+                    a_high,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `randn`: 2 signature(s).
+pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_size = r.int_list(0)?;
+                let a_generator = r.optional_generator(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::randn_generator_with(
+                        &a_size,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_size = r.int_list(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                functions::randn_generator_out(&a_out, &a_size, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        // randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        1 => {
+            if r.is_none(5) {
+                let a_size = r.int_list(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let a_layout = r.none_only(2)?;
+                let a_device = r.optional_device(3)?;
+                let a_pin_memory = r.optional_bool(4)?;
+                let result = r.run(py, move || {
+                    functions::randn_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_size = r.int_list(0)?;
+            r.run(py, move || {
+                functions::randn_out(&a_out, &a_size)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `randn_like`: 1 signature(s).
+pub(super) fn function_randn_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let a_memory_format = r.optional_memory_format(5)?;
+            let result = r.run(py, move || {
+                functions::randn_like_with(
+                    &a_self,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                    a_memory_format,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `randperm`: 2 signature(s).
+pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_n = r.int(0)?;
+                let a_generator = r.optional_generator(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let a_layout = r.none_only(3)?;
+                let a_device = r.optional_device(4)?;
+                let a_pin_memory = r.optional_bool(5)?;
+                let result = r.run(py, move || {
+                    functions::randperm_generator_with(
+                        a_n,
+                        a_generator.as_ref(),
+                        a_dtype,
+                        a_layout,
+                        a_device,
+                        a_pin_memory,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_n = r.int(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                functions::randperm_generator_out(&a_out, a_n, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        // randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        1 => {
+            if r.is_none(5) {
+                let a_n = r.int(0)?;
+                let a_dtype = r.optional_scalar_type(1)?;
+                let a_layout = r.none_only(2)?;
+                let a_device = r.optional_device(3)?;
+                let a_pin_memory = r.optional_bool(4)?;
+                let result = r.run(py, move || {
+                    functions::randperm_with(a_n, a_dtype, a_layout, a_device, a_pin_memory)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_n = r.int(0)?;
+            r.run(py, move || {
+                functions::randperm_out(&a_out, a_n)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `reciprocal`: 1 signature(s).
 pub(super) fn function_reciprocal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -195,6 +621,46 @@ pub(super) fn function_rsub(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 functions::rsub_scalar_with(&a_self, a_other, a_alpha)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.random_`: 3 signature(s).
+pub(super) fn method_random_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // random_(*, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_generator = r.optional_generator(0)?;
+            r.run(py, move || {
+                a_self.random_with_(a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // random_(int64_t from, int64_t? to, *, Generator? generator=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_from = r.int(0)?;
+            let a_to = r.optional_int(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                a_self.random_from_with_(a_from, a_to, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // random_(int64_t to, *, Generator? generator=None)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_to = r.int(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                a_self.random_to_with_(a_to, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

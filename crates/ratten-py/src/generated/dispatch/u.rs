@@ -111,6 +111,25 @@ pub(super) fn method_unfold(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `Tensor.uniform_`: 1 signature(s).
+pub(super) fn method_uniform_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // uniform_(double from=0, double to=1, *, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_from = r.double(0)?;
+            let a_to = r.double(1)?;
+            let a_generator = r.optional_generator(2)?;
+            r.run(py, move || {
+                a_self.uniform_with_(a_from, a_to, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.unsqueeze`: 1 signature(s).
 pub(super) fn method_unsqueeze(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -78,6 +78,11 @@ pub fn bitwise_xor_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a 
     kernels::bitwise_xor_(self_, other)
 }
 
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+pub fn bernoulli(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+    kernels::bernoulli(self_, generator)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn bitwise_and_scalar_tensor_outf<'a>(
     self_: &Scalar,
@@ -112,6 +117,47 @@ pub fn bitwise_xor_scalar_tensor_outf<'a>(
 ) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::bitwise_xor_Scalar_Tensor::call(self_, other)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn bernoulli_tensor_outf<'a>(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::bernoulli_Tensor::call(self_, p, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+pub fn bernoulli_tensor(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::bernoulli__Tensor::call(&copy, p, generator)?;
+    Ok(copy)
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn bernoulli_float_outf<'a>(
+    self_: &Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::bernoulli_p::call(self_, p, generator)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

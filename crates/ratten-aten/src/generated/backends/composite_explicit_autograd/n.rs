@@ -40,6 +40,33 @@ pub fn norm_scalar(self_: &Tensor, p: &Scalar) -> Result<Tensor> {
     kernels::norm_scalar(self_, p)
 }
 
+/// `aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn normal_float_float(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::normal_float_float(
+        mean, std, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+/// `aten::normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn normal_float_float_outf<'a>(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::normal_float_float_out(mean, std, size, generator, out)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub fn norm_scalar_opt_dtype_outf<'a>(
     self_: &Tensor,

@@ -30,6 +30,243 @@ pub fn remainder_scalar_<'a>(self_: &'a Tensor, other: &Scalar) -> Result<&'a Te
     kernels::remainder_(self_, other)
 }
 
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn rand(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::rand(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::rand_generator(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn rand_outf<'a>(size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::rand_out(size, out)
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn rand_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::rand_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randn(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randn(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randn_generator(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn randn_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::randn_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randint(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randint(high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randint_generator(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randint_generator(high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randint_low(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randint_low(low, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randint_low_generator(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randint_low_generator(
+        low, high, size, generator, dtype, layout, device, pin_memory,
+    )
+}
+
+/// `aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_outf<'a>(high: i64, size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::randint_out(high, size, out)
+}
+
+/// `aten::randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_generator_outf<'a>(
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::randint_generator_out(high, size, generator, out)
+}
+
+/// `aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_low_outf<'a>(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::randint_low_out(low, high, size, out)
+}
+
+/// `aten::randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_low_generator_outf<'a>(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::randint_low_generator_out(low, high, size, generator, out)
+}
+
+/// `aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn randint_like(
+    self_: &Tensor,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::randint_like(
+        self_,
+        high,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub fn randint_like_low_dtype(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<crate::native::MemoryFormat>,
+) -> Result<Tensor> {
+    kernels::randint_like_low_dtype(
+        self_,
+        low,
+        high,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )
+}
+
+/// `aten::randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randperm(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randperm(n, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn randperm_generator(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::randperm_generator(n, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn randperm_outf<'a>(n: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::randperm_out(n, out)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn relu_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
@@ -78,4 +315,168 @@ pub fn remainder_scalar_tensor_outf<'a>(
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn rand_like_outf<'a>(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::rand_like::call(
+        self_,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn randn_like_outf<'a>(
+    self_: &Tensor,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::randn_like::call(
+        self_,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.out(Tensor self, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_like_outf<'a>(
+    self_: &Tensor,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::randint_like::call(
+        self_,
+        high,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::randint_like.low_dtype_out(Tensor self, SymInt low, SymInt high, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn randint_like_low_dtype_outf<'a>(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    memory_format: Option<crate::native::MemoryFormat>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::randint_like_low_dtype::call(
+        self_,
+        low,
+        high,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+        memory_format,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::random.from_out(Tensor self, int from, int? to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn random_from_outf<'a>(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::random_from::call(self_, from, to, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor`
+pub fn random_from(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::random__from::call(&copy, from, to, generator)?;
+    Ok(copy)
+}
+
+/// `aten::random.to_out(Tensor self, int to, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn random_to_outf<'a>(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::random_to::call(self_, to, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor`
+pub fn random_to(
+    self_: &Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::random__to::call(&copy, to, generator)?;
+    Ok(copy)
+}
+
+/// `aten::random.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn random_outf<'a>(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::random::call(self_, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::random(Tensor self, *, Generator? generator=None) -> Tensor`
+pub fn random(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::random_::call(&copy, generator)?;
+    Ok(copy)
 }

@@ -29,3 +29,32 @@ pub fn _unsafe_view_outf<'a>(self_: &Tensor, size: &[i64], out: &'a Tensor) -> R
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn uniform_outf<'a>(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::uniform::call(self_, from, to, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
+pub fn uniform(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::uniform_::call(&copy, from, to, generator)?;
+    Ok(copy)
+}

@@ -15,3 +15,26 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
 pub fn reshape_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::reshape_as(self_, other)
 }
+
+/// `aten::rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub fn rand_generator_outf<'a>(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::rand_generator_out(size, generator, out)
+}
+
+/// `aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn randn_outf<'a>(size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::randn_out(size, out)
+}
+
+/// `aten::randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub fn randn_generator_outf<'a>(
+    size: &[i64],
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::randn_generator_out(size, generator, out)
+}

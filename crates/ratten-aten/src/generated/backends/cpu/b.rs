@@ -145,3 +145,30 @@ pub fn bitwise_xor_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor>
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn bernoulli_outf<'a>(
+    self_: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::bernoulli_out(self_, generator, out)
+}
+
+/// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+pub fn bernoulli_<'a>(
+    self_: &'a Tensor,
+    p: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::bernoulli_(self_, p, generator)
+}
+
+/// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+pub fn bernoulli_float_<'a>(
+    self_: &'a Tensor,
+    p: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::bernoulli_float_(self_, p, generator)
+}

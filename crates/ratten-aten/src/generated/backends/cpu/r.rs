@@ -130,3 +130,39 @@ pub fn remainder_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
 pub fn remainder_scalar_tensor(self_: &Scalar, other: &Tensor) -> Result<Tensor> {
     kernels::remainder_scalar_tensor(self_, other)
 }
+
+/// `aten::randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub fn randperm_generator_outf<'a>(
+    n: i64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::randperm_out_cpu(n, generator, out)
+}
+
+/// `aten::random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)`
+pub fn random_from_<'a>(
+    self_: &'a Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::random_from_(self_, from, to, generator)
+}
+
+/// `aten::random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)`
+pub fn random_to_<'a>(
+    self_: &'a Tensor,
+    to: i64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::random_to_(self_, to, generator)
+}
+
+/// `aten::random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)`
+pub fn random_<'a>(
+    self_: &'a Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::random_(self_, generator)
+}

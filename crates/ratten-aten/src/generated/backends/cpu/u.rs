@@ -10,3 +10,13 @@ use crate::native as kernels;
 pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     kernels::unfold(self_, dimension, size, step)
 }
+
+/// `aten::uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
+pub fn uniform_<'a>(
+    self_: &'a Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::uniform_(self_, from, to, generator)
+}

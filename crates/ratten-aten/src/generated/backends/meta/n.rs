@@ -192,3 +192,70 @@ pub fn norm_outf<'a>(
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+pub fn normal_<'a>(
+    self_: &'a Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::normal_(self_, mean, std, generator)
+}
+
+/// `aten::normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn normal_tensor_float_outf<'a>(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::normal_tensor_float_out(mean, std, generator, out)
+}
+
+/// `aten::normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor`
+pub fn normal_tensor_float(
+    mean: &Tensor,
+    std: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    kernels::normal_tensor_float(mean, std, generator)
+}
+
+/// `aten::normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn normal_float_tensor_outf<'a>(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::normal_float_tensor_out(mean, std, generator, out)
+}
+
+/// `aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor`
+pub fn normal_float_tensor(
+    mean: f64,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    kernels::normal_float_tensor(mean, std, generator)
+}
+
+/// `aten::normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn normal_tensor_tensor_outf<'a>(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::normal_tensor_tensor_out(mean, std, generator, out)
+}
+
+/// `aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor`
+pub fn normal_tensor_tensor(
+    mean: &Tensor,
+    std: &Tensor,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    kernels::normal_tensor_tensor(mean, std, generator)
+}
