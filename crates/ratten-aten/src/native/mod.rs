@@ -9,6 +9,7 @@ pub mod pointwise;
 pub mod reduce_ops;
 pub mod reduce_utils;
 pub mod scan_ops;
+pub mod sorting;
 pub mod tensor_compare;
 pub mod type_properties;
 pub mod unary_ops;
@@ -24,5 +25,6 @@ pub use copy::{
 pub use pointwise::*;
 pub use reduce_ops::*;
 pub use scan_ops::*;
+pub use sorting::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;

@@ -124,4 +124,10 @@ impl Tensor {
     pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         operators::min_dim::call(self, dim, keepdim)
     }
+
+    /// `aten::msort(Tensor self) -> Tensor`
+    #[inline]
+    pub fn msort(&self) -> Result<Tensor> {
+        operators::msort::call(self)
+    }
 }

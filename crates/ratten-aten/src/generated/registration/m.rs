@@ -40,6 +40,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
+    m.def("msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("msort(Tensor self) -> Tensor")?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
@@ -122,6 +124,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "mul.Scalar_out",
         operators::mul_Scalar_out::kernel(mul_Scalar_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "msort.out",
+        operators::msort_out::kernel(msort_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "msort",
+        operators::msort::kernel(backends::composite_implicit_autograd::msort),
     )?;
 });
 
@@ -245,6 +258,11 @@ fn mul_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::mul_scalar_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
+fn msort_out_composite_implicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::msort_outf(self_, out)?;
     Ok(Aliased)
 }
 

@@ -54,6 +54,18 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
     )?;
     m.def(
+        "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def(
+        "sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def(
+        "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    )?;
+    m.def(
+        "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    )?;
+    m.def(
         "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
@@ -110,6 +122,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "std_mean.correction",
         operators::std_mean_correction::kernel(backends::cpu::std_mean_correction),
     )?;
+    m.impl_(
+        "sort.values_stable",
+        operators::sort_values_stable::kernel(backends::cpu::sort_values_stable_outf),
+    )?;
+    m.impl_(
+        "sort.stable",
+        operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -124,6 +144,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "sum",
         operators::sum::kernel(backends::composite_explicit_autograd::sum),
+    )?;
+    m.impl_(
+        "sort.values",
+        operators::sort_values::kernel(backends::composite_explicit_autograd::sort_values_outf),
+    )?;
+    m.impl_(
+        "sort",
+        operators::sort::kernel(backends::composite_explicit_autograd::sort),
     )?;
     m.impl_(
         "sub.Scalar_out",
@@ -211,6 +239,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "std_mean.correction",
         operators::std_mean_correction::kernel(backends::meta::std_mean_correction),
+    )?;
+    m.impl_(
+        "sort.values_stable",
+        operators::sort_values_stable::kernel(backends::meta::sort_values_stable_outf),
+    )?;
+    m.impl_(
+        "sort.stable",
+        operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
 });
 
