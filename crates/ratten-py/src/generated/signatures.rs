@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 104 names.
+/// Module functions (`ratten.add`): 109 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -103,6 +103,13 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "argsort",
+        signatures: &[
+            "argsort(Tensor input, *, bool stable, int64_t dim=-1, bool descending=False, Tensor out=None)",
+            "argsort(Tensor input, int64_t dim=-1, bool descending=False)",
         ],
     },
     Binding {
@@ -324,6 +331,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "kthvalue",
+        signatures: &[
+            "kthvalue(Tensor input, SymInt k, int64_t dim=-1, bool keepdim=False, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor input, Tensor other, *, Tensor out=None)",
@@ -441,6 +454,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "minimum",
         signatures: &[
             "minimum(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "msort",
+        signatures: &[
+            "msort(Tensor input, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -592,6 +611,13 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "sort",
+        signatures: &[
+            "sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)",
+            "sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "sqrt",
         signatures: &[
             "sqrt(Tensor input, *, Tensor out=None)",
@@ -657,6 +683,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "topk",
+        signatures: &[
+            "topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "var",
         signatures: &[
             "var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
@@ -683,7 +715,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 126 names.
+/// Tensor methods (`t.add`), without `self`: 131 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -783,6 +815,13 @@ pub const METHODS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "argsort",
+        signatures: &[
+            "argsort(*, bool stable, int64_t dim=-1, bool descending=False)",
+            "argsort(int64_t dim=-1, bool descending=False)",
         ],
     },
     Binding {
@@ -1075,6 +1114,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "kthvalue",
+        signatures: &[
+            "kthvalue(SymInt k, int64_t dim=-1, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor other)",
@@ -1231,6 +1276,12 @@ pub const METHODS: &[Binding] = &[
         name: "minimum",
         signatures: &[
             "minimum(Tensor other)",
+        ],
+    },
+    Binding {
+        name: "msort",
+        signatures: &[
+            "msort()",
         ],
     },
     Binding {
@@ -1406,6 +1457,13 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "sort",
+        signatures: &[
+            "sort(*, bool? stable, int64_t dim=-1, bool descending=False)",
+            "sort(int64_t dim=-1, bool descending=False)",
+        ],
+    },
+    Binding {
         name: "sqrt",
         signatures: &[
             "sqrt()",
@@ -1475,6 +1533,12 @@ pub const METHODS: &[Binding] = &[
             "to(Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "topk",
+        signatures: &[
+            "topk(SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True)",
         ],
     },
     Binding {

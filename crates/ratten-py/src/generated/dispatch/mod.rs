@@ -12,6 +12,7 @@ mod e;
 mod f;
 mod g;
 mod i;
+mod k;
 mod l;
 mod m;
 mod n;
@@ -42,6 +43,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     a::function_any,
     a::function_argmax,
     a::function_argmin,
+    a::function_argsort,
     b::function_bitwise_and,
     b::function_bitwise_not,
     b::function_bitwise_or,
@@ -75,6 +77,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     i::function_isfinite,
     i::function_isinf,
     i::function_isnan,
+    k::function_kthvalue,
     l::function_le,
     l::function_lerp,
     l::function_linalg_vector_norm,
@@ -94,6 +97,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     m::function_mean,
     m::function_min,
     m::function_minimum,
+    m::function_msort,
     m::function_mul,
     n::function_nan_to_num,
     n::function_nan_to_num_,
@@ -117,6 +121,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     s::function_sign,
     s::function_sin,
     s::function_sin_,
+    s::function_sort,
     s::function_sqrt,
     s::function_sqrt_,
     s::function_std,
@@ -127,6 +132,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     t::function_tan_,
     t::function_tanh,
     t::function_tanh_,
+    t::function_topk,
     v::function_var,
     v::function_var_mean,
     w::function_where,
@@ -150,6 +156,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     a::method_any,
     a::method_argmax,
     a::method_argmin,
+    a::method_argsort,
     b::method_bitwise_and,
     b::method_bitwise_and_,
     b::method_bitwise_not,
@@ -194,6 +201,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     i::method_isfinite,
     i::method_isinf,
     i::method_isnan,
+    k::method_kthvalue,
     l::method_le,
     l::method_le_,
     l::method_lerp,
@@ -219,6 +227,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     m::method_mean,
     m::method_min,
     m::method_minimum,
+    m::method_msort,
     m::method_mul,
     m::method_mul_,
     n::method_nan_to_num,
@@ -246,6 +255,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     s::method_sign_,
     s::method_sin,
     s::method_sin_,
+    s::method_sort,
     s::method_sqrt,
     s::method_sqrt_,
     s::method_std,
@@ -257,6 +267,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     t::method_tanh,
     t::method_tanh_,
     t::method_to,
+    t::method_topk,
     t::method_type_as,
     v::method_var,
     w::method_where,
