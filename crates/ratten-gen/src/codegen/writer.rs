@@ -4,7 +4,9 @@
 //! Note [Generated code is rustfmt-clean]: the layouts below are rustfmt's (default
 //! configuration, `max_width` 100) for the few constructs emitters write: a function header
 //! whose parameters do not fit goes one parameter per line; a call whose arguments are wider
-//! than `fn_call_width` (60) or do not fit goes one argument per line; an assignment whose
+//! than `fn_call_width` (60) or do not fit goes one argument per line, or, when every argument
+//! is a short simple expression (a name or literal of at most 10 characters), as many a line
+//! as fit (rustfmt's "mixed" tactic); an assignment whose
 //! right-hand side does not fit moves it to the next line when it fits there. Emitters write
 //! everything else as short lines. `tests/rustfmt_clean.rs` runs rustfmt over the generated
 //! trees to keep this true.
@@ -133,8 +135,9 @@ impl Writer {
 /// An expression of generated code, laid out as rustfmt lays out calls and tuples: on one
 /// line when it fits and its items are at most [`FN_CALL_WIDTH`] wide (a single item need
 /// only fit); else, for a call
-/// whose one argument is a call or tuple, that argument overflows (`f((` ... `))`); else one
-/// item per line.
+/// whose one argument is a call or tuple, that argument overflows (`f((` ... `))`); else, when
+/// every item is a short simple expression, as many items a line as fit; else one item per
+/// line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expr {
     Atom(String),
@@ -197,6 +200,46 @@ impl Expr {
             && items.iter().all(Expr::narrow)
     }
 
+    /// Whether rustfmt calls it a short simple expression (`is_simple_expr` and at most
+    /// `short_array_element_width_threshold`, 10, wide): a literal or a one-segment path,
+    /// possibly behind `&`, `&mut `, `-`, `!` or `*`, with fields and a trailing `?`. A list of
+    /// such items that does not fit on one line is filled line by line, not one a line.
+    fn is_short_simple(&self) -> bool {
+        let Expr::Atom(a) = self else {
+            return false;
+        };
+        if a.len() > 10 {
+            return false;
+        }
+        let mut t = a.as_str();
+        loop {
+            if let Some(r) = t.strip_prefix("&mut ") {
+                t = r;
+            } else if let Some(r) = t.strip_prefix(['&', '-', '!', '*']) {
+                t = r;
+            } else {
+                break;
+            }
+        }
+        let t = t.strip_suffix('?').unwrap_or(t);
+        let literal = |p: &str| {
+            (p.len() >= 2
+                && p.starts_with('"')
+                && p.ends_with('"')
+                && !p[1..p.len() - 1].contains(['"', '\\']))
+                || p.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        };
+        let ident = |p: &str| {
+            p.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+        };
+        literal(t) || (!t.is_empty() && t.split('.').all(|p| ident(p) || p.parse::<u32>().is_ok()))
+    }
+
     /// The text starting at column `start`, followed by `tail` characters on its last line;
     /// `base` is the statement's column and `rel` this nesting level's indentation relative
     /// to it (continuation lines carry only their relative indentation).
@@ -211,6 +254,27 @@ impl Expr {
             return format!("{callee}({inner})");
         }
         let pad = " ".repeat(rel + 4);
+        if items.iter().all(Expr::is_short_simple) {
+            // rustfmt's "mixed" tactic: as many items a line as fit, each with its comma.
+            let width = MAX_WIDTH - (base + rel + 4);
+            let mut s = format!("{callee}(\n{pad}");
+            let mut used = 0;
+            for it in items {
+                let t = it.flat();
+                if used > 0 && used + 1 + t.len() + 1 > width {
+                    s.push_str(&format!("\n{pad}"));
+                    used = 0;
+                } else if used > 0 {
+                    s.push(' ');
+                    used += 1;
+                }
+                s.push_str(&t);
+                s.push(',');
+                used += t.len() + 1;
+            }
+            s.push_str(&format!("\n{})", " ".repeat(rel)));
+            return s;
+        }
         let mut s = format!("{callee}(");
         for it in items {
             let t = it.layout(base, rel + 4, base + rel + 4, 1);
@@ -256,16 +320,39 @@ mod tests {
         assert!(text.ends_with("    argument_7: &Tensor,\n) -> Result<Tensor> {\n"));
         let mut w = Writer::new();
         w.stmt("", &Expr::call_atoms("f", &["a", "b"]), "?;");
+        // Short simple arguments fill lines (rustfmt's "mixed" tactic); others go one a line.
         let long: Vec<String> = (0..6).map(|i| format!("argument_{i}")).collect();
+        let mut u = Writer::new();
+        let longer: Vec<String> = (0..6).map(|i| format!("argument_{i}x")).collect();
+        u.stmt("", &Expr::call_atoms("f", &longer), "?;");
+        let calls: Vec<String> = (0..5).map(|i| format!("g(argument_{i})")).collect();
+        u.stmt("", &Expr::call_atoms("f", &calls), "?;");
+        assert_eq!(
+            u.finish(),
+            "f(\n    argument_0x,\n    argument_1x,\n    argument_2x,\n    argument_3x,\n    argument_4x,\n    argument_5x,\n)?;\nf(\n    g(argument_0),\n    g(argument_1),\n    g(argument_2),\n    g(argument_3),\n    g(argument_4),\n)?;\n"
+        );
         w.stmt("let x = ", &Expr::call_atoms("f", &long), "?;");
         w.stmt(
             "",
             &Expr::call("Self::g", vec![Expr::tuple_atoms(&long)]),
             "",
         );
+        let callee = format!("backends::{}::g", "x".repeat(70));
+        let mut v = Writer::new();
+        v.indented(|v| {
+            v.stmt(
+                "",
+                &Expr::call_atoms(&callee, &["self_", "stable", "dim", "out"]),
+                "?;",
+            );
+        });
+        assert_eq!(
+            v.finish(),
+            format!("    {callee}(\n        self_, stable, dim, out,\n    )?;\n")
+        );
         assert_eq!(
             w.finish(),
-            "f(a, b)?;\nlet x = f(\n    argument_0,\n    argument_1,\n    argument_2,\n    argument_3,\n    argument_4,\n    argument_5,\n)?;\nSelf::g((\n    argument_0,\n    argument_1,\n    argument_2,\n    argument_3,\n    argument_4,\n    argument_5,\n))\n"
+            "f(a, b)?;\nlet x = f(\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n)?;\nSelf::g((\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n))\n"
         );
     }
 }
