@@ -36,9 +36,8 @@ pub fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> Vec<i64> {
             0
         } else if s0 < s1 {
             -1
-        } else if s0 > s1 {
-            1
-        } else if sizes[dim0] > sizes[dim1] {
+        } else if s0 > s1 || sizes[dim0] > sizes[dim1] {
+            // Equal strides: the smaller size goes first.
             1
         } else {
             0
