@@ -228,9 +228,12 @@ fn sort_packed<'a, P: Packed>(
         items.sort_unstable();
         return items;
     }
-    tmp.clear();
-    tmp.resize(items.len(), P::default());
-    radix_sort(items, tmp, counts, key_bytes)
+    let n = items.len();
+    // Every pass writes all of its destination before reading it: stale contents are fine.
+    if tmp.len() < n {
+        tmp.resize(n, P::default());
+    }
+    radix_sort(items, &mut tmp[..n], counts, key_bytes)
 }
 
 /// Per-thread scratch of the line routines, reused across the lines of a chunk.
