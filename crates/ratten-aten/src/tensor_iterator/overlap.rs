@@ -124,6 +124,21 @@ pub fn assert_no_partial_overlap(a: &TensorBase, b: &TensorBase) -> Result<()> {
     Ok(())
 }
 
+/// `assert_no_overlap`: `a` and `b` share no element, fully or partly.
+pub fn assert_no_overlap(a: &TensorBase, b: &TensorBase) -> Result<()> {
+    if matches!(
+        get_overlap_status(a, b),
+        MemOverlapStatus::Partial | MemOverlapStatus::Full
+    ) {
+        return Err(Error::runtime(
+            "unsupported operation: some elements of the input tensor and the written-to tensor \
+             refer to a single memory location. Please clone() the tensor before performing the \
+             operation.",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

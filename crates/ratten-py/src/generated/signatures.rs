@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 149 names.
+/// Module functions (`ratten.add`): 154 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -123,6 +123,13 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "argsort",
+        signatures: &[
+            "argsort(Tensor input, *, bool stable, int64_t dim=-1, bool descending=False, Tensor out=None)",
+            "argsort(Tensor input, int64_t dim=-1, bool descending=False)",
         ],
     },
     Binding {
@@ -426,6 +433,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "kthvalue",
+        signatures: &[
+            "kthvalue(Tensor input, SymInt k, int64_t dim=-1, bool keepdim=False, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor input, Tensor other, *, Tensor out=None)",
@@ -565,6 +578,12 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "movedim(Tensor input, int64_t source, int64_t destination)",
             "movedim(Tensor input, IntArrayRef source, IntArrayRef destination)",
+        ],
+    },
+    Binding {
+        name: "msort",
+        signatures: &[
+            "msort(Tensor input, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -826,6 +845,13 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "sort",
+        signatures: &[
+            "sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)",
+            "sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "split",
         signatures: &[
             "split(Tensor input, SymInt split_size, int64_t dim=0)",
@@ -919,6 +945,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "topk",
+        signatures: &[
+            "topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)",
+        ],
+    },
+    Binding {
         name: "transpose",
         signatures: &[
             "transpose(Tensor input, int64_t dim0, int64_t dim1)",
@@ -981,7 +1013,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 159 names.
+/// Tensor methods (`t.add`), without `self`: 164 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -1087,6 +1119,13 @@ pub const METHODS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "argsort",
+        signatures: &[
+            "argsort(*, bool stable, int64_t dim=-1, bool descending=False)",
+            "argsort(int64_t dim=-1, bool descending=False)",
         ],
     },
     Binding {
@@ -1447,6 +1486,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "kthvalue",
+        signatures: &[
+            "kthvalue(SymInt k, int64_t dim=-1, bool keepdim=False)",
+        ],
+    },
+    Binding {
         name: "le",
         signatures: &[
             "le(Tensor other)",
@@ -1610,6 +1655,12 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "movedim(int64_t source, int64_t destination)",
             "movedim(IntArrayRef source, IntArrayRef destination)",
+        ],
+    },
+    Binding {
+        name: "msort",
+        signatures: &[
+            "msort()",
         ],
     },
     Binding {
@@ -1836,6 +1887,13 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "sort",
+        signatures: &[
+            "sort(*, bool? stable, int64_t dim=-1, bool descending=False)",
+            "sort(int64_t dim=-1, bool descending=False)",
+        ],
+    },
+    Binding {
         name: "split",
         signatures: &[
             "split(SymInt split_size, int64_t dim=0)",
@@ -1932,6 +1990,12 @@ pub const METHODS: &[Binding] = &[
             "to(Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
+        ],
+    },
+    Binding {
+        name: "topk",
+        signatures: &[
+            "topk(SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True)",
         ],
     },
     Binding {

@@ -589,6 +589,67 @@ pub fn any_all_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn argsort(self_: &Tensor) -> Result<Tensor> {
+    operators::argsort::call(self_, -1, false)
+}
+
+/// `aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn argsort_with(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
+    operators::argsort::call(self_, dim, descending)
+}
+
+/// `aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn argsort_stable(self_: &Tensor, stable: bool) -> Result<Tensor> {
+    operators::argsort_stable::call(self_, stable, -1, false)
+}
+
+/// `aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn argsort_stable_with(
+    self_: &Tensor,
+    stable: bool,
+    dim: i64,
+    descending: bool,
+) -> Result<Tensor> {
+    operators::argsort_stable::call(self_, stable, dim, descending)
+}
+
+/// `aten::argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn argsort_stable_out<'a>(out: &'a Tensor, self_: &Tensor, stable: bool) -> Result<&'a Tensor> {
+    operators::argsort_stable_out::call(self_, stable, -1, false, out)?;
+    Ok(out)
+}
+
+/// `aten::argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn argsort_stable_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    stable: bool,
+    dim: i64,
+    descending: bool,
+) -> Result<&'a Tensor> {
+    operators::argsort_stable_out::call(self_, stable, dim, descending, out)?;
+    Ok(out)
+}
+
 /// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
 ///
 /// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.

@@ -249,6 +249,19 @@ pub fn min_dim_min_out_with<'a, 'b>(
     Ok((min, min_indices))
 }
 
+/// `aten::msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn msort_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::msort_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::msort(Tensor self) -> Tensor`
+#[inline]
+pub fn msort(self_: &Tensor) -> Result<Tensor> {
+    operators::msort::call(self_)
+}
+
 /// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
 #[inline]
 pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {

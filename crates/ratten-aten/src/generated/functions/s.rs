@@ -362,6 +362,101 @@ pub fn std_mean_correction_with(
     operators::std_mean_correction::call(self_, dim, correction.as_ref(), keepdim)
 }
 
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn sort_values_out<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::sort_values::call(self_, -1, false, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sort_values_out_with<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    dim: i64,
+    descending: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::sort_values::call(self_, dim, descending, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn sort_values_stable_out<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    stable: Option<bool>,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::sort_values_stable::call(self_, stable, -1, false, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sort_values_stable_out_with<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::sort_values_stable::call(self_, stable, dim, descending, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn sort(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    operators::sort::call(self_, -1, false)
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sort_with(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    operators::sort::call(self_, dim, descending)
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Defaults: `dim` = `-1`, `descending` = `False`.
+#[inline]
+pub fn sort_stable(self_: &Tensor, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
+    operators::sort_stable::call(self_, stable, -1, false)
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn sort_stable_with(
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::sort_stable::call(self_, stable, dim, descending)
+}
+
 /// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
 #[inline]
 pub fn squeeze(self_: &Tensor) -> Result<Tensor> {

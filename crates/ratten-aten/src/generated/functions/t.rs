@@ -44,6 +44,59 @@ pub fn tanh_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Defaults: `dim` = `-1`, `largest` = `True`, `sorted` = `True`.
+#[inline]
+pub fn topk_values_out<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    k: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::topk_values::call(self_, k, -1, true, true, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn topk_values_out_with<'a, 'b>(
+    values: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::topk_values::call(self_, k, dim, largest, sorted, values, indices)?;
+    Ok((values, indices))
+}
+
+/// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+///
+/// Defaults: `dim` = `-1`, `largest` = `True`, `sorted` = `True`.
+#[inline]
+pub fn topk(self_: &Tensor, k: i64) -> Result<(Tensor, Tensor)> {
+    operators::topk::call(self_, k, -1, true, true)
+}
+
+/// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn topk_with(
+    self_: &Tensor,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::topk::call(self_, k, dim, largest, sorted)
+}
+
 /// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
 #[inline]
 pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {

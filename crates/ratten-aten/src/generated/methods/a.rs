@@ -357,6 +357,38 @@ impl Tensor {
         operators::any::call(self)
     }
 
+    /// `aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `-1`, `descending` = `False`.
+    #[inline]
+    pub fn argsort(&self) -> Result<Tensor> {
+        operators::argsort::call(self, -1, false)
+    }
+
+    /// `aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
+        operators::argsort::call(self, dim, descending)
+    }
+
+    /// `aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor`
+    ///
+    /// Defaults: `dim` = `-1`, `descending` = `False`.
+    #[inline]
+    pub fn argsort_stable(&self, stable: bool) -> Result<Tensor> {
+        operators::argsort_stable::call(self, stable, -1, false)
+    }
+
+    /// `aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
+        operators::argsort_stable::call(self, stable, dim, descending)
+    }
+
     /// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
     ///
     /// Defaults: `rtol` = `1e-05`, `atol` = `1e-08`, `equal_nan` = `False`.

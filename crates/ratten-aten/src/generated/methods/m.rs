@@ -125,6 +125,12 @@ impl Tensor {
         operators::min_dim::call(self, dim, keepdim)
     }
 
+    /// `aten::msort(Tensor self) -> Tensor`
+    #[inline]
+    pub fn msort(&self) -> Result<Tensor> {
+        operators::msort::call(self)
+    }
+
     /// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
     #[inline]
     pub fn movedim_intlist(&self, source: &[i64], destination: &[i64]) -> Result<Tensor> {

@@ -10,6 +10,7 @@ mod e;
 mod f;
 mod g;
 mod i;
+mod k;
 mod l;
 mod m;
 mod n;

@@ -229,6 +229,43 @@ impl Tensor {
         operators::std_correction::call(self, dim, correction.as_ref(), keepdim)
     }
 
+    /// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Defaults: `dim` = `-1`, `descending` = `False`.
+    #[inline]
+    pub fn sort(&self) -> Result<(Tensor, Tensor)> {
+        operators::sort::call(self, -1, false)
+    }
+
+    /// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        operators::sort::call(self, dim, descending)
+    }
+
+    /// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Defaults: `dim` = `-1`, `descending` = `False`.
+    #[inline]
+    pub fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
+        operators::sort_stable::call(self, stable, -1, false)
+    }
+
+    /// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn sort_stable_with(
+        &self,
+        stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        operators::sort_stable::call(self, stable, dim, descending)
+    }
+
     /// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
     #[inline]
     pub fn squeeze(&self) -> Result<Tensor> {

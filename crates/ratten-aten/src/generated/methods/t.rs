@@ -137,6 +137,28 @@ impl Tensor {
         operators::type_as::call(self, other)
     }
 
+    /// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+    ///
+    /// Defaults: `dim` = `-1`, `largest` = `True`, `sorted` = `True`.
+    #[inline]
+    pub fn topk(&self, k: i64) -> Result<(Tensor, Tensor)> {
+        operators::topk::call(self, k, -1, true, true)
+    }
+
+    /// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn topk_with(
+        &self,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        operators::topk::call(self, k, dim, largest, sorted)
+    }
+
     /// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
     #[inline]
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {

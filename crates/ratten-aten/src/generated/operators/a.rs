@@ -1216,6 +1216,113 @@ impl any_all_out {
     }
 }
 
+/// `aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor`
+pub enum argsort {}
+
+impl Operator for argsort {
+    const NAME: &'static str = "aten::argsort";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor";
+    type Args = (Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argsort> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argsort {
+    pub fn call(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, descending))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        descending: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, descending))
+    }
+}
+
+/// `aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor`
+pub enum argsort_stable {}
+
+impl Operator for argsort_stable {
+    const NAME: &'static str = "aten::argsort";
+    const OVERLOAD_NAME: &'static str = "stable";
+    const SCHEMA: &'static str =
+        "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor";
+    type Args = (Tensor, bool, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argsort_stable> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argsort_stable {
+    pub fn call(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
+        Self::call_refs((self_, stable, dim, descending))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        stable: bool,
+        dim: i64,
+        descending: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, stable, dim, descending))
+    }
+}
+
+/// `aten::argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)`
+pub enum argsort_stable_out {}
+
+impl Operator for argsort_stable_out {
+    const NAME: &'static str = "aten::argsort";
+    const OVERLOAD_NAME: &'static str = "stable_out";
+    const SCHEMA: &'static str = "argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, bool, i64, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argsort_stable_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argsort_stable_out {
+    pub fn call(
+        self_: &Tensor,
+        stable: bool,
+        dim: i64,
+        descending: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, stable, dim, descending, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        stable: bool,
+        dim: i64,
+        descending: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, stable, dim, descending, out))
+    }
+}
+
 /// `aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
 pub enum allclose {}
 

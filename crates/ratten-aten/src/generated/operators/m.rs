@@ -667,6 +667,60 @@ impl min_dim_min {
     }
 }
 
+/// `aten::msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum msort_out {}
+
+impl Operator for msort_out {
+    const NAME: &'static str = "aten::msort";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<msort_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl msort_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::msort(Tensor self) -> Tensor`
+pub enum msort {}
+
+impl Operator for msort {
+    const NAME: &'static str = "aten::msort";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "msort(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<msort> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl msort {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
 pub enum movedim_intlist {}
 

@@ -904,6 +904,159 @@ impl std_mean_correction {
     }
 }
 
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum sort_values {}
+
+impl Operator for sort_values {
+    const NAME: &'static str = "aten::sort";
+    const OVERLOAD_NAME: &'static str = "values";
+    const SCHEMA: &'static str = "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sort_values> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sort_values {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        descending: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, descending, values, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        descending: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, descending, values, indices))
+    }
+}
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum sort_values_stable {}
+
+impl Operator for sort_values_stable {
+    const NAME: &'static str = "aten::sort";
+    const OVERLOAD_NAME: &'static str = "values_stable";
+    const SCHEMA: &'static str = "sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, Arg<Option<bool>>, i64, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sort_values_stable> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sort_values_stable {
+    pub fn call(
+        self_: &Tensor,
+        stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, stable, dim, descending, values, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, stable, dim, descending, values, indices))
+    }
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+pub enum sort {}
+
+impl Operator for sort {
+    const NAME: &'static str = "aten::sort";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sort> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sort {
+    pub fn call(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, dim, descending))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        descending: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, descending))
+    }
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+pub enum sort_stable {}
+
+impl Operator for sort_stable {
+    const NAME: &'static str = "aten::sort";
+    const OVERLOAD_NAME: &'static str = "stable";
+    const SCHEMA: &'static str = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, Arg<Option<bool>>, i64, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<sort_stable> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl sort_stable {
+    pub fn call(
+        self_: &Tensor,
+        stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, stable, dim, descending))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, stable, dim, descending))
+    }
+}
+
 /// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
 pub enum squeeze {}
 

@@ -413,6 +413,90 @@ impl type_as {
     }
 }
 
+/// `aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub enum topk_values {}
+
+impl Operator for topk_values {
+    const NAME: &'static str = "aten::topk";
+    const OVERLOAD_NAME: &'static str = "values";
+    const SCHEMA: &'static str = "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+    type Args = (Tensor, i64, i64, bool, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<topk_values> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl topk_values {
+    pub fn call(
+        self_: &Tensor,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, k, dim, largest, sorted, values, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, k, dim, largest, sorted, values, indices))
+    }
+}
+
+/// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+pub enum topk {}
+
+impl Operator for topk {
+    const NAME: &'static str = "aten::topk";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)";
+    type Args = (Tensor, i64, i64, bool, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<topk> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl topk {
+    pub fn call(
+        self_: &Tensor,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, k, dim, largest, sorted))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, k, dim, largest, sorted))
+    }
+}
+
 /// `aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
 pub enum transpose_int {}
 

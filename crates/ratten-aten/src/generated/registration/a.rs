@@ -71,6 +71,13 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("any(Tensor self) -> Tensor")?;
     m.def("any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")?;
+    m.def(
+        "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+    )?;
+    m.def(
+        "argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
     m.def(
         "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
     )?;
@@ -249,6 +256,21 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "add.Scalar_out",
         operators::add_Scalar_out::kernel(add_Scalar_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "argsort",
+        operators::argsort::kernel(backends::composite_implicit_autograd::argsort),
+    )?;
+    m.impl_(
+        "argsort.stable",
+        operators::argsort_stable::kernel(backends::composite_implicit_autograd::argsort_stable),
+    )?;
+    m.impl_(
+        "argsort.stable_out",
+        operators::argsort_stable_out::kernel(argsort_stable_out_composite_implicit_autograd),
     )?;
 });
 
@@ -576,6 +598,19 @@ fn add_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::add_scalar_outf(self_, other, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn argsort_stable_out_composite_implicit_autograd(
+    self_: &Tensor,
+    stable: bool,
+    dim: i64,
+    descending: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_implicit_autograd::argsort_stable_outf(
+        self_, stable, dim, descending, out,
+    )?;
     Ok(Aliased)
 }
 

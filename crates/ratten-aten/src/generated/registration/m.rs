@@ -40,6 +40,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
+    m.def("msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("msort(Tensor self) -> Tensor")?;
     m.def("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")?;
     m.def("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)")?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -128,6 +130,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "msort.out",
+        operators::msort_out::kernel(msort_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "msort",
+        operators::msort::kernel(backends::composite_implicit_autograd::msort),
+    )?;
     m.impl_(
         "movedim.intlist",
         operators::movedim_intlist::kernel(backends::composite_implicit_autograd::movedim_intlist),
@@ -258,6 +268,11 @@ fn mul_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::mul_scalar_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
+fn msort_out_composite_implicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::msort_outf(self_, out)?;
     Ok(Aliased)
 }
 

@@ -10,6 +10,7 @@ mod e;
 mod f;
 mod g;
 mod i;
+mod k;
 mod l;
 mod m;
 mod n;
@@ -35,6 +36,7 @@ pub fn ensure_linked() {
     f::ensure_linked();
     g::ensure_linked();
     i::ensure_linked();
+    k::ensure_linked();
     l::ensure_linked();
     m::ensure_linked();
     n::ensure_linked();

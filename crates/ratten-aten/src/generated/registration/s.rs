@@ -53,6 +53,18 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
     )?;
+    m.def(
+        "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def(
+        "sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def(
+        "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    )?;
+    m.def(
+        "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    )?;
     m.def("squeeze(Tensor(a) self) -> Tensor(a)")?;
     m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)")?;
     m.def("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)")?;
@@ -124,6 +136,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "std_mean.correction",
         operators::std_mean_correction::kernel(backends::cpu::std_mean_correction),
     )?;
+    m.impl_(
+        "sort.values_stable",
+        operators::sort_values_stable::kernel(backends::cpu::sort_values_stable_outf),
+    )?;
+    m.impl_(
+        "sort.stable",
+        operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -138,6 +158,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "sum",
         operators::sum::kernel(backends::composite_explicit_autograd::sum),
+    )?;
+    m.impl_(
+        "sort.values",
+        operators::sort_values::kernel(backends::composite_explicit_autograd::sort_values_outf),
+    )?;
+    m.impl_(
+        "sort",
+        operators::sort::kernel(backends::composite_explicit_autograd::sort),
     )?;
     m.impl_(
         "squeeze",
@@ -267,6 +295,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "std_mean.correction",
         operators::std_mean_correction::kernel(backends::meta::std_mean_correction),
+    )?;
+    m.impl_(
+        "sort.values_stable",
+        operators::sort_values_stable::kernel(backends::meta::sort_values_stable_outf),
+    )?;
+    m.impl_(
+        "sort.stable",
+        operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
 });
 

@@ -30,6 +30,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
     )?;
     m.def("type_as(Tensor self, Tensor other) -> Tensor")?;
+    m.def(
+        "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    )?;
+    m.def(
+        "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+    )?;
     m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")?;
     m.def("t(Tensor(a) self) -> Tensor(a)")?;
 });
@@ -41,6 +47,11 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("tanh", operators::tanh::kernel(backends::cpu::tanh))?;
     m.impl_("tanh_", operators::tanh_::kernel(tanh__cpu))?;
     m.impl_("tanh.out", operators::tanh_out::kernel(tanh_out_cpu))?;
+    m.impl_(
+        "topk.values",
+        operators::topk_values::kernel(backends::cpu::topk_values_outf),
+    )?;
+    m.impl_("topk", operators::topk::kernel(backends::cpu::topk))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -84,6 +95,11 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("tanh", operators::tanh::kernel(backends::meta::tanh))?;
     m.impl_("tanh_", operators::tanh_::kernel(tanh__meta))?;
     m.impl_("tanh.out", operators::tanh_out::kernel(tanh_out_meta))?;
+    m.impl_(
+        "topk.values",
+        operators::topk_values::kernel(backends::meta::topk_values_outf),
+    )?;
+    m.impl_("topk", operators::topk::kernel(backends::meta::topk))?;
 });
 
 fn tan__cpu(self_: &Tensor) -> Result<Aliased<0>> {

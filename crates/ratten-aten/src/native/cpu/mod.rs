@@ -11,7 +11,8 @@
 //! - [`reduce`]: the reduction driver [`reduce::reduce_kernel`] (PyTorch's `Reduce.h` with
 //!   its cascade sum) that runs a [`reduce::ReduceOp`] over an iterator in reduction mode,
 //!   and [`reduce_kernels`], the reductions behind their DispatchStubs; [`scan_kernels`], the
-//!   cumulative ops (a running accumulation along each line of one dim);
+//!   cumulative ops (a running accumulation along each line of one dim); [`sort_kernels`], the
+//!   sorting family (sort, topk, kthvalue along each line, by integer keys);
 //! - [`binary_kernels`], [`unary_kernels`]: the kernels behind the pointwise DispatchStubs,
 //!   with [`vec_math`] (branch-free transcendentals) and [`transpose`] (in-register block
 //!   transposes).
@@ -29,6 +30,7 @@ pub mod reduce;
 pub mod reduce_kernels;
 pub mod scan_kernels;
 pub mod simd;
+pub mod sort_kernels;
 pub mod transpose;
 pub mod unary_kernels;
 pub mod vec_math;

@@ -518,6 +518,46 @@ pub(super) fn function_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `argsort`: 2 signature(s).
+pub(super) fn function_argsort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argsort(Tensor input, *, bool stable, int64_t dim=-1, bool descending=False, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_stable = r.bool(1)?;
+                let a_dim = r.int(2)?;
+                let a_descending = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::argsort_stable_with(&a_self, a_stable, a_dim, a_descending)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_stable = r.bool(1)?;
+            let a_dim = r.int(2)?;
+            let a_descending = r.bool(3)?;
+            r.run(py, move || {
+                functions::argsort_stable_out_with(&a_out, &a_self, a_stable, a_dim, a_descending)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // argsort(Tensor input, int64_t dim=-1, bool descending=False)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_descending = r.bool(2)?;
+            let result = r.run(py, move || {
+                functions::argsort_with(&a_self, a_dim, a_descending)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `as_strided`: 1 signature(s).
 pub(super) fn function_as_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -835,6 +875,32 @@ pub(super) fn method_argmin(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_dim = r.optional_int(0)?;
             let a_keepdim = r.bool(1)?;
             let result = r.run(py, move || a_self.argmin_with(a_dim, a_keepdim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.argsort`: 2 signature(s).
+pub(super) fn method_argsort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argsort(*, bool stable, int64_t dim=-1, bool descending=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_stable = r.bool(0)?;
+            let a_dim = r.int(1)?;
+            let a_descending = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.argsort_stable_with(a_stable, a_dim, a_descending)
+            })?;
+            into_py_result(py, result)
+        }
+        // argsort(int64_t dim=-1, bool descending=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_descending = r.bool(1)?;
+            let result = r.run(py, move || a_self.argsort_with(a_dim, a_descending))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -238,6 +238,28 @@ pub(super) fn function_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `msort`: 1 signature(s).
+pub(super) fn function_msort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // msort(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::msort(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::msort_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `mul`: 1 signature(s).
 pub(super) fn function_mul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -376,6 +398,19 @@ pub(super) fn method_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let result = r.run(py, move || {
                 a_self.movedim_intlist(&a_source, &a_destination)
             })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.msort`: 1 signature(s).
+pub(super) fn method_msort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // msort()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.msort())?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -12,6 +12,7 @@ mod e;
 mod f;
 mod g;
 mod i;
+mod k;
 mod l;
 mod m;
 mod n;
@@ -48,6 +49,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     a::function_arange,
     a::function_argmax,
     a::function_argmin,
+    a::function_argsort,
     a::function_as_strided,
     b::function_bernoulli,
     b::function_bitwise_and,
@@ -94,6 +96,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     i::function_isfinite,
     i::function_isinf,
     i::function_isnan,
+    k::function_kthvalue,
     l::function_le,
     l::function_lerp,
     l::function_linalg_vector_norm,
@@ -116,6 +119,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     m::function_min,
     m::function_minimum,
     m::function_movedim,
+    m::function_msort,
     m::function_mul,
     n::function_nan_to_num,
     n::function_nan_to_num_,
@@ -155,6 +159,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     s::function_sin,
     s::function_sin_,
     s::function_slice,
+    s::function_sort,
     s::function_split,
     s::function_split_with_sizes,
     s::function_sqrt,
@@ -169,6 +174,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     t::function_tan_,
     t::function_tanh,
     t::function_tanh_,
+    t::function_topk,
     t::function_transpose,
     u::function_unbind,
     u::function_unflatten,
@@ -199,6 +205,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     a::method_any,
     a::method_argmax,
     a::method_argmin,
+    a::method_argsort,
     a::method_as_strided,
     b::method_bernoulli,
     b::method_bernoulli_,
@@ -254,6 +261,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     i::method_isfinite,
     i::method_isinf,
     i::method_isnan,
+    k::method_kthvalue,
     l::method_le,
     l::method_le_,
     l::method_lerp,
@@ -280,6 +288,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     m::method_min,
     m::method_minimum,
     m::method_movedim,
+    m::method_msort,
     m::method_mul,
     m::method_mul_,
     n::method_nan_to_num,
@@ -315,6 +324,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     s::method_sin,
     s::method_sin_,
     s::method_slice,
+    s::method_sort,
     s::method_split,
     s::method_split_with_sizes,
     s::method_sqrt,
@@ -330,6 +340,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     t::method_tanh,
     t::method_tanh_,
     t::method_to,
+    t::method_topk,
     t::method_transpose,
     t::method_type_as,
     u::method_unbind,

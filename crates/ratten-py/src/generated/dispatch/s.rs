@@ -157,6 +157,92 @@ pub(super) fn function_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `sort`: 2 signature(s).
+pub(super) fn function_sort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_stable = r.optional_bool(1)?;
+                let a_dim = r.int(2)?;
+                let a_descending = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::sort_stable_with(&a_self, a_stable, a_dim, a_descending)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "sort",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_values = r.tensor_list_item(4, 0, 2)?;
+            let a_indices = r.tensor_list_item(4, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_stable = r.optional_bool(1)?;
+            let a_dim = r.int(2)?;
+            let a_descending = r.bool(3)?;
+            r.run(py, move || {
+                functions::sort_values_stable_out_with(
+                    &a_values,
+                    &a_indices,
+                    &a_self,
+                    a_stable,
+                    a_dim,
+                    a_descending,
+                )?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "sort",
+                &["values", "indices"],
+                vec![r.tensor_list_object(4, 0), r.tensor_list_object(4, 1)],
+            )
+        }
+        // sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)
+        1 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_descending = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::sort_with(&a_self, a_dim, a_descending)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "sort",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_values = r.tensor_list_item(3, 0, 2)?;
+            let a_indices = r.tensor_list_item(3, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_descending = r.bool(2)?;
+            r.run(py, move || {
+                functions::sort_values_out_with(
+                    &a_values,
+                    &a_indices,
+                    &a_self,
+                    a_dim,
+                    a_descending,
+                )?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "sort",
+                &["values", "indices"],
+                vec![r.tensor_list_object(3, 0), r.tensor_list_object(3, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `split`: 2 signature(s).
 pub(super) fn function_split(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -565,6 +651,32 @@ pub(super) fn method_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let a_step = r.int(3)?;
             let result = r.run(py, move || a_self.slice_with(a_dim, a_start, a_end, a_step))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.sort`: 2 signature(s).
+pub(super) fn method_sort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sort(*, bool? stable, int64_t dim=-1, bool descending=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_stable = r.optional_bool(0)?;
+            let a_dim = r.int(1)?;
+            let a_descending = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.sort_stable_with(a_stable, a_dim, a_descending)
+            })?;
+            crate::python::python_args::into_py_named(py, "sort", &["values", "indices"], result)
+        }
+        // sort(int64_t dim=-1, bool descending=False)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_descending = r.bool(1)?;
+            let result = r.run(py, move || a_self.sort_with(a_dim, a_descending))?;
+            crate::python::python_args::into_py_named(py, "sort", &["values", "indices"], result)
         }
         _ => Err(r.unknown_signature()),
     }

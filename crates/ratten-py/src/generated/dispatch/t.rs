@@ -95,6 +95,51 @@ pub(super) fn function_tanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `topk`: 1 signature(s).
+pub(super) fn function_topk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_k = r.int(1)?;
+                let a_dim = r.int(2)?;
+                let a_largest = r.bool(3)?;
+                let a_sorted = r.bool(4)?;
+                let result = r.run(py, move || {
+                    functions::topk_with(&a_self, a_k, a_dim, a_largest, a_sorted)
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "topk",
+                    &["values", "indices"],
+                    result,
+                );
+            }
+            let a_values = r.tensor_list_item(5, 0, 2)?;
+            let a_indices = r.tensor_list_item(5, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_k = r.int(1)?;
+            let a_dim = r.int(2)?;
+            let a_largest = r.bool(3)?;
+            let a_sorted = r.bool(4)?;
+            r.run(py, move || {
+                functions::topk_values_out_with(
+                    &a_values, &a_indices, &a_self, a_k, a_dim, a_largest, a_sorted,
+                )?;
+                Ok(())
+            })?;
+            r.named_tuple(
+                py,
+                "topk",
+                &["values", "indices"],
+                vec![r.tensor_list_object(5, 0), r.tensor_list_object(5, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `transpose`: 1 signature(s).
 pub(super) fn function_transpose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -243,6 +288,25 @@ pub(super) fn method_to(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyOb
                 a_self.to_other_with(&a_other, a_non_blocking, a_copy, a_memory_format)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.topk`: 1 signature(s).
+pub(super) fn method_topk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // topk(SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_k = r.int(0)?;
+            let a_dim = r.int(1)?;
+            let a_largest = r.bool(2)?;
+            let a_sorted = r.bool(3)?;
+            let result = r.run(py, move || {
+                a_self.topk_with(a_k, a_dim, a_largest, a_sorted)
+            })?;
+            crate::python::python_args::into_py_named(py, "topk", &["values", "indices"], result)
         }
         _ => Err(r.unknown_signature()),
     }

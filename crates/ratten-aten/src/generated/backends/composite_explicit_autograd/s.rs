@@ -21,6 +21,22 @@ pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     kernels::sum(self_, dtype)
 }
 
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn sort_values_outf(
+    self_: &Tensor,
+    dim: i64,
+    descending: bool,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    kernels::sort_out(self_, dim, descending, values, indices)
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    kernels::sort(self_, dim, descending)
+}
+
 /// `aten::squeeze(Tensor(a) self) -> Tensor(a)`
 pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
     kernels::squeeze(self_)

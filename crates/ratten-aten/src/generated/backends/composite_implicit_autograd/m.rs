@@ -6,6 +6,16 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn msort_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::msort_out(self_, out)
+}
+
+/// `aten::msort(Tensor self) -> Tensor`
+pub fn msort(self_: &Tensor) -> Result<Tensor> {
+    kernels::msort(self_)
+}
+
 /// `aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)`
 pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     kernels::movedim_intlist(self_, source, destination)

@@ -17,6 +17,8 @@ mod shard_f;
 mod shard_g;
 #[path = "i.rs"]
 mod shard_i;
+#[path = "k.rs"]
+mod shard_k;
 #[path = "l.rs"]
 mod shard_l;
 #[path = "m.rs"]
@@ -46,6 +48,7 @@ pub use shard_e::*;
 pub use shard_f::*;
 pub use shard_g::*;
 pub use shard_i::*;
+pub use shard_k::*;
 pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;

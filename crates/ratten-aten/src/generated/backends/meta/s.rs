@@ -219,3 +219,34 @@ pub fn std_mean_correction(
 ) -> Result<(Tensor, Tensor)> {
     kernels::std_mean_correction(self_, dim, correction, keepdim)
 }
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn sort_values_stable_outf(
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[values, indices]);
+    {
+        let _state = kernels::sort_stable_meta(&op, self_, stable, dim, descending)?;
+    }
+    op.finish()?;
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+pub fn sort_stable(
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state = kernels::sort_stable_meta(&op, self_, stable, dim, descending)?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}

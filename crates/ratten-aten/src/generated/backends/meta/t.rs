@@ -63,3 +63,36 @@ pub fn tanh_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub fn topk_values_outf(
+    self_: &Tensor,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[values, indices]);
+    {
+        let _state = kernels::topk_meta(&op, self_, k, dim, largest, sorted)?;
+    }
+    op.finish()?;
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+pub fn topk(
+    self_: &Tensor,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state = kernels::topk_meta(&op, self_, k, dim, largest, sorted)?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
