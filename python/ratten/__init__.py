@@ -53,6 +53,7 @@ del _name, _fn, _m
 __version__ = _C.__version__
 
 from . import linalg, return_types  # noqa: E402  (they read _C's tables above)
+from ._size import Size  # noqa: E402
 
 
 def _conversion(name, dtype):
@@ -88,6 +89,53 @@ for _name, _dtype in [
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _conversion(_name, _dtype))
 del _name, _dtype
+
+
+# torch's legacy tensor type names (`torch.FloatTensor`), which `Tensor.type()` speaks.
+_LEGACY_TYPE_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+    "complex32": "ComplexHalf",
+}
+
+
+def _legacy_type_name(t):
+    name = _LEGACY_TYPE_NAMES.get(str(t.dtype).split(".")[-1], str(t.dtype))
+    where = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return f"torch.{where}{name}Tensor"
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """type(dtype=None, non_blocking=False) -> str or Tensor
+
+    Without ``dtype``, the type name torch gives (``'torch.FloatTensor'``); with a dtype or a
+    type name (``ratten.float64``, ``'torch.DoubleTensor'``), this tensor converted to it
+    (``self`` itself when it already has that type)."""
+    if dtype is None:
+        return _legacy_type_name(self)
+    if isinstance(dtype, str):
+        wanted = dtype.split(".")[-1]
+        for py_name, legacy in _LEGACY_TYPE_NAMES.items():
+            if wanted == f"{legacy}Tensor":
+                dtype = _C._dtypes[py_name]
+                break
+        else:
+            raise ValueError(f"invalid type: '{dtype}'")
+    return self.to(dtype, non_blocking=non_blocking)
+
+
+if not hasattr(Tensor, "type"):
+    Tensor.type = _type
 
 
 def _cpu(self, *, memory_format=preserve_format):
@@ -135,6 +183,7 @@ Tensor.norm = _tensor_norm
 
 __all__ = [
     "Generator",
+    "Size",
     "Tensor",
     "arange",
     "as_tensor",

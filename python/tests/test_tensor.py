@@ -516,3 +516,25 @@ def test_comparisons_and_unary_match_numpy():
     assert (t < 0).dtype is ratten.bool
     np.testing.assert_array_equal((-t).numpy(), -a)
     np.testing.assert_array_equal(abs(t).numpy(), np.abs(a))
+
+
+def test_size_is_a_tuple_printing_as_torch_size():
+    x = ratten.zeros(2, 3, 4)
+    s = x.shape
+    assert isinstance(s, tuple) and isinstance(s, ratten.Size)
+    assert s == (2, 3, 4) and x.size() == s
+    assert repr(s) == "ratten.Size([2, 3, 4])" and str(s) == repr(s)
+    assert isinstance(s[1:], ratten.Size) and s[1:] == (3, 4)
+    assert s[0] == 2 and s.numel() == 24
+    assert repr(ratten.zeros(()).shape) == "ratten.Size([])"
+
+
+def test_type_names_and_conversions():
+    x = ratten.zeros(2)
+    assert x.type() == "torch.FloatTensor"
+    assert ratten.zeros(2, dtype=ratten.int64).type() == "torch.LongTensor"
+    assert x.type(ratten.float64).dtype == ratten.float64
+    assert x.type("torch.IntTensor").dtype == ratten.int32
+    assert x.type(ratten.float32) is x
+    with pytest.raises(ValueError):
+        x.type("torch.NoSuchTensor")

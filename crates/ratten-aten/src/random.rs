@@ -604,7 +604,7 @@ fn fill_serial<T: ratten_core::dtype::PodElement>(
         return Ok(());
     }
     let out = access.output(0)?;
-    let offsets = offsets_in_iteration_order(&out.sizes(), &out.strides());
+    let offsets = offsets_in_iteration_order(out.sizes(), out.strides());
     let Some(base) = out.raw_data_ptr() else {
         return Ok(());
     };

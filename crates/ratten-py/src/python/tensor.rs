@@ -39,6 +39,16 @@ fn operand(o: &Bound<'_, PyAny>) -> bool {
     o.is_instance_of::<PyTensor>() || is_number(o)
 }
 
+/// `ratten.Size(sizes)` (python/ratten/_size.py), the type of `shape` and `size()`.
+pub(crate) fn size_object(py: Python<'_>, sizes: &[i64]) -> PyResult<PyObject> {
+    static SIZE: pyo3::sync::GILOnceCell<PyObject> = pyo3::sync::GILOnceCell::new();
+    let ty = SIZE.get_or_try_init(py, || -> PyResult<PyObject> {
+        Ok(py.import("ratten._size")?.getattr("Size")?.unbind())
+    })?;
+    let t = PyTuple::new(py, sizes.iter().copied())?;
+    Ok(ty.bind(py).call1((t,))?.unbind())
+}
+
 fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<AdvItem>> {
     let py = index.py();
     let one = |o: &Bound<'_, PyAny>| -> PyResult<AdvItem> {
@@ -504,8 +514,8 @@ impl PyTensor {
 
     // ---- metadata -------------------------------------------------------------------------
     #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.t.sizes().iter().copied())
+    fn shape(&self, py: Python<'_>) -> PyResult<PyObject> {
+        size_object(py, &self.t.sizes())
     }
     #[getter]
     fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDtype>> {
@@ -565,7 +575,7 @@ impl PyTensor {
     fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<PyObject> {
         match dim {
             Some(d) => self.t.size(d).py()?.into_py_any(py),
-            None => self.shape(py)?.into_py_any(py),
+            None => self.shape(py),
         }
     }
     #[pyo3(signature = (dim=None))]

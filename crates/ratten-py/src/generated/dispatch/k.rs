@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use ratten_aten::functions;
 
-use crate::python::python_args::{into_py_result, PythonArgs};
+use crate::python::python_args::PythonArgs;
 
 /// `kthvalue`: 1 signature(s).
 pub(super) fn function_kthvalue(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
