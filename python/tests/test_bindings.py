@@ -274,3 +274,17 @@ def test_wrapped_number_reuse_keeps_values_and_dtypes():
     kept = [a + 0.25 for _ in range(3)]  # results are distinct tensors
     kept[0] += 1
     assert kept[1].tolist() == [1.25, 2.25]
+
+
+def test_generated_bindings_have_docstrings():
+    from ratten._docs import SUMMARIES
+
+    names = set(ratten._C._generated_functions()) | set(ratten._C._generated_methods())
+    assert names <= set(SUMMARIES), sorted(names - set(SUMMARIES))
+    for name, f in ratten._C._generated_functions().items():
+        doc = f.__doc__
+        assert doc.startswith(f"{name}("), doc
+        assert SUMMARIES[name] in doc and "Declared as:\n    aten::" in doc
+    doc = ratten.Tensor.view.__doc__
+    assert "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)" in doc
+    assert ratten.ones(2).sum.__doc__.startswith("sum(")

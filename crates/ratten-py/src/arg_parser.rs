@@ -299,6 +299,8 @@ pub fn allow_numbers_as_tensors(name: &str) -> bool {
 pub struct Binding {
     pub name: &'static str,
     pub signatures: &'static [&'static str],
+    /// The native schemas the signatures call (`aten::add.Tensor(...) -> Tensor`).
+    pub schemas: &'static [&'static str],
 }
 
 /// Where a parameter's value comes from after parsing.

@@ -698,6 +698,15 @@ pub fn emit_signatures(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<S
                             w.line(format!("{:?},", s.text));
                         }
                     });
+                    // The declarations behind the signatures (their docstrings show them).
+                    w.block("schemas: &[", "],", |w| {
+                        for s in &n.sigs {
+                            w.line(format!("{:?},", s.op.doc()));
+                            if let Some(o) = s.out {
+                                w.line(format!("{:?},", o.doc()));
+                            }
+                        }
+                    });
                 });
             }
         });

@@ -10,11 +10,17 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "_cummax_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
         ],
+        schemas: &[
+            "aten::_cummax_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()",
+        ],
     },
     Binding {
         name: "_cummin_helper",
         signatures: &[
             "_cummin_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
+        ],
+        schemas: &[
+            "aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()",
         ],
     },
     Binding {
@@ -22,11 +28,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "_logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::_logcumsumexp(Tensor self, int dim) -> Tensor",
+            "aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "_unsafe_view",
         signatures: &[
             "_unsafe_view(Tensor input, SymIntArrayRef size)",
+        ],
+        schemas: &[
+            "aten::_unsafe_view(Tensor self, SymInt[] size) -> Tensor",
         ],
     },
     Binding {
@@ -34,11 +47,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "abs(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::abs(Tensor self) -> Tensor",
+            "aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "abs_",
         signatures: &[
             "abs_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::abs_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -46,11 +66,19 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+            "aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "addcdiv",
         signatures: &[
             "addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+            "aten::addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -58,11 +86,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+            "aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "alias",
         signatures: &[
             "alias(Tensor input)",
+        ],
+        schemas: &[
+            "aten::alias(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -72,11 +107,22 @@ pub const FUNCTIONS: &[Binding] = &[
             "all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
             "all(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::all(Tensor self) -> Tensor",
+            "aten::all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+            "aten::all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+            "aten::all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "allclose",
         signatures: &[
             "allclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+        schemas: &[
+            "aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
         ],
     },
     Binding {
@@ -84,17 +130,29 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "amax(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+            "aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "amin",
         signatures: &[
             "amin(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+            "aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "aminmax",
         signatures: &[
             "aminmax(Tensor input, *, int64_t? dim=None, bool keepdim=False, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
+            "aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)",
         ],
     },
     Binding {
@@ -104,6 +162,14 @@ pub const FUNCTIONS: &[Binding] = &[
             "any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
             "any(Tensor input, int64_t dim, bool keepdim=False, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::any(Tensor self) -> Tensor",
+            "aten::any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+            "aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+            "aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "arange",
@@ -112,17 +178,32 @@ pub const FUNCTIONS: &[Binding] = &[
             "arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
             "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "argmax",
         signatures: &[
             "argmax(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+            "aten::argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "argmin",
         signatures: &[
             "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+            "aten::argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -131,11 +212,19 @@ pub const FUNCTIONS: &[Binding] = &[
             "argsort(Tensor input, *, bool stable, int64_t dim=-1, bool descending=False, Tensor out=None)",
             "argsort(Tensor input, int64_t dim=-1, bool descending=False)",
         ],
+        schemas: &[
+            "aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+            "aten::argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)",
+            "aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        ],
     },
     Binding {
         name: "as_strided",
         signatures: &[
             "as_strided(Tensor input, SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
+        ],
+        schemas: &[
+            "aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
         ],
     },
     Binding {
@@ -143,6 +232,11 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "bernoulli(Tensor input, *, Generator? generator=None, Tensor out=None)",
             "bernoulli(Tensor input, double p, *, Generator? generator=None)",
+        ],
+        schemas: &[
+            "aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
+            "aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
         ],
     },
     Binding {
@@ -152,11 +246,22 @@ pub const FUNCTIONS: &[Binding] = &[
             "bitwise_and(Scalar self, Tensor other)",
             "bitwise_and(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+            "aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "bitwise_not",
         signatures: &[
             "bitwise_not(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::bitwise_not(Tensor self) -> Tensor",
+            "aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -166,6 +271,13 @@ pub const FUNCTIONS: &[Binding] = &[
             "bitwise_or(Scalar self, Tensor other)",
             "bitwise_or(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+            "aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "bitwise_xor",
@@ -174,11 +286,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "bitwise_xor(Scalar self, Tensor other)",
             "bitwise_xor(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+            "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "chunk",
         signatures: &[
             "chunk(Tensor input, int64_t chunks, int64_t dim=0)",
+        ],
+        schemas: &[
+            "aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
         ],
     },
     Binding {
@@ -187,12 +309,22 @@ pub const FUNCTIONS: &[Binding] = &[
             "clamp(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
             "clamp(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+            "aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+            "aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "clamp_",
         signatures: &[
             "clamp_(Tensor input, Tensor? min=None, Tensor? max=None)",
             "clamp_(Tensor input, Scalar? min=None, Scalar? max=None)",
+        ],
+        schemas: &[
+            "aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
+            "aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -201,6 +333,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "clip(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
             "clip(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+            "aten::clip.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+            "aten::clip.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "clip_",
@@ -208,11 +346,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "clip_(Tensor input, Tensor? min=None, Tensor? max=None)",
             "clip_(Tensor input, Scalar? min=None, Scalar? max=None)",
         ],
+        schemas: &[
+            "aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
+            "aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "clone",
         signatures: &[
             "clone(Tensor input, *, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -220,17 +365,27 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "copy(Tensor input, Tensor src, bool non_blocking=False)",
         ],
+        schemas: &[
+            "aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+        ],
     },
     Binding {
         name: "cos",
         signatures: &[
             "cos(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::cos(Tensor self) -> Tensor",
+            "aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "cos_",
         signatures: &[
             "cos_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::cos_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -239,17 +394,29 @@ pub const FUNCTIONS: &[Binding] = &[
             "count_nonzero(Tensor input, int64_t? dim=None)",
             "count_nonzero(Tensor input, IntArrayRef dim)",
         ],
+        schemas: &[
+            "aten::count_nonzero(Tensor self, int? dim=None) -> Tensor",
+            "aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor",
+        ],
     },
     Binding {
         name: "cummax",
         signatures: &[
             "cummax(Tensor input, int64_t dim, *, TensorList[2] out=None)",
         ],
+        schemas: &[
+            "aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+            "aten::cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
     },
     Binding {
         name: "cummin",
         signatures: &[
             "cummin(Tensor input, int64_t dim, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+            "aten::cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
         ],
     },
     Binding {
@@ -258,6 +425,10 @@ pub const FUNCTIONS: &[Binding] = &[
             "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
             "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+            "aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "cumsum",
@@ -265,17 +436,27 @@ pub const FUNCTIONS: &[Binding] = &[
             "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
             "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+            "aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "detach",
         signatures: &[
             "detach(Tensor input)",
         ],
+        schemas: &[
+            "aten::detach(Tensor(a) self) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "diagonal",
         signatures: &[
             "diagonal(Tensor input, int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
+        ],
+        schemas: &[
+            "aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -285,11 +466,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)",
             "div(Tensor input, Scalar other, *, c10::string_view? rounding_mode)",
         ],
+        schemas: &[
+            "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+            "aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)",
+            "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        ],
     },
     Binding {
         name: "empty",
         signatures: &[
             "empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -297,11 +488,17 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
         ],
+        schemas: &[
+            "aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+        ],
     },
     Binding {
         name: "empty_strided",
         signatures: &[
             "empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         ],
     },
     Binding {
@@ -310,11 +507,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "eq(Tensor input, Tensor other, *, Tensor out=None)",
             "eq(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::eq.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "equal",
         signatures: &[
             "equal(Tensor input, Tensor other)",
+        ],
+        schemas: &[
+            "aten::equal(Tensor self, Tensor other) -> bool",
         ],
     },
     Binding {
@@ -322,11 +528,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "exp(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::exp(Tensor self) -> Tensor",
+            "aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "exp_",
         signatures: &[
             "exp_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::exp_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -334,11 +547,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "expm1(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::expm1(Tensor self) -> Tensor",
+            "aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "expm1_",
         signatures: &[
             "expm1_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::expm1_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -347,12 +567,22 @@ pub const FUNCTIONS: &[Binding] = &[
             "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
             "eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "fill",
         signatures: &[
             "fill(Tensor input, Tensor value)",
             "fill(Tensor input, Scalar value)",
+        ],
+        schemas: &[
+            "aten::fill.Tensor(Tensor self, Tensor value) -> Tensor",
+            "aten::fill.Scalar(Tensor self, Scalar value) -> Tensor",
         ],
     },
     Binding {
@@ -361,11 +591,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "fill_(Tensor input, Tensor value)",
             "fill_(Tensor input, Scalar value)",
         ],
+        schemas: &[
+            "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
+            "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "flatten",
         signatures: &[
             "flatten(Tensor input, int64_t start_dim=0, int64_t end_dim=-1)",
+        ],
+        schemas: &[
+            "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -374,6 +611,11 @@ pub const FUNCTIONS: &[Binding] = &[
             "floor_divide(Tensor input, Tensor other, *, Tensor out=None)",
             "floor_divide(Tensor input, Scalar other)",
         ],
+        schemas: &[
+            "aten::floor_divide(Tensor self, Tensor other) -> Tensor",
+            "aten::floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "fmod",
@@ -381,17 +623,30 @@ pub const FUNCTIONS: &[Binding] = &[
             "fmod(Tensor input, Tensor other, *, Tensor out=None)",
             "fmod(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "full",
         signatures: &[
             "full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "full_like",
         signatures: &[
             "full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -400,6 +655,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "ge(Tensor input, Tensor other, *, Tensor out=None)",
             "ge(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::ge.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "gt",
@@ -407,11 +668,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "gt(Tensor input, Tensor other, *, Tensor out=None)",
             "gt(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "isclose",
         signatures: &[
             "isclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+        schemas: &[
+            "aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
         ],
     },
     Binding {
@@ -419,11 +689,17 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "isfinite(Tensor input)",
         ],
+        schemas: &[
+            "aten::isfinite(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "isinf",
         signatures: &[
             "isinf(Tensor input)",
+        ],
+        schemas: &[
+            "aten::isinf(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -431,11 +707,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "isnan(Tensor input)",
         ],
+        schemas: &[
+            "aten::isnan(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "kthvalue",
         signatures: &[
             "kthvalue(Tensor input, SymInt k, int64_t dim=-1, bool keepdim=False, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
+            "aten::kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
         ],
     },
     Binding {
@@ -444,12 +727,24 @@ pub const FUNCTIONS: &[Binding] = &[
             "le(Tensor input, Tensor other, *, Tensor out=None)",
             "le(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::le.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "lerp",
         signatures: &[
             "lerp(Tensor input, Tensor end, Tensor weight, *, Tensor out=None)",
             "lerp(Tensor input, Tensor end, Scalar weight, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+            "aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+            "aten::lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -458,11 +753,19 @@ pub const FUNCTIONS: &[Binding] = &[
             "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
             "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+            "aten::linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "linspace",
         signatures: &[
             "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -470,11 +773,19 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "log(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::log(Tensor self) -> Tensor",
+            "aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "log1p",
         signatures: &[
             "log1p(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::log1p(Tensor self) -> Tensor",
+            "aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -482,11 +793,17 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "log1p_(Tensor input)",
         ],
+        schemas: &[
+            "aten::log1p_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "log_",
         signatures: &[
             "log_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::log_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -494,11 +811,19 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::logcumsumexp(Tensor self, int dim) -> Tensor",
+            "aten::logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logical_and",
         signatures: &[
             "logical_and(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::logical_and(Tensor self, Tensor other) -> Tensor",
+            "aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -506,11 +831,19 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "logical_not(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::logical_not(Tensor self) -> Tensor",
+            "aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logical_or",
         signatures: &[
             "logical_or(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::logical_or(Tensor self, Tensor other) -> Tensor",
+            "aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -518,17 +851,29 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "logical_xor(Tensor input, Tensor other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::logical_xor(Tensor self, Tensor other) -> Tensor",
+            "aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logspace",
         signatures: &[
             "logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logsumexp",
         signatures: &[
             "logsumexp(Tensor input, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+            "aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -537,6 +882,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "lt(Tensor input, Tensor other, *, Tensor out=None)",
             "lt(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::lt.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "max",
@@ -544,11 +895,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "max(Tensor input, *, Tensor out=None)",
             "max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
         ],
+        schemas: &[
+            "aten::max(Tensor self) -> Tensor",
+            "aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+            "aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
     },
     Binding {
         name: "maximum",
         signatures: &[
             "maximum(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::maximum(Tensor self, Tensor other) -> Tensor",
+            "aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -559,6 +920,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
             "mean(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+            "aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "min",
@@ -566,11 +933,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "min(Tensor input, *, Tensor out=None)",
             "min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
         ],
+        schemas: &[
+            "aten::min(Tensor self) -> Tensor",
+            "aten::min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+            "aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
     },
     Binding {
         name: "minimum",
         signatures: &[
             "minimum(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::minimum(Tensor self, Tensor other) -> Tensor",
+            "aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -579,11 +956,19 @@ pub const FUNCTIONS: &[Binding] = &[
             "movedim(Tensor input, int64_t source, int64_t destination)",
             "movedim(Tensor input, IntArrayRef source, IntArrayRef destination)",
         ],
+        schemas: &[
+            "aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
+            "aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "msort",
         signatures: &[
             "msort(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::msort(Tensor self) -> Tensor",
+            "aten::msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -591,17 +976,28 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "mul(Tensor input, Tensor other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "nan_to_num",
         signatures: &[
             "nan_to_num(Tensor input, double? nan=None, double? posinf=None, double? neginf=None, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+            "aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "nan_to_num_",
         signatures: &[
             "nan_to_num_(Tensor input, double? nan=None, double? posinf=None, double? neginf=None)",
+        ],
+        schemas: &[
+            "aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -610,12 +1006,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
             "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+            "aten::nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "narrow",
         signatures: &[
             "narrow(Tensor input, int64_t dim, Tensor start, SymInt length)",
             "narrow(Tensor input, int64_t dim, SymInt start, SymInt length)",
+        ],
+        schemas: &[
+            "aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)",
+            "aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
         ],
     },
     Binding {
@@ -624,17 +1028,30 @@ pub const FUNCTIONS: &[Binding] = &[
             "ne(Tensor input, Tensor other, *, Tensor out=None)",
             "ne(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::ne.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "neg",
         signatures: &[
             "neg(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::neg(Tensor self) -> Tensor",
+            "aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "neg_",
         signatures: &[
             "neg_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::neg_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -646,6 +1063,14 @@ pub const FUNCTIONS: &[Binding] = &[
             "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype, Tensor out=None)",
             "norm(Tensor input, Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor",
+            "aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor",
+            "aten::norm.dtype_out(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
+            "aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor",
+            "aten::norm.out(Tensor self, Scalar? p, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "normal",
@@ -655,11 +1080,25 @@ pub const FUNCTIONS: &[Binding] = &[
             "normal(double mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
             "normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor",
+            "aten::normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor",
+            "aten::normal.Tensor_float_out(Tensor mean, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor",
+            "aten::normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "ones",
         signatures: &[
             "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -667,11 +1106,17 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
         ],
+        schemas: &[
+            "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+        ],
     },
     Binding {
         name: "permute",
         signatures: &[
             "permute(Tensor input, IntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
         ],
     },
     Binding {
@@ -681,6 +1126,14 @@ pub const FUNCTIONS: &[Binding] = &[
             "pow(Scalar self, Tensor exponent, *, Tensor out=None)",
             "pow(Tensor input, Scalar exponent, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+            "aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
+            "aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+            "aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "prod",
@@ -689,6 +1142,11 @@ pub const FUNCTIONS: &[Binding] = &[
             "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
             "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+            "aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "rand",
@@ -696,11 +1154,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
             "rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+            "aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "rand_like",
         signatures: &[
             "rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -711,12 +1178,26 @@ pub const FUNCTIONS: &[Binding] = &[
             "randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
             "randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+            "aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+            "aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "randint_like",
         signatures: &[
             "randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
             "randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+            "aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -725,11 +1206,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
             "randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+            "aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "randn_like",
         signatures: &[
             "randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -738,11 +1228,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
             "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randperm.generator_out(SymInt n, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)",
+            "aten::randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "reciprocal",
         signatures: &[
             "reciprocal(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::reciprocal(Tensor self) -> Tensor",
+            "aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -750,17 +1250,26 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "reciprocal_(Tensor input)",
         ],
+        schemas: &[
+            "aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "relu",
         signatures: &[
             "relu(Tensor input)",
         ],
+        schemas: &[
+            "aten::relu(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "relu_",
         signatures: &[
             "relu_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::relu_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -770,11 +1279,21 @@ pub const FUNCTIONS: &[Binding] = &[
             "remainder(Scalar self, Tensor other)",
             "remainder(Tensor input, Scalar other, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+            "aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor",
+            "aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "reshape",
         signatures: &[
             "reshape(Tensor input, SymIntArrayRef shape)",
+        ],
+        schemas: &[
+            "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
         ],
     },
     Binding {
@@ -782,11 +1301,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "rsqrt(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::rsqrt(Tensor self) -> Tensor",
+            "aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "rsqrt_",
         signatures: &[
             "rsqrt_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -795,11 +1321,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
             "rsub(Tensor input, Scalar other, Scalar alpha=1)",
         ],
+        schemas: &[
+            "aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+            "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+        ],
     },
     Binding {
         name: "scalar_tensor",
         signatures: &[
             "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
         ],
     },
     Binding {
@@ -807,11 +1340,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "select(Tensor input, int64_t dim, SymInt index)",
         ],
+        schemas: &[
+            "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "sigmoid",
         signatures: &[
             "sigmoid(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::sigmoid(Tensor self) -> Tensor",
+            "aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -819,11 +1359,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "sigmoid_(Tensor input)",
         ],
+        schemas: &[
+            "aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "sign",
         signatures: &[
             "sign(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::sign(Tensor self) -> Tensor",
+            "aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -831,17 +1378,27 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "sin(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::sin(Tensor self) -> Tensor",
+            "aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "sin_",
         signatures: &[
             "sin_(Tensor input)",
         ],
+        schemas: &[
+            "aten::sin_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "slice",
         signatures: &[
             "slice(Tensor input, int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
+        ],
+        schemas: &[
+            "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -850,6 +1407,12 @@ pub const FUNCTIONS: &[Binding] = &[
             "sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)",
             "sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)",
         ],
+        schemas: &[
+            "aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+            "aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+            "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+            "aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
     },
     Binding {
         name: "split",
@@ -857,11 +1420,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "split(Tensor input, SymInt split_size, int64_t dim=0)",
             "split(Tensor input, SymIntArrayRef split_size, int64_t dim=0)",
         ],
+        schemas: &[
+            "aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+            "aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]",
+        ],
     },
     Binding {
         name: "split_with_sizes",
         signatures: &[
             "split_with_sizes(Tensor input, SymIntArrayRef split_sizes, int64_t dim=0)",
+        ],
+        schemas: &[
+            "aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
         ],
     },
     Binding {
@@ -869,11 +1439,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "sqrt(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::sqrt(Tensor self) -> Tensor",
+            "aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "sqrt_",
         signatures: &[
             "sqrt_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::sqrt_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -883,6 +1460,11 @@ pub const FUNCTIONS: &[Binding] = &[
             "squeeze(Tensor input, int64_t dim)",
             "squeeze(Tensor input, IntArrayRef dim)",
         ],
+        schemas: &[
+            "aten::squeeze(Tensor(a) self) -> Tensor(a)",
+            "aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+            "aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "std",
@@ -890,6 +1472,13 @@ pub const FUNCTIONS: &[Binding] = &[
             "std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
             "std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
             "std(Tensor input, bool unbiased=True)",
+        ],
+        schemas: &[
+            "aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+            "aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+            "aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)",
+            "aten::std(Tensor self, bool unbiased=True) -> Tensor",
         ],
     },
     Binding {
@@ -899,11 +1488,20 @@ pub const FUNCTIONS: &[Binding] = &[
             "std_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
             "std_mean(Tensor input, bool unbiased=True)",
         ],
+        schemas: &[
+            "aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)",
+            "aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
+            "aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)",
+        ],
     },
     Binding {
         name: "sub",
         signatures: &[
             "sub(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+            "aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -913,11 +1511,19 @@ pub const FUNCTIONS: &[Binding] = &[
             "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
             "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
         ],
+        schemas: &[
+            "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+            "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "t",
         signatures: &[
             "t(Tensor input)",
+        ],
+        schemas: &[
+            "aten::t(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -925,11 +1531,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "tan(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::tan(Tensor self) -> Tensor",
+            "aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "tan_",
         signatures: &[
             "tan_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::tan_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -937,11 +1550,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "tanh(Tensor input, *, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::tanh(Tensor self) -> Tensor",
+            "aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "tanh_",
         signatures: &[
             "tanh_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::tanh_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -949,11 +1569,18 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)",
         ],
+        schemas: &[
+            "aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+            "aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
     },
     Binding {
         name: "transpose",
         signatures: &[
             "transpose(Tensor input, int64_t dim0, int64_t dim1)",
+        ],
+        schemas: &[
+            "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -961,17 +1588,26 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "unbind(Tensor input, int64_t dim=0)",
         ],
+        schemas: &[
+            "aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
+        ],
     },
     Binding {
         name: "unflatten",
         signatures: &[
             "unflatten(Tensor input, int64_t dim, SymIntArrayRef sizes)",
         ],
+        schemas: &[
+            "aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "unsqueeze",
         signatures: &[
             "unsqueeze(Tensor input, int64_t dim)",
+        ],
+        schemas: &[
+            "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
         ],
     },
     Binding {
@@ -981,6 +1617,13 @@ pub const FUNCTIONS: &[Binding] = &[
             "var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
             "var(Tensor input, bool unbiased=True)",
         ],
+        schemas: &[
+            "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+            "aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+            "aten::var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)",
+            "aten::var(Tensor self, bool unbiased=True) -> Tensor",
+        ],
     },
     Binding {
         name: "var_mean",
@@ -988,6 +1631,11 @@ pub const FUNCTIONS: &[Binding] = &[
             "var_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "var_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
             "var_mean(Tensor input, bool unbiased=True)",
+        ],
+        schemas: &[
+            "aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)",
+            "aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
+            "aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)",
         ],
     },
     Binding {
@@ -998,17 +1646,31 @@ pub const FUNCTIONS: &[Binding] = &[
             "where(Tensor condition, Tensor input, Scalar other)",
             "where(Tensor condition, Scalar self, Scalar other)",
         ],
+        schemas: &[
+            "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+            "aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+            "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+            "aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "zeros",
         signatures: &[
             "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
         ],
+        schemas: &[
+            "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+            "aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "zeros_like",
         signatures: &[
             "zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
 ];
@@ -1020,11 +1682,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "abs()",
         ],
+        schemas: &[
+            "aten::abs(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "abs_",
         signatures: &[
             "abs_()",
+        ],
+        schemas: &[
+            "aten::abs_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1032,11 +1700,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "add(Tensor other, *, Scalar alpha=1)",
         ],
+        schemas: &[
+            "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+        ],
     },
     Binding {
         name: "add_",
         signatures: &[
             "add_(Tensor other, *, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1044,11 +1718,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "addcdiv(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
+        schemas: &[
+            "aten::addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        ],
     },
     Binding {
         name: "addcdiv_",
         signatures: &[
             "addcdiv_(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+        ],
+        schemas: &[
+            "aten::addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1056,17 +1736,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "addcmul(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
+        schemas: &[
+            "aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        ],
     },
     Binding {
         name: "addcmul_",
         signatures: &[
             "addcmul_(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
+        schemas: &[
+            "aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "alias",
         signatures: &[
             "alias()",
+        ],
+        schemas: &[
+            "aten::alias(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1076,11 +1765,19 @@ pub const METHODS: &[Binding] = &[
             "all(IntArrayRef? dim=None, bool keepdim=False)",
             "all(int64_t dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::all(Tensor self) -> Tensor",
+            "aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+            "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "allclose",
         signatures: &[
             "allclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+        schemas: &[
+            "aten::allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
         ],
     },
     Binding {
@@ -1088,17 +1785,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "amax(IntArrayRef[1] dim=[], bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "amin",
         signatures: &[
             "amin(IntArrayRef[1] dim=[], bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "aminmax",
         signatures: &[
             "aminmax(*, int64_t? dim=None, bool keepdim=False)",
+        ],
+        schemas: &[
+            "aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
         ],
     },
     Binding {
@@ -1108,17 +1814,28 @@ pub const METHODS: &[Binding] = &[
             "any(IntArrayRef? dim=None, bool keepdim=False)",
             "any(int64_t dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::any(Tensor self) -> Tensor",
+            "aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+            "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "argmax",
         signatures: &[
             "argmax(int64_t? dim=None, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "argmin",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
+        ],
+        schemas: &[
+            "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
         ],
     },
     Binding {
@@ -1127,11 +1844,18 @@ pub const METHODS: &[Binding] = &[
             "argsort(*, bool stable, int64_t dim=-1, bool descending=False)",
             "argsort(int64_t dim=-1, bool descending=False)",
         ],
+        schemas: &[
+            "aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+            "aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        ],
     },
     Binding {
         name: "as_strided",
         signatures: &[
             "as_strided(SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
+        ],
+        schemas: &[
+            "aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1140,12 +1864,20 @@ pub const METHODS: &[Binding] = &[
             "bernoulli(*, Generator? generator=None)",
             "bernoulli(double p, *, Generator? generator=None)",
         ],
+        schemas: &[
+            "aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
+            "aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+        ],
     },
     Binding {
         name: "bernoulli_",
         signatures: &[
             "bernoulli_(Tensor p, *, Generator? generator=None)",
             "bernoulli_(double p=0.5, *, Generator? generator=None)",
+        ],
+        schemas: &[
+            "aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
+            "aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1154,6 +1886,10 @@ pub const METHODS: &[Binding] = &[
             "bitwise_and(Tensor other)",
             "bitwise_and(Scalar other)",
         ],
+        schemas: &[
+            "aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "bitwise_and_",
@@ -1161,17 +1897,27 @@ pub const METHODS: &[Binding] = &[
             "bitwise_and_(Tensor other)",
             "bitwise_and_(Scalar other)",
         ],
+        schemas: &[
+            "aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "bitwise_not",
         signatures: &[
             "bitwise_not()",
         ],
+        schemas: &[
+            "aten::bitwise_not(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "bitwise_not_",
         signatures: &[
             "bitwise_not_()",
+        ],
+        schemas: &[
+            "aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1180,12 +1926,20 @@ pub const METHODS: &[Binding] = &[
             "bitwise_or(Tensor other)",
             "bitwise_or(Scalar other)",
         ],
+        schemas: &[
+            "aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "bitwise_or_",
         signatures: &[
             "bitwise_or_(Tensor other)",
             "bitwise_or_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1194,6 +1948,10 @@ pub const METHODS: &[Binding] = &[
             "bitwise_xor(Tensor other)",
             "bitwise_xor(Scalar other)",
         ],
+        schemas: &[
+            "aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "bitwise_xor_",
@@ -1201,11 +1959,18 @@ pub const METHODS: &[Binding] = &[
             "bitwise_xor_(Tensor other)",
             "bitwise_xor_(Scalar other)",
         ],
+        schemas: &[
+            "aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "chunk",
         signatures: &[
             "chunk(int64_t chunks, int64_t dim=0)",
+        ],
+        schemas: &[
+            "aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
         ],
     },
     Binding {
@@ -1214,12 +1979,20 @@ pub const METHODS: &[Binding] = &[
             "clamp(Tensor? min=None, Tensor? max=None)",
             "clamp(Scalar? min=None, Scalar? max=None)",
         ],
+        schemas: &[
+            "aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+            "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+        ],
     },
     Binding {
         name: "clamp_",
         signatures: &[
             "clamp_(Tensor? min=None, Tensor? max=None)",
             "clamp_(Scalar? min=None, Scalar? max=None)",
+        ],
+        schemas: &[
+            "aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
+            "aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1228,6 +2001,10 @@ pub const METHODS: &[Binding] = &[
             "clip(Tensor? min=None, Tensor? max=None)",
             "clip(Scalar? min=None, Scalar? max=None)",
         ],
+        schemas: &[
+            "aten::clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+            "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+        ],
     },
     Binding {
         name: "clip_",
@@ -1235,11 +2012,18 @@ pub const METHODS: &[Binding] = &[
             "clip_(Tensor? min=None, Tensor? max=None)",
             "clip_(Scalar? min=None, Scalar? max=None)",
         ],
+        schemas: &[
+            "aten::clip_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
+            "aten::clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "clone",
         signatures: &[
             "clone(*, MemoryFormat? memory_format=None)",
+        ],
+        schemas: &[
+            "aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
         ],
     },
     Binding {
@@ -1247,11 +2031,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "contiguous(*, MemoryFormat memory_format=contiguous_format)",
         ],
+        schemas: &[
+            "aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "copy_",
         signatures: &[
             "copy_(Tensor src, bool non_blocking=False)",
+        ],
+        schemas: &[
+            "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1259,11 +2049,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "cos()",
         ],
+        schemas: &[
+            "aten::cos(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "cos_",
         signatures: &[
             "cos_()",
+        ],
+        schemas: &[
+            "aten::cos_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1272,11 +2068,18 @@ pub const METHODS: &[Binding] = &[
             "count_nonzero(int64_t? dim=None)",
             "count_nonzero(IntArrayRef dim)",
         ],
+        schemas: &[
+            "aten::count_nonzero(Tensor self, int? dim=None) -> Tensor",
+            "aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor",
+        ],
     },
     Binding {
         name: "cummax",
         signatures: &[
             "cummax(int64_t dim)",
+        ],
+        schemas: &[
+            "aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)",
         ],
     },
     Binding {
@@ -1284,11 +2087,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "cummin(int64_t dim)",
         ],
+        schemas: &[
+            "aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+        ],
     },
     Binding {
         name: "cumprod",
         signatures: &[
             "cumprod(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
         ],
     },
     Binding {
@@ -1296,11 +2105,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "cumprod_(int64_t dim, *, ScalarType? dtype=None)",
         ],
+        schemas: &[
+            "aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "cumsum",
         signatures: &[
             "cumsum(int64_t dim, *, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
         ],
     },
     Binding {
@@ -1308,17 +2123,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "cumsum_(int64_t dim, *, ScalarType? dtype=None)",
         ],
+        schemas: &[
+            "aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "detach",
         signatures: &[
             "detach()",
         ],
+        schemas: &[
+            "aten::detach(Tensor(a) self) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "diagonal",
         signatures: &[
             "diagonal(int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
+        ],
+        schemas: &[
+            "aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1328,6 +2152,11 @@ pub const METHODS: &[Binding] = &[
             "div(Tensor other, *, c10::string_view? rounding_mode)",
             "div(Scalar other, *, c10::string_view? rounding_mode)",
         ],
+        schemas: &[
+            "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+            "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        ],
     },
     Binding {
         name: "div_",
@@ -1336,12 +2165,21 @@ pub const METHODS: &[Binding] = &[
             "div_(Tensor other, *, c10::string_view? rounding_mode)",
             "div_(Scalar other, *, c10::string_view? rounding_mode)",
         ],
+        schemas: &[
+            "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)",
+            "aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "eq",
         signatures: &[
             "eq(Tensor other)",
             "eq(Scalar other)",
+        ],
+        schemas: &[
+            "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::eq.Scalar(Tensor self, Scalar other) -> Tensor",
         ],
     },
     Binding {
@@ -1350,11 +2188,18 @@ pub const METHODS: &[Binding] = &[
             "eq_(Tensor other)",
             "eq_(Scalar other)",
         ],
+        schemas: &[
+            "aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "equal",
         signatures: &[
             "equal(Tensor other)",
+        ],
+        schemas: &[
+            "aten::equal(Tensor self, Tensor other) -> bool",
         ],
     },
     Binding {
@@ -1362,11 +2207,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "exp()",
         ],
+        schemas: &[
+            "aten::exp(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "exp_",
         signatures: &[
             "exp_()",
+        ],
+        schemas: &[
+            "aten::exp_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1374,11 +2225,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "expand(SymIntArrayRef size, *, bool implicit=False)",
         ],
+        schemas: &[
+            "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "expand_as",
         signatures: &[
             "expand_as(Tensor other)",
+        ],
+        schemas: &[
+            "aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1386,11 +2243,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "expm1()",
         ],
+        schemas: &[
+            "aten::expm1(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "expm1_",
         signatures: &[
             "expm1_()",
+        ],
+        schemas: &[
+            "aten::expm1_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1398,11 +2261,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "fill_(Scalar value)",
         ],
+        schemas: &[
+            "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "flatten",
         signatures: &[
             "flatten(int64_t start_dim=0, int64_t end_dim=-1)",
+        ],
+        schemas: &[
+            "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1411,12 +2280,20 @@ pub const METHODS: &[Binding] = &[
             "floor_divide(Tensor other)",
             "floor_divide(Scalar other)",
         ],
+        schemas: &[
+            "aten::floor_divide(Tensor self, Tensor other) -> Tensor",
+            "aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "floor_divide_",
         signatures: &[
             "floor_divide_(Tensor other)",
             "floor_divide_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1425,12 +2302,20 @@ pub const METHODS: &[Binding] = &[
             "fmod(Tensor other)",
             "fmod(Scalar other)",
         ],
+        schemas: &[
+            "aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "fmod_",
         signatures: &[
             "fmod_(Tensor other)",
             "fmod_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1439,12 +2324,20 @@ pub const METHODS: &[Binding] = &[
             "ge(Tensor other)",
             "ge(Scalar other)",
         ],
+        schemas: &[
+            "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::ge.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "ge_",
         signatures: &[
             "ge_(Tensor other)",
             "ge_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1453,6 +2346,10 @@ pub const METHODS: &[Binding] = &[
             "gt(Tensor other)",
             "gt(Scalar other)",
         ],
+        schemas: &[
+            "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "gt_",
@@ -1460,11 +2357,18 @@ pub const METHODS: &[Binding] = &[
             "gt_(Tensor other)",
             "gt_(Scalar other)",
         ],
+        schemas: &[
+            "aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "isclose",
         signatures: &[
             "isclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
+        ],
+        schemas: &[
+            "aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
         ],
     },
     Binding {
@@ -1472,11 +2376,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "isfinite()",
         ],
+        schemas: &[
+            "aten::isfinite(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "isinf",
         signatures: &[
             "isinf()",
+        ],
+        schemas: &[
+            "aten::isinf(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -1484,11 +2394,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "isnan()",
         ],
+        schemas: &[
+            "aten::isnan(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "kthvalue",
         signatures: &[
             "kthvalue(SymInt k, int64_t dim=-1, bool keepdim=False)",
+        ],
+        schemas: &[
+            "aten::kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
         ],
     },
     Binding {
@@ -1497,12 +2413,20 @@ pub const METHODS: &[Binding] = &[
             "le(Tensor other)",
             "le(Scalar other)",
         ],
+        schemas: &[
+            "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::le.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "le_",
         signatures: &[
             "le_(Tensor other)",
             "le_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1511,6 +2435,10 @@ pub const METHODS: &[Binding] = &[
             "lerp(Tensor end, Tensor weight)",
             "lerp(Tensor end, Scalar weight)",
         ],
+        schemas: &[
+            "aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+            "aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+        ],
     },
     Binding {
         name: "lerp_",
@@ -1518,11 +2446,18 @@ pub const METHODS: &[Binding] = &[
             "lerp_(Tensor end, Tensor weight)",
             "lerp_(Tensor end, Scalar weight)",
         ],
+        schemas: &[
+            "aten::lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
+            "aten::lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "log",
         signatures: &[
             "log()",
+        ],
+        schemas: &[
+            "aten::log(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -1530,11 +2465,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "log1p()",
         ],
+        schemas: &[
+            "aten::log1p(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "log1p_",
         signatures: &[
             "log1p_()",
+        ],
+        schemas: &[
+            "aten::log1p_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1542,11 +2483,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "log_()",
         ],
+        schemas: &[
+            "aten::log_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logcumsumexp",
         signatures: &[
             "logcumsumexp(int64_t dim)",
+        ],
+        schemas: &[
+            "aten::logcumsumexp(Tensor self, int dim) -> Tensor",
         ],
     },
     Binding {
@@ -1554,11 +2501,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "logical_and(Tensor other)",
         ],
+        schemas: &[
+            "aten::logical_and(Tensor self, Tensor other) -> Tensor",
+        ],
     },
     Binding {
         name: "logical_and_",
         signatures: &[
             "logical_and_(Tensor other)",
+        ],
+        schemas: &[
+            "aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1566,11 +2519,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "logical_not()",
         ],
+        schemas: &[
+            "aten::logical_not(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "logical_not_",
         signatures: &[
             "logical_not_()",
+        ],
+        schemas: &[
+            "aten::logical_not_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1578,11 +2537,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "logical_or(Tensor other)",
         ],
+        schemas: &[
+            "aten::logical_or(Tensor self, Tensor other) -> Tensor",
+        ],
     },
     Binding {
         name: "logical_or_",
         signatures: &[
             "logical_or_(Tensor other)",
+        ],
+        schemas: &[
+            "aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1590,17 +2555,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "logical_xor(Tensor other)",
         ],
+        schemas: &[
+            "aten::logical_xor(Tensor self, Tensor other) -> Tensor",
+        ],
     },
     Binding {
         name: "logical_xor_",
         signatures: &[
             "logical_xor_(Tensor other)",
         ],
+        schemas: &[
+            "aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "logsumexp",
         signatures: &[
             "logsumexp(IntArrayRef[1] dim, bool keepdim=False)",
+        ],
+        schemas: &[
+            "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
         ],
     },
     Binding {
@@ -1609,12 +2583,20 @@ pub const METHODS: &[Binding] = &[
             "lt(Tensor other)",
             "lt(Scalar other)",
         ],
+        schemas: &[
+            "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::lt.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "lt_",
         signatures: &[
             "lt_(Tensor other)",
             "lt_(Scalar other)",
+        ],
+        schemas: &[
+            "aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1623,11 +2605,18 @@ pub const METHODS: &[Binding] = &[
             "max()",
             "max(int64_t dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::max(Tensor self) -> Tensor",
+            "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        ],
     },
     Binding {
         name: "maximum",
         signatures: &[
             "maximum(Tensor other)",
+        ],
+        schemas: &[
+            "aten::maximum(Tensor self, Tensor other) -> Tensor",
         ],
     },
     Binding {
@@ -1636,6 +2625,10 @@ pub const METHODS: &[Binding] = &[
             "mean(*, ScalarType? dtype=None)",
             "mean(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
         ],
+        schemas: &[
+            "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        ],
     },
     Binding {
         name: "min",
@@ -1643,11 +2636,18 @@ pub const METHODS: &[Binding] = &[
             "min()",
             "min(int64_t dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::min(Tensor self) -> Tensor",
+            "aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        ],
     },
     Binding {
         name: "minimum",
         signatures: &[
             "minimum(Tensor other)",
+        ],
+        schemas: &[
+            "aten::minimum(Tensor self, Tensor other) -> Tensor",
         ],
     },
     Binding {
@@ -1656,11 +2656,18 @@ pub const METHODS: &[Binding] = &[
             "movedim(int64_t source, int64_t destination)",
             "movedim(IntArrayRef source, IntArrayRef destination)",
         ],
+        schemas: &[
+            "aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
+            "aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "msort",
         signatures: &[
             "msort()",
+        ],
+        schemas: &[
+            "aten::msort(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -1668,11 +2675,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "mul(Tensor other)",
         ],
+        schemas: &[
+            "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+        ],
     },
     Binding {
         name: "mul_",
         signatures: &[
             "mul_(Tensor other)",
+        ],
+        schemas: &[
+            "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1680,17 +2693,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "nan_to_num(double? nan=None, double? posinf=None, double? neginf=None)",
         ],
+        schemas: &[
+            "aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+        ],
     },
     Binding {
         name: "nan_to_num_",
         signatures: &[
             "nan_to_num_(double? nan=None, double? posinf=None, double? neginf=None)",
         ],
+        schemas: &[
+            "aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "nansum",
         signatures: &[
             "nansum(IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
         ],
     },
     Binding {
@@ -1699,12 +2721,20 @@ pub const METHODS: &[Binding] = &[
             "narrow(int64_t dim, Tensor start, SymInt length)",
             "narrow(int64_t dim, SymInt start, SymInt length)",
         ],
+        schemas: &[
+            "aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)",
+            "aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "ne",
         signatures: &[
             "ne(Tensor other)",
             "ne(Scalar other)",
+        ],
+        schemas: &[
+            "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::ne.Scalar(Tensor self, Scalar other) -> Tensor",
         ],
     },
     Binding {
@@ -1713,17 +2743,27 @@ pub const METHODS: &[Binding] = &[
             "ne_(Tensor other)",
             "ne_(Scalar other)",
         ],
+        schemas: &[
+            "aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "neg",
         signatures: &[
             "neg()",
         ],
+        schemas: &[
+            "aten::neg(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "neg_",
         signatures: &[
             "neg_()",
+        ],
+        schemas: &[
+            "aten::neg_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1734,17 +2774,29 @@ pub const METHODS: &[Binding] = &[
             "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim, *, ScalarType dtype)",
             "norm(Scalar? p, IntArrayRef[1] dim, bool keepdim=False)",
         ],
+        schemas: &[
+            "aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor",
+            "aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor",
+            "aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor",
+            "aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+        ],
     },
     Binding {
         name: "normal_",
         signatures: &[
             "normal_(double mean=0, double std=1, *, Generator? generator=None)",
         ],
+        schemas: &[
+            "aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "permute",
         signatures: &[
             "permute(IntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1753,6 +2805,10 @@ pub const METHODS: &[Binding] = &[
             "pow(Tensor exponent)",
             "pow(Scalar exponent)",
         ],
+        schemas: &[
+            "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+            "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+        ],
     },
     Binding {
         name: "pow_",
@@ -1760,12 +2816,20 @@ pub const METHODS: &[Binding] = &[
             "pow_(Tensor exponent)",
             "pow_(Scalar exponent)",
         ],
+        schemas: &[
+            "aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)",
+            "aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "prod",
         signatures: &[
             "prod(*, ScalarType? dtype=None)",
             "prod(int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
         ],
     },
     Binding {
@@ -1775,11 +2839,19 @@ pub const METHODS: &[Binding] = &[
             "random_(int64_t from, int64_t? to, *, Generator? generator=None)",
             "random_(int64_t to, *, Generator? generator=None)",
         ],
+        schemas: &[
+            "aten::random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)",
+            "aten::random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)",
+            "aten::random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "reciprocal",
         signatures: &[
             "reciprocal()",
+        ],
+        schemas: &[
+            "aten::reciprocal(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -1787,17 +2859,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "reciprocal_()",
         ],
+        schemas: &[
+            "aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "relu",
         signatures: &[
             "relu()",
         ],
+        schemas: &[
+            "aten::relu(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "relu_",
         signatures: &[
             "relu_()",
+        ],
+        schemas: &[
+            "aten::relu_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1806,6 +2887,10 @@ pub const METHODS: &[Binding] = &[
             "remainder(Tensor other)",
             "remainder(Scalar other)",
         ],
+        schemas: &[
+            "aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor",
+            "aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor",
+        ],
     },
     Binding {
         name: "remainder_",
@@ -1813,11 +2898,18 @@ pub const METHODS: &[Binding] = &[
             "remainder_(Tensor other)",
             "remainder_(Scalar other)",
         ],
+        schemas: &[
+            "aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "reshape",
         signatures: &[
             "reshape(SymIntArrayRef shape)",
+        ],
+        schemas: &[
+            "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1825,11 +2917,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "reshape_as(Tensor other)",
         ],
+        schemas: &[
+            "aten::reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "rsqrt",
         signatures: &[
             "rsqrt()",
+        ],
+        schemas: &[
+            "aten::rsqrt(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -1837,11 +2935,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "rsqrt_()",
         ],
+        schemas: &[
+            "aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "select",
         signatures: &[
             "select(int64_t dim, SymInt index)",
+        ],
+        schemas: &[
+            "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1849,11 +2953,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "sigmoid()",
         ],
+        schemas: &[
+            "aten::sigmoid(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "sigmoid_",
         signatures: &[
             "sigmoid_()",
+        ],
+        schemas: &[
+            "aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1861,11 +2971,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "sign()",
         ],
+        schemas: &[
+            "aten::sign(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "sign_",
         signatures: &[
             "sign_()",
+        ],
+        schemas: &[
+            "aten::sign_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1873,17 +2989,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "sin()",
         ],
+        schemas: &[
+            "aten::sin(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "sin_",
         signatures: &[
             "sin_()",
         ],
+        schemas: &[
+            "aten::sin_(Tensor(a!) self) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "slice",
         signatures: &[
             "slice(int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
+        ],
+        schemas: &[
+            "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1892,6 +3017,10 @@ pub const METHODS: &[Binding] = &[
             "sort(*, bool? stable, int64_t dim=-1, bool descending=False)",
             "sort(int64_t dim=-1, bool descending=False)",
         ],
+        schemas: &[
+            "aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+            "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        ],
     },
     Binding {
         name: "split",
@@ -1899,11 +3028,18 @@ pub const METHODS: &[Binding] = &[
             "split(SymInt split_size, int64_t dim=0)",
             "split(SymIntArrayRef split_size, int64_t dim=0)",
         ],
+        schemas: &[
+            "aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+            "aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]",
+        ],
     },
     Binding {
         name: "split_with_sizes",
         signatures: &[
             "split_with_sizes(SymIntArrayRef split_sizes, int64_t dim=0)",
+        ],
+        schemas: &[
+            "aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
         ],
     },
     Binding {
@@ -1911,11 +3047,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "sqrt()",
         ],
+        schemas: &[
+            "aten::sqrt(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "sqrt_",
         signatures: &[
             "sqrt_()",
+        ],
+        schemas: &[
+            "aten::sqrt_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1925,6 +3067,11 @@ pub const METHODS: &[Binding] = &[
             "squeeze(int64_t dim)",
             "squeeze(IntArrayRef dim)",
         ],
+        schemas: &[
+            "aten::squeeze(Tensor(a) self) -> Tensor(a)",
+            "aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+            "aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "std",
@@ -1933,17 +3080,28 @@ pub const METHODS: &[Binding] = &[
             "std(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
             "std(bool unbiased=True)",
         ],
+        schemas: &[
+            "aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+            "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+            "aten::std(Tensor self, bool unbiased=True) -> Tensor",
+        ],
     },
     Binding {
         name: "sub",
         signatures: &[
             "sub(Tensor other, *, Scalar alpha=1)",
         ],
+        schemas: &[
+            "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+        ],
     },
     Binding {
         name: "sub_",
         signatures: &[
             "sub_(Tensor other, *, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1952,11 +3110,18 @@ pub const METHODS: &[Binding] = &[
             "sum(*, ScalarType? dtype=None)",
             "sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
         ],
+        schemas: &[
+            "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+            "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        ],
     },
     Binding {
         name: "t",
         signatures: &[
             "t()",
+        ],
+        schemas: &[
+            "aten::t(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1964,11 +3129,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "tan()",
         ],
+        schemas: &[
+            "aten::tan(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "tan_",
         signatures: &[
             "tan_()",
+        ],
+        schemas: &[
+            "aten::tan_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1976,11 +3147,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "tanh()",
         ],
+        schemas: &[
+            "aten::tanh(Tensor self) -> Tensor",
+        ],
     },
     Binding {
         name: "tanh_",
         signatures: &[
             "tanh_()",
+        ],
+        schemas: &[
+            "aten::tanh_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1991,11 +3168,20 @@ pub const METHODS: &[Binding] = &[
             "to(ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
         ],
+        schemas: &[
+            "aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+            "aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+            "aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+            "aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "topk",
         signatures: &[
             "topk(SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True)",
+        ],
+        schemas: &[
+            "aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
         ],
     },
     Binding {
@@ -2003,11 +3189,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "transpose(int64_t dim0, int64_t dim1)",
         ],
+        schemas: &[
+            "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "type_as",
         signatures: &[
             "type_as(Tensor other)",
+        ],
+        schemas: &[
+            "aten::type_as(Tensor self, Tensor other) -> Tensor",
         ],
     },
     Binding {
@@ -2015,11 +3207,17 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "unbind(int64_t dim=0)",
         ],
+        schemas: &[
+            "aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
+        ],
     },
     Binding {
         name: "unflatten",
         signatures: &[
             "unflatten(int64_t dim, SymIntArrayRef sizes)",
+        ],
+        schemas: &[
+            "aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)",
         ],
     },
     Binding {
@@ -2027,17 +3225,26 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "unfold(int64_t dimension, int64_t size, int64_t step)",
         ],
+        schemas: &[
+            "aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "uniform_",
         signatures: &[
             "uniform_(double from=0, double to=1, *, Generator? generator=None)",
         ],
+        schemas: &[
+            "aten::uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)",
+        ],
     },
     Binding {
         name: "unsqueeze",
         signatures: &[
             "unsqueeze(int64_t dim)",
+        ],
+        schemas: &[
+            "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
         ],
     },
     Binding {
@@ -2047,6 +3254,11 @@ pub const METHODS: &[Binding] = &[
             "var(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
             "var(bool unbiased=True)",
         ],
+        schemas: &[
+            "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+            "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+            "aten::var(Tensor self, bool unbiased=True) -> Tensor",
+        ],
     },
     Binding {
         name: "view",
@@ -2054,11 +3266,18 @@ pub const METHODS: &[Binding] = &[
             "view(ScalarType dtype)",
             "view(SymIntArrayRef size)",
         ],
+        schemas: &[
+            "aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)",
+            "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+        ],
     },
     Binding {
         name: "view_as",
         signatures: &[
             "view_as(Tensor other)",
+        ],
+        schemas: &[
+            "aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)",
         ],
     },
     Binding {
@@ -2066,6 +3285,10 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "where(Tensor condition, Tensor other)",
             "where(Tensor condition, Scalar other)",
+        ],
+        schemas: &[
+            "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+            "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
         ],
     },
 ];

@@ -21,7 +21,8 @@ use super::object::{layout, wrap, ObjectLayout};
 use super::python_args::{releases_gil, split_kwargs};
 use crate::generated::signatures;
 
-/// A generated module function (`ratten.add`).
+// A generated module function (`ratten.add`).
+// (A `//` comment: a class docstring would hide the per-object `__doc__` getter.)
 #[pyclass(name = "_GeneratedFunction", module = "ratten", frozen)]
 pub struct GeneratedFunction {
     pub(crate) index: usize,
@@ -70,10 +71,15 @@ impl GeneratedFunction {
     fn __name__(&self) -> &'static str {
         signatures::FUNCTIONS[self.index].name
     }
-    /// torch's signature strings of this function (what `__doc__` shows in torch).
+    /// torch's signature strings of this function.
     #[getter]
     fn signatures(&self) -> Vec<&'static str> {
         signatures::FUNCTIONS[self.index].signatures.to_vec()
+    }
+    /// The docstring: the signatures, a one-line summary and the declarations.
+    #[getter]
+    fn __doc__(&self, py: Python<'_>) -> PyResult<String> {
+        docstring(py, &signatures::FUNCTIONS[self.index])
     }
     fn __repr__(&self) -> String {
         format!(
@@ -83,7 +89,8 @@ impl GeneratedFunction {
     }
 }
 
-/// A generated Tensor method, as a descriptor on the Tensor type (`Tensor.add`).
+// A generated Tensor method, as a descriptor on the Tensor type (`Tensor.add`).
+// (A `//` comment: a class docstring would hide the per-object `__doc__` getter.)
 #[pyclass(name = "_GeneratedMethod", module = "ratten", frozen)]
 pub struct GeneratedMethod {
     pub(crate) index: usize,
@@ -143,9 +150,14 @@ impl GeneratedMethod {
     fn signatures(&self) -> Vec<&'static str> {
         method_signature_strings(self.index).to_vec()
     }
+    #[getter]
+    fn __doc__(&self, py: Python<'_>) -> PyResult<String> {
+        docstring(py, &signatures::METHODS[self.index])
+    }
 }
 
-/// A generated method bound to its tensor (`t.add`).
+// A generated method bound to its tensor (`t.add`).
+// (A `//` comment: a class docstring would hide the per-object `__doc__` getter.)
 #[pyclass(name = "_BoundMethod", module = "ratten", frozen)]
 pub struct BoundMethod {
     pub(crate) index: usize,
@@ -192,6 +204,38 @@ impl BoundMethod {
             signatures::METHODS[self.index].name
         )
     }
+    #[getter]
+    fn __doc__(&self, py: Python<'_>) -> PyResult<String> {
+        docstring(py, &signatures::METHODS[self.index])
+    }
+}
+
+/// A generated binding's docstring: its Python signatures (as torch prints them), the one-line
+/// summary from `ratten._docs.SUMMARIES`, and the native schemas it calls.
+fn docstring(py: Python<'_>, b: &crate::arg_parser::Binding) -> PyResult<String> {
+    static SUMMARIES: pyo3::sync::GILOnceCell<Py<PyDict>> = pyo3::sync::GILOnceCell::new();
+    let summaries = SUMMARIES.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        Ok(py
+            .import("ratten._docs")?
+            .getattr("SUMMARIES")?
+            .downcast_into::<PyDict>()?
+            .unbind())
+    })?;
+    let summary: Option<String> = summaries
+        .bind(py)
+        .get_item(b.name)?
+        .map(|s| s.extract())
+        .transpose()?;
+    let mut doc = b.signatures.join("\n");
+    if let Some(s) = summary {
+        doc.push_str("\n\n");
+        doc.push_str(&s);
+    }
+    doc.push_str("\n\nDeclared as:\n");
+    for schema in b.schemas {
+        doc.push_str(&format!("    {schema}\n"));
+    }
+    Ok(doc)
 }
 
 /// The interned str `"out"` (kept alive by pyo3's `intern!` cell for the process), stored
