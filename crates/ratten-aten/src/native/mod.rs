@@ -9,6 +9,7 @@ pub mod pointwise;
 pub mod reduce_ops;
 pub mod reduce_utils;
 pub mod scan_ops;
+pub mod scatter_gather;
 pub mod tensor_compare;
 pub mod type_properties;
 pub mod unary_ops;
@@ -21,9 +22,11 @@ pub use copy::{
     copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, type_as, Layout,
     MemoryFormat,
 };
+pub use index::*;
 pub use pointwise::*;
 pub use reduce_ops::*;
 pub use scan_ops::*;
+pub use scatter_gather::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;
 pub use view::*;

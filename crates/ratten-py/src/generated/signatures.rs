@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 126 names.
+/// Module functions (`ratten.add`): 144 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -15,6 +15,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "_cummin_helper",
         signatures: &[
             "_cummin_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
+        ],
+    },
+    Binding {
+        name: "_index_put_impl_",
+        signatures: &[
+            "_index_put_impl_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False, bool unsafe=False)",
         ],
     },
     Binding {
@@ -115,6 +121,12 @@ pub const FUNCTIONS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "argwhere",
+        signatures: &[
+            "argwhere(Tensor input)",
         ],
     },
     Binding {
@@ -334,6 +346,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "gather",
+        signatures: &[
+            "gather(Tensor input, int64_t dim, Tensor index, *, bool sparse_grad=False, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "ge",
         signatures: &[
             "ge(Tensor input, Tensor other, *, Tensor out=None)",
@@ -345,6 +363,49 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "gt(Tensor input, Tensor other, *, Tensor out=None)",
             "gt(Tensor input, Scalar other, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "index",
+        signatures: &[
+            "index(Tensor input, c10::List<::std::optional<Tensor>> indices, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "index_add",
+        signatures: &[
+            "index_add(Tensor input, int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "index_copy",
+        signatures: &[
+            "index_copy(Tensor input, int64_t dim, Tensor index, Tensor source, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "index_fill",
+        signatures: &[
+            "index_fill(Tensor input, int64_t dim, Tensor index, Tensor value)",
+            "index_fill(Tensor input, int64_t dim, Tensor index, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "index_put",
+        signatures: &[
+            "index_put(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+    },
+    Binding {
+        name: "index_put_",
+        signatures: &[
+            "index_put_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+    },
+    Binding {
+        name: "index_select",
+        signatures: &[
+            "index_select(Tensor input, int64_t dim, Tensor index, *, Tensor out=None)",
         ],
     },
     Binding {
@@ -459,6 +520,25 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "masked_fill",
+        signatures: &[
+            "masked_fill(Tensor input, Tensor mask, Tensor value)",
+            "masked_fill(Tensor input, Tensor mask, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "masked_scatter",
+        signatures: &[
+            "masked_scatter(Tensor input, Tensor mask, Tensor source)",
+        ],
+    },
+    Binding {
+        name: "masked_select",
+        signatures: &[
+            "masked_select(Tensor input, Tensor mask, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max(Tensor input, *, Tensor out=None)",
@@ -549,6 +629,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "nonzero",
+        signatures: &[
+            "nonzero(Tensor input, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "norm",
         signatures: &[
             "norm(Tensor input, Scalar p=2)",
@@ -633,6 +719,27 @@ pub const FUNCTIONS: &[Binding] = &[
         signatures: &[
             "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
             "rsub(Tensor input, Scalar other, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "scatter",
+        signatures: &[
+            "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "scatter_add",
+        signatures: &[
+            "scatter_add(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce",
+        signatures: &[
+            "scatter_reduce(Tensor input, int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True, Tensor out=None)",
         ],
     },
     Binding {
@@ -746,6 +853,12 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "take",
+        signatures: &[
+            "take(Tensor input, Tensor index, *, Tensor out=None)",
+        ],
+    },
+    Binding {
         name: "tan",
         signatures: &[
             "tan(Tensor input, *, Tensor out=None)",
@@ -820,7 +933,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 154 names.
+/// Tensor methods (`t.add`), without `self`: 179 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -926,6 +1039,12 @@ pub const METHODS: &[Binding] = &[
         name: "argmin",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
+        ],
+    },
+    Binding {
+        name: "argwhere",
+        signatures: &[
+            "argwhere()",
         ],
     },
     Binding {
@@ -1220,6 +1339,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "gather",
+        signatures: &[
+            "gather(int64_t dim, Tensor index, *, bool sparse_grad=False)",
+        ],
+    },
+    Binding {
         name: "ge",
         signatures: &[
             "ge(Tensor other)",
@@ -1245,6 +1370,68 @@ pub const METHODS: &[Binding] = &[
         signatures: &[
             "gt_(Tensor other)",
             "gt_(Scalar other)",
+        ],
+    },
+    Binding {
+        name: "index",
+        signatures: &[
+            "index(c10::List<::std::optional<Tensor>> indices)",
+        ],
+    },
+    Binding {
+        name: "index_add",
+        signatures: &[
+            "index_add(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "index_add_",
+        signatures: &[
+            "index_add_(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+        ],
+    },
+    Binding {
+        name: "index_copy",
+        signatures: &[
+            "index_copy(int64_t dim, Tensor index, Tensor source)",
+        ],
+    },
+    Binding {
+        name: "index_copy_",
+        signatures: &[
+            "index_copy_(int64_t dim, Tensor index, Tensor source)",
+        ],
+    },
+    Binding {
+        name: "index_fill",
+        signatures: &[
+            "index_fill(int64_t dim, Tensor index, Tensor value)",
+            "index_fill(int64_t dim, Tensor index, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "index_fill_",
+        signatures: &[
+            "index_fill_(int64_t dim, Tensor index, Tensor value)",
+            "index_fill_(int64_t dim, Tensor index, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "index_put",
+        signatures: &[
+            "index_put(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+    },
+    Binding {
+        name: "index_put_",
+        signatures: &[
+            "index_put_(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+    },
+    Binding {
+        name: "index_select",
+        signatures: &[
+            "index_select(int64_t dim, Tensor index)",
         ],
     },
     Binding {
@@ -1398,6 +1585,38 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "masked_fill",
+        signatures: &[
+            "masked_fill(Tensor mask, Tensor value)",
+            "masked_fill(Tensor mask, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "masked_fill_",
+        signatures: &[
+            "masked_fill_(Tensor mask, Tensor value)",
+            "masked_fill_(Tensor mask, Scalar value)",
+        ],
+    },
+    Binding {
+        name: "masked_scatter",
+        signatures: &[
+            "masked_scatter(Tensor mask, Tensor source)",
+        ],
+    },
+    Binding {
+        name: "masked_scatter_",
+        signatures: &[
+            "masked_scatter_(Tensor mask, Tensor source)",
+        ],
+    },
+    Binding {
+        name: "masked_select",
+        signatures: &[
+            "masked_select(Tensor mask)",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max()",
@@ -1501,6 +1720,12 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "nonzero",
+        signatures: &[
+            "nonzero()",
+        ],
+    },
+    Binding {
         name: "norm",
         signatures: &[
             "norm(Scalar p=2)",
@@ -1596,6 +1821,48 @@ pub const METHODS: &[Binding] = &[
         name: "rsqrt_",
         signatures: &[
             "rsqrt_()",
+        ],
+    },
+    Binding {
+        name: "scatter",
+        signatures: &[
+            "scatter(int64_t dim, Tensor index, Tensor src)",
+            "scatter(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
+            "scatter(int64_t dim, Tensor index, Scalar value)",
+            "scatter(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)",
+        ],
+    },
+    Binding {
+        name: "scatter_",
+        signatures: &[
+            "scatter_(int64_t dim, Tensor index, Tensor src)",
+            "scatter_(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
+            "scatter_(int64_t dim, Tensor index, Scalar value)",
+            "scatter_(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)",
+        ],
+    },
+    Binding {
+        name: "scatter_add",
+        signatures: &[
+            "scatter_add(int64_t dim, Tensor index, Tensor src)",
+        ],
+    },
+    Binding {
+        name: "scatter_add_",
+        signatures: &[
+            "scatter_add_(int64_t dim, Tensor index, Tensor src)",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce",
+        signatures: &[
+            "scatter_reduce(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce_",
+        signatures: &[
+            "scatter_reduce_(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
         ],
     },
     Binding {
@@ -1710,6 +1977,12 @@ pub const METHODS: &[Binding] = &[
         name: "t",
         signatures: &[
             "t()",
+        ],
+    },
+    Binding {
+        name: "take",
+        signatures: &[
+            "take(Tensor index)",
         ],
     },
     Binding {

@@ -638,6 +638,12 @@ pub fn alias(self_: &Tensor) -> Result<Tensor> {
     operators::alias::call(self_)
 }
 
+/// `aten::argwhere(Tensor self) -> Tensor`
+#[inline]
+pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
+    operators::argwhere::call(self_)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

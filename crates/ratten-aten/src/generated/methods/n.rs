@@ -178,4 +178,10 @@ impl Tensor {
     pub fn narrow_tensor(&self, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
         operators::narrow_Tensor::call(self, dim, start, length)
     }
+
+    /// `aten::nonzero(Tensor self) -> Tensor`
+    #[inline]
+    pub fn nonzero(&self) -> Result<Tensor> {
+        operators::nonzero::call(self)
+    }
 }

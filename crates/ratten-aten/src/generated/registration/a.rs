@@ -78,6 +78,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
     )?;
     m.def("alias(Tensor(a) self) -> Tensor(a)")?;
+    m.def("argwhere(Tensor self) -> Tensor")?;
     m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -214,6 +215,13 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "add.Scalar_out",
         operators::add_Scalar_out::kernel(add_Scalar_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "argwhere",
+        operators::argwhere::kernel(backends::composite_implicit_autograd::argwhere),
     )?;
 });
 

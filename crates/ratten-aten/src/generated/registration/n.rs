@@ -49,6 +49,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")?;
     m.def("narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")?;
+    m.def("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("nonzero(Tensor self) -> Tensor")?;
     m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -93,6 +95,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::norm_dtype_out::kernel(norm_dtype_out_cpu),
     )?;
     m.impl_("norm.out", operators::norm_out::kernel(norm_out_cpu))?;
+    m.impl_(
+        "nonzero.out",
+        operators::nonzero_out::kernel(nonzero_out_cpu),
+    )?;
+    m.impl_(
+        "nonzero",
+        operators::nonzero::kernel(backends::cpu::nonzero),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -178,6 +188,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::norm_dtype_out::kernel(norm_dtype_out_meta),
     )?;
     m.impl_("norm.out", operators::norm_out::kernel(norm_out_meta))?;
+    m.impl_(
+        "nonzero.out",
+        operators::nonzero_out::kernel(nonzero_out_meta),
+    )?;
+    m.impl_(
+        "nonzero",
+        operators::nonzero::kernel(backends::meta::nonzero),
+    )?;
 });
 
 fn nan_to_num_out_cpu(
@@ -252,6 +270,11 @@ fn norm_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::norm_outf(self_, p, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn nonzero_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::nonzero_outf(self_, out)?;
     Ok(Aliased)
 }
 
@@ -356,5 +379,10 @@ fn norm_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::norm_outf(self_, p, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn nonzero_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::nonzero_outf(self_, out)?;
     Ok(Aliased)
 }

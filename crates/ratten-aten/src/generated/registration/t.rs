@@ -32,6 +32,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("type_as(Tensor self, Tensor other) -> Tensor")?;
     m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")?;
     m.def("t(Tensor(a) self) -> Tensor(a)")?;
+    m.def("take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("take(Tensor self, Tensor index) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -41,6 +43,8 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("tanh", operators::tanh::kernel(backends::cpu::tanh))?;
     m.impl_("tanh_", operators::tanh_::kernel(tanh__cpu))?;
     m.impl_("tanh.out", operators::tanh_out::kernel(tanh_out_cpu))?;
+    m.impl_("take.out", operators::take_out::kernel(take_out_cpu))?;
+    m.impl_("take", operators::take::kernel(backends::cpu::take))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -84,6 +88,8 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("tanh", operators::tanh::kernel(backends::meta::tanh))?;
     m.impl_("tanh_", operators::tanh_::kernel(tanh__meta))?;
     m.impl_("tanh.out", operators::tanh_out::kernel(tanh_out_meta))?;
+    m.impl_("take.out", operators::take_out::kernel(take_out_meta))?;
+    m.impl_("take", operators::take::kernel(backends::meta::take))?;
 });
 
 fn tan__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -106,6 +112,11 @@ fn tanh_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn take_out_cpu(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::take_outf(self_, index, out)?;
+    Ok(Aliased)
+}
+
 fn tan__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::tan_(self_)?;
     Ok(Aliased)
@@ -123,5 +134,10 @@ fn tanh__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn tanh_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::tanh_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn take_out_meta(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::take_outf(self_, index, out)?;
     Ok(Aliased)
 }

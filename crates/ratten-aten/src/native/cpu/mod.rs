@@ -12,6 +12,9 @@
 //!   its cascade sum) that runs a [`reduce::ReduceOp`] over an iterator in reduction mode,
 //!   and [`reduce_kernels`], the reductions behind their DispatchStubs; [`scan_kernels`], the
 //!   cumulative ops (a running accumulation along each line of one dim);
+//! - [`scatter_gather_kernels`]: gather and the scatter family (one loop over the index, an
+//!   element operation per op); [`index_kernels`]: `index_select`'s row copies and the
+//!   advanced-indexing loop of `index` / `index_put_`;
 //! - [`binary_kernels`], [`unary_kernels`]: the kernels behind the pointwise DispatchStubs,
 //!   with [`vec_math`] (branch-free transcendentals) and [`transpose`] (in-register block
 //!   transposes).
@@ -23,11 +26,13 @@
 
 pub mod binary_kernels;
 pub mod elements;
+pub mod index_kernels;
 pub mod loops;
 pub mod pointwise;
 pub mod reduce;
 pub mod reduce_kernels;
 pub mod scan_kernels;
+pub mod scatter_gather_kernels;
 pub mod simd;
 pub mod transpose;
 pub mod unary_kernels;

@@ -63,3 +63,13 @@ pub fn tanh_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn take_outf<'a>(self_: &Tensor, index: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::take_out(self_, index, out)
+}
+
+/// `aten::take(Tensor self, Tensor index) -> Tensor`
+pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    kernels::take(self_, index)
+}
