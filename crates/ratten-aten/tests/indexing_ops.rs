@@ -3,6 +3,8 @@
 //! inputs, duplicate indices), PyTorch's error texts, out-of-range indices (an error, and
 //! nothing written), every dtype, and shapes on the meta device.
 
+#![allow(clippy::needless_range_loop)]
+
 use proptest::prelude::*;
 use ratten_aten::tensor_iterator::parallel::{get_num_threads, set_num_threads};
 use ratten_aten::{operators as ops, Tensor};
@@ -64,8 +66,7 @@ fn make(vals: &[f64], sizes: &[i64], strided: bool) -> Tensor {
         c.swap(0, nd - 1);
         base[ravel(&c, &ts)] = *v;
     }
-    let t = f64t(&base, &ts).transpose(0, nd as i64 - 1).unwrap();
-    t
+    f64t(&base, &ts).transpose(0, nd as i64 - 1).unwrap()
 }
 
 /// A shape of 1-3 dims with sizes 1-4, a dim of it, and a smaller-or-equal index shape
@@ -578,6 +579,26 @@ fn out_of_range_indices_error_and_write_nothing() {
         )
     );
     assert_eq!(x.to_vec::<f32>().unwrap(), before);
+    let v = Tensor::zeros(&[3], ScalarType::Float).unwrap();
+    let (k, m) = err(ops::index_add::call(
+        &v,
+        0,
+        &long(&[3], &[1]),
+        &Tensor::ones(&[1], ScalarType::Float).unwrap(),
+        &Scalar::Int(1),
+    ));
+    assert_eq!(
+        (k, m.as_str()),
+        (ErrorKind::Index, "index out of range in self")
+    );
+    let y = Tensor::zeros(&[2, 3, 4], ScalarType::Float).unwrap();
+    let (_, m) = err(ops::index_copy::call(
+        &y,
+        1,
+        &long(&[0], &[1]),
+        &Tensor::ones(&[2, 1, 5], ScalarType::Float).unwrap(),
+    ));
+    assert_eq!(m, "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: 2 4 at dimension 1 and source slice shape: 2 5 at dimension 0.");
     // huge values never reach memory
     for v in [i64::MAX, i64::MIN, 1 << 40] {
         assert!(ops::gather::call(&x, 0, &long(&[v], &[1, 1]), false).is_err());
@@ -594,31 +615,44 @@ fn argument_errors_have_torch_texts() {
     let x = Tensor::from_vec((0..12).map(|v| v as f32).collect(), &[3, 4]).unwrap();
     let ones = |s: &[i64]| Tensor::ones(s, ScalarType::Float).unwrap();
     let zl = |s: &[i64]| Tensor::zeros(s, ScalarType::Long).unwrap();
-    let m = |r| err(r).1;
+    macro_rules! m {
+        ($r:expr) => {{
+            let r = $r;
+            assert!(r.is_err(), "line {}", line!());
+            err(r).1
+        }};
+    }
     assert_eq!(
-        m(ops::index_select::call(&x, 0, &long(&[0], &[1, 1]))),
+        m!(ops::index_select::call(&x, 0, &long(&[0], &[1, 1]))),
         "index_select(): Index is supposed to be a vector"
     );
     assert_eq!(
-        m(ops::index_select::call(&x, 0, &f64t(&[0.0], &[1]))),
+        m!(ops::index_select::call(&x, 0, &f64t(&[0.0], &[1]))),
         "index_select(): Expected dtype int32 or int64 for index"
     );
     assert_eq!(
-        m(ops::gather::call(&x, 1, &long(&[0], &[1]), false)),
+        m!(ops::gather::call(&x, 1, &long(&[0], &[1]), false)),
         "Index tensor must have the same number of dimensions as input tensor"
     );
-    assert_eq!(m(ops::gather::call(&x, 1, &zl(&[4, 5]), false)), "Size does not match at dimension 0 expected index [4, 5] to be no larger than self [3, 4] apart from dimension 1");
+    assert_eq!(m!(ops::gather::call(&x, 1, &zl(&[4, 5]), false)), "Size does not match at dimension 0 expected index [4, 5] to be no larger than self [3, 4] apart from dimension 1");
     assert_eq!(
-        m(ops::gather::call(
-            &x,
-            1,
-            &Tensor::zeros(&[1, 1], ScalarType::Int).unwrap(),
-            false
-        )),
-        "gather(): Expected dtype int64 for index"
+        m!(ops::gather::call(&x, 1, &f64t(&[0.0], &[1, 1]), false)),
+        "gather(): Expected dtype int32/int64 for index"
     );
     assert_eq!(
-        m(ops::scatter_src::call(
+        m!(ops::scatter_add::call(&x, 1, &f64t(&[0.0], &[1, 1]), &x)),
+        "scatter(): Expected dtype int32/int64 for index"
+    );
+    // int32 indices gather and scatter as int64 ones
+    let i32s = Tensor::from_slice(&[3i32, 1], &[1, 2]).unwrap();
+    assert_eq!(
+        f64v(&ops::gather::call(&x, 1, &i32s, false).unwrap()),
+        vec![3.0, 1.0]
+    );
+    let r = ops::scatter_value::call(&x, 1, &i32s, &Scalar::Int(-1)).unwrap();
+    assert_eq!(f64v(&r)[..4], [0.0, -1.0, 2.0, -1.0]);
+    assert_eq!(
+        m!(ops::scatter_src::call(
             &x,
             1,
             &zl(&[1, 1]),
@@ -627,7 +661,7 @@ fn argument_errors_have_torch_texts() {
         "scatter(): Expected self.dtype to be equal to src.dtype"
     );
     assert_eq!(
-        m(ops::scatter_reduce::call(
+        m!(ops::scatter_reduce::call(
             &x,
             1,
             &zl(&[1, 1]),
@@ -637,7 +671,7 @@ fn argument_errors_have_torch_texts() {
         "reduce argument must be either add or multiply."
     );
     assert_eq!(
-        m(ops::scatter_reduce_two::call(
+        m!(ops::scatter_reduce_two::call(
             &x,
             1,
             &zl(&[1, 1]),
@@ -647,9 +681,9 @@ fn argument_errors_have_torch_texts() {
         )),
         "reduce argument must be either sum, prod, mean, amax or amin, got foo"
     );
-    assert_eq!(m(ops::scatter_add::call(&x, 1, &zl(&[4, 4]), &ones(&[4, 4]))), "Expected index [4, 4] to be no larger than self [3, 4] apart from dimension 1 and to be no larger size than src [4, 4]");
+    assert_eq!(m!(ops::scatter_add::call(&x, 1, &zl(&[4, 4]), &ones(&[4, 4]))), "Expected index [4, 4] to be no larger than self [3, 4] apart from dimension 1 and to be no larger size than src [4, 4]");
     assert_eq!(
-        m(ops::scatter_value::call(
+        m!(ops::scatter_value::call(
             &x,
             1,
             &zl(&[4, 4]),
@@ -658,7 +692,7 @@ fn argument_errors_have_torch_texts() {
         "Expected index [4, 4] to be no larger than self [3, 4] apart from dimension 1"
     );
     assert_eq!(
-        m(ops::index_add::call(
+        m!(ops::index_add::call(
             &x,
             0,
             &long(&[0], &[1]),
@@ -667,10 +701,10 @@ fn argument_errors_have_torch_texts() {
         )),
         "index_add_(): Number of indices (1) should be equal to source.size(dim): (2), for dim: 0"
     );
-    assert_eq!(m(ops::index_add::call(&x, 0, &long(&[0], &[1]), &ones(&[1, 5]), &Scalar::Int(1))), "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [3, 4] source.shape = [1, 5]");
-    assert_eq!(m(ops::index_add::call(&x, 0, &long(&[0], &[1, 1]), &ones(&[1, 4]), &Scalar::Int(1))), "index_add_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 1]");
+    assert_eq!(m!(ops::index_add::call(&x, 0, &long(&[0], &[1]), &ones(&[1, 5]), &Scalar::Int(1))), "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [3, 4] source.shape = [1, 5]");
+    assert_eq!(m!(ops::index_add::call(&x, 0, &long(&[0], &[1, 1]), &ones(&[1, 4]), &Scalar::Int(1))), "index_add_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 1]");
     assert_eq!(
-        m(ops::index_add::call(
+        m!(ops::index_add::call(
             &x,
             0,
             &long(&[0], &[1]),
@@ -680,7 +714,7 @@ fn argument_errors_have_torch_texts() {
         "index_add_(): self (Float) and source (Double) must have the same scalar type"
     );
     assert_eq!(
-        m(ops::index_copy::call(
+        m!(ops::index_copy::call(
             &x,
             0,
             &long(&[0, 1], &[2]),
@@ -689,7 +723,7 @@ fn argument_errors_have_torch_texts() {
         "index_copy_(): Number of indices (2) should be equal to source.size(dim) (3)"
     );
     assert_eq!(
-        m(ops::index_copy::call(
+        m!(ops::index_copy::call(
             &x,
             0,
             &long(&[0], &[1, 1]),
@@ -697,9 +731,9 @@ fn argument_errors_have_torch_texts() {
         )),
         "index_copy_(): Index should have dimension 1 or 0 (got 2)"
     );
-    assert_eq!(m(ops::index_copy::call(&x, 0, &long(&[0], &[1]), &ones(&[1, 5]))), "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: 4 at dimension 0 and source slice shape: 5 at dimension 0.");
+    assert_eq!(m!(ops::index_copy::call(&x, 0, &long(&[0], &[1]), &ones(&[1, 5]))), "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: 4 at dimension 0 and source slice shape: 5 at dimension 0.");
     assert_eq!(
-        m(ops::index_copy::call(
+        m!(ops::index_copy::call(
             &x,
             0,
             &Tensor::zeros(&[1], ScalarType::Int).unwrap(),
@@ -708,7 +742,7 @@ fn argument_errors_have_torch_texts() {
         "index_copy_(): Expected a long tensor for index, but got Int"
     );
     assert_eq!(
-        m(ops::index_fill_int_Scalar::call(
+        m!(ops::index_fill_int_Scalar::call(
             &x,
             0,
             &Tensor::zeros(&[1], ScalarType::Int).unwrap(),
@@ -717,7 +751,7 @@ fn argument_errors_have_torch_texts() {
         "index_fill_(): Expected dtype int64 for index."
     );
     assert_eq!(
-        m(ops::index_fill_int_Scalar::call(
+        m!(ops::index_fill_int_Scalar::call(
             &x,
             0,
             &zl(&[1, 1]),
@@ -725,16 +759,16 @@ fn argument_errors_have_torch_texts() {
         )),
         "Index has to be a vector/scalar"
     );
-    assert_eq!(m(ops::index_fill_int_Tensor::call(&x, 0, &zl(&[1]), &ones(&[2]))), "index_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
+    assert_eq!(m!(ops::index_fill_int_Tensor::call(&x, 0, &zl(&[1]), &ones(&[2]))), "index_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
     assert_eq!(
-        m(ops::take::call(
+        m!(ops::take::call(
             &x,
             &Tensor::zeros(&[1], ScalarType::Int).unwrap()
         )),
         "take(): Expected a long tensor for index, but got Int"
     );
     assert_eq!(
-        m(ops::masked_fill_Scalar::call(
+        m!(ops::masked_fill_Scalar::call(
             &x,
             &ones(&[3, 4]),
             &Scalar::Int(1)
@@ -742,13 +776,13 @@ fn argument_errors_have_torch_texts() {
         "masked_fill_ only supports boolean masks, but got mask with dtype float"
     );
     let tm = Tensor::ones(&[3, 4], ScalarType::Bool).unwrap();
-    assert_eq!(m(ops::masked_fill_Tensor::call(&x, &tm, &ones(&[2]))), "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
+    assert_eq!(m!(ops::masked_fill_Tensor::call(&x, &tm, &ones(&[2]))), "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
     assert_eq!(
-        m(ops::masked_scatter::call(&x, &tm, &ones(&[2]))),
+        m!(ops::masked_scatter::call(&x, &tm, &ones(&[2]))),
         "Number of elements of source < number of ones in mask"
     );
     assert_eq!(
-        m(ops::masked_scatter::call(
+        m!(ops::masked_scatter::call(
             &x,
             &tm,
             &Tensor::ones(&[12], ScalarType::Double).unwrap()
@@ -756,24 +790,24 @@ fn argument_errors_have_torch_texts() {
         "masked_scatter: expected self and source to have same dtypes but gotFloat and Double"
     );
     assert_eq!(
-        m(ops::masked_select::call(&x, &ones(&[3, 4]))),
+        m!(ops::masked_select::call(&x, &ones(&[3, 4]))),
         "masked_select: expected BoolTensor for mask"
     );
     let m1 = Tensor::from_slice(&[true], &[1, 1]).unwrap();
-    assert_eq!(m(ops::index_Tensor::call(&x, &[Some(m1)])), "The shape of the mask [1, 1] at index 0 does not match the shape of the indexed tensor [3, 4] at index 0");
+    assert_eq!(m!(ops::index_Tensor::call(&x, &[Some(m1)])), "The shape of the mask [1, 1] at index 0 does not match the shape of the indexed tensor [3, 4] at index 0");
     assert_eq!(
-        m(ops::index_Tensor::call(
+        m!(ops::index_Tensor::call(
             &x,
             &[Some(long(&[0, 1], &[2])), Some(long(&[0, 1, 2], &[3]))]
         )),
         "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]"
     );
     assert_eq!(
-        m(ops::index_Tensor::call(&x, &[Some(f64t(&[0.0], &[1]))])),
+        m!(ops::index_Tensor::call(&x, &[Some(f64t(&[0.0], &[1]))])),
         "tensors used as indices must be long, int, byte or bool tensors"
     );
     assert_eq!(
-        m(ops::index_Tensor::call(
+        m!(ops::index_Tensor::call(
             &x,
             &[None, None, Some(long(&[0], &[1]))]
         )),

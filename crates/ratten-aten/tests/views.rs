@@ -486,10 +486,8 @@ fn split_chunk_unbind_give_views_as_pytorch() {
     assert_eq!(vals::<f32>(&rows[3]), vec![6.0, 7.0]);
     let cols = x.unbind_with(-1).unwrap();
     assert_eq!((sizes(&cols[1]), strides(&cols[1])), (vec![5], vec![2]));
-    let (k, m) = (|r: ratten_core::Result<Vec<Tensor>>| {
-        let e = r.unwrap_err();
-        (e.kind(), e.message().to_string())
-    })(ar(&[]).unbind());
+    let e = ar(&[]).unbind().unwrap_err();
+    let (k, m) = (e.kind(), e.message().to_string());
     assert_eq!(
         (k, m.as_str()),
         (

@@ -1029,7 +1029,7 @@ pub fn index_add_meta(
 
 /// TORCH_IMPL_FUNC(index_add_cpu_out): a scatter_add of `source * alpha` along `dim`.
 pub fn index_add_cpu_out(
-    dim: &mut usize,
+    state: &mut usize,
     self_: &Tensor,
     _dim: i64,
     index: &Tensor,
@@ -1037,7 +1037,7 @@ pub fn index_add_cpu_out(
     alpha: &Scalar,
     out: &Tensor,
 ) -> Result<()> {
-    let dim = *dim;
+    let dim = *state;
     if !out.is_same(self_) {
         ops::copy_::call(out, self_, false)?;
     }
@@ -1048,7 +1048,16 @@ pub fn index_add_cpu_out(
     let idx = index_along(index, &src.sizes(), dim)?;
     let one = matches!(alpha, Scalar::Int(1)) || matches!(alpha, Scalar::Double(x) if *x == 1.0);
     let alpha = if one { None } else { Some(alpha) };
-    let err = scatter_oob(&res, dim);
+    // PyTorch's kernel for a 1-d result has its own message.
+    let oob = scatter_oob(&res, dim);
+    let one_d = out.dim() <= 1;
+    let err = |k: i64| {
+        if one_d {
+            Error::index("index out of range in self")
+        } else {
+            oob(k)
+        }
+    };
     scatter_reduce_kernel(&res, dim, &idx, &src, ScatterReduce::Sum, alpha, &err)
 }
 
@@ -1108,11 +1117,12 @@ pub fn index_copy_meta(
         cs.remove(dim.min(cs.len() - 1));
     }
     if ss != cs {
+        // c10 prints a std::vector with spaces.
         let j = |v: &[i64]| {
             v.iter()
                 .map(|x| x.to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(" ")
         };
         return Err(Error::runtime(format!(
             "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: {} at dimension {dim} and source slice shape: {} at dimension 0.",
@@ -1132,14 +1142,14 @@ pub fn index_copy_meta(
 /// TORCH_IMPL_FUNC(index_copy_out): a scatter of `source` along `dim` (the last of duplicate
 /// indices wins).
 pub fn index_copy_out(
-    dim: &mut usize,
+    state: &mut usize,
     self_: &Tensor,
     _dim: i64,
     index: &Tensor,
     source: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    let dim = *dim;
+    let dim = *state;
     if !out.is_same(self_) {
         ops::copy_::call(out, self_, false)?;
     }

@@ -82,9 +82,9 @@ fn scatter_gather_dtype_check(
     index: &Tensor,
     src: Option<&Tensor>,
 ) -> Result<()> {
-    if index.numel() != 0 && index.dtype() != ScalarType::Long {
+    if index.numel() != 0 && !matches!(index.dtype(), ScalarType::Long | ScalarType::Int) {
         return Err(Error::runtime(format!(
-            "{method}(): Expected dtype int64 for index"
+            "{method}(): Expected dtype int32/int64 for index"
         )));
     }
     if let Some(src) = src {
@@ -169,8 +169,10 @@ pub fn gather_meta(
     if index.numel() == 0 {
         return Ok(());
     }
-    if index.dtype() != ScalarType::Long {
-        return Err(Error::runtime("gather(): Expected dtype int64 for index"));
+    if !matches!(index.dtype(), ScalarType::Long | ScalarType::Int) {
+        return Err(Error::runtime(
+            "gather(): Expected dtype int32/int64 for index",
+        ));
     }
     gather_shape_check(self_, wrapped, index)
 }
@@ -188,7 +190,16 @@ pub fn gather_out(
         return Ok(());
     }
     let dim = maybe_wrap_dim(dim, self_.dim(), true)?;
-    gather_kernel(out, self_, dim, index)
+    gather_kernel(out, self_, dim, &long_index(index)?)
+}
+
+/// The kernels read int64 indices: an int32 index is widened first.
+fn long_index(index: &Tensor) -> Result<Tensor> {
+    if index.dtype() == ScalarType::Int {
+        index.to_dtype(ScalarType::Long)
+    } else {
+        Ok(index.clone())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,7 +237,7 @@ fn scatter_prologue(
     dim: i64,
     index: &Tensor,
     out: &Tensor,
-) -> Result<Option<usize>> {
+) -> Result<Option<(usize, Tensor)>> {
     let dim = maybe_wrap_dim(dim, self_.dim(), true)?;
     if !self_.is_same(out) {
         ops::copy_::call(out, self_, false)?;
@@ -234,7 +245,7 @@ fn scatter_prologue(
     if index.numel() == 0 || out.is_meta() {
         return Ok(None);
     }
-    Ok(Some(dim))
+    Ok(Some((dim, long_index(index)?)))
 }
 
 /// TORCH_META_FUNC2(scatter, src).
@@ -258,7 +269,7 @@ pub fn scatter_src_out(
     out: &Tensor,
 ) -> Result<()> {
     match scatter_prologue(self_, dim, index, out)? {
-        Some(d) => scatter_kernel(out, d, index, src, &scatter_oob(out, d)),
+        Some((d, index)) => scatter_kernel(out, d, &index, src, &scatter_oob(out, d)),
         None => Ok(()),
     }
 }
@@ -284,7 +295,7 @@ pub fn scatter_value_out(
     out: &Tensor,
 ) -> Result<()> {
     match scatter_prologue(self_, dim, index, out)? {
-        Some(d) => scatter_fill_kernel(out, d, index, value, &scatter_oob(out, d)),
+        Some((d, index)) => scatter_fill_kernel(out, d, &index, value, &scatter_oob(out, d)),
         None => Ok(()),
     }
 }
@@ -328,7 +339,9 @@ pub fn scatter_reduce_out(
     });
     let op = scatter_reduce_op(reduce)?;
     match scatter_prologue(self_, dim, index, out)? {
-        Some(d) => scatter_reduce_kernel(out, d, index, src, op, None, &scatter_oob(out, d)),
+        Some((d, index)) => {
+            scatter_reduce_kernel(out, d, &index, src, op, None, &scatter_oob(out, d))
+        }
         None => Ok(()),
     }
 }
@@ -364,7 +377,9 @@ pub fn scatter_value_reduce_out(
 ) -> Result<()> {
     let op = scatter_reduce_op(reduce)?;
     match scatter_prologue(self_, dim, index, out)? {
-        Some(d) => scatter_scalar_reduce_kernel(out, d, index, value, op, &scatter_oob(out, d)),
+        Some((d, index)) => {
+            scatter_scalar_reduce_kernel(out, d, &index, value, op, &scatter_oob(out, d))
+        }
         None => Ok(()),
     }
 }
@@ -397,10 +412,10 @@ pub fn scatter_add(
     out: &Tensor,
 ) -> Result<()> {
     match scatter_prologue(self_, dim, index, out)? {
-        Some(d) => scatter_reduce_kernel(
+        Some((d, index)) => scatter_reduce_kernel(
             out,
             d,
-            index,
+            &index,
             src,
             ScatterReduce::Sum,
             None,
@@ -446,7 +461,7 @@ pub fn scatter_reduce_two(
     out: &Tensor,
 ) -> Result<()> {
     let op = scatter_reduce_two_op(reduce)?;
-    let Some(d) = scatter_prologue(self_, dim, index, out)? else {
+    let Some((d, index)) = scatter_prologue(self_, dim, index, out)? else {
         return Ok(());
     };
     if !include_self {
@@ -471,10 +486,10 @@ pub fn scatter_reduce_two(
             }
         };
         if !(dt.is_complex() && matches!(op, ScatterReduce::Max | ScatterReduce::Min)) {
-            scatter_fill_kernel(out, d, index, &init, &scatter_oob(out, d))?;
+            scatter_fill_kernel(out, d, &index, &init, &scatter_oob(out, d))?;
         }
     }
-    scatter_reduce_kernel(out, d, index, src, op, None, &scatter_oob(out, d))?;
+    scatter_reduce_kernel(out, d, &index, src, op, None, &scatter_oob(out, d))?;
     if op == ScatterReduce::Mean {
         let count = if include_self {
             Tensor::ones(&out.sizes(), ScalarType::Long)?
@@ -485,7 +500,7 @@ pub fn scatter_reduce_two(
         scatter_reduce_kernel(
             &count,
             d,
-            index,
+            &index,
             &ones,
             ScatterReduce::Sum,
             None,

@@ -96,7 +96,7 @@ fn index_select_typed<I: IndexElem + ratten_core::PodElement>(
     if let Some(&bad) = idx.iter().find(|&&k| k.get() < 0 || k.get() >= dim_size) {
         return Err(err(bad.get()));
     }
-    if n == 0 || ssz.iter().any(|&s| s == 0) {
+    if n == 0 || ssz.contains(&0) {
         return Ok(());
     }
     let (Some(sp), Some(op)) = (sa.raw_data_ptr(), oa.raw_data_ptr()) else {
@@ -123,55 +123,66 @@ fn index_select_typed<I: IndexElem + ratten_core::PodElement>(
     let (s_dim, o_dim) = (sst[dim] as isize * es, ost[dim] as isize * es);
     let rows = n_outer * n as i64;
     let grain = (GRAIN_SIZE / block.max(1)).max(1);
-    let body = |copy: &(dyn Fn(*const u8, *mut u8) + Sync)| {
-        parallel_for(0, rows, grain, |b, e| {
-            let mut o = b / n as i64;
-            let mut i = (b % n as i64) as usize;
-            // The outer position's offsets (row-major over the dims before `dim`).
-            let offsets = |o: i64| {
-                let (mut rem, mut so, mut oo) = (o, 0isize, 0isize);
-                for d in (0..dim).rev() {
-                    let c = rem % ssz[d];
-                    rem /= ssz[d];
-                    so += c as isize * sst[d] as isize * es;
-                    oo += c as isize * ost[d] as isize * es;
+    // Rows ahead whose source is prefetched: the rows are random reads, each a miss.
+    const AHEAD: usize = 8;
+    macro_rules! body {
+        ($copy:expr) => {{
+            let copy = $copy;
+            parallel_for(0, rows, grain, |b, e| {
+                let mut o = b / n as i64;
+                let mut i = (b % n as i64) as usize;
+                // The outer position's offsets (row-major over the dims before `dim`).
+                let offsets = |o: i64| {
+                    let (mut rem, mut so, mut oo) = (o, 0isize, 0isize);
+                    for d in (0..dim).rev() {
+                        let c = rem % ssz[d];
+                        rem /= ssz[d];
+                        so += c as isize * sst[d] as isize * es;
+                        oo += c as isize * ost[d] as isize * es;
+                    }
+                    (so, oo)
+                };
+                let (mut so, mut oo) = offsets(o);
+                for _ in b..e {
+                    if i + AHEAD < n {
+                        let k = idx[i + AHEAD].get() as isize;
+                        prefetch(sp.get().wrapping_offset(so + k * s_dim));
+                    }
+                    let k = idx[i].get() as isize;
+                    // In bounds: `k` was checked against `self.size(dim)`, `i < n` is inside
+                    // the result's `dim`, the outer position inside both.
+                    copy(
+                        sp.get().wrapping_offset(so + k * s_dim),
+                        op.get().wrapping_offset(oo + i as isize * o_dim),
+                    );
+                    i += 1;
+                    if i == n {
+                        i = 0;
+                        o += 1;
+                        (so, oo) = offsets(o);
+                    }
                 }
-                (so, oo)
-            };
-            let (mut so, mut oo) = offsets(o);
-            for _ in b..e {
-                let k = idx[i].get() as isize;
-                // In bounds: `k` was checked against `self.size(dim)`, `i < n` is inside the
-                // result's `dim`, the outer position inside both.
-                copy(
-                    sp.get().wrapping_offset(so + k * s_dim),
-                    op.get().wrapping_offset(oo + i as isize * o_dim),
-                );
-                i += 1;
-                if i == n {
-                    i = 0;
-                    o += 1;
-                    (so, oo) = offsets(o);
-                }
-            }
-        })
-    };
+            })
+        }};
+    }
     if dense_block {
         let bytes = block as usize * es as usize;
         if block == 1 {
             return with_elem_bytes!(es, E => {
                 // SAFETY: one element of the tensors' dtype at each pointer.
-                body(&|s, o| unsafe { copy_elem::<E>(s, o) })
+                body!(|s: *const u8, o: *mut u8| unsafe { copy_elem::<E>(s, o) })
             });
         }
         // SAFETY: a dense block of `bytes` bytes starts at each pointer (checked above);
         // distinct storages or disjoint memory (the caller refuses overlap).
-        return body(&|s, o| unsafe { std::ptr::copy_nonoverlapping(s, o, bytes) });
+        return body!(|s: *const u8, o: *mut u8| unsafe {
+            std::ptr::copy_nonoverlapping(s, o, bytes)
+        });
     }
     // Strided blocks: element by element over the dims after `dim`.
     let (ssa, osa) = (&sst[dim + 1..], &ost[dim + 1..]);
     with_elem_bytes!(es, E => {
-        body(&|s, o| {
+        body!(|s: *const u8, o: *mut u8| {
             let mut c = vec![0i64; after.len()];
             let (mut si, mut oi) = (0isize, 0isize);
             for _ in 0..block {
@@ -191,6 +202,19 @@ fn index_select_typed<I: IndexElem + ratten_core::PodElement>(
             }
         })
     })
+}
+
+/// A hint to load the cache line at `p` (nothing on other architectures).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it reads nothing and never faults, whatever the
+    // address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// What the advanced-indexing loop does with each element.

@@ -154,7 +154,7 @@ where
             ));
         }
     }
-    if isz.iter().any(|&s| s == 0) {
+    if isz.contains(&0) {
         return Ok(());
     }
     let (Some(ip), Some(sp)) = (ia.raw_data_ptr(), sa.raw_data_ptr()) else {
@@ -181,9 +181,14 @@ where
         ostr[dim] as isize * oes,
     );
 
+    let dense = i_in == ies && s_in == ses && (o_in == oes || oa.is_none());
     // Rows [b, e) of the outer positions; `touch` false only checks. Returns the first bad
     // index.
     let run = |b: i64, e: i64, touch: bool| -> Option<i64> {
+        // Locals: the element writes go through raw pointers, which the compiler cannot
+        // tell apart from the captured values, so it would reload those per element.
+        let (dense, inner, dim_size, f) = (dense, inner, dim_size as u64, &f);
+        let (ses, oes, i_in, s_in, o_in) = (ses, oes, i_in, s_in, o_in);
         let mut coord = vec![0i64; outer.len()];
         let mut rem = b;
         for (c, &d) in coord.iter_mut().zip(&outer).rev() {
@@ -200,20 +205,36 @@ where
             let irow = ip.get().wrapping_offset(io);
             let srow = sp.get().wrapping_offset(so);
             let orow = op.get().wrapping_offset(oo);
-            for j in 0..inner {
-                // SAFETY: j < index.size(dim) at an in-bounds outer position of `index`
-                // (checked under the guard), so this is an element of `index`, int64.
-                let k = unsafe { irow.wrapping_offset(j as isize * i_in).cast::<i64>().read() };
-                if k < 0 || k >= dim_size {
-                    return Some(k);
-                }
-                if touch {
-                    // The outer position is inside `indexed` (index no larger apart from
-                    // dim) and `k` inside its dim; j and the outer position inside `other`.
+            if dense && touch {
+                // The common case (every tensor dense along dim), with the strides known to
+                // be the element sizes.
+                for j in 0..inner {
+                    // SAFETY: as below.
+                    let k = unsafe { irow.cast::<i64>().add(j).read() };
+                    if k as u64 >= dim_size {
+                        return Some(k);
+                    }
                     f(
-                        srow.wrapping_offset(k as isize * s_in),
-                        orow.wrapping_offset(j as isize * o_in),
+                        srow.wrapping_offset(k as isize * ses),
+                        orow.wrapping_offset(j as isize * oes),
                     );
+                }
+            } else {
+                for j in 0..inner {
+                    // SAFETY: j < index.size(dim) at an in-bounds outer position of `index`
+                    // (checked under the guard), so this is an element of `index`, int64.
+                    let k = unsafe { irow.wrapping_offset(j as isize * i_in).cast::<i64>().read() };
+                    if k as u64 >= dim_size {
+                        return Some(k);
+                    }
+                    if touch {
+                        // The outer position is inside `indexed` (index no larger apart from
+                        // dim) and `k` inside its dim; j and the outer position inside `other`.
+                        f(
+                            srow.wrapping_offset(k as isize * s_in),
+                            orow.wrapping_offset(j as isize * o_in),
+                        );
+                    }
                 }
             }
             // Next outer position (row-major).
@@ -461,31 +482,61 @@ pub fn scatter_reduce_kernel(
         Some(a) => Some(scalar_bytes(a, dt)?),
         None => None,
     };
-    macro_rules! run {
-        ($T:ty, $M:ty, $comb:ident) => {{
+    // One loop per reduction (the operator is not matched per element).
+    macro_rules! run_op {
+        ($T:ty, $M:ty, $comb:expr) => {{
+            let comb = $comb;
             // SAFETY: `alpha` holds one element of self's dtype `$T`.
             let alpha: Option<$M> =
                 alpha.map(|b| cast(unsafe { b.as_ptr().cast::<$T>().read_unaligned() }));
-            // SAFETY: reads and writes one element of self's (= src's) dtype `$T`.
-            unsafe {
-                scatter_gather_loop(
-                    self_,
-                    true,
-                    Some(src),
-                    index,
-                    dim,
-                    IndexCheck::First,
-                    false,
-                    err,
-                    |s, o| {
-                        let a: $M = cast(<$T>::read(s));
-                        let mut b: $M = cast(<$T>::read(o));
-                        if let Some(al) = alpha {
-                            b = b.mul(al);
-                        }
-                        s.cast::<$T>().write(cast($comb::<$M>(op, a, b)));
-                    },
-                )
+            macro_rules! go {
+                ($scale:expr) => {{
+                    let scale = $scale;
+                    // SAFETY: reads and writes one element of self's (= src's) dtype `$T`.
+                    unsafe {
+                        scatter_gather_loop(
+                            self_,
+                            true,
+                            Some(src),
+                            index,
+                            dim,
+                            IndexCheck::First,
+                            false,
+                            err,
+                            |s, o| {
+                                let a: $M = cast(<$T>::read(s));
+                                let b: $M = scale(cast(<$T>::read(o)));
+                                s.cast::<$T>().write(cast(comb(a, b)));
+                            },
+                        )
+                    }
+                }};
+            }
+            match alpha {
+                Some(al) => go!(move |b: $M| b.mul(al)),
+                None => go!(|b: $M| b),
+            }
+        }};
+    }
+    macro_rules! run {
+        ($T:ty, $M:ty, $comb:ident) => {{
+            match op {
+                ScatterReduce::Sum | ScatterReduce::Mean => {
+                    run_op!($T, $M, |a: $M, b: $M| $comb::<$M>(ScatterReduce::Sum, a, b))
+                }
+                ScatterReduce::Prod => {
+                    run_op!($T, $M, |a: $M, b: $M| $comb::<$M>(
+                        ScatterReduce::Prod,
+                        a,
+                        b
+                    ))
+                }
+                ScatterReduce::Max => {
+                    run_op!($T, $M, |a: $M, b: $M| $comb::<$M>(ScatterReduce::Max, a, b))
+                }
+                ScatterReduce::Min => {
+                    run_op!($T, $M, |a: $M, b: $M| $comb::<$M>(ScatterReduce::Min, a, b))
+                }
             }
         }};
     }
