@@ -1,7 +1,7 @@
 //! Advanced indexing through the public API: `index`, `index_put_` and `nonzero` agree with
 //! each other and with the views they generalise.
 
-use ratten_aten::native::index::{index, index_put_, nonzero};
+use ratten_aten::functions::{index, index_put_, nonzero};
 use ratten_aten::Tensor;
 use ratten_core::{ErrorKind, ScalarType};
 
@@ -48,7 +48,7 @@ fn mask_round_trip_through_nonzero_and_index_put() {
         vec![-1.0, -3.0]
     );
     let zero = Tensor::zeros(&[], ScalarType::Int).unwrap();
-    index_put_(&x, &[Some(m)], &zero, false).unwrap();
+    index_put_(&x, &[Some(m)], &zero).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), vec![0.5, 0.0, 2.0, 0.0]);
     // an index of another device-less kind of error
     let e = index(&x, &[Some(long(&[2]))]).unwrap_err();

@@ -9,6 +9,7 @@ pub mod pointwise;
 pub mod reduce_ops;
 pub mod reduce_utils;
 pub mod scan_ops;
+pub mod scatter_gather;
 pub mod sorting;
 pub mod tensor_compare;
 pub mod type_properties;
@@ -33,9 +34,11 @@ pub use copy::{
     MemoryFormat,
 };
 pub use factory::*;
+pub use index::*;
 pub use pointwise::*;
 pub use reduce_ops::*;
 pub use scan_ops::*;
+pub use scatter_gather::*;
 pub use sorting::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;

@@ -361,6 +361,10 @@ fn reader(api: &RustType, k: usize) -> Result<(String, &'static str), String> {
                 Some(B::I64) => ("int_list", "&"),
                 Some(B::F64) => ("double_list", "&"),
                 Some(B::Bool) => ("bool_list", "&"),
+                // `Tensor?[]` (index's indices): torch's parser takes a sequence of Tensors.
+                None if matches!(&**e, R::Option(t) if base(t) == Some(B::Tensor)) => {
+                    ("optional_tensor_list", "&")
+                }
                 _ => {
                     return Err(format!(
                         "no Python reader for `{}`",

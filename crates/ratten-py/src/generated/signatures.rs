@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 154 names.
+/// Module functions (`ratten.add`): 172 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -21,6 +21,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()",
+        ],
+    },
+    Binding {
+        name: "_index_put_impl_",
+        signatures: &[
+            "_index_put_impl_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False, bool unsafe=False)",
+        ],
+        schemas: &[
+            "aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -216,6 +225,15 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
             "aten::argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)",
             "aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "argwhere",
+        signatures: &[
+            "argwhere(Tensor input)",
+        ],
+        schemas: &[
+            "aten::argwhere(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -650,6 +668,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "gather",
+        signatures: &[
+            "gather(Tensor input, int64_t dim, Tensor index, *, bool sparse_grad=False, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+            "aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "ge",
         signatures: &[
             "ge(Tensor input, Tensor other, *, Tensor out=None)",
@@ -673,6 +701,75 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index",
+        signatures: &[
+            "index(Tensor input, c10::List<::std::optional<Tensor>> indices, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+            "aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_add",
+        signatures: &[
+            "index_add(Tensor input, int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+            "aten::index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_copy",
+        signatures: &[
+            "index_copy(Tensor input, int64_t dim, Tensor index, Tensor source, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+            "aten::index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_fill",
+        signatures: &[
+            "index_fill(Tensor input, int64_t dim, Tensor index, Tensor value)",
+            "index_fill(Tensor input, int64_t dim, Tensor index, Scalar value)",
+        ],
+        schemas: &[
+            "aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor",
+            "aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_put",
+        signatures: &[
+            "index_put(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+        schemas: &[
+            "aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_put_",
+        signatures: &[
+            "index_put_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+        schemas: &[
+            "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_select",
+        signatures: &[
+            "index_select(Tensor input, int64_t dim, Tensor index, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
+            "aten::index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -890,6 +987,36 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "masked_fill",
+        signatures: &[
+            "masked_fill(Tensor input, Tensor mask, Tensor value)",
+            "masked_fill(Tensor input, Tensor mask, Scalar value)",
+        ],
+        schemas: &[
+            "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+            "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "masked_scatter",
+        signatures: &[
+            "masked_scatter(Tensor input, Tensor mask, Tensor source)",
+        ],
+        schemas: &[
+            "aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "masked_select",
+        signatures: &[
+            "masked_select(Tensor input, Tensor mask, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::masked_select(Tensor self, Tensor mask) -> Tensor",
+            "aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max(Tensor input, *, Tensor out=None)",
@@ -1052,6 +1179,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::neg_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nonzero",
+        signatures: &[
+            "nonzero(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::nonzero(Tensor self) -> Tensor",
+            "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1336,6 +1473,45 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "scatter",
+        signatures: &[
+            "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)",
+            "scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+            "aten::scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
+            "aten::scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)",
+            "aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+            "aten::scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
+            "aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor",
+            "aten::scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "scatter_add",
+        signatures: &[
+            "scatter_add(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+            "aten::scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce",
+        signatures: &[
+            "scatter_reduce(Tensor input, int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor",
+            "aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "select",
         signatures: &[
             "select(Tensor input, int64_t dim, SymInt index)",
@@ -1527,6 +1703,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "take",
+        signatures: &[
+            "take(Tensor input, Tensor index, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::take(Tensor self, Tensor index) -> Tensor",
+            "aten::take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "tan",
         signatures: &[
             "tan(Tensor input, *, Tensor out=None)",
@@ -1675,7 +1861,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 164 names.
+/// Tensor methods (`t.add`), without `self`: 189 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -1847,6 +2033,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
             "aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "argwhere",
+        signatures: &[
+            "argwhere()",
+        ],
+        schemas: &[
+            "aten::argwhere(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -2319,6 +2514,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "gather",
+        signatures: &[
+            "gather(int64_t dim, Tensor index, *, bool sparse_grad=False)",
+        ],
+        schemas: &[
+            "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+        ],
+    },
+    Binding {
         name: "ge",
         signatures: &[
             "ge(Tensor other)",
@@ -2360,6 +2564,100 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
             "aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index",
+        signatures: &[
+            "index(c10::List<::std::optional<Tensor>> indices)",
+        ],
+        schemas: &[
+            "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_add",
+        signatures: &[
+            "index_add(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_add_",
+        signatures: &[
+            "index_add_(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_copy",
+        signatures: &[
+            "index_copy(int64_t dim, Tensor index, Tensor source)",
+        ],
+        schemas: &[
+            "aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_copy_",
+        signatures: &[
+            "index_copy_(int64_t dim, Tensor index, Tensor source)",
+        ],
+        schemas: &[
+            "aten::index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_fill",
+        signatures: &[
+            "index_fill(int64_t dim, Tensor index, Tensor value)",
+            "index_fill(int64_t dim, Tensor index, Scalar value)",
+        ],
+        schemas: &[
+            "aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor",
+            "aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_fill_",
+        signatures: &[
+            "index_fill_(int64_t dim, Tensor index, Tensor value)",
+            "index_fill_(int64_t dim, Tensor index, Scalar value)",
+        ],
+        schemas: &[
+            "aten::index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)",
+            "aten::index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_put",
+        signatures: &[
+            "index_put(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+        schemas: &[
+            "aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "index_put_",
+        signatures: &[
+            "index_put_(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
+        ],
+        schemas: &[
+            "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "index_select",
+        signatures: &[
+            "index_select(int64_t dim, Tensor index)",
+        ],
+        schemas: &[
+            "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
         ],
     },
     Binding {
@@ -2600,6 +2898,55 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "masked_fill",
+        signatures: &[
+            "masked_fill(Tensor mask, Tensor value)",
+            "masked_fill(Tensor mask, Scalar value)",
+        ],
+        schemas: &[
+            "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+            "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "masked_fill_",
+        signatures: &[
+            "masked_fill_(Tensor mask, Tensor value)",
+            "masked_fill_(Tensor mask, Scalar value)",
+        ],
+        schemas: &[
+            "aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+            "aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "masked_scatter",
+        signatures: &[
+            "masked_scatter(Tensor mask, Tensor source)",
+        ],
+        schemas: &[
+            "aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "masked_scatter_",
+        signatures: &[
+            "masked_scatter_(Tensor mask, Tensor source)",
+        ],
+        schemas: &[
+            "aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "masked_select",
+        signatures: &[
+            "masked_select(Tensor mask)",
+        ],
+        schemas: &[
+            "aten::masked_select(Tensor self, Tensor mask) -> Tensor",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max()",
@@ -2764,6 +3111,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::neg_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nonzero",
+        signatures: &[
+            "nonzero()",
+        ],
+        schemas: &[
+            "aten::nonzero(Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -2937,6 +3293,72 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "scatter",
+        signatures: &[
+            "scatter(int64_t dim, Tensor index, Tensor src)",
+            "scatter(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
+            "scatter(int64_t dim, Tensor index, Scalar value)",
+            "scatter(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)",
+        ],
+        schemas: &[
+            "aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+            "aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
+            "aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+            "aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "scatter_",
+        signatures: &[
+            "scatter_(int64_t dim, Tensor index, Tensor src)",
+            "scatter_(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
+            "scatter_(int64_t dim, Tensor index, Scalar value)",
+            "scatter_(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)",
+        ],
+        schemas: &[
+            "aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+            "aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)",
+            "aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)",
+            "aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "scatter_add",
+        signatures: &[
+            "scatter_add(int64_t dim, Tensor index, Tensor src)",
+        ],
+        schemas: &[
+            "aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "scatter_add_",
+        signatures: &[
+            "scatter_add_(int64_t dim, Tensor index, Tensor src)",
+        ],
+        schemas: &[
+            "aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce",
+        signatures: &[
+            "scatter_reduce(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
+        ],
+        schemas: &[
+            "aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "scatter_reduce_",
+        signatures: &[
+            "scatter_reduce_(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
+        ],
+        schemas: &[
+            "aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -3122,6 +3544,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::t(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "take",
+        signatures: &[
+            "take(Tensor index)",
+        ],
+        schemas: &[
+            "aten::take(Tensor self, Tensor index) -> Tensor",
         ],
     },
     Binding {

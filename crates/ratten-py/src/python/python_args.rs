@@ -367,6 +367,12 @@ impl<'a, 'py> PythonArgs<'a, 'py> {
         Ok(v)
     }
 
+    /// A `Tensor?[]` argument (index's indices): torch's parser takes only Tensors in it, so
+    /// every element is present.
+    pub fn optional_tensor_list(&self, k: usize) -> PyResult<Vec<Option<Tensor>>> {
+        Ok(self.tensor_list(k)?.into_iter().map(Some).collect())
+    }
+
     /// Item `i` of the `n` tensors of a multi-output `out=`.
     pub fn tensor_list_item(&self, k: usize, i: usize, n: usize) -> PyResult<Tensor> {
         let items = self.tensor_list(k)?;

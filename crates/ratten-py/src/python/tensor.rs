@@ -670,7 +670,7 @@ impl PyTensor {
             None => wrap(py, view),
             Some(ind) => {
                 let r = run_maybe_released(py, view.numel().max(0) as usize, || {
-                    ratten_aten::native::index::index(&view, &ind)
+                    ratten_aten::generated::operators::index_Tensor::call(&view, &ind)
                 })?;
                 wrap(py, r)
             }
@@ -703,7 +703,8 @@ impl PyTensor {
                     }
                 };
                 run_maybe_released(py, n, || {
-                    ratten_aten::native::index::index_put_(&dst, &ind, &src, false).map(|_| ())
+                    ratten_aten::generated::operators::index_put_::call(&dst, &ind, &src, false)
+                        .map(|_| ())
                 })
             }
         }

@@ -807,6 +807,12 @@ pub fn arange_start_out<'a>(
     Ok(out)
 }
 
+/// `aten::argwhere(Tensor self) -> Tensor`
+#[inline]
+pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
+    operators::argwhere::call(self_)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

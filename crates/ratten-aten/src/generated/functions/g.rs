@@ -67,3 +67,48 @@ pub fn gt_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a
 pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::gt_Tensor::call(self_, other)
 }
+
+/// `aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `sparse_grad` = `False`.
+#[inline]
+pub fn gather_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::gather_out::call(self_, dim, index, false, out)?;
+    Ok(out)
+}
+
+/// `aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gather_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+) -> Result<&'a Tensor> {
+    operators::gather_out::call(self_, dim, index, sparse_grad, out)?;
+    Ok(out)
+}
+
+/// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+///
+/// Defaults: `sparse_grad` = `False`.
+#[inline]
+pub fn gather(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    operators::gather::call(self_, dim, index, false)
+}
+
+/// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gather_with(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    operators::gather::call(self_, dim, index, sparse_grad)
+}

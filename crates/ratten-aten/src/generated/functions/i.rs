@@ -44,6 +44,216 @@ pub fn isclose_with(
     operators::isclose::call(self_, other, rtol, atol, equal_nan)
 }
 
+/// `aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+#[inline]
+pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    operators::index_Tensor::call(self_, indices)
+}
+
+/// `aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn index_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+) -> Result<&'a Tensor> {
+    operators::index_Tensor_out::call(self_, indices, out)?;
+    Ok(out)
+}
+
+/// `aten::index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn index_copy_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::index_copy_out::call(self_, dim, index, source, out)?;
+    Ok(out)
+}
+
+/// `aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
+#[inline]
+pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    operators::index_copy::call(self_, dim, index, source)
+}
+
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+///
+/// Defaults: `accumulate` = `False`.
+#[inline]
+pub fn index_put_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::index_put_::call(self_, indices, values, false)?;
+    Ok(self_)
+}
+
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn index_put_with_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<&'a Tensor> {
+    operators::index_put_::call(self_, indices, values, accumulate)?;
+    Ok(self_)
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+///
+/// Defaults: `accumulate` = `False`.
+#[inline]
+pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+    operators::index_put::call(self_, indices, values, false)
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn index_put_with(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    operators::index_put::call(self_, indices, values, accumulate)
+}
+
+/// `aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
+///
+/// Defaults: `accumulate` = `False`, `unsafe` = `False`.
+#[inline]
+pub fn _index_put_impl_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::_index_put_impl_::call(self_, indices, values, false, false)?;
+    Ok(self_)
+}
+
+/// `aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _index_put_impl_with_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<&'a Tensor> {
+    operators::_index_put_impl_::call(self_, indices, values, accumulate, unsafe_)?;
+    Ok(self_)
+}
+
+/// `aten::index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `alpha` = `1`.
+#[inline]
+pub fn index_add_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<&'a Tensor> {
+    let alpha = Scalar::Int(1);
+    operators::index_add_out::call(self_, dim, index, source, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn index_add_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    operators::index_add_out::call(self_, dim, index, source, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+///
+/// Defaults: `alpha` = `1`.
+#[inline]
+pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let alpha = Scalar::Int(1);
+    operators::index_add::call(self_, dim, index, source, &alpha)
+}
+
+/// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn index_add_with(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let alpha: Scalar = alpha.into();
+    operators::index_add::call(self_, dim, index, source, &alpha)
+}
+
+/// `aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+#[inline]
+pub fn index_fill_int_scalar(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::index_fill_int_Scalar::call(self_, dim, index, &value)
+}
+
+/// `aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor`
+#[inline]
+pub fn index_fill_int_tensor(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Tensor> {
+    operators::index_fill_int_Tensor::call(self_, dim, index, value)
+}
+
+/// `aten::index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn index_select_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::index_select_out::call(self_, dim, index, out)?;
+    Ok(out)
+}
+
+/// `aten::index_select(Tensor self, int dim, Tensor index) -> Tensor`
+#[inline]
+pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    operators::index_select::call(self_, dim, index)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn isnan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
@@ -55,5 +265,117 @@ pub fn isnan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
 #[inline]
 pub fn isinf_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::isinf_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `accumulate` = `False`.
+#[inline]
+pub fn index_put_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::index_put_out::call(self_, indices, values, false, out)?;
+    Ok(out)
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn index_put_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<&'a Tensor> {
+    operators::index_put_out::call(self_, indices, values, accumulate, out)?;
+    Ok(out)
+}
+
+/// `aten::_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `accumulate` = `False`, `unsafe` = `False`.
+#[inline]
+pub fn _index_put_impl_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::_index_put_impl_out::call(self_, indices, values, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _index_put_impl_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<&'a Tensor> {
+    operators::_index_put_impl_out::call(self_, indices, values, accumulate, unsafe_, out)?;
+    Ok(out)
+}
+
+/// `aten::_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+///
+/// Defaults: `accumulate` = `False`, `unsafe` = `False`.
+#[inline]
+pub fn _index_put_impl(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<Tensor> {
+    operators::_index_put_impl::call(self_, indices, values, false, false)
+}
+
+/// `aten::_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _index_put_impl_with(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<Tensor> {
+    operators::_index_put_impl::call(self_, indices, values, accumulate, unsafe_)
+}
+
+/// `aten::index_fill.int_Scalar_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn index_fill_int_scalar_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::index_fill_int_Scalar_out::call(self_, dim, index, &value, out)?;
+    Ok(out)
+}
+
+/// `aten::index_fill.int_Tensor_out(Tensor self, int dim, Tensor index, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn index_fill_int_tensor_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::index_fill_int_Tensor_out::call(self_, dim, index, value, out)?;
     Ok(out)
 }

@@ -274,6 +274,42 @@ pub fn movedim(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> 
     operators::movedim_int::call(self_, source, destination)
 }
 
+/// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+#[inline]
+pub fn masked_fill_scalar(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::masked_fill_Scalar::call(self_, mask, &value)
+}
+
+/// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+#[inline]
+pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    operators::masked_fill_Tensor::call(self_, mask, value)
+}
+
+/// `aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor`
+#[inline]
+pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    operators::masked_scatter::call(self_, mask, source)
+}
+
+/// `aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_select_out<'a>(out: &'a Tensor, self_: &Tensor, mask: &Tensor) -> Result<&'a Tensor> {
+    operators::masked_select_out::call(self_, mask, out)?;
+    Ok(out)
+}
+
+/// `aten::masked_select(Tensor self, Tensor mask) -> Tensor`
+#[inline]
+pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    operators::masked_select::call(self_, mask)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(
@@ -283,5 +319,42 @@ pub fn mul_scalar_out<'a>(
 ) -> Result<&'a Tensor> {
     let other: Scalar = other.into();
     operators::mul_Scalar_out::call(self_, &other, out)?;
+    Ok(out)
+}
+
+/// `aten::masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_fill_scalar_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mask: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::masked_fill_Scalar_out::call(self_, mask, &value, out)?;
+    Ok(out)
+}
+
+/// `aten::masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_fill_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::masked_fill_Tensor_out::call(self_, mask, value, out)?;
+    Ok(out)
+}
+
+/// `aten::masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_scatter_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mask: &Tensor,
+    source: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::masked_scatter_out::call(self_, mask, source, out)?;
     Ok(out)
 }

@@ -474,6 +474,19 @@ pub fn normal_float_float_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn nonzero_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::nonzero_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::nonzero(Tensor self) -> Tensor`
+#[inline]
+pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    operators::nonzero::call(self_)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn norm_scalar_opt_dtype_out<'a>(

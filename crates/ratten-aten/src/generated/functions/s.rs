@@ -575,6 +575,186 @@ pub fn scalar_tensor_with(
     operators::scalar_tensor::call(&s, dtype, layout, device, pin_memory)
 }
 
+/// `aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+#[inline]
+pub fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    operators::scatter_src::call(self_, dim, index, src)
+}
+
+/// `aten::scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scatter_src_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::scatter_src_out::call(self_, dim, index, src, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+#[inline]
+pub fn scatter_value(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::scatter_value::call(self_, dim, index, &value)
+}
+
+/// `aten::scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scatter_value_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::scatter_value_out::call(self_, dim, index, &value, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+#[inline]
+pub fn scatter_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<Tensor> {
+    operators::scatter_reduce::call(self_, dim, index, src, reduce)
+}
+
+/// `aten::scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scatter_reduce_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<&'a Tensor> {
+    operators::scatter_reduce_out::call(self_, dim, index, src, reduce, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+#[inline]
+pub fn scatter_value_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+    reduce: &str,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::scatter_value_reduce::call(self_, dim, index, &value, reduce)
+}
+
+/// `aten::scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scatter_value_reduce_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: impl Into<Scalar>,
+    reduce: &str,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::scatter_value_reduce_out::call(self_, dim, index, &value, reduce, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+#[inline]
+pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    operators::scatter_add::call(self_, dim, index, src)
+}
+
+/// `aten::scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn scatter_add_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::scatter_add_out::call(self_, dim, index, src, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+///
+/// Defaults: `include_self` = `True`.
+#[inline]
+pub fn scatter_reduce_two(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<Tensor> {
+    operators::scatter_reduce_two::call(self_, dim, index, src, reduce, true)
+}
+
+/// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn scatter_reduce_two_with(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    operators::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
+}
+
+/// `aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `include_self` = `True`.
+#[inline]
+pub fn scatter_reduce_two_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<&'a Tensor> {
+    operators::scatter_reduce_two_out::call(self_, dim, index, src, reduce, true, out)?;
+    Ok(out)
+}
+
+/// `aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn scatter_reduce_two_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<&'a Tensor> {
+    operators::scatter_reduce_two_out::call(self_, dim, index, src, reduce, include_self, out)?;
+    Ok(out)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -108,3 +108,16 @@ pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
 pub fn t(self_: &Tensor) -> Result<Tensor> {
     operators::t::call(self_)
 }
+
+/// `aten::take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn take_out<'a>(out: &'a Tensor, self_: &Tensor, index: &Tensor) -> Result<&'a Tensor> {
+    operators::take_out::call(self_, index, out)?;
+    Ok(out)
+}
+
+/// `aten::take(Tensor self, Tensor index) -> Tensor`
+#[inline]
+pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    operators::take::call(self_, index)
+}

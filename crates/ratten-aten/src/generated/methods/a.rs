@@ -437,4 +437,10 @@ impl Tensor {
     pub fn alias(&self) -> Result<Tensor> {
         operators::alias::call(self)
     }
+
+    /// `aten::argwhere(Tensor self) -> Tensor`
+    #[inline]
+    pub fn argwhere(&self) -> Result<Tensor> {
+        operators::argwhere::call(self)
+    }
 }

@@ -59,4 +59,20 @@ impl Tensor {
         operators::gt__Tensor::call(self, other)?;
         Ok(self)
     }
+
+    /// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+    ///
+    /// Defaults: `sparse_grad` = `False`.
+    #[inline]
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        operators::gather::call(self, dim, index, false)
+    }
+
+    /// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn gather_with(&self, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+        operators::gather::call(self, dim, index, sparse_grad)
+    }
 }

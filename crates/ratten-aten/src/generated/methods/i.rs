@@ -43,4 +43,185 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::isclose::call(self, other, rtol, atol, equal_nan)
     }
+
+    /// `aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+    #[inline]
+    pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        operators::index_Tensor::call(self, indices)
+    }
+
+    /// `aten::index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)`
+    #[inline]
+    pub fn index_copy_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+    ) -> Result<&'a Tensor> {
+        operators::index_copy_::call(self, dim, index, source)?;
+        Ok(self)
+    }
+
+    /// `aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
+    #[inline]
+    pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        operators::index_copy::call(self, dim, index, source)
+    }
+
+    /// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+    ///
+    /// Defaults: `accumulate` = `False`.
+    #[inline]
+    pub fn index_put_<'a>(
+        &'a self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+    ) -> Result<&'a Tensor> {
+        operators::index_put_::call(self, indices, values, false)?;
+        Ok(self)
+    }
+
+    /// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn index_put_with_<'a>(
+        &'a self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<&'a Tensor> {
+        operators::index_put_::call(self, indices, values, accumulate)?;
+        Ok(self)
+    }
+
+    /// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    ///
+    /// Defaults: `accumulate` = `False`.
+    #[inline]
+    pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        operators::index_put::call(self, indices, values, false)
+    }
+
+    /// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn index_put_with(
+        &self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
+        operators::index_put::call(self, indices, values, accumulate)
+    }
+
+    /// `aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Defaults: `alpha` = `1`.
+    #[inline]
+    pub fn index_add_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+    ) -> Result<&'a Tensor> {
+        let alpha = Scalar::Int(1);
+        operators::index_add_::call(self, dim, index, source, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn index_add_with_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let alpha: Scalar = alpha.into();
+        operators::index_add_::call(self, dim, index, source, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+    ///
+    /// Defaults: `alpha` = `1`.
+    #[inline]
+    pub fn index_add(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        let alpha = Scalar::Int(1);
+        operators::index_add::call(self, dim, index, source, &alpha)
+    }
+
+    /// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn index_add_with(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let alpha: Scalar = alpha.into();
+        operators::index_add::call(self, dim, index, source, &alpha)
+    }
+
+    /// `aten::index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+    #[inline]
+    pub fn index_fill_int_scalar_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let value: Scalar = value.into();
+        operators::index_fill__int_Scalar::call(self, dim, index, &value)?;
+        Ok(self)
+    }
+
+    /// `aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+    #[inline]
+    pub fn index_fill_int_scalar(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let value: Scalar = value.into();
+        operators::index_fill_int_Scalar::call(self, dim, index, &value)
+    }
+
+    /// `aten::index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)`
+    #[inline]
+    pub fn index_fill_int_tensor_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+    ) -> Result<&'a Tensor> {
+        operators::index_fill__int_Tensor::call(self, dim, index, value)?;
+        Ok(self)
+    }
+
+    /// `aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor`
+    #[inline]
+    pub fn index_fill_int_tensor(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+    ) -> Result<Tensor> {
+        operators::index_fill_int_Tensor::call(self, dim, index, value)
+    }
+
+    /// `aten::index_select(Tensor self, int dim, Tensor index) -> Tensor`
+    #[inline]
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        operators::index_select::call(self, dim, index)
+    }
 }

@@ -142,4 +142,55 @@ impl Tensor {
     pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
         operators::movedim_int::call(self, source, destination)
     }
+
+    /// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+    #[inline]
+    pub fn masked_fill_scalar_<'a>(
+        &'a self,
+        mask: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let value: Scalar = value.into();
+        operators::masked_fill__Scalar::call(self, mask, &value)?;
+        Ok(self)
+    }
+
+    /// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+    #[inline]
+    pub fn masked_fill_scalar(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value: Scalar = value.into();
+        operators::masked_fill_Scalar::call(self, mask, &value)
+    }
+
+    /// `aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+    #[inline]
+    pub fn masked_fill_<'a>(&'a self, mask: &Tensor, value: &Tensor) -> Result<&'a Tensor> {
+        operators::masked_fill__Tensor::call(self, mask, value)?;
+        Ok(self)
+    }
+
+    /// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+    #[inline]
+    pub fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        operators::masked_fill_Tensor::call(self, mask, value)
+    }
+
+    /// `aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)`
+    #[inline]
+    pub fn masked_scatter_<'a>(&'a self, mask: &Tensor, source: &Tensor) -> Result<&'a Tensor> {
+        operators::masked_scatter_::call(self, mask, source)?;
+        Ok(self)
+    }
+
+    /// `aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor`
+    #[inline]
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        operators::masked_scatter::call(self, mask, source)
+    }
+
+    /// `aten::masked_select(Tensor self, Tensor mask) -> Tensor`
+    #[inline]
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        operators::masked_select::call(self, mask)
+    }
 }

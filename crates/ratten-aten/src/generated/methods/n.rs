@@ -201,4 +201,10 @@ impl Tensor {
         operators::normal_::call(self, mean, std, generator)?;
         Ok(self)
     }
+
+    /// `aten::nonzero(Tensor self) -> Tensor`
+    #[inline]
+    pub fn nonzero(&self) -> Result<Tensor> {
+        operators::nonzero::call(self)
+    }
 }

@@ -359,4 +359,177 @@ impl Tensor {
     pub fn split_with_sizes_with(&self, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
         operators::split_with_sizes::call(self, split_sizes, dim)
     }
+
+    /// `aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+    #[inline]
+    pub fn scatter_src(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        operators::scatter_src::call(self, dim, index, src)
+    }
+
+    /// `aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+    #[inline]
+    pub fn scatter_src_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<&'a Tensor> {
+        operators::scatter__src::call(self, dim, index, src)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+    #[inline]
+    pub fn scatter_value(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let value: Scalar = value.into();
+        operators::scatter_value::call(self, dim, index, &value)
+    }
+
+    /// `aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+    #[inline]
+    pub fn scatter_value_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let value: Scalar = value.into();
+        operators::scatter__value::call(self, dim, index, &value)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+    #[inline]
+    pub fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        operators::scatter_reduce::call(self, dim, index, src, reduce)
+    }
+
+    /// `aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
+    #[inline]
+    pub fn scatter_reduce_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<&'a Tensor> {
+        operators::scatter__reduce::call(self, dim, index, src, reduce)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+    #[inline]
+    pub fn scatter_value_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        let value: Scalar = value.into();
+        operators::scatter_value_reduce::call(self, dim, index, &value, reduce)
+    }
+
+    /// `aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
+    #[inline]
+    pub fn scatter_value_reduce_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+        reduce: &str,
+    ) -> Result<&'a Tensor> {
+        let value: Scalar = value.into();
+        operators::scatter__value_reduce::call(self, dim, index, &value, reduce)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+    #[inline]
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        operators::scatter_add::call(self, dim, index, src)
+    }
+
+    /// `aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+    #[inline]
+    pub fn scatter_add_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<&'a Tensor> {
+        operators::scatter_add_::call(self, dim, index, src)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+    ///
+    /// Defaults: `include_self` = `True`.
+    #[inline]
+    pub fn scatter_reduce_two(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        operators::scatter_reduce_two::call(self, dim, index, src, reduce, true)
+    }
+
+    /// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn scatter_reduce_two_with(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        operators::scatter_reduce_two::call(self, dim, index, src, reduce, include_self)
+    }
+
+    /// `aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)`
+    ///
+    /// Defaults: `include_self` = `True`.
+    #[inline]
+    pub fn scatter_reduce_two_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<&'a Tensor> {
+        operators::scatter_reduce__two::call(self, dim, index, src, reduce, true)?;
+        Ok(self)
+    }
+
+    /// `aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn scatter_reduce_two_with_<'a>(
+        &'a self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<&'a Tensor> {
+        operators::scatter_reduce__two::call(self, dim, index, src, reduce, include_self)?;
+        Ok(self)
+    }
 }

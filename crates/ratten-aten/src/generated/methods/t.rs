@@ -170,4 +170,10 @@ impl Tensor {
     pub fn t(&self) -> Result<Tensor> {
         operators::t::call(self)
     }
+
+    /// `aten::take(Tensor self, Tensor index) -> Tensor`
+    #[inline]
+    pub fn take(&self, index: &Tensor) -> Result<Tensor> {
+        operators::take::call(self, index)
+    }
 }

@@ -1635,6 +1635,33 @@ impl arange_start_out {
     }
 }
 
+/// `aten::argwhere(Tensor self) -> Tensor`
+pub enum argwhere {}
+
+impl Operator for argwhere {
+    const NAME: &'static str = "aten::argwhere";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "argwhere(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<argwhere> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl argwhere {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum add_Scalar_out {}
 

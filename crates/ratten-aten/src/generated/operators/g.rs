@@ -351,3 +351,77 @@ impl gt__Tensor {
         Self::redispatch_refs(ks, (self_, other))
     }
 }
+
+/// `aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+pub enum gather_out {}
+
+impl Operator for gather_out {
+    const NAME: &'static str = "aten::gather";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gather_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gather_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        sparse_grad: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, sparse_grad, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        sparse_grad: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, sparse_grad, out))
+    }
+}
+
+/// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+pub enum gather {}
+
+impl Operator for gather {
+    const NAME: &'static str = "aten::gather";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor";
+    type Args = (Tensor, i64, Tensor, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gather> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gather {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, sparse_grad))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        sparse_grad: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, sparse_grad))
+    }
+}

@@ -125,6 +125,618 @@ impl isclose {
     }
 }
 
+/// `aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+pub enum index_Tensor {}
+
+impl Operator for index_Tensor {
+    const NAME: &'static str = "aten::index";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor";
+    type Args = (Tensor, Vec<Option<Tensor>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_Tensor {
+    pub fn call(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        Self::call_refs((self_, indices))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, indices))
+    }
+}
+
+/// `aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_Tensor_out {}
+
+impl Operator for index_Tensor_out {
+    const NAME: &'static str = "aten::index";
+    const OVERLOAD_NAME: &'static str = "Tensor_out";
+    const SCHEMA: &'static str =
+        "index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_Tensor_out {
+    pub fn call(self_: &Tensor, indices: &[Option<Tensor>], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, indices, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, indices, out))
+    }
+}
+
+/// `aten::index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_copy_out {}
+
+impl Operator for index_copy_out {
+    const NAME: &'static str = "aten::index_copy";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_copy_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_copy_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, source, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, source, out))
+    }
+}
+
+/// `aten::index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)`
+pub enum index_copy_ {}
+
+impl Operator for index_copy_ {
+    const NAME: &'static str = "aten::index_copy_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_copy_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_copy_ {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, source))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, source))
+    }
+}
+
+/// `aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
+pub enum index_copy {}
+
+impl Operator for index_copy {
+    const NAME: &'static str = "aten::index_copy";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_copy> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_copy {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, source))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, source))
+    }
+}
+
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+pub enum index_put_ {}
+
+impl Operator for index_put_ {
+    const NAME: &'static str = "aten::index_put_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_put_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_put_ {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, indices, values, accumulate))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate))
+    }
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+pub enum index_put {}
+
+impl Operator for index_put {
+    const NAME: &'static str = "aten::index_put";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_put> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_put {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, indices, values, accumulate))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate))
+    }
+}
+
+/// `aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
+pub enum _index_put_impl_ {}
+
+impl Operator for _index_put_impl_ {
+    const NAME: &'static str = "aten::_index_put_impl_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool, bool);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_index_put_impl_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _index_put_impl_ {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, indices, values, accumulate, unsafe_))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate, unsafe_))
+    }
+}
+
+/// `aten::index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_add_out {}
+
+impl Operator for index_add_out {
+    const NAME: &'static str = "aten::index_add";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_add_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_add_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, dim, index, source, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, dim, index, source, alpha, out))
+    }
+}
+
+/// `aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)`
+pub enum index_add_ {}
+
+impl Operator for index_add_ {
+    const NAME: &'static str = "aten::index_add_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_add_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_add_ {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, source, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, source, alpha))
+    }
+}
+
+/// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+pub enum index_add {}
+
+impl Operator for index_add {
+    const NAME: &'static str = "aten::index_add";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_add> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_add {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, source, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, source, alpha))
+    }
+}
+
+/// `aten::index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub enum index_fill__int_Scalar {}
+
+impl Operator for index_fill__int_Scalar {
+    const NAME: &'static str = "aten::index_fill_";
+    const OVERLOAD_NAME: &'static str = "int_Scalar";
+    const SCHEMA: &'static str = "index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill__int_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill__int_Scalar {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub enum index_fill_int_Scalar {}
+
+impl Operator for index_fill_int_Scalar {
+    const NAME: &'static str = "aten::index_fill";
+    const OVERLOAD_NAME: &'static str = "int_Scalar";
+    const SCHEMA: &'static str =
+        "index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill_int_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill_int_Scalar {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)`
+pub enum index_fill__int_Tensor {}
+
+impl Operator for index_fill__int_Tensor {
+    const NAME: &'static str = "aten::index_fill_";
+    const OVERLOAD_NAME: &'static str = "int_Tensor";
+    const SCHEMA: &'static str = "index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill__int_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill__int_Tensor {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor`
+pub enum index_fill_int_Tensor {}
+
+impl Operator for index_fill_int_Tensor {
+    const NAME: &'static str = "aten::index_fill";
+    const OVERLOAD_NAME: &'static str = "int_Tensor";
+    const SCHEMA: &'static str =
+        "index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill_int_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill_int_Tensor {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_select_out {}
+
+impl Operator for index_select_out {
+    const NAME: &'static str = "aten::index_select";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_select_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_select_out {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, index, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, index, out))
+    }
+}
+
+/// `aten::index_select(Tensor self, int dim, Tensor index) -> Tensor`
+pub enum index_select {}
+
+impl Operator for index_select {
+    const NAME: &'static str = "aten::index_select";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "index_select(Tensor self, int dim, Tensor index) -> Tensor";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_select> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_select {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index))
+    }
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum isnan_out {}
 
@@ -176,5 +788,207 @@ impl isinf_out {
 
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
         Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_put_out {}
+
+impl Operator for index_put_out {
+    const NAME: &'static str = "aten::index_put";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_put_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_put_out {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, indices, values, accumulate, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate, out))
+    }
+}
+
+/// `aten::_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _index_put_impl_out {}
+
+impl Operator for _index_put_impl_out {
+    const NAME: &'static str = "aten::_index_put_impl";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool, bool, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_index_put_impl_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _index_put_impl_out {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, indices, values, accumulate, unsafe_, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate, unsafe_, out))
+    }
+}
+
+/// `aten::_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+pub enum _index_put_impl {}
+
+impl Operator for _index_put_impl {
+    const NAME: &'static str = "aten::_index_put_impl";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor";
+    type Args = (Tensor, Vec<Option<Tensor>>, Tensor, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_index_put_impl> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _index_put_impl {
+    pub fn call(
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, indices, values, accumulate, unsafe_))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+        unsafe_: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, indices, values, accumulate, unsafe_))
+    }
+}
+
+/// `aten::index_fill.int_Scalar_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_fill_int_Scalar_out {}
+
+impl Operator for index_fill_int_Scalar_out {
+    const NAME: &'static str = "aten::index_fill";
+    const OVERLOAD_NAME: &'static str = "int_Scalar_out";
+    const SCHEMA: &'static str = "index_fill.int_Scalar_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill_int_Scalar_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill_int_Scalar_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, out))
+    }
+}
+
+/// `aten::index_fill.int_Tensor_out(Tensor self, int dim, Tensor index, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum index_fill_int_Tensor_out {}
+
+impl Operator for index_fill_int_Tensor_out {
+    const NAME: &'static str = "aten::index_fill";
+    const OVERLOAD_NAME: &'static str = "int_Tensor_out";
+    const SCHEMA: &'static str = "index_fill.int_Tensor_out(Tensor self, int dim, Tensor index, Tensor value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<index_fill_int_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl index_fill_int_Tensor_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, out))
     }
 }

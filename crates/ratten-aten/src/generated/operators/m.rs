@@ -787,6 +787,264 @@ impl movedim_int {
     }
 }
 
+/// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+pub enum masked_fill__Scalar {}
+
+impl Operator for masked_fill__Scalar {
+    const NAME: &'static str = "aten::masked_fill_";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str =
+        "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill__Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill__Scalar {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mask, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+pub enum masked_fill_Scalar {}
+
+impl Operator for masked_fill_Scalar {
+    const NAME: &'static str = "aten::masked_fill";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str =
+        "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill_Scalar {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, mask, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+pub enum masked_fill__Tensor {}
+
+impl Operator for masked_fill__Tensor {
+    const NAME: &'static str = "aten::masked_fill_";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill__Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill__Tensor {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mask, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+pub enum masked_fill_Tensor {}
+
+impl Operator for masked_fill_Tensor {
+    const NAME: &'static str = "aten::masked_fill";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str =
+        "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill_Tensor {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, mask, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)`
+pub enum masked_scatter_ {}
+
+impl Operator for masked_scatter_ {
+    const NAME: &'static str = "aten::masked_scatter_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_scatter_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_scatter_ {
+    pub fn call(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mask, source))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        source: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mask, source))
+    }
+}
+
+/// `aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor`
+pub enum masked_scatter {}
+
+impl Operator for masked_scatter {
+    const NAME: &'static str = "aten::masked_scatter";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_scatter> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_scatter {
+    pub fn call(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, mask, source))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        source: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mask, source))
+    }
+}
+
+/// `aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum masked_select_out {}
+
+impl Operator for masked_select_out {
+    const NAME: &'static str = "aten::masked_select";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_select_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_select_out {
+    pub fn call(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, mask, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, mask, out))
+    }
+}
+
+/// `aten::masked_select(Tensor self, Tensor mask) -> Tensor`
+pub enum masked_select {}
+
+impl Operator for masked_select {
+    const NAME: &'static str = "aten::masked_select";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "masked_select(Tensor self, Tensor mask) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_select> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_select {
+    pub fn call(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, mask))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mask))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 
@@ -817,5 +1075,109 @@ impl mul_Scalar_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
+/// `aten::masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum masked_fill_Scalar_out {}
+
+impl Operator for masked_fill_Scalar_out {
+    const NAME: &'static str = "aten::masked_fill";
+    const OVERLOAD_NAME: &'static str = "Scalar_out";
+    const SCHEMA: &'static str = "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill_Scalar_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill_Scalar_out {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Scalar, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, mask, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, mask, value, out))
+    }
+}
+
+/// `aten::masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum masked_fill_Tensor_out {}
+
+impl Operator for masked_fill_Tensor_out {
+    const NAME: &'static str = "aten::masked_fill";
+    const OVERLOAD_NAME: &'static str = "Tensor_out";
+    const SCHEMA: &'static str = "masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_fill_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_fill_Tensor_out {
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, mask, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        value: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, mask, value, out))
+    }
+}
+
+/// `aten::masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum masked_scatter_out {}
+
+impl Operator for masked_scatter_out {
+    const NAME: &'static str = "aten::masked_scatter";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<masked_scatter_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl masked_scatter_out {
+    pub fn call(
+        self_: &Tensor,
+        mask: &Tensor,
+        source: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, mask, source, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        source: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, mask, source, out))
     }
 }

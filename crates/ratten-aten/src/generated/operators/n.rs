@@ -1132,6 +1132,60 @@ impl normal_float_float_out {
     }
 }
 
+/// `aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum nonzero_out {}
+
+impl Operator for nonzero_out {
+    const NAME: &'static str = "aten::nonzero";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nonzero_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nonzero_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::nonzero(Tensor self) -> Tensor`
+pub enum nonzero {}
+
+impl Operator for nonzero {
+    const NAME: &'static str = "aten::nonzero";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nonzero(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nonzero> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nonzero {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 

@@ -1350,6 +1350,703 @@ impl scalar_tensor {
     }
 }
 
+/// `aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub enum scatter_src {}
+
+impl Operator for scatter_src {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "src";
+    const SCHEMA: &'static str =
+        "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_src> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_src {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, src))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, src))
+    }
+}
+
+/// `aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub enum scatter__src {}
+
+impl Operator for scatter__src {
+    const NAME: &'static str = "aten::scatter_";
+    const OVERLOAD_NAME: &'static str = "src";
+    const SCHEMA: &'static str =
+        "scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter__src> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter__src {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, src))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src))
+    }
+}
+
+/// `aten::scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_src_out {}
+
+impl Operator for scatter_src_out {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "src_out";
+    const SCHEMA: &'static str = "scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_src_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_src_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, src, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, out))
+    }
+}
+
+/// `aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub enum scatter_value {}
+
+impl Operator for scatter_value {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "value";
+    const SCHEMA: &'static str =
+        "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_value> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_value {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub enum scatter__value {}
+
+impl Operator for scatter__value {
+    const NAME: &'static str = "aten::scatter_";
+    const OVERLOAD_NAME: &'static str = "value";
+    const SCHEMA: &'static str =
+        "scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter__value> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter__value {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value))
+    }
+}
+
+/// `aten::scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_value_out {}
+
+impl Operator for scatter_value_out {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "value_out";
+    const SCHEMA: &'static str = "scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_value_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_value_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, out))
+    }
+}
+
+/// `aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+pub enum scatter_reduce {}
+
+impl Operator for scatter_reduce {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "reduce";
+    const SCHEMA: &'static str =
+        "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor, String);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_reduce> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_reduce {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, src, reduce))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce))
+    }
+}
+
+/// `aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
+pub enum scatter__reduce {}
+
+impl Operator for scatter__reduce {
+    const NAME: &'static str = "aten::scatter_";
+    const OVERLOAD_NAME: &'static str = "reduce";
+    const SCHEMA: &'static str = "scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, String);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter__reduce> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter__reduce {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, src, reduce))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce))
+    }
+}
+
+/// `aten::scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_reduce_out {}
+
+impl Operator for scatter_reduce_out {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "reduce_out";
+    const SCHEMA: &'static str = "scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, String, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_reduce_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_reduce_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, dim, index, src, reduce, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce, out))
+    }
+}
+
+/// `aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+pub enum scatter_value_reduce {}
+
+impl Operator for scatter_value_reduce {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "value_reduce";
+    const SCHEMA: &'static str = "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>, String);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_value_reduce> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_value_reduce {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, value, reduce))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, reduce))
+    }
+}
+
+/// `aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
+pub enum scatter__value_reduce {}
+
+impl Operator for scatter__value_reduce {
+    const NAME: &'static str = "aten::scatter_";
+    const OVERLOAD_NAME: &'static str = "value_reduce";
+    const SCHEMA: &'static str = "scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>, String);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter__value_reduce> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter__value_reduce {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, value, reduce))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, reduce))
+    }
+}
+
+/// `aten::scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_value_reduce_out {}
+
+impl Operator for scatter_value_reduce_out {
+    const NAME: &'static str = "aten::scatter";
+    const OVERLOAD_NAME: &'static str = "value_reduce_out";
+    const SCHEMA: &'static str = "scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Arg<Scalar>, String, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_value_reduce_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_value_reduce_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, dim, index, value, reduce, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        value: &Scalar,
+        reduce: &str,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, dim, index, value, reduce, out))
+    }
+}
+
+/// `aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub enum scatter_add {}
+
+impl Operator for scatter_add {
+    const NAME: &'static str = "aten::scatter_add";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_add> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_add {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, src))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, src))
+    }
+}
+
+/// `aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub enum scatter_add_ {}
+
+impl Operator for scatter_add_ {
+    const NAME: &'static str = "aten::scatter_add_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_add_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_add_ {
+    pub fn call(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, src))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src))
+    }
+}
+
+/// `aten::scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_add_out {}
+
+impl Operator for scatter_add_out {
+    const NAME: &'static str = "aten::scatter_add";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_add_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_add_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, dim, index, src, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, out))
+    }
+}
+
+/// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+pub enum scatter_reduce_two {}
+
+impl Operator for scatter_reduce_two {
+    const NAME: &'static str = "aten::scatter_reduce";
+    const OVERLOAD_NAME: &'static str = "two";
+    const SCHEMA: &'static str = "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor";
+    type Args = (Tensor, i64, Tensor, Tensor, String, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_reduce_two> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_reduce_two {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, dim, index, src, reduce, include_self))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce, include_self))
+    }
+}
+
+/// `aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)`
+pub enum scatter_reduce__two {}
+
+impl Operator for scatter_reduce__two {
+    const NAME: &'static str = "aten::scatter_reduce_";
+    const OVERLOAD_NAME: &'static str = "two";
+    const SCHEMA: &'static str = "scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, String, bool);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_reduce__two> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_reduce__two {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, dim, index, src, reduce, include_self))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce, include_self))
+    }
+}
+
+/// `aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)`
+pub enum scatter_reduce_two_out {}
+
+impl Operator for scatter_reduce_two_out {
+    const NAME: &'static str = "aten::scatter_reduce";
+    const OVERLOAD_NAME: &'static str = "two_out";
+    const SCHEMA: &'static str = "scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor, Tensor, String, bool, Tensor);
+    type Return = Aliased<6>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<scatter_reduce_two_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl scatter_reduce_two_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::call_refs((self_, dim, index, src, reduce, include_self, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::redispatch_refs(ks, (self_, dim, index, src, reduce, include_self, out))
+    }
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum sub_Scalar_out {}
 

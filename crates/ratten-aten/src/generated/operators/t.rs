@@ -550,3 +550,63 @@ impl t {
         Self::redispatch_refs(ks, (self_,))
     }
 }
+
+/// `aten::take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum take_out {}
+
+impl Operator for take_out {
+    const NAME: &'static str = "aten::take";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<take_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl take_out {
+    pub fn call(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, index, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        index: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, index, out))
+    }
+}
+
+/// `aten::take(Tensor self, Tensor index) -> Tensor`
+pub enum take {}
+
+impl Operator for take {
+    const NAME: &'static str = "aten::take";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "take(Tensor self, Tensor index) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<take> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl take {
+    pub fn call(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, index))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, index))
+    }
+}

@@ -98,6 +98,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("argwhere(Tensor self) -> Tensor")?;
     m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -271,6 +272,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "argsort.stable_out",
         operators::argsort_stable_out::kernel(argsort_stable_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "argwhere",
+        operators::argwhere::kernel(backends::composite_implicit_autograd::argwhere),
     )?;
 });
 

@@ -23,6 +23,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor")?;
     m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
     m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    m.def(
+        "gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -56,6 +60,8 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("gt.Tensor", operators::gt_Tensor::kernel(backends::cpu::gt))?;
     m.impl_("gt_.Scalar", operators::gt__Scalar::kernel(gt__Scalar_cpu))?;
     m.impl_("gt_.Tensor", operators::gt__Tensor::kernel(gt__Tensor_cpu))?;
+    m.impl_("gather.out", operators::gather_out::kernel(gather_out_cpu))?;
+    m.impl_("gather", operators::gather::kernel(backends::cpu::gather))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -95,6 +101,8 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("gt_.Scalar", operators::gt__Scalar::kernel(gt__Scalar_meta))?;
     m.impl_("gt_.Tensor", operators::gt__Tensor::kernel(gt__Tensor_meta))?;
+    m.impl_("gather.out", operators::gather_out::kernel(gather_out_meta))?;
+    m.impl_("gather", operators::gather::kernel(backends::meta::gather))?;
 });
 
 fn ge_Scalar_out_cpu(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
@@ -137,6 +145,17 @@ fn gt__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     Ok(Aliased)
 }
 
+fn gather_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::gather_outf(self_, dim, index, sparse_grad, out)?;
+    Ok(Aliased)
+}
+
 fn ge_Scalar_out_meta(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::ge_scalar_outf(self_, other, out)?;
     Ok(Aliased)
@@ -174,5 +193,16 @@ fn gt__Scalar_meta(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
 
 fn gt__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::meta::gt_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn gather_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::gather_outf(self_, dim, index, sparse_grad, out)?;
     Ok(Aliased)
 }

@@ -17,12 +17,111 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
     )?;
+    m.def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor")?;
+    m.def("index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")?;
+    m.def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")?;
+    m.def(
+        "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+    )?;
+    m.def(
+        "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+    )?;
+    m.def(
+        "_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)",
+    )?;
+    m.def(
+        "index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)",
+    )?;
+    m.def(
+        "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+    )?;
+    m.def(
+        "index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)",
+    )?;
+    m.def("index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor")?;
+    m.def(
+        "index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)",
+    )?;
+    m.def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")?;
+    m.def("index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor")?;
     m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor",
+    )?;
+    m.def(
+        "index_fill.int_Scalar_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "index_fill.int_Tensor_out(Tensor self, int dim, Tensor index, Tensor value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("isnan", operators::isnan::kernel(backends::cpu::isnan))?;
+    m.impl_(
+        "index.Tensor",
+        operators::index_Tensor::kernel(backends::cpu::index),
+    )?;
+    m.impl_(
+        "index.Tensor_out",
+        operators::index_Tensor_out::kernel(index_Tensor_out_cpu),
+    )?;
+    m.impl_(
+        "index_copy.out",
+        operators::index_copy_out::kernel(index_copy_out_cpu),
+    )?;
+    m.impl_(
+        "index_copy_",
+        operators::index_copy_::kernel(index_copy__cpu),
+    )?;
+    m.impl_(
+        "index_copy",
+        operators::index_copy::kernel(backends::cpu::index_copy),
+    )?;
+    m.impl_(
+        "_index_put_impl_",
+        operators::_index_put_impl_::kernel(_index_put_impl__cpu),
+    )?;
+    m.impl_(
+        "index_add.out",
+        operators::index_add_out::kernel(index_add_out_cpu),
+    )?;
+    m.impl_("index_add_", operators::index_add_::kernel(index_add__cpu))?;
+    m.impl_(
+        "index_add",
+        operators::index_add::kernel(backends::cpu::index_add),
+    )?;
+    m.impl_(
+        "index_fill_.int_Scalar",
+        operators::index_fill__int_Scalar::kernel(index_fill__int_Scalar_cpu),
+    )?;
+    m.impl_(
+        "index_fill_.int_Tensor",
+        operators::index_fill__int_Tensor::kernel(index_fill__int_Tensor_cpu),
+    )?;
+    m.impl_(
+        "index_select.out",
+        operators::index_select_out::kernel(index_select_out_cpu),
+    )?;
+    m.impl_(
+        "index_select",
+        operators::index_select::kernel(backends::cpu::index_select),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -31,12 +130,56 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::isinf::kernel(backends::composite_explicit_autograd::isinf),
     )?;
     m.impl_(
+        "index_put_",
+        operators::index_put_::kernel(index_put__composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "index_put",
+        operators::index_put::kernel(backends::composite_explicit_autograd::index_put),
+    )?;
+    m.impl_(
+        "index_fill.int_Scalar",
+        operators::index_fill_int_Scalar::kernel(
+            backends::composite_explicit_autograd::index_fill_int_scalar,
+        ),
+    )?;
+    m.impl_(
+        "index_fill.int_Tensor",
+        operators::index_fill_int_Tensor::kernel(
+            backends::composite_explicit_autograd::index_fill_int_tensor,
+        ),
+    )?;
+    m.impl_(
         "isnan.out",
         operators::isnan_out::kernel(isnan_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "isinf.out",
         operators::isinf_out::kernel(isinf_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "index_put.out",
+        operators::index_put_out::kernel(index_put_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "_index_put_impl.out",
+        operators::_index_put_impl_out::kernel(_index_put_impl_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "_index_put_impl",
+        operators::_index_put_impl::kernel(backends::composite_explicit_autograd::_index_put_impl),
+    )?;
+    m.impl_(
+        "index_fill.int_Scalar_out",
+        operators::index_fill_int_Scalar_out::kernel(
+            index_fill_int_Scalar_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "index_fill.int_Tensor_out",
+        operators::index_fill_int_Tensor_out::kernel(
+            index_fill_int_Tensor_out_composite_explicit_autograd,
+        ),
     )?;
 });
 
@@ -53,7 +196,160 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("isnan", operators::isnan::kernel(backends::meta::isnan))?;
+    m.impl_(
+        "index.Tensor",
+        operators::index_Tensor::kernel(backends::meta::index),
+    )?;
+    m.impl_(
+        "index.Tensor_out",
+        operators::index_Tensor_out::kernel(index_Tensor_out_meta),
+    )?;
+    m.impl_(
+        "index_copy.out",
+        operators::index_copy_out::kernel(index_copy_out_meta),
+    )?;
+    m.impl_(
+        "index_copy_",
+        operators::index_copy_::kernel(index_copy__meta),
+    )?;
+    m.impl_(
+        "index_copy",
+        operators::index_copy::kernel(backends::meta::index_copy),
+    )?;
+    m.impl_(
+        "_index_put_impl_",
+        operators::_index_put_impl_::kernel(_index_put_impl__meta),
+    )?;
+    m.impl_(
+        "index_add.out",
+        operators::index_add_out::kernel(index_add_out_meta),
+    )?;
+    m.impl_("index_add_", operators::index_add_::kernel(index_add__meta))?;
+    m.impl_(
+        "index_add",
+        operators::index_add::kernel(backends::meta::index_add),
+    )?;
+    m.impl_(
+        "index_fill_.int_Scalar",
+        operators::index_fill__int_Scalar::kernel(index_fill__int_Scalar_meta),
+    )?;
+    m.impl_(
+        "index_fill_.int_Tensor",
+        operators::index_fill__int_Tensor::kernel(index_fill__int_Tensor_meta),
+    )?;
+    m.impl_(
+        "index_select.out",
+        operators::index_select_out::kernel(index_select_out_meta),
+    )?;
+    m.impl_(
+        "index_select",
+        operators::index_select::kernel(backends::meta::index_select),
+    )?;
 });
+
+fn index_Tensor_out_cpu(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::cpu::index_outf(self_, indices, out)?;
+    Ok(Aliased)
+}
+
+fn index_copy_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::index_copy_outf(self_, dim, index, source, out)?;
+    Ok(Aliased)
+}
+
+fn index_copy__cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Aliased<0>> {
+    backends::cpu::index_copy_(self_, dim, index, source)?;
+    Ok(Aliased)
+}
+
+fn _index_put_impl__cpu(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<Aliased<0>> {
+    backends::cpu::_index_put_impl_(self_, indices, values, accumulate, unsafe_)?;
+    Ok(Aliased)
+}
+
+fn index_add_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::index_add_outf(self_, dim, index, source, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn index_add__cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::index_add_(self_, dim, index, source, alpha)?;
+    Ok(Aliased)
+}
+
+fn index_fill__int_Scalar_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::index_fill_int_scalar_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn index_fill__int_Tensor_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Aliased<0>> {
+    backends::cpu::index_fill_int_tensor_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn index_select_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::index_select_outf(self_, dim, index, out)?;
+    Ok(Aliased)
+}
+
+fn index_put__composite_explicit_autograd(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::index_put_(self_, indices, values, accumulate)?;
+    Ok(Aliased)
+}
 
 fn isnan_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::isnan_outf(self_, out)?;
@@ -62,5 +358,150 @@ fn isnan_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result
 
 fn isinf_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::isinf_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn index_put_out_composite_explicit_autograd(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::index_put_outf(self_, indices, values, accumulate, out)?;
+    Ok(Aliased)
+}
+
+fn _index_put_impl_out_composite_explicit_autograd(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::_index_put_impl_outf(
+        self_, indices, values, accumulate, unsafe_, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn index_fill_int_Scalar_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::index_fill_int_scalar_outf(
+        self_, dim, index, value, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn index_fill_int_Tensor_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::index_fill_int_tensor_outf(
+        self_, dim, index, value, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn index_Tensor_out_meta(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::index_outf(self_, indices, out)?;
+    Ok(Aliased)
+}
+
+fn index_copy_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::index_copy_outf(self_, dim, index, source, out)?;
+    Ok(Aliased)
+}
+
+fn index_copy__meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Aliased<0>> {
+    backends::meta::index_copy_(self_, dim, index, source)?;
+    Ok(Aliased)
+}
+
+fn _index_put_impl__meta(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<Aliased<0>> {
+    backends::meta::_index_put_impl_(self_, indices, values, accumulate, unsafe_)?;
+    Ok(Aliased)
+}
+
+fn index_add_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::index_add_outf(self_, dim, index, source, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn index_add__meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::index_add_(self_, dim, index, source, alpha)?;
+    Ok(Aliased)
+}
+
+fn index_fill__int_Scalar_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::index_fill_int_scalar_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn index_fill__int_Tensor_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Aliased<0>> {
+    backends::meta::index_fill_int_tensor_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn index_select_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::index_select_outf(self_, dim, index, out)?;
     Ok(Aliased)
 }

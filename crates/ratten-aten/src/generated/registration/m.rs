@@ -44,7 +44,24 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("msort(Tensor self) -> Tensor")?;
     m.def("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")?;
     m.def("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)")?;
+    m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)")?;
+    m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")?;
+    m.def("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")?;
+    m.def("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor")?;
+    m.def("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)")?;
+    m.def("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor")?;
+    m.def("masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("masked_select(Tensor self, Tensor mask) -> Tensor")?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -104,6 +121,26 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "min.dim_min",
         operators::min_dim_min::kernel(backends::cpu::min_dim_min_outf),
     )?;
+    m.impl_(
+        "masked_fill_.Scalar",
+        operators::masked_fill__Scalar::kernel(masked_fill__Scalar_cpu),
+    )?;
+    m.impl_(
+        "masked_fill_.Tensor",
+        operators::masked_fill__Tensor::kernel(masked_fill__Tensor_cpu),
+    )?;
+    m.impl_(
+        "masked_scatter_",
+        operators::masked_scatter_::kernel(masked_scatter__cpu),
+    )?;
+    m.impl_(
+        "masked_select.out",
+        operators::masked_select_out::kernel(masked_select_out_cpu),
+    )?;
+    m.impl_(
+        "masked_select",
+        operators::masked_select::kernel(backends::cpu::masked_select),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -124,8 +161,38 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::mean_dtype_out::kernel(mean_dtype_out_composite_explicit_autograd),
     )?;
     m.impl_(
+        "masked_fill.Scalar",
+        operators::masked_fill_Scalar::kernel(
+            backends::composite_explicit_autograd::masked_fill_scalar,
+        ),
+    )?;
+    m.impl_(
+        "masked_fill.Tensor",
+        operators::masked_fill_Tensor::kernel(backends::composite_explicit_autograd::masked_fill),
+    )?;
+    m.impl_(
+        "masked_scatter",
+        operators::masked_scatter::kernel(backends::composite_explicit_autograd::masked_scatter),
+    )?;
+    m.impl_(
         "mul.Scalar_out",
         operators::mul_Scalar_out::kernel(mul_Scalar_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "masked_fill.Scalar_out",
+        operators::masked_fill_Scalar_out::kernel(
+            masked_fill_Scalar_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "masked_fill.Tensor_out",
+        operators::masked_fill_Tensor_out::kernel(
+            masked_fill_Tensor_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "masked_scatter.out",
+        operators::masked_scatter_out::kernel(masked_scatter_out_composite_explicit_autograd),
     )?;
 });
 
@@ -205,6 +272,26 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "min.dim_min",
         operators::min_dim_min::kernel(backends::meta::min_dim_min_outf),
     )?;
+    m.impl_(
+        "masked_fill_.Scalar",
+        operators::masked_fill__Scalar::kernel(masked_fill__Scalar_meta),
+    )?;
+    m.impl_(
+        "masked_fill_.Tensor",
+        operators::masked_fill__Tensor::kernel(masked_fill__Tensor_meta),
+    )?;
+    m.impl_(
+        "masked_scatter_",
+        operators::masked_scatter_::kernel(masked_scatter__meta),
+    )?;
+    m.impl_(
+        "masked_select.out",
+        operators::masked_select_out::kernel(masked_select_out_meta),
+    )?;
+    m.impl_(
+        "masked_select",
+        operators::masked_select::kernel(backends::meta::masked_select),
+    )?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -248,6 +335,26 @@ fn min_unary_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn masked_fill__Scalar_cpu(self_: &Tensor, mask: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
+    backends::cpu::masked_fill_scalar_(self_, mask, value)?;
+    Ok(Aliased)
+}
+
+fn masked_fill__Tensor_cpu(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::masked_fill_(self_, mask, value)?;
+    Ok(Aliased)
+}
+
+fn masked_scatter__cpu(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::masked_scatter_(self_, mask, source)?;
+    Ok(Aliased)
+}
+
+fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::masked_select_outf(self_, mask, out)?;
+    Ok(Aliased)
+}
+
 fn mul__Scalar_composite_explicit_autograd(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::mul_scalar_(self_, other)?;
     Ok(Aliased)
@@ -268,6 +375,36 @@ fn mul_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::mul_scalar_outf(self_, other, out)?;
+    Ok(Aliased)
+}
+
+fn masked_fill_Scalar_out_composite_explicit_autograd(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::masked_fill_scalar_outf(self_, mask, value, out)?;
+    Ok(Aliased)
+}
+
+fn masked_fill_Tensor_out_composite_explicit_autograd(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::masked_fill_outf(self_, mask, value, out)?;
+    Ok(Aliased)
+}
+
+fn masked_scatter_out_composite_explicit_autograd(
+    self_: &Tensor,
+    mask: &Tensor,
+    source: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::masked_scatter_outf(self_, mask, source, out)?;
     Ok(Aliased)
 }
 
@@ -314,5 +451,25 @@ fn max_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
 
 fn min_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::min_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn masked_fill__Scalar_meta(self_: &Tensor, mask: &Tensor, value: &Scalar) -> Result<Aliased<0>> {
+    backends::meta::masked_fill_scalar_(self_, mask, value)?;
+    Ok(Aliased)
+}
+
+fn masked_fill__Tensor_meta(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::masked_fill_(self_, mask, value)?;
+    Ok(Aliased)
+}
+
+fn masked_scatter__meta(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::masked_scatter_(self_, mask, source)?;
+    Ok(Aliased)
+}
+
+fn masked_select_out_meta(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::masked_select_outf(self_, mask, out)?;
     Ok(Aliased)
 }

@@ -70,6 +70,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("nonzero(Tensor self) -> Tensor")?;
     m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -138,6 +140,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "normal.Tensor_Tensor",
         operators::normal_Tensor_Tensor::kernel(backends::cpu::normal_tensor_tensor),
+    )?;
+    m.impl_(
+        "nonzero.out",
+        operators::nonzero_out::kernel(nonzero_out_cpu),
+    )?;
+    m.impl_(
+        "nonzero",
+        operators::nonzero::kernel(backends::cpu::nonzero),
     )?;
 });
 
@@ -260,6 +270,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "normal.Tensor_Tensor",
         operators::normal_Tensor_Tensor::kernel(backends::meta::normal_tensor_tensor),
+    )?;
+    m.impl_(
+        "nonzero.out",
+        operators::nonzero_out::kernel(nonzero_out_meta),
+    )?;
+    m.impl_(
+        "nonzero",
+        operators::nonzero::kernel(backends::meta::nonzero),
     )?;
 });
 
@@ -398,6 +416,11 @@ fn normal_Tensor_Tensor_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::cpu::normal_tensor_tensor_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn nonzero_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::nonzero_outf(self_, out)?;
     Ok(Aliased)
 }
 
@@ -555,5 +578,10 @@ fn normal_Tensor_Tensor_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::meta::normal_tensor_tensor_outf(mean, std, generator, out)?;
+    Ok(Aliased)
+}
+
+fn nonzero_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::nonzero_outf(self_, out)?;
     Ok(Aliased)
 }

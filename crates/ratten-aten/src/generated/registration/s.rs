@@ -78,6 +78,48 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
     )?;
+    m.def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")?;
+    m.def("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")?;
+    m.def(
+        "scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor")?;
+    m.def("scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")?;
+    m.def(
+        "scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
+    )?;
+    m.def(
+        "scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor",
+    )?;
+    m.def(
+        "scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")?;
+    m.def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")?;
+    m.def(
+        "scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor",
+    )?;
+    m.def(
+        "scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)",
+    )?;
+    m.def(
+        "scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)",
+    )?;
     m.def(
         "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -143,6 +185,78 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "sort.stable",
         operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
+    m.impl_(
+        "scatter.src",
+        operators::scatter_src::kernel(backends::cpu::scatter_src),
+    )?;
+    m.impl_(
+        "scatter_.src",
+        operators::scatter__src::kernel(scatter__src_cpu),
+    )?;
+    m.impl_(
+        "scatter.src_out",
+        operators::scatter_src_out::kernel(scatter_src_out_cpu),
+    )?;
+    m.impl_(
+        "scatter.value",
+        operators::scatter_value::kernel(backends::cpu::scatter_value),
+    )?;
+    m.impl_(
+        "scatter_.value",
+        operators::scatter__value::kernel(scatter__value_cpu),
+    )?;
+    m.impl_(
+        "scatter.value_out",
+        operators::scatter_value_out::kernel(scatter_value_out_cpu),
+    )?;
+    m.impl_(
+        "scatter.reduce",
+        operators::scatter_reduce::kernel(backends::cpu::scatter_reduce),
+    )?;
+    m.impl_(
+        "scatter_.reduce",
+        operators::scatter__reduce::kernel(scatter__reduce_cpu),
+    )?;
+    m.impl_(
+        "scatter.reduce_out",
+        operators::scatter_reduce_out::kernel(scatter_reduce_out_cpu),
+    )?;
+    m.impl_(
+        "scatter.value_reduce",
+        operators::scatter_value_reduce::kernel(backends::cpu::scatter_value_reduce),
+    )?;
+    m.impl_(
+        "scatter_.value_reduce",
+        operators::scatter__value_reduce::kernel(scatter__value_reduce_cpu),
+    )?;
+    m.impl_(
+        "scatter.value_reduce_out",
+        operators::scatter_value_reduce_out::kernel(scatter_value_reduce_out_cpu),
+    )?;
+    m.impl_(
+        "scatter_add",
+        operators::scatter_add::kernel(backends::cpu::scatter_add),
+    )?;
+    m.impl_(
+        "scatter_add_",
+        operators::scatter_add_::kernel(scatter_add__cpu),
+    )?;
+    m.impl_(
+        "scatter_add.out",
+        operators::scatter_add_out::kernel(scatter_add_out_cpu),
+    )?;
+    m.impl_(
+        "scatter_reduce.two",
+        operators::scatter_reduce_two::kernel(backends::cpu::scatter_reduce_two),
+    )?;
+    m.impl_(
+        "scatter_reduce_.two",
+        operators::scatter_reduce__two::kernel(scatter_reduce__two_cpu),
+    )?;
+    m.impl_(
+        "scatter_reduce.two_out",
+        operators::scatter_reduce_two_out::kernel(scatter_reduce_two_out_cpu),
     )?;
 });
 
@@ -304,6 +418,78 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "sort.stable",
         operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
+    m.impl_(
+        "scatter.src",
+        operators::scatter_src::kernel(backends::meta::scatter_src),
+    )?;
+    m.impl_(
+        "scatter_.src",
+        operators::scatter__src::kernel(scatter__src_meta),
+    )?;
+    m.impl_(
+        "scatter.src_out",
+        operators::scatter_src_out::kernel(scatter_src_out_meta),
+    )?;
+    m.impl_(
+        "scatter.value",
+        operators::scatter_value::kernel(backends::meta::scatter_value),
+    )?;
+    m.impl_(
+        "scatter_.value",
+        operators::scatter__value::kernel(scatter__value_meta),
+    )?;
+    m.impl_(
+        "scatter.value_out",
+        operators::scatter_value_out::kernel(scatter_value_out_meta),
+    )?;
+    m.impl_(
+        "scatter.reduce",
+        operators::scatter_reduce::kernel(backends::meta::scatter_reduce),
+    )?;
+    m.impl_(
+        "scatter_.reduce",
+        operators::scatter__reduce::kernel(scatter__reduce_meta),
+    )?;
+    m.impl_(
+        "scatter.reduce_out",
+        operators::scatter_reduce_out::kernel(scatter_reduce_out_meta),
+    )?;
+    m.impl_(
+        "scatter.value_reduce",
+        operators::scatter_value_reduce::kernel(backends::meta::scatter_value_reduce),
+    )?;
+    m.impl_(
+        "scatter_.value_reduce",
+        operators::scatter__value_reduce::kernel(scatter__value_reduce_meta),
+    )?;
+    m.impl_(
+        "scatter.value_reduce_out",
+        operators::scatter_value_reduce_out::kernel(scatter_value_reduce_out_meta),
+    )?;
+    m.impl_(
+        "scatter_add",
+        operators::scatter_add::kernel(backends::meta::scatter_add),
+    )?;
+    m.impl_(
+        "scatter_add_",
+        operators::scatter_add_::kernel(scatter_add__meta),
+    )?;
+    m.impl_(
+        "scatter_add.out",
+        operators::scatter_add_out::kernel(scatter_add_out_meta),
+    )?;
+    m.impl_(
+        "scatter_reduce.two",
+        operators::scatter_reduce_two::kernel(backends::meta::scatter_reduce_two),
+    )?;
+    m.impl_(
+        "scatter_reduce_.two",
+        operators::scatter_reduce__two::kernel(scatter_reduce__two_meta),
+    )?;
+    m.impl_(
+        "scatter_reduce.two_out",
+        operators::scatter_reduce_two_out::kernel(scatter_reduce_two_out_meta),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -393,6 +579,130 @@ fn std_correction_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::std_correction_outf(self_, dim, correction, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__src_cpu(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::scatter_src_(self_, dim, index, src)?;
+    Ok(Aliased)
+}
+
+fn scatter_src_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::scatter_src_outf(self_, dim, index, src, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__value_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::scatter_value_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn scatter_value_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::scatter_value_outf(self_, dim, index, value, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__reduce_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<Aliased<0>> {
+    backends::cpu::scatter_reduce_(self_, dim, index, src, reduce)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::scatter_reduce_outf(self_, dim, index, src, reduce, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__value_reduce_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+) -> Result<Aliased<0>> {
+    backends::cpu::scatter_value_reduce_(self_, dim, index, value, reduce)?;
+    Ok(Aliased)
+}
+
+fn scatter_value_reduce_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::scatter_value_reduce_outf(self_, dim, index, value, reduce, out)?;
+    Ok(Aliased)
+}
+
+fn scatter_add__cpu(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::scatter_add_(self_, dim, index, src)?;
+    Ok(Aliased)
+}
+
+fn scatter_add_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::scatter_add_outf(self_, dim, index, src, out)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce__two_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Aliased<0>> {
+    backends::cpu::scatter_reduce_two_(self_, dim, index, src, reduce, include_self)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce_two_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+    out: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::cpu::scatter_reduce_two_outf(self_, dim, index, src, reduce, include_self, out)?;
     Ok(Aliased)
 }
 
@@ -514,5 +824,129 @@ fn std_correction_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::std_correction_outf(self_, dim, correction, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__src_meta(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::scatter_src_(self_, dim, index, src)?;
+    Ok(Aliased)
+}
+
+fn scatter_src_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::scatter_src_outf(self_, dim, index, src, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__value_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::scatter_value_(self_, dim, index, value)?;
+    Ok(Aliased)
+}
+
+fn scatter_value_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::scatter_value_outf(self_, dim, index, value, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__reduce_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<Aliased<0>> {
+    backends::meta::scatter_reduce_(self_, dim, index, src, reduce)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::scatter_reduce_outf(self_, dim, index, src, reduce, out)?;
+    Ok(Aliased)
+}
+
+fn scatter__value_reduce_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+) -> Result<Aliased<0>> {
+    backends::meta::scatter_value_reduce_(self_, dim, index, value, reduce)?;
+    Ok(Aliased)
+}
+
+fn scatter_value_reduce_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::scatter_value_reduce_outf(self_, dim, index, value, reduce, out)?;
+    Ok(Aliased)
+}
+
+fn scatter_add__meta(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::scatter_add_(self_, dim, index, src)?;
+    Ok(Aliased)
+}
+
+fn scatter_add_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::scatter_add_outf(self_, dim, index, src, out)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce__two_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Aliased<0>> {
+    backends::meta::scatter_reduce_two_(self_, dim, index, src, reduce, include_self)?;
+    Ok(Aliased)
+}
+
+fn scatter_reduce_two_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+    out: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::meta::scatter_reduce_two_outf(self_, dim, index, src, reduce, include_self, out)?;
     Ok(Aliased)
 }

@@ -38,6 +38,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")?;
     m.def("t(Tensor(a) self) -> Tensor(a)")?;
+    m.def("take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("take(Tensor self, Tensor index) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -52,6 +54,8 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::topk_values::kernel(backends::cpu::topk_values_outf),
     )?;
     m.impl_("topk", operators::topk::kernel(backends::cpu::topk))?;
+    m.impl_("take.out", operators::take_out::kernel(take_out_cpu))?;
+    m.impl_("take", operators::take::kernel(backends::cpu::take))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -100,6 +104,8 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::topk_values::kernel(backends::meta::topk_values_outf),
     )?;
     m.impl_("topk", operators::topk::kernel(backends::meta::topk))?;
+    m.impl_("take.out", operators::take_out::kernel(take_out_meta))?;
+    m.impl_("take", operators::take::kernel(backends::meta::take))?;
 });
 
 fn tan__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -122,6 +128,11 @@ fn tanh_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn take_out_cpu(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::take_outf(self_, index, out)?;
+    Ok(Aliased)
+}
+
 fn tan__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::tan_(self_)?;
     Ok(Aliased)
@@ -139,5 +150,10 @@ fn tanh__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn tanh_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::tanh_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn take_out_meta(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::take_outf(self_, index, out)?;
     Ok(Aliased)
 }

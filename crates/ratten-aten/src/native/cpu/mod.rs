@@ -13,6 +13,9 @@
 //!   and [`reduce_kernels`], the reductions behind their DispatchStubs; [`scan_kernels`], the
 //!   cumulative ops (a running accumulation along each line of one dim); [`sort_kernels`], the
 //!   sorting family (sort, topk, kthvalue along each line, by integer keys);
+//! - [`scatter_gather_kernels`]: gather and the scatter family (one loop over the index, an
+//!   element operation per op); [`index_kernels`]: `index_select`'s row copies and the
+//!   advanced-indexing loop of `index` / `index_put_`;
 //! - [`binary_kernels`], [`unary_kernels`]: the kernels behind the pointwise DispatchStubs,
 //!   with [`vec_math`] (branch-free transcendentals) and [`transpose`] (in-register block
 //!   transposes).
@@ -24,11 +27,13 @@
 
 pub mod binary_kernels;
 pub mod elements;
+pub mod index_kernels;
 pub mod loops;
 pub mod pointwise;
 pub mod reduce;
 pub mod reduce_kernels;
 pub mod scan_kernels;
+pub mod scatter_gather_kernels;
 pub mod simd;
 pub mod sort_kernels;
 pub mod transpose;

@@ -558,6 +558,19 @@ pub(super) fn function_argsort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `argwhere`: 1 signature(s).
+pub(super) fn function_argwhere(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argwhere(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::argwhere(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `as_strided`: 1 signature(s).
 pub(super) fn function_as_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -901,6 +914,19 @@ pub(super) fn method_argsort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let a_dim = r.int(0)?;
             let a_descending = r.bool(1)?;
             let result = r.run(py, move || a_self.argsort_with(a_dim, a_descending))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.argwhere`: 1 signature(s).
+pub(super) fn method_argwhere(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // argwhere()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.argwhere())?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

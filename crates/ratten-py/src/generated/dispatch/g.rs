@@ -6,6 +6,36 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `gather`: 1 signature(s).
+pub(super) fn function_gather(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // gather(Tensor input, int64_t dim, Tensor index, *, bool sparse_grad=False, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_sparse_grad = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::gather_with(&a_self, a_dim, &a_index, a_sparse_grad)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_sparse_grad = r.bool(3)?;
+            r.run(py, move || {
+                functions::gather_out_with(&a_out, &a_self, a_dim, &a_index, a_sparse_grad)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ge`: 2 signature(s).
 pub(super) fn function_ge(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -83,6 +113,24 @@ pub(super) fn function_gt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.gather`: 1 signature(s).
+pub(super) fn method_gather(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // gather(int64_t dim, Tensor index, *, bool sparse_grad=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_sparse_grad = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.gather_with(a_dim, &a_index, a_sparse_grad)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

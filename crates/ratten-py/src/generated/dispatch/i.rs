@@ -6,6 +6,217 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_index_put_impl_`: 1 signature(s).
+pub(super) fn function_private_index_put_impl_(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _index_put_impl_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False, bool unsafe=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_indices = r.optional_tensor_list(1)?;
+            let a_values = r.tensor(2)?;
+            let a_accumulate = r.bool(3)?;
+            let a_unsafe = r.bool(4)?;
+            r.run(py, move || {
+                functions::_index_put_impl_with_(
+                    &a_self,
+                    &a_indices,
+                    &a_values,
+                    a_accumulate,
+                    a_unsafe,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index`: 1 signature(s).
+pub(super) fn function_index(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index(Tensor input, c10::List<::std::optional<Tensor>> indices, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_indices = r.optional_tensor_list(1)?;
+                let result = r.run(py, move || functions::index(&a_self, &a_indices))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_indices = r.optional_tensor_list(1)?;
+            r.run(py, move || {
+                functions::index_out(&a_out, &a_self, &a_indices)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_add`: 1 signature(s).
+pub(super) fn function_index_add(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_add(Tensor input, int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_source = r.tensor(3)?;
+                let a_alpha = r.scalar(4)?;
+                let result = r.run(py, move || {
+                    functions::index_add_with(&a_self, a_dim, &a_index, &a_source, a_alpha)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_source = r.tensor(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::index_add_out_with(
+                    &a_out, &a_self, a_dim, &a_index, &a_source, a_alpha,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_copy`: 1 signature(s).
+pub(super) fn function_index_copy(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_copy(Tensor input, int64_t dim, Tensor index, Tensor source, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_source = r.tensor(3)?;
+                let result = r.run(py, move || {
+                    functions::index_copy(&a_self, a_dim, &a_index, &a_source)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_source = r.tensor(3)?;
+            r.run(py, move || {
+                functions::index_copy_out(&a_out, &a_self, a_dim, &a_index, &a_source)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_fill`: 2 signature(s).
+pub(super) fn function_index_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_fill(Tensor input, int64_t dim, Tensor index, Tensor value)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_value = r.tensor(3)?;
+            let result = r.run(py, move || {
+                functions::index_fill_int_tensor(&a_self, a_dim, &a_index, &a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        // index_fill(Tensor input, int64_t dim, Tensor index, Scalar value)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_value = r.scalar(3)?;
+            let result = r.run(py, move || {
+                functions::index_fill_int_scalar(&a_self, a_dim, &a_index, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_put`: 1 signature(s).
+pub(super) fn function_index_put(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_put(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_indices = r.optional_tensor_list(1)?;
+            let a_values = r.tensor(2)?;
+            let a_accumulate = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::index_put_with(&a_self, &a_indices, &a_values, a_accumulate)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_put_`: 1 signature(s).
+pub(super) fn function_index_put_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_put_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_indices = r.optional_tensor_list(1)?;
+            let a_values = r.tensor(2)?;
+            let a_accumulate = r.bool(3)?;
+            r.run(py, move || {
+                functions::index_put_with_(&a_self, &a_indices, &a_values, a_accumulate)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `index_select`: 1 signature(s).
+pub(super) fn function_index_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_select(Tensor input, int64_t dim, Tensor index, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let result = r.run(py, move || {
+                    functions::index_select(&a_self, a_dim, &a_index)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            r.run(py, move || {
+                functions::index_select_out(&a_out, &a_self, a_dim, &a_index)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `isclose`: 1 signature(s).
 pub(super) fn function_isclose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -58,6 +269,206 @@ pub(super) fn function_isnan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
         0 => {
             let a_self = r.tensor(0)?;
             let result = r.run(py, move || functions::isnan(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index`: 1 signature(s).
+pub(super) fn method_index(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index(c10::List<::std::optional<Tensor>> indices)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_indices = r.optional_tensor_list(0)?;
+            let result = r.run(py, move || a_self.index(&a_indices))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_add`: 1 signature(s).
+pub(super) fn method_index_add(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_add(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_source = r.tensor(2)?;
+            let a_alpha = r.scalar(3)?;
+            let result = r.run(py, move || {
+                a_self.index_add_with(a_dim, &a_index, &a_source, a_alpha)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_add_`: 1 signature(s).
+pub(super) fn method_index_add_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_add_(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_source = r.tensor(2)?;
+            let a_alpha = r.scalar(3)?;
+            r.run(py, move || {
+                a_self.index_add_with_(a_dim, &a_index, &a_source, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_copy`: 1 signature(s).
+pub(super) fn method_index_copy(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_copy(int64_t dim, Tensor index, Tensor source)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_source = r.tensor(2)?;
+            let result = r.run(py, move || a_self.index_copy(a_dim, &a_index, &a_source))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_copy_`: 1 signature(s).
+pub(super) fn method_index_copy_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_copy_(int64_t dim, Tensor index, Tensor source)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_source = r.tensor(2)?;
+            r.run(py, move || {
+                a_self.index_copy_(a_dim, &a_index, &a_source)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_fill`: 2 signature(s).
+pub(super) fn method_index_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_fill(int64_t dim, Tensor index, Tensor value)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.tensor(2)?;
+            let result = r.run(py, move || {
+                a_self.index_fill_int_tensor(a_dim, &a_index, &a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        // index_fill(int64_t dim, Tensor index, Scalar value)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            let result = r.run(py, move || {
+                a_self.index_fill_int_scalar(a_dim, &a_index, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_fill_`: 2 signature(s).
+pub(super) fn method_index_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_fill_(int64_t dim, Tensor index, Tensor value)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.tensor(2)?;
+            r.run(py, move || {
+                a_self.index_fill_int_tensor_(a_dim, &a_index, &a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // index_fill_(int64_t dim, Tensor index, Scalar value)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            r.run(py, move || {
+                a_self.index_fill_int_scalar_(a_dim, &a_index, a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_put`: 1 signature(s).
+pub(super) fn method_index_put(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_put(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_indices = r.optional_tensor_list(0)?;
+            let a_values = r.tensor(1)?;
+            let a_accumulate = r.bool(2)?;
+            let result = r.run(py, move || {
+                a_self.index_put_with(&a_indices, &a_values, a_accumulate)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_put_`: 1 signature(s).
+pub(super) fn method_index_put_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_put_(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_indices = r.optional_tensor_list(0)?;
+            let a_values = r.tensor(1)?;
+            let a_accumulate = r.bool(2)?;
+            r.run(py, move || {
+                a_self.index_put_with_(&a_indices, &a_values, a_accumulate)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.index_select`: 1 signature(s).
+pub(super) fn method_index_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // index_select(int64_t dim, Tensor index)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let result = r.run(py, move || a_self.index_select(a_dim, &a_index))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

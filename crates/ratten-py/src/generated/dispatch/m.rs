@@ -6,6 +6,77 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `masked_fill`: 2 signature(s).
+pub(super) fn function_masked_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_fill(Tensor input, Tensor mask, Tensor value)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_mask = r.tensor(1)?;
+            let a_value = r.tensor(2)?;
+            let result = r.run(py, move || {
+                functions::masked_fill(&a_self, &a_mask, &a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        // masked_fill(Tensor input, Tensor mask, Scalar value)
+        1 => {
+            let a_self = r.tensor(0)?;
+            let a_mask = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            let result = r.run(py, move || {
+                functions::masked_fill_scalar(&a_self, &a_mask, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `masked_scatter`: 1 signature(s).
+pub(super) fn function_masked_scatter(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_scatter(Tensor input, Tensor mask, Tensor source)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_mask = r.tensor(1)?;
+            let a_source = r.tensor(2)?;
+            let result = r.run(py, move || {
+                functions::masked_scatter(&a_self, &a_mask, &a_source)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `masked_select`: 1 signature(s).
+pub(super) fn function_masked_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_select(Tensor input, Tensor mask, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_mask = r.tensor(1)?;
+                let result = r.run(py, move || functions::masked_select(&a_self, &a_mask))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_mask = r.tensor(1)?;
+            r.run(py, move || {
+                functions::masked_select_out(&a_out, &a_self, &a_mask)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `max`: 2 signature(s).
 pub(super) fn function_max(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -279,6 +350,105 @@ pub(super) fn function_mul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.masked_fill`: 2 signature(s).
+pub(super) fn method_masked_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_fill(Tensor mask, Tensor value)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_value = r.tensor(1)?;
+            let result = r.run(py, move || a_self.masked_fill(&a_mask, &a_value))?;
+            into_py_result(py, result)
+        }
+        // masked_fill(Tensor mask, Scalar value)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_value = r.scalar(1)?;
+            let result = r.run(py, move || a_self.masked_fill_scalar(&a_mask, a_value))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.masked_fill_`: 2 signature(s).
+pub(super) fn method_masked_fill_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_fill_(Tensor mask, Tensor value)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_value = r.tensor(1)?;
+            r.run(py, move || {
+                a_self.masked_fill_(&a_mask, &a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // masked_fill_(Tensor mask, Scalar value)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_value = r.scalar(1)?;
+            r.run(py, move || {
+                a_self.masked_fill_scalar_(&a_mask, a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.masked_scatter`: 1 signature(s).
+pub(super) fn method_masked_scatter(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_scatter(Tensor mask, Tensor source)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_source = r.tensor(1)?;
+            let result = r.run(py, move || a_self.masked_scatter(&a_mask, &a_source))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.masked_scatter_`: 1 signature(s).
+pub(super) fn method_masked_scatter_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_scatter_(Tensor mask, Tensor source)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let a_source = r.tensor(1)?;
+            r.run(py, move || {
+                a_self.masked_scatter_(&a_mask, &a_source)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.masked_select`: 1 signature(s).
+pub(super) fn method_masked_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // masked_select(Tensor mask)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mask = r.tensor(0)?;
+            let result = r.run(py, move || a_self.masked_select(&a_mask))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -194,6 +194,28 @@ pub(super) fn function_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `nonzero`: 1 signature(s).
+pub(super) fn function_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nonzero(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::nonzero(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::nonzero_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `norm`: 5 signature(s).
 pub(super) fn function_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -546,6 +568,19 @@ pub(super) fn method_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.nonzero`: 1 signature(s).
+pub(super) fn method_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nonzero()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.nonzero())?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -25,6 +25,193 @@ pub(super) fn function_scalar_tensor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> 
     }
 }
 
+/// `scatter`: 4 signature(s).
+pub(super) fn function_scatter(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_src = r.tensor(3)?;
+                let result = r.run(py, move || {
+                    functions::scatter_src(&a_self, a_dim, &a_index, &a_src)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_src = r.tensor(3)?;
+            r.run(py, move || {
+                functions::scatter_src_out(&a_out, &a_self, a_dim, &a_index, &a_src)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)
+        1 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_src = r.tensor(3)?;
+                let a_reduce = r.string(4)?;
+                let result = r.run(py, move || {
+                    functions::scatter_reduce(&a_self, a_dim, &a_index, &a_src, &a_reduce)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_src = r.tensor(3)?;
+            let a_reduce = r.string(4)?;
+            r.run(py, move || {
+                functions::scatter_reduce_out(&a_out, &a_self, a_dim, &a_index, &a_src, &a_reduce)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        // scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, Tensor out=None)
+        2 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_value = r.scalar(3)?;
+                let result = r.run(py, move || {
+                    functions::scatter_value(&a_self, a_dim, &a_index, a_value)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_value = r.scalar(3)?;
+            r.run(py, move || {
+                functions::scatter_value_out(&a_out, &a_self, a_dim, &a_index, a_value)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // scatter(Tensor input, int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce, Tensor out=None)
+        3 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_value = r.scalar(3)?;
+                let a_reduce = r.string(4)?;
+                let result = r.run(py, move || {
+                    functions::scatter_value_reduce(&a_self, a_dim, &a_index, a_value, &a_reduce)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_value = r.scalar(3)?;
+            let a_reduce = r.string(4)?;
+            r.run(py, move || {
+                functions::scatter_value_reduce_out(
+                    &a_out, &a_self, a_dim, &a_index, a_value, &a_reduce,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `scatter_add`: 1 signature(s).
+pub(super) fn function_scatter_add(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_add(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_src = r.tensor(3)?;
+                let result = r.run(py, move || {
+                    functions::scatter_add(&a_self, a_dim, &a_index, &a_src)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_src = r.tensor(3)?;
+            r.run(py, move || {
+                functions::scatter_add_out(&a_out, &a_self, a_dim, &a_index, &a_src)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `scatter_reduce`: 1 signature(s).
+pub(super) fn function_scatter_reduce(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_reduce(Tensor input, int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_index = r.tensor(2)?;
+                let a_src = r.tensor(3)?;
+                let a_reduce = r.string(4)?;
+                let a_include_self = r.bool(5)?;
+                let result = r.run(py, move || {
+                    functions::scatter_reduce_two_with(
+                        &a_self,
+                        a_dim,
+                        &a_index,
+                        &a_src,
+                        &a_reduce,
+                        a_include_self,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_index = r.tensor(2)?;
+            let a_src = r.tensor(3)?;
+            let a_reduce = r.string(4)?;
+            let a_include_self = r.bool(5)?;
+            r.run(py, move || {
+                functions::scatter_reduce_two_out_with(
+                    &a_out,
+                    &a_self,
+                    a_dim,
+                    &a_index,
+                    &a_src,
+                    &a_reduce,
+                    a_include_self,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `select`: 1 signature(s).
 pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -532,6 +719,194 @@ pub(super) fn function_sum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter`: 4 signature(s).
+pub(super) fn method_scatter(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter(int64_t dim, Tensor index, Tensor src)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let result = r.run(py, move || a_self.scatter_src(a_dim, &a_index, &a_src))?;
+            into_py_result(py, result)
+        }
+        // scatter(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let a_reduce = r.string(3)?;
+            let result = r.run(py, move || {
+                a_self.scatter_reduce(a_dim, &a_index, &a_src, &a_reduce)
+            })?;
+            into_py_result(py, result)
+        }
+        // scatter(int64_t dim, Tensor index, Scalar value)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            let result = r.run(py, move || a_self.scatter_value(a_dim, &a_index, a_value))?;
+            into_py_result(py, result)
+        }
+        // scatter(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)
+        3 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            let a_reduce = r.string(3)?;
+            let result = r.run(py, move || {
+                a_self.scatter_value_reduce(a_dim, &a_index, a_value, &a_reduce)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter_`: 4 signature(s).
+pub(super) fn method_scatter_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_(int64_t dim, Tensor index, Tensor src)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            r.run(py, move || {
+                a_self.scatter_src_(a_dim, &a_index, &a_src)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // scatter_(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let a_reduce = r.string(3)?;
+            r.run(py, move || {
+                a_self.scatter_reduce_(a_dim, &a_index, &a_src, &a_reduce)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // scatter_(int64_t dim, Tensor index, Scalar value)
+        2 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            r.run(py, move || {
+                a_self.scatter_value_(a_dim, &a_index, a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        // scatter_(int64_t dim, Tensor index, Scalar value, *, c10::string_view reduce)
+        3 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_value = r.scalar(2)?;
+            let a_reduce = r.string(3)?;
+            r.run(py, move || {
+                a_self.scatter_value_reduce_(a_dim, &a_index, a_value, &a_reduce)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter_add`: 1 signature(s).
+pub(super) fn method_scatter_add(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_add(int64_t dim, Tensor index, Tensor src)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let result = r.run(py, move || a_self.scatter_add(a_dim, &a_index, &a_src))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter_add_`: 1 signature(s).
+pub(super) fn method_scatter_add_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_add_(int64_t dim, Tensor index, Tensor src)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            r.run(py, move || {
+                a_self.scatter_add_(a_dim, &a_index, &a_src)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter_reduce`: 1 signature(s).
+pub(super) fn method_scatter_reduce(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_reduce(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let a_reduce = r.string(3)?;
+            let a_include_self = r.bool(4)?;
+            let result = r.run(py, move || {
+                a_self.scatter_reduce_two_with(a_dim, &a_index, &a_src, &a_reduce, a_include_self)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.scatter_reduce_`: 1 signature(s).
+pub(super) fn method_scatter_reduce_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // scatter_reduce_(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_index = r.tensor(1)?;
+            let a_src = r.tensor(2)?;
+            let a_reduce = r.string(3)?;
+            let a_include_self = r.bool(4)?;
+            r.run(py, move || {
+                a_self.scatter_reduce_two_with_(
+                    a_dim,
+                    &a_index,
+                    &a_src,
+                    &a_reduce,
+                    a_include_self,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

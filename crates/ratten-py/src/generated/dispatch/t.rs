@@ -19,6 +19,30 @@ pub(super) fn function_t(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyO
     }
 }
 
+/// `take`: 1 signature(s).
+pub(super) fn function_take(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // take(Tensor input, Tensor index, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_index = r.tensor(1)?;
+                let result = r.run(py, move || functions::take(&a_self, &a_index))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_index = r.tensor(1)?;
+            r.run(py, move || {
+                functions::take_out(&a_out, &a_self, &a_index)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `tan`: 1 signature(s).
 pub(super) fn function_tan(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -162,6 +186,20 @@ pub(super) fn method_t(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObj
         0 => {
             let a_self = r.self_tensor()?;
             let result = r.run(py, move || a_self.t())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.take`: 1 signature(s).
+pub(super) fn method_take(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // take(Tensor index)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_index = r.tensor(0)?;
+            let result = r.run(py, move || a_self.take(&a_index))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

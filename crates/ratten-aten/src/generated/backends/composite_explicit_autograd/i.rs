@@ -11,6 +11,46 @@ pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     kernels::isinf(self_)
 }
 
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+pub fn index_put_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<&'a Tensor> {
+    kernels::index_put_(self_, indices, values, accumulate)
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+pub fn index_put(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    kernels::index_put(self_, indices, values, accumulate)
+}
+
+/// `aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub fn index_fill_int_scalar(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<Tensor> {
+    kernels::index_fill_int_scalar(self_, dim, index, value)
+}
+
+/// `aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor`
+pub fn index_fill_int_tensor(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Tensor> {
+    kernels::index_fill_int_tensor(self_, dim, index, value)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn isnan_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
@@ -24,6 +64,82 @@ pub fn isnan_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
 pub fn isinf_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::isinf::call(self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_put_outf<'a>(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::index_put::call(self_, indices, values, accumulate)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _index_put_impl_outf<'a>(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_index_put_impl::call(self_, indices, values, accumulate, unsafe_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+pub fn _index_put_impl(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::_index_put_impl_::call(&copy, indices, values, accumulate, unsafe_)?;
+    Ok(copy)
+}
+
+/// `aten::index_fill.int_Scalar_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_fill_int_scalar_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::index_fill_int_Scalar::call(self_, dim, index, value)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::index_fill.int_Tensor_out(Tensor self, int dim, Tensor index, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_fill_int_tensor_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::index_fill_int_Tensor::call(self_, dim, index, value)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

@@ -30,10 +30,67 @@ pub fn mean_dtype_outf<'a>(
     kernels::mean_dtype_out(self_, dtype, out)
 }
 
+/// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: &Scalar) -> Result<Tensor> {
+    kernels::masked_fill_scalar(self_, mask, value)
+}
+
+/// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    kernels::masked_fill(self_, mask, value)
+}
+
+/// `aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor`
+pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    kernels::masked_scatter(self_, mask, source)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mul_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::mul_Scalar::call(self_, other)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn masked_fill_scalar_outf<'a>(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::masked_fill_Scalar::call(self_, mask, value)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn masked_fill_outf<'a>(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::masked_fill_Tensor::call(self_, mask, value)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn masked_scatter_outf<'a>(
+    self_: &Tensor,
+    mask: &Tensor,
+    source: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::masked_scatter::call(self_, mask, source)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

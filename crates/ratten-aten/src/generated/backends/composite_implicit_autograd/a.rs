@@ -26,3 +26,8 @@ pub fn argsort_stable_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::argsort_out(self_, stable, dim, descending, out)
 }
+
+/// `aten::argwhere(Tensor self) -> Tensor`
+pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
+    kernels::argwhere(self_)
+}

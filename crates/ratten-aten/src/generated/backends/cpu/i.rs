@@ -10,3 +10,170 @@ use crate::native as kernels;
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     kernels::isnan(self_)
 }
+
+/// `aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::index_tensor_meta(&op, self_, indices)?;
+        kernels::index_out(&mut state, self_, indices, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_outf<'a>(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::index_tensor_meta(&op, self_, indices)?;
+        kernels::index_out(&mut state, self_, indices, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::index_copy.out(Tensor self, int dim, Tensor index, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_copy_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::index_copy_meta(&op, self_, dim, index, source)?;
+        kernels::index_copy_out(&mut state, self_, dim, index, source, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)`
+pub fn index_copy_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::index_copy_meta(&op, self_, dim, index, source)?;
+        kernels::index_copy_out(&mut state, self_, dim, index, source, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
+pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::index_copy_meta(&op, self_, dim, index, source)?;
+        kernels::index_copy_out(&mut state, self_, dim, index, source, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
+pub fn _index_put_impl_<'a>(
+    self_: &'a Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    unsafe_: bool,
+) -> Result<&'a Tensor> {
+    kernels::_index_put_impl_(self_, indices, values, accumulate, unsafe_)
+}
+
+/// `aten::index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_add_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::index_add_meta(&op, self_, dim, index, source, alpha)?;
+        kernels::index_add_cpu_out(&mut state, self_, dim, index, source, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)`
+pub fn index_add_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::index_add_meta(&op, self_, dim, index, source, alpha)?;
+        kernels::index_add_cpu_out(&mut state, self_, dim, index, source, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+pub fn index_add(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: &Scalar,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::index_add_meta(&op, self_, dim, index, source, alpha)?;
+        kernels::index_add_cpu_out(&mut state, self_, dim, index, source, alpha, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub fn index_fill_int_scalar_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<&'a Tensor> {
+    kernels::index_fill_int_scalar_(self_, dim, index, value)
+}
+
+/// `aten::index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)`
+pub fn index_fill_int_tensor_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<&'a Tensor> {
+    kernels::index_fill_int_tensor_(self_, dim, index, value)
+}
+
+/// `aten::index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_select_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::index_select_out_cpu_(self_, dim, index, out)
+}
+
+/// `aten::index_select(Tensor self, int dim, Tensor index) -> Tensor`
+pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    kernels::index_select_cpu_(self_, dim, index)
+}

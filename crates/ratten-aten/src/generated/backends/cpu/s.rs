@@ -288,3 +288,342 @@ pub fn sort_stable(
     }
     Ok((op.take(0)?, op.take(1)?))
 }
+
+/// `aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::scatter_src_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_src_out(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub fn scatter_src_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::scatter_src_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_src_out(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_src_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::scatter_src_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_src_out(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: &Scalar) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::scatter_value_meta(&op, self_, dim, index, value)?;
+        kernels::scatter_value_out(&mut state, self_, dim, index, value, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub fn scatter_value_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::scatter_value_meta(&op, self_, dim, index, value)?;
+        kernels::scatter_value_out(&mut state, self_, dim, index, value, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_value_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::scatter_value_meta(&op, self_, dim, index, value)?;
+        kernels::scatter_value_out(&mut state, self_, dim, index, value, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+pub fn scatter_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::scatter_reduce_meta(&op, self_, dim, index, src, reduce)?;
+        kernels::scatter_reduce_out(&mut state, self_, dim, index, src, reduce, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
+pub fn scatter_reduce_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::scatter_reduce_meta(&op, self_, dim, index, src, reduce)?;
+        kernels::scatter_reduce_out(&mut state, self_, dim, index, src, reduce, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_reduce_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::scatter_reduce_meta(&op, self_, dim, index, src, reduce)?;
+        kernels::scatter_reduce_out(&mut state, self_, dim, index, src, reduce, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+pub fn scatter_value_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::scatter_value_reduce_meta(&op, self_, dim, index, value, reduce)?;
+        kernels::scatter_value_reduce_out(
+            &mut state,
+            self_,
+            dim,
+            index,
+            value,
+            reduce,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
+pub fn scatter_value_reduce_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::scatter_value_reduce_meta(&op, self_, dim, index, value, reduce)?;
+        kernels::scatter_value_reduce_out(
+            &mut state,
+            self_,
+            dim,
+            index,
+            value,
+            reduce,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_value_reduce_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Scalar,
+    reduce: &str,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::scatter_value_reduce_meta(&op, self_, dim, index, value, reduce)?;
+        kernels::scatter_value_reduce_out(
+            &mut state,
+            self_,
+            dim,
+            index,
+            value,
+            reduce,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::scatter_add_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_add(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub fn scatter_add_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::scatter_add_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_add(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_add_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::scatter_add_meta(&op, self_, dim, index, src)?;
+        kernels::scatter_add(&mut state, self_, dim, index, src, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+pub fn scatter_reduce_two(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state =
+            kernels::scatter_reduce_two_meta(&op, self_, dim, index, src, reduce, include_self)?;
+        kernels::scatter_reduce_two(
+            &mut state,
+            self_,
+            dim,
+            index,
+            src,
+            reduce,
+            include_self,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)`
+pub fn scatter_reduce_two_<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state =
+            kernels::scatter_reduce_two_meta(&op, self_, dim, index, src, reduce, include_self)?;
+        kernels::scatter_reduce_two(
+            &mut state,
+            self_,
+            dim,
+            index,
+            src,
+            reduce,
+            include_self,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_reduce_two_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state =
+            kernels::scatter_reduce_two_meta(&op, self_, dim, index, src, reduce, include_self)?;
+        kernels::scatter_reduce_two(
+            &mut state,
+            self_,
+            dim,
+            index,
+            src,
+            reduce,
+            include_self,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}

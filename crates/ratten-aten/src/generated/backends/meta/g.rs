@@ -133,3 +133,28 @@ pub fn gt_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn gather_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::gather_meta(&op, self_, dim, index, sparse_grad)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::gather_meta(&op, self_, dim, index, sparse_grad)?;
+    }
+    op.take(0)
+}

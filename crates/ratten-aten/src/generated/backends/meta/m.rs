@@ -179,3 +179,40 @@ pub fn min_dim_min_outf(
     op.finish()?;
     Ok((min.clone(), min_indices.clone()))
 }
+
+/// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+pub fn masked_fill_scalar_<'a>(
+    self_: &'a Tensor,
+    mask: &Tensor,
+    value: &Scalar,
+) -> Result<&'a Tensor> {
+    kernels::masked_fill__cpu_scalar(self_, mask, value)
+}
+
+/// `aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+pub fn masked_fill_<'a>(self_: &'a Tensor, mask: &Tensor, value: &Tensor) -> Result<&'a Tensor> {
+    kernels::masked_fill__cpu(self_, mask, value)
+}
+
+/// `aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)`
+pub fn masked_scatter_<'a>(
+    self_: &'a Tensor,
+    mask: &Tensor,
+    source: &Tensor,
+) -> Result<&'a Tensor> {
+    kernels::masked_scatter__cpu(self_, mask, source)
+}
+
+/// `aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn masked_select_outf<'a>(
+    self_: &Tensor,
+    mask: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::masked_select_out_cpu(self_, mask, out)
+}
+
+/// `aten::masked_select(Tensor self, Tensor mask) -> Tensor`
+pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    kernels::masked_select_cpu(self_, mask)
+}

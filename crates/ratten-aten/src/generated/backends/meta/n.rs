@@ -259,3 +259,13 @@ pub fn normal_tensor_tensor(
 ) -> Result<Tensor> {
     kernels::normal_tensor_tensor(mean, std, generator)
 }
+
+/// `aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nonzero_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::nonzero_out_cpu(self_, out)
+}
+
+/// `aten::nonzero(Tensor self) -> Tensor`
+pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    kernels::nonzero_cpu(self_)
+}

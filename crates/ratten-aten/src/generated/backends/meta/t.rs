@@ -96,3 +96,13 @@ pub fn topk(
     }
     Ok((op.take(0)?, op.take(1)?))
 }
+
+/// `aten::take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn take_outf<'a>(self_: &Tensor, index: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::take_out(self_, index, out)
+}
+
+/// `aten::take(Tensor self, Tensor index) -> Tensor`
+pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    kernels::take(self_, index)
+}
