@@ -9,18 +9,12 @@ into a zeroed 1M x 16 tensor (numpy: ``np.put_along_axis`` has no add; the colum
 copy-free ``np.add.at`` over flat offsets); take of 1M random flat positions. Each library
 runs in its own subprocess per thread count (torch's OpenMP workers keep spinning after its
 calls and would hold the second core through the others' turns); within a process the
-cases run round-robin, one call each per round. Printed: the median time per call and the
-ratios ratten/torch and ratten/numpy (below 1: ratten is faster). numpy has no threads: its
-2-thread column is its 1-thread run.
+cases run round-robin, one call each per round (python/bench/_harness.py). Printed: the
+median time per call and the ratios ratten/torch and ratten/numpy (below 1: ratten is
+faster). numpy has no threads: its 2-thread column is its 1-thread run.
 """
 
-import argparse
-import json
-import os
-import statistics
-import subprocess
-import sys
-import time
+from _harness import main, measure
 
 ROWS = 1 << 20
 COLS = 16
@@ -70,62 +64,8 @@ def worker(lib, threads, rounds):
             "scatter_add 1": lambda: zeros.scatter_add(1, i_cols, x),
             "take 1M": lambda: x.take(i_flat),
         }
-    times = {c: [] for c in CASES}
-    for c in CASES:
-        fns[c]()
-    for r in range(rounds):
-        for k in range(len(CASES)):
-            c = CASES[(k + r) % len(CASES)]
-            t0 = time.perf_counter()
-            fns[c]()
-            times[c].append(time.perf_counter() - t0)
-    print(json.dumps({c: statistics.median(v) for c, v in times.items()}))
-
-
-def run(lib, threads, rounds):
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", lib, str(threads), str(rounds)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--worker", nargs=3)
-    a = ap.parse_args()
-    if a.worker:
-        worker(a.worker[0], int(a.worker[1]), int(a.worker[2]))
-        return
-    libs = ["ratten", "numpy"]
-    try:
-        import torch  # noqa: F401
-
-        libs.insert(1, "torch")
-    except ImportError:
-        pass
-    cpu = ""
-    if os.path.exists("/proc/cpuinfo"):
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    print(f"indexing, float32 1M x 16, int64 indices, {a.rounds} rounds, CPU: {cpu}")
-    numpy_times = run("numpy", 1, a.rounds)
-    for threads in (1, 2):
-        res = {lib: (numpy_times if lib == "numpy" else run(lib, threads, a.rounds)) for lib in libs}
-        print(f"\n{threads} thread(s)")
-        head = f"{'case':<16}" + "".join(f"{lib:>12}" for lib in libs)
-        head += "".join(f"{'/' + lib:>10}" for lib in libs[1:])
-        print(head)
-        for c in CASES:
-            row = f"{c:<16}" + "".join(f"{res[lib][c] * 1e3:>9.2f} ms" for lib in libs)
-            row += "".join(f"{res['ratten'][c] / res[lib][c]:>9.2f}x" for lib in libs[1:])
-            print(row)
+    measure(fns, CASES, rounds)
 
 
 if __name__ == "__main__":
-    main()
+    main(__file__, "indexing, float32 1M x 16, int64 indices", CASES, worker, width=16)
