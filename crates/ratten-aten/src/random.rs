@@ -775,11 +775,6 @@ pub fn random_from_<'a>(
     generator: Option<&Generator>,
 ) -> Result<&'a Tensor> {
     let dtype = self_.dtype();
-    if let Some(bytes) = bool_as_bytes(self_)? {
-        random_from_(&bytes, from, to.or(Some(2)), generator)?;
-        self_.copy_(&bytes)?;
-        return Ok(self_);
-    }
     let range: Option<u64> = match to {
         Some(to) => {
             torch_check!(
@@ -799,8 +794,11 @@ pub fn random_from_<'a>(
         }
         None => None,
     };
-    dispatch_real_and_bool!(dtype, "random_from_to_kernel_cpu", T => fill_serial::<T>(
-        self_.base(),
+    // The range is the tensor's dtype's; a bool tensor is drawn into bytes of its layout.
+    let bytes = bool_as_bytes(self_)?;
+    let target = bytes.as_ref().unwrap_or(self_);
+    dispatch_real_and_bool!(target.dtype(), "random_from_to_kernel_cpu", T => fill_serial::<T>(
+        target.base(),
         generator,
         |g, _| match range {
             // `uniform_int_from_to`: a 64-bit word for ranges of 2^32 and more.
@@ -809,6 +807,9 @@ pub fn random_from_<'a>(
             None => T::from_i64(g.random64() as i64),
         },
     ))?;
+    if let Some(bytes) = &bytes {
+        self_.copy_(bytes)?;
+    }
     Ok(self_)
 }
 

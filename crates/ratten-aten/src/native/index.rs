@@ -710,6 +710,59 @@ pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tens
     Ok(r)
 }
 
+/// The direction of [`masked_copy`]: `masked_select` packs the masked elements of the source
+/// into a dense destination; `masked_scatter_` unpacks a dense source into the masked
+/// elements of the destination.
+#[derive(Clone, Copy, PartialEq)]
+enum MaskedCopy {
+    Pack,
+    Unpack,
+}
+
+/// Walks `flags` (one per element of the masked side, which is contiguous; `ones` of them set)
+/// and copies each masked element to or from the next element of the dense side.
+fn masked_copy(
+    flags: &[bool],
+    ones: usize,
+    src: &Tensor,
+    dst: &Tensor,
+    direction: MaskedCopy,
+    what: &str,
+) -> Result<()> {
+    let g = TensorAccess::new(&[src], &[dst])?;
+    let (sa, da) = (g.input(0)?, g.output(0)?);
+    let (masked, dense) = match direction {
+        MaskedCopy::Pack => (sa.numel(), da.numel()),
+        MaskedCopy::Unpack => (da.numel(), sa.numel()),
+    };
+    if masked != flags.len() as i64 || dense < ones as i64 {
+        return Err(Error::runtime(format!(
+            "{what}: tensors changed during the call"
+        )));
+    }
+    let (Some(sp), Some(dp)) = (sa.raw_data_ptr(), da.raw_data_ptr()) else {
+        return Ok(());
+    };
+    let es = src.element_size();
+    with_elem_bytes!(es, E => {
+        let mut k = 0usize;
+        for (i, &f) in flags.iter().enumerate() {
+            if f {
+                let (from, to) = match direction {
+                    MaskedCopy::Pack => (i, k),
+                    MaskedCopy::Unpack => (k, i),
+                };
+                // SAFETY: i < flags.len() = numel of the contiguous masked side, and
+                // k < ones <= numel of the contiguous dense side (both checked above); the
+                // two tensors are distinct storages held by `g`.
+                unsafe { copy_elem::<E>(sp.as_ptr().add(from * es), dp.as_ptr().add(to * es)) };
+                k += 1;
+            }
+        }
+        Ok::<(), Error>(())
+    })
+}
+
 /// `masked_scatter__cpu`: the elements of `self` where the mask (broadcast to `self`) is true
 /// take the first elements of `source`, in row-major order.
 #[allow(non_snake_case)]
@@ -749,31 +802,14 @@ pub fn masked_scatter__cpu<'a>(
     } else {
         self_.contiguous()?
     };
-    {
-        let g = TensorAccess::new(&[&src], &[&dst])?;
-        let (sa, da) = (g.input(0)?, g.output(0)?);
-        if da.numel() != flags.len() as i64 || sa.numel() < ones as i64 {
-            return Err(Error::runtime(
-                "masked_scatter_: tensors changed during the call",
-            ));
-        }
-        let (Some(sp), Some(dp)) = (sa.raw_data_ptr(), da.raw_data_ptr()) else {
-            return Ok(self_);
-        };
-        let es = self_.element_size();
-        with_elem_bytes!(es, E => {
-            let mut k = 0usize;
-            for (i, &f) in flags.iter().enumerate() {
-                if f {
-                    // SAFETY: i < numel of the contiguous destination, k < the number of
-                    // ones <= numel of the contiguous source (checked above).
-                    unsafe { copy_elem::<E>(sp.as_ptr().add(k * es), dp.as_ptr().add(i * es)) };
-                    k += 1;
-                }
-            }
-            Ok::<(), Error>(())
-        })?;
-    }
+    masked_copy(
+        &flags,
+        ones,
+        &src,
+        &dst,
+        MaskedCopy::Unpack,
+        "masked_scatter_",
+    )?;
     if !dst.is_same(self_) {
         ops::copy_::call(self_, &dst, false)?;
     }
@@ -822,31 +858,7 @@ pub fn masked_select_out_cpu<'a>(
     } else {
         Tensor::empty(&[n as i64], (out.dtype(), out.device()))?
     };
-    {
-        let g = TensorAccess::new(&[&src], &[&dst])?;
-        let (sa, da) = (g.input(0)?, g.output(0)?);
-        if sa.numel() != flags.len() as i64 || da.numel() != n as i64 {
-            return Err(Error::runtime(
-                "masked_select: tensors changed during the call",
-            ));
-        }
-        let (Some(sp), Some(dp)) = (sa.raw_data_ptr(), da.raw_data_ptr()) else {
-            return Ok(out);
-        };
-        let es = self_.element_size();
-        with_elem_bytes!(es, E => {
-            let mut k = 0usize;
-            for (i, &f) in flags.iter().enumerate() {
-                if f {
-                    // SAFETY: i < numel of the contiguous source, k < n = numel of the
-                    // destination (checked above).
-                    unsafe { copy_elem::<E>(sp.as_ptr().add(i * es), dp.as_ptr().add(k * es)) };
-                    k += 1;
-                }
-            }
-            Ok::<(), Error>(())
-        })?;
-    }
+    masked_copy(&flags, n, &src, &dst, MaskedCopy::Pack, "masked_select")?;
     if !dst.is_same(out) {
         ops::copy_::call(out, &dst, false)?;
     }
