@@ -1,6 +1,7 @@
 """The random factories and samplers as generated bindings: with the same seed they give
-torch's numbers (rand, randn, randint, randperm, normal, the in-place samplers, bernoulli),
-generator objects, dtypes, out= and the error texts; compared with torch when installed."""
+torch's numbers (rand, randn, randint, randperm, normal, the in-place samplers, bernoulli,
+multinomial), generator objects, dtypes, out= and the error texts; compared with torch when
+installed."""
 
 import pytest
 
@@ -33,6 +34,14 @@ def test_forms_and_generators():
         ratten.zeros(2).normal_(0, -1)
     with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
         ratten.zeros(2).bernoulli_(1.5)
+    with pytest.raises(RuntimeError, match="exponential_ expects lambda > 0.0, but found lambda=nan"):
+        ratten.zeros(2).exponential_(float("nan"))
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        ratten.multinomial(ratten.ones(3), 4)
+    with pytest.raises(RuntimeError, match="invalid multinomial distribution .sum of probabilities"):
+        ratten.zeros(2, 3).multinomial(2, replacement=True)
+    assert sorted(ratten.multinomial(ratten.tensor([0.0, 1, 0, 2, 3]), 3).tolist()) == [1, 3, 4]
+    assert ratten.multinomial(ratten.ones(2, 3, device="meta"), 5, True).shape == (2, 5)
 
 
 CALLS = [
@@ -69,6 +78,16 @@ CALLS = [
     ("bernoulli_t", lambda m: m.bernoulli(m.linspace(0, 1, 40))),
     ("bernoulli_t64", lambda m: m.bernoulli(m.linspace(0, 1, 40, dtype=m.float64))),
     ("bernoulli_like", lambda m: m.bernoulli(m.zeros(3, 4, dtype=m.float64), 0.7)),
+    ("exponential_", lambda m: m.zeros(19).exponential_()),
+    ("exponential_f64_t", lambda m: m.zeros(4, 3, dtype=m.float64).t().exponential_(2.5)),
+    ("exponential_half", lambda m: m.zeros(9, dtype=m.float16).exponential_(0.5)),
+    ("multinomial", lambda m: m.multinomial(m.linspace(0, 1, 9) ** 2, 4)),
+    ("multinomial_one", lambda m: m.multinomial(m.arange(12.0).reshape(3, 4), 1)),
+    ("multinomial_rep", lambda m: m.rand(3, 5).multinomial(20, replacement=True)),
+    ("multinomial_rep_f64", lambda m: m.multinomial(m.rand(6, dtype=m.float64), 9, True)),
+    ("multinomial_rep_bf16", lambda m: m.multinomial(m.rand(2, 7, dtype=m.bfloat16), 5, True)),
+    ("multinomial_t", lambda m: m.multinomial(m.rand(5, 3).t(), 2)),
+    ("multinomial_out", lambda m: m.multinomial(m.rand(4), 2, out=m.zeros(7, dtype=m.int64))),
 ]
 
 

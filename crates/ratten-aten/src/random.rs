@@ -570,8 +570,10 @@ fn complex_as_real<R>(s: &mut [Complex<R>]) -> &mut [R] {
 // mean), so the same seed gives torch's numbers. Samplers draw element by element in
 // TensorIterator's order (`cpu_serial_kernel`), with torch's transformations of the 32- or
 // 64-bit words (`uniform_int_from_to`, `uniform_real_distribution`). `bernoulli_` with a
-// scalar `p` follows torch's kernel for builds without MKL (and for non-Intel CPUs); MKL builds
-// on Intel CPUs draw from MKL's own stream, which no other library reproduces.
+// scalar `p` and `exponential_` follow torch's kernels for builds without MKL (and for
+// non-Intel CPUs); MKL builds on Intel CPUs draw from MKL's own stream, which no other library
+// reproduces. `multinomial` composes them as Distributions.cpp does: `topk(p / q)` with
+// `q = exponential_()` without replacement, a double uniform per sample with replacement.
 
 /// `uniform_real_distribution<double>(0, 1)`: 53 bits of a 64-bit word.
 fn draw_uniform_f64(gen: &mut CpuGeneratorImpl) -> f64 {
@@ -896,6 +898,229 @@ pub fn bernoulli_<'a>(
         self_.copy_(&target)?;
     }
     Ok(self_)
+}
+
+/// `exponential_(lambd=1)`: `-1/lambd * log1p(-u)` with `u` a double uniform per element,
+/// rounded to the element type (torch's kernel without MKL, which it also runs on non-Intel
+/// CPUs; see Note [Random operators]).
+pub fn exponential_<'a>(
+    self_: &'a Tensor,
+    lambd: f64,
+    generator: Option<&Generator>,
+) -> Result<&'a Tensor> {
+    torch_check!(
+        lambd > 0.0,
+        "exponential_ expects lambda > 0.0, but found lambda={}",
+        ratten_core::scalar::format_g(lambd)
+    );
+    let dtype = self_.dtype();
+    torch_check!(
+        dtype.is_floating_point(),
+        "Exponential distribution is a continuous probability distribution. dtype must be a \
+         floating point but you specified {dtype}"
+    );
+    let sample = move |g: &mut CpuGeneratorImpl| -1.0 / lambd * (-draw_uniform_f64(g)).ln_1p();
+    let t = self_.base();
+    match dtype {
+        ScalarType::Float => fill_serial::<f32>(t, generator, |g, _| sample(g) as f32),
+        ScalarType::Double => fill_serial::<f64>(t, generator, |g, _| sample(g)),
+        // `static_cast<Half>(double)` converts through float.
+        ScalarType::Half => {
+            fill_serial::<f16>(t, generator, |g, _| f16::from_f32(sample(g) as f32))
+        }
+        ScalarType::BFloat16 => {
+            fill_serial::<bf16>(t, generator, |g, _| bf16::from_f32(sample(g) as f32))
+        }
+        other => Err(not_implemented("exponential_cpu", other)),
+    }?;
+    Ok(self_)
+}
+
+/// `multinomial(self, num_samples, replacement=False)`: a Long tensor of category indices.
+pub fn multinomial(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let result = crate::functions::empty_with(
+        &[0],
+        Some(ScalarType::Long),
+        None,
+        Some(self_.device()),
+        None,
+        None,
+    )?;
+    multinomial_out(self_, num_samples, replacement, generator, &result)?;
+    Ok(result)
+}
+
+/// `multinomial(..., out=)` (Distributions.cpp): without replacement (or for one sample) the
+/// Gumbel trick, `topk(p / q)` with `q ~ Exp(1)`; with replacement a binary search of a
+/// double uniform in each row's normalised cumulative distribution.
+pub fn multinomial_out<'a>(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&Generator>,
+    result: &'a Tensor,
+) -> Result<&'a Tensor> {
+    torch_check!(
+        result.device() == self_.device(),
+        "multinomial arguments must have the same device"
+    );
+    torch_check!(
+        self_.dim() > 0 && self_.dim() <= 2,
+        "prob_dist must be 1 or 2 dim"
+    );
+    torch_check!(
+        self_.dtype().is_floating_point(),
+        "multinomial only supports floating-point dtypes for input, got: {}",
+        self_.dtype()
+    );
+    torch_check!(
+        result.dtype() == ScalarType::Long,
+        "multinomial expects Long tensor out, got: {}",
+        result.dtype()
+    );
+    torch_check!(num_samples > 0, "cannot sample n_sample <= 0 samples");
+    let n_categories = self_.size(-1)?;
+    torch_check!(
+        replacement || num_samples <= n_categories,
+        "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+    );
+    // FLOAT32_MAX_CONSECUTIVE_INT: indices are compared as floats on some devices.
+    torch_check!(
+        n_categories <= 1 << 24,
+        "number of categories cannot exceed 2^24"
+    );
+    if self_.dim() == 1 {
+        result.resize_(&[num_samples])?;
+    } else {
+        result.resize_(&[self_.size(0)?, num_samples])?;
+    }
+    if result.numel() == 0 || self_.is_meta() {
+        return Ok(result);
+    }
+
+    if !replacement || num_samples == 1 {
+        // torch checks `max < inf & min >= 0` (NaN fails both), then that no row sums to 0.
+        // torch's `self.max()` of an empty tensor is the first to refuse.
+        torch_check!(
+            n_categories > 0,
+            "aminmax(): cannot compute aminmax over an empty dimension as the operation has no \
+             identity."
+        );
+        let probs = self_
+            .to_dtype(ScalarType::Double)?
+            .contiguous()?
+            .to_vec::<f64>()?;
+        torch_check!(
+            probs.iter().all(|&p| p >= 0.0 && p < f64::INFINITY),
+            "probability tensor contains either `inf`, `nan` or element < 0"
+        );
+        let row = n_categories.max(1) as usize;
+        torch_check!(
+            !probs.chunks(row).any(|r| r.iter().all(|&p| p == 0.0)),
+            "invalid multinomial distribution (sum of probabilities <= 0)"
+        );
+        // s = argmax(log p - log(-log u)) = argmax(p / q), q ~ Exp(1).
+        let q = crate::functions::empty_like(self_)?;
+        q.exponential_with_(1.0, generator)?;
+        crate::generated::operators::div_out::call(self_, &q, &q)?;
+        if num_samples == 1 {
+            crate::generated::operators::argmax_out::call(&q, Some(-1), true, result)?;
+        } else {
+            let values = crate::functions::empty_with(
+                &result.sizes(),
+                Some(self_.dtype()),
+                None,
+                Some(self_.device()),
+                None,
+                None,
+            )?;
+            crate::generated::operators::topk_values::call(
+                &q,
+                num_samples,
+                -1,
+                true,
+                true,
+                &values,
+                result,
+            )?;
+        }
+        return Ok(result);
+    }
+
+    torch_check!(
+        n_categories > 0,
+        "invalid multinomial distribution (sum of probabilities <= 0)"
+    );
+    let samples = match self_.dtype() {
+        ScalarType::Double => {
+            let probs = self_.contiguous()?.to_vec::<f64>()?;
+            multinomial_with_replacement(&probs, n_categories as usize, num_samples, generator)?
+        }
+        // Float, and Half / BFloat16 accumulated in float as torch's reduced-precision kernel.
+        _ => {
+            let probs = self_
+                .to_dtype(ScalarType::Float)?
+                .contiguous()?
+                .to_vec::<f32>()?;
+            multinomial_with_replacement(&probs, n_categories as usize, num_samples, generator)?
+        }
+    };
+    let sizes = result.sizes();
+    result.copy_(&Tensor::from_vec(samples, &sizes)?)?;
+    Ok(result)
+}
+
+/// `multinomial_with_replacement_apply` over rows of `n_categories` probabilities in `T`
+/// (float or double, as torch's cumulative distribution), drawing `n_sample` per row.
+fn multinomial_with_replacement<T>(
+    probs: &[T],
+    n_categories: usize,
+    n_sample: i64,
+    generator: Option<&Generator>,
+) -> Result<Vec<i64>>
+where
+    T: num_traits::Float + Into<f64>,
+{
+    let gen = generator.unwrap_or_else(|| default_generator());
+    let mut state = gen.lock();
+    let mut cum_dist = vec![T::zero(); n_categories];
+    let mut out = Vec::with_capacity(probs.len() / n_categories * n_sample as usize);
+    for row in probs.chunks(n_categories) {
+        let mut sum = T::zero();
+        for (c, &val) in cum_dist.iter_mut().zip(row) {
+            torch_check!(
+                val >= T::zero(),
+                "invalid multinomial distribution (encountering probability entry < 0)"
+            );
+            torch_check!(
+                val.is_finite(),
+                "invalid multinomial distribution (encountering probability entry = infinity \
+                 or NaN)"
+            );
+            sum = sum + val;
+            *c = sum;
+        }
+        torch_check!(
+            sum > T::zero(),
+            "invalid multinomial distribution (sum of probabilities <= 0)"
+        );
+        for c in cum_dist.iter_mut() {
+            *c = *c / sum;
+        }
+        // The last bucket holds the rest of the mass, whatever the rounding.
+        cum_dist[n_categories - 1] = T::one();
+        for _ in 0..n_sample {
+            let u = draw_uniform_f64(&mut state);
+            // The first slot whose cumulative probability is >= u.
+            out.push(cum_dist.partition_point(|&c| c.into() < u) as i64);
+        }
+    }
+    Ok(out)
 }
 
 /// `bernoulli(self)`: a tensor like `self` of ones with the probabilities in `self`.

@@ -188,3 +188,88 @@ fn strided_fills_follow_tensor_iterator_order() {
          single memory location. Please clone() the tensor before performing the operation."
     );
 }
+
+#[test]
+fn multinomial_and_exponential_reproduce_torch() {
+    // torch.Generator().manual_seed(42), then the same calls in order.
+    let g = Generator::with_seed(42);
+    let p = Tensor::from_vec(vec![0.1f32, 0.0, 0.6, 0.3, 1.0, 1.0, 1.0, 1.0], &[2, 4]).unwrap();
+    let rows = |t: Tensor| t.to_vec::<i64>().unwrap();
+    assert_eq!(
+        rows(p.multinomial_with(3, false, Some(&g)).unwrap()),
+        [3, 2, 0, 1, 0, 3]
+    );
+    assert_eq!(
+        rows(p.multinomial_with(6, true, Some(&g)).unwrap()),
+        [0, 2, 2, 2, 3, 3, 1, 2, 0, 2, 2, 1]
+    );
+    let p64 = p.to_dtype(ScalarType::Double).unwrap();
+    let one = p64.multinomial_with(1, false, Some(&g)).unwrap();
+    assert_eq!(one.sizes().to_vec(), [2, 1]);
+    assert_eq!(rows(one), [2, 0]);
+    let e = Tensor::empty(&[4], ScalarType::Double).unwrap();
+    e.exponential_with_(2.0, Some(&g)).unwrap();
+    assert_eq!(
+        e.to_vec::<f64>().unwrap(),
+        [
+            0.15397294302789502,
+            0.06988022945158959,
+            0.14507938242285623,
+            0.13290040420078347
+        ]
+    );
+}
+
+#[test]
+fn multinomial_samples_are_valid_and_errors_are_torchs() {
+    let g = Generator::with_seed(3);
+    // Without replacement: distinct categories, never a zero-probability one.
+    let p = Tensor::from_vec(vec![0.0f32, 2.0, 0.0, 1.0, 5.0, 0.0, 3.0], &[7]).unwrap();
+    for _ in 0..20 {
+        let mut s = p
+            .multinomial_with(4, false, Some(&g))
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap();
+        s.sort();
+        assert_eq!(s, [1, 3, 4, 6]);
+    }
+    let with = p
+        .multinomial_with(200, true, Some(&g))
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
+    assert!(with.iter().all(|&c| [1, 3, 4, 6].contains(&c)));
+    let err = |t: &Tensor, n: i64, rep: bool| {
+        t.multinomial_with(n, rep, Some(&g))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(&p, 8, false)
+        .contains("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
+    assert!(err(&p, 0, true).contains("cannot sample n_sample <= 0 samples"));
+    let neg = Tensor::from_vec(vec![1.0f32, -1.0], &[2]).unwrap();
+    assert!(err(&neg, 1, false)
+        .contains("probability tensor contains either `inf`, `nan` or element < 0"));
+    assert!(err(&neg, 2, true)
+        .contains("invalid multinomial distribution (encountering probability entry < 0)"));
+    let zeros = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
+    assert!(err(&zeros, 2, true)
+        .contains("invalid multinomial distribution (sum of probabilities <= 0)"));
+    let ints = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+    assert!(err(&ints, 1, false)
+        .contains("multinomial only supports floating-point dtypes for input, got: Long"));
+    let e = Tensor::empty(&[2], ScalarType::Float).unwrap();
+    assert!(e
+        .exponential_with_(0.0, None)
+        .unwrap_err()
+        .to_string()
+        .contains("exponential_ expects lambda > 0.0, but found lambda=0"));
+    // Meta: shapes only.
+    let m = Tensor::empty(&[3], (ScalarType::Float, Device::META)).unwrap();
+    let s = m.multinomial_with(2, false, None).unwrap();
+    assert_eq!(
+        (s.sizes().to_vec(), s.dtype(), s.device()),
+        (vec![2i64], ScalarType::Long, Device::META)
+    );
+}

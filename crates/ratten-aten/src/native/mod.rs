@@ -19,14 +19,14 @@ pub mod view;
 // The kernels `native_functions.yaml` names (`crate::native::<kernel>`), and the argument types
 // its schemas use that ratten-core lacks.
 pub use crate::random::{
-    bernoulli, bernoulli_, bernoulli_float_, bernoulli_out, bernoulli_p, normal_,
-    normal_float_float, normal_float_float_out, normal_float_tensor, normal_float_tensor_out,
-    normal_tensor_float, normal_tensor_float_out, normal_tensor_tensor, normal_tensor_tensor_out,
-    rand, rand_generator, rand_generator_out, rand_like, rand_out, randint, randint_generator,
-    randint_generator_out, randint_like, randint_like_low_dtype, randint_low,
-    randint_low_generator, randint_low_generator_out, randint_low_out, randint_out, randn,
-    randn_generator, randn_generator_out, randn_like, randn_out, random_, random_from_, random_to_,
-    randperm, randperm_generator, randperm_out, randperm_out_cpu, uniform_,
+    bernoulli, bernoulli_, bernoulli_float_, bernoulli_out, bernoulli_p, exponential_, multinomial,
+    multinomial_out, normal_, normal_float_float, normal_float_float_out, normal_float_tensor,
+    normal_float_tensor_out, normal_tensor_float, normal_tensor_float_out, normal_tensor_tensor,
+    normal_tensor_tensor_out, rand, rand_generator, rand_generator_out, rand_like, rand_out,
+    randint, randint_generator, randint_generator_out, randint_like, randint_like_low_dtype,
+    randint_low, randint_low_generator, randint_low_generator_out, randint_low_out, randint_out,
+    randn, randn_generator, randn_generator_out, randn_like, randn_out, random_, random_from_,
+    random_to_, randperm, randperm_generator, randperm_out, randperm_out_cpu, uniform_,
 };
 pub use binary_ops::*;
 pub use copy::{

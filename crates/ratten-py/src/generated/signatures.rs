@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 172 names.
+/// Module functions (`ratten.add`): 173 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -1109,6 +1109,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "multinomial",
+        signatures: &[
+            "multinomial(Tensor input, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+            "aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "nan_to_num",
         signatures: &[
             "nan_to_num(Tensor input, double? nan=None, double? posinf=None, double? neginf=None, *, Tensor out=None)",
@@ -1861,7 +1871,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 189 names.
+/// Tensor methods (`t.add`), without `self`: 191 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -2452,6 +2462,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "exponential_",
+        signatures: &[
+            "exponential_(double lambd=1, *, Generator? generator=None)",
+        ],
+        schemas: &[
+            "aten::exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "fill_",
         signatures: &[
             "fill_(Scalar value)",
@@ -3033,6 +3052,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "multinomial",
+        signatures: &[
+            "multinomial(SymInt num_samples, bool replacement=False, *, Generator? generator=None)",
+        ],
+        schemas: &[
+            "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
         ],
     },
     Binding {

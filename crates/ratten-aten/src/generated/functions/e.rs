@@ -238,3 +238,46 @@ pub fn empty_like_out_with<'a>(
     operators::empty_like_out::call(self_, memory_format, out)?;
     Ok(out)
 }
+
+/// `aten::exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `lambd` = `1`, `generator` = `None`.
+#[inline]
+pub fn exponential_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::exponential_out::call(self_, 1.0, None, out)?;
+    Ok(out)
+}
+
+/// `aten::exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn exponential_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::exponential_out::call(self_, lambd, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `lambd` = `1`, `generator` = `None`.
+#[inline]
+pub fn exponential(self_: &Tensor) -> Result<Tensor> {
+    operators::exponential::call(self_, 1.0, None)
+}
+
+/// `aten::exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn exponential_with(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::exponential::call(self_, lambd, generator)
+}

@@ -274,6 +274,55 @@ pub fn movedim(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> 
     operators::movedim_int::call(self_, source, destination)
 }
 
+/// `aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `replacement` = `False`, `generator` = `None`.
+#[inline]
+pub fn multinomial_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    num_samples: i64,
+) -> Result<&'a Tensor> {
+    operators::multinomial_out::call(self_, num_samples, false, None, out)?;
+    Ok(out)
+}
+
+/// `aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn multinomial_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    operators::multinomial_out::call(self_, num_samples, replacement, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+///
+/// Defaults: `replacement` = `False`, `generator` = `None`.
+#[inline]
+pub fn multinomial(self_: &Tensor, num_samples: i64) -> Result<Tensor> {
+    operators::multinomial::call(self_, num_samples, false, None)
+}
+
+/// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn multinomial_with(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    operators::multinomial::call(self_, num_samples, replacement, generator)
+}
+
 /// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 #[inline]
 pub fn masked_fill_scalar(

@@ -85,4 +85,26 @@ impl Tensor {
     pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
         operators::expand_as::call(self, other)
     }
+
+    /// `aten::exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Defaults: `lambd` = `1`, `generator` = `None`.
+    #[inline]
+    pub fn exponential_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::exponential_::call(self, 1.0, None)?;
+        Ok(self)
+    }
+
+    /// `aten::exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn exponential_with_<'a>(
+        &'a self,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<&'a Tensor> {
+        operators::exponential_::call(self, lambd, generator)?;
+        Ok(self)
+    }
 }

@@ -143,6 +143,27 @@ impl Tensor {
         operators::movedim_int::call(self, source, destination)
     }
 
+    /// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Defaults: `replacement` = `False`, `generator` = `None`.
+    #[inline]
+    pub fn multinomial(&self, num_samples: i64) -> Result<Tensor> {
+        operators::multinomial::call(self, num_samples, false, None)
+    }
+
+    /// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn multinomial_with(
+        &self,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        operators::multinomial::call(self, num_samples, replacement, generator)
+    }
+
     /// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
     #[inline]
     pub fn masked_fill_scalar_<'a>(

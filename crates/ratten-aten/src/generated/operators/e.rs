@@ -726,6 +726,43 @@ impl eye_m_out {
     }
 }
 
+/// `aten::exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)`
+pub enum exponential_ {}
+
+impl Operator for exponential_ {
+    const NAME: &'static str = "aten::exponential_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<exponential_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl exponential_ {
+    pub fn call(
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, lambd, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, lambd, generator))
+    }
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum empty_strided_out {}
 
@@ -792,5 +829,80 @@ impl empty_like_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum exponential_out {}
+
+impl Operator for exponential_out {
+    const NAME: &'static str = "aten::exponential";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<exponential_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl exponential_out {
+    pub fn call(
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, lambd, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, lambd, generator, out))
+    }
+}
+
+/// `aten::exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor`
+pub enum exponential {}
+
+impl Operator for exponential {
+    const NAME: &'static str = "aten::exponential";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, f64, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<exponential> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl exponential {
+    pub fn call(
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, lambd, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, lambd, generator))
     }
 }

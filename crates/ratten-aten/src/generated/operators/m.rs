@@ -787,6 +787,90 @@ impl movedim_int {
     }
 }
 
+/// `aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub enum multinomial_out {}
+
+impl Operator for multinomial_out {
+    const NAME: &'static str = "aten::multinomial";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        i64,
+        bool,
+        Arg<Option<crate::random::Generator>>,
+        Tensor,
+    );
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<multinomial_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl multinomial_out {
+    pub fn call(
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, num_samples, replacement, generator, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&crate::random::Generator>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, num_samples, replacement, generator, out))
+    }
+}
+
+/// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+pub enum multinomial {}
+
+impl Operator for multinomial {
+    const NAME: &'static str = "aten::multinomial";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor";
+    type Args = (Tensor, i64, bool, Arg<Option<crate::random::Generator>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<multinomial> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl multinomial {
+    pub fn call(
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, num_samples, replacement, generator))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&crate::random::Generator>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, num_samples, replacement, generator))
+    }
+}
+
 /// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 pub enum masked_fill__Scalar {}
 

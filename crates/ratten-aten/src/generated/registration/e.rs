@@ -43,10 +43,17 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
+    )?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def(
+        "exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -82,6 +89,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("eye.out", operators::eye_out::kernel(eye_out_cpu))?;
     m.impl_("eye.m_out", operators::eye_m_out::kernel(eye_m_out_cpu))?;
+    m.impl_(
+        "exponential_",
+        operators::exponential_::kernel(exponential__cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -108,6 +119,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "empty_like.out",
         operators::empty_like_out::kernel(empty_like_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "exponential.out",
+        operators::exponential_out::kernel(exponential_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "exponential",
+        operators::exponential::kernel(backends::composite_explicit_autograd::exponential),
     )?;
 });
 
@@ -153,6 +172,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("eye.out", operators::eye_out::kernel(eye_out_meta))?;
     m.impl_("eye.m_out", operators::eye_m_out::kernel(eye_m_out_meta))?;
+    m.impl_(
+        "exponential_",
+        operators::exponential_::kernel(exponential__meta),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -273,6 +296,15 @@ fn eye_m_out_cpu(n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
     Ok(Aliased)
 }
 
+fn exponential__cpu(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::cpu::exponential_(self_, lambd, generator)?;
+    Ok(Aliased)
+}
+
 fn empty_strided_out_composite_explicit_autograd(
     size: &[i64],
     stride: &[i64],
@@ -288,6 +320,16 @@ fn empty_like_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::empty_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn exponential_out_composite_explicit_autograd(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::exponential_outf(self_, lambd, generator, out)?;
     Ok(Aliased)
 }
 
@@ -338,5 +380,14 @@ fn eye_out_meta(n: i64, out: &Tensor) -> Result<Aliased<1>> {
 
 fn eye_m_out_meta(n: i64, m: i64, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::eye_m_outf(n, m, out)?;
+    Ok(Aliased)
+}
+
+fn exponential__meta(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Aliased<0>> {
+    backends::meta::exponential_(self_, lambd, generator)?;
     Ok(Aliased)
 }

@@ -44,6 +44,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("msort(Tensor self) -> Tensor")?;
     m.def("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")?;
     m.def("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)")?;
+    m.def(
+        "multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+    )?;
     m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)")?;
     m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")?;
     m.def("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")?;
@@ -120,6 +126,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "min.dim_min",
         operators::min_dim_min::kernel(backends::cpu::min_dim_min_outf),
+    )?;
+    m.impl_(
+        "multinomial.out",
+        operators::multinomial_out::kernel(multinomial_out_cpu),
+    )?;
+    m.impl_(
+        "multinomial",
+        operators::multinomial::kernel(backends::cpu::multinomial),
     )?;
     m.impl_(
         "masked_fill_.Scalar",
@@ -273,6 +287,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::min_dim_min::kernel(backends::meta::min_dim_min_outf),
     )?;
     m.impl_(
+        "multinomial.out",
+        operators::multinomial_out::kernel(multinomial_out_meta),
+    )?;
+    m.impl_(
+        "multinomial",
+        operators::multinomial::kernel(backends::meta::multinomial),
+    )?;
+    m.impl_(
         "masked_fill_.Scalar",
         operators::masked_fill__Scalar::kernel(masked_fill__Scalar_meta),
     )?;
@@ -332,6 +354,17 @@ fn max_unary_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
 
 fn min_unary_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::cpu::min_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn multinomial_out_cpu(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::multinomial_outf(self_, num_samples, replacement, generator, out)?;
     Ok(Aliased)
 }
 
@@ -451,6 +484,17 @@ fn max_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
 
 fn min_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::min_unary_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn multinomial_out_meta(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::multinomial_outf(self_, num_samples, replacement, generator, out)?;
     Ok(Aliased)
 }
 

@@ -417,3 +417,21 @@ pub(super) fn method_expm1_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
         _ => Err(r.unknown_signature()),
     }
 }
+
+/// `Tensor.exponential_`: 1 signature(s).
+pub(super) fn method_exponential_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // exponential_(double lambd=1, *, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_lambd = r.double(0)?;
+            let a_generator = r.optional_generator(1)?;
+            r.run(py, move || {
+                a_self.exponential_with_(a_lambd, a_generator.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}

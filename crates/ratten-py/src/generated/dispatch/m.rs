@@ -355,6 +355,47 @@ pub(super) fn function_mul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `multinomial`: 1 signature(s).
+pub(super) fn function_multinomial(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // multinomial(Tensor input, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_num_samples = r.int(1)?;
+                let a_replacement = r.bool(2)?;
+                let a_generator = r.optional_generator(3)?;
+                let result = r.run(py, move || {
+                    functions::multinomial_with(
+                        &a_self,
+                        a_num_samples,
+                        a_replacement,
+                        a_generator.as_ref(),
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_num_samples = r.int(1)?;
+            let a_replacement = r.bool(2)?;
+            let a_generator = r.optional_generator(3)?;
+            r.run(py, move || {
+                functions::multinomial_out_with(
+                    &a_out,
+                    &a_self,
+                    a_num_samples,
+                    a_replacement,
+                    a_generator.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.masked_fill`: 2 signature(s).
 pub(super) fn method_masked_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -613,6 +654,24 @@ pub(super) fn method_mul_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.multinomial`: 1 signature(s).
+pub(super) fn method_multinomial(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // multinomial(SymInt num_samples, bool replacement=False, *, Generator? generator=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_num_samples = r.int(0)?;
+            let a_replacement = r.bool(1)?;
+            let a_generator = r.optional_generator(2)?;
+            let result = r.run(py, move || {
+                a_self.multinomial_with(a_num_samples, a_replacement, a_generator.as_ref())
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -81,3 +81,30 @@ pub fn empty_like_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn exponential_outf<'a>(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::exponential::call(self_, lambd, generator)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor`
+pub fn exponential(
+    self_: &Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::exponential_::call(&copy, lambd, generator)?;
+    Ok(copy)
+}

@@ -161,3 +161,12 @@ pub fn eye_outf<'a>(n: i64, out: &'a Tensor) -> Result<&'a Tensor> {
 pub fn eye_m_outf<'a>(n: i64, m: i64, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::eye_out_cpu_m(n, m, out)
 }
+
+/// `aten::exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)`
+pub fn exponential_<'a>(
+    self_: &'a Tensor,
+    lambd: f64,
+    generator: Option<&crate::random::Generator>,
+) -> Result<&'a Tensor> {
+    kernels::exponential_(self_, lambd, generator)
+}

@@ -180,6 +180,27 @@ pub fn min_dim_min_outf(
     Ok((min.clone(), min_indices.clone()))
 }
 
+/// `aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn multinomial_outf<'a>(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::multinomial_out(self_, num_samples, replacement, generator, out)
+}
+
+/// `aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor`
+pub fn multinomial(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&crate::random::Generator>,
+) -> Result<Tensor> {
+    kernels::multinomial(self_, num_samples, replacement, generator)
+}
+
 /// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 pub fn masked_fill_scalar_<'a>(
     self_: &'a Tensor,
