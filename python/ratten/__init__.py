@@ -40,8 +40,11 @@ from ._C import (
 globals().update(_C._dtypes)
 
 # The generated module functions; hand-written ones of the same name (factories) win.
+# Those declared with `python_module: nn` live in ratten.nn.functional only, as in torch.
+_NN_FUNCTIONS = {"linear"}
 for _name, _fn in _C._generated_functions().items():
-    globals().setdefault(_name, _fn)
+    if _name not in _NN_FUNCTIONS:
+        globals().setdefault(_name, _fn)
 
 # The generated Tensor methods, as descriptors on the class; native methods (views, fill_,
 # item, ...) keep precedence.
@@ -52,7 +55,7 @@ del _name, _fn, _m
 
 __version__ = _C.__version__
 
-from . import linalg, return_types  # noqa: E402  (they read _C's tables above)
+from . import linalg, nn, return_types  # noqa: E402  (they read _C's tables above)
 from ._size import Size  # noqa: E402
 
 
@@ -273,7 +276,8 @@ def _install_dispatcher_ops():
     for q in _C._dispatch_get_registrations_for_dispatch_key(""):
         ns, _, rest = q.partition("::")
         name = rest.partition(".")[0]
-        if ns == "aten" and name and not name.startswith("__") and name not in g:
+        if ns == "aten" and name and not name.startswith("__") and name not in g \
+                and name not in _NN_FUNCTIONS:
             g[name] = _OpFunction(name, name)
 
 

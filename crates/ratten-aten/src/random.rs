@@ -1016,7 +1016,7 @@ pub fn multinomial_out<'a>(
             .contiguous()?
             .to_vec::<f64>()?;
         torch_check!(
-            probs.iter().all(|&p| p >= 0.0 && p < f64::INFINITY),
+            probs.iter().all(|p| (0.0..f64::INFINITY).contains(p)),
             "probability tensor contains either `inf`, `nan` or element < 0"
         );
         let row = n_categories.max(1) as usize;

@@ -5,6 +5,7 @@ pub mod copy;
 pub mod cpu;
 pub mod factory;
 pub mod index;
+pub mod linear_algebra;
 pub mod pointwise;
 pub mod reduce_ops;
 pub mod reduce_utils;
@@ -35,6 +36,7 @@ pub use copy::{
 };
 pub use factory::*;
 pub use index::*;
+pub use linear_algebra::*;
 pub use pointwise::*;
 pub use reduce_ops::*;
 pub use scan_ops::*;

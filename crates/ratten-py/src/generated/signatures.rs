@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 173 names.
+/// Module functions (`ratten.add`): 186 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -81,6 +81,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "addbmm",
+        signatures: &[
+            "addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+            "aten::addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "addcdiv",
         signatures: &[
             "addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
@@ -98,6 +108,35 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
             "aten::addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "addmm",
+        signatures: &[
+            "addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+            "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "addmv",
+        signatures: &[
+            "addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+            "aten::addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "addmv_",
+        signatures: &[
+            "addmv_(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -246,6 +285,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "baddbmm",
+        signatures: &[
+            "baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+            "aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "bernoulli",
         signatures: &[
             "bernoulli(Tensor input, *, Generator? generator=None, Tensor out=None)",
@@ -310,6 +359,16 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
             "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bmm",
+        signatures: &[
+            "bmm(Tensor input, Tensor mat2, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::bmm(Tensor self, Tensor mat2) -> Tensor",
+            "aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -490,6 +549,16 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
             "aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)",
             "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "dot",
+        signatures: &[
+            "dot(Tensor input, Tensor tensor, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::dot(Tensor self, Tensor tensor) -> Tensor",
+            "aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -856,6 +925,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "linear",
+        signatures: &[
+            "linear(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+            "aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "linspace",
         signatures: &[
             "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
@@ -1017,6 +1096,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "matmul",
+        signatures: &[
+            "matmul(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::matmul(Tensor self, Tensor other) -> Tensor",
+            "aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max(Tensor input, *, Tensor out=None)",
@@ -1078,6 +1167,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "mm",
+        signatures: &[
+            "mm(Tensor input, Tensor mat2, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::mm(Tensor self, Tensor mat2) -> Tensor",
+            "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "movedim",
         signatures: &[
             "movedim(Tensor input, int64_t source, int64_t destination)",
@@ -1116,6 +1215,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
             "aten::multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "mv",
+        signatures: &[
+            "mv(Tensor input, Tensor vec, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::mv(Tensor self, Tensor vec) -> Tensor",
+            "aten::mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1255,6 +1364,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "outer",
+        signatures: &[
+            "outer(Tensor input, Tensor vec2, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::outer(Tensor self, Tensor vec2) -> Tensor",
+            "aten::outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1835,6 +1954,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "vdot",
+        signatures: &[
+            "vdot(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::vdot(Tensor self, Tensor other) -> Tensor",
+            "aten::vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "where",
         signatures: &[
             "where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)",
@@ -1871,7 +2000,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 191 names.
+/// Tensor methods (`t.add`), without `self`: 206 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -1910,6 +2039,24 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "addbmm",
+        signatures: &[
+            "addbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "addbmm_",
+        signatures: &[
+            "addbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "addcdiv",
         signatures: &[
             "addcdiv(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
@@ -1943,6 +2090,42 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "addmm",
+        signatures: &[
+            "addmm(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "addmm_",
+        signatures: &[
+            "addmm_(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "addmv",
+        signatures: &[
+            "addmv(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "addmv_",
+        signatures: &[
+            "addmv_(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -2064,6 +2247,24 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "baddbmm",
+        signatures: &[
+            "baddbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "baddbmm_",
+        signatures: &[
+            "baddbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+        ],
+        schemas: &[
+            "aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "bernoulli",
         signatures: &[
             "bernoulli(*, Generator? generator=None)",
@@ -2167,6 +2368,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
             "aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bmm",
+        signatures: &[
+            "bmm(Tensor mat2)",
+        ],
+        schemas: &[
+            "aten::bmm(Tensor self, Tensor mat2) -> Tensor",
         ],
     },
     Binding {
@@ -2374,6 +2584,15 @@ pub const METHODS: &[Binding] = &[
             "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
             "aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)",
             "aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "dot",
+        signatures: &[
+            "dot(Tensor tensor)",
+        ],
+        schemas: &[
+            "aten::dot(Tensor self, Tensor tensor) -> Tensor",
         ],
     },
     Binding {
@@ -2966,6 +3185,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "matmul",
+        signatures: &[
+            "matmul(Tensor other)",
+        ],
+        schemas: &[
+            "aten::matmul(Tensor self, Tensor other) -> Tensor",
+        ],
+    },
+    Binding {
         name: "max",
         signatures: &[
             "max()",
@@ -3017,6 +3245,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "mm",
+        signatures: &[
+            "mm(Tensor mat2)",
+        ],
+        schemas: &[
+            "aten::mm(Tensor self, Tensor mat2) -> Tensor",
+        ],
+    },
+    Binding {
         name: "movedim",
         signatures: &[
             "movedim(int64_t source, int64_t destination)",
@@ -3061,6 +3298,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "mv",
+        signatures: &[
+            "mv(Tensor vec)",
+        ],
+        schemas: &[
+            "aten::mv(Tensor self, Tensor vec) -> Tensor",
         ],
     },
     Binding {
@@ -3172,6 +3418,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "outer",
+        signatures: &[
+            "outer(Tensor vec2)",
+        ],
+        schemas: &[
+            "aten::outer(Tensor self, Tensor vec2) -> Tensor",
         ],
     },
     Binding {
@@ -3717,6 +3972,15 @@ pub const METHODS: &[Binding] = &[
             "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
             "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
             "aten::var(Tensor self, bool unbiased=True) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "vdot",
+        signatures: &[
+            "vdot(Tensor other)",
+        ],
+        schemas: &[
+            "aten::vdot(Tensor self, Tensor other) -> Tensor",
         ],
     },
     Binding {

@@ -813,6 +813,214 @@ pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     operators::argwhere::call(self_)
 }
 
+/// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addmm::call(self_, mat1, mat2, &beta, &alpha)
+}
+
+/// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addmm_with(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addmm::call(self_, mat1, mat2, &beta, &alpha)
+}
+
+/// `aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addmm_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addmm_out::call(self_, mat1, mat2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addmm_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addmm_out::call(self_, mat1, mat2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addmv::call(self_, mat, vec, &beta, &alpha)
+}
+
+/// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addmv_with(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addmv::call(self_, mat, vec, &beta, &alpha)
+}
+
+/// `aten::addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addmv_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addmv_out::call(self_, mat, vec, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addmv_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addmv_out::call(self_, mat, vec, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addmv_<'a>(self_: &'a Tensor, mat: &Tensor, vec: &Tensor) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addmv_::call(self_, mat, vec, &beta, &alpha)?;
+    Ok(self_)
+}
+
+/// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addmv_with_<'a>(
+    self_: &'a Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addmv_::call(self_, mat, vec, &beta, &alpha)?;
+    Ok(self_)
+}
+
+/// `aten::addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addbmm_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addbmm_out::call(self_, batch1, batch2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addbmm_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addbmm_out::call(self_, batch1, batch2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::addbmm::call(self_, batch1, batch2, &beta, &alpha)
+}
+
+/// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn addbmm_with(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::addbmm::call(self_, batch1, batch2, &beta, &alpha)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -195,6 +195,79 @@ pub fn bernoulli_p_with(
     operators::bernoulli_p::call(self_, p, generator)
 }
 
+/// `aten::bmm(Tensor self, Tensor mat2) -> Tensor`
+#[inline]
+pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    operators::bmm::call(self_, mat2)
+}
+
+/// `aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bmm_out<'a>(out: &'a Tensor, self_: &Tensor, mat2: &Tensor) -> Result<&'a Tensor> {
+    operators::bmm_out::call(self_, mat2, out)?;
+    Ok(out)
+}
+
+/// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::baddbmm::call(self_, batch1, batch2, &beta, &alpha)
+}
+
+/// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn baddbmm_with(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::baddbmm::call(self_, batch1, batch2, &beta, &alpha)
+}
+
+/// `aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `alpha` = `1`.
+#[inline]
+pub fn baddbmm_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let alpha = Scalar::Int(1);
+    operators::baddbmm_out::call(self_, batch1, batch2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn baddbmm_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: impl Into<Scalar>,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let alpha: Scalar = alpha.into();
+    operators::baddbmm_out::call(self_, batch1, batch2, &beta, &alpha, out)?;
+    Ok(out)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(

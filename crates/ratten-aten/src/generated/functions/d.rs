@@ -79,6 +79,19 @@ pub fn detach(self_: &Tensor) -> Result<Tensor> {
     operators::detach::call(self_)
 }
 
+/// `aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn dot_out<'a>(out: &'a Tensor, self_: &Tensor, tensor: &Tensor) -> Result<&'a Tensor> {
+    operators::dot_out::call(self_, tensor, out)?;
+    Ok(out)
+}
+
+/// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+#[inline]
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    operators::dot::call(self_, tensor)
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn div_scalar_out<'a>(

@@ -417,3 +417,42 @@ pub fn logspace_out_with<'a>(
     operators::logspace_out::call(&start, &end, steps, base, out)?;
     Ok(out)
 }
+
+/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+///
+/// Defaults: `bias` = `None`.
+#[inline]
+pub fn linear(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    operators::linear::call(input, weight, None)
+}
+
+/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn linear_with(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    operators::linear::call(input, weight, bias)
+}
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `bias` = `None`.
+#[inline]
+pub fn linear_out<'a>(out: &'a Tensor, input: &Tensor, weight: &Tensor) -> Result<&'a Tensor> {
+    operators::linear_out::call(input, weight, None, out)?;
+    Ok(out)
+}
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn linear_out_with<'a>(
+    out: &'a Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    operators::linear_out::call(input, weight, bias, out)?;
+    Ok(out)
+}

@@ -359,6 +359,45 @@ pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     operators::masked_select::call(self_, mask)
 }
 
+/// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
+#[inline]
+pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    operators::mm::call(self_, mat2)
+}
+
+/// `aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn mm_out<'a>(out: &'a Tensor, self_: &Tensor, mat2: &Tensor) -> Result<&'a Tensor> {
+    operators::mm_out::call(self_, mat2, out)?;
+    Ok(out)
+}
+
+/// `aten::mv(Tensor self, Tensor vec) -> Tensor`
+#[inline]
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    operators::mv::call(self_, vec)
+}
+
+/// `aten::mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn mv_out<'a>(out: &'a Tensor, self_: &Tensor, vec: &Tensor) -> Result<&'a Tensor> {
+    operators::mv_out::call(self_, vec, out)?;
+    Ok(out)
+}
+
+/// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    operators::matmul::call(self_, other)
+}
+
+/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn matmul_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    operators::matmul_out::call(self_, other, out)?;
+    Ok(out)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(

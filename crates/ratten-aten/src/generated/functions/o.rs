@@ -56,6 +56,19 @@ pub fn ones_like_with(
     operators::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
+/// `aten::outer(Tensor self, Tensor vec2) -> Tensor`
+#[inline]
+pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    operators::outer::call(self_, vec2)
+}
+
+/// `aten::outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn outer_out<'a>(out: &'a Tensor, self_: &Tensor, vec2: &Tensor) -> Result<&'a Tensor> {
+    operators::outer_out::call(self_, vec2, out)?;
+    Ok(out)
+}
+
 /// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `memory_format` = `None`.

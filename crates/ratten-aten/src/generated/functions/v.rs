@@ -157,6 +157,19 @@ pub fn var_mean_correction_with(
     operators::var_mean_correction::call(self_, dim, correction.as_ref(), keepdim)
 }
 
+/// `aten::vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn vdot_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    operators::vdot_out::call(self_, other, out)?;
+    Ok(out)
+}
+
+/// `aten::vdot(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    operators::vdot::call(self_, other)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 ///
 /// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.

@@ -443,4 +443,166 @@ impl Tensor {
     pub fn argwhere(&self) -> Result<Tensor> {
         operators::argwhere::call(self)
     }
+
+    /// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addmm::call(self, mat1, mat2, &beta, &alpha)
+    }
+
+    /// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addmm_with(
+        &self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addmm::call(self, mat1, mat2, &beta, &alpha)
+    }
+
+    /// `aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addmm_<'a>(&'a self, mat1: &Tensor, mat2: &Tensor) -> Result<&'a Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addmm_::call(self, mat1, mat2, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addmm_with_<'a>(
+        &'a self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addmm_::call(self, mat1, mat2, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addmv(&self, mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addmv::call(self, mat, vec, &beta, &alpha)
+    }
+
+    /// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addmv_with(
+        &self,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addmv::call(self, mat, vec, &beta, &alpha)
+    }
+
+    /// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addmv_<'a>(&'a self, mat: &Tensor, vec: &Tensor) -> Result<&'a Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addmv_::call(self, mat, vec, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addmv_with_<'a>(
+        &'a self,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addmv_::call(self, mat, vec, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addbmm_<'a>(&'a self, batch1: &Tensor, batch2: &Tensor) -> Result<&'a Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addbmm_::call(self, batch1, batch2, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addbmm_with_<'a>(
+        &'a self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addbmm_::call(self, batch1, batch2, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::addbmm::call(self, batch1, batch2, &beta, &alpha)
+    }
+
+    /// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn addbmm_with(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::addbmm::call(self, batch1, batch2, &beta, &alpha)
+    }
 }

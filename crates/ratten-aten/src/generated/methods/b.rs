@@ -180,4 +180,64 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::bernoulli_p::call(self, p, generator)
     }
+
+    /// `aten::bmm(Tensor self, Tensor mat2) -> Tensor`
+    #[inline]
+    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        operators::bmm::call(self, mat2)
+    }
+
+    /// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::baddbmm::call(self, batch1, batch2, &beta, &alpha)
+    }
+
+    /// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn baddbmm_with(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::baddbmm::call(self, batch1, batch2, &beta, &alpha)
+    }
+
+    /// `aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Defaults: `beta` = `1`, `alpha` = `1`.
+    #[inline]
+    pub fn baddbmm_<'a>(&'a self, batch1: &Tensor, batch2: &Tensor) -> Result<&'a Tensor> {
+        let beta = Scalar::Int(1);
+        let alpha = Scalar::Int(1);
+        operators::baddbmm_::call(self, batch1, batch2, &beta, &alpha)?;
+        Ok(self)
+    }
+
+    /// `aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn baddbmm_with_<'a>(
+        &'a self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&'a Tensor> {
+        let beta: Scalar = beta.into();
+        let alpha: Scalar = alpha.into();
+        operators::baddbmm_::call(self, batch1, batch2, &beta, &alpha)?;
+        Ok(self)
+    }
 }

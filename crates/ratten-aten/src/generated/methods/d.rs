@@ -93,4 +93,10 @@ impl Tensor {
     pub fn detach(&self) -> Result<Tensor> {
         operators::detach::call(self)
     }
+
+    /// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+    #[inline]
+    pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
+        operators::dot::call(self, tensor)
+    }
 }

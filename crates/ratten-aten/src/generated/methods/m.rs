@@ -214,4 +214,22 @@ impl Tensor {
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         operators::masked_select::call(self, mask)
     }
+
+    /// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
+    #[inline]
+    pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        operators::mm::call(self, mat2)
+    }
+
+    /// `aten::mv(Tensor self, Tensor vec) -> Tensor`
+    #[inline]
+    pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        operators::mv::call(self, vec)
+    }
+
+    /// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+    #[inline]
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        operators::matmul::call(self, other)
+    }
 }

@@ -14,6 +14,7 @@ mod k;
 mod l;
 mod m;
 mod n;
+mod o;
 mod p;
 mod r;
 mod s;

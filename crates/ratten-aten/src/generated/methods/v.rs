@@ -69,4 +69,10 @@ impl Tensor {
     pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
         operators::view_as::call(self, other)
     }
+
+    /// `aten::vdot(Tensor self, Tensor other) -> Tensor`
+    #[inline]
+    pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
+        operators::vdot::call(self, other)
+    }
 }

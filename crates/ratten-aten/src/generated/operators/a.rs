@@ -1662,6 +1662,374 @@ impl argwhere {
     }
 }
 
+/// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub enum addmm {}
+
+impl Operator for addmm {
+    const NAME: &'static str = "aten::addmm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmm {
+    pub fn call(
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, mat1, mat2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mat1, mat2, beta, alpha))
+    }
+}
+
+/// `aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub enum addmm_out {}
+
+impl Operator for addmm_out {
+    const NAME: &'static str = "aten::addmm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmm_out {
+    pub fn call(
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, mat1, mat2, beta, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, mat1, mat2, beta, alpha, out))
+    }
+}
+
+/// `aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub enum addmm_ {}
+
+impl Operator for addmm_ {
+    const NAME: &'static str = "aten::addmm_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmm_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmm_ {
+    pub fn call(
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mat1, mat2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mat1, mat2, beta, alpha))
+    }
+}
+
+/// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub enum addmv {}
+
+impl Operator for addmv {
+    const NAME: &'static str = "aten::addmv";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmv> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmv {
+    pub fn call(
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, mat, vec, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mat, vec, beta, alpha))
+    }
+}
+
+/// `aten::addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub enum addmv_out {}
+
+impl Operator for addmv_out {
+    const NAME: &'static str = "aten::addmv";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmv_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmv_out {
+    pub fn call(
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, mat, vec, beta, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, mat, vec, beta, alpha, out))
+    }
+}
+
+/// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub enum addmv_ {}
+
+impl Operator for addmv_ {
+    const NAME: &'static str = "aten::addmv_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addmv_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addmv_ {
+    pub fn call(
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, mat, vec, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat: &Tensor,
+        vec: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, mat, vec, beta, alpha))
+    }
+}
+
+/// `aten::addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub enum addbmm_ {}
+
+impl Operator for addbmm_ {
+    const NAME: &'static str = "aten::addbmm_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addbmm_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addbmm_ {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha))
+    }
+}
+
+/// `aten::addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub enum addbmm_out {}
+
+impl Operator for addbmm_out {
+    const NAME: &'static str = "aten::addbmm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addbmm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addbmm_out {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha, out))
+    }
+}
+
+/// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub enum addbmm {}
+
+impl Operator for addbmm {
+    const NAME: &'static str = "aten::addbmm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<addbmm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl addbmm {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha))
+    }
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum add_Scalar_out {}
 

@@ -866,6 +866,188 @@ impl bernoulli_p {
     }
 }
 
+/// `aten::bmm(Tensor self, Tensor mat2) -> Tensor`
+pub enum bmm {}
+
+impl Operator for bmm {
+    const NAME: &'static str = "aten::bmm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "bmm(Tensor self, Tensor mat2) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bmm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bmm {
+    pub fn call(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, mat2))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mat2))
+    }
+}
+
+/// `aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum bmm_out {}
+
+impl Operator for bmm_out {
+    const NAME: &'static str = "aten::bmm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bmm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bmm_out {
+    pub fn call(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, mat2, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat2: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, mat2, out))
+    }
+}
+
+/// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub enum baddbmm {}
+
+impl Operator for baddbmm {
+    const NAME: &'static str = "aten::baddbmm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<baddbmm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl baddbmm {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha))
+    }
+}
+
+/// `aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub enum baddbmm_out {}
+
+impl Operator for baddbmm_out {
+    const NAME: &'static str = "aten::baddbmm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<baddbmm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl baddbmm_out {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha, out))
+    }
+}
+
+/// `aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub enum baddbmm_ {}
+
+impl Operator for baddbmm_ {
+    const NAME: &'static str = "aten::baddbmm_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<baddbmm_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl baddbmm_ {
+    pub fn call(
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, batch1, batch2, beta, alpha))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: &Scalar,
+        alpha: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, batch1, batch2, beta, alpha))
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 

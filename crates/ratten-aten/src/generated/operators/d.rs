@@ -376,6 +376,66 @@ impl detach {
     }
 }
 
+/// `aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum dot_out {}
+
+impl Operator for dot_out {
+    const NAME: &'static str = "aten::dot";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<dot_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl dot_out {
+    pub fn call(self_: &Tensor, tensor: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, tensor, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, tensor, out))
+    }
+}
+
+/// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+pub enum dot {}
+
+impl Operator for dot {
+    const NAME: &'static str = "aten::dot";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "dot(Tensor self, Tensor tensor) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<dot> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl dot {
+    pub fn call(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, tensor))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, tensor))
+    }
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum div_Scalar_out {}
 

@@ -1517,3 +1517,73 @@ impl logspace_out {
         Self::redispatch_refs(ks, (start, end, steps, base, out))
     }
 }
+
+/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+pub enum linear {}
+
+impl Operator for linear {
+    const NAME: &'static str = "aten::linear";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linear> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linear {
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        Self::call_refs((input, weight, bias))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (input, weight, bias))
+    }
+}
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum linear_out {}
+
+impl Operator for linear_out {
+    const NAME: &'static str = "aten::linear";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Option<Tensor>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<linear_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl linear_out {
+    pub fn call(
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((input, weight, bias, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (input, weight, bias, out))
+    }
+}

@@ -1129,6 +1129,185 @@ impl masked_select {
     }
 }
 
+/// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
+pub enum mm {}
+
+impl Operator for mm {
+    const NAME: &'static str = "aten::mm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mm(Tensor self, Tensor mat2) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mm {
+    pub fn call(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, mat2))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, mat2))
+    }
+}
+
+/// `aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum mm_out {}
+
+impl Operator for mm_out {
+    const NAME: &'static str = "aten::mm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mm_out {
+    pub fn call(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, mat2, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mat2: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, mat2, out))
+    }
+}
+
+/// `aten::mv(Tensor self, Tensor vec) -> Tensor`
+pub enum mv {}
+
+impl Operator for mv {
+    const NAME: &'static str = "aten::mv";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mv(Tensor self, Tensor vec) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mv> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mv {
+    pub fn call(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, vec))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, vec))
+    }
+}
+
+/// `aten::mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum mv_out {}
+
+impl Operator for mv_out {
+    const NAME: &'static str = "aten::mv";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mv_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mv_out {
+    pub fn call(self_: &Tensor, vec: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, vec, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        vec: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, vec, out))
+    }
+}
+
+/// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+pub enum matmul {}
+
+impl Operator for matmul {
+    const NAME: &'static str = "aten::matmul";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "matmul(Tensor self, Tensor other) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<matmul> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl matmul {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum matmul_out {}
+
+impl Operator for matmul_out {
+    const NAME: &'static str = "aten::matmul";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<matmul_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl matmul_out {
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 

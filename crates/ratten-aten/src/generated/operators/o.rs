@@ -129,6 +129,66 @@ impl ones_like {
     }
 }
 
+/// `aten::outer(Tensor self, Tensor vec2) -> Tensor`
+pub enum outer {}
+
+impl Operator for outer {
+    const NAME: &'static str = "aten::outer";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "outer(Tensor self, Tensor vec2) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<outer> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl outer {
+    pub fn call(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, vec2))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, vec2))
+    }
+}
+
+/// `aten::outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum outer_out {}
+
+impl Operator for outer_out {
+    const NAME: &'static str = "aten::outer";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<outer_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl outer_out {
+    pub fn call(self_: &Tensor, vec2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, vec2, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        vec2: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, vec2, out))
+    }
+}
+
 /// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub enum ones_like_out {}
 

@@ -376,6 +376,66 @@ impl view_as {
     }
 }
 
+/// `aten::vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum vdot_out {}
+
+impl Operator for vdot_out {
+    const NAME: &'static str = "aten::vdot";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<vdot_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl vdot_out {
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
+/// `aten::vdot(Tensor self, Tensor other) -> Tensor`
+pub enum vdot {}
+
+impl Operator for vdot {
+    const NAME: &'static str = "aten::vdot";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "vdot(Tensor self, Tensor other) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<vdot> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl vdot {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub enum var_mean_correction_out {}
 

@@ -100,6 +100,33 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("argwhere(Tensor self) -> Tensor")?;
     m.def(
+        "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    )?;
+    m.def(
+        "addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    )?;
+    m.def(
+        "addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    )?;
+    m.def(
         "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
@@ -193,6 +220,15 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "arange.start_out",
         operators::arange_start_out::kernel(arange_start_out_cpu),
     )?;
+    m.impl_("addmm", operators::addmm::kernel(backends::cpu::addmm))?;
+    m.impl_("addmm.out", operators::addmm_out::kernel(addmm_out_cpu))?;
+    m.impl_("addmm_", operators::addmm_::kernel(addmm__cpu))?;
+    m.impl_("addmv", operators::addmv::kernel(backends::cpu::addmv))?;
+    m.impl_("addmv.out", operators::addmv_out::kernel(addmv_out_cpu))?;
+    m.impl_("addmv_", operators::addmv_::kernel(addmv__cpu))?;
+    m.impl_("addbmm_", operators::addbmm_::kernel(addbmm__cpu))?;
+    m.impl_("addbmm.out", operators::addbmm_out::kernel(addbmm_out_cpu))?;
+    m.impl_("addbmm", operators::addbmm::kernel(backends::cpu::addbmm))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -368,6 +404,15 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "arange.start_out",
         operators::arange_start_out::kernel(arange_start_out_meta),
     )?;
+    m.impl_("addmm", operators::addmm::kernel(backends::meta::addmm))?;
+    m.impl_("addmm.out", operators::addmm_out::kernel(addmm_out_meta))?;
+    m.impl_("addmm_", operators::addmm_::kernel(addmm__meta))?;
+    m.impl_("addmv", operators::addmv::kernel(backends::meta::addmv))?;
+    m.impl_("addmv.out", operators::addmv_out::kernel(addmv_out_meta))?;
+    m.impl_("addmv_", operators::addmv_::kernel(addmv__meta))?;
+    m.impl_("addbmm_", operators::addbmm_::kernel(addbmm__meta))?;
+    m.impl_("addbmm.out", operators::addbmm_out::kernel(addbmm_out_meta))?;
+    m.impl_("addbmm", operators::addbmm::kernel(backends::meta::addbmm))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -554,6 +599,75 @@ fn arange_start_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::cpu::arange_start_outf(start, end, step, out)?;
+    Ok(Aliased)
+}
+
+fn addmm_out_cpu(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::addmm_outf(self_, mat1, mat2, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn addmm__cpu(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::addmm_(self_, mat1, mat2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addmv_out_cpu(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::addmv_outf(self_, mat, vec, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn addmv__cpu(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::addmv_(self_, mat, vec, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addbmm__cpu(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::addbmm_(self_, batch1, batch2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addbmm_out_cpu(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::addbmm_outf(self_, batch1, batch2, beta, alpha, out)?;
     Ok(Aliased)
 }
 
@@ -758,5 +872,74 @@ fn arange_start_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::meta::arange_start_outf(start, end, step, out)?;
+    Ok(Aliased)
+}
+
+fn addmm_out_meta(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::addmm_outf(self_, mat1, mat2, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn addmm__meta(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::addmm_(self_, mat1, mat2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addmv_out_meta(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::addmv_outf(self_, mat, vec, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn addmv__meta(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::addmv_(self_, mat, vec, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addbmm__meta(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::addbmm_(self_, batch1, batch2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn addbmm_out_meta(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::addbmm_outf(self_, batch1, batch2, beta, alpha, out)?;
     Ok(Aliased)
 }

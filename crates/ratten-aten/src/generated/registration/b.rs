@@ -46,6 +46,17 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
     )?;
     m.def("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor")?;
+    m.def("bmm(Tensor self, Tensor mat2) -> Tensor")?;
+    m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    )?;
+    m.def(
+        "baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
+    )?;
     m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -125,6 +136,17 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "bernoulli_.float",
         operators::bernoulli__float::kernel(bernoulli__float_cpu),
     )?;
+    m.impl_("bmm", operators::bmm::kernel(backends::cpu::bmm))?;
+    m.impl_("bmm.out", operators::bmm_out::kernel(bmm_out_cpu))?;
+    m.impl_(
+        "baddbmm",
+        operators::baddbmm::kernel(backends::cpu::baddbmm),
+    )?;
+    m.impl_(
+        "baddbmm.out",
+        operators::baddbmm_out::kernel(baddbmm_out_cpu),
+    )?;
+    m.impl_("baddbmm_", operators::baddbmm_::kernel(baddbmm__cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -300,6 +322,17 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "bernoulli_.float",
         operators::bernoulli__float::kernel(bernoulli__float_meta),
     )?;
+    m.impl_("bmm", operators::bmm::kernel(backends::meta::bmm))?;
+    m.impl_("bmm.out", operators::bmm_out::kernel(bmm_out_meta))?;
+    m.impl_(
+        "baddbmm",
+        operators::baddbmm::kernel(backends::meta::baddbmm),
+    )?;
+    m.impl_(
+        "baddbmm.out",
+        operators::baddbmm_out::kernel(baddbmm_out_meta),
+    )?;
+    m.impl_("baddbmm_", operators::baddbmm_::kernel(baddbmm__meta))?;
 });
 
 fn bitwise_not__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -366,6 +399,34 @@ fn bernoulli__float_cpu(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::cpu::bernoulli_float_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bmm_out_cpu(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::bmm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn baddbmm_out_cpu(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::baddbmm_outf(self_, batch1, batch2, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn baddbmm__cpu(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::baddbmm_(self_, batch1, batch2, beta, alpha)?;
     Ok(Aliased)
 }
 
@@ -531,5 +592,33 @@ fn bernoulli__float_meta(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::meta::bernoulli_float_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bmm_out_meta(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::bmm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn baddbmm_out_meta(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::baddbmm_outf(self_, batch1, batch2, beta, alpha, out)?;
+    Ok(Aliased)
+}
+
+fn baddbmm__meta(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::baddbmm_(self_, batch1, batch2, beta, alpha)?;
     Ok(Aliased)
 }

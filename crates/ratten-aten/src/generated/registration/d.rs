@@ -25,6 +25,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)")?;
     m.def("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")?;
     m.def("detach(Tensor(a) self) -> Tensor(a)")?;
+    m.def("dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("dot(Tensor self, Tensor tensor) -> Tensor")?;
     m.def("div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)",
@@ -53,6 +55,7 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "div.out_mode",
         operators::div_out_mode::kernel(div_out_mode_cpu),
     )?;
+    m.impl_("dot", operators::dot::kernel(backends::cpu::dot))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -79,6 +82,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "detach",
         operators::detach::kernel(backends::composite_explicit_autograd::detach),
+    )?;
+    m.impl_(
+        "dot.out",
+        operators::dot_out::kernel(dot_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "div.Scalar_out",
@@ -112,6 +119,7 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "div.out_mode",
         operators::div_out_mode::kernel(div_out_mode_meta),
     )?;
+    m.impl_("dot", operators::dot::kernel(backends::meta::dot))?;
 });
 
 fn div__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -154,6 +162,15 @@ fn div__Scalar_mode_composite_explicit_autograd(
     rounding_mode: Option<&str>,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::div_scalar_mode_(self_, other, rounding_mode)?;
+    Ok(Aliased)
+}
+
+fn dot_out_composite_explicit_autograd(
+    self_: &Tensor,
+    tensor: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::dot_outf(self_, tensor, out)?;
     Ok(Aliased)
 }
 

@@ -75,6 +75,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "logspace.out(Scalar start, Scalar end, int steps, float base=10.0, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")?;
+    m.def(
+        "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -233,12 +237,23 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "logspace",
         operators::logspace::kernel(backends::composite_explicit_autograd::logspace),
     )?;
+    m.impl_(
+        "linear.out",
+        operators::linear_out::kernel(linear_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
     m.impl_(
         "logsumexp.out",
         operators::logsumexp_out::kernel(logsumexp_out_composite_explicit_autograd_non_functional),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "linear",
+        operators::linear::kernel(backends::composite_implicit_autograd::linear),
     )?;
 });
 
@@ -560,6 +575,16 @@ fn logcumsumexp_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::logcumsumexp_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn linear_out_composite_explicit_autograd(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::linear_outf(input, weight, bias, out)?;
     Ok(Aliased)
 }
 

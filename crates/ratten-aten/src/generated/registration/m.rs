@@ -58,6 +58,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor")?;
     m.def("masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("masked_select(Tensor self, Tensor mask) -> Tensor")?;
+    m.def("mm(Tensor self, Tensor mat2) -> Tensor")?;
+    m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("mv(Tensor self, Tensor vec) -> Tensor")?;
+    m.def("mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("matmul(Tensor self, Tensor other) -> Tensor")?;
+    m.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
@@ -155,6 +161,8 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "masked_select",
         operators::masked_select::kernel(backends::cpu::masked_select),
     )?;
+    m.impl_("mm", operators::mm::kernel(backends::cpu::mm))?;
+    m.impl_("mm.out", operators::mm_out::kernel(mm_out_cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -187,6 +195,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "masked_scatter",
         operators::masked_scatter::kernel(backends::composite_explicit_autograd::masked_scatter),
+    )?;
+    m.impl_(
+        "mv",
+        operators::mv::kernel(backends::composite_explicit_autograd::mv),
+    )?;
+    m.impl_(
+        "mv.out",
+        operators::mv_out::kernel(mv_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "mul.Scalar_out",
@@ -226,6 +242,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "movedim.int",
         operators::movedim_int::kernel(backends::composite_implicit_autograd::movedim),
+    )?;
+    m.impl_(
+        "matmul",
+        operators::matmul::kernel(backends::composite_implicit_autograd::matmul),
+    )?;
+    m.impl_(
+        "matmul.out",
+        operators::matmul_out::kernel(matmul_out_composite_implicit_autograd),
     )?;
 });
 
@@ -314,6 +338,8 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "masked_select",
         operators::masked_select::kernel(backends::meta::masked_select),
     )?;
+    m.impl_("mm", operators::mm::kernel(backends::meta::mm))?;
+    m.impl_("mm.out", operators::mm_out::kernel(mm_out_meta))?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -388,6 +414,11 @@ fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<
     Ok(Aliased)
 }
 
+fn mm_out_cpu(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::mm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
 fn mul__Scalar_composite_explicit_autograd(self_: &Tensor, other: &Scalar) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::mul_scalar_(self_, other)?;
     Ok(Aliased)
@@ -399,6 +430,15 @@ fn mean_dtype_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::mean_dtype_outf(self_, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn mv_out_composite_explicit_autograd(
+    self_: &Tensor,
+    vec: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::mv_outf(self_, vec, out)?;
     Ok(Aliased)
 }
 
@@ -443,6 +483,15 @@ fn masked_scatter_out_composite_explicit_autograd(
 
 fn msort_out_composite_implicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_implicit_autograd::msort_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn matmul_out_composite_implicit_autograd(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::matmul_outf(self_, other, out)?;
     Ok(Aliased)
 }
 
@@ -515,5 +564,10 @@ fn masked_scatter__meta(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Resul
 
 fn masked_select_out_meta(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::masked_select_outf(self_, mask, out)?;
+    Ok(Aliased)
+}
+
+fn mm_out_meta(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::mm_outf(self_, mat2, out)?;
     Ok(Aliased)
 }

@@ -18,6 +18,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
     )?;
+    m.def("outer(Tensor self, Tensor vec2) -> Tensor")?;
+    m.def("outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -39,6 +41,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "ones_like.out",
         operators::ones_like_out::kernel(ones_like_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "outer",
+        operators::outer::kernel(backends::composite_implicit_autograd::outer),
+    )?;
+    m.impl_(
+        "outer.out",
+        operators::outer_out::kernel(outer_out_composite_implicit_autograd),
     )?;
 });
 
@@ -68,5 +81,14 @@ fn ones_like_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::ones_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn outer_out_composite_implicit_autograd(
+    self_: &Tensor,
+    vec2: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::outer_outf(self_, vec2, out)?;
     Ok(Aliased)
 }

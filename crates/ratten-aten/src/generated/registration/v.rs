@@ -32,6 +32,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")?;
     m.def("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")?;
     m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
+    m.def("vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("vdot(Tensor self, Tensor other) -> Tensor")?;
     m.def(
         "var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
@@ -51,12 +53,17 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::var_mean_correction::kernel(backends::cpu::var_mean_correction),
     )?;
     m.impl_("view", operators::view::kernel(backends::cpu::view))?;
+    m.impl_("vdot", operators::vdot::kernel(backends::cpu::vdot))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "view.dtype",
         operators::view_dtype::kernel(backends::composite_explicit_autograd::view_dtype),
+    )?;
+    m.impl_(
+        "vdot.out",
+        operators::vdot_out::kernel(vdot_out_composite_explicit_autograd),
     )?;
     m.impl_(
         "var_mean.correction_out",
@@ -107,6 +114,7 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::var_mean_correction::kernel(backends::meta::var_mean_correction),
     )?;
     m.impl_("view", operators::view::kernel(backends::meta::view))?;
+    m.impl_("vdot", operators::vdot::kernel(backends::meta::vdot))?;
 });
 
 fn var_correction_out_cpu(
@@ -117,6 +125,15 @@ fn var_correction_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::var_correction_outf(self_, dim, correction, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn vdot_out_composite_explicit_autograd(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::vdot_outf(self_, other, out)?;
     Ok(Aliased)
 }
 

@@ -26,6 +26,7 @@
 //! [`widest_isa`]`::<M>()`, running the one the CPU capability selects.
 
 pub mod binary_kernels;
+pub mod blas;
 pub mod elements;
 pub mod index_kernels;
 pub mod loops;

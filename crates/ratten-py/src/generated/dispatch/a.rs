@@ -70,6 +70,38 @@ pub(super) fn function_add(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `addbmm`: 1 signature(s).
+pub(super) fn function_addbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_batch1 = r.tensor(1)?;
+                let a_batch2 = r.tensor(2)?;
+                let a_beta = r.scalar(3)?;
+                let a_alpha = r.scalar(4)?;
+                let result = r.run(py, move || {
+                    functions::addbmm_with(&a_self, &a_batch1, &a_batch2, a_beta, a_alpha)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_batch1 = r.tensor(1)?;
+            let a_batch2 = r.tensor(2)?;
+            let a_beta = r.scalar(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::addbmm_out_with(&a_out, &a_self, &a_batch1, &a_batch2, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `addcdiv`: 1 signature(s).
 pub(super) fn function_addcdiv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -125,6 +157,90 @@ pub(super) fn function_addcmul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                 Ok(())
             })?;
             Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `addmm`: 1 signature(s).
+pub(super) fn function_addmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_mat1 = r.tensor(1)?;
+                let a_mat2 = r.tensor(2)?;
+                let a_beta = r.scalar(3)?;
+                let a_alpha = r.scalar(4)?;
+                let result = r.run(py, move || {
+                    functions::addmm_with(&a_self, &a_mat1, &a_mat2, a_beta, a_alpha)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_mat1 = r.tensor(1)?;
+            let a_mat2 = r.tensor(2)?;
+            let a_beta = r.scalar(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::addmm_out_with(&a_out, &a_self, &a_mat1, &a_mat2, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `addmv`: 1 signature(s).
+pub(super) fn function_addmv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_mat = r.tensor(1)?;
+                let a_vec = r.tensor(2)?;
+                let a_beta = r.scalar(3)?;
+                let a_alpha = r.scalar(4)?;
+                let result = r.run(py, move || {
+                    functions::addmv_with(&a_self, &a_mat, &a_vec, a_beta, a_alpha)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_mat = r.tensor(1)?;
+            let a_vec = r.tensor(2)?;
+            let a_beta = r.scalar(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::addmv_out_with(&a_out, &a_self, &a_mat, &a_vec, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `addmv_`: 1 signature(s).
+pub(super) fn function_addmv_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmv_(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_mat = r.tensor(1)?;
+            let a_vec = r.tensor(2)?;
+            let a_beta = r.scalar(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::addmv_with_(&a_self, &a_mat, &a_vec, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -651,6 +767,45 @@ pub(super) fn method_add_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `Tensor.addbmm`: 1 signature(s).
+pub(super) fn method_addbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_batch1 = r.tensor(0)?;
+            let a_batch2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            let result = r.run(py, move || {
+                a_self.addbmm_with(&a_batch1, &a_batch2, a_beta, a_alpha)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.addbmm_`: 1 signature(s).
+pub(super) fn method_addbmm_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_batch1 = r.tensor(0)?;
+            let a_batch2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            r.run(py, move || {
+                a_self.addbmm_with_(&a_batch1, &a_batch2, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.addcdiv`: 1 signature(s).
 pub(super) fn method_addcdiv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -717,6 +872,84 @@ pub(super) fn method_addcmul_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
             let a_value = r.scalar(2)?;
             r.run(py, move || {
                 a_self.addcmul_with_(&a_tensor1, &a_tensor2, a_value)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.addmm`: 1 signature(s).
+pub(super) fn method_addmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmm(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat1 = r.tensor(0)?;
+            let a_mat2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            let result = r.run(py, move || {
+                a_self.addmm_with(&a_mat1, &a_mat2, a_beta, a_alpha)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.addmm_`: 1 signature(s).
+pub(super) fn method_addmm_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmm_(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat1 = r.tensor(0)?;
+            let a_mat2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            r.run(py, move || {
+                a_self.addmm_with_(&a_mat1, &a_mat2, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.addmv`: 1 signature(s).
+pub(super) fn method_addmv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmv(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat = r.tensor(0)?;
+            let a_vec = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            let result = r.run(py, move || {
+                a_self.addmv_with(&a_mat, &a_vec, a_beta, a_alpha)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.addmv_`: 1 signature(s).
+pub(super) fn method_addmv_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // addmv_(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat = r.tensor(0)?;
+            let a_vec = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            r.run(py, move || {
+                a_self.addmv_with_(&a_mat, &a_vec, a_beta, a_alpha)?;
                 Ok(())
             })?;
             Ok(r.self_object())

@@ -6,6 +6,40 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `baddbmm`: 1 signature(s).
+pub(super) fn function_baddbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_batch1 = r.tensor(1)?;
+                let a_batch2 = r.tensor(2)?;
+                let a_beta = r.scalar(3)?;
+                let a_alpha = r.scalar(4)?;
+                let result = r.run(py, move || {
+                    functions::baddbmm_with(&a_self, &a_batch1, &a_batch2, a_beta, a_alpha)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_batch1 = r.tensor(1)?;
+            let a_batch2 = r.tensor(2)?;
+            let a_beta = r.scalar(3)?;
+            let a_alpha = r.scalar(4)?;
+            r.run(py, move || {
+                functions::baddbmm_out_with(
+                    &a_out, &a_self, &a_batch1, &a_batch2, a_beta, a_alpha,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bernoulli`: 2 signature(s).
 pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -209,6 +243,69 @@ pub(super) fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `bmm`: 1 signature(s).
+pub(super) fn function_bmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bmm(Tensor input, Tensor mat2, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_mat2 = r.tensor(1)?;
+                let result = r.run(py, move || functions::bmm(&a_self, &a_mat2))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_mat2 = r.tensor(1)?;
+            r.run(py, move || {
+                functions::bmm_out(&a_out, &a_self, &a_mat2)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.baddbmm`: 1 signature(s).
+pub(super) fn method_baddbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // baddbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_batch1 = r.tensor(0)?;
+            let a_batch2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            let result = r.run(py, move || {
+                a_self.baddbmm_with(&a_batch1, &a_batch2, a_beta, a_alpha)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.baddbmm_`: 1 signature(s).
+pub(super) fn method_baddbmm_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // baddbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_batch1 = r.tensor(0)?;
+            let a_batch2 = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_alpha = r.scalar(3)?;
+            r.run(py, move || {
+                a_self.baddbmm_with_(&a_batch1, &a_batch2, a_beta, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }
@@ -435,6 +532,20 @@ pub(super) fn method_bitwise_xor_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.bmm`: 1 signature(s).
+pub(super) fn method_bmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bmm(Tensor mat2)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat2 = r.tensor(0)?;
+            let result = r.run(py, move || a_self.bmm(&a_mat2))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

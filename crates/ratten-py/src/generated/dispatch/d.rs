@@ -92,6 +92,30 @@ pub(super) fn function_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `dot`: 1 signature(s).
+pub(super) fn function_dot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // dot(Tensor input, Tensor tensor, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_tensor = r.tensor(1)?;
+                let result = r.run(py, move || functions::dot(&a_self, &a_tensor))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_tensor = r.tensor(1)?;
+            r.run(py, move || {
+                functions::dot_out(&a_out, &a_self, &a_tensor)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.detach`: 1 signature(s).
 pub(super) fn method_detach(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -189,6 +213,20 @@ pub(super) fn method_div_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.dot`: 1 signature(s).
+pub(super) fn method_dot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // dot(Tensor tensor)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_tensor = r.tensor(0)?;
+            let result = r.run(py, move || a_self.dot(&a_tensor))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

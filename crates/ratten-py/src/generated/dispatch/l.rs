@@ -170,6 +170,34 @@ pub(super) fn function_linalg_vector_norm(
     }
 }
 
+/// `linear`: 1 signature(s).
+pub(super) fn function_linear(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // linear(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_input = r.tensor(0)?;
+                let a_weight = r.tensor(1)?;
+                let a_bias = r.optional_tensor(2)?;
+                let result = r.run(py, move || {
+                    functions::linear_with(&a_input, &a_weight, a_bias.as_ref())
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            r.run(py, move || {
+                functions::linear_out_with(&a_out, &a_input, &a_weight, a_bias.as_ref())?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `linspace`: 1 signature(s).
 pub(super) fn function_linspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -77,6 +77,30 @@ pub(super) fn function_masked_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> 
     }
 }
 
+/// `matmul`: 1 signature(s).
+pub(super) fn function_matmul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // matmul(Tensor input, Tensor other, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_other = r.tensor(1)?;
+                let result = r.run(py, move || functions::matmul(&a_self, &a_other))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            r.run(py, move || {
+                functions::matmul_out(&a_out, &a_self, &a_other)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `max`: 2 signature(s).
 pub(super) fn function_max(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -282,6 +306,30 @@ pub(super) fn function_minimum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `mm`: 1 signature(s).
+pub(super) fn function_mm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mm(Tensor input, Tensor mat2, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_mat2 = r.tensor(1)?;
+                let result = r.run(py, move || functions::mm(&a_self, &a_mat2))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_mat2 = r.tensor(1)?;
+            r.run(py, move || {
+                functions::mm_out(&a_out, &a_self, &a_mat2)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `movedim`: 2 signature(s).
 pub(super) fn function_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -396,6 +444,30 @@ pub(super) fn function_multinomial(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
+/// `mv`: 1 signature(s).
+pub(super) fn function_mv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mv(Tensor input, Tensor vec, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_vec = r.tensor(1)?;
+                let result = r.run(py, move || functions::mv(&a_self, &a_vec))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_vec = r.tensor(1)?;
+            r.run(py, move || {
+                functions::mv_out(&a_out, &a_self, &a_vec)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.masked_fill`: 2 signature(s).
 pub(super) fn method_masked_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -489,6 +561,20 @@ pub(super) fn method_masked_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
             let a_self = r.self_tensor()?;
             let a_mask = r.tensor(0)?;
             let result = r.run(py, move || a_self.masked_select(&a_mask))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.matmul`: 1 signature(s).
+pub(super) fn method_matmul(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // matmul(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.matmul(&a_other))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -590,6 +676,20 @@ pub(super) fn method_minimum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `Tensor.mm`: 1 signature(s).
+pub(super) fn method_mm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mm(Tensor mat2)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_mat2 = r.tensor(0)?;
+            let result = r.run(py, move || a_self.mm(&a_mat2))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.movedim`: 2 signature(s).
 pub(super) fn method_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -671,6 +771,20 @@ pub(super) fn method_multinomial(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
             let result = r.run(py, move || {
                 a_self.multinomial_with(a_num_samples, a_replacement, a_generator.as_ref())
             })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.mv`: 1 signature(s).
+pub(super) fn method_mv(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mv(Tensor vec)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_vec = r.tensor(0)?;
+            let result = r.run(py, move || a_self.mv(&a_vec))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

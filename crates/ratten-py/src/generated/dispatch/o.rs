@@ -60,3 +60,41 @@ pub(super) fn function_ones_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
         _ => Err(r.unknown_signature()),
     }
 }
+
+/// `outer`: 1 signature(s).
+pub(super) fn function_outer(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // outer(Tensor input, Tensor vec2, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_vec2 = r.tensor(1)?;
+                let result = r.run(py, move || functions::outer(&a_self, &a_vec2))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_vec2 = r.tensor(1)?;
+            r.run(py, move || {
+                functions::outer_out(&a_out, &a_self, &a_vec2)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.outer`: 1 signature(s).
+pub(super) fn method_outer(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // outer(Tensor vec2)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_vec2 = r.tensor(0)?;
+            let result = r.run(py, move || a_self.outer(&a_vec2))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}

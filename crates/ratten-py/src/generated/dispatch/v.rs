@@ -118,6 +118,30 @@ pub(super) fn function_var_mean(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
     }
 }
 
+/// `vdot`: 1 signature(s).
+pub(super) fn function_vdot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // vdot(Tensor input, Tensor other, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_other = r.tensor(1)?;
+                let result = r.run(py, move || functions::vdot(&a_self, &a_other))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            r.run(py, move || {
+                functions::vdot_out(&a_out, &a_self, &a_other)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.var`: 3 signature(s).
 pub(super) fn method_var(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -148,6 +172,20 @@ pub(super) fn method_var(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyO
             let a_self = r.self_tensor()?;
             let a_unbiased = r.bool(0)?;
             let result = r.run(py, move || a_self.var(a_unbiased))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.vdot`: 1 signature(s).
+pub(super) fn method_vdot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // vdot(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.vdot(&a_other))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -44,6 +44,11 @@ pub fn detach(self_: &Tensor) -> Result<Tensor> {
     kernels::detach(self_)
 }
 
+/// `aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn dot_outf<'a>(self_: &Tensor, tensor: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::dot_out(self_, tensor, out)
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn div_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.

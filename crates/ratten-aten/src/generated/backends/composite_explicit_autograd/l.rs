@@ -87,3 +87,13 @@ pub fn logspace(
 ) -> Result<Tensor> {
     kernels::logspace(start, end, steps, base, dtype, layout, device, pin_memory)
 }
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn linear_outf<'a>(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::linear_out(input, weight, bias, out)
+}

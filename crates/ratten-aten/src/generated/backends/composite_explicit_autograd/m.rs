@@ -45,6 +45,16 @@ pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<
     kernels::masked_scatter(self_, mask, source)
 }
 
+/// `aten::mv(Tensor self, Tensor vec) -> Tensor`
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    kernels::mv(self_, vec)
+}
+
+/// `aten::mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mv_outf<'a>(self_: &Tensor, vec: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::mv_out(self_, vec, out)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mul_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.

@@ -11,6 +11,11 @@ pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     kernels::view_dtype(self_, dtype)
 }
 
+/// `aten::vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn vdot_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::vdot_out(self_, other, out)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub fn var_mean_correction_outf(
     self_: &Tensor,

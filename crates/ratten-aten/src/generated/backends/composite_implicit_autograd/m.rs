@@ -25,3 +25,13 @@ pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> R
 pub fn movedim(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     kernels::movedim(self_, source, destination)
 }
+
+/// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::matmul(self_, other)
+}
+
+/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn matmul_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::matmul_out(self_, other, out)
+}

@@ -11,10 +11,14 @@ mod shard_e;
 mod shard_f;
 #[path = "i.rs"]
 mod shard_i;
+#[path = "l.rs"]
+mod shard_l;
 #[path = "m.rs"]
 mod shard_m;
 #[path = "n.rs"]
 mod shard_n;
+#[path = "o.rs"]
+mod shard_o;
 #[path = "r.rs"]
 mod shard_r;
 #[path = "s.rs"]
@@ -33,8 +37,10 @@ pub use shard_c::*;
 pub use shard_e::*;
 pub use shard_f::*;
 pub use shard_i::*;
+pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;
+pub use shard_o::*;
 pub use shard_r::*;
 pub use shard_s::*;
 pub use shard_t::*;

@@ -463,3 +463,139 @@ pub fn arange_start_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::arange_start_out(start, end, step, out)
 }
+
+/// `aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addmm(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::addmm_meta(&op, self_, mat1, mat2, beta, alpha)?;
+        kernels::addmm_out_cpu(&mut state, self_, mat1, mat2, beta, alpha, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn addmm_outf<'a>(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::addmm_meta(&op, self_, mat1, mat2, beta, alpha)?;
+        kernels::addmm_out_cpu(&mut state, self_, mat1, mat2, beta, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub fn addmm_<'a>(
+    self_: &'a Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::addmm_meta(&op, self_, mat1, mat2, beta, alpha)?;
+        kernels::addmm_out_cpu(&mut state, self_, mat1, mat2, beta, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addmv(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::addmv_meta(&op, self_, mat, vec, beta, alpha)?;
+        kernels::addmv_out_cpu(&mut state, self_, mat, vec, beta, alpha, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn addmv_outf<'a>(
+    self_: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::addmv_meta(&op, self_, mat, vec, beta, alpha)?;
+        kernels::addmv_out_cpu(&mut state, self_, mat, vec, beta, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub fn addmv_<'a>(
+    self_: &'a Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::addmv_meta(&op, self_, mat, vec, beta, alpha)?;
+        kernels::addmv_out_cpu(&mut state, self_, mat, vec, beta, alpha, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub fn addbmm_<'a>(
+    self_: &'a Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<&'a Tensor> {
+    kernels::addbmm_(self_, batch1, batch2, beta, alpha)
+}
+
+/// `aten::addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn addbmm_outf<'a>(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::addbmm_out(self_, batch1, batch2, beta, alpha, out)
+}
+
+/// `aten::addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addbmm(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Tensor> {
+    kernels::addbmm(self_, batch1, batch2, beta, alpha)
+}

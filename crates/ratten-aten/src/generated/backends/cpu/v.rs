@@ -41,3 +41,8 @@ pub fn var_mean_correction(
 pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     kernels::view(self_, size)
 }
+
+/// `aten::vdot(Tensor self, Tensor other) -> Tensor`
+pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::vdot(self_, other)
+}

@@ -160,3 +160,70 @@ pub fn bernoulli_float_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::bernoulli_float_(self_, p, generator)
 }
+
+/// `aten::bmm(Tensor self, Tensor mat2) -> Tensor`
+pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::bmm_meta(&op, self_, mat2)?;
+    }
+    op.take(0)
+}
+
+/// `aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn bmm_outf<'a>(self_: &Tensor, mat2: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::bmm_meta(&op, self_, mat2)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn baddbmm(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::baddbmm_meta(&op, self_, batch1, batch2, beta, alpha)?;
+    }
+    op.take(0)
+}
+
+/// `aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn baddbmm_outf<'a>(
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::baddbmm_meta(&op, self_, batch1, batch2, beta, alpha)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub fn baddbmm_<'a>(
+    self_: &'a Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: &Scalar,
+    alpha: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state = kernels::baddbmm_meta(&op, self_, batch1, batch2, beta, alpha)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}

@@ -82,3 +82,8 @@ pub fn div_out_mode_outf<'a>(
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    kernels::dot(self_, tensor)
+}

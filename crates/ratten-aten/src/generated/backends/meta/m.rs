@@ -237,3 +237,22 @@ pub fn masked_select_outf<'a>(
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     kernels::masked_select_cpu(self_, mask)
 }
+
+/// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
+pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::mm_meta(&op, self_, mat2)?;
+    }
+    op.take(0)
+}
+
+/// `aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mm_outf<'a>(self_: &Tensor, mat2: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::mm_meta(&op, self_, mat2)?;
+    }
+    op.finish()?;
+    Ok(out)
+}

@@ -1,0 +1,306 @@
+//! The matrix-product seam (ATen's `cpublas::gemm` and `dot_impl`): every matrix product
+//! (mm, addmm, bmm, baddbmm, addmv, and through them matmul, linear, ...) ends in [`gemm`],
+//! every inner product in [`dot`].
+//!
+//! Note [GEMM backend]: float32, float64, float16, complex64 and complex128 run on the `gemm`
+//! crate (packed, cache-blocked micro-kernels chosen at run time for AVX2 / AVX-512 / NEON),
+//! which reads any row and column strides, so transposed and sliced operands are never copied.
+//! Measured beside `faer` and `matrixmultiply` on float32 (python/bench/bench_matmul.py
+//! compares with torch), it was the fastest of the three at every size. Its threads are
+//! rayon's: a product runs on `get_num_threads()` of them, or on the calling thread alone
+//! inside a parallel region (bmm over batches). bfloat16 is computed in float32 and rounded
+//! once, as torch's kernels accumulate it. Integer dtypes (which BLAS lacks; torch loops too)
+//! run a row-by-row loop that the compiler vectorises, with wrapping arithmetic as C++'s.
+
+use half::f16;
+use ratten_core::access::TensorAccess;
+use ratten_core::dtype::{c128, c64};
+use ratten_core::{Error, Result, Scalar, ScalarType};
+
+use crate::tensor_iterator::get_num_threads;
+use crate::tensor_iterator::overlap::is_non_overlapping_and_dense;
+use crate::tensor_iterator::parallel::in_parallel_region;
+use crate::Tensor;
+
+/// Products below this many multiply-adds stay on the calling thread: waking workers costs
+/// more than they save.
+const PARALLEL_MIN_FLOPS: usize = 1 << 18;
+
+/// The `AT_DISPATCH` refusal of a dtype the product has no kernel for.
+fn not_implemented(name: &str, dtype: ScalarType) -> Error {
+    Error::not_implemented(format!("\"{name}\" not implemented for '{dtype}'"))
+}
+
+/// `c = beta * c + alpha * (a @ b)` for 2-D `a` (m x k), `b` (k x n) and `c` (m x n) of one
+/// dtype, any strides. `c` is not read when `beta` is 0 (its NaNs do not propagate); `k` may
+/// be 0. `c` may share storage with `a` or `b`: the product is then formed aside first.
+pub fn gemm(c: &Tensor, a: &Tensor, b: &Tensor, alpha: &Scalar, beta: &Scalar) -> Result<()> {
+    let (m, k, n) = (a.size(0)?, a.size(1)?, b.size(1)?);
+    let shapes_ok = c.dim() == 2
+        && b.size(0)? == k
+        && c.size(0)? == m
+        && c.size(1)? == n
+        && a.dtype() == c.dtype()
+        && b.dtype() == c.dtype();
+    if !shapes_ok {
+        return Err(Error::runtime(format!(
+            "gemm: operands do not fit: {:?} @ {:?} into {:?}",
+            a.sizes(),
+            b.sizes(),
+            c.sizes()
+        )));
+    }
+    if c.numel() == 0 || c.is_meta() {
+        return Ok(());
+    }
+    let beta_zero = beta.to_complex_double()? == c128::new(0.0, 0.0);
+    let aliased = {
+        let (cm, am, bm) = (c.meta(), a.meta(), b.meta());
+        cm.storage().is_alias_of(am.storage()) || cm.storage().is_alias_of(bm.storage())
+    };
+    if aliased || !is_non_overlapping_and_dense(&c.sizes(), &c.strides()) {
+        let tmp = Tensor::empty(&[m, n], (c.dtype(), c.device()))?;
+        if !beta_zero {
+            tmp.copy_(c)?;
+        }
+        gemm(&tmp, a, b, alpha, beta)?;
+        c.copy_(&tmp)?;
+        return Ok(());
+    }
+    let dims = (m as usize, n as usize, k as usize);
+    let read_c = !beta_zero;
+    match c.dtype() {
+        ScalarType::Float => gemm_crate::<f32>(c, a, b, dims, alpha.to()?, beta.to()?, read_c),
+        ScalarType::Double => gemm_crate::<f64>(c, a, b, dims, alpha.to()?, beta.to()?, read_c),
+        ScalarType::Half => gemm_crate::<f16>(c, a, b, dims, alpha.to()?, beta.to()?, read_c),
+        ScalarType::ComplexFloat => {
+            gemm_crate::<c64>(c, a, b, dims, alpha.to()?, beta.to()?, read_c)
+        }
+        ScalarType::ComplexDouble => {
+            gemm_crate::<c128>(c, a, b, dims, alpha.to()?, beta.to()?, read_c)
+        }
+        ScalarType::BFloat16 => {
+            let f = |t: &Tensor| t.to_dtype(ScalarType::Float);
+            let c32 = if beta_zero {
+                Tensor::empty(&[m, n], (ScalarType::Float, c.device()))?
+            } else {
+                f(c)?
+            };
+            gemm(&c32, &f(a)?, &f(b)?, alpha, beta)?;
+            c.copy_(&c32)?;
+            Ok(())
+        }
+        ScalarType::Byte => gemm_integer::<u8>(c, a, b, dims, alpha, beta, read_c),
+        ScalarType::Char => gemm_integer::<i8>(c, a, b, dims, alpha, beta, read_c),
+        ScalarType::Short => gemm_integer::<i16>(c, a, b, dims, alpha, beta, read_c),
+        ScalarType::Int => gemm_integer::<i32>(c, a, b, dims, alpha, beta, read_c),
+        ScalarType::Long => gemm_integer::<i64>(c, a, b, dims, alpha, beta, read_c),
+        other => Err(not_implemented("addmm_impl_cpu_", other)),
+    }
+}
+
+/// The element types the `gemm` crate multiplies.
+trait GemmElement: ratten_core::dtype::Element + Copy + 'static {}
+impl GemmElement for f32 {}
+impl GemmElement for f64 {}
+impl GemmElement for f16 {}
+impl GemmElement for c64 {}
+impl GemmElement for c128 {}
+
+/// One product on the `gemm` crate (Note [GEMM backend]).
+#[allow(clippy::too_many_arguments)]
+fn gemm_crate<T: GemmElement>(
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+    beta: T,
+    read_c: bool,
+) -> Result<()> {
+    let g = TensorAccess::new(&[a.base(), b.base()], &[c.base()])?;
+    let (ga, gb, gc) = (g.input(0)?, g.input(1)?, g.output(0)?);
+    let (ap, bp, cp) = (
+        ga.data_ptr::<T>()?,
+        gb.data_ptr::<T>()?,
+        gc.data_ptr_mut::<T>()?,
+    );
+    let (ast, bst, cst) = (ga.strides(), gb.strides(), gc.strides());
+    let threads = if in_parallel_region() || m * n * k < PARALLEL_MIN_FLOPS {
+        1
+    } else {
+        get_num_threads()
+    };
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the guard holds `a` and `b` shared and `c` exclusively for the call; the three
+    // views were bounds-checked for their sizes and strides when made and the sizes were
+    // checked against (m, n, k) by the caller, which also made sure `c` neither shares
+    // storage with `a` or `b` nor overlaps itself, so the crate's writes touch only `c`'s
+    // elements, each once. The crate computes `dst = alpha * dst + beta * lhs @ rhs`: torch's
+    // beta is its alpha and torch's alpha its beta; `read_dst` false leaves `dst` unread.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            cp,
+            cst[1] as isize,
+            cst[0] as isize,
+            read_c,
+            ap,
+            ast[1] as isize,
+            ast[0] as isize,
+            bp,
+            bst[1] as isize,
+            bst[0] as isize,
+            beta,
+            alpha,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+    Ok(())
+}
+
+/// Integer element types: wrapping multiply-add, as C++'s arithmetic in torch's loops.
+trait IntElement: ratten_core::dtype::Element + ratten_core::scalar::ScalarConvert + Copy {
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn zero() -> Self;
+}
+
+macro_rules! int_element {
+    ($($t:ty),*) => {$(impl IntElement for $t {
+        #[inline(always)]
+        fn mul_add(self, a: Self, b: Self) -> Self {
+            self.wrapping_add(a.wrapping_mul(b))
+        }
+        fn zero() -> Self {
+            0
+        }
+    })*};
+}
+int_element!(u8, i8, i16, i32, i64);
+
+/// Integer products: for each row of `a`, the rows of `b` scaled and summed (a loop over
+/// contiguous rows, which the compiler vectorises).
+fn gemm_integer<T: IntElement>(
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    (m, n, k): (usize, usize, usize),
+    alpha: &Scalar,
+    beta: &Scalar,
+    read_c: bool,
+) -> Result<()> {
+    let (alpha, beta): (T, T) = (alpha.to()?, beta.to()?);
+    let av = a.contiguous()?.to_vec::<T>()?;
+    let bv = b.contiguous()?.to_vec::<T>()?;
+    let mut out = if read_c {
+        c.contiguous()?.to_vec::<T>()?
+    } else {
+        vec![T::zero(); m * n]
+    };
+    let mut acc = vec![T::zero(); n];
+    for i in 0..m {
+        acc.fill(T::zero());
+        for p in 0..k {
+            let aip = av[i * k + p];
+            for (s, &bv) in acc.iter_mut().zip(&bv[p * n..(p + 1) * n]) {
+                *s = s.mul_add(aip, bv);
+            }
+        }
+        for (o, &s) in out[i * n..(i + 1) * n].iter_mut().zip(&acc) {
+            let scaled = T::zero().mul_add(alpha, s);
+            *o = if read_c {
+                scaled.mul_add(beta, *o)
+            } else {
+                scaled
+            };
+        }
+    }
+    c.copy_(&Tensor::from_vec(out, &[m as i64, n as i64])?)?;
+    Ok(())
+}
+
+/// `dot_impl` / `vdot_impl`: the 0-dim sum of `conj(a[i]) * b[i]` (conjugated only when
+/// `conj_a`) over 1-D `a` and `b` of one dtype and length. float32 and float64 accumulate in
+/// eight lanes of their own type (as BLAS's dot does), float16 and bfloat16 in float32 (torch's
+/// `dot_with_fp32_arith`), integers with wrapping arithmetic.
+pub fn dot(a: &Tensor, b: &Tensor, conj_a: bool) -> Result<Tensor> {
+    let dtype = a.dtype();
+    let out = Tensor::empty(&[], (dtype, a.device()))?;
+    if a.is_meta() {
+        return Ok(out);
+    }
+    let value: Scalar = match dtype {
+        ScalarType::Float => Scalar::from(with_slices(a, b, dot_lanes::<f32>)? as f64),
+        ScalarType::Double => Scalar::from(with_slices(a, b, dot_lanes::<f64>)?),
+        ScalarType::Half | ScalarType::BFloat16 => {
+            let f = |t: &Tensor| t.to_dtype(ScalarType::Float);
+            let v = with_slices(&f(a)?, &f(b)?, dot_lanes::<f32>)?;
+            // Rounded once to the element type, as the float sum is stored.
+            return out.fill_(Scalar::from(v as f64)).cloned();
+        }
+        ScalarType::ComplexFloat => Scalar::from(with_slices(a, b, |x: &[c64], y| {
+            x.iter().zip(y).fold(c64::new(0.0, 0.0), |s, (&p, &q)| {
+                s + if conj_a { p.conj() } else { p } * q
+            })
+        })?),
+        ScalarType::ComplexDouble => Scalar::from(with_slices(a, b, |x: &[c128], y| {
+            x.iter().zip(y).fold(c128::new(0.0, 0.0), |s, (&p, &q)| {
+                s + if conj_a { p.conj() } else { p } * q
+            })
+        })?),
+        ScalarType::Byte => Scalar::from(with_slices(a, b, dot_integer::<u8>)? as i64),
+        ScalarType::Char => Scalar::from(with_slices(a, b, dot_integer::<i8>)? as i64),
+        ScalarType::Short => Scalar::from(with_slices(a, b, dot_integer::<i16>)? as i64),
+        ScalarType::Int => Scalar::from(with_slices(a, b, dot_integer::<i32>)? as i64),
+        ScalarType::Long => Scalar::from(with_slices(a, b, dot_integer::<i64>)?),
+        other => return Err(not_implemented(if conj_a { "vdot" } else { "dot" }, other)),
+    };
+    out.fill_(value)?;
+    Ok(out)
+}
+
+/// Runs `f` on the elements of `a` and `b` as slices (contiguous copies of strided ones).
+fn with_slices<T: ratten_core::dtype::PodElement, R>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl FnOnce(&[T], &[T]) -> R,
+) -> Result<R> {
+    let (a, b) = (a.contiguous()?, b.contiguous()?);
+    let g = TensorAccess::new(&[a.base(), b.base()], &[])?;
+    Ok(f(g.input_slice::<T>(0)?, g.input_slice::<T>(1)?))
+}
+
+/// A sum of products in eight independent lanes (vectorised), the lanes then added in order.
+fn dot_lanes<T>(x: &[T], y: &[T]) -> T
+where
+    T: num_traits::Float,
+{
+    let mut lanes = [T::zero(); 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (p, q) in xc.zip(yc) {
+        for l in 0..8 {
+            lanes[l] = lanes[l] + p[l] * q[l];
+        }
+    }
+    let mut sum = lanes.iter().fold(T::zero(), |s, &l| s + l);
+    for (&p, &q) in xr.iter().zip(yr) {
+        sum = sum + p * q;
+    }
+    sum
+}
+
+fn dot_integer<T: IntElement>(x: &[T], y: &[T]) -> T {
+    x.iter()
+        .zip(y)
+        .fold(T::zero(), |s, (&p, &q)| s.mul_add(p, q))
+}

@@ -1,0 +1,197 @@
+//! Matrix products against a naive reference: matmul over every rank combination with
+//! broadcast batch dims and transposed operands (a property test), the addmm family's beta /
+//! alpha rules, integer and complex dtypes, the parallel batch path, aliased outputs, meta.
+
+use proptest::prelude::*;
+use ratten_aten::{functions, Tensor};
+use ratten_core::{Device, ScalarType};
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(ScalarType::Double)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+}
+
+/// A float64 tensor of `shape` with small integer values (products are exact).
+fn tensor(shape: &[i64], seed: u64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let data: Vec<f64> = (0..n as u64)
+        .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 7) as f64 - 3.0)
+        .collect();
+    Tensor::from_vec(data, shape).unwrap()
+}
+
+/// torch.matmul's semantics written out: 1-D operands promoted to matrices and the added dim
+/// removed, batch dims broadcast, one naive product per batch.
+fn naive_matmul(a: &Tensor, b: &Tensor) -> (Vec<i64>, Vec<f64>) {
+    let (mut sa, mut sb) = (a.sizes().to_vec(), b.sizes().to_vec());
+    let (da, db) = (sa.len(), sb.len());
+    if da == 1 {
+        sa.insert(0, 1);
+    }
+    if db == 1 {
+        sb.push(1);
+    }
+    let (n, k, p) = (sa[sa.len() - 2], sa[sa.len() - 1], sb[sb.len() - 1]);
+    let (ba, bb) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
+    let nd = ba.len().max(bb.len());
+    let pad = |s: &[i64]| {
+        let mut v = vec![1; nd - s.len()];
+        v.extend_from_slice(s);
+        v
+    };
+    let (pa, pb) = (pad(ba), pad(bb));
+    let batch: Vec<i64> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+    let (va, vb) = (values(a), values(b));
+    let nbatch: i64 = batch.iter().product();
+    let mut out = Vec::new();
+    for flat in 0..nbatch {
+        let mut idx = vec![0; nd];
+        let mut r = flat;
+        for d in (0..nd).rev() {
+            idx[d] = r % batch[d];
+            r /= batch[d];
+        }
+        let offset = |pads: &[i64]| {
+            idx.iter()
+                .zip(pads)
+                .fold(0, |o, (&i, &s)| o * s + if s == 1 { 0 } else { i })
+        };
+        let (oa, ob) = (offset(&pa) * n * k, offset(&pb) * k * p);
+        for i in 0..n {
+            for j in 0..p {
+                out.push(
+                    (0..k)
+                        .map(|q| va[(oa + i * k + q) as usize] * vb[(ob + q * p + j) as usize])
+                        .sum(),
+                );
+            }
+        }
+    }
+    let mut shape = batch;
+    if da > 1 {
+        shape.push(n);
+    }
+    if db > 1 {
+        shape.push(p);
+    }
+    (shape, out)
+}
+
+fn operand() -> impl Strategy<Value = (Vec<i64>, bool)> {
+    (1usize..=4, any::<bool>()).prop_flat_map(|(rank, transposed)| {
+        (prop::collection::vec(1i64..=3, rank), Just(transposed))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matmul_matches_the_reference(
+        (mut sa, ta) in operand(),
+        (mut sb, tb) in operand(),
+        k in 1i64..=5,
+    ) {
+        // Make the contraction sizes agree and the batch dims broadcastable.
+        let (ra, rb) = (sa.len(), sb.len());
+        sa[ra - 1] = k;
+        if rb == 1 { sb[0] = k } else { sb[rb - 2] = k }
+        let (ba, bb) = (ra.saturating_sub(2), rb.saturating_sub(2));
+        for d in 0..ba.min(bb) {
+            let (ia, ib) = (ba - 1 - d, bb - 1 - d);
+            if sa[ia] != sb[ib] && sa[ia] != 1 && sb[ib] != 1 { sb[ib] = 1; }
+        }
+        // A transposed operand has the same values, stored column-major in its last two dims.
+        let make = |s: &[i64], t: bool, seed| {
+            let x = tensor(s, seed);
+            if t && s.len() >= 2 {
+                x.transpose(-1, -2).unwrap().contiguous().unwrap().transpose(-1, -2).unwrap()
+            } else {
+                x
+            }
+        };
+        let (a, b) = (make(&sa, ta, 1), make(&sb, tb, 2));
+        let got = functions::matmul(&a, &b).unwrap();
+        let (shape, want) = naive_matmul(&a, &b);
+        prop_assert_eq!(got.sizes().to_vec(), shape);
+        prop_assert_eq!(values(&got), want);
+    }
+}
+
+#[test]
+fn addmm_family_scales_and_ignores_self_when_beta_is_zero() {
+    let (a, b) = (tensor(&[3, 4], 1), tensor(&[4, 2], 2));
+    let (_, ab) = naive_matmul(&a, &b);
+    let c = tensor(&[3, 2], 3);
+    let got = functions::addmm_with(&c, &a, &b, 0.5, 2).unwrap();
+    let cv = values(&c);
+    let want: Vec<f64> = cv.iter().zip(&ab).map(|(c, p)| 0.5 * c + 2.0 * p).collect();
+    assert_eq!(values(&got), want);
+    let nan = Tensor::full(&[3, 2], f64::NAN, ScalarType::Double).unwrap();
+    let got = functions::addmm_with(&nan, &a, &b, 0, 1).unwrap();
+    assert_eq!(values(&got), ab);
+    // In place, with the output also an operand: formed aside, then written.
+    let sq = tensor(&[3, 3], 4);
+    let (_, sq2) = naive_matmul(&sq, &sq);
+    sq.addmm_with_(&sq, &sq, 0, 1).unwrap();
+    assert_eq!(values(&sq), sq2);
+    // addbmm sums the batch of products; an empty contraction leaves beta * self.
+    let (b1, b2) = (tensor(&[2, 3, 4], 5), tensor(&[2, 4, 2], 6));
+    let got = functions::addbmm_with(&c, &b1, &b2, 1, 1).unwrap();
+    let (_, p) = naive_matmul(&b1, &b2);
+    let want: Vec<f64> = (0..6).map(|i| cv[i] + p[i] + p[i + 6]).collect();
+    assert_eq!(values(&got), want);
+    let empty = functions::addmm_with(&c, &tensor(&[3, 0], 0), &tensor(&[0, 2], 0), 3, 1).unwrap();
+    assert_eq!(
+        values(&empty),
+        cv.iter().map(|v| 3.0 * v).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn integer_complex_and_reduced_dtypes() {
+    let a = Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2]).unwrap();
+    let got = a.mm(&a).unwrap();
+    assert_eq!(got.dtype(), ScalarType::Long);
+    assert_eq!(got.to_vec::<i64>().unwrap(), [7, 10, 15, 22]);
+    let h = a.to_dtype(ScalarType::Half).unwrap();
+    assert_eq!(values(&h.mm(&h).unwrap()), [7.0, 10.0, 15.0, 22.0]);
+    let bf = a.to_dtype(ScalarType::BFloat16).unwrap();
+    assert_eq!(values(&bf.mm(&bf).unwrap()), [7.0, 10.0, 15.0, 22.0]);
+    let c = a.to_dtype(ScalarType::ComplexDouble).unwrap();
+    assert_eq!(c.mm(&c).unwrap().dtype(), ScalarType::ComplexDouble);
+    let v = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
+    assert_eq!(v.dot(&v).unwrap().to_vec::<i32>().unwrap(), [14]);
+    let bools = Tensor::ones(&[2, 2], ScalarType::Bool).unwrap();
+    let err = bools.mm(&bools).unwrap_err().to_string();
+    assert!(
+        err.contains("\"addmm_impl_cpu_\" not implemented for 'Bool'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bmm_runs_batches_in_parallel_and_shapes_on_meta() {
+    // Many small products: the batch-parallel path.
+    let (a, b) = (tensor(&[64, 3, 5], 7), tensor(&[64, 5, 2], 8));
+    let (_, want) = naive_matmul(&a, &b);
+    assert_eq!(values(&a.bmm(&b).unwrap()), want);
+    let m = Tensor::empty(&[5, 2, 3], (ScalarType::Float, Device::META)).unwrap();
+    let w = Tensor::empty(&[3, 4], (ScalarType::Float, Device::META)).unwrap();
+    let out = functions::matmul(&m, &w).unwrap();
+    assert_eq!(
+        (out.sizes().to_vec(), out.device()),
+        (vec![5i64, 2, 4], Device::META)
+    );
+    let err = functions::mm(&m.select(0, 0).unwrap(), &m.select(0, 0).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
+        "{err}"
+    );
+}
