@@ -224,4 +224,9 @@ SUMMARIES = {
     "where": "Returns elements chosen from `input` where `condition` is True and from `other` elsewhere.",
     "zeros": "Returns a tensor of the given `size` filled with zeros.",
     "zeros_like": "Returns a tensor of zeros with the same size as `input`.",
+    "_unique": "Returns the sorted unique elements of `input` and, if asked, each element's index among them.",
+    "_unique2": "Returns the sorted unique elements of `input`, and if asked each element's index among them and their counts.",
+    "unique_consecutive": "Keeps the first element of each run of equal consecutive elements of `input`.",
+    "unique_dim": "Returns the sorted unique slices of `input` along `dim`, each slice's index among them and their counts.",
+    "unique_dim_consecutive": "Keeps the first slice of each run of equal consecutive slices of `input` along `dim`.",
 }

@@ -43,3 +43,7 @@ pub use sorting::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;
 pub use view::*;
+
+// The unique family.
+pub mod unique;
+pub use unique::*;

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 172 names.
+/// Module functions (`ratten.add`): 177 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -40,6 +40,24 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::_logcumsumexp(Tensor self, int dim) -> Tensor",
             "aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_unique",
+        signatures: &[
+            "_unique(Tensor input, bool sorted=True, bool return_inverse=False)",
+        ],
+        schemas: &[
+            "aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "_unique2",
+        signatures: &[
+            "_unique2(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
         ],
     },
     Binding {
@@ -1785,6 +1803,33 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "unique_consecutive",
+        signatures: &[
+            "unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int64_t? dim=None)",
+        ],
+        schemas: &[
+            "aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "unique_dim",
+        signatures: &[
+            "unique_dim(Tensor input, int64_t dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "unique_dim_consecutive",
+        signatures: &[
+            "unique_dim_consecutive(Tensor input, int64_t dim, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
         ],
     },
     Binding {
