@@ -229,4 +229,6 @@ SUMMARIES = {
     "unique_consecutive": "Keeps the first element of each run of equal consecutive elements of `input`.",
     "unique_dim": "Returns the sorted unique slices of `input` along `dim`, each slice's index among them and their counts.",
     "unique_dim_consecutive": "Keeps the first slice of each run of equal consecutive slices of `input` along `dim`.",
+    "bucketize": "Returns the index of the bucket of `boundaries` each element of `input` falls in.",
+    "searchsorted": "Returns the indices at which `input` would be inserted into `sorted_sequence` to keep it sorted.",
 }

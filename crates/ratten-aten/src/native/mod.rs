@@ -44,6 +44,8 @@ pub use tensor_compare::*;
 pub use unary_ops::*;
 pub use view::*;
 
-// The unique family.
+// The unique family, searchsorted / bucketize.
+pub mod bucketization;
 pub mod unique;
+pub use bucketization::*;
 pub use unique::*;

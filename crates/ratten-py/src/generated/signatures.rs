@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 177 names.
+/// Module functions (`ratten.add`): 179 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -328,6 +328,18 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
             "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bucketize",
+        signatures: &[
+            "bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor out=None)",
+            "bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False)",
+        ],
+        schemas: &[
+            "aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+            "aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
         ],
     },
     Binding {
@@ -1527,6 +1539,19 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor",
             "aten::scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "searchsorted",
+        signatures: &[
+            "searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
+            "searchsorted(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+            "aten::searchsorted.Tensor_out(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+            "aten::searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {

@@ -195,6 +195,78 @@ pub fn bernoulli_p_with(
     operators::bernoulli_p::call(self_, p, generator)
 }
 
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize(self_: &Tensor, boundaries: &Tensor) -> Result<Tensor> {
+    operators::bucketize_Tensor::call(self_, boundaries, false, false)
+}
+
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_with(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    operators::bucketize_Tensor::call(self_, boundaries, out_int32, right)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    boundaries: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::bucketize_Tensor_out::call(self_, boundaries, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<&'a Tensor> {
+    operators::bucketize_Tensor_out::call(self_, boundaries, out_int32, right, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_scalar(self_: impl Into<Scalar>, boundaries: &Tensor) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar::call(&self_, boundaries, false, false)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_scalar_with(
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar::call(&self_, boundaries, out_int32, right)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(
@@ -294,5 +366,35 @@ pub fn bernoulli_float_out_with<'a>(
     generator: Option<&crate::random::Generator>,
 ) -> Result<&'a Tensor> {
     operators::bernoulli_float_out::call(self_, p, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_scalar_out<'a>(
+    out: &'a Tensor,
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar_out::call(&self_, boundaries, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_scalar_out_with<'a>(
+    out: &'a Tensor,
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar_out::call(&self_, boundaries, out_int32, right, out)?;
     Ok(out)
 }

@@ -47,6 +47,15 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor")?;
     m.def(
+        "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+    )?;
+    m.def(
+        "bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+    )?;
+    m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -61,6 +70,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor")?;
     m.def(
         "bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -124,6 +136,18 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "bernoulli_.float",
         operators::bernoulli__float::kernel(bernoulli__float_cpu),
+    )?;
+    m.impl_(
+        "bucketize.Tensor",
+        operators::bucketize_Tensor::kernel(backends::cpu::bucketize),
+    )?;
+    m.impl_(
+        "bucketize.Tensor_out",
+        operators::bucketize_Tensor_out::kernel(bucketize_Tensor_out_cpu),
+    )?;
+    m.impl_(
+        "bucketize.Scalar",
+        operators::bucketize_Scalar::kernel(backends::cpu::bucketize_scalar),
     )?;
 });
 
@@ -228,6 +252,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "bernoulli.float_out",
         operators::bernoulli_float_out::kernel(bernoulli_float_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "bucketize.Scalar_out",
+        operators::bucketize_Scalar_out::kernel(bucketize_Scalar_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
@@ -300,6 +328,18 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "bernoulli_.float",
         operators::bernoulli__float::kernel(bernoulli__float_meta),
     )?;
+    m.impl_(
+        "bucketize.Tensor",
+        operators::bucketize_Tensor::kernel(backends::meta::bucketize),
+    )?;
+    m.impl_(
+        "bucketize.Tensor_out",
+        operators::bucketize_Tensor_out::kernel(bucketize_Tensor_out_meta),
+    )?;
+    m.impl_(
+        "bucketize.Scalar",
+        operators::bucketize_Scalar::kernel(backends::meta::bucketize_scalar),
+    )?;
 });
 
 fn bitwise_not__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -366,6 +406,17 @@ fn bernoulli__float_cpu(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::cpu::bernoulli_float_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bucketize_Tensor_out_cpu(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::bucketize_outf(self_, boundaries, out_int32, right, out)?;
     Ok(Aliased)
 }
 
@@ -467,6 +518,19 @@ fn bernoulli_float_out_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn bucketize_Scalar_out_composite_explicit_autograd(
+    self_: &Scalar,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::bucketize_scalar_outf(
+        self_, boundaries, out_int32, right, out,
+    )?;
+    Ok(Aliased)
+}
+
 fn bitwise_not__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::bitwise_not_(self_)?;
     Ok(Aliased)
@@ -531,5 +595,16 @@ fn bernoulli__float_meta(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::meta::bernoulli_float_(self_, p, generator)?;
+    Ok(Aliased)
+}
+
+fn bucketize_Tensor_out_meta(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::bucketize_outf(self_, boundaries, out_int32, right, out)?;
     Ok(Aliased)
 }

@@ -53,5 +53,6 @@ pub use pointwise::{
 };
 pub use simd::{f16_to_f32_slice, f32_to_f16_slice};
 
-// The loops of the unique family.
+// The loops of the unique family and searchsorted.
+pub mod bucketization_kernels;
 pub mod unique_kernels;

@@ -214,6 +214,53 @@ pub(super) fn function_bitwise_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
+/// `bucketize`: 2 signature(s).
+pub(super) fn function_bucketize(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_boundaries = r.tensor(1)?;
+                let a_out_int32 = r.bool(2)?;
+                let a_right = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::bucketize_with(&a_self, &a_boundaries, a_out_int32, a_right)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_boundaries = r.tensor(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            r.run(py, move || {
+                functions::bucketize_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_boundaries,
+                    a_out_int32,
+                    a_right,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False)
+        1 => {
+            let a_self = r.scalar(0)?;
+            let a_boundaries = r.tensor(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::bucketize_scalar_with(a_self, &a_boundaries, a_out_int32, a_right)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.bernoulli`: 2 signature(s).
 pub(super) fn method_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -160,3 +160,34 @@ pub fn bernoulli_float_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::bernoulli_float_(self_, p, generator)
 }
+
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub fn bucketize(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    kernels::bucketize_cpu(self_, boundaries, out_int32, right)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn bucketize_outf<'a>(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::bucketize_out_cpu(self_, boundaries, out_int32, right, out)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub fn bucketize_scalar(
+    self_: &Scalar,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    kernels::bucketize_cpu_scalar(self_, boundaries, out_int32, right)
+}
