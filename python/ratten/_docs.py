@@ -231,4 +231,6 @@ SUMMARIES = {
     "unique_dim_consecutive": "Keeps the first slice of each run of equal consecutive slices of `input` along `dim`.",
     "bucketize": "Returns the index of the bucket of `boundaries` each element of `input` falls in.",
     "searchsorted": "Returns the indices at which `input` would be inserted into `sorted_sequence` to keep it sorted.",
+    "bincount": "Counts how often each non-negative integer occurs in the 1-D `input` (or sums its `weights`).",
+    "histc": "Computes the histogram of `input` in `bins` equal-width bins between `min` and `max`.",
 }

@@ -44,8 +44,10 @@ pub use tensor_compare::*;
 pub use unary_ops::*;
 pub use view::*;
 
-// The unique family, searchsorted / bucketize.
+// The unique family, searchsorted / bucketize, bincount / histc.
 pub mod bucketization;
+pub mod summary_ops;
 pub mod unique;
 pub use bucketization::*;
+pub use summary_ops::*;
 pub use unique::*;

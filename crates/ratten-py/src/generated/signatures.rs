@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 179 names.
+/// Module functions (`ratten.add`): 181 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -273,6 +273,15 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
             "aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
             "aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "bincount",
+        signatures: &[
+            "bincount(Tensor input, Tensor? weights=None, SymInt minlength=0)",
+        ],
+        schemas: &[
+            "aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor",
         ],
     },
     Binding {
@@ -731,6 +740,16 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "histc",
+        signatures: &[
+            "histc(Tensor input, int64_t bins=100, Scalar min=0, Scalar max=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
+            "aten::histc.out(Tensor self, int bins=100, Scalar min=0, Scalar max=0, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1931,7 +1950,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 189 names.
+/// Tensor methods (`t.add`), without `self`: 191 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -2143,6 +2162,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
             "aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bincount",
+        signatures: &[
+            "bincount(Tensor? weights=None, SymInt minlength=0)",
+        ],
+        schemas: &[
+            "aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor",
         ],
     },
     Binding {
@@ -2634,6 +2662,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
             "aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "histc",
+        signatures: &[
+            "histc(int64_t bins=100, Scalar min=0, Scalar max=0)",
+        ],
+        schemas: &[
+            "aten::histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
         ],
     },
     Binding {

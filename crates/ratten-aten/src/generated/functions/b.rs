@@ -267,6 +267,22 @@ pub fn bucketize_scalar_with(
     operators::bucketize_Scalar::call(&self_, boundaries, out_int32, right)
 }
 
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+///
+/// Defaults: `weights` = `None`, `minlength` = `0`.
+#[inline]
+pub fn bincount(self_: &Tensor) -> Result<Tensor> {
+    operators::bincount::call(self_, None, 0)
+}
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bincount_with(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    operators::bincount::call(self_, weights, minlength)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(
@@ -396,5 +412,28 @@ pub fn bucketize_scalar_out_with<'a>(
 ) -> Result<&'a Tensor> {
     let self_: Scalar = self_.into();
     operators::bucketize_Scalar_out::call(&self_, boundaries, out_int32, right, out)?;
+    Ok(out)
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weights` = `None`, `minlength` = `0`.
+#[inline]
+pub fn bincount_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::bincount_out::call(self_, None, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bincount_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+) -> Result<&'a Tensor> {
+    operators::bincount_out::call(self_, weights, minlength, out)?;
     Ok(out)
 }

@@ -180,4 +180,20 @@ impl Tensor {
     ) -> Result<Tensor> {
         operators::bernoulli_p::call(self, p, generator)
     }
+
+    /// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+    ///
+    /// Defaults: `weights` = `None`, `minlength` = `0`.
+    #[inline]
+    pub fn bincount(&self) -> Result<Tensor> {
+        operators::bincount::call(self, None, 0)
+    }
+
+    /// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bincount_with(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        operators::bincount::call(self, weights, minlength)
+    }
 }

@@ -982,6 +982,39 @@ impl bucketize_Scalar {
     }
 }
 
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+pub enum bincount {}
+
+impl Operator for bincount {
+    const NAME: &'static str = "aten::bincount";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor";
+    type Args = (Tensor, Option<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bincount> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bincount {
+    pub fn call(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        Self::call_refs((self_, weights, minlength))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, weights, minlength))
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 
@@ -1236,5 +1269,43 @@ impl bucketize_Scalar_out {
         out: &Tensor,
     ) -> Result<Aliased<4>> {
         Self::redispatch_refs(ks, (self_, boundaries, out_int32, right, out))
+    }
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum bincount_out {}
+
+impl Operator for bincount_out {
+    const NAME: &'static str = "aten::bincount";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Tensor>, i64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bincount_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bincount_out {
+    pub fn call(
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, weights, minlength, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, weights, minlength, out))
     }
 }

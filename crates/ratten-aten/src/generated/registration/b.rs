@@ -55,6 +55,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
     )?;
+    m.def("bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor")?;
     m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -73,6 +74,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -148,6 +152,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "bucketize.Scalar",
         operators::bucketize_Scalar::kernel(backends::cpu::bucketize_scalar),
+    )?;
+    m.impl_(
+        "bincount",
+        operators::bincount::kernel(backends::cpu::bincount),
     )?;
 });
 
@@ -256,6 +264,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "bucketize.Scalar_out",
         operators::bucketize_Scalar_out::kernel(bucketize_Scalar_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "bincount.out",
+        operators::bincount_out::kernel(bincount_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
@@ -339,6 +351,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "bucketize.Scalar",
         operators::bucketize_Scalar::kernel(backends::meta::bucketize_scalar),
+    )?;
+    m.impl_(
+        "bincount",
+        operators::bincount::kernel(backends::meta::bincount),
     )?;
 });
 
@@ -528,6 +544,16 @@ fn bucketize_Scalar_out_composite_explicit_autograd(
     backends::composite_explicit_autograd::bucketize_scalar_outf(
         self_, boundaries, out_int32, right, out,
     )?;
+    Ok(Aliased)
+}
+
+fn bincount_out_composite_explicit_autograd(
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::bincount_outf(self_, weights, minlength, out)?;
     Ok(Aliased)
 }
 

@@ -9,6 +9,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod h;
 mod i;
 mod k;
 mod l;
@@ -43,6 +44,7 @@ pub fn ensure_linked() {
     e::ensure_linked();
     f::ensure_linked();
     g::ensure_linked();
+    h::ensure_linked();
     i::ensure_linked();
     k::ensure_linked();
     l::ensure_linked();

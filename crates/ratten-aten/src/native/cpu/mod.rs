@@ -53,6 +53,7 @@ pub use pointwise::{
 };
 pub use simd::{f16_to_f32_slice, f32_to_f16_slice};
 
-// The loops of the unique family and searchsorted.
+// The loops of unique, searchsorted, bincount and histc.
 pub mod bucketization_kernels;
+pub mod summary_kernels;
 pub mod unique_kernels;

@@ -42,6 +42,23 @@ pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `bincount`: 1 signature(s).
+pub(super) fn function_bincount(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bincount(Tensor input, Tensor? weights=None, SymInt minlength=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_weights = r.optional_tensor(1)?;
+            let a_minlength = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::bincount_with(&a_self, a_weights.as_ref(), a_minlength)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bitwise_and`: 3 signature(s).
 pub(super) fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -309,6 +326,23 @@ pub(super) fn method_bernoulli_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.bincount`: 1 signature(s).
+pub(super) fn method_bincount(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bincount(Tensor? weights=None, SymInt minlength=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_weights = r.optional_tensor(0)?;
+            let a_minlength = r.int(1)?;
+            let result = r.run(py, move || {
+                a_self.bincount_with(a_weights.as_ref(), a_minlength)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -11,6 +11,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod h;
 mod i;
 mod k;
 mod l;
@@ -56,6 +57,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     a::function_argwhere,
     a::function_as_strided,
     b::function_bernoulli,
+    b::function_bincount,
     b::function_bitwise_and,
     b::function_bitwise_not,
     b::function_bitwise_or,
@@ -98,6 +100,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     g::function_gather,
     g::function_ge,
     g::function_gt,
+    h::function_histc,
     i::function_index,
     i::function_index_add,
     i::function_index_copy,
@@ -235,6 +238,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     a::method_as_strided,
     b::method_bernoulli,
     b::method_bernoulli_,
+    b::method_bincount,
     b::method_bitwise_and,
     b::method_bitwise_and_,
     b::method_bitwise_not,
@@ -284,6 +288,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     g::method_ge_,
     g::method_gt,
     g::method_gt_,
+    h::method_histc,
     i::method_index,
     i::method_index_add,
     i::method_index_add_,

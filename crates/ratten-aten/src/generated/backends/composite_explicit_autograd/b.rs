@@ -177,3 +177,17 @@ pub fn bucketize_scalar_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn bincount_outf<'a>(
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::bincount::call(self_, weights, minlength)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

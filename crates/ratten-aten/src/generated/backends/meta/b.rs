@@ -191,3 +191,8 @@ pub fn bucketize_scalar(
 ) -> Result<Tensor> {
     kernels::bucketize_cpu_scalar(self_, boundaries, out_int32, right)
 }
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    kernels::_bincount_cpu(self_, weights, minlength)
+}
