@@ -30,6 +30,12 @@ fn position_dtype(out_int32: bool) -> ScalarType {
     }
 }
 
+/// The functional forms' result before the out= kernel resizes it: empty, contiguous, of the
+/// positions' dtype on `self_`'s device.
+fn fresh_positions(self_: &Tensor, out_int32: bool) -> Result<Tensor> {
+    Tensor::empty(&[0], (position_dtype(out_int32), self_.device()))
+}
+
 /// `searchsorted_scalar_tensor`: a number as a 0-dim wrapped-number tensor, so that it
 /// promotes with the boundaries as a number does in a binary op.
 fn scalar_tensor(value: &Scalar, device: ratten_core::Device) -> Result<Tensor> {
@@ -319,7 +325,7 @@ pub fn searchsorted_cpu(
     side: Option<&str>,
     sorter: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let result = Tensor::empty(&[0], (position_dtype(out_int32), self_.device()))?;
+    let result = fresh_positions(self_, out_int32)?;
     searchsorted_out_cpu(
         sorted_sequence,
         self_,
@@ -402,7 +408,7 @@ pub fn bucketize_cpu(
     out_int32: bool,
     right: bool,
 ) -> Result<Tensor> {
-    let result = Tensor::empty(&[0], (position_dtype(out_int32), self_.device()))?;
+    let result = fresh_positions(self_, out_int32)?;
     bucketize_out_cpu(self_, boundaries, out_int32, right, &result)?;
     Ok(result)
 }

@@ -17,7 +17,7 @@ use crate::generated::operators as ops;
 use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::summary_kernels::{bincount_kernel, histc_kernel, integral_values};
 use crate::native::unique::no_meta_kernel;
-use crate::structured::resize_output;
+use crate::structured::{resize_output, type_meta_name};
 use crate::Tensor;
 
 // ---------------------------------------------------------------------------------------------
@@ -76,51 +76,25 @@ pub fn _bincount_cpu(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -
 // ---------------------------------------------------------------------------------------------
 // histc
 
-/// c10's `TypeMeta` name of a dtype, as the histogram's dtype message prints it.
-fn type_meta_name(d: ScalarType) -> &'static str {
-    match d {
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::BFloat16 => "c10::BFloat16",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-        ScalarType::ComplexHalf => "c10::complex<c10::Half>",
-        ScalarType::ComplexFloat => "c10::complex<float>",
-        ScalarType::ComplexDouble => "c10::complex<double>",
-        ScalarType::Bool => "bool",
-    }
-}
-
-/// The next float after `x` toward +inf (`up`) or -inf, as `std::nexttoward`.
-fn next_f32(x: f32, up: bool) -> f32 {
-    if x.is_nan() || (x.is_infinite() && (x > 0.0) == up) {
-        return x;
-    }
-    if x == 0.0 {
-        let tiny = f32::from_bits(1);
-        return if up { tiny } else { -tiny };
-    }
-    let bits = x.to_bits();
-    let away = (x > 0.0) == up;
-    f32::from_bits(if away { bits + 1 } else { bits - 1 })
-}
-
-/// [`next_f32`] for doubles.
-fn next_f64(x: f64, up: bool) -> f64 {
-    if x.is_nan() || (x.is_infinite() && (x > 0.0) == up) {
-        return x;
-    }
-    if x == 0.0 {
-        let tiny = f64::from_bits(1);
-        return if up { tiny } else { -tiny };
-    }
-    let bits = x.to_bits();
-    let away = (x > 0.0) == up;
-    f64::from_bits(if away { bits + 1 } else { bits - 1 })
+/// `std::nexttoward(x, lowest)` / `(x, max)` on `$t`: one step down or up, staying at the
+/// bound itself.
+macro_rules! step {
+    ($x:expr, $t:ty, up) => {{
+        let x: $t = $x;
+        if x == <$t>::MAX {
+            x
+        } else {
+            x.next_up()
+        }
+    }};
+    ($x:expr, $t:ty, down) => {{
+        let x: $t = $x;
+        if x == <$t>::MIN {
+            x
+        } else {
+            x.next_down()
+        }
+    }};
 }
 
 /// `bins_edges_correction`: widens a range of one value by one on each side, or for float
@@ -128,12 +102,12 @@ fn next_f64(x: f64, up: bool) -> f64 {
 fn widen_range(dtype: ScalarType, left: f64, right: f64) -> (f64, f64) {
     match dtype {
         ScalarType::Double => (
-            next_f64(left, false).min(left - 1.0),
-            next_f64(right, true).max(right + 1.0),
+            step!(left, f64, down).min(left - 1.0),
+            step!(right, f64, up).max(right + 1.0),
         ),
         ScalarType::Float => (
-            f64::from(next_f32(left as f32, false)).min(left - 1.0),
-            f64::from(next_f32(right as f32, true)).max(right + 1.0),
+            f64::from(step!(left as f32, f32, down)).min(left - 1.0),
+            f64::from(step!(right as f32, f32, up)).max(right + 1.0),
         ),
         _ => (left - 1.0, right + 1.0),
     }
@@ -205,7 +179,7 @@ fn histc_meta<'a>(
     Ok(hist)
 }
 
-/// `histogram_histc_out`: `bins` equal-width bins over the range (Note above), counted in
+/// `histogram_histc_out`: `bins` equal-width bins over the range (see the module doc), counted in
 /// `self_`'s floating dtype; `hist` must have that dtype.
 pub fn histogram_histc_out<'a>(
     self_: &Tensor,

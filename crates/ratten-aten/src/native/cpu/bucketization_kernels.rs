@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 use half::{bf16, f16};
 use ratten_core::{Error, PodElement, Result, ScalarType, TensorAccess};
 
-use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::scatter_gather_kernels::SyncPtr;
+use crate::native::cpu::unique_kernels::dispatch_types;
 use crate::tensor_iterator::parallel::parallel_for;
 use crate::Tensor;
 
@@ -101,52 +101,6 @@ fn search<T: PartialOrd + Copy + Sync, O: Position>(
     })
 }
 
-/// Runs `$body` with `$T` the element type of `$dt` among searchsorted's dtypes
-/// (`AT_DISPATCH_ALL_TYPES_AND2(Half, BFloat16)`).
-macro_rules! dispatch_search {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            ScalarType::Byte => {
-                type $T = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            ScalarType::Half => {
-                type $T = f16;
-                $body
-            }
-            ScalarType::BFloat16 => {
-                type $T = bf16;
-                $body
-            }
-            ScalarType::Float => {
-                type $T = f32;
-                $body
-            }
-            ScalarType::Double => {
-                type $T = f64;
-                $body
-            }
-            d => Err(not_implemented("searchsorted_out_cpu", d)),
-        }
-    };
-}
-
 /// `searchsorted_cpu_contiguous`: writes into `result` (int32 or int64, contiguous, `input`'s
 /// element count) the position of each element of `input` in `boundaries` (same dtype, both
 /// contiguous; 1-D, or with `input`'s leading sizes), through `sorter` (int64, `boundaries`'
@@ -191,7 +145,11 @@ pub fn searchsorted_kernel(
             "searchsorted: the result must be contiguous",
         ));
     }
-    dispatch_search!(input.dtype(), T => {
+    // AT_DISPATCH_ALL_TYPES_AND2(Half, BFloat16).
+    dispatch_types!(input.dtype(), "searchsorted_out_cpu", [
+        Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
+        Half => f16, BFloat16 => bf16, Float => f32, Double => f64,
+    ], T => {
         let data = g.input_slice::<T>(0)?;
         let bd = g.input_slice::<T>(1)?;
         match result.dtype() {

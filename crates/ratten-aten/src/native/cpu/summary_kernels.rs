@@ -9,46 +9,20 @@ use parking_lot::Mutex;
 use ratten_core::{Error, PodElement, Result, ScalarType, TensorAccess};
 
 use crate::native::cpu::elements::{not_implemented, Elem};
+use crate::native::cpu::unique_kernels::dispatch_types;
 use crate::tensor_iterator::parallel::{get_num_threads, parallel_for};
 use crate::Tensor;
 
 // ---------------------------------------------------------------------------------------------
 // bincount
 
-/// Runs `$body` with `$T` the element type of the integral dtype `$dt`
-/// (`AT_DISPATCH_INTEGRAL_TYPES`, which leaves bool out).
-macro_rules! dispatch_integral {
-    ($dt:expr, $name:expr, $T:ident => $body:expr) => {
-        match $dt {
-            ScalarType::Byte => {
-                type $T = u8;
-                $body
-            }
-            ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            d => Err(not_implemented($name, d)),
-        }
-    };
-}
-
 /// The contiguous integral `input` (bincount's dtypes, else `"bincount_cpu" not implemented`)
 /// as int64 values.
 pub fn integral_values(input: &Tensor) -> Result<Vec<i64>> {
-    dispatch_integral!(input.dtype(), "bincount_cpu", T => {
+    // AT_DISPATCH_INTEGRAL_TYPES (bool left out).
+    dispatch_types!(input.dtype(), "bincount_cpu", [
+        Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
+    ], T => {
         let g = TensorAccess::read(input.base())?;
         Ok(g.input_slice::<T>(0)?.iter().map(|&v| Elem::to_i64(v)).collect())
     })

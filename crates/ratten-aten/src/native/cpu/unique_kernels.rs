@@ -72,51 +72,31 @@ macro_rules! unique_elem_float {
 }
 unique_elem_float!(f16, bf16, f32, f64);
 
-/// Runs `$body` with `$T` the [`UniqueElem`] that holds `$dt`'s elements (uint8 for Bool);
-/// other dtypes are refused as `AT_DISPATCH` refuses them in kernel `$name`.
-macro_rules! dispatch_unique {
-    ($dt:expr, $name:expr, $T:ident => $body:expr) => {{
-        use half::{bf16, f16};
+/// Runs `$body` with `$T` the element type the list pairs with `$dt` (an `AT_DISPATCH` list
+/// as `Dtype => type`); other dtypes are refused as `AT_DISPATCH` refuses them in kernel
+/// `$name`. The loops of searchsorted and bincount dispatch through it too.
+macro_rules! dispatch_types {
+    ($dt:expr, $name:expr, [$($d:ident => $t:ty),+ $(,)?], $T:ident => $body:expr) => {
         match $dt {
-            ScalarType::Bool | ScalarType::Byte => {
-                type $T = u8;
+            $(ratten_core::ScalarType::$d => {
+                type $T = $t;
                 $body
-            }
-            ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            ScalarType::Half => {
-                type $T = f16;
-                $body
-            }
-            ScalarType::BFloat16 => {
-                type $T = bf16;
-                $body
-            }
-            ScalarType::Float => {
-                type $T = f32;
-                $body
-            }
-            ScalarType::Double => {
-                type $T = f64;
-                $body
-            }
+            })+
             d => Err($crate::native::cpu::elements::not_implemented($name, d)),
         }
-    }};
+    };
+}
+pub(crate) use dispatch_types;
+
+/// Runs `$body` with `$T` the [`UniqueElem`] that holds `$dt`'s elements (uint8 for Bool);
+/// complex dtypes are refused as in kernel `$name`.
+macro_rules! dispatch_unique {
+    ($dt:expr, $name:expr, $T:ident => $body:expr) => {
+        $crate::native::cpu::unique_kernels::dispatch_types!($dt, $name, [
+            Bool => u8, Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
+            Half => half::f16, BFloat16 => half::bf16, Float => f32, Double => f64,
+        ], $T => $body)
+    };
 }
 pub(crate) use dispatch_unique;
 
