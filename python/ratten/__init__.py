@@ -57,6 +57,7 @@ __version__ = _C.__version__
 
 from . import linalg, nn, return_types  # noqa: E402  (they read _C's tables above)
 from ._size import Size  # noqa: E402
+from .functional import unique, unique_consecutive  # noqa: E402
 
 
 def _conversion(name, dtype):

@@ -242,4 +242,13 @@ SUMMARIES = {
     "where": "Returns elements chosen from `input` where `condition` is True and from `other` elsewhere.",
     "zeros": "Returns a tensor of the given `size` filled with zeros.",
     "zeros_like": "Returns a tensor of zeros with the same size as `input`.",
+    "_unique": "Returns the sorted unique elements of `input` and, if asked, each element's index among them.",
+    "_unique2": "Returns the sorted unique elements of `input`, and if asked each element's index among them and their counts.",
+    "unique_consecutive": "Keeps the first element of each run of equal consecutive elements of `input`.",
+    "unique_dim": "Returns the sorted unique slices of `input` along `dim`, each slice's index among them and their counts.",
+    "unique_dim_consecutive": "Keeps the first slice of each run of equal consecutive slices of `input` along `dim`.",
+    "bucketize": "Returns the index of the bucket of `boundaries` each element of `input` falls in.",
+    "searchsorted": "Returns the indices at which `input` would be inserted into `sorted_sequence` to keep it sorted.",
+    "bincount": "Counts how often each non-negative integer occurs in the 1-D `input` (or sums its `weights`).",
+    "histc": "Computes the histogram of `input` in `bins` equal-width bins between `min` and `max`.",
 }

@@ -45,3 +45,11 @@ pub use sorting::*;
 pub use tensor_compare::*;
 pub use unary_ops::*;
 pub use view::*;
+
+// The unique family, searchsorted / bucketize, bincount / histc.
+pub mod bucketization;
+pub mod summary_ops;
+pub mod unique;
+pub use bucketization::*;
+pub use summary_ops::*;
+pub use unique::*;

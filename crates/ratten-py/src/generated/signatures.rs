@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 186 names.
+/// Module functions (`ratten.add`): 195 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -40,6 +40,24 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::_logcumsumexp(Tensor self, int dim) -> Tensor",
             "aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_unique",
+        signatures: &[
+            "_unique(Tensor input, bool sorted=True, bool return_inverse=False)",
+        ],
+        schemas: &[
+            "aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "_unique2",
+        signatures: &[
+            "_unique2(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
         ],
     },
     Binding {
@@ -307,6 +325,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "bincount",
+        signatures: &[
+            "bincount(Tensor input, Tensor? weights=None, SymInt minlength=0)",
+        ],
+        schemas: &[
+            "aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor",
+        ],
+    },
+    Binding {
         name: "bitwise_and",
         signatures: &[
             "bitwise_and(Tensor input, Tensor other, *, Tensor out=None)",
@@ -369,6 +396,18 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::bmm(Tensor self, Tensor mat2) -> Tensor",
             "aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bucketize",
+        signatures: &[
+            "bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor out=None)",
+            "bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False)",
+        ],
+        schemas: &[
+            "aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+            "aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+            "aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
         ],
     },
     Binding {
@@ -770,6 +809,16 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "histc",
+        signatures: &[
+            "histc(Tensor input, int64_t bins=100, Scalar min=0, Scalar max=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
+            "aten::histc.out(Tensor self, int bins=100, Scalar min=0, Scalar max=0, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1641,6 +1690,19 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "searchsorted",
+        signatures: &[
+            "searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
+            "searchsorted(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+            "aten::searchsorted.Tensor_out(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)",
+            "aten::searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+            "aten::searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "select",
         signatures: &[
             "select(Tensor input, int64_t dim, SymInt index)",
@@ -1917,6 +1979,33 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "unique_consecutive",
+        signatures: &[
+            "unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int64_t? dim=None)",
+        ],
+        schemas: &[
+            "aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "unique_dim",
+        signatures: &[
+            "unique_dim(Tensor input, int64_t dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "unique_dim_consecutive",
+        signatures: &[
+            "unique_dim_consecutive(Tensor input, int64_t dim, bool return_inverse=False, bool return_counts=False)",
+        ],
+        schemas: &[
+            "aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
         name: "unsqueeze",
         signatures: &[
             "unsqueeze(Tensor input, int64_t dim)",
@@ -2000,7 +2089,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 206 names.
+/// Tensor methods (`t.add`), without `self`: 208 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -2284,6 +2373,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
             "aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "bincount",
+        signatures: &[
+            "bincount(Tensor? weights=None, SymInt minlength=0)",
+        ],
+        schemas: &[
+            "aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor",
         ],
     },
     Binding {
@@ -2802,6 +2900,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
             "aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "histc",
+        signatures: &[
+            "histc(int64_t bins=100, Scalar min=0, Scalar max=0)",
+        ],
+        schemas: &[
+            "aten::histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
         ],
     },
     Binding {

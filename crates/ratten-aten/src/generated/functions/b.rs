@@ -268,6 +268,94 @@ pub fn baddbmm_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize(self_: &Tensor, boundaries: &Tensor) -> Result<Tensor> {
+    operators::bucketize_Tensor::call(self_, boundaries, false, false)
+}
+
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_with(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    operators::bucketize_Tensor::call(self_, boundaries, out_int32, right)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    boundaries: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::bucketize_Tensor_out::call(self_, boundaries, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<&'a Tensor> {
+    operators::bucketize_Tensor_out::call(self_, boundaries, out_int32, right, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_scalar(self_: impl Into<Scalar>, boundaries: &Tensor) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar::call(&self_, boundaries, false, false)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_scalar_with(
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar::call(&self_, boundaries, out_int32, right)
+}
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+///
+/// Defaults: `weights` = `None`, `minlength` = `0`.
+#[inline]
+pub fn bincount(self_: &Tensor) -> Result<Tensor> {
+    operators::bincount::call(self_, None, 0)
+}
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bincount_with(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    operators::bincount::call(self_, weights, minlength)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(
@@ -367,5 +455,58 @@ pub fn bernoulli_float_out_with<'a>(
     generator: Option<&crate::random::Generator>,
 ) -> Result<&'a Tensor> {
     operators::bernoulli_float_out::call(self_, p, generator, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`.
+#[inline]
+pub fn bucketize_scalar_out<'a>(
+    out: &'a Tensor,
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar_out::call(&self_, boundaries, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bucketize_scalar_out_with<'a>(
+    out: &'a Tensor,
+    self_: impl Into<Scalar>,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::bucketize_Scalar_out::call(&self_, boundaries, out_int32, right, out)?;
+    Ok(out)
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weights` = `None`, `minlength` = `0`.
+#[inline]
+pub fn bincount_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::bincount_out::call(self_, None, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn bincount_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+) -> Result<&'a Tensor> {
+    operators::bincount_out::call(self_, weights, minlength, out)?;
     Ok(out)
 }

@@ -755,6 +755,148 @@ pub fn scatter_reduce_two_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`, `side` = `None`, `sorter` = `None`.
+#[inline]
+pub fn searchsorted(sorted_sequence: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::searchsorted_Tensor::call(sorted_sequence, self_, false, false, None, None)
+}
+
+/// `aten::searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn searchsorted_with(
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    operators::searchsorted_Tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
+}
+
+/// `aten::searchsorted.Tensor_out(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`, `side` = `None`, `sorter` = `None`.
+#[inline]
+pub fn searchsorted_out<'a>(
+    out: &'a Tensor,
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::searchsorted_Tensor_out::call(
+        sorted_sequence,
+        self_,
+        false,
+        false,
+        None,
+        None,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::searchsorted.Tensor_out(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn searchsorted_out_with<'a>(
+    out: &'a Tensor,
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    operators::searchsorted_Tensor_out::call(
+        sorted_sequence,
+        self_,
+        out_int32,
+        right,
+        side,
+        sorter,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`, `side` = `None`, `sorter` = `None`.
+#[inline]
+pub fn searchsorted_scalar(sorted_sequence: &Tensor, self_: impl Into<Scalar>) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::searchsorted_Scalar::call(sorted_sequence, &self_, false, false, None, None)
+}
+
+/// `aten::searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn searchsorted_scalar_with(
+    sorted_sequence: &Tensor,
+    self_: impl Into<Scalar>,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    let self_: Scalar = self_.into();
+    operators::searchsorted_Scalar::call(sorted_sequence, &self_, out_int32, right, side, sorter)
+}
+
+/// `aten::searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `out_int32` = `False`, `right` = `False`, `side` = `None`, `sorter` = `None`.
+#[inline]
+pub fn searchsorted_scalar_out<'a>(
+    out: &'a Tensor,
+    sorted_sequence: &Tensor,
+    self_: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::searchsorted_Scalar_out::call(
+        sorted_sequence,
+        &self_,
+        false,
+        false,
+        None,
+        None,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn searchsorted_scalar_out_with<'a>(
+    out: &'a Tensor,
+    sorted_sequence: &Tensor,
+    self_: impl Into<Scalar>,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    let self_: Scalar = self_.into();
+    operators::searchsorted_Scalar_out::call(
+        sorted_sequence,
+        &self_,
+        out_int32,
+        right,
+        side,
+        sorter,
+        out,
+    )?;
+    Ok(out)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -38,6 +38,111 @@ pub fn unbind_with(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     operators::unbind_int::call(self_, dim)
 }
 
+/// `aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`.
+#[inline]
+pub fn _unique(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    operators::_unique::call(self_, true, false)
+}
+
+/// `aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _unique_with(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::_unique::call(self_, sorted, return_inverse)
+}
+
+/// `aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn _unique2(self_: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::_unique2::call(self_, true, false, false)
+}
+
+/// `aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _unique2_with(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::_unique2::call(self_, sorted, return_inverse, return_counts)
+}
+
+/// `aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn unique_dim(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_dim::call(self_, dim, true, false, false)
+}
+
+/// `aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_dim_with(
+    self_: &Tensor,
+    dim: i64,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_dim::call(self_, dim, sorted, return_inverse, return_counts)
+}
+
+/// `aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)`
+///
+/// Defaults: `return_inverse` = `False`, `return_counts` = `False`, `dim` = `None`.
+#[inline]
+pub fn unique_consecutive(self_: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_consecutive::call(self_, false, false, None)
+}
+
+/// `aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_consecutive_with(
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_consecutive::call(self_, return_inverse, return_counts, dim)
+}
+
+/// `aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Defaults: `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn unique_dim_consecutive(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_dim_consecutive::call(self_, dim, false, false)
+}
+
+/// `aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_dim_consecutive_with(
+    self_: &Tensor,
+    dim: i64,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::unique_dim_consecutive::call(self_, dim, return_inverse, return_counts)
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn _unsafe_view_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {
@@ -88,4 +193,192 @@ pub fn uniform_with(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Tensor> {
     operators::uniform::call(self_, from, to, generator)
+}
+
+/// `aten::_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`.
+#[inline]
+pub fn _unique_out<'a, 'b>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::_unique_out::call(self_, true, false, out0, out1)?;
+    Ok((out0, out1))
+}
+
+/// `aten::_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _unique_out_with<'a, 'b>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::_unique_out::call(self_, sorted, return_inverse, out0, out1)?;
+    Ok((out0, out1))
+}
+
+/// `aten::_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn _unique2_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::_unique2_out::call(self_, true, false, false, out0, out1, out2)?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _unique2_out_with<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::_unique2_out::call(
+        self_,
+        sorted,
+        return_inverse,
+        return_counts,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Defaults: `sorted` = `True`, `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn unique_dim_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_dim_out::call(self_, dim, true, false, false, out0, out1, out2)?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_dim_out_with<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    dim: i64,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_dim_out::call(
+        self_,
+        dim,
+        sorted,
+        return_inverse,
+        return_counts,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Defaults: `return_inverse` = `False`, `return_counts` = `False`, `dim` = `None`.
+#[inline]
+pub fn unique_consecutive_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_consecutive_out::call(self_, false, false, None, out0, out1, out2)?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_consecutive_out_with<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_consecutive_out::call(
+        self_,
+        return_inverse,
+        return_counts,
+        dim,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Defaults: `return_inverse` = `False`, `return_counts` = `False`.
+#[inline]
+pub fn unique_dim_consecutive_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_dim_consecutive_out::call(self_, dim, false, false, out0, out1, out2)?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn unique_dim_consecutive_out_with<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    self_: &Tensor,
+    dim: i64,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::unique_dim_consecutive_out::call(
+        self_,
+        dim,
+        return_inverse,
+        return_counts,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
 }

@@ -240,4 +240,20 @@ impl Tensor {
         operators::baddbmm_::call(self, batch1, batch2, &beta, &alpha)?;
         Ok(self)
     }
+
+    /// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+    ///
+    /// Defaults: `weights` = `None`, `minlength` = `0`.
+    #[inline]
+    pub fn bincount(&self) -> Result<Tensor> {
+        operators::bincount::call(self, None, 0)
+    }
+
+    /// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn bincount_with(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        operators::bincount::call(self, weights, minlength)
+    }
 }

@@ -9,6 +9,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod h;
 mod i;
 mod k;
 mod l;

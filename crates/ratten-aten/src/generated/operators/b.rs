@@ -1048,6 +1048,155 @@ impl baddbmm_ {
     }
 }
 
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub enum bucketize_Tensor {}
+
+impl Operator for bucketize_Tensor {
+    const NAME: &'static str = "aten::bucketize";
+    const OVERLOAD_NAME: &'static str = "Tensor";
+    const SCHEMA: &'static str = "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor";
+    type Args = (Tensor, Tensor, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bucketize_Tensor> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bucketize_Tensor {
+    pub fn call(
+        self_: &Tensor,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, boundaries, out_int32, right))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, boundaries, out_int32, right))
+    }
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+pub enum bucketize_Tensor_out {}
+
+impl Operator for bucketize_Tensor_out {
+    const NAME: &'static str = "aten::bucketize";
+    const OVERLOAD_NAME: &'static str = "Tensor_out";
+    const SCHEMA: &'static str = "bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, bool, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bucketize_Tensor_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bucketize_Tensor_out {
+    pub fn call(
+        self_: &Tensor,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, boundaries, out_int32, right, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, boundaries, out_int32, right, out))
+    }
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub enum bucketize_Scalar {}
+
+impl Operator for bucketize_Scalar {
+    const NAME: &'static str = "aten::bucketize";
+    const OVERLOAD_NAME: &'static str = "Scalar";
+    const SCHEMA: &'static str = "bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor";
+    type Args = (Arg<Scalar>, Tensor, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bucketize_Scalar> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bucketize_Scalar {
+    pub fn call(
+        self_: &Scalar,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, boundaries, out_int32, right))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Scalar,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, boundaries, out_int32, right))
+    }
+}
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+pub enum bincount {}
+
+impl Operator for bincount {
+    const NAME: &'static str = "aten::bincount";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor";
+    type Args = (Tensor, Option<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bincount> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bincount {
+    pub fn call(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        Self::call_refs((self_, weights, minlength))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, weights, minlength))
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 
@@ -1262,5 +1411,83 @@ impl bernoulli_float_out {
         out: &Tensor,
     ) -> Result<Aliased<3>> {
         Self::redispatch_refs(ks, (self_, p, generator, out))
+    }
+}
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+pub enum bucketize_Scalar_out {}
+
+impl Operator for bucketize_Scalar_out {
+    const NAME: &'static str = "aten::bucketize";
+    const OVERLOAD_NAME: &'static str = "Scalar_out";
+    const SCHEMA: &'static str = "bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Arg<Scalar>, Tensor, bool, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bucketize_Scalar_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bucketize_Scalar_out {
+    pub fn call(
+        self_: &Scalar,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, boundaries, out_int32, right, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Scalar,
+        boundaries: &Tensor,
+        out_int32: bool,
+        right: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, boundaries, out_int32, right, out))
+    }
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum bincount_out {}
+
+impl Operator for bincount_out {
+    const NAME: &'static str = "aten::bincount";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Option<Tensor>, i64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<bincount_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl bincount_out {
+    pub fn call(
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, weights, minlength, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        weights: Option<&Tensor>,
+        minlength: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, weights, minlength, out))
     }
 }

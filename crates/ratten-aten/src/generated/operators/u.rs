@@ -190,6 +190,193 @@ impl uniform_ {
     }
 }
 
+/// `aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)`
+pub enum _unique {}
+
+impl Operator for _unique {
+    const NAME: &'static str = "aten::_unique";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)";
+    type Args = (Tensor, bool, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_unique> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _unique {
+    pub fn call(self_: &Tensor, sorted: bool, return_inverse: bool) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, sorted, return_inverse))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, sorted, return_inverse))
+    }
+}
+
+/// `aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub enum _unique2 {}
+
+impl Operator for _unique2 {
+    const NAME: &'static str = "aten::_unique2";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)";
+    type Args = (Tensor, bool, bool, bool);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_unique2> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _unique2 {
+    pub fn call(
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, sorted, return_inverse, return_counts))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, sorted, return_inverse, return_counts))
+    }
+}
+
+/// `aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub enum unique_dim {}
+
+impl Operator for unique_dim {
+    const NAME: &'static str = "aten::unique_dim";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)";
+    type Args = (Tensor, i64, bool, bool, bool);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_dim> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_dim {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, dim, sorted, return_inverse, return_counts))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, sorted, return_inverse, return_counts))
+    }
+}
+
+/// `aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)`
+pub enum unique_consecutive {}
+
+impl Operator for unique_consecutive {
+    const NAME: &'static str = "aten::unique_consecutive";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)";
+    type Args = (Tensor, bool, bool, Option<i64>);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_consecutive> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_consecutive {
+    pub fn call(
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, return_inverse, return_counts, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, return_inverse, return_counts, dim))
+    }
+}
+
+/// `aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub enum unique_dim_consecutive {}
+
+impl Operator for unique_dim_consecutive {
+    const NAME: &'static str = "aten::unique_dim_consecutive";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)";
+    type Args = (Tensor, i64, bool, bool);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_dim_consecutive> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_dim_consecutive {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, dim, return_inverse, return_counts))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, dim, return_inverse, return_counts))
+    }
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum _unsafe_view_out {}
 
@@ -305,5 +492,269 @@ impl uniform {
         generator: Option<&crate::random::Generator>,
     ) -> Result<Tensor> {
         Self::redispatch_refs(ks, (self_, from, to, generator))
+    }
+}
+
+/// `aten::_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub enum _unique_out {}
+
+impl Operator for _unique_out {
+    const NAME: &'static str = "aten::_unique";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))";
+    type Args = (Tensor, bool, bool, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_unique_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _unique_out {
+    pub fn call(
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, sorted, return_inverse, out0, out1))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, sorted, return_inverse, out0, out1))
+    }
+}
+
+/// `aten::_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum _unique2_out {}
+
+impl Operator for _unique2_out {
+    const NAME: &'static str = "aten::_unique2";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (Tensor, bool, bool, bool, Tensor, Tensor, Tensor);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_unique2_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _unique2_out {
+    pub fn call(
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            self_,
+            sorted,
+            return_inverse,
+            return_counts,
+            out0,
+            out1,
+            out2,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                sorted,
+                return_inverse,
+                return_counts,
+                out0,
+                out1,
+                out2,
+            ),
+        )
+    }
+}
+
+/// `aten::unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum unique_dim_out {}
+
+impl Operator for unique_dim_out {
+    const NAME: &'static str = "aten::unique_dim";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (Tensor, i64, bool, bool, bool, Tensor, Tensor, Tensor);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_dim_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_dim_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            self_,
+            dim,
+            sorted,
+            return_inverse,
+            return_counts,
+            out0,
+            out1,
+            out2,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                dim,
+                sorted,
+                return_inverse,
+                return_counts,
+                out0,
+                out1,
+                out2,
+            ),
+        )
+    }
+}
+
+/// `aten::unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum unique_consecutive_out {}
+
+impl Operator for unique_consecutive_out {
+    const NAME: &'static str = "aten::unique_consecutive";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (Tensor, bool, bool, Option<i64>, Tensor, Tensor, Tensor);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_consecutive_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_consecutive_out {
+    pub fn call(
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, return_inverse, return_counts, dim, out0, out1, out2))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (self_, return_inverse, return_counts, dim, out0, out1, out2),
+        )
+    }
+}
+
+/// `aten::unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum unique_dim_consecutive_out {}
+
+impl Operator for unique_dim_consecutive_out {
+    const NAME: &'static str = "aten::unique_dim_consecutive";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (Tensor, i64, bool, bool, Tensor, Tensor, Tensor);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<unique_dim_consecutive_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl unique_dim_consecutive_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((self_, dim, return_inverse, return_counts, out0, out1, out2))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        return_inverse: bool,
+        return_counts: bool,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (self_, dim, return_inverse, return_counts, out0, out1, out2),
+        )
     }
 }

@@ -58,6 +58,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)",
     )?;
     m.def(
+        "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+    )?;
+    m.def(
+        "bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+    )?;
+    m.def("bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor")?;
+    m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -72,6 +82,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor")?;
     m.def(
         "bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -147,6 +163,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::baddbmm_out::kernel(baddbmm_out_cpu),
     )?;
     m.impl_("baddbmm_", operators::baddbmm_::kernel(baddbmm__cpu))?;
+    m.impl_(
+        "bucketize.Tensor",
+        operators::bucketize_Tensor::kernel(backends::cpu::bucketize),
+    )?;
+    m.impl_(
+        "bucketize.Tensor_out",
+        operators::bucketize_Tensor_out::kernel(bucketize_Tensor_out_cpu),
+    )?;
+    m.impl_(
+        "bucketize.Scalar",
+        operators::bucketize_Scalar::kernel(backends::cpu::bucketize_scalar),
+    )?;
+    m.impl_(
+        "bincount",
+        operators::bincount::kernel(backends::cpu::bincount),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -250,6 +282,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "bernoulli.float_out",
         operators::bernoulli_float_out::kernel(bernoulli_float_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "bucketize.Scalar_out",
+        operators::bucketize_Scalar_out::kernel(bucketize_Scalar_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "bincount.out",
+        operators::bincount_out::kernel(bincount_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
@@ -333,6 +373,22 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::baddbmm_out::kernel(baddbmm_out_meta),
     )?;
     m.impl_("baddbmm_", operators::baddbmm_::kernel(baddbmm__meta))?;
+    m.impl_(
+        "bucketize.Tensor",
+        operators::bucketize_Tensor::kernel(backends::meta::bucketize),
+    )?;
+    m.impl_(
+        "bucketize.Tensor_out",
+        operators::bucketize_Tensor_out::kernel(bucketize_Tensor_out_meta),
+    )?;
+    m.impl_(
+        "bucketize.Scalar",
+        operators::bucketize_Scalar::kernel(backends::meta::bucketize_scalar),
+    )?;
+    m.impl_(
+        "bincount",
+        operators::bincount::kernel(backends::meta::bincount),
+    )?;
 });
 
 fn bitwise_not__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -427,6 +483,17 @@ fn baddbmm__cpu(
     alpha: &Scalar,
 ) -> Result<Aliased<0>> {
     backends::cpu::baddbmm_(self_, batch1, batch2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn bucketize_Tensor_out_cpu(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::bucketize_outf(self_, boundaries, out_int32, right, out)?;
     Ok(Aliased)
 }
 
@@ -528,6 +595,29 @@ fn bernoulli_float_out_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn bucketize_Scalar_out_composite_explicit_autograd(
+    self_: &Scalar,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::bucketize_scalar_outf(
+        self_, boundaries, out_int32, right, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn bincount_out_composite_explicit_autograd(
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::bincount_outf(self_, weights, minlength, out)?;
+    Ok(Aliased)
+}
+
 fn bitwise_not__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::bitwise_not_(self_)?;
     Ok(Aliased)
@@ -620,5 +710,16 @@ fn baddbmm__meta(
     alpha: &Scalar,
 ) -> Result<Aliased<0>> {
     backends::meta::baddbmm_(self_, batch1, batch2, beta, alpha)?;
+    Ok(Aliased)
+}
+
+fn bucketize_Tensor_out_meta(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::bucketize_outf(self_, boundaries, out_int32, right, out)?;
     Ok(Aliased)
 }

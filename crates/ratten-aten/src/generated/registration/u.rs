@@ -19,6 +19,19 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)",
     )?;
+    m.def("_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)")?;
+    m.def(
+        "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    )?;
     m.def("_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
@@ -26,11 +39,46 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
     )?;
+    m.def(
+        "_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("unfold", operators::unfold::kernel(backends::cpu::unfold))?;
     m.impl_("uniform_", operators::uniform_::kernel(uniform__cpu))?;
+    m.impl_(
+        "_unique",
+        operators::_unique::kernel(backends::cpu::_unique),
+    )?;
+    m.impl_(
+        "_unique2",
+        operators::_unique2::kernel(backends::cpu::_unique2),
+    )?;
+    m.impl_(
+        "unique_dim",
+        operators::unique_dim::kernel(backends::cpu::unique_dim),
+    )?;
+    m.impl_(
+        "unique_consecutive",
+        operators::unique_consecutive::kernel(backends::cpu::unique_consecutive),
+    )?;
+    m.impl_(
+        "unique_dim_consecutive",
+        operators::unique_dim_consecutive::kernel(backends::cpu::unique_dim_consecutive),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -58,6 +106,30 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "uniform",
         operators::uniform::kernel(backends::composite_explicit_autograd::uniform),
     )?;
+    m.impl_(
+        "_unique.out",
+        operators::_unique_out::kernel(backends::composite_explicit_autograd::_unique_outf),
+    )?;
+    m.impl_(
+        "_unique2.out",
+        operators::_unique2_out::kernel(backends::composite_explicit_autograd::_unique2_outf),
+    )?;
+    m.impl_(
+        "unique_dim.out",
+        operators::unique_dim_out::kernel(backends::composite_explicit_autograd::unique_dim_outf),
+    )?;
+    m.impl_(
+        "unique_consecutive.out",
+        operators::unique_consecutive_out::kernel(
+            backends::composite_explicit_autograd::unique_consecutive_outf,
+        ),
+    )?;
+    m.impl_(
+        "unique_dim_consecutive.out",
+        operators::unique_dim_consecutive_out::kernel(
+            backends::composite_explicit_autograd::unique_dim_consecutive_outf,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -70,6 +142,26 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("unfold", operators::unfold::kernel(backends::meta::unfold))?;
     m.impl_("uniform_", operators::uniform_::kernel(uniform__meta))?;
+    m.impl_(
+        "_unique",
+        operators::_unique::kernel(backends::meta::_unique),
+    )?;
+    m.impl_(
+        "_unique2",
+        operators::_unique2::kernel(backends::meta::_unique2),
+    )?;
+    m.impl_(
+        "unique_dim",
+        operators::unique_dim::kernel(backends::meta::unique_dim),
+    )?;
+    m.impl_(
+        "unique_consecutive",
+        operators::unique_consecutive::kernel(backends::meta::unique_consecutive),
+    )?;
+    m.impl_(
+        "unique_dim_consecutive",
+        operators::unique_dim_consecutive::kernel(backends::meta::unique_dim_consecutive),
+    )?;
 });
 
 fn uniform__cpu(

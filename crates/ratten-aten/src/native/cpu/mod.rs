@@ -53,3 +53,8 @@ pub use pointwise::{
     cpu_binary, cpu_kernel_n, cpu_ternary, cpu_unary, reduced_common, widest_isa, STREAM_MIN_BYTES,
 };
 pub use simd::{f16_to_f32_slice, f32_to_f16_slice};
+
+// The loops of unique, searchsorted, bincount and histc.
+pub mod bucketization_kernels;
+pub mod summary_kernels;
+pub mod unique_kernels;

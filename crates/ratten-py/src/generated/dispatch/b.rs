@@ -76,6 +76,23 @@ pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `bincount`: 1 signature(s).
+pub(super) fn function_bincount(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bincount(Tensor input, Tensor? weights=None, SymInt minlength=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_weights = r.optional_tensor(1)?;
+            let a_minlength = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::bincount_with(&a_self, a_weights.as_ref(), a_minlength)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bitwise_and`: 3 signature(s).
 pub(super) fn function_bitwise_and(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -272,6 +289,53 @@ pub(super) fn function_bmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `bucketize`: 2 signature(s).
+pub(super) fn function_bucketize(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_boundaries = r.tensor(1)?;
+                let a_out_int32 = r.bool(2)?;
+                let a_right = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::bucketize_with(&a_self, &a_boundaries, a_out_int32, a_right)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_boundaries = r.tensor(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            r.run(py, move || {
+                functions::bucketize_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_boundaries,
+                    a_out_int32,
+                    a_right,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        // bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False)
+        1 => {
+            let a_self = r.scalar(0)?;
+            let a_boundaries = r.tensor(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::bucketize_scalar_with(a_self, &a_boundaries, a_out_int32, a_right)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.baddbmm`: 1 signature(s).
 pub(super) fn method_baddbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -359,6 +423,23 @@ pub(super) fn method_bernoulli_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.bincount`: 1 signature(s).
+pub(super) fn method_bincount(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // bincount(Tensor? weights=None, SymInt minlength=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_weights = r.optional_tensor(0)?;
+            let a_minlength = r.int(1)?;
+            let result = r.run(py, move || {
+                a_self.bincount_with(a_weights.as_ref(), a_minlength)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -11,6 +11,7 @@ mod d;
 mod e;
 mod f;
 mod g;
+mod h;
 mod i;
 mod k;
 mod l;
@@ -34,6 +35,8 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     c::function_private_cummin_helper,
     i::function_private_index_put_impl_,
     l::function_private_logcumsumexp,
+    u::function_private_unique,
+    u::function_private_unique2,
     u::function_private_unsafe_view,
     a::function_abs,
     a::function_abs_,
@@ -59,11 +62,13 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     a::function_as_strided,
     b::function_baddbmm,
     b::function_bernoulli,
+    b::function_bincount,
     b::function_bitwise_and,
     b::function_bitwise_not,
     b::function_bitwise_or,
     b::function_bitwise_xor,
     b::function_bmm,
+    b::function_bucketize,
     c::function_chunk,
     c::function_clamp,
     c::function_clamp_,
@@ -102,6 +107,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     g::function_gather,
     g::function_ge,
     g::function_gt,
+    h::function_histc,
     i::function_index,
     i::function_index_add,
     i::function_index_copy,
@@ -182,6 +188,7 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     s::function_scatter,
     s::function_scatter_add,
     s::function_scatter_reduce,
+    s::function_searchsorted,
     s::function_select,
     s::function_sigmoid,
     s::function_sigmoid_,
@@ -209,6 +216,9 @@ pub const FUNCTION_DISPATCH: &[DispatchFn] = &[
     t::function_transpose,
     u::function_unbind,
     u::function_unflatten,
+    u::function_unique_consecutive,
+    u::function_unique_dim,
+    u::function_unique_dim_consecutive,
     u::function_unsqueeze,
     v::function_var,
     v::function_var_mean,
@@ -250,6 +260,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     b::method_baddbmm_,
     b::method_bernoulli,
     b::method_bernoulli_,
+    b::method_bincount,
     b::method_bitwise_and,
     b::method_bitwise_and_,
     b::method_bitwise_not,
@@ -302,6 +313,7 @@ pub const METHOD_DISPATCH: &[DispatchFn] = &[
     g::method_ge_,
     g::method_gt,
     g::method_gt_,
+    h::method_histc,
     i::method_index,
     i::method_index_add,
     i::method_index_add_,

@@ -212,6 +212,97 @@ pub(super) fn function_scatter_reduce(
     }
 }
 
+/// `searchsorted`: 2 signature(s).
+pub(super) fn function_searchsorted(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_sorted_sequence = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_out_int32 = r.bool(2)?;
+                let a_right = r.bool(3)?;
+                let a_side = r.optional_string(4)?;
+                let a_sorter = r.optional_tensor(5)?;
+                let result = r.run(py, move || {
+                    functions::searchsorted_with(
+                        &a_sorted_sequence,
+                        &a_self,
+                        a_out_int32,
+                        a_right,
+                        a_side.as_deref(),
+                        a_sorter.as_ref(),
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_sorted_sequence = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            let a_side = r.optional_string(4)?;
+            let a_sorter = r.optional_tensor(5)?;
+            r.run(py, move || {
+                functions::searchsorted_out_with(
+                    &a_out,
+                    &a_sorted_sequence,
+                    &a_self,
+                    a_out_int32,
+                    a_right,
+                    a_side.as_deref(),
+                    a_sorter.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        // searchsorted(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)
+        1 => {
+            if r.is_none(6) {
+                let a_sorted_sequence = r.tensor(0)?;
+                let a_self = r.scalar(1)?;
+                let a_out_int32 = r.bool(2)?;
+                let a_right = r.bool(3)?;
+                let a_side = r.optional_string(4)?;
+                let a_sorter = r.optional_tensor(5)?;
+                let result = r.run(py, move || {
+                    functions::searchsorted_scalar_with(
+                        &a_sorted_sequence,
+                        a_self,
+                        a_out_int32,
+                        a_right,
+                        a_side.as_deref(),
+                        a_sorter.as_ref(),
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(6)?;
+            let a_sorted_sequence = r.tensor(0)?;
+            let a_self = r.scalar(1)?;
+            let a_out_int32 = r.bool(2)?;
+            let a_right = r.bool(3)?;
+            let a_side = r.optional_string(4)?;
+            let a_sorter = r.optional_tensor(5)?;
+            r.run(py, move || {
+                functions::searchsorted_scalar_out_with(
+                    &a_out,
+                    &a_sorted_sequence,
+                    a_self,
+                    a_out_int32,
+                    a_right,
+                    a_side.as_deref(),
+                    a_sorter.as_ref(),
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `select`: 1 signature(s).
 pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

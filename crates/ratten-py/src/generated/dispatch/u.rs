@@ -6,6 +6,47 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_unique`: 1 signature(s).
+pub(super) fn function_private_unique(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _unique(Tensor input, bool sorted=True, bool return_inverse=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_sorted = r.bool(1)?;
+            let a_return_inverse = r.bool(2)?;
+            let result = r.run(py, move || {
+                functions::_unique_with(&a_self, a_sorted, a_return_inverse)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_unique2`: 1 signature(s).
+pub(super) fn function_private_unique2(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _unique2(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_sorted = r.bool(1)?;
+            let a_return_inverse = r.bool(2)?;
+            let a_return_counts = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::_unique2_with(&a_self, a_sorted, a_return_inverse, a_return_counts)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `_unsafe_view`: 1 signature(s).
 pub(super) fn function_private_unsafe_view(
     py: Python<'_>,
@@ -46,6 +87,83 @@ pub(super) fn function_unflatten(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
             let a_dim = r.int(1)?;
             let a_sizes = r.int_list(2)?;
             let result = r.run(py, move || functions::unflatten(&a_self, a_dim, &a_sizes))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `unique_consecutive`: 1 signature(s).
+pub(super) fn function_unique_consecutive(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int64_t? dim=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_return_inverse = r.bool(1)?;
+            let a_return_counts = r.bool(2)?;
+            let a_dim = r.optional_int(3)?;
+            let result = r.run(py, move || {
+                functions::unique_consecutive_with(
+                    &a_self,
+                    a_return_inverse,
+                    a_return_counts,
+                    a_dim,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `unique_dim`: 1 signature(s).
+pub(super) fn function_unique_dim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // unique_dim(Tensor input, int64_t dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_sorted = r.bool(2)?;
+            let a_return_inverse = r.bool(3)?;
+            let a_return_counts = r.bool(4)?;
+            let result = r.run(py, move || {
+                functions::unique_dim_with(
+                    &a_self,
+                    a_dim,
+                    a_sorted,
+                    a_return_inverse,
+                    a_return_counts,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `unique_dim_consecutive`: 1 signature(s).
+pub(super) fn function_unique_dim_consecutive(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // unique_dim_consecutive(Tensor input, int64_t dim, bool return_inverse=False, bool return_counts=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_return_inverse = r.bool(2)?;
+            let a_return_counts = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::unique_dim_consecutive_with(
+                    &a_self,
+                    a_dim,
+                    a_return_inverse,
+                    a_return_counts,
+                )
+            })?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

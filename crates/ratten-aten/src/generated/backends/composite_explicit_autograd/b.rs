@@ -162,3 +162,32 @@ pub fn bernoulli_float_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::bucketize.Scalar_out(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn bucketize_scalar_outf<'a>(
+    self_: &Scalar,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::bucketize_Scalar::call(self_, boundaries, out_int32, right)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn bincount_outf<'a>(
+    self_: &Tensor,
+    weights: Option<&Tensor>,
+    minlength: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::bincount::call(self_, weights, minlength)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

@@ -58,3 +58,106 @@ pub fn uniform(
     operators::uniform_::call(&copy, from, to, generator)?;
     Ok(copy)
 }
+
+/// `aten::_unique.out(Tensor self, bool sorted=True, bool return_inverse=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub fn _unique_outf(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    out0: &Tensor,
+    out1: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_unique::call(self_, sorted, return_inverse)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `aten::_unique2.out(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn _unique2_outf(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_unique2::call(self_, sorted, return_inverse, return_counts)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::unique_dim.out(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn unique_dim_outf(
+    self_: &Tensor,
+    dim: i64,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::unique_dim::call(self_, dim, sorted, return_inverse, return_counts)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::unique_consecutive.out(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn unique_consecutive_outf(
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::unique_consecutive::call(self_, return_inverse, return_counts, dim)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::unique_dim_consecutive.out(Tensor self, int dim, bool return_inverse=False, bool return_counts=False, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn unique_dim_consecutive_outf(
+    self_: &Tensor,
+    dim: i64,
+    return_inverse: bool,
+    return_counts: bool,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result =
+        operators::unique_dim_consecutive::call(self_, dim, return_inverse, return_counts)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}

@@ -268,3 +268,39 @@ pub fn baddbmm_<'a>(
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub fn bucketize(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    kernels::bucketize_cpu(self_, boundaries, out_int32, right)
+}
+
+/// `aten::bucketize.Tensor_out(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn bucketize_outf<'a>(
+    self_: &Tensor,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::bucketize_out_cpu(self_, boundaries, out_int32, right, out)
+}
+
+/// `aten::bucketize.Scalar(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub fn bucketize_scalar(
+    self_: &Scalar,
+    boundaries: &Tensor,
+    out_int32: bool,
+    right: bool,
+) -> Result<Tensor> {
+    kernels::bucketize_cpu_scalar(self_, boundaries, out_int32, right)
+}
+
+/// `aten::bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor`
+pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    kernels::_bincount_cpu(self_, weights, minlength)
+}

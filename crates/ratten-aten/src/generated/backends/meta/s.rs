@@ -520,3 +520,61 @@ pub fn scatter_reduce_two_outf<'a>(
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+pub fn searchsorted(
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    kernels::searchsorted_cpu(sorted_sequence, self_, out_int32, right, side, sorter)
+}
+
+/// `aten::searchsorted.Tensor_out(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn searchsorted_outf<'a>(
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::searchsorted_out_cpu(sorted_sequence, self_, out_int32, right, side, sorter, out)
+}
+
+/// `aten::searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+pub fn searchsorted_scalar(
+    sorted_sequence: &Tensor,
+    self_: &Scalar,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    kernels::searchsorted_cpu_scalar(sorted_sequence, self_, out_int32, right, side, sorter)
+}
+
+/// `aten::searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn searchsorted_scalar_outf<'a>(
+    sorted_sequence: &Tensor,
+    self_: &Scalar,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::searchsorted_out_cpu_scalar(
+        sorted_sequence,
+        self_,
+        out_int32,
+        right,
+        side,
+        sorter,
+        out,
+    )
+}

@@ -20,3 +20,49 @@ pub fn uniform_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::uniform_(self_, from, to, generator)
 }
+
+/// `aten::_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)`
+pub fn _unique(self_: &Tensor, sorted: bool, return_inverse: bool) -> Result<(Tensor, Tensor)> {
+    kernels::_unique_cpu(self_, sorted, return_inverse)
+}
+
+/// `aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub fn _unique2(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::_unique2_cpu(self_, sorted, return_inverse, return_counts)
+}
+
+/// `aten::unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub fn unique_dim(
+    self_: &Tensor,
+    dim: i64,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::unique_dim_cpu(self_, dim, sorted, return_inverse, return_counts)
+}
+
+/// `aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)`
+pub fn unique_consecutive(
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::unique_consecutive_cpu(self_, return_inverse, return_counts, dim)
+}
+
+/// `aten::unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)`
+pub fn unique_dim_consecutive(
+    self_: &Tensor,
+    dim: i64,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::unique_dim_consecutive_cpu(self_, dim, return_inverse, return_counts)
+}
