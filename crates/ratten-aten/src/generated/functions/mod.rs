@@ -15,6 +15,8 @@ mod shard_e;
 mod shard_f;
 #[path = "g.rs"]
 mod shard_g;
+#[path = "h.rs"]
+mod shard_h;
 #[path = "i.rs"]
 mod shard_i;
 #[path = "k.rs"]
@@ -51,6 +53,7 @@ pub use shard_d::*;
 pub use shard_e::*;
 pub use shard_f::*;
 pub use shard_g::*;
+pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_k::*;
 pub use shard_l::*;

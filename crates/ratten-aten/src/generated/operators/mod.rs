@@ -19,6 +19,8 @@ mod shard_e;
 mod shard_f;
 #[path = "g.rs"]
 mod shard_g;
+#[path = "h.rs"]
+mod shard_h;
 #[path = "i.rs"]
 mod shard_i;
 #[path = "k.rs"]
@@ -33,10 +35,32 @@ mod shard_n;
 mod shard_o;
 #[path = "p.rs"]
 mod shard_p;
-#[path = "r.rs"]
-mod shard_r;
-#[path = "s.rs"]
-mod shard_s;
+#[path = "ra.rs"]
+mod shard_ra;
+#[path = "re.rs"]
+mod shard_re;
+#[path = "ro.rs"]
+mod shard_ro;
+#[path = "rs.rs"]
+mod shard_rs;
+#[path = "sc.rs"]
+mod shard_sc;
+#[path = "se.rs"]
+mod shard_se;
+#[path = "si.rs"]
+mod shard_si;
+#[path = "sl.rs"]
+mod shard_sl;
+#[path = "so.rs"]
+mod shard_so;
+#[path = "sp.rs"]
+mod shard_sp;
+#[path = "sq.rs"]
+mod shard_sq;
+#[path = "st.rs"]
+mod shard_st;
+#[path = "su.rs"]
+mod shard_su;
 #[path = "t.rs"]
 mod shard_t;
 #[path = "u.rs"]
@@ -55,6 +79,7 @@ pub use shard_d::*;
 pub use shard_e::*;
 pub use shard_f::*;
 pub use shard_g::*;
+pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_k::*;
 pub use shard_l::*;
@@ -62,8 +87,19 @@ pub use shard_m::*;
 pub use shard_n::*;
 pub use shard_o::*;
 pub use shard_p::*;
-pub use shard_r::*;
-pub use shard_s::*;
+pub use shard_ra::*;
+pub use shard_re::*;
+pub use shard_ro::*;
+pub use shard_rs::*;
+pub use shard_sc::*;
+pub use shard_se::*;
+pub use shard_si::*;
+pub use shard_sl::*;
+pub use shard_so::*;
+pub use shard_sp::*;
+pub use shard_sq::*;
+pub use shard_st::*;
+pub use shard_su::*;
 pub use shard_t::*;
 pub use shard_u::*;
 pub use shard_v::*;

@@ -26,6 +26,7 @@
 //! [`widest_isa`]`::<M>()`, running the one the CPU capability selects.
 
 pub mod binary_kernels;
+pub mod cat_kernels;
 pub mod elements;
 pub mod index_kernels;
 pub mod loops;
@@ -34,6 +35,7 @@ pub mod reduce;
 pub mod reduce_kernels;
 pub mod scan_kernels;
 pub mod scatter_gather_kernels;
+pub mod shape_kernels;
 pub mod simd;
 pub mod sort_kernels;
 pub mod transpose;

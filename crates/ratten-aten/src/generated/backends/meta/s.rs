@@ -520,3 +520,8 @@ pub fn scatter_reduce_two_outf<'a>(
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    kernels::stack_meta(tensors, dim)
+}
