@@ -503,7 +503,8 @@ fn cat_out_resizes_with_torchs_warning_and_keeps_a_right_shape() {
     assert_eq!(out.sizes().to_vec(), vec![4, 3]);
     // an empty out is resized silently
     let out = Tensor::zeros(&[0], ScalarType::Double).unwrap();
-    let (r, w) = capture_warnings(|| ops::cat_out::call(std::slice::from_ref(&a), 0, &out).map(|_| ()));
+    let (r, w) =
+        capture_warnings(|| ops::cat_out::call(std::slice::from_ref(&a), 0, &out).map(|_| ()));
     r.unwrap();
     assert!(w.is_empty());
     // an out of the right shape keeps its (transposed) strides

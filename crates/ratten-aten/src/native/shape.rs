@@ -20,7 +20,9 @@ use crate::native::type_properties::{
 use crate::native::view::{compute_stride, fmt_list, memory_format_strides};
 use crate::native::MemoryFormat;
 use crate::structured::{resize_output, MetaBase};
-use crate::tensor_iterator::overlap::{assert_no_internal_overlap, assert_no_overlap};
+use crate::tensor_iterator::overlap::{
+    assert_no_internal_overlap, assert_no_overlap, is_non_overlapping_and_dense,
+};
 use crate::Tensor;
 
 // ---------------------------------------------------------------------------------------------
@@ -94,6 +96,26 @@ pub fn suggest_memory_format(t: &Tensor) -> MemoryFormat {
             MemoryFormat::ChannelsLast3d
         }
     })
+}
+
+/// `empty_like(self, memory_format=torch.preserve_format)` as PyTorch decides it: `self`'s
+/// strides when it is dense or empty (PyTorch's TensorImpl counts every empty tensor as
+/// contiguous, so as dense), else the strides of the format `self` suggests.
+pub fn empty_like_preserve(self_: &Tensor) -> Result<Tensor> {
+    let (sizes, strides) = (self_.sizes(), self_.strides());
+    let strides = if self_.numel() == 0 || is_non_overlapping_and_dense(&sizes, &strides) {
+        strides.to_vec()
+    } else {
+        memory_format_strides(&sizes, suggest_memory_format(self_))?.unwrap_or_default()
+    };
+    ops::empty_strided::call(
+        &sizes,
+        &strides,
+        Some(self_.dtype()),
+        None,
+        Some(self_.device()),
+        None,
+    )
 }
 
 /// `TensorBase::is_contiguous(memory_format)`.

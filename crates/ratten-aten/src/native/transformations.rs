@@ -6,15 +6,15 @@ use ratten_core::{torch_check, Result};
 use crate::generated::operators as ops;
 use crate::native::cpu::shape_kernels::flip_kernel;
 use crate::native::reduce_utils::dim_list_to_mask;
-use crate::native::MemoryFormat;
+use crate::native::shape::empty_like_preserve;
 use crate::Tensor;
 
-/// `flip` (CPU and Meta): a tensor like `self` (its strides when they are dense) holding
+/// `flip` (CPU and Meta): a tensor like `self` (`empty_like` with the preserve format) holding
 /// `self` reversed along `dims` (each wrapped, none repeated).
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let nd = self_.dim();
     let mask = dim_list_to_mask(dims, nd)?;
-    let out = ops::empty_like::call(self_, None, None, None, None, Some(MemoryFormat::Preserve))?;
+    let out = empty_like_preserve(self_)?;
     if self_.is_meta() {
         return Ok(out);
     }
@@ -39,7 +39,8 @@ pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         return roll_common(self_, shifts, dims);
     }
     if self_.numel() == 0 {
-        return self_.clone_with(Some(MemoryFormat::Preserve));
+        // PyTorch's `clone(preserve_format)`, with nothing to copy.
+        return empty_like_preserve(self_);
     }
     let dim = dims[0];
     let size = self_.size(dim)?;
