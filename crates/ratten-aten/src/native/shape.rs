@@ -385,26 +385,31 @@ fn get_stack_inputs(tensors: &[Tensor], dim: i64) -> Result<Vec<Tensor>> {
     tensors.iter().map(|t| t.unsqueeze(dim)).collect()
 }
 
-fn check_stack_nonempty(tensors: &[Tensor]) -> Result<()> {
+/// What `stack` and `stack.out` check first: `dim` wrapped against the stacked rank, and, when
+/// the new dim comes before the last, the stacked shape (the tensors checked equal in size).
+fn stack_shape(tensors: &[Tensor], dim: i64) -> Result<(usize, Option<Vec<i64>>)> {
     torch_check!(!tensors.is_empty(), "stack expects a non-empty TensorList");
-    Ok(())
+    let nd = tensors[0].dim();
+    let wrapped = maybe_wrap_dim(dim, nd + 1, true)?;
+    if wrapped == nd {
+        return Ok((wrapped, None));
+    }
+    check_stack_inputs(tensors)?;
+    let mut result_sizes = tensors[0].sizes().to_vec();
+    result_sizes.insert(wrapped, tensors.len() as i64);
+    Ok((wrapped, Some(result_sizes)))
 }
 
 /// `stack` (CompositeExplicitAutograd): a cat along `dim` viewed with the new dim split off
 /// (one can always split a dim with a view); at the last position, a cat of the unsqueezed
 /// tensors.
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    check_stack_nonempty(tensors)?;
-    let nd = tensors[0].dim();
-    let wrapped = maybe_wrap_dim(dim, nd + 1, true)?;
-    if wrapped < nd {
-        check_stack_inputs(tensors)?;
-        let mut result_sizes = tensors[0].sizes().to_vec();
-        result_sizes.insert(wrapped, tensors.len() as i64);
-        let out = ops::cat::call(tensors, wrapped as i64)?;
-        return out.view(&result_sizes);
+    match stack_shape(tensors, dim)? {
+        (wrapped, Some(result_sizes)) => {
+            ops::cat::call(tensors, wrapped as i64)?.view(&result_sizes)
+        }
+        (_, None) => ops::cat::call(&get_stack_inputs(tensors, dim)?, dim),
     }
-    ops::cat::call(&get_stack_inputs(tensors, dim)?, dim)
 }
 
 /// `stack` on meta: the same composition, whose cat and view run on meta.
@@ -415,13 +420,7 @@ pub fn stack_meta(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// `stack.out`: `out` is resized to the stacked shape first; when it can be viewed with the
 /// cat's shape, the tensors are cat into that view, else the unsqueezed ones into `out`.
 pub fn stack_out<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
-    check_stack_nonempty(tensors)?;
-    let nd = tensors[0].dim();
-    let wrapped = maybe_wrap_dim(dim, nd + 1, true)?;
-    if wrapped < nd {
-        check_stack_inputs(tensors)?;
-        let mut result_sizes = tensors[0].sizes().to_vec();
-        result_sizes.insert(wrapped, tensors.len() as i64);
+    if let (wrapped, Some(result_sizes)) = stack_shape(tensors, dim)? {
         resize_output(out, &result_sizes)?;
         let mut cat_sizes = tensors[0].sizes().to_vec();
         cat_sizes[wrapped] *= tensors.len() as i64;
