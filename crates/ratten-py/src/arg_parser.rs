@@ -436,15 +436,17 @@ impl Signature {
         kwargs: &[(String, ArgKind)],
     ) -> Result<Vec<Slot>, BindError> {
         let max_pos = self.max_positional();
-        // torch: an int list that is the first positional parameter also takes varargs.
-        let varargs_first = matches!(
-            self.params.first(),
-            Some(Param {
-                ty: ParamType::IntList { .. },
-                kwarg_only: false,
-                ..
-            })
-        );
+        // torch: an int list that is the only positional parameter also takes varargs
+        // (`x.view(2, 3)`, `x.flip(0, 1)`; `x.roll(1, 0)` is shifts and dims).
+        let varargs_first = max_pos == 1
+            && matches!(
+                self.params.first(),
+                Some(Param {
+                    ty: ParamType::IntList { .. },
+                    kwarg_only: false,
+                    ..
+                })
+            );
         let fixed_size = matches!(
             self.params.first().map(|p| &p.ty),
             Some(ParamType::IntList { size: Some(s) }) if *s > 0
@@ -1078,6 +1080,13 @@ mod tests {
         assert_eq!(r.slots, vec![Slot::Positional(0)]);
         let r = p.parse(&[ArgKind::Int], &[]).unwrap();
         assert_eq!(r.slots, vec![Slot::VarArgs(0)]);
+        // Not with a second positional parameter: `x.roll(1, 0)` is shifts=1, dims=0.
+        let roll = vec![schema(
+            "aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor",
+        )];
+        let q = Parser::from_schemas("roll", &roll, true);
+        let r = q.parse(&[ArgKind::Int, ArgKind::Int], &[]).unwrap();
+        assert_eq!(r.slots, vec![Slot::Positional(0), Slot::Positional(1)]);
         let bad = ArgKind::Seq {
             container: "list",
             elems: vec![ArgKind::Int, ArgKind::Str],

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 195 names.
+/// Module functions (`ratten.add`): 208 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_cummax_helper",
@@ -411,6 +411,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "cat",
+        signatures: &[
+            "cat(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
+            "aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "chunk",
         signatures: &[
             "chunk(Tensor input, int64_t chunks, int64_t dim=0)",
@@ -474,6 +484,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "concat",
+        signatures: &[
+            "concat(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::concat(Tensor[] tensors, int dim=0) -> Tensor",
+            "aten::concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "concatenate",
+        signatures: &[
+            "concatenate(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::concatenate(Tensor[] tensors, int dim=0) -> Tensor",
+            "aten::concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -732,6 +762,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "flip",
+        signatures: &[
+            "flip(Tensor input, IntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::flip(Tensor self, int[] dims) -> Tensor",
+        ],
+    },
+    Binding {
         name: "floor_divide",
         signatures: &[
             "floor_divide(Tensor input, Tensor other, *, Tensor out=None)",
@@ -819,6 +858,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
             "aten::histc.out(Tensor self, int bins=100, Scalar min=0, Scalar max=0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hstack",
+        signatures: &[
+            "hstack(TensorList tensors, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hstack(Tensor[] tensors) -> Tensor",
+            "aten::hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1603,12 +1652,44 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "repeat_interleave",
+        signatures: &[
+            "repeat_interleave(Tensor input, Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)",
+            "repeat_interleave(Tensor repeats, *, SymInt? output_size=None)",
+            "repeat_interleave(Tensor input, SymInt repeats, int64_t? dim=None, *, SymInt? output_size=None)",
+        ],
+        schemas: &[
+            "aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+            "aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
+            "aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+        ],
+    },
+    Binding {
         name: "reshape",
         signatures: &[
             "reshape(Tensor input, SymIntArrayRef shape)",
         ],
         schemas: &[
             "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "roll",
+        signatures: &[
+            "roll(Tensor input, SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])",
+        ],
+        schemas: &[
+            "aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "row_stack",
+        signatures: &[
+            "row_stack(TensorList tensors, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::row_stack(Tensor[] tensors) -> Tensor",
+            "aten::row_stack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1834,6 +1915,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "stack",
+        signatures: &[
+            "stack(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::stack(Tensor[] tensors, int dim=0) -> Tensor",
+            "aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "std",
         signatures: &[
             "std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
@@ -1942,6 +2033,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "tile",
+        signatures: &[
+            "tile(Tensor input, SymIntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::tile(Tensor self, SymInt[] dims) -> Tensor",
+        ],
+    },
+    Binding {
         name: "topk",
         signatures: &[
             "topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)",
@@ -1958,6 +2058,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "tril",
+        signatures: &[
+            "tril(Tensor input, SymInt diagonal=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::tril(Tensor self, SymInt diagonal=0) -> Tensor",
+            "aten::tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "triu",
+        signatures: &[
+            "triu(Tensor input, SymInt diagonal=0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::triu(Tensor self, SymInt diagonal=0) -> Tensor",
+            "aten::triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -2053,6 +2173,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "vstack",
+        signatures: &[
+            "vstack(TensorList tensors, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::vstack(Tensor[] tensors) -> Tensor",
+            "aten::vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "where",
         signatures: &[
             "where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)",
@@ -2089,7 +2219,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 208 names.
+/// Tensor methods (`t.add`), without `self`: 217 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "abs",
@@ -2803,6 +2933,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "flip",
+        signatures: &[
+            "flip(IntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::flip(Tensor self, int[] dims) -> Tensor",
         ],
     },
     Binding {
@@ -3650,6 +3789,26 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "repeat",
+        signatures: &[
+            "repeat(SymIntArrayRef repeats)",
+        ],
+        schemas: &[
+            "aten::repeat(Tensor self, SymInt[] repeats) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "repeat_interleave",
+        signatures: &[
+            "repeat_interleave(Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)",
+            "repeat_interleave(SymInt repeats, int64_t? dim=None, *, SymInt? output_size=None)",
+        ],
+        schemas: &[
+            "aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+            "aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+        ],
+    },
+    Binding {
         name: "reshape",
         signatures: &[
             "reshape(SymIntArrayRef shape)",
@@ -3665,6 +3824,15 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "roll",
+        signatures: &[
+            "roll(SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])",
+        ],
+        schemas: &[
+            "aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor",
         ],
     },
     Binding {
@@ -3982,6 +4150,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "tile",
+        signatures: &[
+            "tile(SymIntArrayRef dims)",
+        ],
+        schemas: &[
+            "aten::tile(Tensor self, SymInt[] dims) -> Tensor",
+        ],
+    },
+    Binding {
         name: "to",
         signatures: &[
             "to(*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
@@ -4012,6 +4189,42 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "tril",
+        signatures: &[
+            "tril(SymInt diagonal=0)",
+        ],
+        schemas: &[
+            "aten::tril(Tensor self, SymInt diagonal=0) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "tril_",
+        signatures: &[
+            "tril_(SymInt diagonal=0)",
+        ],
+        schemas: &[
+            "aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "triu",
+        signatures: &[
+            "triu(SymInt diagonal=0)",
+        ],
+        schemas: &[
+            "aten::triu(Tensor self, SymInt diagonal=0) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "triu_",
+        signatures: &[
+            "triu_(SymInt diagonal=0)",
+        ],
+        schemas: &[
+            "aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)",
         ],
     },
     Binding {

@@ -475,6 +475,112 @@ pub fn clone_with(
     operators::clone::call(self_, memory_format)
 }
 
+/// `aten::cat(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn cat(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::cat::call(tensors, 0)
+}
+
+/// `aten::cat(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cat_with(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    operators::cat::call(tensors, dim)
+}
+
+/// `aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn cat_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::cat_out::call(tensors, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cat_out_with<'a>(out: &'a Tensor, tensors: &[Tensor], dim: i64) -> Result<&'a Tensor> {
+    operators::cat_out::call(tensors, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::concat(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn concat(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::concat::call(tensors, 0)
+}
+
+/// `aten::concat(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn concat_with(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    operators::concat::call(tensors, dim)
+}
+
+/// `aten::concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn concat_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::concat_out::call(tensors, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn concat_out_with<'a>(out: &'a Tensor, tensors: &[Tensor], dim: i64) -> Result<&'a Tensor> {
+    operators::concat_out::call(tensors, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::concatenate(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn concatenate(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::concatenate::call(tensors, 0)
+}
+
+/// `aten::concatenate(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn concatenate_with(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    operators::concatenate::call(tensors, dim)
+}
+
+/// `aten::concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn concatenate_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::concatenate_out::call(tensors, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn concatenate_out_with<'a>(
+    out: &'a Tensor,
+    tensors: &[Tensor],
+    dim: i64,
+) -> Result<&'a Tensor> {
+    operators::concatenate_out::call(tensors, dim, out)?;
+    Ok(out)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.

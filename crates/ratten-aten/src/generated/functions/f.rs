@@ -171,6 +171,12 @@ pub fn full_like_with(
     )
 }
 
+/// `aten::flip(Tensor self, int[] dims) -> Tensor`
+#[inline]
+pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    operators::flip::call(self_, dims)
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn floor_divide_scalar_out<'a>(
@@ -228,5 +234,12 @@ pub fn full_like_out_with<'a>(
 ) -> Result<&'a Tensor> {
     let fill_value: Scalar = fill_value.into();
     operators::full_like_out::call(self_, &fill_value, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn flip_out<'a>(out: &'a Tensor, self_: &Tensor, dims: &[i64]) -> Result<&'a Tensor> {
+    operators::flip_out::call(self_, dims, out)?;
     Ok(out)
 }

@@ -56,3 +56,16 @@ pub fn histc_out_with<'a>(
     operators::histc_out::call(self_, bins, &min, &max, out)?;
     Ok(out)
 }
+
+/// `aten::hstack(Tensor[] tensors) -> Tensor`
+#[inline]
+pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::hstack::call(tensors)
+}
+
+/// `aten::hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn hstack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::hstack_out::call(tensors, out)?;
+    Ok(out)
+}

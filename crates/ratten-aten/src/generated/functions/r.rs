@@ -619,6 +619,93 @@ pub fn randperm_generator_out<'a>(
     Ok(out)
 }
 
+/// `aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor`
+///
+/// Defaults: `output_size` = `None`.
+#[inline]
+pub fn repeat_interleave(repeats: &Tensor) -> Result<Tensor> {
+    operators::repeat_interleave_Tensor::call(repeats, None)
+}
+
+/// `aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn repeat_interleave_with(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
+    operators::repeat_interleave_Tensor::call(repeats, output_size)
+}
+
+/// `aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+///
+/// Defaults: `dim` = `None`, `output_size` = `None`.
+#[inline]
+pub fn repeat_interleave_self_tensor(self_: &Tensor, repeats: &Tensor) -> Result<Tensor> {
+    operators::repeat_interleave_self_Tensor::call(self_, repeats, None, None)
+}
+
+/// `aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn repeat_interleave_self_tensor_with(
+    self_: &Tensor,
+    repeats: &Tensor,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    operators::repeat_interleave_self_Tensor::call(self_, repeats, dim, output_size)
+}
+
+/// `aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+///
+/// Defaults: `dim` = `None`, `output_size` = `None`.
+#[inline]
+pub fn repeat_interleave_self_int(self_: &Tensor, repeats: i64) -> Result<Tensor> {
+    operators::repeat_interleave_self_int::call(self_, repeats, None, None)
+}
+
+/// `aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn repeat_interleave_self_int_with(
+    self_: &Tensor,
+    repeats: i64,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    operators::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
+}
+
+/// `aten::row_stack(Tensor[] tensors) -> Tensor`
+#[inline]
+pub fn row_stack(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::row_stack::call(tensors)
+}
+
+/// `aten::row_stack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn row_stack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::row_stack_out::call(tensors, out)?;
+    Ok(out)
+}
+
+/// `aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+///
+/// Defaults: `dims` = `[]`.
+#[inline]
+pub fn roll(self_: &Tensor, shifts: &[i64]) -> Result<Tensor> {
+    operators::roll::call(self_, shifts, &[])
+}
+
+/// `aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn roll_with(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    operators::roll::call(self_, shifts, dims)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
@@ -919,4 +1006,56 @@ pub fn random(self_: &Tensor) -> Result<Tensor> {
 #[inline]
 pub fn random_with(self_: &Tensor, generator: Option<&crate::random::Generator>) -> Result<Tensor> {
     operators::random::call(self_, generator)
+}
+
+/// `aten::repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn repeat_out<'a>(out: &'a Tensor, self_: &Tensor, repeats: &[i64]) -> Result<&'a Tensor> {
+    operators::repeat_out::call(self_, repeats, out)?;
+    Ok(out)
+}
+
+/// `aten::repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `output_size` = `None`.
+#[inline]
+pub fn repeat_interleave_out<'a>(out: &'a Tensor, repeats: &Tensor) -> Result<&'a Tensor> {
+    operators::repeat_interleave_Tensor_out::call(repeats, None, out)?;
+    Ok(out)
+}
+
+/// `aten::repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn repeat_interleave_out_with<'a>(
+    out: &'a Tensor,
+    repeats: &Tensor,
+    output_size: Option<i64>,
+) -> Result<&'a Tensor> {
+    operators::repeat_interleave_Tensor_out::call(repeats, output_size, out)?;
+    Ok(out)
+}
+
+/// `aten::roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dims` = `[]`.
+#[inline]
+pub fn roll_out<'a>(out: &'a Tensor, self_: &Tensor, shifts: &[i64]) -> Result<&'a Tensor> {
+    operators::roll_out::call(self_, shifts, &[], out)?;
+    Ok(out)
+}
+
+/// `aten::roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn roll_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    shifts: &[i64],
+    dims: &[i64],
+) -> Result<&'a Tensor> {
+    operators::roll_out::call(self_, shifts, dims, out)?;
+    Ok(out)
 }

@@ -897,6 +897,40 @@ pub fn searchsorted_scalar_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn stack(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::stack::call(tensors, 0)
+}
+
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn stack_with(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    operators::stack::call(tensors, dim)
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `0`.
+#[inline]
+pub fn stack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::stack_out::call(tensors, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn stack_out_with<'a>(out: &'a Tensor, tensors: &[Tensor], dim: i64) -> Result<&'a Tensor> {
+    operators::stack_out::call(tensors, dim, out)?;
+    Ok(out)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

@@ -121,3 +121,77 @@ pub fn take_out<'a>(out: &'a Tensor, self_: &Tensor, index: &Tensor) -> Result<&
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     operators::take::call(self_, index)
 }
+
+/// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
+#[inline]
+pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    operators::tile::call(self_, dims)
+}
+
+/// `aten::triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `diagonal` = `0`.
+#[inline]
+pub fn triu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::triu_out::call(self_, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn triu_out_with<'a>(out: &'a Tensor, self_: &Tensor, diagonal: i64) -> Result<&'a Tensor> {
+    operators::triu_out::call(self_, diagonal, out)?;
+    Ok(out)
+}
+
+/// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+///
+/// Defaults: `diagonal` = `0`.
+#[inline]
+pub fn triu(self_: &Tensor) -> Result<Tensor> {
+    operators::triu::call(self_, 0)
+}
+
+/// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn triu_with(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    operators::triu::call(self_, diagonal)
+}
+
+/// `aten::tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `diagonal` = `0`.
+#[inline]
+pub fn tril_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::tril_out::call(self_, 0, out)?;
+    Ok(out)
+}
+
+/// `aten::tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn tril_out_with<'a>(out: &'a Tensor, self_: &Tensor, diagonal: i64) -> Result<&'a Tensor> {
+    operators::tril_out::call(self_, diagonal, out)?;
+    Ok(out)
+}
+
+/// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+///
+/// Defaults: `diagonal` = `0`.
+#[inline]
+pub fn tril(self_: &Tensor) -> Result<Tensor> {
+    operators::tril::call(self_, 0)
+}
+
+/// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn tril_with(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    operators::tril::call(self_, diagonal)
+}

@@ -170,6 +170,19 @@ pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     operators::vdot::call(self_, other)
 }
 
+/// `aten::vstack(Tensor[] tensors) -> Tensor`
+#[inline]
+pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
+    operators::vstack::call(tensors)
+}
+
+/// `aten::vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn vstack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor> {
+    operators::vstack_out::call(tensors, out)?;
+    Ok(out)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 ///
 /// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.

@@ -83,4 +83,10 @@ impl Tensor {
     pub fn flatten_with(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
         operators::flatten_using_ints::call(self, start_dim, end_dim)
     }
+
+    /// `aten::flip(Tensor self, int[] dims) -> Tensor`
+    #[inline]
+    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+        operators::flip::call(self, dims)
+    }
 }

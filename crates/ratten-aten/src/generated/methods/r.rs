@@ -148,4 +148,68 @@ impl Tensor {
         operators::random_::call(self, generator)?;
         Ok(self)
     }
+
+    /// `aten::repeat(Tensor self, SymInt[] repeats) -> Tensor`
+    #[inline]
+    pub fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
+        operators::repeat::call(self, repeats)
+    }
+
+    /// `aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`, `output_size` = `None`.
+    #[inline]
+    pub fn repeat_interleave_self_tensor(&self, repeats: &Tensor) -> Result<Tensor> {
+        operators::repeat_interleave_self_Tensor::call(self, repeats, None, None)
+    }
+
+    /// `aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn repeat_interleave_self_tensor_with(
+        &self,
+        repeats: &Tensor,
+        dim: Option<i64>,
+        output_size: Option<i64>,
+    ) -> Result<Tensor> {
+        operators::repeat_interleave_self_Tensor::call(self, repeats, dim, output_size)
+    }
+
+    /// `aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+    ///
+    /// Defaults: `dim` = `None`, `output_size` = `None`.
+    #[inline]
+    pub fn repeat_interleave_self_int(&self, repeats: i64) -> Result<Tensor> {
+        operators::repeat_interleave_self_int::call(self, repeats, None, None)
+    }
+
+    /// `aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn repeat_interleave_self_int_with(
+        &self,
+        repeats: i64,
+        dim: Option<i64>,
+        output_size: Option<i64>,
+    ) -> Result<Tensor> {
+        operators::repeat_interleave_self_int::call(self, repeats, dim, output_size)
+    }
+
+    /// `aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+    ///
+    /// Defaults: `dims` = `[]`.
+    #[inline]
+    pub fn roll(&self, shifts: &[i64]) -> Result<Tensor> {
+        operators::roll::call(self, shifts, &[])
+    }
+
+    /// `aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn roll_with(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+        operators::roll::call(self, shifts, dims)
+    }
 }

@@ -176,4 +176,78 @@ impl Tensor {
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
         operators::take::call(self, index)
     }
+
+    /// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
+    #[inline]
+    pub fn tile(&self, dims: &[i64]) -> Result<Tensor> {
+        operators::tile::call(self, dims)
+    }
+
+    /// `aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+    ///
+    /// Defaults: `diagonal` = `0`.
+    #[inline]
+    pub fn tril_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::tril_::call(self, 0)?;
+        Ok(self)
+    }
+
+    /// `aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn tril_with_<'a>(&'a self, diagonal: i64) -> Result<&'a Tensor> {
+        operators::tril_::call(self, diagonal)?;
+        Ok(self)
+    }
+
+    /// `aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+    ///
+    /// Defaults: `diagonal` = `0`.
+    #[inline]
+    pub fn triu_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::triu_::call(self, 0)?;
+        Ok(self)
+    }
+
+    /// `aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn triu_with_<'a>(&'a self, diagonal: i64) -> Result<&'a Tensor> {
+        operators::triu_::call(self, diagonal)?;
+        Ok(self)
+    }
+
+    /// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Defaults: `diagonal` = `0`.
+    #[inline]
+    pub fn triu(&self) -> Result<Tensor> {
+        operators::triu::call(self, 0)
+    }
+
+    /// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn triu_with(&self, diagonal: i64) -> Result<Tensor> {
+        operators::triu::call(self, diagonal)
+    }
+
+    /// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Defaults: `diagonal` = `0`.
+    #[inline]
+    pub fn tril(&self) -> Result<Tensor> {
+        operators::tril::call(self, 0)
+    }
+
+    /// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn tril_with(&self, diagonal: i64) -> Result<Tensor> {
+        operators::tril::call(self, diagonal)
+    }
 }

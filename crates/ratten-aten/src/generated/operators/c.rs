@@ -1124,6 +1124,186 @@ impl clone {
     }
 }
 
+/// `aten::cat(Tensor[] tensors, int dim=0) -> Tensor`
+pub enum cat {}
+
+impl Operator for cat {
+    const NAME: &'static str = "aten::cat";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "cat(Tensor[] tensors, int dim=0) -> Tensor";
+    type Args = (Vec<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cat> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cat {
+    pub fn call(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::call_refs((tensors, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors, dim))
+    }
+}
+
+/// `aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum cat_out {}
+
+impl Operator for cat_out {
+    const NAME: &'static str = "aten::cat";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cat_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cat_out {
+    pub fn call(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((tensors, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (tensors, dim, out))
+    }
+}
+
+/// `aten::concat(Tensor[] tensors, int dim=0) -> Tensor`
+pub enum concat {}
+
+impl Operator for concat {
+    const NAME: &'static str = "aten::concat";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "concat(Tensor[] tensors, int dim=0) -> Tensor";
+    type Args = (Vec<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<concat> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl concat {
+    pub fn call(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::call_refs((tensors, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors, dim))
+    }
+}
+
+/// `aten::concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum concat_out {}
+
+impl Operator for concat_out {
+    const NAME: &'static str = "aten::concat";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<concat_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl concat_out {
+    pub fn call(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((tensors, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (tensors, dim, out))
+    }
+}
+
+/// `aten::concatenate(Tensor[] tensors, int dim=0) -> Tensor`
+pub enum concatenate {}
+
+impl Operator for concatenate {
+    const NAME: &'static str = "aten::concatenate";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "concatenate(Tensor[] tensors, int dim=0) -> Tensor";
+    type Args = (Vec<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<concatenate> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl concatenate {
+    pub fn call(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::call_refs((tensors, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors, dim))
+    }
+}
+
+/// `aten::concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum concatenate_out {}
+
+impl Operator for concatenate_out {
+    const NAME: &'static str = "aten::concatenate";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<concatenate_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl concatenate_out {
+    pub fn call(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((tensors, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (tensors, dim, out))
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 

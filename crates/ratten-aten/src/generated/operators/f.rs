@@ -615,6 +615,33 @@ impl full_like {
     }
 }
 
+/// `aten::flip(Tensor self, int[] dims) -> Tensor`
+pub enum flip {}
+
+impl Operator for flip {
+    const NAME: &'static str = "aten::flip";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "flip(Tensor self, int[] dims) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<flip> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl flip {
+    pub fn call(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, dims))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dims))
+    }
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum floor_divide_Scalar_out {}
 
@@ -754,5 +781,38 @@ impl full_like_out {
         out: &Tensor,
     ) -> Result<Aliased<3>> {
         Self::redispatch_refs(ks, (self_, fill_value, memory_format, out))
+    }
+}
+
+/// `aten::flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum flip_out {}
+
+impl Operator for flip_out {
+    const NAME: &'static str = "aten::flip";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<flip_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl flip_out {
+    pub fn call(self_: &Tensor, dims: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dims, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dims: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dims, out))
     }
 }

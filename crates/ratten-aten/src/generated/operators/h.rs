@@ -77,3 +77,57 @@ impl histc_out {
         Self::redispatch_refs(ks, (self_, bins, min, max, out))
     }
 }
+
+/// `aten::hstack(Tensor[] tensors) -> Tensor`
+pub enum hstack {}
+
+impl Operator for hstack {
+    const NAME: &'static str = "aten::hstack";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hstack(Tensor[] tensors) -> Tensor";
+    type Args = (Vec<Tensor>,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hstack> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hstack {
+    pub fn call(tensors: &[Tensor]) -> Result<Tensor> {
+        Self::call_refs((tensors,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors,))
+    }
+}
+
+/// `aten::hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum hstack_out {}
+
+impl Operator for hstack_out {
+    const NAME: &'static str = "aten::hstack";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hstack_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hstack_out {
+    pub fn call(tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((tensors, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (tensors, out))
+    }
+}

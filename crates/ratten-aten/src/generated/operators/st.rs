@@ -295,6 +295,66 @@ impl std_mean_correction {
     }
 }
 
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+pub enum stack {}
+
+impl Operator for stack {
+    const NAME: &'static str = "aten::stack";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "stack(Tensor[] tensors, int dim=0) -> Tensor";
+    type Args = (Vec<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<stack> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl stack {
+    pub fn call(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::call_refs((tensors, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors, dim))
+    }
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum stack_out {}
+
+impl Operator for stack_out {
+    const NAME: &'static str = "aten::stack";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<stack_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl stack_out {
+    pub fn call(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((tensors, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (tensors, dim, out))
+    }
+}
+
 /// `aten::std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub enum std_mean_correction_out {}
 

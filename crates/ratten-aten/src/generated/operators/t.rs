@@ -610,3 +610,204 @@ impl take {
         Self::redispatch_refs(ks, (self_, index))
     }
 }
+
+/// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
+pub enum tile {}
+
+impl Operator for tile {
+    const NAME: &'static str = "aten::tile";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "tile(Tensor self, SymInt[] dims) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tile> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tile {
+    pub fn call(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, dims))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dims))
+    }
+}
+
+/// `aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub enum tril_ {}
+
+impl Operator for tril_ {
+    const NAME: &'static str = "aten::tril_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)";
+    type Args = (Tensor, i64);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tril_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tril_ {
+    pub fn call(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+        Self::call_refs((self_, diagonal))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, diagonal))
+    }
+}
+
+/// `aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub enum triu_ {}
+
+impl Operator for triu_ {
+    const NAME: &'static str = "aten::triu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)";
+    type Args = (Tensor, i64);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<triu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl triu_ {
+    pub fn call(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+        Self::call_refs((self_, diagonal))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, diagonal))
+    }
+}
+
+/// `aten::triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum triu_out {}
+
+impl Operator for triu_out {
+    const NAME: &'static str = "aten::triu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<triu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl triu_out {
+    pub fn call(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, diagonal, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        diagonal: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, diagonal, out))
+    }
+}
+
+/// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+pub enum triu {}
+
+impl Operator for triu {
+    const NAME: &'static str = "aten::triu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "triu(Tensor self, SymInt diagonal=0) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<triu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl triu {
+    pub fn call(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        Self::call_refs((self_, diagonal))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, diagonal))
+    }
+}
+
+/// `aten::tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum tril_out {}
+
+impl Operator for tril_out {
+    const NAME: &'static str = "aten::tril";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tril_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tril_out {
+    pub fn call(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, diagonal, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        diagonal: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, diagonal, out))
+    }
+}
+
+/// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+pub enum tril {}
+
+impl Operator for tril {
+    const NAME: &'static str = "aten::tril";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "tril(Tensor self, SymInt diagonal=0) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tril> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tril {
+    pub fn call(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        Self::call_refs((self_, diagonal))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, diagonal))
+    }
+}

@@ -436,6 +436,60 @@ impl vdot {
     }
 }
 
+/// `aten::vstack(Tensor[] tensors) -> Tensor`
+pub enum vstack {}
+
+impl Operator for vstack {
+    const NAME: &'static str = "aten::vstack";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "vstack(Tensor[] tensors) -> Tensor";
+    type Args = (Vec<Tensor>,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<vstack> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl vstack {
+    pub fn call(tensors: &[Tensor]) -> Result<Tensor> {
+        Self::call_refs((tensors,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (tensors,))
+    }
+}
+
+/// `aten::vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum vstack_out {}
+
+impl Operator for vstack_out {
+    const NAME: &'static str = "aten::vstack";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Vec<Tensor>, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<vstack_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl vstack_out {
+    pub fn call(tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((tensors, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (tensors, out))
+    }
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub enum var_mean_correction_out {}
 

@@ -63,6 +63,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
     )?;
     m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")?;
+    m.def("cat(Tensor[] tensors, int dim=0) -> Tensor")?;
+    m.def("cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("concat(Tensor[] tensors, int dim=0) -> Tensor")?;
+    m.def("concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("concatenate(Tensor[] tensors, int dim=0) -> Tensor")?;
+    m.def("concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -118,6 +124,8 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "_cummin_helper",
         operators::_cummin_helper::kernel(backends::cpu::_cummin_helper),
     )?;
+    m.impl_("cat", operators::cat::kernel(backends::cpu::cat))?;
+    m.impl_("cat.out", operators::cat_out::kernel(cat_out_cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -209,6 +217,22 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "contiguous",
         operators::contiguous::kernel(backends::composite_implicit_autograd::__dispatch_contiguous),
     )?;
+    m.impl_(
+        "concat",
+        operators::concat::kernel(backends::composite_implicit_autograd::concat),
+    )?;
+    m.impl_(
+        "concat.out",
+        operators::concat_out::kernel(concat_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "concatenate",
+        operators::concatenate::kernel(backends::composite_implicit_autograd::concatenate),
+    )?;
+    m.impl_(
+        "concatenate.out",
+        operators::concatenate_out::kernel(concatenate_out_composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -255,6 +279,8 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "_cummin_helper",
         operators::_cummin_helper::kernel(backends::meta::_cummin_helper),
     )?;
+    m.impl_("cat", operators::cat::kernel(backends::meta::cat))?;
+    m.impl_("cat.out", operators::cat_out::kernel(cat_out_meta))?;
 });
 
 fn clamp__cpu(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Aliased<0>> {
@@ -328,6 +354,11 @@ fn cumprod_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::cpu::cumprod_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn cat_out_cpu(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::cat_outf(tensors, dim, out)?;
     Ok(Aliased)
 }
 
@@ -415,6 +446,24 @@ fn clip_Tensor_out_composite_implicit_autograd(
     Ok(Aliased)
 }
 
+fn concat_out_composite_implicit_autograd(
+    tensors: &[Tensor],
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::concat_outf(tensors, dim, out)?;
+    Ok(Aliased)
+}
+
+fn concatenate_out_composite_implicit_autograd(
+    tensors: &[Tensor],
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::concatenate_outf(tensors, dim, out)?;
+    Ok(Aliased)
+}
+
 fn clamp__meta(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Aliased<0>> {
     backends::meta::clamp_(self_, min, max)?;
     Ok(Aliased)
@@ -486,5 +535,10 @@ fn cumprod_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::meta::cumprod_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn cat_out_meta(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::cat_outf(tensors, dim, out)?;
     Ok(Aliased)
 }

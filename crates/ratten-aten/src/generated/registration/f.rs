@@ -34,12 +34,14 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
     )?;
+    m.def("flip(Tensor self, int[] dims) -> Tensor")?;
     m.def("floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -75,6 +77,7 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "fmod_.Tensor",
         operators::fmod__Tensor::kernel(fmod__Tensor_cpu),
     )?;
+    m.impl_("flip", operators::flip::kernel(backends::cpu::flip))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -138,6 +141,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "full_like.out",
         operators::full_like_out::kernel(full_like_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "flip.out",
+        operators::flip_out::kernel(flip_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -180,6 +187,7 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "fmod_.Tensor",
         operators::fmod__Tensor::kernel(fmod__Tensor_meta),
     )?;
+    m.impl_("flip", operators::flip::kernel(backends::meta::flip))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -293,6 +301,15 @@ fn full_like_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::full_like_outf(self_, fill_value, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn flip_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dims: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::flip_outf(self_, dims, out)?;
     Ok(Aliased)
 }
 

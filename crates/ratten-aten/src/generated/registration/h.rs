@@ -15,11 +15,24 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "histc.out(Tensor self, int bins=100, Scalar min=0, Scalar max=0, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("hstack(Tensor[] tensors) -> Tensor")?;
+    m.def("hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("histc", operators::histc::kernel(backends::cpu::histc))?;
     m.impl_("histc.out", operators::histc_out::kernel(histc_out_cpu))?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "hstack",
+        operators::hstack::kernel(backends::composite_implicit_autograd::hstack),
+    )?;
+    m.impl_(
+        "hstack.out",
+        operators::hstack_out::kernel(hstack_out_composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -35,6 +48,11 @@ fn histc_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::histc_outf(self_, bins, min, max, out)?;
+    Ok(Aliased)
+}
+
+fn hstack_out_composite_implicit_autograd(tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::hstack_outf(tensors, out)?;
     Ok(Aliased)
 }
 

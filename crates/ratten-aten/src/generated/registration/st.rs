@@ -29,6 +29,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
     )?;
+    m.def("stack(Tensor[] tensors, int dim=0) -> Tensor")?;
+    m.def("stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "std_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
@@ -50,6 +52,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "stack",
+        operators::stack::kernel(backends::composite_explicit_autograd::stack),
+    )?;
+    m.impl_(
+        "stack.out",
+        operators::stack_out::kernel(stack_out_composite_explicit_autograd),
+    )?;
     m.impl_(
         "std_mean.correction_out",
         operators::std_mean_correction_out::kernel(
@@ -94,6 +104,7 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "std_mean.correction",
         operators::std_mean_correction::kernel(backends::meta::std_mean_correction),
     )?;
+    m.impl_("stack", operators::stack::kernel(backends::meta::stack))?;
 });
 
 fn std_correction_out_cpu(
@@ -104,6 +115,15 @@ fn std_correction_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::std_correction_outf(self_, dim, correction, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn stack_out_composite_explicit_autograd(
+    tensors: &[Tensor],
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::stack_outf(tensors, dim, out)?;
     Ok(Aliased)
 }
 

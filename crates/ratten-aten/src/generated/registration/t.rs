@@ -40,6 +40,13 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("t(Tensor(a) self) -> Tensor(a)")?;
     m.def("take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("take(Tensor self, Tensor index) -> Tensor")?;
+    m.def("tile(Tensor self, SymInt[] dims) -> Tensor")?;
+    m.def("tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)")?;
+    m.def("triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)")?;
+    m.def("triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("triu(Tensor self, SymInt diagonal=0) -> Tensor")?;
+    m.def("tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("tril(Tensor self, SymInt diagonal=0) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -56,6 +63,12 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("topk", operators::topk::kernel(backends::cpu::topk))?;
     m.impl_("take.out", operators::take_out::kernel(take_out_cpu))?;
     m.impl_("take", operators::take::kernel(backends::cpu::take))?;
+    m.impl_("tril_", operators::tril_::kernel(tril__cpu))?;
+    m.impl_("triu_", operators::triu_::kernel(triu__cpu))?;
+    m.impl_("triu.out", operators::triu_out::kernel(triu_out_cpu))?;
+    m.impl_("triu", operators::triu::kernel(backends::cpu::triu))?;
+    m.impl_("tril.out", operators::tril_out::kernel(tril_out_cpu))?;
+    m.impl_("tril", operators::tril::kernel(backends::cpu::tril))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -90,6 +103,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "type_as",
         operators::type_as::kernel(backends::composite_implicit_autograd::type_as),
     )?;
+    m.impl_(
+        "tile",
+        operators::tile::kernel(backends::composite_implicit_autograd::tile),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -106,6 +123,12 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("topk", operators::topk::kernel(backends::meta::topk))?;
     m.impl_("take.out", operators::take_out::kernel(take_out_meta))?;
     m.impl_("take", operators::take::kernel(backends::meta::take))?;
+    m.impl_("tril_", operators::tril_::kernel(tril__meta))?;
+    m.impl_("triu_", operators::triu_::kernel(triu__meta))?;
+    m.impl_("triu.out", operators::triu_out::kernel(triu_out_meta))?;
+    m.impl_("triu", operators::triu::kernel(backends::meta::triu))?;
+    m.impl_("tril.out", operators::tril_out::kernel(tril_out_meta))?;
+    m.impl_("tril", operators::tril::kernel(backends::meta::tril))?;
 });
 
 fn tan__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -133,6 +156,26 @@ fn take_out_cpu(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<
     Ok(Aliased)
 }
 
+fn tril__cpu(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+    backends::cpu::tril_(self_, diagonal)?;
+    Ok(Aliased)
+}
+
+fn triu__cpu(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+    backends::cpu::triu_(self_, diagonal)?;
+    Ok(Aliased)
+}
+
+fn triu_out_cpu(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::triu_outf(self_, diagonal, out)?;
+    Ok(Aliased)
+}
+
+fn tril_out_cpu(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::tril_outf(self_, diagonal, out)?;
+    Ok(Aliased)
+}
+
 fn tan__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::tan_(self_)?;
     Ok(Aliased)
@@ -155,5 +198,25 @@ fn tanh_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
 
 fn take_out_meta(self_: &Tensor, index: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::take_outf(self_, index, out)?;
+    Ok(Aliased)
+}
+
+fn tril__meta(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+    backends::meta::tril_(self_, diagonal)?;
+    Ok(Aliased)
+}
+
+fn triu__meta(self_: &Tensor, diagonal: i64) -> Result<Aliased<0>> {
+    backends::meta::triu_(self_, diagonal)?;
+    Ok(Aliased)
+}
+
+fn triu_out_meta(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::triu_outf(self_, diagonal, out)?;
+    Ok(Aliased)
+}
+
+fn tril_out_meta(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::tril_outf(self_, diagonal, out)?;
     Ok(Aliased)
 }

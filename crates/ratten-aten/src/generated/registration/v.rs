@@ -34,6 +34,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
     m.def("vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("vdot(Tensor self, Tensor other) -> Tensor")?;
+    m.def("vstack(Tensor[] tensors) -> Tensor")?;
+    m.def("vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
@@ -98,6 +100,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "view_as",
         operators::view_as::kernel(backends::composite_implicit_autograd::view_as),
     )?;
+    m.impl_(
+        "vstack",
+        operators::vstack::kernel(backends::composite_implicit_autograd::vstack),
+    )?;
+    m.impl_(
+        "vstack.out",
+        operators::vstack_out::kernel(vstack_out_composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -145,6 +155,11 @@ fn var_out_composite_implicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::composite_implicit_autograd::var_outf(self_, dim, unbiased, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn vstack_out_composite_implicit_autograd(tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::vstack_outf(tensors, out)?;
     Ok(Aliased)
 }
 

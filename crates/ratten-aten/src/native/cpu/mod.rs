@@ -27,6 +27,7 @@
 
 pub mod binary_kernels;
 pub mod blas;
+pub mod cat_kernels;
 pub mod elements;
 pub mod index_kernels;
 pub mod loops;
@@ -35,6 +36,7 @@ pub mod reduce;
 pub mod reduce_kernels;
 pub mod scan_kernels;
 pub mod scatter_gather_kernels;
+pub mod shape_kernels;
 pub mod simd;
 pub mod sort_kernels;
 pub mod transpose;

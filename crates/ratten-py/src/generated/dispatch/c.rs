@@ -48,6 +48,30 @@ pub(super) fn function_private_cummin_helper(
     }
 }
 
+/// `cat`: 1 signature(s).
+pub(super) fn function_cat(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // cat(TensorList tensors, int64_t dim=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_tensors = r.tensor_list(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::cat_with(&a_tensors, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_tensors = r.tensor_list(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::cat_out_with(&a_out, &a_tensors, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `chunk`: 1 signature(s).
 pub(super) fn function_chunk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -224,6 +248,54 @@ pub(super) fn function_clone(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let a_memory_format = r.optional_memory_format(1)?;
             let result = r.run(py, move || functions::clone_with(&a_self, a_memory_format))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `concat`: 1 signature(s).
+pub(super) fn function_concat(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // concat(TensorList tensors, int64_t dim=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_tensors = r.tensor_list(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::concat_with(&a_tensors, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_tensors = r.tensor_list(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::concat_out_with(&a_out, &a_tensors, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `concatenate`: 1 signature(s).
+pub(super) fn function_concatenate(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // concatenate(TensorList tensors, int64_t dim=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_tensors = r.tensor_list(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::concatenate_with(&a_tensors, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_tensors = r.tensor_list(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::concatenate_out_with(&a_out, &a_tensors, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
         }
         _ => Err(r.unknown_signature()),
     }

@@ -71,6 +71,20 @@ pub(super) fn function_flatten(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `flip`: 1 signature(s).
+pub(super) fn function_flip(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // flip(Tensor input, IntArrayRef dims)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dims = r.int_list(1)?;
+            let result = r.run(py, move || functions::flip(&a_self, &a_dims))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `floor_divide`: 2 signature(s).
 pub(super) fn function_floor_divide(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -235,6 +249,20 @@ pub(super) fn method_flatten(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             let a_start_dim = r.int(0)?;
             let a_end_dim = r.int(1)?;
             let result = r.run(py, move || a_self.flatten_with(a_start_dim, a_end_dim))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.flip`: 1 signature(s).
+pub(super) fn method_flip(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // flip(IntArrayRef dims)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dims = r.int_list(0)?;
+            let result = r.run(py, move || a_self.flip(&a_dims))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

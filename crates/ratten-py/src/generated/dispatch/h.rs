@@ -36,6 +36,28 @@ pub(super) fn function_histc(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `hstack`: 1 signature(s).
+pub(super) fn function_hstack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hstack(TensorList tensors, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_tensors = r.tensor_list(0)?;
+                let result = r.run(py, move || functions::hstack(&a_tensors))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_tensors = r.tensor_list(0)?;
+            r.run(py, move || {
+                functions::hstack_out(&a_out, &a_tensors)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.histc`: 1 signature(s).
 pub(super) fn method_histc(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

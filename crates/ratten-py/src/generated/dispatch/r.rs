@@ -549,6 +549,52 @@ pub(super) fn function_remainder(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `repeat_interleave`: 3 signature(s).
+pub(super) fn function_repeat_interleave(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // repeat_interleave(Tensor input, Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_repeats = r.tensor(1)?;
+            let a_dim = r.optional_int(2)?;
+            let a_output_size = r.optional_int(3)?;
+            let result = r.run(py, move || {
+                functions::repeat_interleave_self_tensor_with(
+                    &a_self,
+                    &a_repeats,
+                    a_dim,
+                    a_output_size,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // repeat_interleave(Tensor repeats, *, SymInt? output_size=None)
+        1 => {
+            let a_repeats = r.tensor(0)?;
+            let a_output_size = r.optional_int(1)?;
+            let result = r.run(py, move || {
+                functions::repeat_interleave_with(&a_repeats, a_output_size)
+            })?;
+            into_py_result(py, result)
+        }
+        // repeat_interleave(Tensor input, SymInt repeats, int64_t? dim=None, *, SymInt? output_size=None)
+        2 => {
+            let a_self = r.tensor(0)?;
+            let a_repeats = r.int(1)?;
+            let a_dim = r.optional_int(2)?;
+            let a_output_size = r.optional_int(3)?;
+            let result = r.run(py, move || {
+                functions::repeat_interleave_self_int_with(&a_self, a_repeats, a_dim, a_output_size)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `reshape`: 1 signature(s).
 pub(super) fn function_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -558,6 +604,45 @@ pub(super) fn function_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             let a_shape = r.int_list(1)?;
             let result = r.run(py, move || functions::reshape(&a_self, &a_shape))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `roll`: 1 signature(s).
+pub(super) fn function_roll(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // roll(Tensor input, SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_shifts = r.int_list(1)?;
+            let a_dims = r.int_list(2)?;
+            let result = r.run(py, move || {
+                functions::roll_with(&a_self, &a_shifts, &a_dims)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `row_stack`: 1 signature(s).
+pub(super) fn function_row_stack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // row_stack(TensorList tensors, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_tensors = r.tensor_list(0)?;
+                let result = r.run(py, move || functions::row_stack(&a_tensors))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_tensors = r.tensor_list(0)?;
+            r.run(py, move || {
+                functions::row_stack_out(&a_out, &a_tensors)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -772,6 +857,52 @@ pub(super) fn method_remainder_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
     }
 }
 
+/// `Tensor.repeat`: 1 signature(s).
+pub(super) fn method_repeat(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // repeat(SymIntArrayRef repeats)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_repeats = r.int_list(0)?;
+            let result = r.run(py, move || a_self.repeat(&a_repeats))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.repeat_interleave`: 2 signature(s).
+pub(super) fn method_repeat_interleave(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // repeat_interleave(Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_repeats = r.tensor(0)?;
+            let a_dim = r.optional_int(1)?;
+            let a_output_size = r.optional_int(2)?;
+            let result = r.run(py, move || {
+                a_self.repeat_interleave_self_tensor_with(&a_repeats, a_dim, a_output_size)
+            })?;
+            into_py_result(py, result)
+        }
+        // repeat_interleave(SymInt repeats, int64_t? dim=None, *, SymInt? output_size=None)
+        1 => {
+            let a_self = r.self_tensor()?;
+            let a_repeats = r.int(0)?;
+            let a_dim = r.optional_int(1)?;
+            let a_output_size = r.optional_int(2)?;
+            let result = r.run(py, move || {
+                a_self.repeat_interleave_self_int_with(a_repeats, a_dim, a_output_size)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.reshape`: 1 signature(s).
 pub(super) fn method_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -794,6 +925,21 @@ pub(super) fn method_reshape_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
             let a_self = r.self_tensor()?;
             let a_other = r.tensor(0)?;
             let result = r.run(py, move || a_self.reshape_as(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.roll`: 1 signature(s).
+pub(super) fn method_roll(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // roll(SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_shifts = r.int_list(0)?;
+            let a_dims = r.int_list(1)?;
+            let result = r.run(py, move || a_self.roll_with(&a_shifts, &a_dims))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

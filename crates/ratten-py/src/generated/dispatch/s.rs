@@ -633,6 +633,30 @@ pub(super) fn function_squeeze(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `stack`: 1 signature(s).
+pub(super) fn function_stack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // stack(TensorList tensors, int64_t dim=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_tensors = r.tensor_list(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::stack_with(&a_tensors, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_tensors = r.tensor_list(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::stack_out_with(&a_out, &a_tensors, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `std`: 3 signature(s).
 pub(super) fn function_std(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

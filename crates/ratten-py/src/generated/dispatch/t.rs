@@ -119,6 +119,20 @@ pub(super) fn function_tanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `tile`: 1 signature(s).
+pub(super) fn function_tile(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tile(Tensor input, SymIntArrayRef dims)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_dims = r.int_list(1)?;
+            let result = r.run(py, move || functions::tile(&a_self, &a_dims))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `topk`: 1 signature(s).
 pub(super) fn function_topk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -174,6 +188,54 @@ pub(super) fn function_transpose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
             let a_dim1 = r.int(2)?;
             let result = r.run(py, move || functions::transpose(&a_self, a_dim0, a_dim1))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `tril`: 1 signature(s).
+pub(super) fn function_tril(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tril(Tensor input, SymInt diagonal=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_diagonal = r.int(1)?;
+                let result = r.run(py, move || functions::tril_with(&a_self, a_diagonal))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_diagonal = r.int(1)?;
+            r.run(py, move || {
+                functions::tril_out_with(&a_out, &a_self, a_diagonal)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `triu`: 1 signature(s).
+pub(super) fn function_triu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // triu(Tensor input, SymInt diagonal=0, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_diagonal = r.int(1)?;
+                let result = r.run(py, move || functions::triu_with(&a_self, a_diagonal))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_diagonal = r.int(1)?;
+            r.run(py, move || {
+                functions::triu_out_with(&a_out, &a_self, a_diagonal)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -259,6 +321,20 @@ pub(super) fn method_tanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.tile`: 1 signature(s).
+pub(super) fn method_tile(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tile(SymIntArrayRef dims)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dims = r.int_list(0)?;
+            let result = r.run(py, move || a_self.tile(&a_dims))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -360,6 +436,68 @@ pub(super) fn method_transpose(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             let a_dim1 = r.int(1)?;
             let result = r.run(py, move || a_self.transpose(a_dim0, a_dim1))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.tril`: 1 signature(s).
+pub(super) fn method_tril(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tril(SymInt diagonal=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_diagonal = r.int(0)?;
+            let result = r.run(py, move || a_self.tril_with(a_diagonal))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.tril_`: 1 signature(s).
+pub(super) fn method_tril_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tril_(SymInt diagonal=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_diagonal = r.int(0)?;
+            r.run(py, move || {
+                a_self.tril_with_(a_diagonal)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.triu`: 1 signature(s).
+pub(super) fn method_triu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // triu(SymInt diagonal=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_diagonal = r.int(0)?;
+            let result = r.run(py, move || a_self.triu_with(a_diagonal))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.triu_`: 1 signature(s).
+pub(super) fn method_triu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // triu_(SymInt diagonal=0)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_diagonal = r.int(0)?;
+            r.run(py, move || {
+                a_self.triu_with_(a_diagonal)?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

@@ -142,6 +142,28 @@ pub(super) fn function_vdot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `vstack`: 1 signature(s).
+pub(super) fn function_vstack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // vstack(TensorList tensors, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_tensors = r.tensor_list(0)?;
+                let result = r.run(py, move || functions::vstack(&a_tensors))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_tensors = r.tensor_list(0)?;
+            r.run(py, move || {
+                functions::vstack_out(&a_out, &a_tensors)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.var`: 3 signature(s).
 pub(super) fn method_var(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -131,3 +131,12 @@ pub fn full_like_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn flip_outf<'a>(self_: &Tensor, dims: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::flip::call(self_, dims)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

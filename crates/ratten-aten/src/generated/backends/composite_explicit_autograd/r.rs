@@ -267,6 +267,11 @@ pub fn randperm_outf<'a>(n: i64, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::randperm_out(n, out)
 }
 
+/// `aten::repeat(Tensor self, SymInt[] repeats) -> Tensor`
+pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    kernels::repeat(self_, repeats)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn relu_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
@@ -479,4 +484,40 @@ pub fn random(self_: &Tensor, generator: Option<&crate::random::Generator>) -> R
     structured::copy_same_dtype(&copy, self_)?;
     operators::random_::call(&copy, generator)?;
     Ok(copy)
+}
+
+/// `aten::repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn repeat_outf<'a>(self_: &Tensor, repeats: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::repeat::call(self_, repeats)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)`
+pub fn repeat_interleave_outf<'a>(
+    repeats: &Tensor,
+    output_size: Option<i64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::repeat_interleave_Tensor::call(repeats, output_size)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
+pub fn roll_outf<'a>(
+    self_: &Tensor,
+    shifts: &[i64],
+    dims: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::roll::call(self_, shifts, dims)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
 }

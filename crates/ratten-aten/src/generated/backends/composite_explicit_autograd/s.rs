@@ -89,6 +89,16 @@ pub fn scalar_tensor(
     kernels::scalar_tensor(s, dtype, layout, device, pin_memory)
 }
 
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    kernels::stack(tensors, dim)
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn stack_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::stack_out(tensors, dim, out)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn sub_scalar_outf<'a>(
     self_: &Tensor,

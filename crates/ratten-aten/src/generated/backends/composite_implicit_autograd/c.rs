@@ -66,3 +66,23 @@ pub fn __dispatch_contiguous(
 ) -> Result<Tensor> {
     kernels::contiguous(self_, memory_format)
 }
+
+/// `aten::concat(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn concat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    kernels::concat(tensors, dim)
+}
+
+/// `aten::concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn concat_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::concat_out(tensors, dim, out)
+}
+
+/// `aten::concatenate(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn concatenate(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    kernels::concatenate(tensors, dim)
+}
+
+/// `aten::concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn concatenate_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::concatenate_out(tensors, dim, out)
+}

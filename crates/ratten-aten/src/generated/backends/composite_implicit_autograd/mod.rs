@@ -9,6 +9,8 @@ mod shard_c;
 mod shard_e;
 #[path = "f.rs"]
 mod shard_f;
+#[path = "h.rs"]
+mod shard_h;
 #[path = "i.rs"]
 mod shard_i;
 #[path = "l.rs"]
@@ -36,6 +38,7 @@ pub use shard_a::*;
 pub use shard_c::*;
 pub use shard_e::*;
 pub use shard_f::*;
+pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_l::*;
 pub use shard_m::*;

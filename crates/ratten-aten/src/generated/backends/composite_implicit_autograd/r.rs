@@ -38,3 +38,33 @@ pub fn randn_generator_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::randn_generator_out(size, generator, out)
 }
+
+/// `aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+pub fn repeat_interleave_self_tensor(
+    self_: &Tensor,
+    repeats: &Tensor,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    kernels::repeat_interleave_symint_self_tensor(self_, repeats, dim, output_size)
+}
+
+/// `aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor`
+pub fn repeat_interleave_self_int(
+    self_: &Tensor,
+    repeats: i64,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    kernels::repeat_interleave_symint_self_int(self_, repeats, dim, output_size)
+}
+
+/// `aten::row_stack(Tensor[] tensors) -> Tensor`
+pub fn row_stack(tensors: &[Tensor]) -> Result<Tensor> {
+    kernels::row_stack(tensors)
+}
+
+/// `aten::row_stack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn row_stack_outf<'a>(tensors: &[Tensor], out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::row_stack_out(tensors, out)
+}

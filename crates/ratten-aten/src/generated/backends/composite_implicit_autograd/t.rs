@@ -67,3 +67,8 @@ pub fn to_other(
 pub fn type_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::type_as(self_, other)
 }
+
+/// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
+pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    kernels::tile_symint(self_, dims)
+}

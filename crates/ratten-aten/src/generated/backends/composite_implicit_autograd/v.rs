@@ -51,3 +51,13 @@ pub fn var_mean_dim(
 pub fn view_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::view_as(self_, other)
 }
+
+/// `aten::vstack(Tensor[] tensors) -> Tensor`
+pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
+    kernels::vstack(tensors)
+}
+
+/// `aten::vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn vstack_outf<'a>(tensors: &[Tensor], out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::vstack_out(tensors, out)
+}

@@ -132,3 +132,67 @@ pub fn take_outf<'a>(self_: &Tensor, index: &Tensor, out: &'a Tensor) -> Result<
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     kernels::take(self_, index)
 }
+
+/// `aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub fn tril_<'a>(self_: &'a Tensor, diagonal: i64) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::tril_meta(&op, self_, diagonal)?;
+        kernels::tril_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub fn triu_<'a>(self_: &'a Tensor, diagonal: i64) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state = kernels::triu_meta(&op, self_, diagonal)?;
+        kernels::triu_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn triu_outf<'a>(self_: &Tensor, diagonal: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::triu_meta(&op, self_, diagonal)?;
+        kernels::triu_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::triu(Tensor self, SymInt diagonal=0) -> Tensor`
+pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::triu_meta(&op, self_, diagonal)?;
+        kernels::triu_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn tril_outf<'a>(self_: &Tensor, diagonal: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::tril_meta(&op, self_, diagonal)?;
+        kernels::tril_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::tril(Tensor self, SymInt diagonal=0) -> Tensor`
+pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::tril_meta(&op, self_, diagonal)?;
+        kernels::tril_cpu(&mut state, self_, diagonal, op.output(0)?)?;
+    }
+    op.take(0)
+}

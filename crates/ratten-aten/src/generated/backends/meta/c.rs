@@ -204,3 +204,22 @@ pub fn _cummax_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i6
 pub fn _cummin_helper(self_: &Tensor, values: &Tensor, indices: &Tensor, dim: i64) -> Result<()> {
     kernels::cummin_helper_cpu(self_, values, indices, dim)
 }
+
+/// `aten::cat(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::cat_meta(&op, tensors, dim)?;
+    }
+    op.take(0)
+}
+
+/// `aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn cat_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::cat_meta(&op, tensors, dim)?;
+    }
+    op.finish()?;
+    Ok(out)
+}

@@ -66,3 +66,8 @@ pub fn fmod_<'a>(self_: &'a Tensor, other: &Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::flip(Tensor self, int[] dims) -> Tensor`
+pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    kernels::flip(self_, dims)
+}

@@ -154,3 +154,13 @@ pub fn random_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::random_(self_, generator)
 }
+
+/// `aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor`
+pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
+    kernels::repeat_interleave_cpu(repeats, output_size)
+}
+
+/// `aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    kernels::roll(self_, shifts, dims)
+}

@@ -578,3 +578,8 @@ pub fn searchsorted_scalar_outf<'a>(
         out,
     )
 }
+
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    kernels::stack_meta(tensors, dim)
+}
