@@ -5,6 +5,7 @@
 //! end's (`native/bucketization.rs`).
 
 use std::cmp::Ordering;
+use std::hint::select_unpredictable;
 
 use half::{bf16, f16};
 use ratten_core::{Error, PodElement, Result, ScalarType, TensorAccess};
@@ -63,11 +64,10 @@ fn bound<T: PartialOrd + Copy>(
             Some(Ordering::Equal) => right,
             _ => true,
         };
-        if go_right {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+        // Selects, not branches: the comparisons of a search are unpredictable, and a
+        // mispredicted branch per step costs more than the rest of the step.
+        lo = select_unpredictable(go_right, mid + 1, lo);
+        hi = select_unpredictable(go_right, hi, mid);
     }
     lo
 }
