@@ -15,7 +15,7 @@ use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::generated::operators as ops;
 use crate::native::cpu::elements::not_implemented;
-use crate::native::cpu::summary_kernels::{bincount_kernel, histc_kernel, integral_values};
+use crate::native::cpu::summary_kernels::{bincount_kernel, histc_kernel, integral_min_max};
 use crate::native::unique::no_meta_kernel;
 use crate::structured::{resize_output, type_meta_name};
 use crate::Tensor;
@@ -31,9 +31,12 @@ pub fn _bincount_cpu(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -
     if self_.is_meta() || weights.is_some_and(|w| w.is_meta()) {
         return Err(no_meta_kernel("bincount"));
     }
-    let input = self_.contiguous()?;
     // AT_DISPATCH_INTEGRAL_TYPES comes first: a float input fails before any other check.
-    let values = integral_values(&input)?;
+    let dt = self_.dtype();
+    if !dt.is_integral(false) {
+        return Err(not_implemented("bincount_cpu", dt));
+    }
+    let input = self_.contiguous()?;
     let weights = match weights {
         Some(w) if w.dtype() == ScalarType::Float => Some(w.contiguous()?),
         Some(w) => Some(w.contiguous()?.to_dtype(ScalarType::Double)?),
@@ -42,15 +45,15 @@ pub fn _bincount_cpu(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -
     if minlength < 0 {
         return Err(Error::runtime("minlength should be >= 0"));
     }
-    if input.dim() == 1 && values.is_empty() {
+    if input.dim() == 1 && input.numel() == 0 {
         return Tensor::zeros(&[minlength], ScalarType::Long);
     }
     if input.dim() != 1 {
         return Err(Error::runtime(BINCOUNT_INPUT));
     }
-    let (min, max) = values
-        .iter()
-        .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let Some((min, max)) = integral_min_max(&input)? else {
+        return Err(Error::runtime(BINCOUNT_INPUT));
+    };
     if min < 0 {
         return Err(Error::runtime(BINCOUNT_INPUT));
     }
@@ -70,7 +73,7 @@ pub fn _bincount_cpu(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -
     let nbins = (max + 1).max(minlength);
     let nbins = usize::try_from(nbins)
         .map_err(|_| Error::runtime(format!("bincount: {nbins} bins do not fit in memory")))?;
-    bincount_kernel(&values, weights.as_ref(), nbins)
+    bincount_kernel(&input, weights.as_ref(), nbins)
 }
 
 // ---------------------------------------------------------------------------------------------

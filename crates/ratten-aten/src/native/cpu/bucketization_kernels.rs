@@ -4,7 +4,7 @@
 //! elements in parallel. The checks, dtype promotion and contiguous copies are the front
 //! end's (`native/bucketization.rs`).
 
-use std::cmp::Ordering;
+use std::hint::select_unpredictable;
 
 use half::{bf16, f16};
 use ratten_core::{Error, PodElement, Result, ScalarType, TensorAccess};
@@ -38,17 +38,24 @@ impl Position for i64 {
 }
 
 /// The first position in the row `bd[start..start + len]` (in `sort`'s order when given) whose
-/// value is not below `val` (`right`: not at most `val`), as `cus_lower_bound` /
-/// `cus_upper_bound`: the comparisons are negated, so NaN values and boundaries, which compare
-/// false, sort after everything.
+/// value is not below `val` (`RIGHT`: not at most `val`), as `cus_lower_bound` /
+/// `cus_upper_bound`, with their midpoints (so boundaries holding NaN, which are not sorted
+/// for `<`, give torch's positions too).
+///
+/// Note [A search without branches]
+/// The comparisons of a search are unpredictable: a branch on each would be mispredicted half
+/// the time, which costs more than the rest of the step. The step is therefore one comparison
+/// (`RIGHT` is a constant, so `right` costs no second comparison) and two selects that the
+/// compiler is asked to keep as conditional moves; only the loop's exit is a branch. A
+/// `match` on `partial_cmp` or a runtime `right` made LLVM turn the selects back into
+/// branches, several times slower.
 #[inline(always)]
-fn bound<T: PartialOrd + Copy>(
+fn bound<T: PartialOrd + Copy, const RIGHT: bool>(
     bd: &[T],
     sort: Option<&[i64]>,
     start: usize,
     len: usize,
     val: T,
-    right: bool,
 ) -> usize {
     let (mut lo, mut hi) = (0usize, len);
     while lo < hi {
@@ -57,46 +64,50 @@ fn bound<T: PartialOrd + Copy>(
             Some(s) => start + s[start + mid] as usize,
             None => start + mid,
         };
-        // `!(m > val)` / `!(m >= val)`: an unordered pair (a NaN) goes right.
-        let go_right = match bd[at].partial_cmp(&val) {
-            Some(Ordering::Greater) => false,
-            Some(Ordering::Equal) => right,
-            _ => true,
-        };
-        if go_right {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+        let m = bd[at];
+        // Negated as torch's: a NaN on either side compares false, so it goes right.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        let go_right = if RIGHT { !(m > val) } else { !(m >= val) };
+        lo = select_unpredictable(go_right, mid + 1, lo);
+        hi = select_unpredictable(go_right, hi, mid);
     }
     lo
 }
 
-/// The search over contiguous slices: `input` of `n` elements in rows of `row_in`, the
-/// boundaries in rows of `row_bd` (one row for all when `one_row`), `out` the output's first
-/// element.
+/// The search over contiguous slices: `input` in rows of `row_in` elements, the boundaries in
+/// rows of `row_bd` (one row for all when `one_row`), `out` the output's first element.
 #[allow(clippy::too_many_arguments)]
-fn search<T: PartialOrd + Copy + Sync, O: Position>(
+fn search<T: PartialOrd + Copy + Sync, O: Position, const RIGHT: bool>(
     input: &[T],
     bd: &[T],
     sort: Option<&[i64]>,
     row_in: usize,
     row_bd: usize,
     one_row: bool,
-    right: bool,
     out: SyncPtr,
 ) -> Result<()> {
-    let n = input.len();
-    parallel_for(0, n as i64, SEARCHSORTED_GRAIN_SIZE, |b, e| {
+    parallel_for(0, input.len() as i64, SEARCHSORTED_GRAIN_SIZE, |b, e| {
         let b = b as usize;
+        // The boundaries row of element b and b's place in its input row, then advanced
+        // element by element (no division per element).
+        let (mut row, mut col) = if one_row {
+            (0, 0)
+        } else {
+            (b / row_in, b % row_in)
+        };
         for (k, &v) in input[b..e as usize].iter().enumerate() {
-            let i = b + k;
-            let start = if one_row { 0 } else { i / row_in * row_bd };
-            let pos = bound(bd, sort, start, row_bd, v, right);
-            // SAFETY: `out` is the first of the output's n contiguous elements of O, held for
-            // writing by the caller's guard during the region; i < n, and the chunks of the
-            // region are disjoint, so each element is written once.
-            unsafe { out.get().cast::<O>().add(i).write(O::from_pos(pos)) };
+            let pos = bound::<T, RIGHT>(bd, sort, row * row_bd, row_bd, v);
+            // SAFETY: `out` is the first of the output's `input.len()` contiguous elements of
+            // O, held for writing by the caller's guard during the region; b + k is below
+            // that, and the chunks of the region are disjoint, so each is written once.
+            unsafe { out.get().cast::<O>().add(b + k).write(O::from_pos(pos)) };
+            if !one_row {
+                col += 1;
+                if col == row_in {
+                    col = 0;
+                    row += 1;
+                }
+            }
         }
     })
 }
@@ -152,15 +163,19 @@ pub fn searchsorted_kernel(
     ], T => {
         let data = g.input_slice::<T>(0)?;
         let bd = g.input_slice::<T>(1)?;
+        macro_rules! run {
+            ($O:ty) => {{
+                let out = SyncPtr(out.data_ptr_mut::<$O>()?.cast());
+                if right {
+                    search::<T, $O, true>(data, bd, sort, row_in, row_bd, one_row, out)
+                } else {
+                    search::<T, $O, false>(data, bd, sort, row_in, row_bd, one_row, out)
+                }
+            }};
+        }
         match result.dtype() {
-            ScalarType::Int => {
-                let out = SyncPtr(out.data_ptr_mut::<i32>()?.cast());
-                search::<T, i32>(data, bd, sort, row_in, row_bd, one_row, right, out)
-            }
-            _ => {
-                let out = SyncPtr(out.data_ptr_mut::<i64>()?.cast());
-                search::<T, i64>(data, bd, sort, row_in, row_bd, one_row, right, out)
-            }
+            ScalarType::Int => run!(i32),
+            _ => run!(i64),
         }
     })
 }

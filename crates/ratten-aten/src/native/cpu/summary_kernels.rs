@@ -16,15 +16,25 @@ use crate::Tensor;
 // ---------------------------------------------------------------------------------------------
 // bincount
 
-/// The contiguous integral `input` (bincount's dtypes, else `"bincount_cpu" not implemented`)
-/// as int64 values.
-pub fn integral_values(input: &Tensor) -> Result<Vec<i64>> {
-    // AT_DISPATCH_INTEGRAL_TYPES (bool left out).
-    dispatch_types!(input.dtype(), "bincount_cpu", [
-        Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
-    ], T => {
+/// Runs `$body` with `$T` the element type of bincount's integral dtype `$dt`
+/// (`AT_DISPATCH_INTEGRAL_TYPES`, which leaves bool out).
+macro_rules! dispatch_integral {
+    ($dt:expr, $T:ident => $body:expr) => {
+        dispatch_types!($dt, "bincount_cpu", [
+            Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
+        ], $T => $body)
+    };
+}
+
+/// The smallest and largest values of the contiguous integral `input` (bincount's dtypes, else
+/// `"bincount_cpu" not implemented`), `None` when it is empty.
+pub fn integral_min_max(input: &Tensor) -> Result<Option<(i64, i64)>> {
+    dispatch_integral!(input.dtype(), T => {
         let g = TensorAccess::read(input.base())?;
-        Ok(g.input_slice::<T>(0)?.iter().map(|&v| Elem::to_i64(v)).collect())
+        let values = g.input_slice::<T>(0)?;
+        let lo = values.iter().copied().min();
+        let hi = values.iter().copied().max();
+        Ok(lo.zip(hi).map(|(lo, hi)| (Elem::to_i64(lo), Elem::to_i64(hi))))
     })
 }
 
@@ -41,13 +51,14 @@ fn zeros_vec<W: Copy + Default>(n: usize) -> Result<Vec<W>> {
     Ok(v)
 }
 
-/// Adds each weight to the bin its value names.
-fn add_to_bins<W: Copy + Add<Output = W>>(
-    values: &[i64],
+/// Adds each weight to the bin its value names; a value outside the bins is an error.
+fn add_to_bins<T: Elem, W: Copy + Add<Output = W>>(
+    values: &[T],
     weights: impl Iterator<Item = W>,
     out: &mut [W],
 ) -> Result<()> {
     for (&v, w) in values.iter().zip(weights) {
+        let v = v.to_i64();
         let slot = usize::try_from(v)
             .ok()
             .and_then(|i| out.get_mut(i))
@@ -57,29 +68,34 @@ fn add_to_bins<W: Copy + Add<Output = W>>(
     Ok(())
 }
 
-/// The bins of `_bincount_cpu_template`: `nbins` int64 counts of each value of `values` (all in
-/// `[0, nbins)`), or with `weights` (float32 or float64, one per value, contiguous) the sum of
-/// the weights of each value, in the weights' dtype.
-pub fn bincount_kernel(values: &[i64], weights: Option<&Tensor>, nbins: usize) -> Result<Tensor> {
+/// The bins of `_bincount_cpu_template`: `nbins` int64 counts of each value of the contiguous
+/// integral `input` (all in `[0, nbins)`), or with `weights` (float32 or float64, one per value,
+/// contiguous) the sum of the weights of each value, in the weights' dtype.
+pub fn bincount_kernel(input: &Tensor, weights: Option<&Tensor>, nbins: usize) -> Result<Tensor> {
     let len = [nbins as i64];
-    let Some(weights) = weights else {
-        let mut out = zeros_vec::<i64>(nbins)?;
-        add_to_bins(values, std::iter::repeat(1i64), &mut out)?;
-        return Tensor::from_vec(out, &len);
-    };
-    let g = TensorAccess::read(weights.base())?;
-    match weights.dtype() {
-        ScalarType::Float => {
-            let mut out = zeros_vec::<f32>(nbins)?;
-            add_to_bins(values, g.input_slice::<f32>(0)?.iter().copied(), &mut out)?;
-            Tensor::from_vec(out, &len)
+    dispatch_integral!(input.dtype(), T => {
+        let mut reads = vec![input.base()];
+        reads.extend(weights.map(|w| w.base()));
+        let g = TensorAccess::new(&reads, &[])?;
+        let values = g.input_slice::<T>(0)?;
+        match weights.map(|w| w.dtype()) {
+            None => {
+                let mut out = zeros_vec::<i64>(nbins)?;
+                add_to_bins(values, std::iter::repeat(1i64), &mut out)?;
+                Tensor::from_vec(out, &len)
+            }
+            Some(ScalarType::Float) => {
+                let mut out = zeros_vec::<f32>(nbins)?;
+                add_to_bins(values, g.input_slice::<f32>(1)?.iter().copied(), &mut out)?;
+                Tensor::from_vec(out, &len)
+            }
+            Some(_) => {
+                let mut out = zeros_vec::<f64>(nbins)?;
+                add_to_bins(values, g.input_slice::<f64>(1)?.iter().copied(), &mut out)?;
+                Tensor::from_vec(out, &len)
+            }
         }
-        _ => {
-            let mut out = zeros_vec::<f64>(nbins)?;
-            add_to_bins(values, g.input_slice::<f64>(0)?.iter().copied(), &mut out)?;
-            Tensor::from_vec(out, &len)
-        }
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
