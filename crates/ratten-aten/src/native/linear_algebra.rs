@@ -42,23 +42,31 @@ fn expand_size(self_: &Tensor, sizes: &[i64]) -> Result<Tensor> {
 // ---------------------------------------------------------------------------------------------
 // mm, addmm
 
-/// TORCH_META_FUNC(mm).
-pub fn mm_meta(m: &dyn MetaBase, self_: &Tensor, mat2: &Tensor) -> Result<()> {
-    for (t, name) in [(self_, "self"), (mat2, "mat2")] {
+/// The checks mm and addmm share: two matrices whose inner sizes agree (the first is named
+/// `self` in the dims message, as torch's meta functions name it).
+fn check_matrix_product(op: &str, mat1: &Tensor, mat2: &Tensor) -> Result<()> {
+    for (t, name) in [(mat1, "self"), (mat2, "mat2")] {
         if t.dim() != 2 {
             return Err(Error::runtime(format!(
-                "mm: {name} must be a matrix, got {}-D tensor",
+                "{op}: {name} must be a matrix, got {}-D tensor",
                 t.dim()
             )));
         }
     }
-    let (a, b) = (self_.sizes(), mat2.sizes());
+    let (a, b) = (mat1.sizes(), mat2.sizes());
     if a[1] != b[0] {
         return Err(Error::runtime(format!(
-            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            "{op}: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             a[0], a[1], b[0], b[1]
         )));
     }
+    Ok(())
+}
+
+/// TORCH_META_FUNC(mm).
+pub fn mm_meta(m: &dyn MetaBase, self_: &Tensor, mat2: &Tensor) -> Result<()> {
+    check_matrix_product("mm", self_, mat2)?;
+    let (a, b) = (self_.sizes(), mat2.sizes());
     if self_.dtype() != mat2.dtype() {
         return Err(Error::runtime(format!(
             "expected m1 and m2 to have the same dtype, but got: {} != {}",
@@ -97,21 +105,8 @@ pub fn addmm_meta(
             mat2.dtype()
         )));
     }
-    for (t, name) in [(mat1, "self"), (mat2, "mat2")] {
-        if t.dim() != 2 {
-            return Err(Error::runtime(format!(
-                "addmm: {name} must be a matrix, got {}-D tensor",
-                t.dim()
-            )));
-        }
-    }
+    check_matrix_product("addmm", mat1, mat2)?;
     let (a, b) = (mat1.sizes(), mat2.sizes());
-    if a[1] != b[0] {
-        return Err(Error::runtime(format!(
-            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            a[0], a[1], b[0], b[1]
-        )));
-    }
     m.set_output_raw_strided(0, &[a[0], b[1]], &[], options_of(mat1))
 }
 
