@@ -1,6 +1,6 @@
 //! Matrix products against a naive reference: matmul over every rank combination with
 //! broadcast batch dims and transposed operands (a property test), the addmm family's beta /
-//! alpha rules, integer and complex dtypes, the parallel batch path, aliased outputs, meta.
+//! alpha rules, integer and complex dtypes, batches of small products, aliased outputs, meta.
 
 use proptest::prelude::*;
 use ratten_aten::{functions, Tensor};
@@ -175,8 +175,8 @@ fn integer_complex_and_reduced_dtypes() {
 }
 
 #[test]
-fn bmm_runs_batches_in_parallel_and_shapes_on_meta() {
-    // Many small products: the batch-parallel path.
+fn bmm_of_many_small_products_and_shapes_on_meta() {
+    // Many small products, one after the other.
     let (a, b) = (tensor(&[64, 3, 5], 7), tensor(&[64, 5, 2], 8));
     let (_, want) = naive_matmul(&a, &b);
     assert_eq!(values(&a.bmm(&b).unwrap()), want);

@@ -275,7 +275,7 @@ pub fn baddbmm_out_cpu(
 }
 
 /// `bmm_out_or_baddbmm_`: one product per batch into `result` (which holds `self` already for
-/// baddbmm), in parallel over batches when each product is small.
+/// baddbmm).
 fn bmm_out_or_baddbmm(
     result: &Tensor,
     batch1: &Tensor,
@@ -310,9 +310,9 @@ fn bmm_out_or_baddbmm(
         return Ok(());
     }
     let beta = if is_bmm { Scalar::Int(0) } else { *beta };
-    let bs = batch1.size(0)?;
-    let (m, k, n) = (batch1.size(1)?, batch1.size(2)?, batch2.size(2)?);
-    let per_batch = m * k * n;
+    // One product per batch, each on the gemm crate's threads when large enough. (Batches in
+    // parallel would need one access guard over the whole batch: a guard per product takes
+    // the output's storage exclusively and would serialise the threads.)
     let run = |b: i64| -> Result<()> {
         blas::gemm(
             &result.select(0, b)?,
@@ -322,26 +322,7 @@ fn bmm_out_or_baddbmm(
             &beta,
         )
     };
-    if bs > 1 && per_batch < (1 << 18) {
-        let first_error = std::sync::Mutex::new(None);
-        let grain = ((1i64 << 15) / per_batch.max(1)).max(1);
-        crate::tensor_iterator::parallel_for(0, bs, grain, |lo, hi| {
-            for b in lo..hi {
-                if let Err(e) = run(b) {
-                    first_error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                    return;
-                }
-            }
-        })?;
-        if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
-        }
-        return Ok(());
-    }
-    (0..bs).try_for_each(run)
+    (0..batch1.size(0)?).try_for_each(run)
 }
 
 /// `addbmm_impl_`: `result = beta * self + alpha * sum_b batch1[b] @ batch2[b]`.
