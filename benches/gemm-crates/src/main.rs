@@ -2,7 +2,9 @@
 //! `mm` (through its dispatcher), the `gemm`, `faer` and `matrixmultiply` crates called
 //! directly, and torch's `mm` (a python3 subprocess, skipped when torch does not import). Each
 //! figure is GFLOPS (median of 7 timed batches) and its fraction of the FMA peak measured
-//! first in the same run (12 independent AVX2 FMA chains per thread).
+//! first in the same run (12 independent AVX2 FMA chains per thread); the last column is
+//! ratten's GFLOPS over torch's (above 1: ratten is faster). matrixmultiply reads its thread
+//! count once per process from MATMUL_NUM_THREADS (run with 2 for its 2-thread figures).
 
 use std::process::Command;
 use std::time::Instant;
@@ -129,12 +131,15 @@ fn main() {
     println!("float32 GEMM, GFLOPS (fraction of the FMA peak); CPU: {cpu}");
     for threads in [1usize, 2] {
         set_num_threads(threads as i64).unwrap();
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         let peak = fma_peak(threads);
         println!("\n{threads} thread(s): FMA peak {peak:.1} GFLOPS");
         println!(
-            "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>14}",
-            "m x k x n", "ratten", "gemm", "faer", "matrixmultiply", "torch", "ratten/torch"
+            "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
+            "m x k x n", "ratten", "gemm", "faer", "matrixmultiply", "torch", "GFLOPS ratten/torch"
         );
         for (m, k, n) in SHAPES {
             let flops = 2.0 * (m * k * n) as f64;
@@ -146,7 +151,12 @@ fn main() {
                 Tensor::from_vec(b.clone(), &[k as i64, n as i64]).unwrap(),
             );
             let tc = Tensor::empty(&[m as i64, n as i64], ScalarType::Float).unwrap();
-            let ratten = gflops(|| drop(functions::mm_out(&tc, &ta, &tb).unwrap()), flops);
+            let ratten = gflops(
+                || {
+                    functions::mm_out(&tc, &ta, &tb).unwrap();
+                },
+                flops,
+            );
             let par = if threads == 1 {
                 gemm::Parallelism::None
             } else {
@@ -157,15 +167,35 @@ fn main() {
                     || unsafe {
                         // SAFETY: the three buffers hold m*k, k*n and m*n elements, row-major.
                         gemm::gemm(
-                            m, n, k, c.as_mut_ptr(), 1, n as isize, false, a.as_ptr(), 1,
-                            k as isize, b.as_ptr(), 1, n as isize, 0.0f32, 1.0f32, false, false,
-                            false, par,
+                            m,
+                            n,
+                            k,
+                            c.as_mut_ptr(),
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            par,
                         )
                     },
                     flops,
                 )
             });
-            let fpar = if threads == 1 { faer::Par::Seq } else { faer::Par::rayon(threads) };
+            let fpar = if threads == 1 {
+                faer::Par::Seq
+            } else {
+                faer::Par::rayon(threads)
+            };
             let faer = pool.install(|| {
                 gflops(
                     || {
@@ -186,8 +216,20 @@ fn main() {
                 || unsafe {
                     // SAFETY: as for gemm above.
                     matrixmultiply::sgemm(
-                        m, k, n, 1.0, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, 0.0,
-                        c.as_mut_ptr(), n as isize, 1,
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        k as isize,
+                        1,
+                        b.as_ptr(),
+                        n as isize,
+                        1,
+                        0.0,
+                        c.as_mut_ptr(),
+                        n as isize,
+                        1,
                     )
                 },
                 flops,
@@ -195,7 +237,7 @@ fn main() {
             let torch = torch_gflops(threads, (m, k, n));
             let cell = |g: f64| format!("{g:.1} ({:.2})", g / peak);
             println!(
-                "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>14}",
+                "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
                 format!("{m}x{k}x{n}"),
                 cell(ratten),
                 cell(gemm_crate),
