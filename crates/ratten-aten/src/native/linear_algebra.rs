@@ -11,21 +11,13 @@
 //! else broadcasts the batch dims and runs bmm.
 
 use ratten_core::dtype::c128;
-use ratten_core::{Error, Result, Scalar, ScalarType, TensorOptions};
+use ratten_core::{Error, Result, Scalar, ScalarType};
 
 use crate::generated::operators as ops;
 use crate::native::cpu::blas;
+use crate::native::scatter_gather::options_of;
 use crate::structured::{resize_output, type_meta_name, MetaBase};
 use crate::Tensor;
-
-fn is_alias_of(a: &Tensor, b: &Tensor) -> bool {
-    let (am, bm) = (a.meta(), b.meta());
-    am.storage().is_alias_of(bm.storage())
-}
-
-fn options_of(t: &Tensor) -> TensorOptions {
-    TensorOptions::new().dtype(t.dtype()).device(t.device())
-}
 
 fn is_zero(s: &Scalar) -> Result<bool> {
     Ok(s.to_complex_double()? == c128::new(0.0, 0.0))
@@ -729,7 +721,7 @@ fn matmul_impl(out: Option<&Tensor>, tensor1: &Tensor, tensor2: &Tensor) -> Resu
                 } else {
                     ops::mv_out::call(&t1_folded, &t2, &reshaped)?;
                 }
-                if !is_alias_of(&reshaped, o) {
+                if !reshaped.storage().is_alias_of(&o.storage()) {
                     o.copy_(&reshaped)?;
                 }
                 Ok(o.clone())
@@ -785,7 +777,7 @@ fn matmul_impl(out: Option<&Tensor>, tensor1: &Tensor, tensor2: &Tensor) -> Resu
             if vector_rhs {
                 reshaped = reshaped.squeeze_dim(-1)?;
             }
-            if !is_alias_of(&reshaped, o) {
+            if !reshaped.storage().is_alias_of(&o.storage()) {
                 o.copy_(&reshaped.view(&output_shape)?)?;
             }
             Ok(o.clone())

@@ -54,10 +54,8 @@ pub fn gemm(c: &Tensor, a: &Tensor, b: &Tensor, alpha: &Scalar, beta: &Scalar) -
         return Ok(());
     }
     let beta_zero = beta.to_complex_double()? == c128::new(0.0, 0.0);
-    let aliased = {
-        let (cm, am, bm) = (c.meta(), a.meta(), b.meta());
-        cm.storage().is_alias_of(am.storage()) || cm.storage().is_alias_of(bm.storage())
-    };
+    let storage = c.storage();
+    let aliased = storage.is_alias_of(&a.storage()) || storage.is_alias_of(&b.storage());
     if aliased || !is_non_overlapping_and_dense(&c.sizes(), &c.strides()) {
         let tmp = Tensor::empty(&[m, n], (c.dtype(), c.device()))?;
         if !beta_zero {
