@@ -410,6 +410,13 @@ pub struct TensorImpl {
 }
 
 impl TensorImpl {
+    /// The element type (`dtype()`), for code that holds the implementation only (the
+    /// autograd metadata's `set_requires_grad` check).
+    #[inline]
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+
     fn new(
         storage: Storage,
         dtype: ScalarType,

@@ -1,0 +1,314 @@
+//! `Node` and `Edge` (torch/csrc/autograd/function.h, edge.h): the backward graph.
+//!
+//! Note [Backward graph ownership]
+//! A node owns its `next_edges` (strong `Arc`s to the nodes that take its outputs' gradients
+//! further), so a graph is kept alive by its roots: the `grad_fn` of every tensor that still
+//! refers to it. A tensor's metadata holds its `grad_fn` strongly; a node saves its own outputs
+//! without their `grad_fn` (`SavedVariable` of an output) and a leaf's `AccumulateGrad` is held
+//! weakly by the leaf, so there is no cycle and a graph is freed when its last tensor goes.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ratten_aten::Tensor;
+use ratten_core::{Error, Result};
+
+use crate::input_metadata::InputMetadata;
+
+/// `variable_list`: gradients, `None` where a gradient is undefined.
+pub type VariableList = Vec<Option<Tensor>>;
+
+/// An edge of the backward graph: input `input_nr` of `function` (`torch::autograd::Edge`).
+#[derive(Clone, Default)]
+pub struct Edge {
+    pub function: Option<Arc<dyn Node>>,
+    pub input_nr: u32,
+}
+
+impl Edge {
+    pub fn new(function: Arc<dyn Node>, input_nr: u32) -> Edge {
+        Edge {
+            function: Some(function),
+            input_nr,
+        }
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.function.is_some()
+    }
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.function {
+            Some(n) => write!(f, "({}, {})", n.name(), self.input_nr),
+            None => write!(f, "(None, {})", self.input_nr),
+        }
+    }
+}
+
+/// A hook on one input gradient of a node (a tensor's `register_hook`): may replace it.
+pub type TensorPreHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+/// A hook run on a node's gradients after it ran (`register_hook` on a Node).
+pub type PostHook = Arc<dyn Fn(&VariableList, &VariableList) -> Result<()> + Send + Sync>;
+
+/// The state every node has (the data members of `torch::autograd::Node`).
+pub struct NodeBase {
+    sequence_nr: u64,
+    next_edges: Vec<Edge>,
+    input_metadata: Mutex<Vec<InputMetadata>>,
+    /// Hooks per input (output of the forward op), in registration order, with their ids.
+    tensor_pre_hooks: Mutex<Vec<(u32, u64, TensorPreHook)>>,
+    /// `retain_grad` hooks per input: run after the others, one per input.
+    retains_grad_hooks: Mutex<Vec<(u32, TensorPreHook)>>,
+    post_hooks: Mutex<Vec<PostHook>>,
+    /// The forward operator's trace in anomaly mode.
+    anomaly_trace: Option<String>,
+}
+
+thread_local! {
+    /// `at::sequence_number`: per-thread, increasing with each node created.
+    static SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+}
+
+fn next_sequence_nr() -> u64 {
+    SEQUENCE_NR.with(|c| {
+        let n = c.get();
+        c.set(n + 1);
+        n
+    })
+}
+
+/// The sequence number AccumulateGrad takes: run as soon as it is ready.
+pub const MAX_SEQUENCE_NR: u64 = u64::MAX;
+
+impl NodeBase {
+    /// A node taking the next sequence number, with the edges to its inputs' nodes.
+    pub fn new(next_edges: Vec<Edge>) -> NodeBase {
+        Self::with_sequence_nr(next_sequence_nr(), next_edges)
+    }
+
+    pub fn with_sequence_nr(sequence_nr: u64, next_edges: Vec<Edge>) -> NodeBase {
+        NodeBase {
+            sequence_nr,
+            next_edges,
+            input_metadata: Mutex::new(Vec::new()),
+            tensor_pre_hooks: Mutex::new(Vec::new()),
+            retains_grad_hooks: Mutex::new(Vec::new()),
+            post_hooks: Mutex::new(Vec::new()),
+            anomaly_trace: crate::anomaly_mode::AnomalyMode::is_enabled()
+                .then(crate::anomaly_mode::current_forward_trace),
+        }
+    }
+
+    pub fn sequence_nr(&self) -> u64 {
+        self.sequence_nr
+    }
+
+    pub fn next_edges(&self) -> &[Edge] {
+        &self.next_edges
+    }
+
+    pub fn next_edge(&self, i: usize) -> Option<&Edge> {
+        self.next_edges.get(i)
+    }
+
+    pub fn num_outputs(&self) -> usize {
+        self.next_edges.len()
+    }
+
+    pub fn num_inputs(&self) -> usize {
+        self.input_metadata.lock().len()
+    }
+
+    /// Records the metadata of the next input (an output of the forward op) and returns its
+    /// number (`add_input_metadata`).
+    pub fn add_input_metadata(&self, t: &Tensor) -> u32 {
+        let mut m = self.input_metadata.lock();
+        m.push(InputMetadata::of(t));
+        (m.len() - 1) as u32
+    }
+
+    /// Records an input that is never given a gradient (an undefined output).
+    pub fn add_undefined_input(&self) -> u32 {
+        let mut m = self.input_metadata.lock();
+        m.push(InputMetadata::undefined());
+        (m.len() - 1) as u32
+    }
+
+    pub fn input_metadata(&self, i: usize) -> Option<InputMetadata> {
+        self.input_metadata.lock().get(i).cloned()
+    }
+
+    /// `task_should_compute_output`: whether some output in `r` leads anywhere.
+    pub fn should_compute_output(&self, r: IndexRange) -> bool {
+        (r.start..r.end).any(|i| {
+            self.next_edges.get(i).is_some_and(Edge::is_valid)
+                && crate::engine::is_needed(&self.next_edges[i])
+        })
+    }
+
+    /// Adds a hook on input `input_nr`'s gradient; returns its id.
+    pub fn add_tensor_pre_hook(&self, input_nr: u32, hook: TensorPreHook) -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.tensor_pre_hooks.lock().push((input_nr, id, hook));
+        id
+    }
+
+    pub fn remove_tensor_pre_hook(&self, id: u64) -> bool {
+        let mut h = self.tensor_pre_hooks.lock();
+        let before = h.len();
+        h.retain(|(_, i, _)| *i != id);
+        h.len() != before
+    }
+
+    /// Sets the `retain_grad` hook of input `input_nr` (one per input, replaced).
+    pub fn set_retains_grad_hook(&self, input_nr: u32, hook: TensorPreHook) {
+        let mut h = self.retains_grad_hooks.lock();
+        h.retain(|(i, _)| *i != input_nr);
+        h.push((input_nr, hook));
+    }
+
+    pub fn has_retains_grad_hook(&self, input_nr: u32) -> bool {
+        self.retains_grad_hooks
+            .lock()
+            .iter()
+            .any(|(i, _)| *i == input_nr)
+    }
+
+    pub fn add_post_hook(&self, hook: PostHook) {
+        self.post_hooks.lock().push(hook);
+    }
+
+    /// Runs the tensor hooks, then the retain_grad hooks, on the incoming gradients.
+    pub(crate) fn call_pre_hooks(&self, grads: &mut VariableList) -> Result<()> {
+        let hooks: Vec<(u32, TensorPreHook)> = self
+            .tensor_pre_hooks
+            .lock()
+            .iter()
+            .map(|(i, _, h)| (*i, h.clone()))
+            .collect();
+        for (i, h) in hooks {
+            if let Some(Some(g)) = grads.get(i as usize) {
+                if let Some(new) = h(g)? {
+                    grads[i as usize] = Some(new);
+                }
+            }
+        }
+        let retains: Vec<(u32, TensorPreHook)> = self.retains_grad_hooks.lock().clone();
+        for (i, h) in retains {
+            if let Some(Some(g)) = grads.get(i as usize) {
+                h(g)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn call_post_hooks(
+        &self,
+        outputs: &VariableList,
+        inputs: &VariableList,
+    ) -> Result<()> {
+        let hooks: Vec<PostHook> = self.post_hooks.lock().clone();
+        for h in hooks {
+            h(outputs, inputs)?;
+        }
+        Ok(())
+    }
+
+    pub fn anomaly_trace(&self) -> Option<&str> {
+        self.anomaly_trace.as_deref()
+    }
+}
+
+/// A function of the backward graph (`torch::autograd::Node`): takes the gradients of the
+/// forward op's outputs, returns those of its inputs, one per `next_edges` entry.
+pub trait Node: Send + Sync + 'static {
+    /// PyTorch's class name (`MulBackward0`).
+    fn name(&self) -> Cow<'static, str>;
+    fn base(&self) -> &NodeBase;
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList>;
+    /// Frees the saved tensors after a backward without `retain_graph`.
+    fn release_variables(&self) {}
+    /// The leaf tensor of an `AccumulateGrad` (its `variable`).
+    fn accumulate_grad_variable(&self) -> Option<Tensor> {
+        None
+    }
+}
+
+/// The address of a node, its identity in the engine's maps.
+pub(crate) fn node_key(n: &Arc<dyn Node>) -> usize {
+    Arc::as_ptr(n) as *const () as usize
+}
+
+/// A range of a node's outputs (`IndexRange`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Hands out consecutive ranges (`IndexRangeGenerator`).
+#[derive(Default)]
+pub struct IndexRangeGenerator {
+    i: usize,
+}
+
+impl IndexRangeGenerator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn range(&mut self, n: usize) -> IndexRange {
+        let r = IndexRange {
+            start: self.i,
+            end: self.i + n,
+        };
+        self.i += n;
+        r
+    }
+
+    pub fn size(&self) -> usize {
+        self.i
+    }
+}
+
+/// Puts one gradient at the start of `r`.
+pub fn copy_range(out: &mut VariableList, r: IndexRange, t: Option<Tensor>) {
+    if r.start < r.end {
+        out[r.start] = t;
+    }
+}
+
+/// Puts gradients at the positions of `r`.
+pub fn copy_range_list(out: &mut VariableList, r: IndexRange, ts: Vec<Option<Tensor>>) {
+    for (slot, t) in out[r.start..r.end].iter_mut().zip(ts) {
+        *slot = t;
+    }
+}
+
+pub fn any_variable_defined(v: &VariableList) -> bool {
+    v.iter().any(Option::is_some)
+}
+
+/// An undefined gradient where a formula needs one is an error, never a panic.
+pub fn defined(t: &Option<Tensor>) -> Result<&Tensor> {
+    t.as_ref()
+        .ok_or_else(|| Error::runtime("expected a defined gradient, got an undefined one"))
+}
+
+/// torch's error for an operator whose derivative is not implemented.
+pub fn not_implemented(name: &str) -> Error {
+    Error::not_implemented(format!("the derivative for '{name}' is not implemented."))
+}
+
+/// The error of a formula the generator could not translate (its formula text is named).
+pub fn not_translated(name: &str, formula: &str) -> Error {
+    Error::not_implemented(format!(
+        "the derivative for '{name}' is not implemented in ratten: its formula `{formula}` \
+         from derivatives.yaml has no Rust translation yet"
+    ))
+}

@@ -1,0 +1,150 @@
+//! `InputMetadata` (torch/csrc/autograd/input_metadata.h): what a node expects of the
+//! gradient of each of its inputs, checked by the engine on every incoming gradient.
+
+use ratten_aten::Tensor;
+use ratten_core::{Device, Error, Result, ScalarType};
+
+use crate::function::Node;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputMetadata {
+    shape: Vec<i64>,
+    dtype: ScalarType,
+    device: Device,
+    /// An output that never gets a gradient (an undefined tensor in the forward).
+    undefined: bool,
+}
+
+impl InputMetadata {
+    pub fn of(t: &Tensor) -> InputMetadata {
+        InputMetadata {
+            shape: t.sizes().to_vec(),
+            dtype: t.scalar_type(),
+            device: t.device(),
+            undefined: false,
+        }
+    }
+
+    pub fn undefined() -> InputMetadata {
+        InputMetadata {
+            shape: Vec::new(),
+            dtype: ScalarType::Float,
+            device: Device::CPU,
+            undefined: true,
+        }
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn is_undefined(&self) -> bool {
+        self.undefined
+    }
+
+    /// Whether `shape` broadcasts to this input's shape (`is_expandable_to_shape`).
+    fn is_expandable_to(&self, grad: &[i64]) -> bool {
+        if grad.len() < self.shape.len() {
+            return false;
+        }
+        // `self.shape` must be expandable to `grad` (the gradient is summed back down).
+        let off = grad.len() - self.shape.len();
+        self.shape
+            .iter()
+            .zip(&grad[off..])
+            .all(|(&s, &g)| s == g || s == 1)
+    }
+}
+
+/// `at::sum_to`: sums `t` down to `shape` (leading dimensions and those of size 1).
+pub fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let sizes = t.sizes();
+    if sizes.as_slice() == shape {
+        return Ok(t.clone());
+    }
+    let lead = sizes.len() - shape.len().min(sizes.len());
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &s) in shape.iter().enumerate() {
+        if s == 1 && sizes[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    let summed = if dims.is_empty() {
+        t.clone()
+    } else {
+        t.sum_dim_int_list_with(Some(&dims), true, None)?
+    };
+    summed.view(shape)
+}
+
+fn shape_str(s: &[i64]) -> String {
+    format!(
+        "[{}]",
+        s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The engine's `validate_outputs`: each gradient a node returned, checked against what the
+/// node it flows into expects (shape reduced when it broadcast, dtype cast, device equal), with
+/// torch's errors.
+pub fn validate_outputs(
+    node: &dyn Node,
+    next: &[crate::function::Edge],
+    grads: &mut [Option<Tensor>],
+) -> Result<()> {
+    if next.len() != grads.len() {
+        return Err(Error::runtime(format!(
+            "invalid number of gradients - expected {}, but got {}",
+            next.len(),
+            grads.len()
+        )));
+    }
+    for (i, (edge, grad)) in next.iter().zip(grads.iter_mut()).enumerate() {
+        let Some(f) = &edge.function else { continue };
+        let Some(g) = grad.as_ref() else { continue };
+        let Some(meta) = f.base().input_metadata(edge.input_nr as usize) else {
+            continue;
+        };
+        if meta.is_undefined() {
+            continue;
+        }
+        let mut g = g.clone();
+        let gs = g.sizes().to_vec();
+        if gs != meta.shape {
+            if !meta.is_expandable_to(&gs) {
+                return Err(Error::runtime(format!(
+                    "Function {} returned an invalid gradient at index {} - got {} but expected \
+                     shape compatible with {}",
+                    node.name(),
+                    i,
+                    shape_str(&gs),
+                    shape_str(&meta.shape)
+                )));
+            }
+            g = sum_to(&g, &meta.shape)?;
+        }
+        if g.device() != meta.device {
+            return Err(Error::runtime(format!(
+                "Function {} returned an invalid gradient at index {} - expected device {} but \
+                 got {}",
+                node.name(),
+                i,
+                meta.device,
+                g.device()
+            )));
+        }
+        if g.scalar_type() != meta.dtype {
+            g = g.to_dtype(meta.dtype)?;
+        }
+        *grad = Some(g);
+    }
+    Ok(())
+}
