@@ -1,0 +1,3 @@
+//! ratten's autograd (PyTorch's torch/csrc/autograd).
+
+pub mod functions_manual;
