@@ -1849,3 +1849,153 @@ pub fn scatter_reduce_jvp(
         _ => Ok(None),
     }
 }
+
+// ----------------------------------------------------------------------------------------
+// Note [ATen backward operators composed here]
+// Some formulas call ATen operators that PyTorch declares in native_functions.yaml with their
+// own kernels and derivatives (`sigmoid_backward`, `tanh_backward`, `threshold_backward`,
+// `select_backward`, `diagonal_backward`, `unfold_backward`) and that ratten does not
+// declare. They are composed here from declared, differentiable operators, so the formulas
+// that call them translate and double backward works through their parts. Once ratten
+// declares one of these operators, its function here goes, so that the formula calls the
+// operator (one fused kernel). The CompositeImplicitAutograd operators of PyTorch that the
+// formulas call (`value_selecting_reduction_backward`, `gather_backward`,
+// `index_select_backward`, `cumprod_backward`, `cummaxmin_backward`,
+// `masked_select_backward`, `masked_scatter_backward`) are above, beside the helpers: in
+// PyTorch too they are compositions without a derivative of their own.
+// ----------------------------------------------------------------------------------------
+
+/// `sigmoid_backward(grad_output, output)`: `grad_output * (1 - output) * output`, conj.
+pub fn sigmoid_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor> {
+    let d = F::mul(&F::rsub_scalar(output, 1)?, output)?;
+    F::mul(grad_output, &conj(&d)?)
+}
+
+/// `tanh_backward(grad_output, output)`: `grad_output * (1 - output^2)`, conj.
+pub fn tanh_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor> {
+    let d = F::rsub_scalar(&F::mul(output, output)?, 1)?;
+    F::mul(grad_output, &conj(&d)?)
+}
+
+/// `threshold_backward(grad_output, self, threshold)`: `grad_output` where `self_` is above
+/// `threshold`, 0 elsewhere (the gradient of `relu` with threshold 0).
+pub fn threshold_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    threshold: &Scalar,
+) -> Result<Tensor> {
+    F::where_scalar_self(&F::le_scalar(self_, *threshold)?, 0, grad_output)
+}
+
+/// `select_backward(grad, input_sizes, dim, index)`: `grad` placed at `index` along `dim` of
+/// zeros of `input_sizes`.
+pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
+    let d = maybe_wrap_dim(dim, input_sizes.len(), true)?;
+    let size = input_sizes.get(d).copied().unwrap_or(1);
+    torch_check!(
+        -size <= index && index < size,
+        "select(): index {index} out of range for tensor of size {input_sizes:?} at dimension \
+         {dim}"
+    );
+    let index = if index < 0 { index + size } else { index };
+    if input_sizes.is_empty() {
+        return Ok(grad.clone());
+    }
+    let index_t = F::full_with(
+        &[1],
+        index,
+        Some(ScalarType::Long),
+        None,
+        Some(grad.device()),
+        None,
+    )?;
+    let zeros = zeros_like_options(input_sizes, grad)?;
+    F::index_copy(&zeros, d as i64, &index_t, &F::unsqueeze(grad, d as i64)?)
+}
+
+/// `diagonal_backward(grad, input_sizes, offset, dim1, dim2)`: `grad` placed on the
+/// diagonal of zeros of `input_sizes`.
+pub fn diagonal_backward(
+    grad: &Tensor,
+    input_sizes: &[i64],
+    offset: i64,
+    dim1: i64,
+    dim2: i64,
+) -> Result<Tensor> {
+    let n = input_sizes.len();
+    let d1 = maybe_wrap_dim(dim1, n, false)? as i64;
+    let d2 = maybe_wrap_dim(dim2, n, false)? as i64;
+    torch_check!(
+        d1 != d2,
+        "diagonal dimensions cannot be identical {dim1}, {dim2}"
+    );
+    let last = n as i64;
+    // The two dimensions last, the others in order: the layout of `diagonal`'s output with
+    // its diagonal dimension appended.
+    let zeros = zeros_like_options(input_sizes, grad)?;
+    let moved = F::movedim_intlist(&zeros, &[d1, d2], &[last - 2, last - 1])?;
+    let len = grad.size(-1)?;
+    let positions = |shift: i64| {
+        F::arange_start_step_with(
+            shift,
+            shift + len,
+            1,
+            Some(ScalarType::Long),
+            None,
+            Some(grad.device()),
+            None,
+        )
+    };
+    let mut indices: Vec<Option<Tensor>> = vec![None; n - 2];
+    indices.push(Some(positions((-offset).max(0))?));
+    indices.push(Some(positions(offset.max(0))?));
+    let filled = F::index_put_with(&moved, &indices, grad, false)?;
+    F::movedim_intlist(&filled, &[last - 2, last - 1], &[d1, d2])
+}
+
+/// `unfold_backward(grad_in, input_sizes, dim, size, step)`: each window's gradient added
+/// back at the positions it read (overlapping windows accumulate).
+pub fn unfold_backward(
+    grad_in: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    size: i64,
+    step: i64,
+) -> Result<Tensor> {
+    if input_sizes.is_empty() {
+        // unfold of a 0-d tensor is a [size] view of it (size 0 or 1)
+        return F::sum(grad_in);
+    }
+    let d = maybe_wrap_dim(dim, input_sizes.len(), true)? as i64;
+    let n_windows = grad_in.size(d)?;
+    // Position of element j of window i: i * step + j.
+    let window = F::arange_start_step_with(
+        0,
+        n_windows * step,
+        step,
+        Some(ScalarType::Long),
+        None,
+        Some(grad_in.device()),
+        None,
+    )?;
+    let within = F::arange_start_step_with(
+        0,
+        size,
+        1,
+        Some(ScalarType::Long),
+        None,
+        Some(grad_in.device()),
+        None,
+    )?;
+    let index = F::reshape(
+        &F::add(&F::unsqueeze(&window, 1)?, &F::unsqueeze(&within, 0)?)?,
+        &[-1],
+    )?;
+    // [..., n_windows, ..., size] -> [..., n_windows, size, ...] -> [..., n_windows * size, ...]
+    let moved = F::movedim(grad_in, -1, d + 1)?;
+    let mut flat_sizes = input_sizes.to_vec();
+    flat_sizes[d as usize] = n_windows * size;
+    let values = F::reshape(&moved, &flat_sizes)?;
+    let zeros = zeros_like_options(input_sizes, grad_in)?;
+    F::index_add(&zeros, d, &index, &values)
+}

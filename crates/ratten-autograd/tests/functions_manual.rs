@@ -1210,3 +1210,70 @@ fn helpers_run_on_meta() {
     let r = fm::sum_backward(&g, &[2, 3], None, false).unwrap();
     assert_eq!(shape(&r), [2, 3]);
 }
+
+// ------------------------------------------------------------------------------------------
+// ATen backward operators composed in FunctionsManual
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn pointwise_backward_operators() {
+    let x = rand(&[2, 3], 90);
+    let grad = rand(&[2, 3], 91);
+    let y = F::sigmoid(&x).unwrap();
+    let expected = numeric_vjp(&|x| F::sigmoid(x), &x, &grad);
+    assert_close(&fm::sigmoid_backward(&grad, &y).unwrap(), &expected, TOL);
+    let y = F::tanh(&x).unwrap();
+    let expected = numeric_vjp(&|x| F::tanh(x), &x, &grad);
+    assert_close(&fm::tanh_backward(&grad, &y).unwrap(), &expected, TOL);
+    let y = F::relu(&x).unwrap();
+    let expected = numeric_vjp(&|x| F::relu(x), &x, &grad);
+    let r = fm::threshold_backward(&grad, &y, &Scalar::from(0)).unwrap();
+    assert_close(&r, &expected, TOL);
+    let x = t(&[0.2, 0.5, 0.9, f64::NAN], &[4]);
+    let g = t(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let r = fm::threshold_backward(&g, &x, &Scalar::from(0.5)).unwrap();
+    assert_close(&r, &t(&[0.0, 0.0, 3.0, 4.0], &[4]), 0.0);
+}
+
+#[test]
+fn select_backward_matches_differences() {
+    let x = rand(&[3, 4], 92);
+    for (dim, index) in [(0, 1), (1, -1), (-2, 2)] {
+        let f = |x: &Tensor| F::select(x, dim, index);
+        let grad = rand(&shape(&f(&x).unwrap()), 93);
+        let expected = numeric_vjp(&f, &x, &grad);
+        let r = fm::select_backward(&grad, &[3, 4], dim, index).unwrap();
+        assert_close(&r, &expected, TOL);
+    }
+    let e = fm::select_backward(&rand(&[4], 94), &[3, 4], 0, 3).unwrap_err();
+    assert!(e.message().contains("out of range"), "{}", e.message());
+}
+
+#[test]
+fn diagonal_backward_matches_differences() {
+    let x = rand(&[3, 4, 2], 95);
+    for (offset, dim1, dim2) in [(0, 0, 1), (1, 0, 1), (-2, 1, 0), (0, -1, 0), (1, 2, 1)] {
+        let f = |x: &Tensor| F::diagonal_with(x, offset, dim1, dim2);
+        let grad = rand(&shape(&f(&x).unwrap()), 96);
+        let expected = numeric_vjp(&f, &x, &grad);
+        let r = fm::diagonal_backward(&grad, &[3, 4, 2], offset, dim1, dim2).unwrap();
+        assert_close(&r, &expected, TOL);
+    }
+}
+
+#[test]
+fn unfold_backward_matches_differences() {
+    let x = rand(&[3, 7], 97);
+    for (dim, size, step) in [(1, 3, 2), (1, 2, 3), (0, 2, 1), (-1, 7, 1), (1, 1, 1)] {
+        let f = |x: &Tensor| x.unfold(dim, size, step);
+        let grad = rand(&shape(&f(&x).unwrap()), 98);
+        let expected = numeric_vjp(&f, &x, &grad);
+        let r = fm::unfold_backward(&grad, &[3, 7], dim, size, step).unwrap();
+        assert_close(&r, &expected, TOL);
+    }
+    let s = t(&[2.0], &[]);
+    let f = |x: &Tensor| x.unfold(0, 1, 1);
+    let grad = rand(&shape(&f(&s).unwrap()), 99);
+    let r = fm::unfold_backward(&grad, &[], 0, 1, 1).unwrap();
+    assert_close(&r, &numeric_vjp(&f, &s, &grad), TOL);
+}
