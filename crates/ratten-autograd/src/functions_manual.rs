@@ -31,6 +31,7 @@
 
 use ratten_aten::functions as F;
 use ratten_aten::native::Layout;
+use ratten_aten::tensor_iterator::infer_size;
 use ratten_aten::Tensor;
 use ratten_core::tensor_impl::maybe_wrap_dim;
 use ratten_core::{torch_check, Error, Result, Scalar, ScalarType, TensorOptions};
@@ -438,24 +439,11 @@ pub fn var_mean_backward(
     correction: Option<&Scalar>,
     keepdim: bool,
 ) -> Result<Option<Tensor>> {
-    let mut gself = match gvar {
+    let gself = match gvar {
         Some(g) => Some(var_backward(g, self_, dim_opt, correction, keepdim)?),
         None => None,
     };
-    if let Some(gm) = gmean {
-        let aux = mean_backward(
-            gm,
-            &self_.sizes(),
-            Some(dim_opt.unwrap_or(&[])),
-            self_.numel(),
-            keepdim,
-        )?;
-        gself = Some(match gself {
-            Some(g) => F::add(&g, &aux)?,
-            None => aux,
-        });
-    }
-    Ok(gself)
+    add_mean_part(gself, gmean, self_, dim_opt, keepdim)
 }
 
 /// The gradient of `std_mean`: either output's gradient may be undefined.
@@ -468,24 +456,40 @@ pub fn std_mean_backward(
     correction: Option<&Scalar>,
     keepdim: bool,
 ) -> Result<Option<Tensor>> {
-    let mut gself = match gstd {
+    let gself = match gstd {
         Some(g) => Some(std_backward(std, g, self_, dim_opt, correction, keepdim)?),
         None => None,
     };
-    if let Some(gm) = gmean {
-        let aux = mean_backward(
-            gm,
-            &self_.sizes(),
-            Some(dim_opt.unwrap_or(&[])),
-            self_.numel(),
-            keepdim,
-        )?;
-        gself = Some(match gself {
-            Some(g) => F::add(&g, &aux)?,
-            None => aux,
-        });
+    add_mean_part(gself, gmean, self_, dim_opt, keepdim)
+}
+
+/// `gself + mean_backward(gmean)` for `var_mean` and `std_mean`, either part undefined.
+fn add_mean_part(
+    gself: Option<Tensor>,
+    gmean: Option<&Tensor>,
+    self_: &Tensor,
+    dim_opt: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Option<Tensor>> {
+    let Some(gm) = gmean else {
+        return Ok(gself);
+    };
+    let aux = mean_backward(
+        gm,
+        &self_.sizes(),
+        Some(dim_opt.unwrap_or(&[])),
+        self_.numel(),
+        keepdim,
+    )?;
+    Ok(Some(add_defined(gself, aux)?))
+}
+
+/// `a.defined() ? a + b : b`.
+fn add_defined(a: Option<Tensor>, b: Tensor) -> Result<Tensor> {
+    match a {
+        Some(a) => F::add(&a, &b),
+        None => Ok(b),
     }
-    Ok(gself)
 }
 
 /// The gradient of a reduction to one value (`max()`, `min()`): shared evenly by every
@@ -515,10 +519,7 @@ pub fn aminmax_backward(
             let reduced_values = restore_reduced_dims(value, &dims, keepdim)?;
             let scaled =
                 scale_grad_by_count(&reduced_grad, &F::eq(&reduced_values, self_)?, &dims)?;
-            result = Some(match result {
-                Some(r) => F::add(&r, &scaled)?,
-                None => scaled,
-            });
+            result = Some(add_defined(result, scaled)?);
         }
     }
     Ok(result)
@@ -1440,32 +1441,6 @@ pub fn masked_scatter_backward(grad: &Tensor, mask: &Tensor, sizes: &[i64]) -> R
         mask_selected = F::cat_with(&[mask_selected, zeros_fillin], 0)?;
     }
     mask_selected.view(sizes)
-}
-
-/// The broadcast shape of `a` and `b` (`at::infer_size`), torch's error when they do not
-/// broadcast.
-fn infer_size(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0i64; n];
-    for i in 0..n {
-        let sa = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let sb = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        torch_check!(
-            sa == sb || sa == 1 || sb == 1,
-            "The size of tensor a ({sa}) must match the size of tensor b ({sb}) at \
-             non-singleton dimension {i}"
-        );
-        out[i] = if sa == 1 { sb } else { sa };
-    }
-    Ok(out)
 }
 
 /// The gradients of `scatter_reduce.two` for `self` and `src`, for each `reduce`.
