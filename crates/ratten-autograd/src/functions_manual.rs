@@ -12,14 +12,16 @@
 //! Note [FunctionsManual signatures]
 //! The generator (ratten-gen) reads the top-level `pub fn` items of this file: their names
 //! are PyTorch's (without `_symint`), their parameter and return types come from the closed
-//! set of AUTOGRAD_CONTRACT.md. Three kinds of parameters go beyond that set because a
+//! set of AUTOGRAD_CONTRACT.md. Four kinds of parameters go beyond that set because a
 //! formula passes them and PyTorch's helper takes them:
 //! - `Layout` (`mm_mat1_backward`, `mm_mat2_backward`: the formula passes `mat1.layout()`),
 //!   ratten_aten's `native::Layout`;
 //! - `Option<&str>` (`rounding_mode` of the div helpers: `str?` in the schema);
 //! - `&[Vec<i64>]` and `&[ScalarType]` (`cat_tensors_backward`, `stack_tensors_backward`:
 //!   the values `to_args_sizes(tensors)` and `to_args_scalartypes(tensors)` saved at forward
-//!   time, also defined here).
+//!   time, also defined here);
+//! - `&TensorGeometry` (`as_strided_backward`: the formula passes `TensorGeometry(self)`, the
+//!   sizes, strides and offset of the input saved without its data; the struct is here).
 //!
 //! Note [FunctionsManual overloads]
 //! C++ overloads one helper name; Rust cannot. The overload PyTorch's formulas use most
@@ -1363,6 +1365,165 @@ pub fn stack_tensors_backward(
         grad_inputs.push(gr);
     }
     Ok(grad_inputs)
+}
+
+/// PyTorch's `TensorGeometry` (ATen/TensorGeometry.h): the sizes, strides and storage offset
+/// of a tensor, saved without its data. `as_strided`'s node saves its input's geometry
+/// (`TensorGeometry(self)` in the formula).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorGeometry {
+    pub sizes: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub storage_offset: i64,
+}
+
+impl TensorGeometry {
+    /// `TensorGeometry(t)`.
+    pub fn new(t: &Tensor) -> TensorGeometry {
+        TensorGeometry {
+            sizes: t.sizes().to_vec(),
+            strides: t.strides().to_vec(),
+            storage_offset: t.storage_offset(),
+        }
+    }
+}
+
+/// Whether a strided geometry (size-0 and size-1 dimensions removed) may address one element
+/// twice: walking the dimensions by increasing stride, each stride must exceed the furthest
+/// index the smaller ones reach (Note [ Detecting Memory Overlap Within A Strided Tensor ]).
+fn maybe_overlapping_memory(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| strides[i]);
+    let mut max_index_in_slice = 0i64;
+    for i in order {
+        if strides[i] <= max_index_in_slice {
+            return true;
+        }
+        max_index_in_slice += strides[i] * (sizes[i] - 1);
+    }
+    false
+}
+
+/// The number of storage elements a geometry reaches.
+fn min_storage_size(sizes: &[i64], strides: &[i64], storage_offset: i64) -> i64 {
+    let mut storage_size = storage_offset + 1;
+    for (&size, &stride) in sizes.iter().zip(strides) {
+        if size == 0 {
+            return storage_offset;
+        }
+        storage_size += (size - 1) * stride;
+    }
+    storage_size
+}
+
+/// The gradient of `as_strided`: `grad` scattered into a zero "storage" through the output
+/// geometry (accumulating where the output overlaps itself), divided where the input
+/// geometry reads an element several times, and read back through the input geometry.
+pub fn as_strided_backward(
+    grad: &Tensor,
+    input_geometry: &TensorGeometry,
+    sizes: &[i64],
+    strides: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    torch_check!(
+        sizes.len() == grad.dim() && strides.len() == grad.dim(),
+        "as_strided_backward: {} sizes and {} strides for a gradient of {} dimensions",
+        sizes.len(),
+        strides.len(),
+        grad.dim()
+    );
+    let storage_offset = storage_offset.unwrap_or(input_geometry.storage_offset);
+    // The output geometry without size-1 dimensions, expanded (stride 0) ones summed away.
+    let mut grad = grad.clone();
+    let (mut out_sizes, mut out_strides) = (Vec::new(), Vec::new());
+    for i in (0..sizes.len()).rev() {
+        let (size, stride) = (sizes[i], strides[i]);
+        if size == 0 {
+            return zeros_like_options(&input_geometry.sizes, &grad);
+        } else if size == 1 {
+            grad = F::squeeze_dim(&grad, i as i64)?;
+        } else if stride == 0 {
+            grad = sum_dims(&grad, &[i as i64], false)?;
+        } else {
+            out_sizes.insert(0, size);
+            out_strides.insert(0, stride);
+        }
+    }
+    let (mut inp_sizes, mut inp_strides) = (Vec::new(), Vec::new());
+    for (&size, &stride) in input_geometry
+        .sizes
+        .iter()
+        .zip(&input_geometry.strides)
+        .rev()
+    {
+        if size == 0 {
+            return zeros_like_options(&input_geometry.sizes, &grad);
+        } else if size != 1 {
+            inp_sizes.insert(0, size);
+            inp_strides.insert(0, stride);
+        }
+    }
+    let inp_maybe_overlap = maybe_overlapping_memory(&inp_sizes, &inp_strides);
+
+    // A storage covering both geometries, offsets taken from the smaller one.
+    let shared_offset = input_geometry.storage_offset.min(storage_offset);
+    let inp_effective_offset = input_geometry.storage_offset - shared_offset;
+    let out_effective_offset = storage_offset - shared_offset;
+    let base_size = min_storage_size(&inp_sizes, &inp_strides, inp_effective_offset).max(
+        min_storage_size(&out_sizes, &out_strides, out_effective_offset),
+    );
+    let flat_indices = F::arange_start_step_with(
+        0,
+        base_size,
+        1,
+        Some(ScalarType::Long),
+        None,
+        Some(grad.device()),
+        None,
+    )?;
+    // PyTorch copies into a strided view of the storage when the output does not overlap
+    // itself; index_add into zeros gives the same values either way, out of place.
+    let storage = zeros_like_options(&[base_size], &grad)?;
+    let out_indices = F::as_strided_with(
+        &flat_indices,
+        &out_sizes,
+        &out_strides,
+        Some(out_effective_offset),
+    )?;
+    let mut storage = F::index_add(
+        &storage,
+        0,
+        &F::reshape(&out_indices, &[-1])?,
+        &F::reshape(&grad, &[-1])?,
+    )?;
+    if inp_maybe_overlap {
+        // Each storage element's gradient is shared by the input elements that read it (NaN
+        // where none does: those are not visible through the input, as in PyTorch).
+        let inp_indices = F::reshape(
+            &F::as_strided_with(
+                &flat_indices,
+                &inp_sizes,
+                &inp_strides,
+                Some(inp_effective_offset),
+            )?,
+            &[-1],
+        )?;
+        let ones = F::ones_like(&inp_indices)?.to_dtype(grad.scalar_type())?;
+        let count = F::index_add(
+            &zeros_like_options(&[base_size], &grad)?,
+            0,
+            &inp_indices,
+            &ones,
+        )?;
+        storage = F::div(&storage, &count)?;
+    }
+    F::as_strided_with(
+        &storage,
+        &input_geometry.sizes,
+        &input_geometry.strides,
+        Some(inp_effective_offset),
+    )
 }
 
 // ----------------------------------------------------------------------------------------

@@ -1277,3 +1277,43 @@ fn unfold_backward_matches_differences() {
     let r = fm::unfold_backward(&grad, &[], 0, 1, 1).unwrap();
     assert_close(&r, &numeric_vjp(&f, &s, &grad), TOL);
 }
+
+#[test]
+fn as_strided_backward_matches_differences() {
+    let x = rand(&[6], 100);
+    let geometry = fm::TensorGeometry::new(&x);
+    assert_eq!(geometry.sizes, [6]);
+    for (size, stride, offset) in [
+        (vec![2, 2], vec![2, 1], Some(1)),       // plain window
+        (vec![3, 3], vec![1, 1], None),          // output overlaps itself
+        (vec![2, 3, 1], vec![0, 2, 5], Some(0)), // expanded and size-1 dims
+        (vec![2, 0], vec![1, 1], None),          // empty output
+    ] {
+        let f = |x: &Tensor| F::as_strided_with(x, &size, &stride, offset);
+        let grad = rand(&shape(&f(&x).unwrap()), 101);
+        let expected = numeric_vjp(&f, &x, &grad);
+        let r = fm::as_strided_backward(&grad, &geometry, &size, &stride, offset).unwrap();
+        assert_close(&r, &expected, TOL);
+    }
+    // a 2-d input viewed with an offset into its storage
+    let base = rand(&[12], 102);
+    let input = F::as_strided_with(&base, &[2, 3], &[4, 1], Some(2)).unwrap();
+    let geometry = fm::TensorGeometry::new(&input);
+    assert_eq!(geometry.storage_offset, 2);
+    let grad = rand(&[3], 103);
+    let r = fm::as_strided_backward(&grad, &geometry, &[3], &[2], Some(3)).unwrap();
+    // output elements at storage 3, 5, 7: input (0, 1), none, (1, 1)
+    let g = vals(&grad);
+    assert_close(&r, &t(&[0.0, g[0], 0.0, 0.0, g[2], 0.0], &[2, 3]), 0.0);
+    // an input reading one element twice shares that element's gradient
+    let geometry = fm::TensorGeometry {
+        sizes: vec![2, 2],
+        strides: vec![1, 1],
+        storage_offset: 0,
+    };
+    let grad = t(&[6.0, 4.0], &[2]);
+    let r = fm::as_strided_backward(&grad, &geometry, &[2], &[1], Some(0)).unwrap();
+    // storage 0 read once (input (0,0)), storage 1 twice ((0,1) and (1,0)), storage 2 (input
+    // (1,1)) not written by the output: torch gives [[6, 2], [2, 0]]
+    assert_close(&r, &t(&[6.0, 2.0, 2.0, 0.0], &[2, 2]), 0.0);
+}
