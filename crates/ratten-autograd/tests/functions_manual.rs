@@ -1317,3 +1317,25 @@ fn as_strided_backward_matches_differences() {
     // (1,1)) not written by the output: torch gives [[6, 2], [2, 0]]
     assert_close(&r, &t(&[6.0, 2.0, 2.0, 0.0], &[2, 2]), 0.0);
 }
+
+#[test]
+fn helpers_keep_the_gradient_dtype() {
+    let f32 = |x: &Tensor| x.to_dtype(ScalarType::Float).unwrap();
+    let x = f32(&rand(&[2, 3], 110));
+    let grad = f32(&rand(&[2, 3], 111));
+    let lo = Scalar::from(-0.5);
+    let checks = [
+        fm::clamp_backward(&grad, &x, Some(&lo), None).unwrap(),
+        fm::threshold_backward(&grad, &x, &Scalar::from(0)).unwrap(),
+        fm::sigmoid_backward(&grad, &x).unwrap(),
+        fm::mul_tensor_backward_scalar(&grad, &Scalar::from(2), ScalarType::Float).unwrap(),
+        fm::var_backward(&grad, &x, Some(&[1]), None, true).unwrap(),
+        fm::pow_backward_self(&grad, &x, &x).unwrap(),
+        fm::logcumsumexp_backward(&grad, &x, &F::logcumsumexp(&x, 1).unwrap(), 1).unwrap(),
+        fm::unfold_backward(&grad.unfold(1, 2, 1).unwrap(), &[2, 3], 1, 2, 1).unwrap(),
+        fm::select_backward(&F::select(&grad, 0, 1).unwrap(), &[2, 3], 0, 1).unwrap(),
+    ];
+    for (i, r) in checks.iter().enumerate() {
+        assert_eq!(r.scalar_type(), ScalarType::Float, "check {i}");
+    }
+}
