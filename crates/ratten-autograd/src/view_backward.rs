@@ -10,26 +10,10 @@ use ratten_aten::Tensor;
 use ratten_core::{Result, ScalarType};
 
 use crate::engine::ExecInfoGuard;
-use crate::function::{Edge, Node, NodeBase, VariableList};
+use crate::function::{Node, NodeBase, VariableList};
 use crate::variable;
 
-/// Sizes, strides and storage offset (`at::TensorGeometry`).
-#[derive(Clone, Debug)]
-pub struct TensorGeometry {
-    pub sizes: Vec<i64>,
-    pub strides: Vec<i64>,
-    pub storage_offset: i64,
-}
-
-impl TensorGeometry {
-    pub fn of(t: &Tensor) -> TensorGeometry {
-        TensorGeometry {
-            sizes: t.sizes().to_vec(),
-            strides: t.strides().to_vec(),
-            storage_offset: t.storage_offset(),
-        }
-    }
-}
+pub use crate::functions_manual::TensorGeometry;
 
 /// A zero tensor laid out as `base` (its sizes and strides), of `dtype`.
 fn zeros_like_geometry(base: &TensorGeometry, like: &Tensor, dtype: ScalarType) -> Result<Tensor> {
@@ -63,8 +47,8 @@ impl CopySlices {
         next.extend(func.base().next_edges().iter().skip(1).cloned());
         Ok(CopySlices {
             base_node: NodeBase::new(next),
-            base: TensorGeometry::of(base),
-            view: TensorGeometry::of(view),
+            base: TensorGeometry::new(base),
+            view: TensorGeometry::new(view),
             func: Mutex::new(Some(func)),
         })
     }
@@ -152,11 +136,13 @@ impl Node for AsStridedViewBackward {
         let Some(Some(grad)) = grads.into_iter().next() else {
             return Ok(vec![None]);
         };
-        let result = zeros_like_geometry(&self.base, &grad, grad.scalar_type())?;
-        let offset = self.view.storage_offset - self.base.storage_offset;
-        result
-            .as_strided_with(&self.view.sizes, &self.view.strides, Some(offset))?
-            .copy_(&grad)?;
+        let result = crate::functions_manual::as_strided_backward(
+            &grad,
+            &self.base,
+            &self.view.sizes,
+            &self.view.strides,
+            Some(self.view.storage_offset),
+        )?;
         Ok(vec![Some(result)])
     }
 }
@@ -169,10 +155,9 @@ pub(crate) fn as_strided_backward_for_view(
     let view = Tensor::from_base(t.clone());
     let node = AsStridedViewBackward {
         base_node: NodeBase::new(vec![variable::gradient_edge(base)]),
-        base: TensorGeometry::of(base),
-        view: TensorGeometry::of(&view),
+        base: TensorGeometry::new(base),
+        view: TensorGeometry::new(&view),
     };
     node.base_node.add_input_metadata(&view);
-    let _ = Edge::default();
     Some(Arc::new(node))
 }
