@@ -14,13 +14,14 @@
 //! | 2 | `convert` | Python values to and from Scalar, IValue, Tensor arguments |
 //! | 3 | `python_args` | the argument parser on Python objects, `PythonArgs`, result conversion |
 //! | 4 | `crate::generated::dispatch` | generated: one dispatch function per binding |
-//! | 5 | `bindings`, `ops`, `functions` | generated tables; boxed calls by schema; other module functions |
+//! | 5 | `bindings`, `ops`, `functions`, `autograd` | generated tables; boxed calls by schema; other module functions; autograd's bindings |
 //! | 6 | `fast`, `dispatch` | fast arithmetic paths; the dispatcher from Python |
 //! | 7 | `callables`, `slots`, `tensor` | function/method objects, number slots, the Tensor type's API |
 //!
 //! The generated code (`crate::generated`, written by ratten-gen) imports
 //! `python_args::{into_py_result, DispatchFn, PythonArgs}` and `crate::arg_parser::Binding`.
 
+mod autograd;
 mod bindings;
 mod callables;
 mod convert;
@@ -51,6 +52,7 @@ fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     types::register(m)?;
     tensor::register(m)?;
     functions::register(m)?;
+    autograd::register(m)?;
     ops::register(m)?;
     dispatch::register(m)?;
     python_args::register(m)?;
