@@ -65,6 +65,10 @@ enum Command {
         /// Generate ratten-py's Python bindings (signatures.rs, dispatch/) instead
         #[arg(long)]
         python: bool,
+        /// Generate ratten-autograd's code (backward nodes, Autograd and ADInplaceOrView
+        /// kernels, registration) from --native and --derivatives instead
+        #[arg(long)]
+        autograd: bool,
     },
 }
 
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
             inherits,
             check,
             python,
+            autograd,
         } => generate(GenerateArgs {
             native,
             tags,
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
             inherits,
             check,
             python,
+            autograd,
         }),
         Command::Check {
             native,
@@ -130,18 +136,21 @@ struct GenerateArgs {
     inherits: Vec<String>,
     check: bool,
     python: bool,
+    autograd: bool,
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
     use ratten_gen::codegen::{
         generate_from_path, generate_python_from_path, stale_files, write_files, GenOptions,
     };
-    let mut opts = if a.aten {
+    let mut opts = if a.autograd {
+        GenOptions::autograd()
+    } else if a.aten {
         GenOptions::aten()
     } else {
         GenOptions::out_of_tree("", &a.kernel_module, &a.extension_trait)
     };
-    if !a.aten {
+    if !a.aten && !a.autograd {
         opts.source_label = a.native.display().to_string();
     }
     for kv in &a.inherits {
