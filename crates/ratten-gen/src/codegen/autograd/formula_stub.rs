@@ -447,12 +447,14 @@ fn method(x: &Translated, m: &str, args: &[Translated], env: &Env) -> Option<Tra
 
 /// A FunctionsManual helper returning a tensor: every argument passed in passed form.
 fn helper_call(name: &str, args: &[Translated], env: &Env) -> Option<Translated> {
-    const NOT_HELPERS: &[&str] = &["TensorGeometry", "zeros_like", "at", "c10", "std"];
-    if NOT_HELPERS.contains(&name) || !name.ends_with("_backward") && name != "handle_r_to_c" {
+    // FunctionsManual drops torch's `_symint` suffix (ratten's sizes are plain integers).
+    let name = name
+        .strip_suffix("_symint")
+        .unwrap_or(name)
+        .replace("_symint_", "_");
+    if !name.ends_with("_backward") && name != "handle_r_to_c" {
         return None;
     }
-    let name = name.strip_suffix("_symint").unwrap_or(name);
-    let name = name.replace("_symint_", "_");
     let args: Vec<String> = args.iter().map(|a| pass(a, env)).collect();
     Some(Translated {
         rust: format!("{name}({})?", args.join(", ")),
