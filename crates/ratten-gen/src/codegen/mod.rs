@@ -30,6 +30,7 @@
 //! operator changes only its shard's file, and a reader finds `add` in `a.rs`. Fixed-size
 //! chunks would balance files better but move operators between files as others are added.
 
+pub mod autograd;
 pub mod backends;
 pub mod functions;
 pub mod operators;

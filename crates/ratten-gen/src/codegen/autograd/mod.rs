@@ -1,0 +1,4 @@
+pub mod cxx_parser;
+pub mod formula;
+pub mod manual;
+pub mod types;
