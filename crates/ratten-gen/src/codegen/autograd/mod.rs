@@ -1,3 +1,4 @@
+pub mod coverage;
 pub mod cxx_parser;
 pub mod formula;
 pub mod manual;
