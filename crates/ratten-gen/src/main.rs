@@ -69,6 +69,10 @@ enum Command {
         /// kernels, registration) from --native and --derivatives instead
         #[arg(long)]
         autograd: bool,
+        /// With --autograd: the FunctionsManual source (default: functions_manual.rs beside
+        /// --out)
+        #[arg(long, value_name = "PATH")]
+        functions_manual: Option<PathBuf>,
     },
 }
 
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
             check,
             python,
             autograd,
+            functions_manual,
         } => generate(GenerateArgs {
             native,
             tags,
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
             check,
             python,
             autograd,
+            functions_manual,
         }),
         Command::Check {
             native,
@@ -137,6 +143,7 @@ struct GenerateArgs {
     check: bool,
     python: bool,
     autograd: bool,
+    functions_manual: Option<PathBuf>,
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
@@ -144,7 +151,12 @@ fn generate(a: GenerateArgs) -> ExitCode {
         generate_from_path, generate_python_from_path, stale_files, write_files, GenOptions,
     };
     let mut opts = if a.autograd {
-        GenOptions::autograd()
+        // ratten-autograd's FunctionsManual sits beside its generated tree.
+        let manual = a
+            .functions_manual
+            .clone()
+            .unwrap_or_else(|| a.out.join("../functions_manual.rs"));
+        GenOptions::autograd(Some(manual))
     } else if a.aten {
         GenOptions::aten()
     } else {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ratten_gen::codegen::autograd::functions::coverage;
+use ratten_gen::codegen::autograd::functions::{coverage, Translation};
 use ratten_gen::codegen::{generate_from_path, GenOptions, GeneratedFile, Model};
 use ratten_schema::derivatives::Derivatives;
 use ratten_schema::native::NativeFunctions;
@@ -13,13 +13,18 @@ fn aten() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../ratten-aten")
 }
 
+/// The FunctionsManual signatures the formulas are translated against.
+fn manual() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/functions_manual.rs")
+}
+
 fn files() -> Vec<GeneratedFile> {
     let root = aten();
     generate_from_path(
         &root.join("native_functions.yaml"),
         None,
         Some(&root.join("derivatives.yaml")),
-        &GenOptions::autograd(),
+        &GenOptions::autograd(Some(manual())),
     )
     .unwrap_or_else(|e| panic!("ratten-aten's declarations do not generate: {e:?}"))
 }
@@ -275,13 +280,11 @@ fn not_implemented_entries_and_untranslated_formulas_raise() {
     );
     // A formula the translator refuses names itself in the error.
     has(
-        item(
-            file(&fs, "functions/t.rs"),
-            "impl Node for TransposeBackward0 {",
-        ),
+        item(file(&fs, "functions/r.rs"), "impl Node for RollBackward0 {"),
         &[
             "ratten_core::Error::not_implemented(",
-            "the formula `grad.transpose(dim0, dim1)` for `self` is not translated to Rust",
+            "the derivative for 'roll' is not implemented: the formula `grad.roll_symint(",
+            "for `self` is not translated to Rust (does not parse: lambdas are not supported",
         ],
     );
 }
@@ -319,8 +322,9 @@ fn formula_coverage() {
     let root = aten();
     let nf = NativeFunctions::load(&root.join("native_functions.yaml"), None).unwrap();
     let d = Derivatives::load(&root.join("derivatives.yaml")).unwrap();
-    let model = Model::build(&nf, Some(&d), &GenOptions::autograd().model()).unwrap();
-    let (translated, missing) = coverage(&model.ops);
+    let model = Model::build(&nf, Some(&d), &GenOptions::autograd(None).model()).unwrap();
+    let tr = Translation::new(&model, Some(&manual()));
+    let (translated, missing) = coverage(&model, &tr);
     eprintln!(
         "formulas: {translated} translated, {} not translated:",
         missing.len()

@@ -83,6 +83,8 @@ pub struct GenOptions {
     pub extension_trait: Option<String>,
     /// The declaration file as named in the generated headers.
     pub source_label: String,
+    /// The FunctionsManual source whose helpers backward formulas call (autograd).
+    pub functions_manual: Option<PathBuf>,
 }
 
 impl GenOptions {
@@ -101,6 +103,7 @@ impl GenOptions {
             inherits,
             extension_trait: None,
             source_label: "crates/ratten-aten/native_functions.yaml".into(),
+            functions_manual: None,
         }
     }
 
@@ -114,6 +117,7 @@ impl GenOptions {
             inherits: BTreeMap::new(),
             extension_trait: Some(trait_name.into()),
             source_label: format!("native_functions.yaml ({namespace})"),
+            functions_manual: None,
         }
     }
 
@@ -128,12 +132,14 @@ impl GenOptions {
         }
     }
 
-    /// Options for ratten-autograd's code (ratten-aten named `ratten_aten`).
-    pub fn autograd() -> GenOptions {
+    /// Options for ratten-autograd's code (ratten-aten named `ratten_aten`); `functions_manual`
+    /// is the FunctionsManual source the formulas' helpers are read from.
+    pub fn autograd(functions_manual: Option<PathBuf>) -> GenOptions {
         GenOptions {
             target: Target::Autograd,
             aten: "ratten_aten".into(),
             source_label: "crates/ratten-aten/native_functions.yaml and derivatives.yaml".into(),
+            functions_manual,
             ..GenOptions::aten()
         }
     }

@@ -7,27 +7,29 @@
 //! [`NodeSpec`] is what this emitter and the Autograd kernels (`variable_type.rs`, which build
 //! the nodes) share: the node's name, its fields and how each is computed in the forward.
 //!
-//! Note [Formula environments]: a formula is translated over an environment binding each
-//! C++ name it may use to a Rust expression in the form helpers are passed (see
-//! `formula_stub.rs`). A saved expression (`self.sym_sizes()`) is first replaced in the formula
-//! by the name the node saves it under (`self_sym_sizes`), as torchgen does. In the forward
-//! (the Autograd kernel) the environment binds the kernel's parameters (`self` to `self_`, a
-//! `&Tensor`) and its outputs; in `apply` it binds the node's fields (`self_sym_sizes` to
-//! `&self.self_sym_sizes`), the unpacked saved tensors (`self` to `&self_`), `grad`, `grads`,
-//! the named gradients and `grad_input_mask`. A formula or saved expression the translator
-//! refuses makes the node raise a not-implemented error naming it for the inputs it covers;
-//! [`coverage`] lists them.
+//! Note [Formula environments]: a formula is translated (`formula.rs`) over an environment
+//! binding each C++ name it may use (Note [Formula translation]). In `apply` that is
+//! `coverage::backward_env`: the unpacked saved tensors as locals named by their Rust
+//! identifier (`self_`, `result`), the other saved values as fields (`self.dim`,
+//! `self.self_sym_sizes`, which a formula's `self.sym_sizes()` reads), `grad`, `grads`, the
+//! named gradients and `grad_input_mask` as locals `apply` declares. In the forward (the
+//! Autograd kernel) the kernel's parameters are bound in their borrowed form. A formula, or a
+//! saved value, without a translation makes the node raise a not-implemented error naming
+//! it for the inputs it covers; [`coverage`] lists them.
 
 use std::collections::BTreeMap;
 
 use ratten_schema::derivatives::{return_names, FormulaKind, SavedValue};
-use ratten_schema::Type;
+use ratten_schema::{FunctionSchema, Type};
 
 use crate::model::autograd::DifferentiabilityInfo;
 use crate::model::names::ident;
-use crate::model::OperatorRecord;
+use crate::model::{Model, OperatorRecord};
 
-use super::formula_stub::{translate, CxxType, Env, Translated};
+use super::coverage::{backward_env, formula_returns, saved_value_forward, saved_value_type};
+use super::formula::{translate, Binding, Env, OpIndex, Translated};
+use super::manual::ManualSignatures;
+use super::types::CxxType;
 use crate::codegen::writer::{Expr, Writer};
 use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile};
 
@@ -91,37 +93,7 @@ pub struct NodeSpec<'m> {
 
 /// The C++ type of a schema type, as formulas see it.
 pub fn cxx_type(ty: &Type) -> Option<CxxType> {
-    use CxxType as C;
-    Some(match ty {
-        Type::Tensor => C::Tensor,
-        Type::Int | Type::SymInt => C::Int,
-        Type::Float | Type::SymFloat => C::Double,
-        Type::Bool | Type::SymBool => C::Bool,
-        Type::Scalar => C::Scalar,
-        Type::ScalarType => C::ScalarType,
-        Type::Str => C::String,
-        Type::Layout => C::Layout,
-        Type::MemoryFormat => C::MemoryFormat,
-        Type::Optional(t) => match cxx_type(t)? {
-            C::Tensor => C::OptTensor,
-            C::Int => C::OptInt,
-            C::Double => C::OptDouble,
-            C::Scalar => C::OptScalar,
-            C::ScalarType => C::OptScalarType,
-            C::String => C::OptString,
-            C::IntList => C::OptIntList,
-            C::MemoryFormat => C::OptMemoryFormat,
-            _ => return None,
-        },
-        Type::List { elem, .. } => match &**elem {
-            Type::Tensor => C::TensorList,
-            Type::Optional(t) if **t == Type::Tensor => C::OptTensorList,
-            Type::Int | Type::SymInt => C::IntList,
-            Type::Bool => C::BoolList,
-            _ => return None,
-        },
-        _ => return None,
-    })
+    CxxType::of_schema(ty)
 }
 
 /// The storage of a whole saved value of type `ty`.
@@ -152,29 +124,48 @@ pub fn output_names(op: &OperatorRecord) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The forward environment of an operator's kernel: its parameters as the dispatcher
-/// signature passes them, and `outputs` (name -> Rust expression of the owned output).
-pub fn forward_env(op: &OperatorRecord, outputs: &[(String, String)]) -> Env {
-    let mut env = Env::new();
-    for a in &op.args {
-        if let Some(t) = cxx_type(&a.schema_type) {
-            env.bind(a.name.clone(), a.ident.clone(), t);
-        }
-    }
-    let names = output_names(op);
-    for (name, rust) in outputs {
-        let Some(i) = names.iter().position(|n| n == name) else {
-            continue;
-        };
-        if let Some(t) = cxx_type(&op.returns[i].schema_type) {
-            env.bind(name.clone(), t.passed(rust), t);
-        }
-    }
-    env
+/// What formulas are translated with: the model's operators and the FunctionsManual helpers.
+pub struct Translation {
+    pub ops: OpIndex,
+    pub manual: ManualSignatures,
 }
 
-/// `zeros_like(self)` saves `self_info`: ratten has no TensorGeometry-like info type, so
-/// these are translated as what torchgen's `TypeAndSize` stands for is not available.
+impl Translation {
+    /// The operators of `model` and the helpers of the FunctionsManual source at `manual`
+    /// (none when it cannot be read: every helper call is then refused).
+    pub fn new(model: &Model, manual: Option<&std::path::Path>) -> Translation {
+        let src = manual
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default();
+        Translation {
+            ops: OpIndex::new(model),
+            manual: ManualSignatures::parse(&src),
+        }
+    }
+
+    /// The forward environment of an operator's kernel: its parameters in their borrowed
+    /// form and `outputs` (name -> a place of the owned output).
+    pub fn forward_env(&self, op: &OperatorRecord, outputs: &[(String, String)]) -> Env<'_> {
+        let mut env = Env::new(&self.ops, &self.manual);
+        for a in &op.args {
+            if let Some(t) = cxx_type(&a.schema_type) {
+                env.bind(&a.name, Binding::borrowed(a.ident.clone(), t));
+            }
+        }
+        let names = output_names(op);
+        for (name, rust) in outputs {
+            let Some(i) = names.iter().position(|n| n == name) else {
+                continue;
+            };
+            if let Some(t) = cxx_type(&op.returns[i].schema_type) {
+                env.bind(name, Binding::place(rust.clone(), t));
+            }
+        }
+        env
+    }
+}
+
+/// The field of saved value `v` of `op`, or why it has none.
 fn saved_field(
     op: &OperatorRecord,
     v: &SavedValue,
@@ -186,7 +177,29 @@ fn saved_field(
             format!("`{}` is not a value of {}", v.of, op.name_with_overload),
         )
     })?;
-    let field = |ty: CxxType, storage: Storage| SavedField {
+    let of = cxx_type(schema_ty).ok_or_else(|| {
+        (
+            v.name.clone(),
+            format!("no C++ type for `{schema_ty}` of `{}`", v.of),
+        )
+    })?;
+    let ty = saved_value_type(v, &of).ok_or_else(|| {
+        (
+            v.name.clone(),
+            format!("`{}` has no Rust form to save", v.expr),
+        )
+    })?;
+    let storage = if v.name == v.of {
+        storage_of(&ty)
+    } else if saved_value_forward(v, "x").is_some() {
+        Storage::Plain
+    } else {
+        return Err((
+            v.name.clone(),
+            format!("`{}` is not computed in the forward", v.expr),
+        ));
+    };
+    Ok(SavedField {
         name: v.name.clone(),
         ident: ident(&v.name),
         of: v.of.clone(),
@@ -194,27 +207,7 @@ fn saved_field(
         is_output,
         storage,
         ty,
-    };
-    if v.name == v.of {
-        let ty = cxx_type(schema_ty).ok_or_else(|| {
-            (
-                v.name.clone(),
-                format!("no C++ type for `{schema_ty}` of `{}`", v.of),
-            )
-        })?;
-        let storage = storage_of(&ty);
-        return Ok(field(ty, storage));
-    }
-    // An expression: translated over the forward values (only its type matters here).
-    let outputs: Vec<(String, String)> = output_names(op)
-        .into_iter()
-        .map(|n| (n.clone(), ident(&n)))
-        .collect();
-    let env = forward_env(op, &outputs);
-    match translate(&v.expr, &env) {
-        Ok(Translated { ty, .. }) => Ok(field(ty, Storage::Plain)),
-        Err(r) => Err((v.name.clone(), format!("`{}`: {r}", v.expr))),
-    }
+    })
 }
 
 impl<'m> NodeSpec<'m> {
@@ -325,19 +318,6 @@ fn find_ident(text: &str, name: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// The formula with each saved expression replaced by its saved name (torchgen's rewrite).
-pub fn substitute_saved(text: &str, saved: &[SavedValue]) -> String {
-    let mut s = text.to_string();
-    for v in saved.iter().filter(|v| v.name != v.of) {
-        let mut from = 0;
-        while let Some(p) = find_ident(&s, &v.expr, from) {
-            s.replace_range(p..p + v.expr.len(), &v.name);
-            from = p + v.name.len();
-        }
-    }
-    s
-}
-
 /// The outputs (return indices) that get a gradient: torchgen's `gen_differentiable_outputs`.
 pub fn differentiable_outputs(
     op: &OperatorRecord,
@@ -378,33 +358,11 @@ fn yaml_not_implemented(text: &str) -> Option<String> {
     (!inner.contains('"')).then(|| inner.to_string())
 }
 
-/// The backward environment of a node (Note [Formula environments]).
-fn backward_env(spec: &NodeSpec<'_>) -> Env {
-    let mut env = Env::new();
-    env.bind("grad", "grad", CxxType::Tensor);
-    env.bind("grads", "&grads", CxxType::OptTensorList);
-    env.bind("grad_input_mask", "&grad_input_mask", CxxType::BoolList);
-    for (k, g) in spec.info.available_named_gradients.iter().enumerate() {
-        env.bind(
-            g.clone(),
-            format!("grads[{k}].as_ref()"),
-            CxxType::OptTensor,
-        );
-    }
-    for f in &spec.fields {
-        let rust = match f.storage {
-            Storage::Var | Storage::VarList | Storage::OptVarList => format!("&{}", f.ident),
-            Storage::OptVar => format!("{}.as_ref()", f.ident),
-            Storage::Plain => f.ty.passed(&format!("self.{}", f.ident)),
-        };
-        env.bind(f.name.clone(), rust, f.ty.clone());
-    }
-    env
-}
-
 /// The formulas of a node, translated.
-pub fn formula_codes(spec: &NodeSpec<'_>) -> Vec<FormulaCode> {
-    let env = backward_env(spec);
+pub fn formula_codes(spec: &NodeSpec<'_>, tr: &Translation) -> Vec<FormulaCode> {
+    let returns = FunctionSchema::parse(&spec.op.schema_source)
+        .map(|s| formula_returns(spec.op, &s))
+        .unwrap_or_default();
     spec.info
         .derivatives
         .iter()
@@ -428,10 +386,8 @@ pub fn formula_codes(spec: &NodeSpec<'_>) -> Vec<FormulaCode> {
                     missing.join("; ")
                 ))
             } else {
-                let mut saved = f.saved_inputs.clone();
-                saved.extend(f.saved_outputs.iter().cloned());
-                let rewritten = substitute_saved(&text, &saved);
-                translate(&rewritten, &env)
+                let env = backward_env(&tr.ops, &tr.manual, spec.op, spec.info, f, &returns);
+                translate(&text, &env)
                     .map_err(|r| r.to_string())
                     .and_then(|t| check_result(&t, &f.var_names, spec).map(|_| t))
             };
@@ -585,7 +541,7 @@ fn copy_fn(spec: &NodeSpec<'_>, var: &str) -> &'static str {
     }
 }
 
-fn emit_node(w: &mut Writer, spec: &NodeSpec<'_>, aten: &str) {
+fn emit_node(w: &mut Writer, spec: &NodeSpec<'_>, tr: &Translation, aten: &str) {
     let n = &spec.name;
     w.line(format!(
         "/// The backward of `{}` (derivatives.yaml: `{}`).",
@@ -602,7 +558,7 @@ fn emit_node(w: &mut Writer, spec: &NodeSpec<'_>, aten: &str) {
         }
     });
     w.blank();
-    let codes = formula_codes(spec);
+    let codes = formula_codes(spec, tr);
     w.block(format!("impl Node for {n} {{"), "}", |w| {
         w.block("fn name(&self) -> Cow<'static, str> {", "}", |w| {
             w.line(format!("Cow::Borrowed({n:?})"));
@@ -703,8 +659,15 @@ fn emit_apply(w: &mut Writer, spec: &NodeSpec<'_>, codes: &[FormulaCode]) {
                     return;
                 }
             };
-            if uses_ident(&c.text, "grad") {
+            if c.text.contains("grad.defined()") {
+                w.line("let grad = grads[0].clone();");
+            } else if uses_ident(&c.text, "grad") {
                 w.line("let grad = defined(&grads[0])?;");
+            }
+            for (k, g) in spec.info.available_named_gradients.iter().enumerate() {
+                if uses_ident(&c.text, g) {
+                    w.line(format!("let {g} = grads[{k}].clone();"));
+                }
             }
             match (&t.ty, c.vars.as_slice()) {
                 (CxxType::Tuple(tys), vars) => {
@@ -752,6 +715,7 @@ fn emit_apply(w: &mut Writer, spec: &NodeSpec<'_>, codes: &[FormulaCode]) {
 
 /// `functions/`: the backward nodes by shard of their operators.
 pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
     let specs = node_specs(&cx.model.ops);
     let by_op: BTreeMap<usize, &NodeSpec<'_>> = specs.values().map(|s| (s.op.index, s)).collect();
     let ops: Vec<&OperatorRecord> = cx
@@ -772,7 +736,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
         w.line("use ratten_aten::operators as ops;");
         for op in ops {
             w.blank();
-            emit_node(&mut w, by_op[&op.index], &cx.opts.aten);
+            emit_node(&mut w, by_op[&op.index], &tr, &cx.opts.aten);
         }
         files.push(GeneratedFile::new(
             format!("functions/{key}.rs"),
@@ -807,12 +771,12 @@ pub struct Untranslated {
 
 /// The formulas of every node: how many are translated, and those that are not (the yaml's
 /// own `not_implemented` entries count as translated).
-pub fn coverage(ops: &[OperatorRecord]) -> (usize, Vec<Untranslated>) {
-    let specs = node_specs(ops);
+pub fn coverage(model: &Model, tr: &Translation) -> (usize, Vec<Untranslated>) {
+    let specs = node_specs(&model.ops);
     let mut translated = 0;
     let mut missing = Vec::new();
     for spec in specs.values() {
-        for c in formula_codes(spec) {
+        for c in formula_codes(spec, tr) {
             match (&c.code, &c.not_implemented) {
                 (_, Some(_)) | (Ok(_), None) => translated += 1,
                 (Err(why), None) => missing.push(Untranslated {

@@ -13,8 +13,8 @@ use crate::model::arguments::ViewKind;
 use crate::model::names::raw_ident;
 use crate::model::OperatorRecord;
 
-use super::formula_stub::CxxType;
 use super::functions::{cxx_type, default_info};
+use super::types::CxxType;
 use super::variable_type::{emit_redispatch, uses_decomposition, written_args};
 use crate::codegen::writer::Writer;
 use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile};

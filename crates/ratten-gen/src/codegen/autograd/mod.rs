@@ -5,7 +5,6 @@
 pub mod coverage;
 pub mod cxx_parser;
 pub mod formula;
-pub mod formula_stub;
 pub mod functions;
 pub mod inplace_or_view;
 pub mod manual;

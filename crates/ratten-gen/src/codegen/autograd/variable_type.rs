@@ -24,12 +24,16 @@ use crate::model::names::{ident, raw_ident};
 use crate::model::signatures::dispatcher;
 use crate::model::OperatorRecord;
 
-use super::formula_stub::{translate, CxxType};
+use ratten_schema::derivatives::SavedValue;
+
+use super::coverage::saved_value_forward;
+use super::formula::translate;
 use super::functions::{
-    array_stmt, cxx_type, default_info, differentiable_outputs, forward_env, node_for, node_specs,
-    output_names, rust_expr, NodeSpec, Storage,
+    array_stmt, cxx_type, default_info, differentiable_outputs, node_for, node_specs, output_names,
+    rust_expr, NodeSpec, SavedField, Storage, Translation,
 };
 use super::inplace_or_view;
+use super::types::CxxType;
 use crate::codegen::operators::handle_ident;
 use crate::codegen::writer::{Expr, Writer};
 use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile, ALLOWED_LINTS};
@@ -163,7 +167,34 @@ fn kernel_header(w: &mut Writer, op: &OperatorRecord, aten: &str) {
     );
 }
 
-fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
+/// An owned copy of a value in borrowed form `expr` (`&[i64]` -> `Vec<i64>`).
+fn owned_from_borrowed(ty: &CxxType, expr: &str) -> String {
+    use CxxType as C;
+    match ty {
+        t if t.is_copy() => expr.to_string(),
+        C::IntList | C::BoolList | C::FloatList | C::ScalarTypeList | C::IntListList => {
+            format!("{expr}.to_vec()")
+        }
+        C::OptIntList => format!("{expr}.map(|v| v.to_vec())"),
+        C::OptScalar | C::OptGenerator => format!("{expr}.cloned()"),
+        C::String => format!("{expr}.to_string()"),
+        C::OptString => format!("{expr}.map(str::to_string)"),
+        _ => format!("{expr}.clone()"),
+    }
+}
+
+/// The forward's Rust computing saved value `f` from `input` (its value in borrowed form).
+fn saved_forward(f: &SavedField, input: &str) -> String {
+    let v = SavedValue {
+        name: f.name.clone(),
+        of: f.of.clone(),
+        expr: f.expr.clone(),
+    };
+    // `NodeSpec` keeps only values `saved_value_forward` computes.
+    saved_value_forward(&v, input).unwrap_or_else(|| format!("Default::default() /* {} */", f.expr))
+}
+
+fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &Translation) {
     let info = spec.info;
     let inplace = op.kind != SchemaKind::Functional;
     let with: Vec<&str> = info
@@ -182,7 +213,6 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
     }
     // The node, its next edges and saved inputs are taken before the call: an in-place call
     // changes them.
-    let env = forward_env(op, &[]);
     w.block("let grad_fn = if requires_grad {", "} else {", |w| {
         w.block(format!("Some({} {{", spec.name), "})", |w| {
             w.line("base: NodeBase::new(collect_next_edges(&inputs)),");
@@ -200,14 +230,10 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
                         Storage::OptVar => format!("SavedVariable::new_opt({arg}, false)"),
                         Storage::VarList => format!("saved_list({arg}, false)"),
                         Storage::OptVarList => format!("saved_opt_list({arg}, false)"),
-                        Storage::Plain => f.ty.to_owned_expr(&arg),
+                        Storage::Plain => owned_from_borrowed(&f.ty, &arg),
                     }
                 } else {
-                    match translate(&f.expr, &env) {
-                        Ok(t) => t.rust,
-                        // The spec translated it; a kernel of another variant may not.
-                        Err(_) => format!("Default::default() /* {} */", f.expr),
-                    }
+                    saved_forward(f, &arg)
                 };
                 if value == f.ident {
                     w.line(format!("{value},"));
@@ -236,16 +262,19 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
     let (outputs, lhs): (Vec<(String, String)>, String) = if inplace {
         let o = out_names
             .iter()
-            .map(|n| (n.clone(), format!("*{self_ident}")))
+            .map(|n| (n.clone(), self_ident.clone()))
             .collect();
         (o, "let ret = ".to_string())
     } else {
         let (locals, pattern) = output_locals(spec.op);
-        let o = out_names.iter().cloned().zip(locals).collect();
+        let o = out_names
+            .iter()
+            .cloned()
+            .zip(locals.iter().map(|l| format!("&{l}")))
+            .collect();
         (o, format!("let {pattern} = "))
     };
     emit_redispatch(w, &lhs, op, "AFTER_AUTOGRAD_KEYSET");
-    let out_env = forward_env(spec.op, &outputs);
     let place = |name: &str| -> String {
         outputs
             .iter()
@@ -260,15 +289,12 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
             let p = place(&f.of);
             let value = if f.name == f.of {
                 match f.storage {
-                    Storage::Var => format!("SavedVariable::new(&{p}, true)"),
-                    Storage::VarList => format!("saved_list(&{p}, true)"),
-                    _ => f.ty.to_owned_expr(&p),
+                    Storage::Var => format!("SavedVariable::new({p}, true)"),
+                    Storage::VarList => format!("saved_list({p}, true)"),
+                    _ => owned_from_borrowed(&f.ty, &p),
                 }
             } else {
-                match translate(&f.expr, &out_env) {
-                    Ok(t) => t.rust,
-                    Err(_) => format!("Default::default() /* {} */", f.expr),
-                }
+                saved_forward(f, &p)
             };
             w.stmt(&format!("node.{} = ", f.ident), &rust_expr(&value), ";");
         }
@@ -285,7 +311,7 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
             .collect();
         let items: Vec<String> = diff.iter().map(|&i| place(&out_names[i])).collect();
         let call = if lists.is_empty() {
-            let items: Vec<String> = items.iter().map(|p| format!("Some(&{p})")).collect();
+            let items: Vec<String> = items.iter().map(|p| format!("Some({p})")).collect();
             format!("set_history(&[{}], &node)?;", items.join(", "))
         } else {
             w.line("let mut outputs: Vec<Option<&Tensor>> = Vec::new();");
@@ -293,7 +319,7 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
                 if lists.contains(&i) {
                     w.line(format!("outputs.extend({}.iter().map(Some));", items[k]));
                 } else {
-                    w.line(format!("outputs.push(Some(&{}));", items[k]));
+                    w.line(format!("outputs.push(Some({}));", items[k]));
                 }
             }
             "set_history(&outputs, &node)?;".to_string()
@@ -302,7 +328,7 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>) {
             .output_differentiability_conditions
             .as_ref()
             .and_then(|c| c.first())
-            .and_then(|c| translate(c, &forward_env(op, &outputs)).ok())
+            .and_then(|c| translate(c, &tr.forward_env(op, &outputs)).ok())
             .filter(|t| t.ty == CxxType::Bool);
         match cond {
             Some(c) => {
@@ -395,10 +421,16 @@ fn emit_not_implemented(w: &mut Writer, op: &OperatorRecord) {
     w.line(format!("Ok({pattern})"));
 }
 
-fn emit_kernel(w: &mut Writer, op: &OperatorRecord, k: &AutogradKernel<'_>, aten: &str) {
+fn emit_kernel(
+    w: &mut Writer,
+    op: &OperatorRecord,
+    k: &AutogradKernel<'_>,
+    tr: &Translation,
+    aten: &str,
+) {
     kernel_header(w, op, aten);
     w.indented(|w| match k {
-        AutogradKernel::Derived(spec) => emit_derived(w, op, spec),
+        AutogradKernel::Derived(spec) => emit_derived(w, op, spec, tr),
         AutogradKernel::Out => emit_out(w, op),
         AutogradKernel::NotImplemented => emit_not_implemented(w, op),
         AutogradKernel::NonDifferentiable => {
@@ -411,6 +443,7 @@ fn emit_kernel(w: &mut Writer, op: &OperatorRecord, k: &AutogradKernel<'_>, aten
 
 /// `variable_type/`: the Autograd kernels by shard.
 pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
     let specs = node_specs(&cx.model.ops);
     let with: Vec<(&OperatorRecord, AutogradKernel<'_>)> = cx
         .model
@@ -436,7 +469,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
         w.line("use ratten_aten::operators as ops;");
         for op in ops {
             w.blank();
-            emit_kernel(&mut w, op, kernels[&op.index], &cx.opts.aten);
+            emit_kernel(&mut w, op, kernels[&op.index], &tr, &cx.opts.aten);
         }
         files.push(GeneratedFile::new(
             format!("variable_type/{key}.rs"),
