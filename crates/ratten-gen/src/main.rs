@@ -65,6 +65,14 @@ enum Command {
         /// Generate ratten-py's Python bindings (signatures.rs, dispatch/) instead
         #[arg(long)]
         python: bool,
+        /// Generate ratten-autograd's code (backward nodes, Autograd and ADInplaceOrView
+        /// kernels, registration) from --native and --derivatives instead
+        #[arg(long)]
+        autograd: bool,
+        /// With --autograd: the FunctionsManual source (default: functions_manual.rs beside
+        /// --out)
+        #[arg(long, value_name = "PATH")]
+        functions_manual: Option<PathBuf>,
     },
 }
 
@@ -82,6 +90,8 @@ fn main() -> ExitCode {
             inherits,
             check,
             python,
+            autograd,
+            functions_manual,
         } => generate(GenerateArgs {
             native,
             tags,
@@ -93,6 +103,8 @@ fn main() -> ExitCode {
             inherits,
             check,
             python,
+            autograd,
+            functions_manual,
         }),
         Command::Check {
             native,
@@ -130,18 +142,27 @@ struct GenerateArgs {
     inherits: Vec<String>,
     check: bool,
     python: bool,
+    autograd: bool,
+    functions_manual: Option<PathBuf>,
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
     use ratten_gen::codegen::{
         generate_from_path, generate_python_from_path, stale_files, write_files, GenOptions,
     };
-    let mut opts = if a.aten {
+    let mut opts = if a.autograd {
+        // ratten-autograd's FunctionsManual sits beside its generated tree.
+        let manual = a
+            .functions_manual
+            .clone()
+            .unwrap_or_else(|| a.out.join("../functions_manual.rs"));
+        GenOptions::autograd(Some(manual))
+    } else if a.aten {
         GenOptions::aten()
     } else {
         GenOptions::out_of_tree("", &a.kernel_module, &a.extension_trait)
     };
-    if !a.aten {
+    if !a.aten && !a.autograd {
         opts.source_label = a.native.display().to_string();
     }
     for kv in &a.inherits {

@@ -139,8 +139,15 @@ impl Writer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expr {
     Atom(String),
-    Call { callee: String, args: Vec<Expr> },
+    Call {
+        callee: String,
+        args: Vec<Expr>,
+    },
     Tuple(Vec<Expr>),
+    /// `&e` (`prefix` is `&`, `-`, ...): laid out as `e` after the prefix.
+    Prefix(String, Box<Expr>),
+    /// `e?`: laid out as `e` followed by `?`.
+    Try(Box<Expr>),
 }
 
 impl Expr {
@@ -170,6 +177,7 @@ impl Expr {
     fn parts(&self) -> (&str, &[Expr]) {
         match self {
             Expr::Atom(a) => (a.as_str(), &[]),
+            Expr::Prefix(_, e) | Expr::Try(e) => e.parts(),
             Expr::Call { callee, args } => (callee.as_str(), args.as_slice()),
             Expr::Tuple(items) => ("", items.as_slice()),
         }
@@ -187,6 +195,8 @@ impl Expr {
             Expr::Call { callee, .. } => format!("{callee}({})", self.items_flat()),
             Expr::Tuple(items) if items.len() == 1 => format!("({},)", items[0].flat()),
             Expr::Tuple(_) => format!("({})", self.items_flat()),
+            Expr::Prefix(p, e) => format!("{p}{}", e.flat()),
+            Expr::Try(e) => format!("{}?", e.flat()),
         }
     }
 
@@ -202,6 +212,13 @@ impl Expr {
     /// `base` is the statement's column and `rel` this nesting level's indentation relative
     /// to it (continuation lines carry only their relative indentation).
     fn layout(&self, base: usize, rel: usize, start: usize, tail: usize) -> String {
+        match self {
+            Expr::Prefix(p, e) => {
+                return format!("{p}{}", e.layout(base, rel, start + p.len(), tail))
+            }
+            Expr::Try(e) => return format!("{}?", e.layout(base, rel, start, tail + 1)),
+            _ => {}
+        }
         let flat = self.flat();
         let (callee, items) = self.parts();
         if items.is_empty() || (start + flat.len() + tail <= MAX_WIDTH && self.narrow()) {

@@ -1,0 +1,608 @@
+//! The Autograd kernels (torchgen's gen_variable_type.py, PyTorch's `VariableType_*.cpp`),
+//! the generated tree's `mod.rs` and its registrations (`registration.rs`).
+//!
+//! Which operator gets which kernel follows torchgen's `dispatch_strategy` and
+//! `gen_variable_type_func` ([`autograd_kernel`]):
+//! - a CompositeImplicitAutograd operator without derivatives gets none (its decomposition is
+//!   differentiated);
+//! - an out= operator refuses when an argument requires grad (torch's text);
+//! - an operator with a backward node records it: `compute_requires_grad` over the inputs
+//!   with derivatives, `check_inplace` for in-place ones, the node with its next edges and
+//!   saved inputs made before the call (an in-place operator saves a clone of the `self` it
+//!   overwrites), the call below Autograd, then the saved outputs and `set_history` (or
+//!   `rebase_history` for in-place) on the differentiable outputs;
+//! - an operator whose entry has no differentiable input only redispatches;
+//! - an operator without an entry whose outputs are differentiable fails with
+//!   `not_implemented` when an input requires grad and an output (or the written argument)
+//!   has a differentiable dtype.
+
+use std::collections::BTreeMap;
+
+use ratten_schema::native::SchemaKind;
+
+use crate::model::names::{ident, raw_ident};
+use crate::model::signatures::dispatcher;
+use crate::model::OperatorRecord;
+
+use ratten_schema::derivatives::SavedValue;
+
+use super::coverage::saved_value_forward;
+use super::formula::translate;
+use super::functions::{
+    array_stmt, cxx_type, default_info, differentiable_outputs, node_for, node_specs, output_names,
+    rust_expr, NodeSpec, SavedField, Storage, Translation,
+};
+use super::inplace_or_view;
+use super::types::CxxType;
+use crate::codegen::operators::handle_ident;
+use crate::codegen::writer::{Expr, Writer};
+use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile, ALLOWED_LINTS};
+
+/// The Autograd kernel an operator gets.
+pub enum AutogradKernel<'m> {
+    /// Records the backward node.
+    Derived(&'m NodeSpec<'m>),
+    /// Its entry gives no input a derivative: redispatch only.
+    NonDifferentiable,
+    /// An out= operator: refuses inputs that require grad.
+    Out,
+    /// No entry, differentiable outputs: not implemented when an input requires grad.
+    NotImplemented,
+}
+
+/// Whether the operator is differentiated through its CompositeImplicitAutograd
+/// decomposition (torchgen's `dispatch_strategy` "use_type").
+pub fn uses_decomposition(op: &OperatorRecord) -> bool {
+    let composite = op.kernels.contains_key("CompositeImplicitAutograd")
+        || op
+            .kernels
+            .contains_key("CompositeImplicitAutogradNestedTensor");
+    let derived = default_info(op).is_some_and(|i| i.has_derivatives());
+    composite && !derived
+}
+
+/// The Autograd kernel of `op`, if it gets one.
+pub fn autograd_kernel<'m>(
+    specs: &'m BTreeMap<String, NodeSpec<'m>>,
+    op: &OperatorRecord,
+) -> Option<AutogradKernel<'m>> {
+    if uses_decomposition(op) {
+        return None;
+    }
+    if op.kind == SchemaKind::Out {
+        return Some(AutogradKernel::Out);
+    }
+    if let Some(info) = default_info(op) {
+        return Some(match node_for(specs, op) {
+            Some(spec) if info.has_derivatives() => AutogradKernel::Derived(spec),
+            _ => AutogradKernel::NonDifferentiable,
+        });
+    }
+    differentiable_outputs(op, None)
+        .first()
+        .map(|_| AutogradKernel::NotImplemented)
+}
+
+/// Binds `inputs` to the tensors of `names` (arguments of `op`), for
+/// `compute_requires_grad(&inputs)` and `collect_next_edges(&inputs)`: an array, or a `Vec`
+/// when a list is among them.
+pub fn bind_inputs(w: &mut Writer, op: &OperatorRecord, names: &[&str]) {
+    let mut items = Vec::new();
+    let mut lists = false;
+    for a in op.args.iter().filter(|a| names.contains(&a.name.as_str())) {
+        let item = match cxx_type(&a.schema_type) {
+            Some(CxxType::Tensor) => format!("Some({})", a.ident),
+            Some(CxxType::OptTensor) => a.ident.clone(),
+            Some(CxxType::TensorList) => {
+                lists = true;
+                format!("{}.iter().map(Some)", a.ident)
+            }
+            Some(CxxType::OptTensorList) => {
+                lists = true;
+                format!("{}.iter().map(Option::as_ref)", a.ident)
+            }
+            _ => continue,
+        };
+        items.push(item);
+    }
+    if items.is_empty() {
+        w.line("let inputs: [Option<&Tensor>; 0] = [];");
+    } else if !lists {
+        array_stmt(w, "let inputs = ", &items, ";");
+    } else {
+        w.line("let mut inputs: Vec<Option<&Tensor>> = Vec::new();");
+        for i in items {
+            if i.contains(".iter()") {
+                w.line(format!("inputs.extend({i});"));
+            } else {
+                w.line(format!("inputs.push({i});"));
+            }
+        }
+    }
+}
+
+/// The arguments `op` writes (`self` of an in-place operator, out= arguments).
+pub fn written_args(op: &OperatorRecord) -> Vec<usize> {
+    op.args
+        .iter()
+        .filter(|a| a.alias.as_ref().is_some_and(|x| x.is_write))
+        .map(|a| a.index)
+        .collect()
+}
+
+/// `{ let _guard = ...; ops::X::redispatch(ks & KEYSET, args..)? }`.
+pub fn emit_redispatch(w: &mut Writer, lhs: &str, op: &OperatorRecord, keyset: &str) {
+    w.block(format!("{lhs}{{"), "};", |w| {
+        w.line("let _guard = AutoDispatchBelowADInplaceOrView::new();");
+        let mut args = vec![format!("ks & {keyset}")];
+        args.extend(op.args.iter().map(|a| a.ident.clone()));
+        w.stmt(
+            "",
+            &Expr::call_atoms(format!("ops::{}::redispatch", handle_ident(op)), &args),
+            "?",
+        );
+    });
+}
+
+/// The local names of a functional operator's outputs and the pattern binding them.
+fn output_locals(op: &OperatorRecord) -> (Vec<String>, String) {
+    let names: Vec<String> = output_names(op).iter().map(|n| ident(n)).collect();
+    let pattern = match names.as_slice() {
+        [one] => one.clone(),
+        many => format!("({})", many.join(", ")),
+    };
+    (names, pattern)
+}
+
+fn kernel_header(w: &mut Writer, op: &OperatorRecord, aten: &str) {
+    let sig = dispatcher(op);
+    let mut params = vec!["ks: DispatchKeySet".to_string()];
+    params.extend(sig.param_decls(aten));
+    w.line(format!("/// `{}`", op.doc()));
+    w.fn_header(
+        &format!("pub(crate) fn {}", raw_ident(&op.handle)),
+        &params,
+        &sig.result(aten),
+        " {",
+    );
+}
+
+/// An owned copy of a value in borrowed form `expr` (`&[i64]` -> `Vec<i64>`).
+fn owned_from_borrowed(ty: &CxxType, expr: &str) -> String {
+    use CxxType as C;
+    match ty {
+        t if t.is_copy() => expr.to_string(),
+        C::IntList | C::BoolList | C::FloatList | C::ScalarTypeList | C::IntListList => {
+            format!("{expr}.to_vec()")
+        }
+        C::OptIntList => format!("{expr}.map(|v| v.to_vec())"),
+        C::OptScalar | C::OptGenerator => format!("{expr}.cloned()"),
+        C::String => format!("{expr}.to_string()"),
+        C::OptString => format!("{expr}.map(str::to_string)"),
+        _ => format!("{expr}.clone()"),
+    }
+}
+
+/// The forward's Rust computing saved value `f` from `input` (its value in borrowed form).
+fn saved_forward(f: &SavedField, input: &str) -> String {
+    let v = SavedValue {
+        name: f.name.clone(),
+        of: f.of.clone(),
+        expr: f.expr.clone(),
+    };
+    // `NodeSpec` keeps only values `saved_value_forward` computes.
+    saved_value_forward(&v, input).unwrap_or_else(|| format!("Default::default() /* {} */", f.expr))
+}
+
+fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &Translation) {
+    let info = spec.info;
+    let inplace = op.kind != SchemaKind::Functional;
+    let with: Vec<&str> = info
+        .args_with_derivatives
+        .iter()
+        .map(String::as_str)
+        .collect();
+    bind_inputs(w, op, &with);
+    w.line("let requires_grad = compute_requires_grad(&inputs);");
+    let self_ident = op
+        .self_arg
+        .map(|i| op.args[i].ident.clone())
+        .unwrap_or_else(|| "self_".into());
+    if inplace {
+        w.line(format!("check_inplace({self_ident}, requires_grad)?;"));
+    }
+    // The node, its next edges and saved inputs are taken before the call: an in-place call
+    // changes them.
+    w.block("let grad_fn = if requires_grad {", "} else {", |w| {
+        w.block(format!("Some({} {{", spec.name), "})", |w| {
+            w.line("base: NodeBase::new(collect_next_edges(&inputs)),");
+            for f in spec.fields.iter().filter(|f| !f.is_output) {
+                let a = op.args.iter().find(|a| a.name == f.of);
+                let arg = a.map(|a| a.ident.clone()).unwrap_or_else(|| ident(&f.of));
+                let value = if f.name == f.of {
+                    match f.storage {
+                        Storage::Var
+                            if inplace && a.is_some_and(|a| Some(a.index) == op.self_arg) =>
+                        {
+                            format!("SavedVariable::new(&ops::clone::call({arg}, None)?, false)")
+                        }
+                        Storage::Var => format!("SavedVariable::new({arg}, false)"),
+                        Storage::OptVar => format!("SavedVariable::new_opt({arg}, false)"),
+                        Storage::VarList => format!("saved_list({arg}, false)"),
+                        Storage::OptVarList => format!("saved_opt_list({arg}, false)"),
+                        Storage::Plain => owned_from_borrowed(&f.ty, &arg),
+                    }
+                } else {
+                    saved_forward(f, &arg)
+                };
+                if value == f.ident {
+                    w.line(format!("{value},"));
+                } else {
+                    w.stmt(&format!("{}: ", f.ident), &rust_expr(&value), ",");
+                }
+            }
+            for f in spec.fields.iter().filter(|f| f.is_output) {
+                w.line(format!("{}: Default::default(),", f.ident));
+            }
+            for l in &spec.list_sizes {
+                let a = op
+                    .args
+                    .iter()
+                    .find(|a| &a.name == l)
+                    .map(|a| a.ident.clone())
+                    .unwrap_or_else(|| ident(l));
+                w.line(format!("{l}_size_: {a}.len(),"));
+            }
+        });
+    });
+    w.line("    None");
+    w.line("};");
+    // The call, then the outputs: for an in-place operator the output is `self`.
+    let out_names = output_names(spec.op);
+    let (outputs, lhs): (Vec<(String, String)>, String) = if inplace {
+        let o = out_names
+            .iter()
+            .map(|n| (n.clone(), self_ident.clone()))
+            .collect();
+        (o, "let ret = ".to_string())
+    } else {
+        let (locals, pattern) = output_locals(spec.op);
+        let o = out_names
+            .iter()
+            .cloned()
+            .zip(locals.iter().map(|l| format!("&{l}")))
+            .collect();
+        (o, format!("let {pattern} = "))
+    };
+    emit_redispatch(w, &lhs, op, "AFTER_AUTOGRAD_KEYSET");
+    let place = |name: &str| -> String {
+        outputs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| ident(name))
+    };
+    let saves_outputs = spec.fields.iter().any(|f| f.is_output);
+    let binding = if saves_outputs { "mut node" } else { "node" };
+    w.block(format!("if let Some({binding}) = grad_fn {{"), "}", |w| {
+        for f in spec.fields.iter().filter(|f| f.is_output) {
+            let p = place(&f.of);
+            let value = if f.name == f.of {
+                match f.storage {
+                    Storage::Var => format!("SavedVariable::new({p}, true)"),
+                    Storage::VarList => format!("saved_list({p}, true)"),
+                    _ => owned_from_borrowed(&f.ty, &p),
+                }
+            } else {
+                saved_forward(f, &p)
+            };
+            w.stmt(&format!("node.{} = ", f.ident), &rust_expr(&value), ";");
+        }
+        w.line("let node: Arc<dyn Node> = Arc::new(node);");
+        if inplace {
+            w.line(format!("rebase_history({self_ident}, &node)?;"));
+            return;
+        }
+        let diff = differentiable_outputs(spec.op, Some(info));
+        let lists: Vec<usize> = diff
+            .iter()
+            .copied()
+            .filter(|&i| spec.op.returns[i].schema_type.is_list())
+            .collect();
+        let items: Vec<String> = diff.iter().map(|&i| place(&out_names[i])).collect();
+        let call = if lists.is_empty() {
+            let items: Vec<String> = items.iter().map(|p| format!("Some({p})")).collect();
+            format!("set_history(&[{}], &node)?;", items.join(", "))
+        } else {
+            w.line("let mut outputs: Vec<Option<&Tensor>> = Vec::new();");
+            for (k, &i) in diff.iter().enumerate() {
+                if lists.contains(&i) {
+                    w.line(format!("outputs.extend({}.iter().map(Some));", items[k]));
+                } else {
+                    w.line(format!("outputs.push(Some({}));", items[k]));
+                }
+            }
+            "set_history(&outputs, &node)?;".to_string()
+        };
+        let cond = info
+            .output_differentiability_conditions
+            .as_ref()
+            .and_then(|c| c.first())
+            .and_then(|c| translate(c, &tr.forward_env(op, &outputs)).ok())
+            .filter(|t| t.ty == CxxType::Bool);
+        match cond {
+            Some(c) => {
+                w.block(format!("if {} {{", c.rust), "}", |w| {
+                    w.line(&call);
+                });
+            }
+            None => {
+                w.line(call);
+            }
+        }
+    });
+    if inplace {
+        w.line("Ok(ret)");
+    } else {
+        let (_, pattern) = output_locals(spec.op);
+        w.line(format!("Ok({pattern})"));
+    }
+}
+
+fn emit_out(w: &mut Writer, op: &OperatorRecord) {
+    let all: Vec<&str> = op.args.iter().map(|a| a.name.as_str()).collect();
+    bind_inputs(w, op, &all);
+    let base = op.qualified_name.rsplit("::").next().unwrap_or("");
+    let base = base.strip_suffix('_').unwrap_or(base);
+    let msg = format!(
+        "{base}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+    );
+    w.block("if compute_requires_grad(&inputs) {", "}", |w| {
+        w.stmt(
+            "return Err(",
+            &Expr::call_atoms("ratten_core::Error::runtime", &[format!("{msg:?}")]),
+            ");",
+        );
+    });
+    emit_redispatch(w, "let ret = ", op, "AFTER_AUTOGRAD_KEYSET");
+    w.line("Ok(ret)");
+}
+
+fn differentiable_dtype(expr: &str, list: bool) -> String {
+    if list {
+        format!("{expr}.iter().any(|t| is_differentiable_type(t.scalar_type()))")
+    } else {
+        format!("is_differentiable_type({expr}.scalar_type())")
+    }
+}
+
+fn emit_not_implemented(w: &mut Writer, op: &OperatorRecord) {
+    let all: Vec<&str> = op.args.iter().map(|a| a.name.as_str()).collect();
+    bind_inputs(w, op, &all);
+    w.line("let requires_grad = compute_requires_grad(&inputs);");
+    let err = format!("return Err(not_implemented({:?}));", op.qualified_name);
+    let written: Vec<String> = written_args(op)
+        .into_iter()
+        .filter_map(|i| {
+            let a = &op.args[i];
+            match cxx_type(&a.schema_type)? {
+                CxxType::Tensor => Some(differentiable_dtype(&a.ident, false)),
+                CxxType::TensorList => Some(differentiable_dtype(&a.ident, true)),
+                _ => None,
+            }
+        })
+        .collect();
+    if !written.is_empty() {
+        // A written argument is known before the call: refuse before changing it.
+        w.block(
+            format!("if requires_grad && ({}) {{", written.join(" || ")),
+            "}",
+            |w| {
+                w.line(&err);
+            },
+        );
+        emit_redispatch(w, "let ret = ", op, "AFTER_AUTOGRAD_KEYSET");
+        w.line("Ok(ret)");
+        return;
+    }
+    let (locals, pattern) = output_locals(op);
+    emit_redispatch(w, &format!("let {pattern} = "), op, "AFTER_AUTOGRAD_KEYSET");
+    let checks: Vec<String> = differentiable_outputs(op, None)
+        .into_iter()
+        .map(|i| differentiable_dtype(&locals[i], op.returns[i].schema_type.is_list()))
+        .collect();
+    w.block(
+        format!("if requires_grad && ({}) {{", checks.join(" || ")),
+        "}",
+        |w| {
+            w.line(&err);
+        },
+    );
+    w.line(format!("Ok({pattern})"));
+}
+
+fn emit_kernel(
+    w: &mut Writer,
+    op: &OperatorRecord,
+    k: &AutogradKernel<'_>,
+    tr: &Translation,
+    aten: &str,
+) {
+    kernel_header(w, op, aten);
+    w.indented(|w| match k {
+        AutogradKernel::Derived(spec) => emit_derived(w, op, spec, tr),
+        AutogradKernel::Out => emit_out(w, op),
+        AutogradKernel::NotImplemented => emit_not_implemented(w, op),
+        AutogradKernel::NonDifferentiable => {
+            emit_redispatch(w, "let ret = ", op, "AFTER_AUTOGRAD_KEYSET");
+            w.line("Ok(ret)");
+        }
+    });
+    w.line("}");
+}
+
+/// `variable_type/`: the Autograd kernels by shard.
+pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
+    let specs = node_specs(&cx.model.ops);
+    let with: Vec<(&OperatorRecord, AutogradKernel<'_>)> = cx
+        .model
+        .ops
+        .iter()
+        .filter_map(|op| autograd_kernel(&specs, op).map(|k| (op, k)))
+        .collect();
+    let kernels: BTreeMap<usize, &AutogradKernel<'_>> =
+        with.iter().map(|(op, k)| (op.index, k)).collect();
+    let by_shard = shards(with.iter().map(|(op, _)| *op));
+    let mut files = Vec::new();
+    for (key, ops) in &by_shard {
+        let mut w = Writer::new();
+        w.line(header(
+            cx.opts,
+            &format!(
+                "The Autograd kernels of the operators in shard `{key}`: see `variable_type`."
+            ),
+        ));
+        w.line("use super::super::functions::*;");
+        w.line("use super::{saved_list, saved_opt_list};");
+        w.line("use crate::prelude::*;");
+        w.line("use ratten_aten::operators as ops;");
+        for op in ops {
+            w.blank();
+            emit_kernel(&mut w, op, kernels[&op.index], &tr, &cx.opts.aten);
+        }
+        files.push(GeneratedFile::new(
+            format!("variable_type/{key}.rs"),
+            w.finish(),
+        ));
+    }
+    let keys: Vec<String> = by_shard.keys().cloned().collect();
+    let head = header(
+        cx.opts,
+        &format!(
+            "The Autograd kernels (PyTorch's `VariableType`, {} kernels): per operator, record\n\
+             //! its backward node and redispatch below Autograd; registered in `registration`.",
+            with.len()
+        ),
+    );
+    files.insert(
+        0,
+        GeneratedFile::new(
+            "variable_type/mod.rs",
+            shard_mod(&head, &keys, SAVED_LIST_HELPERS),
+        ),
+    );
+    Ok(files)
+}
+
+/// What the kernels use to save lists of tensors.
+const SAVED_LIST_HELPERS: &str = "use crate::prelude::*;
+
+/// The saved form of a list of tensors (`Tensor[]` inputs and outputs).
+pub(crate) fn saved_list(ts: &[Tensor], is_output: bool) -> Vec<SavedVariable> {
+    ts.iter()
+        .map(|t| SavedVariable::new(t, is_output))
+        .collect()
+}
+
+/// The saved form of a list of optional tensors (`Tensor?[]` inputs).
+pub(crate) fn saved_opt_list(ts: &[Option<Tensor>], is_output: bool) -> Vec<SavedVariable> {
+    ts.iter()
+        .map(|t| SavedVariable::new_opt(t.as_ref(), is_output))
+        .collect()
+}
+";
+
+/// The generated tree's `mod.rs`.
+pub fn emit_mod(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let mut s = header(
+        cx.opts,
+        "The generated autograd code of ratten-aten's operators: backward nodes (`functions`),\n\
+         //! Autograd kernels (`variable_type`), ADInplaceOrView kernels (`inplace_or_view`) and\n\
+         //! their registration.",
+    );
+    s.push('\n');
+    // Saved tensors are unpacked at the top of `apply` as torchgen does, also when a formula
+    // that used them is not translated.
+    s.push_str(&ALLOWED_LINTS.replace("unused_mut,", "unused_mut,\n    unused_variables,"));
+    s.push('\n');
+    for m in [
+        "functions",
+        "inplace_or_view",
+        "registration",
+        "variable_type",
+    ] {
+        s.push_str(&format!("pub mod {m};\n"));
+    }
+    Ok(vec![GeneratedFile::new("mod.rs", s)])
+}
+
+/// `registration.rs`: the Autograd and ADInplaceOrView kernels under their keys.
+pub fn emit_registration(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let specs = node_specs(&cx.model.ops);
+    let ns = &cx.model.namespace;
+    let mut w = Writer::new();
+    w.line(header(
+        cx.opts,
+        "The registration of the Autograd kernels (under the `Autograd` alias key) and of the\n\
+         //! ADInplaceOrView kernels (PyTorch's `TORCH_LIBRARY_IMPL(aten, Autograd, m)` blocks).",
+    ));
+    w.line("use super::inplace_or_view;");
+    w.line("use super::variable_type;");
+    w.line("use crate::prelude::*;");
+    w.line("use ratten_aten::operators as ops;");
+    w.line("use ratten_dispatch::{Operator, WithKeySet};");
+    w.blank();
+    w.line(
+        "/// Referenced by the runtime: keeps these registrations linked into every binary that",
+    );
+    w.line("/// uses autograd.");
+    w.line("#[inline(never)]");
+    w.block("pub fn ensure_linked() {", "}", |w| {
+        w.line("std::hint::black_box(());");
+    });
+    let blocks: [(&str, &str, Vec<&OperatorRecord>); 2] = [
+        (
+            "Autograd",
+            "variable_type",
+            cx.model
+                .ops
+                .iter()
+                .filter(|op| autograd_kernel(&specs, op).is_some())
+                .collect(),
+        ),
+        (
+            "ADInplaceOrView",
+            "inplace_or_view",
+            cx.model
+                .ops
+                .iter()
+                .filter(|op| inplace_or_view::kernel_kind(op).is_some())
+                .collect(),
+        ),
+    ];
+    for (key, module, ops) in blocks {
+        if ops.is_empty() {
+            continue;
+        }
+        w.blank();
+        w.block(
+            format!("ratten_dispatch::torch_library_impl!({ns}, {key}, |m| {{"),
+            "});",
+            |w| {
+                for op in ops {
+                    let kernel = Expr::call(
+                        format!("ops::{}::kernel", handle_ident(op)),
+                        vec![Expr::call_atoms(
+                            "WithKeySet",
+                            &[format!("{module}::{}", raw_ident(&op.handle))],
+                        )],
+                    );
+                    let name = Expr::atom(format!("{:?}", op.name_with_overload));
+                    w.stmt("", &Expr::call("m.impl_", vec![name, kernel]), "?;");
+                }
+            },
+        );
+    }
+    Ok(vec![GeneratedFile::new("registration.rs", w.finish())])
+}

@@ -1,0 +1,75 @@
+//! The formula translator over ratten's derivatives.yaml: how many backward formulas it
+//! translates, and why it refuses the others.
+
+use std::path::{Path, PathBuf};
+
+use ratten_gen::codegen::autograd::coverage::coverage;
+use ratten_gen::codegen::autograd::manual::ManualSignatures;
+use ratten_gen::codegen::{GenOptions, Model};
+use ratten_schema::derivatives::Derivatives;
+use ratten_schema::native::NativeFunctions;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ratten_model() -> (Model, Derivatives) {
+    let aten = root().join("crates/ratten-aten");
+    let nf = NativeFunctions::load(&aten.join("native_functions.yaml"), None).unwrap();
+    let d = Derivatives::load(&aten.join("derivatives.yaml")).unwrap();
+    let model = Model::build(&nf, Some(&d), &GenOptions::aten().model()).unwrap();
+    (model, d)
+}
+
+#[test]
+fn ratten_backward_formulas_translate() {
+    let (model, d) = ratten_model();
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/functions_manual.rs"),
+    )
+    .unwrap();
+    let manual = ManualSignatures::parse(&fixture);
+    assert!(manual.skipped.is_empty(), "{:?}", manual.skipped);
+    let with = coverage(&model, &d, &manual);
+    println!("with the fixture's helpers:\n{}", with.summary());
+    let without = coverage(&model, &d, &ManualSignatures::default());
+    println!("without helpers:\n{}", without.summary());
+    let total = with.results.len();
+    assert!(total > 150, "{total} formulas");
+    // Every formula needing only a helper is translated once the helper is written.
+    assert_eq!(with.missing_helpers(), 1, "{}", with.summary());
+    assert!(with.translated() * 100 > total * 80, "{}", with.summary());
+
+    // What the operators the formulas call but ratten does not declare would unlock.
+    let aten = root().join("crates/ratten-aten");
+    let mut text = std::fs::read_to_string(aten.join("native_functions.yaml")).unwrap();
+    text.push_str(EXTRA);
+    let nf = NativeFunctions::parse(&text, &aten.join("native_functions.yaml"), None).unwrap();
+    let model = Model::build(&nf, Some(&d), &GenOptions::aten().model()).unwrap();
+    let more = coverage(&model, &d, &manual);
+    println!(
+        "with conj, sgn and new_zeros declared too:\n{}",
+        more.summary()
+    );
+    assert!(
+        more.translated() * 10 > more.results.len() * 9,
+        "{}",
+        more.summary()
+    );
+}
+
+/// Declarations of PyTorch's the formulas of ratten's entries call.
+const EXTRA: &str = "
+- func: conj(Tensor(a) self) -> Tensor(a)
+  variants: function, method
+
+- func: sgn(Tensor self) -> Tensor
+  variants: function, method
+  dispatch:
+    CompositeExplicitAutograd: sgn
+
+- func: new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+  variants: method
+  dispatch:
+    CompositeExplicitAutograd: new_zeros
+";
