@@ -312,3 +312,36 @@ pub fn not_translated(name: &str, formula: &str) -> Error {
          from derivatives.yaml has no Rust translation yet"
     ))
 }
+
+/// The node of an operator without a derivative formula (torch's `NotImplemented`): recorded
+/// so that the forward works, an error when a backward reaches it.
+pub struct NotImplemented {
+    base: NodeBase,
+    forward_fn: String,
+}
+
+impl NotImplemented {
+    pub fn new(forward_fn: &str, next_edges: Vec<Edge>) -> NotImplemented {
+        NotImplemented {
+            base: NodeBase::new(next_edges),
+            forward_fn: forward_fn.to_string(),
+        }
+    }
+}
+
+impl Node for NotImplemented {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NotImplemented")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, _grads: VariableList) -> Result<VariableList> {
+        Err(Error::runtime(format!(
+            "derivative for {} is not implemented",
+            self.forward_fn
+        )))
+    }
+}

@@ -10,6 +10,8 @@ pub mod autograd;
 pub mod engine;
 pub mod function;
 pub mod functions_manual;
+// Generated from derivatives.yaml by `ratten-gen generate --autograd` (checked in).
+pub mod generated;
 pub mod grad_mode;
 pub mod input_metadata;
 pub mod prelude;
@@ -27,4 +29,6 @@ pub use variable::{ensure_initialized, CreationMeta};
 /// References the generated registrations so that every binary using autograd links them
 /// (Note [Static operator handles]: inventory only sees linked objects).
 #[inline(never)]
-pub fn ensure_linked() {}
+pub fn ensure_linked() {
+    generated::registration::ensure_linked();
+}

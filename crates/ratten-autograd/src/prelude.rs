@@ -6,20 +6,25 @@ pub use std::sync::Arc;
 pub use ratten_aten::operators as ops;
 pub use ratten_aten::Tensor;
 pub use ratten_core::dispatch_key_set::{AFTER_AD_INPLACE_OR_VIEW_KEYSET, AFTER_AUTOGRAD_KEYSET};
-pub use ratten_core::{DispatchKeySet, Error, Result, Scalar, ScalarType, TensorOptions};
+pub use ratten_core::{Device, DispatchKeySet, Error, Result, Scalar, ScalarType, TensorOptions};
+pub use ratten_dispatch::Aliased;
 
 pub use crate::function::{
     any_variable_defined, copy_range, copy_range_list, defined, not_implemented, not_translated,
-    Edge, IndexRange, IndexRangeGenerator, Node, NodeBase, VariableList,
+    Edge, IndexRange, IndexRangeGenerator, Node, NodeBase, NotImplemented, VariableList,
 };
 // Used by the generated nodes (and empty until FunctionsManual has helpers).
 #[allow(unused_imports)]
 pub use crate::functions_manual::*;
-pub use crate::grad_mode::{AutoDispatchBelowADInplaceOrView, AutoDispatchBelowAutograd, GradMode};
-pub use crate::saved_variable::{save_list, unpack_list, unpack_opt_list, SavedVariable};
+pub use crate::grad_mode::{
+    AutoDispatchBelowADInplaceOrView, AutoDispatchBelowAutograd, GradMode, InferenceMode,
+};
+pub use crate::saved_variable::{
+    saved_list, saved_opt_list, unpack_list, unpack_opt_list, SavedVariable,
+};
 pub use crate::variable::{as_view, is_differentiable_type, CreationMeta};
 pub use crate::variable_type_utils::{
     any_requires_grad, as_view_list, check_inplace, check_no_requires_grad,
     check_out_requires_grad, collect_next_edges, collect_next_edges_list, compute_requires_grad,
-    creation_meta_for, increment_version, rebase_history, set_history, set_history_list,
+    creation_meta, increment_version, rebase_history, set_history, set_history_list,
 };

@@ -180,10 +180,17 @@ pub fn unpack_opt_list(
     v.iter().map(|s| s.unpack_opt(saved_for)).collect()
 }
 
-/// Saves a list of tensors.
-pub fn save_list(ts: &[Tensor], is_output: bool) -> Vec<SavedVariable> {
+/// The saved form of a list of tensors (`Tensor[]` inputs and outputs).
+pub fn saved_list(ts: &[Tensor], is_output: bool) -> Vec<SavedVariable> {
     ts.iter()
         .map(|t| SavedVariable::new(t, is_output))
+        .collect()
+}
+
+/// The saved form of a list of optional tensors (`Tensor?[]` inputs).
+pub fn saved_opt_list(ts: &[Option<Tensor>], is_output: bool) -> Vec<SavedVariable> {
+    ts.iter()
+        .map(|t| SavedVariable::new_opt(t.as_ref(), is_output))
         .collect()
 }
 

@@ -30,7 +30,7 @@ use crate::function::{Edge, Node, TensorPreHook};
 pub enum CreationMeta {
     Default,
     InCustomFunction,
-    MultipleOutputs,
+    MultiOutputNode,
     NoGradMode,
     InferenceMode,
 }

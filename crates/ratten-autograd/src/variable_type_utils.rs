@@ -106,7 +106,7 @@ fn handle_view_on_rebase(t: &Tensor, view: &variable::ViewInfo, _fn_name: &str) 
             .to_string(),
     };
     msg.push_str(match cm {
-        CreationMeta::MultipleOutputs => {
+        CreationMeta::MultiOutputNode => {
             " This view is the output of a function that returns multiple views. Such functions \
              do not allow the output views to be modified inplace. You should replace the inplace \
              operation by an out-of-place one."
@@ -190,21 +190,24 @@ pub fn increment_version(t: &Tensor) {
     t.bump_version();
 }
 
-/// The creation meta of a view made now (`InferenceMode`, `NoGradMode` or the given one).
-pub fn creation_meta_for(default: CreationMeta) -> CreationMeta {
+/// How a view made now was created (torchgen's `get_creation_meta_in_mode`): in inference
+/// mode, with grad mode off, or (grad mode on) as one output of several or alone.
+pub fn creation_meta(multi_output: bool) -> CreationMeta {
     if crate::grad_mode::InferenceMode::is_enabled() {
         CreationMeta::InferenceMode
     } else if !GradMode::is_enabled() {
         CreationMeta::NoGradMode
+    } else if multi_output {
+        CreationMeta::MultiOutputNode
     } else {
-        default
+        CreationMeta::Default
     }
 }
 
 /// `as_view` for every output of a multi-output view op (`unbind`, `split`): views whose
 /// in-place modification torch refuses.
 pub fn as_view_list(base: &Tensor, views: &[Tensor], is_bw_differentiable: bool) -> Result<()> {
-    let cm = creation_meta_for(CreationMeta::MultipleOutputs);
+    let cm = creation_meta(true);
     for v in views {
         variable::as_view(base, v, is_bw_differentiable, true, cm)?;
     }

@@ -308,11 +308,48 @@ pub fn generate(
             Err(es) => errors.extend(es),
         }
     }
-    if errors.is_empty() {
-        Ok(files)
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    if opts.target == Target::Autograd {
+        // The translated formulas are single expressions of any depth: rustfmt lays them out
+        // (the other emitters write rustfmt's layout themselves, Note [Generated code is
+        // rustfmt-clean]).
+        for f in &mut files {
+            f.contents = rustfmt(&f.contents).map_err(|e| vec![format!("{}: {e}", f.name)])?;
+        }
+    }
+    Ok(files)
+}
+
+/// `contents` as rustfmt lays it out (edition 2021, the workspace's rustfmt.toml).
+fn rustfmt(contents: &str) -> Result<String, String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2021", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run rustfmt (needed to lay out the autograd code): {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("rustfmt: no stdin")?;
+    let input = contents.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("rustfmt failed: {e}"))?;
+    writer
+        .join()
+        .map_err(|_| "rustfmt: writer thread panicked".to_string())?
+        .map_err(|e| format!("rustfmt: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "rustfmt refused the generated code: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| format!("rustfmt output: {e}"))
 }
 
 fn load(

@@ -100,9 +100,11 @@ impl PyNode {
             .iter()
             .map(|e| {
                 let f = node_object(py, e.function.clone())?;
-                Ok(PyTuple::new(py, [f, e.input_nr.into_pyobject(py)?.into_any().unbind()])?
-                    .into_any()
-                    .unbind())
+                Ok(
+                    PyTuple::new(py, [f, e.input_nr.into_pyobject(py)?.into_any().unbind()])?
+                        .into_any()
+                        .unbind(),
+                )
             })
             .collect::<PyResult<_>>()?;
         PyTuple::new(py, items)
@@ -122,20 +124,24 @@ impl PyNode {
 
     /// A hook called with (grad_inputs, grad_outputs) after the node ran.
     fn register_hook(&self, hook: PyObject) {
-        self.node.base().add_post_hook(Arc::new(move |outs: &VariableList, ins: &VariableList| {
-            Python::with_gil(|py| {
-                let to_tuple = |v: &VariableList| -> PyResult<Bound<'_, PyTuple>> {
-                    let items: Vec<PyObject> =
-                        v.iter().map(|t| wrap_opt(py, t.clone())).collect::<PyResult<_>>()?;
-                    PyTuple::new(py, items)
-                };
-                let r = (|| -> PyResult<()> {
-                    hook.call1(py, (to_tuple(outs)?, to_tuple(ins)?))?;
-                    Ok(())
-                })();
-                r.map_err(|e| stash(py, e))
-            })
-        }));
+        self.node
+            .base()
+            .add_post_hook(Arc::new(move |outs: &VariableList, ins: &VariableList| {
+                Python::with_gil(|py| {
+                    let to_tuple = |v: &VariableList| -> PyResult<Bound<'_, PyTuple>> {
+                        let items: Vec<PyObject> = v
+                            .iter()
+                            .map(|t| wrap_opt(py, t.clone()))
+                            .collect::<PyResult<_>>()?;
+                        PyTuple::new(py, items)
+                    };
+                    let r = (|| -> PyResult<()> {
+                        hook.call1(py, (to_tuple(outs)?, to_tuple(ins)?))?;
+                        Ok(())
+                    })();
+                    r.map_err(|e| stash(py, e))
+                })
+            }));
     }
 
     fn __repr__(&self) -> String {
@@ -363,10 +369,7 @@ fn _set_detect_anomaly(py: Python<'_>, enabled: bool, check_nan: bool) -> PyResu
                     .call0(py)
                     .and_then(|l| {
                         let l = l.bind(py).downcast::<PyList>()?.clone();
-                        Ok(l.iter()
-                            .map(|s| s.to_string())
-                            .collect::<Vec<_>>()
-                            .concat())
+                        Ok(l.iter().map(|s| s.to_string()).collect::<Vec<_>>().concat())
                     })
                     .unwrap_or_default()
             })

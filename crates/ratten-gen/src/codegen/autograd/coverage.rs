@@ -56,6 +56,8 @@ pub fn saved_value_forward(v: &SavedValue, input: &str) -> Option<String> {
         ".dim()" => format!("{input}.dim() as i64"),
         ".scalar_type()" => format!("{input}.scalar_type()"),
         ".is_conj()" => "false".into(),
+        // Every ratten tensor is strided.
+        ".layout()" => "ratten_aten::native::Layout::Strided".into(),
         a if a.starts_with(".sym_size(") => {
             let d = a.trim_start_matches(".sym_size(").trim_end_matches(')');
             format!("{input}.size({d})?")

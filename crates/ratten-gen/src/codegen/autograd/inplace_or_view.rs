@@ -143,7 +143,6 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
                 "The ADInplaceOrView kernels of the operators in shard `{key}`: see `inplace_or_view`."
             ),
         ));
-        w.line("use super::creation_meta;");
         w.line("use crate::prelude::*;");
         w.line("use ratten_aten::operators as ops;");
         for op in ops {
@@ -169,23 +168,9 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
             with.len()
         ),
     );
-    let extra = "use crate::prelude::*;\n\n\
-        /// How a view made now was created (torchgen's `get_creation_meta_in_mode`): in inference\n\
-        /// mode, with grad mode off, or (grad mode on) as one output of several or alone.\n\
-        pub(crate) fn creation_meta(multi_output: bool) -> CreationMeta {\n    \
-            if InferenceMode::is_enabled() {\n        \
-                CreationMeta::InferenceMode\n    \
-            } else if !GradMode::is_enabled() {\n        \
-                CreationMeta::NoGradMode\n    \
-            } else if multi_output {\n        \
-                CreationMeta::MultiOutputNode\n    \
-            } else {\n        \
-                CreationMeta::Default\n    \
-            }\n\
-        }\n";
     files.insert(
         0,
-        GeneratedFile::new("inplace_or_view/mod.rs", shard_mod(&head, &keys, extra)),
+        GeneratedFile::new("inplace_or_view/mod.rs", shard_mod(&head, &keys, "")),
     );
     Ok(files)
 }

@@ -21,7 +21,8 @@ pub struct ManualFn {
 ///
 /// C++ overloads a helper by its parameter types (`div_tensor_self_backward` of a Tensor or a
 /// Scalar `other`); Rust cannot, so an overload is a function of its own name whose doc
-/// comment has the line `/// C++ overload of `NAME`.`: a formula's `NAME(...)` resolves over
+/// comment has the line `/// C++ overload of `NAME`.` or which carries `#[doc(alias = "NAME")]`:
+/// a formula's `NAME(...)` resolves over
 /// `NAME` and its overloads by their parameter types.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ManualSignatures {
@@ -44,6 +45,10 @@ impl ManualSignatures {
                 if let Some(rest) = doc.trim().strip_prefix("C++ overload of `") {
                     overload_of = rest.split('`').next().map(str::to_string);
                 }
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("#[doc(alias = \"") {
+                overload_of = rest.split('"').next().map(str::to_string);
                 continue;
             }
             let Some(rest) = line.strip_prefix("pub fn ") else {

@@ -12,9 +12,9 @@
 //!   overwrites), the call below Autograd, then the saved outputs and `set_history` (or
 //!   `rebase_history` for in-place) on the differentiable outputs;
 //! - an operator whose entry has no differentiable input only redispatches;
-//! - an operator without an entry whose outputs are differentiable fails with
-//!   `not_implemented` when an input requires grad and an output (or the written argument)
-//!   has a differentiable dtype.
+//! - an operator in torchgen's `DONT_REQUIRE_DERIVATIVE` only redispatches;
+//! - an operator without an entry whose outputs are differentiable records a `NotImplemented`
+//!   node, which fails when a backward reaches it (torch's behaviour).
 
 use std::collections::BTreeMap;
 
@@ -50,6 +50,50 @@ pub enum AutogradKernel<'m> {
     NotImplemented,
 }
 
+/// torchgen's `DONT_REQUIRE_DERIVATIVE`: operators whose outputs never get a history (they
+/// depend on the input's shape only, or give integers or booleans), by base name.
+const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
+    "empty_like",
+    "ones_like",
+    "full_like",
+    "zeros_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_zeros",
+    "new_ones",
+    "__and__",
+    "__iand__",
+    "__ilshift__",
+    "__ior__",
+    "__irshift__",
+    "__ixor__",
+    "__lshift__",
+    "__or__",
+    "__rshift__",
+    "__xor__",
+    "argmax",
+    "argmin",
+    "argsort",
+    "searchsorted",
+    "bucketize",
+    "isnan",
+    "isposinf",
+    "isneginf",
+    "isinf",
+    "signbit",
+    "isin",
+    "allclose",
+    "record_stream",
+    "logical_and",
+    "logical_xor",
+    "logical_not",
+    "logical_or",
+];
+
 /// Whether the operator is differentiated through its CompositeImplicitAutograd
 /// decomposition (torchgen's `dispatch_strategy` "use_type").
 pub fn uses_decomposition(op: &OperatorRecord) -> bool {
@@ -71,6 +115,9 @@ pub fn autograd_kernel<'m>(
     }
     if op.kind == SchemaKind::Out {
         return Some(AutogradKernel::Out);
+    }
+    if DONT_REQUIRE_DERIVATIVE.contains(&op.root_name.as_str()) {
+        return Some(AutogradKernel::NonDifferentiable);
     }
     if let Some(info) = default_info(op) {
         return Some(match node_for(specs, op) {
@@ -317,7 +364,7 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
             w.line("let mut outputs: Vec<Option<&Tensor>> = Vec::new();");
             for (k, &i) in diff.iter().enumerate() {
                 if lists.contains(&i) {
-                    w.line(format!("outputs.extend({}.iter().map(Some));", items[k]));
+                    w.line(format!("outputs.extend(({}).iter().map(Some));", items[k]));
                 } else {
                     w.line(format!("outputs.push(Some({}));", items[k]));
                 }
@@ -368,56 +415,46 @@ fn emit_out(w: &mut Writer, op: &OperatorRecord) {
     w.line("Ok(ret)");
 }
 
-fn differentiable_dtype(expr: &str, list: bool) -> String {
-    if list {
-        format!("{expr}.iter().any(|t| is_differentiable_type(t.scalar_type()))")
-    } else {
-        format!("is_differentiable_type({expr}.scalar_type())")
-    }
-}
-
+/// torchgen's `NotImplemented` node: an operator without an entry whose outputs are
+/// differentiable records a node that fails when the backward reaches it.
 fn emit_not_implemented(w: &mut Writer, op: &OperatorRecord) {
     let all: Vec<&str> = op.args.iter().map(|a| a.name.as_str()).collect();
     bind_inputs(w, op, &all);
     w.line("let requires_grad = compute_requires_grad(&inputs);");
-    let err = format!("return Err(not_implemented({:?}));", op.qualified_name);
-    let written: Vec<String> = written_args(op)
+    let written: Vec<&str> = written_args(op)
         .into_iter()
-        .filter_map(|i| {
-            let a = &op.args[i];
-            match cxx_type(&a.schema_type)? {
-                CxxType::Tensor => Some(differentiable_dtype(&a.ident, false)),
-                CxxType::TensorList => Some(differentiable_dtype(&a.ident, true)),
-                _ => None,
-            }
-        })
+        .filter(|&i| matches!(cxx_type(&op.args[i].schema_type), Some(CxxType::Tensor)))
+        .map(|i| op.args[i].ident.as_str())
         .collect();
-    if !written.is_empty() {
-        // A written argument is known before the call: refuse before changing it.
-        w.block(
-            format!("if requires_grad && ({}) {{", written.join(" || ")),
-            "}",
-            |w| {
-                w.line(&err);
-            },
-        );
-        emit_redispatch(w, "let ret = ", op, "AFTER_AUTOGRAD_KEYSET");
-        w.line("Ok(ret)");
-        return;
+    for a in &written {
+        w.line(format!("check_inplace({a}, requires_grad)?;"));
     }
+    w.line("let next_edges = requires_grad.then(|| collect_next_edges(&inputs));");
     let (locals, pattern) = output_locals(op);
     emit_redispatch(w, &format!("let {pattern} = "), op, "AFTER_AUTOGRAD_KEYSET");
-    let checks: Vec<String> = differentiable_outputs(op, None)
-        .into_iter()
-        .map(|i| differentiable_dtype(&locals[i], op.returns[i].schema_type.is_list()))
-        .collect();
-    w.block(
-        format!("if requires_grad && ({}) {{", checks.join(" || ")),
-        "}",
-        |w| {
-            w.line(&err);
-        },
-    );
+    w.block("if let Some(next_edges) = next_edges {", "}", |w| {
+        w.line(format!(
+            "let node: Arc<dyn Node> = Arc::new(NotImplemented::new({:?}, next_edges));",
+            op.qualified_name
+        ));
+        if !written.is_empty() {
+            for a in &written {
+                w.line(format!("rebase_history({a}, &node)?;"));
+            }
+        } else {
+            let mut items = Vec::new();
+            for i in differentiable_outputs(op, None) {
+                if op.returns[i].schema_type.is_list() {
+                    w.line(format!("set_history_list(&{}, &node)?;", locals[i]));
+                } else {
+                    items.push(format!("Some(&{})", locals[i]));
+                }
+            }
+            if !items.is_empty() {
+                w.line(format!("set_history(&[{}], &node)?;", items.join(", ")));
+            }
+        }
+    });
     w.line(format!("Ok({pattern})"));
 }
 
@@ -464,7 +501,6 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
             ),
         ));
         w.line("use super::super::functions::*;");
-        w.line("use super::{saved_list, saved_opt_list};");
         w.line("use crate::prelude::*;");
         w.line("use ratten_aten::operators as ops;");
         for op in ops {
@@ -487,31 +523,10 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
     );
     files.insert(
         0,
-        GeneratedFile::new(
-            "variable_type/mod.rs",
-            shard_mod(&head, &keys, SAVED_LIST_HELPERS),
-        ),
+        GeneratedFile::new("variable_type/mod.rs", shard_mod(&head, &keys, "")),
     );
     Ok(files)
 }
-
-/// What the kernels use to save lists of tensors.
-const SAVED_LIST_HELPERS: &str = "use crate::prelude::*;
-
-/// The saved form of a list of tensors (`Tensor[]` inputs and outputs).
-pub(crate) fn saved_list(ts: &[Tensor], is_output: bool) -> Vec<SavedVariable> {
-    ts.iter()
-        .map(|t| SavedVariable::new(t, is_output))
-        .collect()
-}
-
-/// The saved form of a list of optional tensors (`Tensor?[]` inputs).
-pub(crate) fn saved_opt_list(ts: &[Option<Tensor>], is_output: bool) -> Vec<SavedVariable> {
-    ts.iter()
-        .map(|t| SavedVariable::new_opt(t.as_ref(), is_output))
-        .collect()
-}
-";
 
 /// The generated tree's `mod.rs`.
 pub fn emit_mod(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
