@@ -55,7 +55,32 @@ del _name, _fn, _m
 
 __version__ = _C.__version__
 
-from . import linalg, nn, return_types  # noqa: E402  (they read _C's tables above)
+from . import autograd, linalg, nn, return_types  # noqa: E402  (they read _C's tables above)
+from .autograd.grad_mode import (  # noqa: E402
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ._tensor_autograd import _install as _install_autograd  # noqa: E402
+
+_install_autograd(Tensor)
+del _install_autograd
+
+_C_tensor = tensor
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor
+
+    A new tensor holding a copy of ``data`` (nested sequences of numbers, a numpy array or a
+    tensor), as torch.tensor."""
+    t = _C_tensor(data, dtype=dtype, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 from ._size import Size  # noqa: E402
 from .functional import unique, unique_consecutive  # noqa: E402
 

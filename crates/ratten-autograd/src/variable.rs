@@ -455,3 +455,20 @@ pub fn retain_grad(t: &TensorBase) -> Result<()> {
 pub fn retains_grad(t: &TensorBase) -> bool {
     get_autograd_meta(t).is_some_and(|m| m.state.lock().retains_grad)
 }
+
+/// `detach_()`: `t` leaves the graph that made it (no history, no longer requiring grad).
+pub fn detach_(t: &TensorBase) -> Result<()> {
+    if is_view(t) {
+        return Err(Error::runtime(
+            "Can't detach views in-place. Use detach() instead.",
+        ));
+    }
+    if let Some(m) = get_autograd_meta(t) {
+        let mut st = m.state.lock();
+        st.grad_fn = None;
+        st.output_nr = 0;
+        m.has_grad_fn.store(false, Ordering::Release);
+        m.requires_grad.store(false, Ordering::Release);
+    }
+    Ok(())
+}

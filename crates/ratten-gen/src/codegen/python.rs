@@ -52,6 +52,9 @@ struct PySig<'a> {
     param_of_arg: Vec<Option<usize>>,
     /// Python parameter index of `out` (folded or own).
     out_param: Option<usize>,
+    /// Python parameter index of a factory's `requires_grad` (torchgen adds it to the
+    /// signatures of functions taking tensor options).
+    requires_grad_param: Option<usize>,
     /// The schema types of the Python-visible inputs (torchgen's `arguments(skip_outputs=True)`),
     /// which order the overloads.
     arg_types: Vec<String>,
@@ -172,7 +175,19 @@ fn signature<'a>(
             format!("{ty} out")
         });
         out_param = Some(n);
+        n += 1;
     }
+    let factory = !method
+        && TENSOR_OPTIONS.iter().all(|o| {
+            f.func
+                .arguments
+                .iter()
+                .any(|a| a.kwarg_only && a.name == *o)
+        });
+    let requires_grad_param = factory.then(|| {
+        parts.push("bool requires_grad=False".to_string());
+        n
+    });
     let arg_types = f
         .func
         .arguments
@@ -187,6 +202,7 @@ fn signature<'a>(
         out,
         param_of_arg,
         out_param,
+        requires_grad_param,
         arg_types,
     })
 }
@@ -456,6 +472,7 @@ fn emit_call(
     op: &OperatorRecord,
     param_of_arg: &[Option<usize>],
     out_param: Option<usize>,
+    requires_grad_param: Option<usize>,
     method: bool,
     early_return: bool,
 ) -> Result<(), String> {
@@ -558,6 +575,11 @@ fn emit_call(
         }
     } else {
         run_stmt(w, "let result = ", &call, &[], "?;");
+        if let Some(k) = requires_grad_param {
+            w.line(format!(
+                "{PYTHON_ARGS}::set_requires_grad(&result, r.bool({k})?)?;"
+            ));
+        }
         match &named {
             Some([name, fields]) => Expr::call_atoms(
                 format!("{PYTHON_ARGS}::into_py_named"),
@@ -622,7 +644,15 @@ fn emit_dispatch_fn(
                             // which takes the same inputs (by name; not the tensor options).
                             let mut res = Ok(());
                             w.block(format!("if r.is_none({k}) {{"), "}", |w| {
-                                res = emit_call(w, s.op, &s.param_of_arg, None, method, true);
+                                res = emit_call(
+                                    w,
+                                    s.op,
+                                    &s.param_of_arg,
+                                    None,
+                                    s.requires_grad_param,
+                                    method,
+                                    true,
+                                );
                             });
                             let map: Vec<Option<usize>> = o
                                 .args
@@ -635,12 +665,20 @@ fn emit_dispatch_fn(
                                     s.param_of_arg.get(j).copied().flatten()
                                 })
                                 .collect();
-                            if let Err(e) = emit_call(w, o, &map, Some(k), method, false) {
+                            if let Err(e) = emit_call(w, o, &map, Some(k), None, method, false) {
                                 res = Err(e);
                             }
                             res
                         }
-                        _ => emit_call(w, s.op, &s.param_of_arg, s.out_param, method, false),
+                        _ => emit_call(
+                            w,
+                            s.op,
+                            &s.param_of_arg,
+                            s.out_param,
+                            s.requires_grad_param.filter(|_| s.out_param.is_none()),
+                            method,
+                            false,
+                        ),
                     };
                     if let Err(e) = r {
                         err = Err(format!("{}: {e}", s.op.name_with_overload));

@@ -240,9 +240,9 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "arange",
         signatures: &[
-            "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
-            "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
+            "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -633,7 +633,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "empty",
         signatures: &[
-            "empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -642,7 +642,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "empty_like",
         signatures: &[
-            "empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -651,7 +651,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "empty_strided",
         signatures: &[
-            "empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+            "empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -720,8 +720,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "eye",
         signatures: &[
-            "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -798,7 +798,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "full",
         signatures: &[
-            "full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -808,7 +808,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "full_like",
         signatures: &[
-            "full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -1035,7 +1035,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "linspace",
         signatures: &[
-            "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1133,7 +1133,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "logspace",
         signatures: &[
-            "logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1432,7 +1432,7 @@ pub const FUNCTIONS: &[Binding] = &[
             "normal(Tensor mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
             "normal(Tensor mean, double std=1, *, Generator? generator=None, Tensor out=None)",
             "normal(double mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
-            "normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor",
@@ -1448,7 +1448,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "ones",
         signatures: &[
-            "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1458,7 +1458,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "ones_like",
         signatures: &[
-            "ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -1515,8 +1515,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "rand",
         signatures: &[
-            "rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1528,7 +1528,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "rand_like",
         signatures: &[
-            "rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -1537,10 +1537,10 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "randint",
         signatures: &[
-            "randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1556,8 +1556,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "randint_like",
         signatures: &[
-            "randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
-            "randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
+            "randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -1567,8 +1567,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "randn",
         signatures: &[
-            "randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1580,7 +1580,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "randn_like",
         signatures: &[
-            "randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -1589,8 +1589,8 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "randperm",
         signatures: &[
-            "randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
-            "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
+            "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -1725,7 +1725,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "scalar_tensor",
         signatures: &[
-            "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+            "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -2201,7 +2201,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "zeros",
         signatures: &[
-            "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)",
+            "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
@@ -2211,7 +2211,7 @@ pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "zeros_like",
         signatures: &[
-            "zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)",
+            "zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
         schemas: &[
             "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",

@@ -166,7 +166,7 @@ fn _requires_grad(t: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 #[pyfunction]
 fn _set_requires_grad(t: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<()> {
-    variable::set_requires_grad(&tensor_of(t)?, requires_grad).py()
+    variable::set_requires_grad(&*tensor_of(t)?, requires_grad).py()
 }
 
 #[pyfunction]
@@ -196,37 +196,43 @@ fn _set_grad(t: &Bound<'_, PyAny>, grad: &Bound<'_, PyAny>) -> PyResult<()> {
 
 #[pyfunction]
 fn _grad_fn(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-    node_object(py, variable::grad_fn(&tensor_of(t)?))
+    node_object(py, variable::grad_fn(&*tensor_of(t)?))
 }
 
 #[pyfunction]
 fn _is_leaf(t: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(variable::is_leaf(&tensor_of(t)?))
+    Ok(variable::is_leaf(&*tensor_of(t)?))
 }
 
 #[pyfunction]
 fn _output_nr(t: &Bound<'_, PyAny>) -> PyResult<u32> {
-    Ok(variable::output_nr(&tensor_of(t)?))
+    Ok(variable::output_nr(&*tensor_of(t)?))
 }
 
 #[pyfunction]
 fn _is_view(t: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(variable::is_view(&tensor_of(t)?))
+    Ok(variable::is_view(&*tensor_of(t)?))
 }
 
 #[pyfunction]
 fn _base(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-    wrap_opt(py, variable::view_base(&tensor_of(t)?))
+    wrap_opt(py, variable::view_base(&*tensor_of(t)?))
+}
+
+#[pyfunction]
+fn _detach_(t: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    variable::detach_(&*tensor_of(t)?).py()?;
+    Ok(t.clone().unbind())
 }
 
 #[pyfunction]
 fn _retain_grad(t: &Bound<'_, PyAny>) -> PyResult<()> {
-    variable::retain_grad(&tensor_of(t)?).py()
+    variable::retain_grad(&*tensor_of(t)?).py()
 }
 
 #[pyfunction]
 fn _retains_grad(t: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(variable::retains_grad(&tensor_of(t)?))
+    Ok(variable::retains_grad(&*tensor_of(t)?))
 }
 
 /// `Tensor.register_hook(hook)`: the hook gets the gradient and may return a replacement.
@@ -250,7 +256,7 @@ fn _register_hook(t: &Bound<'_, PyAny>, hook: PyObject) -> PyResult<u64> {
 
 #[pyfunction]
 fn _remove_hook(t: &Bound<'_, PyAny>, id: u64) -> PyResult<bool> {
-    Ok(variable::remove_hook(&tensor_of(t)?, id))
+    Ok(variable::remove_hook(&*tensor_of(t)?, id))
 }
 
 /// `Tensor.register_post_accumulate_grad_hook(hook)`: called with the leaf after its `.grad`
@@ -485,6 +491,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_output_nr, m)?)?;
     m.add_function(wrap_pyfunction!(_is_view, m)?)?;
     m.add_function(wrap_pyfunction!(_base, m)?)?;
+    m.add_function(wrap_pyfunction!(_detach_, m)?)?;
     m.add_function(wrap_pyfunction!(_retain_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_retains_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_register_hook, m)?)?;

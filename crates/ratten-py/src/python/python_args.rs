@@ -561,6 +561,14 @@ impl IntoPyResult for bool {
 }
 
 /// What generated dispatch functions call on a kernel's result.
+/// A factory's `requires_grad=` (torchgen's `.set_requires_grad(_r.toBool(N))`).
+pub fn set_requires_grad(t: &Tensor, requires_grad: bool) -> PyResult<()> {
+    if requires_grad {
+        ratten_autograd::variable::set_requires_grad(t, true).py()?;
+    }
+    Ok(())
+}
+
 pub fn into_py_result<T: IntoPyResult>(py: Python<'_>, v: T) -> PyResult<PyObject> {
     v.into_py_result(py)
 }

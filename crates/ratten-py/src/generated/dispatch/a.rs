@@ -500,7 +500,7 @@ pub(super) fn function_any(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
 /// `arange`: 3 signature(s).
 pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(5) {
                 let a_end = r.scalar(0)?;
@@ -511,6 +511,7 @@ pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                 let result = r.run(py, move || {
                     functions::arange_with(a_end, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;
@@ -521,7 +522,7 @@ pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
             })?;
             Ok(r.object(5))
         }
-        // arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        // arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)
         1 => {
             let a_start = r.scalar(0)?;
             let a_end = r.scalar(1)?;
@@ -539,9 +540,10 @@ pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                     a_pin_memory,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
-        // arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         2 => {
             if r.is_none(7) {
                 let a_start = r.scalar(0)?;
@@ -562,6 +564,7 @@ pub(super) fn function_arange(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(8)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(7)?;

@@ -9,7 +9,7 @@ use crate::python::python_args::{into_py_result, PythonArgs};
 /// `empty`: 1 signature(s).
 pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_size = r.int_list(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -27,6 +27,7 @@ pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -36,7 +37,7 @@ pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
 /// `empty_like`: 1 signature(s).
 pub(super) fn function_empty_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -54,6 +55,7 @@ pub(super) fn function_empty_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -63,7 +65,7 @@ pub(super) fn function_empty_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
 /// `empty_strided`: 1 signature(s).
 pub(super) fn function_empty_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        // empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)
         0 => {
             let a_size = r.int_list(0)?;
             let a_stride = r.int_list(1)?;
@@ -81,6 +83,7 @@ pub(super) fn function_empty_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> 
                     a_pin_memory,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -221,7 +224,7 @@ pub(super) fn function_expm1_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
 /// `eye`: 2 signature(s).
 pub(super) fn function_eye(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(5) {
                 let a_n = r.int(0)?;
@@ -232,6 +235,7 @@ pub(super) fn function_eye(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 let result = r.run(py, move || {
                     functions::eye_with(a_n, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;
@@ -242,7 +246,7 @@ pub(super) fn function_eye(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             })?;
             Ok(r.object(5))
         }
-        // eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         1 => {
             if r.is_none(6) {
                 let a_n = r.int(0)?;
@@ -254,6 +258,7 @@ pub(super) fn function_eye(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 let result = r.run(py, move || {
                     functions::eye_m_with(a_n, a_m, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;

@@ -160,7 +160,7 @@ pub(super) fn function_fmod(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
 /// `full`: 1 signature(s).
 pub(super) fn function_full(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(6) {
                 let a_size = r.int_list(0)?;
@@ -179,6 +179,7 @@ pub(super) fn function_full(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;
@@ -197,7 +198,7 @@ pub(super) fn function_full(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
 /// `full_like`: 1 signature(s).
 pub(super) fn function_full_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_fill_value = r.scalar(1)?;
@@ -217,6 +218,7 @@ pub(super) fn function_full_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

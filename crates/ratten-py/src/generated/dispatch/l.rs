@@ -201,7 +201,7 @@ pub(super) fn function_linear(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
 /// `linspace`: 1 signature(s).
 pub(super) fn function_linspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(7) {
                 let a_start = r.scalar(0)?;
@@ -222,6 +222,7 @@ pub(super) fn function_linspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(8)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(7)?;
@@ -435,7 +436,7 @@ pub(super) fn function_logical_xor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
 /// `logspace`: 1 signature(s).
 pub(super) fn function_logspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(8) {
                 let a_start = r.scalar(0)?;
@@ -458,6 +459,7 @@ pub(super) fn function_logspace(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(9)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(8)?;

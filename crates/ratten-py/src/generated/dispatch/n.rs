@@ -370,7 +370,7 @@ pub(super) fn function_normal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
             })?;
             Ok(r.object(3))
         }
-        // normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // normal(double mean, double std, SymIntArrayRef size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         3 => {
             if r.is_none(8) {
                 let a_mean = r.double(0)?;
@@ -393,6 +393,7 @@ pub(super) fn function_normal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(9)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(8)?;

@@ -9,7 +9,7 @@ use crate::python::python_args::{into_py_result, PythonArgs};
 /// `rand`: 2 signature(s).
 pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(6) {
                 let a_size = r.int_list(0)?;
@@ -28,6 +28,7 @@ pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;
@@ -39,7 +40,7 @@ pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             })?;
             Ok(r.object(6))
         }
-        // rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         1 => {
             if r.is_none(5) {
                 let a_size = r.int_list(0)?;
@@ -50,6 +51,7 @@ pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 let result = r.run(py, move || {
                     functions::rand_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;
@@ -67,7 +69,7 @@ pub(super) fn function_rand(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
 /// `rand_like`: 1 signature(s).
 pub(super) fn function_rand_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -85,6 +87,7 @@ pub(super) fn function_rand_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -94,7 +97,7 @@ pub(super) fn function_rand_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
 /// `randint`: 4 signature(s).
 pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(7) {
                 let a_high = r.int(0)?;
@@ -115,6 +118,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(8)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(7)?;
@@ -127,7 +131,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             })?;
             Ok(r.object(7))
         }
-        // randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         1 => {
             if r.is_none(6) {
                 let a_high = r.int(0)?;
@@ -146,6 +150,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;
@@ -157,7 +162,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             })?;
             Ok(r.object(6))
         }
-        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         2 => {
             if r.is_none(8) {
                 let a_low = r.int(0)?;
@@ -180,6 +185,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(9)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(8)?;
@@ -199,7 +205,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             })?;
             Ok(r.object(8))
         }
-        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randint(SymInt low, SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         3 => {
             if r.is_none(7) {
                 let a_low = r.int(0)?;
@@ -220,6 +226,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(8)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(7)?;
@@ -239,7 +246,7 @@ pub(super) fn function_randint(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
 /// `randint_like`: 2 signature(s).
 pub(super) fn function_randint_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_high = r.int(1)?;
@@ -259,9 +266,10 @@ pub(super) fn function_randint_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
             into_py_result(py, result)
         }
-        // randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         1 => {
             let a_self = r.tensor(0)?;
             let a_low = r.int(1)?;
@@ -283,6 +291,7 @@ pub(super) fn function_randint_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(8)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -292,7 +301,7 @@ pub(super) fn function_randint_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
 /// `randn`: 2 signature(s).
 pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(6) {
                 let a_size = r.int_list(0)?;
@@ -311,6 +320,7 @@ pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;
@@ -322,7 +332,7 @@ pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
             })?;
             Ok(r.object(6))
         }
-        // randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         1 => {
             if r.is_none(5) {
                 let a_size = r.int_list(0)?;
@@ -333,6 +343,7 @@ pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                 let result = r.run(py, move || {
                     functions::randn_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;
@@ -350,7 +361,7 @@ pub(super) fn function_randn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
 /// `randn_like`: 1 signature(s).
 pub(super) fn function_randn_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -368,6 +379,7 @@ pub(super) fn function_randn_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -377,7 +389,7 @@ pub(super) fn function_randn_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
 /// `randperm`: 2 signature(s).
 pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(6) {
                 let a_n = r.int(0)?;
@@ -396,6 +408,7 @@ pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                         a_pin_memory,
                     )
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(7)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(6)?;
@@ -407,7 +420,7 @@ pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
             })?;
             Ok(r.object(6))
         }
-        // randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         1 => {
             if r.is_none(5) {
                 let a_n = r.int(0)?;
@@ -418,6 +431,7 @@ pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                 let result = r.run(py, move || {
                     functions::randperm_with(a_n, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;

@@ -9,7 +9,7 @@ use crate::python::python_args::{into_py_result, PythonArgs};
 /// `scalar_tensor`: 1 signature(s).
 pub(super) fn function_scalar_tensor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        // scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)
         0 => {
             let a_s = r.scalar(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -19,6 +19,7 @@ pub(super) fn function_scalar_tensor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> 
             let result = r.run(py, move || {
                 functions::scalar_tensor_with(a_s, a_dtype, a_layout, a_device, a_pin_memory)
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(5)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -9,7 +9,7 @@ use crate::python::python_args::{into_py_result, PythonArgs};
 /// `zeros`: 1 signature(s).
 pub(super) fn function_zeros(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None)
+        // zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)
         0 => {
             if r.is_none(5) {
                 let a_size = r.int_list(0)?;
@@ -20,6 +20,7 @@ pub(super) fn function_zeros(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                 let result = r.run(py, move || {
                     functions::zeros_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
                 })?;
+                crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
                 return into_py_result(py, result);
             }
             let a_out = r.tensor(5)?;
@@ -37,7 +38,7 @@ pub(super) fn function_zeros(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
 /// `zeros_like`: 1 signature(s).
 pub(super) fn function_zeros_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
-        // zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None)
+        // zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)
         0 => {
             let a_self = r.tensor(0)?;
             let a_dtype = r.optional_scalar_type(1)?;
@@ -55,6 +56,7 @@ pub(super) fn function_zeros_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                     a_memory_format,
                 )
             })?;
+            crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
