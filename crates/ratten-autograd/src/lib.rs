@@ -7,6 +7,7 @@
 pub mod accumulate_grad;
 pub mod anomaly_mode;
 pub mod autograd;
+pub mod custom_function;
 pub mod engine;
 pub mod function;
 pub mod functions_manual;
