@@ -1,6 +1,7 @@
 //! Factories (aten/src/ATen/native/TensorFactories.cpp, RangeFactories.cpp, RangeUtils.h):
 //! empty, zeros, ones, full, arange, eye, tensors from data, 0-dim scalar tensors, wrapped
-//! numbers, and `fill_` / `zero_`, with PyTorch's dtype inference and error texts.
+//! numbers, and `fill_` (`fill_.Scalar`'s checks), with PyTorch's dtype inference and error
+//! texts.
 //!
 //! Dtype defaults follow torch: float32 unless the values say otherwise (`full` with an int
 //! fill is int64, `arange` over integers is int64).
