@@ -332,3 +332,23 @@ class _Ops:
 
 
 ops = _Ops()
+
+
+def _complex_part(name):
+    """``Tensor.real`` / ``Tensor.imag`` as torch's properties: the view ``ratten.<name>(t)``;
+    assigning copies into it (``t.real = x`` is ``t.real.copy_(x)``)."""
+    view = _C._generated_functions()[name]
+
+    def get(self):
+        return view(self)
+
+    def set_(self, value):
+        view(self).copy_(value)
+
+    doc = f"The {name} part of a complex tensor, as a view (see ``ratten.{name}``)."
+    return property(get, set_, doc=doc)
+
+
+Tensor.real = _complex_part("real")
+Tensor.imag = _complex_part("imag")
+del _complex_part

@@ -6,7 +6,8 @@ use ratten_core::{Device, DeviceType, Error, Result, Scalar, ScalarType, TensorO
 use ratten_dispatch::{IValue, KernelValue};
 use ratten_schema::Type;
 
-use crate::native::cpu::unary_kernels::{COPY_STUB, FILL_STUB};
+use crate::native::cpu::fill_kernels::FILL_STUB;
+use crate::native::cpu::unary_kernels::COPY_STUB;
 use crate::structured::Arg;
 use crate::tensor_iterator::{nullary_op_config, TensorIteratorConfig};
 use crate::Tensor;

@@ -1,6 +1,7 @@
 //! Factories (aten/src/ATen/native/TensorFactories.cpp, RangeFactories.cpp, RangeUtils.h):
 //! empty, zeros, ones, full, arange, eye, tensors from data, 0-dim scalar tensors, wrapped
-//! numbers, and `fill_` / `zero_`, with PyTorch's dtype inference and error texts.
+//! numbers, and `fill_` (`fill_.Scalar`'s checks), with PyTorch's dtype inference and error
+//! texts.
 //!
 //! Dtype defaults follow torch: float32 unless the values say otherwise (`full` with an int
 //! fill is int64, `arange` over integers is int64).
@@ -871,41 +872,43 @@ impl Tensor {
     }
 
     /// `fill_(value)`: writes `value` (converted with c10's overflow checks) into every
-    /// element, through TensorIterator's nullary loop (`native::copy::fill_`). A no-op for
-    /// meta tensors.
+    /// element: the `fill_.Scalar` operator, through the dispatcher (its CPU kernel is
+    /// [`fill_scalar_checked`]; on meta it writes nothing).
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
-        let mut value = value.into();
-        let dtype = self.dtype();
-        // Convert first: an overflow leaves the tensor untouched. The checks are those of
-        // PyTorch's two paths:
-        // - a 1-element CPU tensor goes through `scalar_fill`, whose half / bfloat16 cast goes
-        //   through double (a complex value with an imaginary part is refused as "double")
-        //   and then casts without the overflow check (1e300 becomes inf): the value is
-        //   rounded here the way that cast rounds, and then passes the check; complex32 is
-        //   checked as c10::complex<c10::Half>;
-        // - otherwise the fill kernel converts a complex32 value to its opmath
-        //   complex<float> with the check (1e300 is refused, 70000 becomes inf+0j).
-        if self.numel() == 1 && !self.is_meta() {
-            if matches!(dtype, ScalarType::Half | ScalarType::BFloat16) {
-                value.check_fits(ScalarType::Double)?;
-                value = unchecked_reduced_value(dtype, value);
-            }
-            value.check_fits(dtype)?;
-        } else if dtype == ScalarType::ComplexHalf {
-            value.check_fits(ScalarType::ComplexFloat)?;
-        } else {
-            value.check_fits(dtype)?;
-        }
-        if !self.is_meta() {
-            crate::native::copy::fill_(self, &value)?;
-        }
+        ops::fill__Scalar::call(self, &value.into())?;
         Ok(self)
     }
+}
 
-    /// `zero_()`.
-    pub fn zero_(&self) -> Result<&Tensor> {
-        self.fill_(0i64)
+/// `fill_.Scalar` on the CPU: `value` converted with c10's checks first (an overflow leaves
+/// the tensor untouched), then written through TensorIterator's nullary loop
+/// (`native::copy::fill_`).
+pub fn fill_scalar_checked(self_: &Tensor, value: &Scalar) -> Result<()> {
+    let mut value = *value;
+    let dtype = self_.dtype();
+    // The checks are those of PyTorch's two paths:
+    // - a 1-element CPU tensor goes through `scalar_fill`, whose half / bfloat16 cast goes
+    //   through double (a complex value with an imaginary part is refused as "double")
+    //   and then casts without the overflow check (1e300 becomes inf): the value is
+    //   rounded here the way that cast rounds, and then passes the check; complex32 is
+    //   checked as c10::complex<c10::Half>;
+    // - otherwise the fill kernel converts a complex32 value to its opmath
+    //   complex<float> with the check (1e300 is refused, 70000 becomes inf+0j).
+    if self_.numel() == 1 && !self_.is_meta() {
+        if matches!(dtype, ScalarType::Half | ScalarType::BFloat16) {
+            value.check_fits(ScalarType::Double)?;
+            value = unchecked_reduced_value(dtype, value);
+        }
+        value.check_fits(dtype)?;
+    } else if dtype == ScalarType::ComplexHalf {
+        value.check_fits(ScalarType::ComplexFloat)?;
+    } else {
+        value.check_fits(dtype)?;
     }
+    if !self_.is_meta() {
+        crate::native::copy::fill_(self_, &value)?;
+    }
+    Ok(())
 }
 
 /// `value` as an unchecked `static_cast` to half or bfloat16 leaves it (through float, as

@@ -61,3 +61,11 @@ pub mod unique;
 pub use bucketization::*;
 pub use summary_ops::*;
 pub use unique::*;
+
+// Complex views and conjugation, sgn; the new_* factories and zero_; operator aliases (ger).
+pub mod aliases;
+pub mod complex_ops;
+pub mod new_factories;
+pub use aliases::*;
+pub use complex_ops::*;
+pub use new_factories::*;

@@ -253,7 +253,8 @@ pub fn addcdiv_out(
 /// `fill_.Scalar` (CPU): the value is converted with c10's checks first, so an overflow leaves
 /// the tensor untouched.
 pub fn fill_scalar_<'a>(self_: &'a Tensor, value: &Scalar) -> Result<&'a Tensor> {
-    self_.fill_(*value)
+    crate::native::factory::fill_scalar_checked(self_, value)?;
+    Ok(self_)
 }
 
 /// `fill_.Tensor` (CPU): `value` must be 0-dim; on the same device PyTorch copies it into

@@ -3,8 +3,26 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 208 names.
+/// Module functions (`ratten.add`): 224 names.
 pub const FUNCTIONS: &[Binding] = &[
+    Binding {
+        name: "_conj",
+        signatures: &[
+            "_conj(Tensor input)",
+        ],
+        schemas: &[
+            "aten::_conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "_conj_physical",
+        signatures: &[
+            "_conj_physical(Tensor input)",
+        ],
+        schemas: &[
+            "aten::_conj_physical(Tensor self) -> Tensor",
+        ],
+    },
     Binding {
         name: "_cummax_helper",
         signatures: &[
@@ -507,6 +525,34 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "conj",
+        signatures: &[
+            "conj(Tensor input)",
+        ],
+        schemas: &[
+            "aten::conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "conj_physical",
+        signatures: &[
+            "conj_physical(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::conj_physical(Tensor self) -> Tensor",
+            "aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "conj_physical_",
+        signatures: &[
+            "conj_physical_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "copy",
         signatures: &[
             "copy(Tensor input, Tensor src, bool non_blocking=False)",
@@ -838,6 +884,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "ger",
+        signatures: &[
+            "ger(Tensor input, Tensor vec2, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::ger(Tensor self, Tensor vec2) -> Tensor",
+            "aten::ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "gt",
         signatures: &[
             "gt(Tensor input, Tensor other, *, Tensor out=None)",
@@ -868,6 +924,15 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::hstack(Tensor[] tensors) -> Tensor",
             "aten::hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "imag",
+        signatures: &[
+            "imag(Tensor input)",
+        ],
+        schemas: &[
+            "aten::imag(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -937,6 +1002,24 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
             "aten::index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "is_conj",
+        signatures: &[
+            "is_conj(Tensor input)",
+        ],
+        schemas: &[
+            "aten::is_conj(Tensor self) -> bool",
+        ],
+    },
+    Binding {
+        name: "is_neg",
+        signatures: &[
+            "is_neg(Tensor input)",
+        ],
+        schemas: &[
+            "aten::is_neg(Tensor self) -> bool",
         ],
     },
     Binding {
@@ -1600,6 +1683,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "real",
+        signatures: &[
+            "real(Tensor input)",
+        ],
+        schemas: &[
+            "aten::real(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
         name: "reciprocal",
         signatures: &[
             "reciprocal(Tensor input, *, Tensor out=None)",
@@ -1671,6 +1763,24 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "resolve_conj",
+        signatures: &[
+            "resolve_conj(Tensor input)",
+        ],
+        schemas: &[
+            "aten::resolve_conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "resolve_neg",
+        signatures: &[
+            "resolve_neg(Tensor input)",
+        ],
+        schemas: &[
+            "aten::resolve_neg(Tensor(a) self) -> Tensor(a)",
         ],
     },
     Binding {
@@ -1790,6 +1900,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "sgn",
+        signatures: &[
+            "sgn(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::sgn(Tensor self) -> Tensor",
+            "aten::sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -2173,6 +2293,24 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "view_as_complex",
+        signatures: &[
+            "view_as_complex(Tensor input)",
+        ],
+        schemas: &[
+            "aten::view_as_complex(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "view_as_real",
+        signatures: &[
+            "view_as_real(Tensor input)",
+        ],
+        schemas: &[
+            "aten::view_as_real(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
         name: "vstack",
         signatures: &[
             "vstack(TensorList tensors, *, Tensor out=None)",
@@ -2199,6 +2337,15 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "zero_",
+        signatures: &[
+            "zero_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "zeros",
         signatures: &[
             "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -2219,8 +2366,26 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 217 names.
+/// Tensor methods (`t.add`), without `self`: 235 names.
 pub const METHODS: &[Binding] = &[
+    Binding {
+        name: "_conj",
+        signatures: &[
+            "_conj()",
+        ],
+        schemas: &[
+            "aten::_conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "_conj_physical",
+        signatures: &[
+            "_conj_physical()",
+        ],
+        schemas: &[
+            "aten::_conj_physical(Tensor self) -> Tensor",
+        ],
+    },
     Binding {
         name: "abs",
         signatures: &[
@@ -2670,6 +2835,33 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "conj",
+        signatures: &[
+            "conj()",
+        ],
+        schemas: &[
+            "aten::conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "conj_physical",
+        signatures: &[
+            "conj_physical()",
+        ],
+        schemas: &[
+            "aten::conj_physical(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conj_physical_",
+        signatures: &[
+            "conj_physical_()",
+        ],
+        schemas: &[
+            "aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "contiguous",
         signatures: &[
             "contiguous(*, MemoryFormat memory_format=contiguous_format)",
@@ -3020,6 +3212,15 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "ger",
+        signatures: &[
+            "ger(Tensor vec2)",
+        ],
+        schemas: &[
+            "aten::ger(Tensor self, Tensor vec2) -> Tensor",
+        ],
+    },
+    Binding {
         name: "gt",
         signatures: &[
             "gt(Tensor other)",
@@ -3142,6 +3343,24 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "is_conj",
+        signatures: &[
+            "is_conj()",
+        ],
+        schemas: &[
+            "aten::is_conj(Tensor self) -> bool",
+        ],
+    },
+    Binding {
+        name: "is_neg",
+        signatures: &[
+            "is_neg()",
+        ],
+        schemas: &[
+            "aten::is_neg(Tensor self) -> bool",
         ],
     },
     Binding {
@@ -3634,6 +3853,51 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "new_empty",
+        signatures: &[
+            "new_empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "new_empty_strided",
+        signatures: &[
+            "new_empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "new_full",
+        signatures: &[
+            "new_full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "new_ones",
+        signatures: &[
+            "new_ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "new_zeros",
+        signatures: &[
+            "new_zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
+        ],
+        schemas: &[
+            "aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        ],
+    },
+    Binding {
         name: "nonzero",
         signatures: &[
             "nonzero()",
@@ -3827,6 +4091,24 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "resolve_conj",
+        signatures: &[
+            "resolve_conj()",
+        ],
+        schemas: &[
+            "aten::resolve_conj(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "resolve_neg",
+        signatures: &[
+            "resolve_neg()",
+        ],
+        schemas: &[
+            "aten::resolve_neg(Tensor(a) self) -> Tensor(a)",
+        ],
+    },
+    Binding {
         name: "roll",
         signatures: &[
             "roll(SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])",
@@ -3926,6 +4208,24 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "sgn",
+        signatures: &[
+            "sgn()",
+        ],
+        schemas: &[
+            "aten::sgn(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "sgn_",
+        signatures: &[
+            "sgn_()",
+        ],
+        schemas: &[
+            "aten::sgn_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -4332,6 +4632,15 @@ pub const METHODS: &[Binding] = &[
         schemas: &[
             "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
             "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "zero_",
+        signatures: &[
+            "zero_()",
+        ],
+        schemas: &[
+            "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
         ],
     },
 ];

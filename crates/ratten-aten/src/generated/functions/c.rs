@@ -581,6 +581,44 @@ pub fn concatenate_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn _conj(self_: &Tensor) -> Result<Tensor> {
+    operators::_conj::call(self_)
+}
+
+/// `aten::conj(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn __dispatch_conj(self_: &Tensor) -> Result<Tensor> {
+    operators::conj::call(self_)
+}
+
+/// `aten::_conj_physical(Tensor self) -> Tensor`
+#[inline]
+pub fn _conj_physical(self_: &Tensor) -> Result<Tensor> {
+    operators::_conj_physical::call(self_)
+}
+
+/// `aten::conj_physical(Tensor self) -> Tensor`
+#[inline]
+pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
+    operators::conj_physical::call(self_)
+}
+
+/// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn conj_physical_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::conj_physical_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::conj_physical_::call(self_)?;
+    Ok(self_)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.
@@ -656,5 +694,12 @@ pub fn clone_out_with<'a>(
     memory_format: Option<crate::native::MemoryFormat>,
 ) -> Result<&'a Tensor> {
     operators::clone_out::call(self_, memory_format, out)?;
+    Ok(out)
+}
+
+/// `aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn _conj_physical_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::_conj_physical_out::call(self_, out)?;
     Ok(out)
 }

@@ -112,3 +112,16 @@ pub fn gather(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 pub fn gather_with(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     operators::gather::call(self_, dim, index, sparse_grad)
 }
+
+/// `aten::ger(Tensor self, Tensor vec2) -> Tensor`
+#[inline]
+pub fn ger(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    operators::ger::call(self_, vec2)
+}
+
+/// `aten::ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ger_out<'a>(out: &'a Tensor, self_: &Tensor, vec2: &Tensor) -> Result<&'a Tensor> {
+    operators::ger_out::call(self_, vec2, out)?;
+    Ok(out)
+}

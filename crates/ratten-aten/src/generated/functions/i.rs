@@ -254,6 +254,24 @@ pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     operators::index_select::call(self_, dim, index)
 }
 
+/// `aten::imag(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn imag(self_: &Tensor) -> Result<Tensor> {
+    operators::imag::call(self_)
+}
+
+/// `aten::is_conj(Tensor self) -> bool`
+#[inline]
+pub fn __dispatch_is_conj(self_: &Tensor) -> Result<bool> {
+    operators::is_conj::call(self_)
+}
+
+/// `aten::is_neg(Tensor self) -> bool`
+#[inline]
+pub fn __dispatch_is_neg(self_: &Tensor) -> Result<bool> {
+    operators::is_neg::call(self_)
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn isnan_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {

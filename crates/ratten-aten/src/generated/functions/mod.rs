@@ -31,8 +31,14 @@ mod shard_n;
 mod shard_o;
 #[path = "p.rs"]
 mod shard_p;
-#[path = "r.rs"]
-mod shard_r;
+#[path = "ra.rs"]
+mod shard_ra;
+#[path = "re.rs"]
+mod shard_re;
+#[path = "ro.rs"]
+mod shard_ro;
+#[path = "rs.rs"]
+mod shard_rs;
 #[path = "s.rs"]
 mod shard_s;
 #[path = "t.rs"]
@@ -61,7 +67,10 @@ pub use shard_m::*;
 pub use shard_n::*;
 pub use shard_o::*;
 pub use shard_p::*;
-pub use shard_r::*;
+pub use shard_ra::*;
+pub use shard_re::*;
+pub use shard_ro::*;
+pub use shard_rs::*;
 pub use shard_s::*;
 pub use shard_t::*;
 pub use shard_u::*;

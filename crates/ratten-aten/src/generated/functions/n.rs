@@ -522,3 +522,49 @@ pub fn norm_scalar_out_with<'a>(
     operators::norm_Scalar_out::call(self_, &p, out)?;
     Ok(out)
 }
+
+/// `aten::new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_empty_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {
+    operators::new_empty_out::call(self_, size, out)?;
+    Ok(out)
+}
+
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_empty_strided_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+) -> Result<&'a Tensor> {
+    operators::new_empty_strided_out::call(self_, size, stride, out)?;
+    Ok(out)
+}
+
+/// `aten::new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_full_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let fill_value: Scalar = fill_value.into();
+    operators::new_full_out::call(self_, size, &fill_value, out)?;
+    Ok(out)
+}
+
+/// `aten::new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_zeros_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {
+    operators::new_zeros_out::call(self_, size, out)?;
+    Ok(out)
+}
+
+/// `aten::new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_ones_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {
+    operators::new_ones_out::call(self_, size, out)?;
+    Ok(out)
+}

@@ -931,6 +931,19 @@ pub fn stack_out_with<'a>(out: &'a Tensor, tensors: &[Tensor], dim: i64) -> Resu
     Ok(out)
 }
 
+/// `aten::sgn(Tensor self) -> Tensor`
+#[inline]
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    operators::sgn::call(self_)
+}
+
+/// `aten::sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn sgn_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::sgn_out::call(self_, out)?;
+    Ok(out)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `alpha` = `1`.

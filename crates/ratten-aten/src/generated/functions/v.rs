@@ -183,6 +183,18 @@ pub fn vstack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor>
     Ok(out)
 }
 
+/// `aten::view_as_real(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
+    operators::view_as_real::call(self_)
+}
+
+/// `aten::view_as_complex(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn view_as_complex(self_: &Tensor) -> Result<Tensor> {
+    operators::view_as_complex::call(self_)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 ///
 /// Defaults: `dim` = `None`, `correction` = `None`, `keepdim` = `False`.

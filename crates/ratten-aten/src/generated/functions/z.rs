@@ -56,6 +56,13 @@ pub fn zeros_like_with(
     operators::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
+/// `aten::zero_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn zero_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::zero_::call(self_)?;
+    Ok(self_)
+}
+
 /// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `memory_format` = `None`.
@@ -76,4 +83,17 @@ pub fn zeros_like_out_with<'a>(
 ) -> Result<&'a Tensor> {
     operators::zeros_like_out::call(self_, memory_format, out)?;
     Ok(out)
+}
+
+/// `aten::zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn zero_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::zero_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::zero(Tensor self) -> Tensor`
+#[inline]
+pub fn zero(self_: &Tensor) -> Result<Tensor> {
+    operators::zero::call(self_)
 }

@@ -331,4 +331,35 @@ impl Tensor {
     pub fn clone_with(&self, memory_format: Option<crate::native::MemoryFormat>) -> Result<Tensor> {
         operators::clone::call(self, memory_format)
     }
+
+    /// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn _conj(&self) -> Result<Tensor> {
+        operators::_conj::call(self)
+    }
+
+    /// `aten::conj(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn __dispatch_conj(&self) -> Result<Tensor> {
+        operators::conj::call(self)
+    }
+
+    /// `aten::_conj_physical(Tensor self) -> Tensor`
+    #[inline]
+    pub fn _conj_physical(&self) -> Result<Tensor> {
+        operators::_conj_physical::call(self)
+    }
+
+    /// `aten::conj_physical(Tensor self) -> Tensor`
+    #[inline]
+    pub fn conj_physical(&self) -> Result<Tensor> {
+        operators::conj_physical::call(self)
+    }
+
+    /// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
+    pub fn conj_physical_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::conj_physical_::call(self)?;
+        Ok(self)
+    }
 }

@@ -75,4 +75,10 @@ impl Tensor {
     pub fn gather_with(&self, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
         operators::gather::call(self, dim, index, sparse_grad)
     }
+
+    /// `aten::ger(Tensor self, Tensor vec2) -> Tensor`
+    #[inline]
+    pub fn ger(&self, vec2: &Tensor) -> Result<Tensor> {
+        operators::ger::call(self, vec2)
+    }
 }

@@ -224,4 +224,16 @@ impl Tensor {
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         operators::index_select::call(self, dim, index)
     }
+
+    /// `aten::is_conj(Tensor self) -> bool`
+    #[inline]
+    pub fn __dispatch_is_conj(&self) -> Result<bool> {
+        operators::is_conj::call(self)
+    }
+
+    /// `aten::is_neg(Tensor self) -> bool`
+    #[inline]
+    pub fn __dispatch_is_neg(&self) -> Result<bool> {
+        operators::is_neg::call(self)
+    }
 }

@@ -23,3 +23,4 @@ mod t;
 mod u;
 mod v;
 mod w;
+mod z;

@@ -207,4 +207,123 @@ impl Tensor {
     pub fn nonzero(&self) -> Result<Tensor> {
         operators::nonzero::call(self)
     }
+
+    /// `aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+    #[inline]
+    pub fn new_empty(&self, size: &[i64]) -> Result<Tensor> {
+        operators::new_empty::call(self, size, None, None, None, None)
+    }
+
+    /// `aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn new_empty_with(
+        &self,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        operators::new_empty::call(self, size, dtype, layout, device, pin_memory)
+    }
+
+    /// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+    #[inline]
+    pub fn new_empty_strided(&self, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+        operators::new_empty_strided::call(self, size, stride, None, None, None, None)
+    }
+
+    /// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn new_empty_strided_with(
+        &self,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        operators::new_empty_strided::call(self, size, stride, dtype, layout, device, pin_memory)
+    }
+
+    /// `aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+    #[inline]
+    pub fn new_full(&self, size: &[i64], fill_value: impl Into<Scalar>) -> Result<Tensor> {
+        let fill_value: Scalar = fill_value.into();
+        operators::new_full::call(self, size, &fill_value, None, None, None, None)
+    }
+
+    /// `aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn new_full_with(
+        &self,
+        size: &[i64],
+        fill_value: impl Into<Scalar>,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let fill_value: Scalar = fill_value.into();
+        operators::new_full::call(self, size, &fill_value, dtype, layout, device, pin_memory)
+    }
+
+    /// `aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+    #[inline]
+    pub fn new_zeros(&self, size: &[i64]) -> Result<Tensor> {
+        operators::new_zeros::call(self, size, None, None, None, None)
+    }
+
+    /// `aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn new_zeros_with(
+        &self,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        operators::new_zeros::call(self, size, dtype, layout, device, pin_memory)
+    }
+
+    /// `aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`, `layout` = `None`, `device` = `None`, `pin_memory` = `None`.
+    #[inline]
+    pub fn new_ones(&self, size: &[i64]) -> Result<Tensor> {
+        operators::new_ones::call(self, size, None, None, None, None)
+    }
+
+    /// `aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn new_ones_with(
+        &self,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        operators::new_ones::call(self, size, dtype, layout, device, pin_memory)
+    }
 }

@@ -212,4 +212,16 @@ impl Tensor {
     pub fn roll_with(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         operators::roll::call(self, shifts, dims)
     }
+
+    /// `aten::resolve_conj(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn resolve_conj(&self) -> Result<Tensor> {
+        operators::resolve_conj::call(self)
+    }
+
+    /// `aten::resolve_neg(Tensor(a) self) -> Tensor(a)`
+    #[inline]
+    pub fn resolve_neg(&self) -> Result<Tensor> {
+        operators::resolve_neg::call(self)
+    }
 }

@@ -532,4 +532,17 @@ impl Tensor {
         operators::scatter_reduce__two::call(self, dim, index, src, reduce, include_self)?;
         Ok(self)
     }
+
+    /// `aten::sgn(Tensor self) -> Tensor`
+    #[inline]
+    pub fn sgn(&self) -> Result<Tensor> {
+        operators::sgn::call(self)
+    }
+
+    /// `aten::sgn_(Tensor(a!) self) -> Tensor(a!)`
+    #[inline]
+    pub fn sgn_<'a>(&'a self) -> Result<&'a Tensor> {
+        operators::sgn_::call(self)?;
+        Ok(self)
+    }
 }

@@ -1304,6 +1304,168 @@ impl concatenate_out {
     }
 }
 
+/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+pub enum _conj {}
+
+impl Operator for _conj {
+    const NAME: &'static str = "aten::_conj";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_conj(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_conj> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _conj {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::conj(Tensor(a) self) -> Tensor(a)`
+pub enum conj {}
+
+impl Operator for conj {
+    const NAME: &'static str = "aten::conj";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "conj(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<conj> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl conj {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::_conj_physical(Tensor self) -> Tensor`
+pub enum _conj_physical {}
+
+impl Operator for _conj_physical {
+    const NAME: &'static str = "aten::_conj_physical";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_conj_physical(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_conj_physical> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _conj_physical {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::conj_physical(Tensor self) -> Tensor`
+pub enum conj_physical {}
+
+impl Operator for conj_physical {
+    const NAME: &'static str = "aten::conj_physical";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "conj_physical(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<conj_physical> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl conj_physical {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum conj_physical_out {}
+
+impl Operator for conj_physical_out {
+    const NAME: &'static str = "aten::conj_physical";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<conj_physical_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl conj_physical_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+pub enum conj_physical_ {}
+
+impl Operator for conj_physical_ {
+    const NAME: &'static str = "aten::conj_physical_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "conj_physical_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<conj_physical_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl conj_physical_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 
@@ -1442,5 +1604,32 @@ impl clone_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _conj_physical_out {}
+
+impl Operator for _conj_physical_out {
+    const NAME: &'static str = "aten::_conj_physical";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_conj_physical_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _conj_physical_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
     }
 }

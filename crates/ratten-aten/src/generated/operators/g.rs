@@ -425,3 +425,63 @@ impl gather {
         Self::redispatch_refs(ks, (self_, dim, index, sparse_grad))
     }
 }
+
+/// `aten::ger(Tensor self, Tensor vec2) -> Tensor`
+pub enum ger {}
+
+impl Operator for ger {
+    const NAME: &'static str = "aten::ger";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "ger(Tensor self, Tensor vec2) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<ger> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl ger {
+    pub fn call(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, vec2))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, vec2))
+    }
+}
+
+/// `aten::ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum ger_out {}
+
+impl Operator for ger_out {
+    const NAME: &'static str = "aten::ger";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<ger_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl ger_out {
+    pub fn call(self_: &Tensor, vec2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, vec2, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        vec2: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, vec2, out))
+    }
+}

@@ -737,6 +737,87 @@ impl index_select {
     }
 }
 
+/// `aten::imag(Tensor(a) self) -> Tensor(a)`
+pub enum imag {}
+
+impl Operator for imag {
+    const NAME: &'static str = "aten::imag";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "imag(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<imag> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl imag {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::is_conj(Tensor self) -> bool`
+pub enum is_conj {}
+
+impl Operator for is_conj {
+    const NAME: &'static str = "aten::is_conj";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "is_conj(Tensor self) -> bool";
+    type Args = (Tensor,);
+    type Return = bool;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<is_conj> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl is_conj {
+    pub fn call(self_: &Tensor) -> Result<bool> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<bool> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::is_neg(Tensor self) -> bool`
+pub enum is_neg {}
+
+impl Operator for is_neg {
+    const NAME: &'static str = "aten::is_neg";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "is_neg(Tensor self) -> bool";
+    type Args = (Tensor,);
+    type Return = bool;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<is_neg> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl is_neg {
+    pub fn call(self_: &Tensor) -> Result<bool> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<bool> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum isnan_out {}
 

@@ -47,6 +47,8 @@ mod shard_rs;
 mod shard_sc;
 #[path = "se.rs"]
 mod shard_se;
+#[path = "sg.rs"]
+mod shard_sg;
 #[path = "si.rs"]
 mod shard_si;
 #[path = "sl.rs"]
@@ -93,6 +95,7 @@ pub use shard_ro::*;
 pub use shard_rs::*;
 pub use shard_sc::*;
 pub use shard_se::*;
+pub use shard_sg::*;
 pub use shard_si::*;
 pub use shard_sl::*;
 pub use shard_so::*;

@@ -1186,6 +1186,260 @@ impl nonzero {
     }
 }
 
+/// `aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum new_empty {}
+
+impl Operator for new_empty {
+    const NAME: &'static str = "aten::new_empty";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_empty> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_empty {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum new_empty_strided {}
+
+impl Operator for new_empty_strided {
+    const NAME: &'static str = "aten::new_empty_strided";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_empty_strided> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_empty_strided {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, stride, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, stride, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum new_full {}
+
+impl Operator for new_full {
+    const NAME: &'static str = "aten::new_full";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Arg<Scalar>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_full> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_full {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, fill_value, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        fill_value: &Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (self_, size, fill_value, dtype, layout, device, pin_memory),
+        )
+    }
+}
+
+/// `aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum new_zeros {}
+
+impl Operator for new_zeros {
+    const NAME: &'static str = "aten::new_zeros";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_zeros> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_zeros {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub enum new_ones {}
+
+impl Operator for new_ones {
+    const NAME: &'static str = "aten::new_ones";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Arg<Option<ScalarType>>,
+        Arg<Option<crate::native::Layout>>,
+        Arg<Option<Device>>,
+        Arg<Option<bool>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_ones> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_ones {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, size, dtype, layout, device, pin_memory))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<crate::native::Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, size, dtype, layout, device, pin_memory))
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 
@@ -1254,5 +1508,175 @@ impl norm_Scalar_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, p, out))
+    }
+}
+
+/// `aten::new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum new_empty_out {}
+
+impl Operator for new_empty_out {
+    const NAME: &'static str = "aten::new_empty";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_empty_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_empty_out {
+    pub fn call(self_: &Tensor, size: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, size, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, size, out))
+    }
+}
+
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum new_empty_strided_out {}
+
+impl Operator for new_empty_strided_out {
+    const NAME: &'static str = "aten::new_empty_strided";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_empty_strided_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_empty_strided_out {
+    pub fn call(self_: &Tensor, size: &[i64], stride: &[i64], out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, size, stride, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, size, stride, out))
+    }
+}
+
+/// `aten::new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum new_full_out {}
+
+impl Operator for new_full_out {
+    const NAME: &'static str = "aten::new_full";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_full_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_full_out {
+    pub fn call(
+        self_: &Tensor,
+        size: &[i64],
+        fill_value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, size, fill_value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        fill_value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, size, fill_value, out))
+    }
+}
+
+/// `aten::new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum new_zeros_out {}
+
+impl Operator for new_zeros_out {
+    const NAME: &'static str = "aten::new_zeros";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_zeros_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_zeros_out {
+    pub fn call(self_: &Tensor, size: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, size, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, size, out))
+    }
+}
+
+/// `aten::new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum new_ones_out {}
+
+impl Operator for new_ones_out {
+    const NAME: &'static str = "aten::new_ones";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<new_ones_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl new_ones_out {
+    pub fn call(self_: &Tensor, size: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, size, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, size, out))
     }
 }

@@ -529,6 +529,87 @@ impl repeat_interleave_self_int {
     }
 }
 
+/// `aten::real(Tensor(a) self) -> Tensor(a)`
+pub enum real {}
+
+impl Operator for real {
+    const NAME: &'static str = "aten::real";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "real(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<real> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl real {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::resolve_conj(Tensor(a) self) -> Tensor(a)`
+pub enum resolve_conj {}
+
+impl Operator for resolve_conj {
+    const NAME: &'static str = "aten::resolve_conj";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "resolve_conj(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<resolve_conj> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl resolve_conj {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::resolve_neg(Tensor(a) self) -> Tensor(a)`
+pub enum resolve_neg {}
+
+impl Operator for resolve_neg {
+    const NAME: &'static str = "aten::resolve_neg";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "resolve_neg(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<resolve_neg> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl resolve_neg {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum relu_out {}
 

@@ -490,6 +490,60 @@ impl vstack_out {
     }
 }
 
+/// `aten::view_as_real(Tensor(a) self) -> Tensor(a)`
+pub enum view_as_real {}
+
+impl Operator for view_as_real {
+    const NAME: &'static str = "aten::view_as_real";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "view_as_real(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<view_as_real> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl view_as_real {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::view_as_complex(Tensor(a) self) -> Tensor(a)`
+pub enum view_as_complex {}
+
+impl Operator for view_as_complex {
+    const NAME: &'static str = "aten::view_as_complex";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "view_as_complex(Tensor(a) self) -> Tensor(a)";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<view_as_complex> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl view_as_complex {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub enum var_mean_correction_out {}
 

@@ -129,6 +129,33 @@ impl zeros_like {
     }
 }
 
+/// `aten::zero_(Tensor(a!) self) -> Tensor(a!)`
+pub enum zero_ {}
+
+impl Operator for zero_ {
+    const NAME: &'static str = "aten::zero_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "zero_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<zero_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl zero_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub enum zeros_like_out {}
 
@@ -162,5 +189,59 @@ impl zeros_like_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum zero_out {}
+
+impl Operator for zero_out {
+    const NAME: &'static str = "aten::zero";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<zero_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl zero_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::zero(Tensor self) -> Tensor`
+pub enum zero {}
+
+impl Operator for zero {
+    const NAME: &'static str = "aten::zero";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "zero(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<zero> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl zero {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
     }
 }

@@ -69,6 +69,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("concat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("concatenate(Tensor[] tensors, int dim=0) -> Tensor")?;
     m.def("concatenate.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("_conj(Tensor(a) self) -> Tensor(a)")?;
+    m.def("conj(Tensor(a) self) -> Tensor(a)")?;
+    m.def("_conj_physical(Tensor self) -> Tensor")?;
+    m.def("conj_physical(Tensor self) -> Tensor")?;
+    m.def("conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("conj_physical_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -79,6 +85,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -126,6 +133,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("cat", operators::cat::kernel(backends::cpu::cat))?;
     m.impl_("cat.out", operators::cat_out::kernel(cat_out_cpu))?;
+    m.impl_(
+        "conj_physical.out",
+        operators::conj_physical_out::kernel(conj_physical_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -158,6 +169,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::clone::kernel(backends::composite_explicit_autograd::clone),
     )?;
     m.impl_(
+        "_conj",
+        operators::_conj::kernel(backends::composite_explicit_autograd::_conj),
+    )?;
+    m.impl_(
+        "_conj_physical",
+        operators::_conj_physical::kernel(backends::composite_explicit_autograd::_conj_physical),
+    )?;
+    m.impl_(
+        "conj_physical_",
+        operators::conj_physical_::kernel(conj_physical__composite_explicit_autograd),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -174,6 +197,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "clone.out",
         operators::clone_out::kernel(clone_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "_conj_physical.out",
+        operators::_conj_physical_out::kernel(_conj_physical_out_composite_explicit_autograd),
     )?;
 });
 
@@ -233,6 +260,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "concatenate.out",
         operators::concatenate_out::kernel(concatenate_out_composite_implicit_autograd),
     )?;
+    m.impl_(
+        "conj",
+        operators::conj::kernel(backends::composite_implicit_autograd::__dispatch_conj),
+    )?;
+    m.impl_(
+        "conj_physical",
+        operators::conj_physical::kernel(backends::composite_implicit_autograd::conj_physical),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -281,6 +316,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("cat", operators::cat::kernel(backends::meta::cat))?;
     m.impl_("cat.out", operators::cat_out::kernel(cat_out_meta))?;
+    m.impl_(
+        "conj_physical.out",
+        operators::conj_physical_out::kernel(conj_physical_out_meta),
+    )?;
 });
 
 fn clamp__cpu(self_: &Tensor, min: Option<&Scalar>, max: Option<&Scalar>) -> Result<Aliased<0>> {
@@ -362,12 +401,22 @@ fn cat_out_cpu(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>>
     Ok(Aliased)
 }
 
+fn conj_physical_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::conj_physical_outf(self_, out)?;
+    Ok(Aliased)
+}
+
 fn copy__composite_explicit_autograd(
     self_: &Tensor,
     src: &Tensor,
     non_blocking: bool,
 ) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::copy_(self_, src, non_blocking)?;
+    Ok(Aliased)
+}
+
+fn conj_physical__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::conj_physical_(self_)?;
     Ok(Aliased)
 }
 
@@ -405,6 +454,14 @@ fn clone_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::clone_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn _conj_physical_out_composite_explicit_autograd(
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::_conj_physical_outf(self_, out)?;
     Ok(Aliased)
 }
 
@@ -540,5 +597,10 @@ fn cumprod_out_meta(
 
 fn cat_out_meta(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::cat_outf(tensors, dim, out)?;
+    Ok(Aliased)
+}
+
+fn conj_physical_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::conj_physical_outf(self_, out)?;
     Ok(Aliased)
 }

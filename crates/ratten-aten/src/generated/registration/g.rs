@@ -27,6 +27,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
+    m.def("ger(Tensor self, Tensor vec2) -> Tensor")?;
+    m.def("ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -62,6 +64,17 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("gt_.Tensor", operators::gt__Tensor::kernel(gt__Tensor_cpu))?;
     m.impl_("gather.out", operators::gather_out::kernel(gather_out_cpu))?;
     m.impl_("gather", operators::gather::kernel(backends::cpu::gather))?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "ger",
+        operators::ger::kernel(backends::composite_implicit_autograd::ger),
+    )?;
+    m.impl_(
+        "ger.out",
+        operators::ger_out::kernel(ger_out_composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -153,6 +166,15 @@ fn gather_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::gather_outf(self_, dim, index, sparse_grad, out)?;
+    Ok(Aliased)
+}
+
+fn ger_out_composite_implicit_autograd(
+    self_: &Tensor,
+    vec2: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::ger_outf(self_, vec2, out)?;
     Ok(Aliased)
 }
 

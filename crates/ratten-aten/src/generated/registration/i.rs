@@ -52,6 +52,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")?;
     m.def("index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor")?;
+    m.def("imag(Tensor(a) self) -> Tensor(a)")?;
+    m.def("is_conj(Tensor self) -> bool")?;
+    m.def("is_neg(Tensor self) -> bool")?;
     m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
@@ -191,6 +194,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "isclose",
         operators::isclose::kernel(backends::composite_implicit_autograd::isclose),
+    )?;
+    m.impl_(
+        "imag",
+        operators::imag::kernel(backends::composite_implicit_autograd::imag),
+    )?;
+    m.impl_(
+        "is_conj",
+        operators::is_conj::kernel(backends::composite_implicit_autograd::__dispatch_is_conj),
+    )?;
+    m.impl_(
+        "is_neg",
+        operators::is_neg::kernel(backends::composite_implicit_autograd::__dispatch_is_neg),
     )?;
 });
 

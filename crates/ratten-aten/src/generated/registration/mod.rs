@@ -23,6 +23,7 @@ mod ro;
 mod rs;
 mod sc;
 mod se;
+mod sg;
 mod si;
 mod sl;
 mod so;
@@ -61,6 +62,7 @@ pub fn ensure_linked() {
     rs::ensure_linked();
     sc::ensure_linked();
     se::ensure_linked();
+    sg::ensure_linked();
     si::ensure_linked();
     sl::ensure_linked();
     so::ensure_linked();

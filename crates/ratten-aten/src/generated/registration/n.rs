@@ -73,9 +73,33 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("nonzero(Tensor self) -> Tensor")?;
     m.def(
+        "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
+        "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    )?;
+    m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -183,6 +207,22 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         ),
     )?;
     m.impl_(
+        "new_empty",
+        operators::new_empty::kernel(backends::composite_explicit_autograd::new_empty),
+    )?;
+    m.impl_(
+        "new_full",
+        operators::new_full::kernel(backends::composite_explicit_autograd::new_full),
+    )?;
+    m.impl_(
+        "new_zeros",
+        operators::new_zeros::kernel(backends::composite_explicit_autograd::new_zeros),
+    )?;
+    m.impl_(
+        "new_ones",
+        operators::new_ones::kernel(backends::composite_explicit_autograd::new_ones),
+    )?;
+    m.impl_(
         "norm.ScalarOpt_dtype_out",
         operators::norm_ScalarOpt_dtype_out::kernel(
             norm_ScalarOpt_dtype_out_composite_explicit_autograd,
@@ -191,6 +231,35 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "norm.Scalar_out",
         operators::norm_Scalar_out::kernel(norm_Scalar_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "new_empty.out",
+        operators::new_empty_out::kernel(new_empty_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "new_empty_strided.out",
+        operators::new_empty_strided_out::kernel(new_empty_strided_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "new_full.out",
+        operators::new_full_out::kernel(new_full_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "new_zeros.out",
+        operators::new_zeros_out::kernel(new_zeros_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "new_ones.out",
+        operators::new_ones_out::kernel(new_ones_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
+    m.impl_(
+        "new_empty_strided",
+        operators::new_empty_strided::kernel(
+            backends::composite_explicit_autograd_non_functional::new_empty_strided,
+        ),
     )?;
 });
 
@@ -463,6 +532,53 @@ fn norm_Scalar_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::norm_scalar_outf(self_, p, out)?;
+    Ok(Aliased)
+}
+
+fn new_empty_out_composite_explicit_autograd(
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::new_empty_outf(self_, size, out)?;
+    Ok(Aliased)
+}
+
+fn new_empty_strided_out_composite_explicit_autograd(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::new_empty_strided_outf(self_, size, stride, out)?;
+    Ok(Aliased)
+}
+
+fn new_full_out_composite_explicit_autograd(
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::new_full_outf(self_, size, fill_value, out)?;
+    Ok(Aliased)
+}
+
+fn new_zeros_out_composite_explicit_autograd(
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::new_zeros_outf(self_, size, out)?;
+    Ok(Aliased)
+}
+
+fn new_ones_out_composite_explicit_autograd(
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::new_ones_outf(self_, size, out)?;
     Ok(Aliased)
 }
 

@@ -33,6 +33,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
     )?;
+    m.def("real(Tensor(a) self) -> Tensor(a)")?;
+    m.def("resolve_conj(Tensor(a) self) -> Tensor(a)")?;
+    m.def("resolve_neg(Tensor(a) self) -> Tensor(a)")?;
     m.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
@@ -141,6 +144,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         operators::repeat_interleave_self_int::kernel(
             backends::composite_implicit_autograd::repeat_interleave_self_int,
         ),
+    )?;
+    m.impl_(
+        "real",
+        operators::real::kernel(backends::composite_implicit_autograd::real),
+    )?;
+    m.impl_(
+        "resolve_conj",
+        operators::resolve_conj::kernel(backends::composite_implicit_autograd::resolve_conj),
+    )?;
+    m.impl_(
+        "resolve_neg",
+        operators::resolve_neg::kernel(backends::composite_implicit_autograd::resolve_neg),
     )?;
 });
 

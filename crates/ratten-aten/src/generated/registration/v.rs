@@ -36,6 +36,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("vdot(Tensor self, Tensor other) -> Tensor")?;
     m.def("vstack(Tensor[] tensors) -> Tensor")?;
     m.def("vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("view_as_real(Tensor(a) self) -> Tensor(a)")?;
+    m.def("view_as_complex(Tensor(a) self) -> Tensor(a)")?;
     m.def(
         "var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
     )?;
@@ -56,6 +58,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("view", operators::view::kernel(backends::cpu::view))?;
     m.impl_("vdot", operators::vdot::kernel(backends::cpu::vdot))?;
+    m.impl_(
+        "view_as_real",
+        operators::view_as_real::kernel(backends::cpu::view_as_real),
+    )?;
+    m.impl_(
+        "view_as_complex",
+        operators::view_as_complex::kernel(backends::cpu::view_as_complex),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -125,6 +135,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("view", operators::view::kernel(backends::meta::view))?;
     m.impl_("vdot", operators::vdot::kernel(backends::meta::vdot))?;
+    m.impl_(
+        "view_as_real",
+        operators::view_as_real::kernel(backends::meta::view_as_real),
+    )?;
+    m.impl_(
+        "view_as_complex",
+        operators::view_as_complex::kernel(backends::meta::view_as_complex),
+    )?;
 });
 
 fn var_correction_out_cpu(

@@ -18,9 +18,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
     )?;
+    m.def("zero_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def(
         "zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("zero(Tensor self) -> Tensor")?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
+    m.impl_("zero_", operators::zero_::kernel(zero__cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -40,6 +47,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "zeros_like.out",
         operators::zeros_like_out::kernel(zeros_like_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "zero.out",
+        operators::zero_out::kernel(zero_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "zero",
+        operators::zero::kernel(backends::composite_explicit_autograd::zero),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
+    m.impl_("zero_", operators::zero_::kernel(zero__meta))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -57,6 +76,11 @@ fn zeros_backend_select(
     operators::zeros::redispatch(ks, size, dtype, layout, device, pin_memory)
 }
 
+fn zero__cpu(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::zero_(self_)?;
+    Ok(Aliased)
+}
+
 fn zeros_out_composite_explicit_autograd(size: &[i64], out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::zeros_outf(size, out)?;
     Ok(Aliased)
@@ -68,5 +92,15 @@ fn zeros_like_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::zeros_like_outf(self_, memory_format, out)?;
+    Ok(Aliased)
+}
+
+fn zero_out_composite_explicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_explicit_autograd::zero_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn zero__meta(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::zero_(self_)?;
     Ok(Aliased)
 }

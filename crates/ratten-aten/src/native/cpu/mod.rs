@@ -28,7 +28,9 @@
 pub mod binary_kernels;
 pub mod blas;
 pub mod cat_kernels;
+pub mod complex_kernels;
 pub mod elements;
+pub mod fill_kernels;
 pub mod index_kernels;
 pub mod loops;
 pub mod pointwise;

@@ -169,6 +169,10 @@ impl ChunkBuf {
     pub(crate) fn ptr(&mut self) -> *mut u8 {
         self.0.as_mut_ptr().cast()
     }
+    #[inline(always)]
+    pub(crate) fn ptr_const(&self) -> *const u8 {
+        self.0.as_ptr().cast()
+    }
 }
 
 /// Streams `bytes` (a multiple of 32) from a [`ChunkBuf`] to the 64-byte-aligned `dst`.

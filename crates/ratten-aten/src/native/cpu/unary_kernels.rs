@@ -14,7 +14,7 @@ use super::{
     vec_math, Elem, OpN,
 };
 use crate::dispatch_opmath;
-use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability, DispatchStub};
+use crate::dispatch_stub::DispatchStub;
 use crate::tensor_iterator::TensorIteratorBase;
 
 /// `unary_fn` (the stubs of the unary family).
@@ -70,41 +70,6 @@ fn opmath_rank(d: ScalarType) -> u8 {
         ScalarType::ComplexDouble => 8,
     }
 }
-
-/// `fill_stub`: a nullary loop writing one value (converted by c10's checked conversion in the
-/// front end).
-fn fill_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
-    let dt = iter.dtype(0);
-    // PyTorch converts a complex32 fill value to complex<float> with the overflow check and
-    // then casts it without one (70000 becomes inf + 0j; 1e300 is refused as complex<float>).
-    let rounded;
-    let value = if dt == ScalarType::ComplexHalf {
-        let z: c64 = ratten_core::ScalarConvert::from_scalar(value)?;
-        let h = |x: f32| half::f16::from_f32(x).to_f64();
-        rounded = Scalar::ComplexDouble(c128::new(h(z.re), h(z.im)));
-        &rounded
-    } else {
-        value
-    };
-    ratten_core::dispatch_all_types!(dt, T => {
-        let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
-        let cap = kernel_capability();
-        iter.for_each(&|data, strides, n0, n1| with_isa!(cap, CpuCapability::Avx512, I => run_isa::<I, _>(
-            #[inline(always)]
-            || {
-                for j in 0..n1 {
-                    for i in 0..n0 {
-                        let p = data[0]
-                            .wrapping_offset(i as isize * strides[0] + j as isize * strides[1]);
-                        // SAFETY: element (i, j) of the output of a valid 2-D loop.
-                        unsafe { p.cast::<T>().write(v) };
-                    }
-                }
-            },
-        )), crate::tensor_iterator::GRAIN_SIZE)
-    })
-}
-stub!(FILL_STUB, "fill_stub", ScalarFn, fill_kernel);
 
 fn neg_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;

@@ -6,6 +6,35 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_conj`: 1 signature(s).
+pub(super) fn function_private_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // _conj(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::_conj(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_conj_physical`: 1 signature(s).
+pub(super) fn function_private_conj_physical(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _conj_physical(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::_conj_physical(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `_cummax_helper`: 1 signature(s).
 pub(super) fn function_private_cummax_helper(
     py: Python<'_>,
@@ -301,6 +330,60 @@ pub(super) fn function_concatenate(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
+/// `conj`: 1 signature(s).
+pub(super) fn function_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conj(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::__dispatch_conj(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conj_physical`: 1 signature(s).
+pub(super) fn function_conj_physical(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conj_physical(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::conj_physical(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::conj_physical_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conj_physical_`: 1 signature(s).
+pub(super) fn function_conj_physical_(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // conj_physical_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::conj_physical_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `copy`: 1 signature(s).
 pub(super) fn function_copy(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -503,6 +586,35 @@ pub(super) fn function_cumsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `Tensor._conj`: 1 signature(s).
+pub(super) fn method_private_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // _conj()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self._conj())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor._conj_physical`: 1 signature(s).
+pub(super) fn method_private_conj_physical(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _conj_physical()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self._conj_physical())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.chunk`: 1 signature(s).
 pub(super) fn method_chunk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -635,6 +747,48 @@ pub(super) fn method_clone(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let a_memory_format = r.optional_memory_format(0)?;
             let result = r.run(py, move || a_self.clone_with(a_memory_format))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.conj`: 1 signature(s).
+pub(super) fn method_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conj()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.__dispatch_conj())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.conj_physical`: 1 signature(s).
+pub(super) fn method_conj_physical(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conj_physical()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.conj_physical())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.conj_physical_`: 1 signature(s).
+pub(super) fn method_conj_physical_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conj_physical_()
+        0 => {
+            let a_self = r.self_tensor()?;
+            r.run(py, move || {
+                a_self.conj_physical_()?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

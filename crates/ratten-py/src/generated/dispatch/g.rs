@@ -77,6 +77,30 @@ pub(super) fn function_ge(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `ger`: 1 signature(s).
+pub(super) fn function_ger(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // ger(Tensor input, Tensor vec2, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_vec2 = r.tensor(1)?;
+                let result = r.run(py, move || functions::ger(&a_self, &a_vec2))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_vec2 = r.tensor(1)?;
+            r.run(py, move || {
+                functions::ger_out(&a_out, &a_self, &a_vec2)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `gt`: 2 signature(s).
 pub(super) fn function_gt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -179,6 +203,20 @@ pub(super) fn method_ge_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyO
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.ger`: 1 signature(s).
+pub(super) fn method_ger(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // ger(Tensor vec2)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_vec2 = r.tensor(0)?;
+            let result = r.run(py, move || a_self.ger(&a_vec2))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -35,6 +35,19 @@ pub(super) fn function_private_index_put_impl_(
     }
 }
 
+/// `imag`: 1 signature(s).
+pub(super) fn function_imag(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // imag(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::imag(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `index`: 1 signature(s).
 pub(super) fn function_index(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -212,6 +225,32 @@ pub(super) fn function_index_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
                 Ok(())
             })?;
             Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `is_conj`: 1 signature(s).
+pub(super) fn function_is_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // is_conj(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::__dispatch_is_conj(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `is_neg`: 1 signature(s).
+pub(super) fn function_is_neg(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // is_neg(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::__dispatch_is_neg(&a_self))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -469,6 +508,32 @@ pub(super) fn method_index_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
             let a_dim = r.int(0)?;
             let a_index = r.tensor(1)?;
             let result = r.run(py, move || a_self.index_select(a_dim, &a_index))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.is_conj`: 1 signature(s).
+pub(super) fn method_is_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // is_conj()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.__dispatch_is_conj())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.is_neg`: 1 signature(s).
+pub(super) fn method_is_neg(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // is_neg()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.__dispatch_is_neg())?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

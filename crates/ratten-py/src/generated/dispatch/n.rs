@@ -574,6 +574,125 @@ pub(super) fn method_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `Tensor.new_empty`: 1 signature(s).
+pub(super) fn method_new_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // new_empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let result = r.run(py, move || {
+                a_self.new_empty_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.new_empty_strided`: 1 signature(s).
+pub(super) fn method_new_empty_strided(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // new_empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_stride = r.int_list(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let result = r.run(py, move || {
+                a_self.new_empty_strided_with(
+                    &a_size,
+                    &a_stride,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.new_full`: 1 signature(s).
+pub(super) fn method_new_full(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // new_full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_fill_value = r.scalar(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            let a_layout = r.none_only(3)?;
+            let a_device = r.optional_device(4)?;
+            let a_pin_memory = r.optional_bool(5)?;
+            let result = r.run(py, move || {
+                a_self.new_full_with(
+                    &a_size,
+                    a_fill_value,
+                    a_dtype,
+                    a_layout,
+                    a_device,
+                    a_pin_memory,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.new_ones`: 1 signature(s).
+pub(super) fn method_new_ones(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // new_ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let result = r.run(py, move || {
+                a_self.new_ones_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.new_zeros`: 1 signature(s).
+pub(super) fn method_new_zeros(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // new_zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_size = r.int_list(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let a_layout = r.none_only(2)?;
+            let a_device = r.optional_device(3)?;
+            let a_pin_memory = r.optional_bool(4)?;
+            let result = r.run(py, move || {
+                a_self.new_zeros_with(&a_size, a_dtype, a_layout, a_device, a_pin_memory)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.nonzero`: 1 signature(s).
 pub(super) fn method_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -446,6 +446,19 @@ pub(super) fn function_randperm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
     }
 }
 
+/// `real`: 1 signature(s).
+pub(super) fn function_real(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // real(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::real(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `reciprocal`: 1 signature(s).
 pub(super) fn function_reciprocal(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -617,6 +630,32 @@ pub(super) fn function_reshape(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
             let a_self = r.tensor(0)?;
             let a_shape = r.int_list(1)?;
             let result = r.run(py, move || functions::reshape(&a_self, &a_shape))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `resolve_conj`: 1 signature(s).
+pub(super) fn function_resolve_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // resolve_conj(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::resolve_conj(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `resolve_neg`: 1 signature(s).
+pub(super) fn function_resolve_neg(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // resolve_neg(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::resolve_neg(&a_self))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
@@ -939,6 +978,32 @@ pub(super) fn method_reshape_as(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
             let a_self = r.self_tensor()?;
             let a_other = r.tensor(0)?;
             let result = r.run(py, move || a_self.reshape_as(&a_other))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.resolve_conj`: 1 signature(s).
+pub(super) fn method_resolve_conj(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // resolve_conj()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.resolve_conj())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.resolve_neg`: 1 signature(s).
+pub(super) fn method_resolve_neg(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // resolve_neg()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.resolve_neg())?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

@@ -319,6 +319,28 @@ pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `sgn`: 1 signature(s).
+pub(super) fn function_sgn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sgn(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::sgn(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::sgn_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `sigmoid`: 1 signature(s).
 pub(super) fn function_sigmoid(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -1038,6 +1060,35 @@ pub(super) fn method_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
             let a_index = r.int(1)?;
             let result = r.run(py, move || a_self.select(a_dim, a_index))?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.sgn`: 1 signature(s).
+pub(super) fn method_sgn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sgn()
+        0 => {
+            let a_self = r.self_tensor()?;
+            let result = r.run(py, move || a_self.sgn())?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.sgn_`: 1 signature(s).
+pub(super) fn method_sgn_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // sgn_()
+        0 => {
+            let a_self = r.self_tensor()?;
+            r.run(py, move || {
+                a_self.sgn_()?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

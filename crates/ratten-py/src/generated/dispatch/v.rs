@@ -142,6 +142,35 @@ pub(super) fn function_vdot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `view_as_complex`: 1 signature(s).
+pub(super) fn function_view_as_complex(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // view_as_complex(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::view_as_complex(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `view_as_real`: 1 signature(s).
+pub(super) fn function_view_as_real(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // view_as_real(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::view_as_real(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `vstack`: 1 signature(s).
 pub(super) fn function_vstack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

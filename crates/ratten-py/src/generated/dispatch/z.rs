@@ -6,6 +6,22 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `zero_`: 1 signature(s).
+pub(super) fn function_zero_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // zero_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::zero_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `zeros`: 1 signature(s).
 pub(super) fn function_zeros(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -58,6 +74,22 @@ pub(super) fn function_zeros_like(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
             })?;
             crate::python::python_args::set_requires_grad(&result, r.bool(6)?)?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.zero_`: 1 signature(s).
+pub(super) fn method_zero_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // zero_()
+        0 => {
+            let a_self = r.self_tensor()?;
+            r.run(py, move || {
+                a_self.zero_()?;
+                Ok(())
+            })?;
+            Ok(r.self_object())
         }
         _ => Err(r.unknown_signature()),
     }

@@ -51,6 +51,21 @@ pub fn clone(self_: &Tensor, memory_format: Option<crate::native::MemoryFormat>)
     kernels::clone(self_, memory_format)
 }
 
+/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+pub fn _conj(self_: &Tensor) -> Result<Tensor> {
+    kernels::_conj(self_)
+}
+
+/// `aten::_conj_physical(Tensor self) -> Tensor`
+pub fn _conj_physical(self_: &Tensor) -> Result<Tensor> {
+    kernels::_conj_physical(self_)
+}
+
+/// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::conj_physical_(self_)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -99,6 +114,15 @@ pub fn clone_outf<'a>(
 ) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::clone::call(self_, memory_format)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _conj_physical_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_conj_physical::call(self_)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

@@ -67,6 +67,55 @@ pub fn normal_float_float_outf<'a>(
     kernels::normal_float_float_out(mean, std, size, generator, out)
 }
 
+/// `aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn new_empty(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::new_empty_symint(self_, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn new_full(
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::new_full(self_, size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn new_zeros(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::new_zeros(self_, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn new_ones(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<crate::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    kernels::new_ones(self_, size, dtype, layout, device, pin_memory)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub fn norm_scalar_opt_dtype_outf<'a>(
     self_: &Tensor,
@@ -85,6 +134,98 @@ pub fn norm_scalar_opt_dtype_outf<'a>(
 pub fn norm_scalar_outf<'a>(self_: &Tensor, p: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::norm_Scalar::call(self_, p)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn new_empty_outf<'a>(self_: &Tensor, size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::new_empty::call(
+        self_,
+        size,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn new_empty_strided_outf<'a>(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::new_empty_strided::call(
+        self_,
+        size,
+        stride,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn new_full_outf<'a>(
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::new_full::call(
+        self_,
+        size,
+        fill_value,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn new_zeros_outf<'a>(self_: &Tensor, size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::new_zeros::call(
+        self_,
+        size,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn new_ones_outf<'a>(self_: &Tensor, size: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::new_ones::call(
+        self_,
+        size,
+        Some(out.dtype()),
+        None,
+        Some(out.device()),
+        None,
+    )?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

@@ -53,3 +53,21 @@ pub fn zeros_like_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn zero_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::zero::call(self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::zero(Tensor self) -> Tensor`
+pub fn zero(self_: &Tensor) -> Result<Tensor> {
+    // torchgen's generated functional kernel: the in-place operator on a copy.
+    let copy = structured::create_out(&self_.sizes(), &[], (self_.dtype(), self_.device()).into())?;
+    structured::copy_same_dtype(&copy, self_)?;
+    operators::zero_::call(&copy)?;
+    Ok(copy)
+}

@@ -7,7 +7,10 @@ mod shard_b;
 mod shard_c;
 #[path = "l.rs"]
 mod shard_l;
+#[path = "n.rs"]
+mod shard_n;
 
 pub use shard_b::*;
 pub use shard_c::*;
 pub use shard_l::*;
+pub use shard_n::*;

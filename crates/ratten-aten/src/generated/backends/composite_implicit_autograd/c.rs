@@ -86,3 +86,13 @@ pub fn concatenate(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 pub fn concatenate_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::concatenate_out(tensors, dim, out)
 }
+
+/// `aten::conj(Tensor(a) self) -> Tensor(a)`
+pub fn __dispatch_conj(self_: &Tensor) -> Result<Tensor> {
+    kernels::conj(self_)
+}
+
+/// `aten::conj_physical(Tensor self) -> Tensor`
+pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
+    kernels::conj_physical(self_)
+}

@@ -21,3 +21,18 @@ pub fn isclose(
 ) -> Result<Tensor> {
     kernels::isclose(self_, other, rtol, atol, equal_nan)
 }
+
+/// `aten::imag(Tensor(a) self) -> Tensor(a)`
+pub fn imag(self_: &Tensor) -> Result<Tensor> {
+    kernels::imag(self_)
+}
+
+/// `aten::is_conj(Tensor self) -> bool`
+pub fn __dispatch_is_conj(self_: &Tensor) -> Result<bool> {
+    kernels::is_conj(self_)
+}
+
+/// `aten::is_neg(Tensor self) -> bool`
+pub fn __dispatch_is_neg(self_: &Tensor) -> Result<bool> {
+    kernels::is_neg(self_)
+}

@@ -9,6 +9,8 @@ mod shard_c;
 mod shard_e;
 #[path = "f.rs"]
 mod shard_f;
+#[path = "g.rs"]
+mod shard_g;
 #[path = "h.rs"]
 mod shard_h;
 #[path = "i.rs"]
@@ -38,6 +40,7 @@ pub use shard_a::*;
 pub use shard_c::*;
 pub use shard_e::*;
 pub use shard_f::*;
+pub use shard_g::*;
 pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_l::*;

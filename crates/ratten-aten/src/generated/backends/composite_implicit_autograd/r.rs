@@ -68,3 +68,18 @@ pub fn row_stack(tensors: &[Tensor]) -> Result<Tensor> {
 pub fn row_stack_outf<'a>(tensors: &[Tensor], out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::row_stack_out(tensors, out)
 }
+
+/// `aten::real(Tensor(a) self) -> Tensor(a)`
+pub fn real(self_: &Tensor) -> Result<Tensor> {
+    kernels::real(self_)
+}
+
+/// `aten::resolve_conj(Tensor(a) self) -> Tensor(a)`
+pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
+    kernels::resolve_conj(self_)
+}
+
+/// `aten::resolve_neg(Tensor(a) self) -> Tensor(a)`
+pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
+    kernels::resolve_neg(self_)
+}

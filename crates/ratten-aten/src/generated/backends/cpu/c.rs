@@ -235,3 +235,8 @@ pub fn cat_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&'a
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn conj_physical_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::conj_physical_out(self_, out)
+}

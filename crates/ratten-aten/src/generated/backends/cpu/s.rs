@@ -685,3 +685,35 @@ pub fn searchsorted_scalar_outf<'a>(
         out,
     )
 }
+
+/// `aten::sgn(Tensor self) -> Tensor`
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+        kernels::sgn_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::sgn_(Tensor(a!) self) -> Tensor(a!)`
+pub fn sgn_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+        kernels::sgn_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn sgn_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+        kernels::sgn_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}

@@ -46,3 +46,13 @@ pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::vdot(self_, other)
 }
+
+/// `aten::view_as_real(Tensor(a) self) -> Tensor(a)`
+pub fn view_as_real(self_: &Tensor) -> Result<Tensor> {
+    kernels::view_as_real(self_)
+}
+
+/// `aten::view_as_complex(Tensor(a) self) -> Tensor(a)`
+pub fn view_as_complex(self_: &Tensor) -> Result<Tensor> {
+    kernels::view_as_complex(self_)
+}

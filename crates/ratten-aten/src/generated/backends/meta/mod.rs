@@ -41,6 +41,8 @@ mod shard_u;
 mod shard_v;
 #[path = "w.rs"]
 mod shard_w;
+#[path = "z.rs"]
+mod shard_z;
 
 pub use shard_a::*;
 pub use shard_b::*;
@@ -62,3 +64,4 @@ pub use shard_t::*;
 pub use shard_u::*;
 pub use shard_v::*;
 pub use shard_w::*;
+pub use shard_z::*;

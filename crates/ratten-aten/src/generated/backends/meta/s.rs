@@ -583,3 +583,32 @@ pub fn searchsorted_scalar_outf<'a>(
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     kernels::stack_meta(tensors, dim)
 }
+
+/// `aten::sgn(Tensor self) -> Tensor`
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+    }
+    op.take(0)
+}
+
+/// `aten::sgn_(Tensor(a!) self) -> Tensor(a!)`
+pub fn sgn_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn sgn_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::sgn_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
