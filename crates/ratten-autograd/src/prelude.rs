@@ -26,5 +26,6 @@ pub use crate::variable::{as_view, is_differentiable_type, CreationMeta};
 pub use crate::variable_type_utils::{
     any_requires_grad, as_view_list, check_inplace, check_no_requires_grad,
     check_out_requires_grad, collect_next_edges, collect_next_edges_list, compute_requires_grad,
-    creation_meta, increment_version, rebase_history, set_history, set_history_list,
+    creation_meta, increment_version, non_differentiable_view, rebase_history, set_history,
+    set_history_list,
 };

@@ -213,3 +213,14 @@ pub fn as_view_list(base: &Tensor, views: &[Tensor], is_bw_differentiable: bool)
     }
     Ok(())
 }
+
+/// The output of a view op autograd does not differentiate through (`detach`, `view.dtype`):
+/// torch's `make_variable_non_differentiable_view`, a tensor without view metadata that does
+/// not require grad, never the base itself (a kernel may return its input unchanged).
+pub fn non_differentiable_view(base: &Tensor, view: Tensor) -> Tensor {
+    if view.is_same(base) {
+        Tensor::from_base(ratten_core::TensorBase::alias(&view))
+    } else {
+        view
+    }
+}

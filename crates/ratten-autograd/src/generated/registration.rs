@@ -1159,10 +1159,6 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         ops::split_with_sizes::kernel(WithKeySet(variable_type::split_with_sizes)),
     )?;
     m.impl_(
-        "chunk",
-        ops::chunk::kernel(WithKeySet(variable_type::chunk)),
-    )?;
-    m.impl_(
         "unbind.int",
         ops::unbind_int::kernel(WithKeySet(variable_type::unbind_int)),
     )?;
@@ -1693,18 +1689,6 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         ops::vdot_out::kernel(WithKeySet(variable_type::vdot_out)),
     )?;
     m.impl_(
-        "matmul",
-        ops::matmul::kernel(WithKeySet(variable_type::matmul)),
-    )?;
-    m.impl_(
-        "matmul.out",
-        ops::matmul_out::kernel(WithKeySet(variable_type::matmul_out)),
-    )?;
-    m.impl_(
-        "linear",
-        ops::linear::kernel(WithKeySet(variable_type::linear)),
-    )?;
-    m.impl_(
         "linear.out",
         ops::linear_out::kernel(WithKeySet(variable_type::linear_out)),
     )?;
@@ -1823,6 +1807,60 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         ops::tril_out::kernel(WithKeySet(variable_type::tril_out)),
     )?;
     m.impl_("tril", ops::tril::kernel(WithKeySet(variable_type::tril)))?;
+    m.impl_(
+        "view_as_real",
+        ops::view_as_real::kernel(WithKeySet(variable_type::view_as_real)),
+    )?;
+    m.impl_(
+        "view_as_complex",
+        ops::view_as_complex::kernel(WithKeySet(variable_type::view_as_complex)),
+    )?;
+    m.impl_("sgn", ops::sgn::kernel(WithKeySet(variable_type::sgn)))?;
+    m.impl_("sgn_", ops::sgn_::kernel(WithKeySet(variable_type::sgn_)))?;
+    m.impl_(
+        "sgn.out",
+        ops::sgn_out::kernel(WithKeySet(variable_type::sgn_out)),
+    )?;
+    m.impl_(
+        "_conj",
+        ops::_conj::kernel(WithKeySet(variable_type::_conj)),
+    )?;
+    m.impl_(
+        "_conj_physical",
+        ops::_conj_physical::kernel(WithKeySet(variable_type::_conj_physical)),
+    )?;
+    m.impl_(
+        "conj_physical.out",
+        ops::conj_physical_out::kernel(WithKeySet(variable_type::conj_physical_out)),
+    )?;
+    m.impl_(
+        "conj_physical_",
+        ops::conj_physical_::kernel(WithKeySet(variable_type::conj_physical_)),
+    )?;
+    m.impl_(
+        "new_empty",
+        ops::new_empty::kernel(WithKeySet(variable_type::new_empty)),
+    )?;
+    m.impl_(
+        "new_empty_strided",
+        ops::new_empty_strided::kernel(WithKeySet(variable_type::new_empty_strided)),
+    )?;
+    m.impl_(
+        "new_full",
+        ops::new_full::kernel(WithKeySet(variable_type::new_full)),
+    )?;
+    m.impl_(
+        "new_zeros",
+        ops::new_zeros::kernel(WithKeySet(variable_type::new_zeros)),
+    )?;
+    m.impl_(
+        "new_ones",
+        ops::new_ones::kernel(WithKeySet(variable_type::new_ones)),
+    )?;
+    m.impl_(
+        "zero_",
+        ops::zero_::kernel(WithKeySet(variable_type::zero_)),
+    )?;
     m.impl_(
         "add.Scalar_out",
         ops::add_Scalar_out::kernel(WithKeySet(variable_type::add_Scalar_out)),
@@ -2123,6 +2161,35 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         "roll.out",
         ops::roll_out::kernel(WithKeySet(variable_type::roll_out)),
     )?;
+    m.impl_(
+        "_conj_physical.out",
+        ops::_conj_physical_out::kernel(WithKeySet(variable_type::_conj_physical_out)),
+    )?;
+    m.impl_(
+        "new_empty.out",
+        ops::new_empty_out::kernel(WithKeySet(variable_type::new_empty_out)),
+    )?;
+    m.impl_(
+        "new_empty_strided.out",
+        ops::new_empty_strided_out::kernel(WithKeySet(variable_type::new_empty_strided_out)),
+    )?;
+    m.impl_(
+        "new_full.out",
+        ops::new_full_out::kernel(WithKeySet(variable_type::new_full_out)),
+    )?;
+    m.impl_(
+        "new_zeros.out",
+        ops::new_zeros_out::kernel(WithKeySet(variable_type::new_zeros_out)),
+    )?;
+    m.impl_(
+        "new_ones.out",
+        ops::new_ones_out::kernel(WithKeySet(variable_type::new_ones_out)),
+    )?;
+    m.impl_(
+        "zero.out",
+        ops::zero_out::kernel(WithKeySet(variable_type::zero_out)),
+    )?;
+    m.impl_("zero", ops::zero::kernel(WithKeySet(variable_type::zero)))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
@@ -2832,10 +2899,6 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         ops::split_with_sizes::kernel(WithKeySet(inplace_or_view::split_with_sizes)),
     )?;
     m.impl_(
-        "chunk",
-        ops::chunk::kernel(WithKeySet(inplace_or_view::chunk)),
-    )?;
-    m.impl_(
         "unbind.int",
         ops::unbind_int::kernel(WithKeySet(inplace_or_view::unbind_int)),
     )?;
@@ -3134,10 +3197,6 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         ops::vdot_out::kernel(WithKeySet(inplace_or_view::vdot_out)),
     )?;
     m.impl_(
-        "matmul.out",
-        ops::matmul_out::kernel(WithKeySet(inplace_or_view::matmul_out)),
-    )?;
-    m.impl_(
         "linear.out",
         ops::linear_out::kernel(WithKeySet(inplace_or_view::linear_out)),
     )?;
@@ -3188,6 +3247,35 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
     m.impl_(
         "tril.out",
         ops::tril_out::kernel(WithKeySet(inplace_or_view::tril_out)),
+    )?;
+    m.impl_(
+        "view_as_real",
+        ops::view_as_real::kernel(WithKeySet(inplace_or_view::view_as_real)),
+    )?;
+    m.impl_(
+        "view_as_complex",
+        ops::view_as_complex::kernel(WithKeySet(inplace_or_view::view_as_complex)),
+    )?;
+    m.impl_("sgn_", ops::sgn_::kernel(WithKeySet(inplace_or_view::sgn_)))?;
+    m.impl_(
+        "sgn.out",
+        ops::sgn_out::kernel(WithKeySet(inplace_or_view::sgn_out)),
+    )?;
+    m.impl_(
+        "_conj",
+        ops::_conj::kernel(WithKeySet(inplace_or_view::_conj)),
+    )?;
+    m.impl_(
+        "conj_physical.out",
+        ops::conj_physical_out::kernel(WithKeySet(inplace_or_view::conj_physical_out)),
+    )?;
+    m.impl_(
+        "conj_physical_",
+        ops::conj_physical_::kernel(WithKeySet(inplace_or_view::conj_physical_)),
+    )?;
+    m.impl_(
+        "zero_",
+        ops::zero_::kernel(WithKeySet(inplace_or_view::zero_)),
     )?;
     m.impl_(
         "add.Scalar_out",
@@ -3462,5 +3550,33 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
     m.impl_(
         "roll.out",
         ops::roll_out::kernel(WithKeySet(inplace_or_view::roll_out)),
+    )?;
+    m.impl_(
+        "_conj_physical.out",
+        ops::_conj_physical_out::kernel(WithKeySet(inplace_or_view::_conj_physical_out)),
+    )?;
+    m.impl_(
+        "new_empty.out",
+        ops::new_empty_out::kernel(WithKeySet(inplace_or_view::new_empty_out)),
+    )?;
+    m.impl_(
+        "new_empty_strided.out",
+        ops::new_empty_strided_out::kernel(WithKeySet(inplace_or_view::new_empty_strided_out)),
+    )?;
+    m.impl_(
+        "new_full.out",
+        ops::new_full_out::kernel(WithKeySet(inplace_or_view::new_full_out)),
+    )?;
+    m.impl_(
+        "new_zeros.out",
+        ops::new_zeros_out::kernel(WithKeySet(inplace_or_view::new_zeros_out)),
+    )?;
+    m.impl_(
+        "new_ones.out",
+        ops::new_ones_out::kernel(WithKeySet(inplace_or_view::new_ones_out)),
+    )?;
+    m.impl_(
+        "zero.out",
+        ops::zero_out::kernel(WithKeySet(inplace_or_view::zero_out)),
     )?;
 });

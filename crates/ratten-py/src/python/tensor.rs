@@ -104,16 +104,11 @@ fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<AdvItem>> {
     }
 }
 
-/// Copies `src` into `dst` (same shape after broadcasting `src`), converting the dtype.
+/// Copies `src` into `dst` (same shape after broadcasting `src`), converting the dtype:
+/// `copy_` through the dispatcher, so that autograd records it (`y[0] = s` is a `CopySlices`
+/// of `CopyBackwards` in y's history, as in torch).
 fn copy_into(dst: &Tensor, src: &Tensor) -> ratten_core::Result<()> {
-    let src = src.expand(&dst.sizes())?;
-    let src = if src.dtype() == dst.dtype() {
-        src
-    } else {
-        let vals = data::tensor_to_scalars(&src)?;
-        data::tensor_from_scalars(&vals, &dst.sizes(), dst.dtype())?
-    };
-    ratten_aten::structured::copy_same_dtype(dst, &src)
+    dst.copy_(src).map(|_| ())
 }
 
 /// The owner numpy keeps as an array's base: it holds the tensor (so its storage) alive.
@@ -625,7 +620,9 @@ impl PyTensor {
         }
         let v = to_scalar(value)?;
         let t = &slf.get().t;
-        slf.py().allow_threads(|| t.fill_(v).map(|_| ())).py()?;
+        slf.py()
+            .allow_threads(|| t.fill_scalar_(v).map(|_| ()))
+            .py()?;
         Ok(slf.clone().unbind())
     }
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {

@@ -27,9 +27,9 @@ impl Node for AbsBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'abs' is not implemented: the formula `grad * self.sgn()` for `self` is not translated to Rust (operator `sgn` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(grad, &ops::sgn::call(&self_)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -144,14 +144,26 @@ impl Node for AddcmulBackward0 {
             copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(tensor1_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addcmul' is not implemented: the formula `handle_r_to_c(tensor1.scalar_type(), grad * (tensor2 * value).conj())` for `tensor1` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = handle_r_to_c(
+                self.tensor1_scalar_type,
+                &ops::mul_Tensor::call(
+                    grad,
+                    &ops::conj::call(&ops::mul_Scalar::call(&tensor2, &self.value)?)?,
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, tensor1_ix, Some(grad_result));
         }
         if self.base.should_compute_output(tensor2_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addcmul' is not implemented: the formula `handle_r_to_c(tensor2.scalar_type(), grad * (tensor1 * value).conj())` for `tensor2` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = handle_r_to_c(
+                self.tensor2_scalar_type,
+                &ops::mul_Tensor::call(
+                    grad,
+                    &ops::conj::call(&ops::mul_Scalar::call(&tensor1, &self.value)?)?,
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, tensor2_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -198,14 +210,32 @@ impl Node for AddcdivBackward0 {
             copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(tensor1_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addcdiv' is not implemented: the formula `handle_r_to_c(tensor1.scalar_type(), grad * (value / tensor2).conj())` for `tensor1` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = handle_r_to_c(
+                self.tensor1_scalar_type,
+                &ops::mul_Tensor::call(
+                    grad,
+                    &ops::conj::call(&ops::div_Tensor::call(
+                        &ops::full_like::call(&tensor2, &self.value, None, None, None, None, None)?,
+                        &tensor2,
+                    )?)?,
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, tensor1_ix, Some(grad_result));
         }
         if self.base.should_compute_output(tensor2_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addcdiv' is not implemented: the formula `handle_r_to_c(tensor2.scalar_type(), -grad * (value * tensor1 / (tensor2 * tensor2)).conj())` for `tensor2` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = handle_r_to_c(
+                self.tensor2_scalar_type,
+                &ops::mul_Tensor::call(
+                    &ops::neg::call(grad)?,
+                    &ops::conj::call(&ops::div_Tensor::call(
+                        &ops::mul_Scalar::call(&tensor1, &self.value)?,
+                        &ops::mul_Tensor::call(&tensor2, &tensor2)?,
+                    )?)?,
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, tensor2_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -522,9 +552,12 @@ impl Node for AddmvBackward0 {
         let mat = self.mat.unpack(&this)?;
         let vec = self.vec.unpack(&this)?;
         if self.base.should_compute_output(mat_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addmv' is not implemented: the formula `maybe_multiply(grad.ger(vec.conj()), alpha.conj())` for `mat` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::ger::call(grad, &ops::conj::call(&vec)?)?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, mat_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
             let grad = defined(&grads[0])?;
@@ -532,9 +565,12 @@ impl Node for AddmvBackward0 {
             copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(vec_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addmv' is not implemented: the formula `maybe_multiply(mat.t().conj().mv(grad), alpha.conj())` for `vec` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::mv::call(&ops::conj::call(&ops::t::call(&mat)?)?, grad)?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, vec_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -577,14 +613,42 @@ impl Node for AddbmmBackward0 {
         let batch1 = self.batch1.unpack(&this)?;
         let batch2 = self.batch2.unpack(&this)?;
         if self.base.should_compute_output(batch1_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addbmm' is not implemented: the formula `maybe_multiply(grad.unsqueeze(0).expand_symint({ batch1.sym_size(0), batch1.sym_size(1), batch2.sym_size(2) }).bmm(batch2.transpose(1, 2).conj()), alpha.conj())` for `batch1` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::bmm::call(
+                    &ops::expand::call(
+                        &ops::unsqueeze::call(grad, 0)?,
+                        &[
+                            self.batch1_sym_argsize_0,
+                            self.batch1_sym_argsize_1,
+                            self.batch2_sym_argsize_2,
+                        ],
+                        false,
+                    )?,
+                    &ops::conj::call(&ops::transpose_int::call(&batch2, 1, 2)?)?,
+                )?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, batch1_ix, Some(grad_result));
         }
         if self.base.should_compute_output(batch2_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'addbmm' is not implemented: the formula `maybe_multiply(batch1.transpose(1, 2).conj().bmm(grad.unsqueeze(0).expand_symint({ batch1.sym_size(0), batch1.sym_size(1), batch2.sym_size(2) })), alpha.conj())` for `batch2` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::bmm::call(
+                    &ops::conj::call(&ops::transpose_int::call(&batch1, 1, 2)?)?,
+                    &ops::expand::call(
+                        &ops::unsqueeze::call(grad, 0)?,
+                        &[
+                            self.batch1_sym_argsize_0,
+                            self.batch1_sym_argsize_1,
+                            self.batch2_sym_argsize_2,
+                        ],
+                        false,
+                    )?,
+                )?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, batch2_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
             let grad = defined(&grads[0])?;

@@ -126,14 +126,20 @@ impl Node for BmmBackward0 {
         let mat2 = self.mat2.unpack(&this)?;
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(mat2_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'bmm' is not implemented: the formula `self.transpose(1, 2).conj().bmm(grad)` for `mat2` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::bmm::call(
+                &ops::conj::call(&ops::transpose_int::call(&self_, 1, 2)?)?,
+                grad,
+            )?;
+            copy_range(&mut grad_inputs, mat2_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'bmm' is not implemented: the formula `grad.bmm(mat2.transpose(1, 2).conj())` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::bmm::call(
+                grad,
+                &ops::conj::call(&ops::transpose_int::call(&mat2, 1, 2)?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -173,14 +179,26 @@ impl Node for BaddbmmBackward0 {
         let batch1 = self.batch1.unpack(&this)?;
         let batch2 = self.batch2.unpack(&this)?;
         if self.base.should_compute_output(batch1_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'baddbmm' is not implemented: the formula `maybe_multiply(grad.bmm(batch2.transpose(1, 2).conj()), alpha.conj())` for `batch1` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::bmm::call(
+                    grad,
+                    &ops::conj::call(&ops::transpose_int::call(&batch2, 1, 2)?)?,
+                )?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, batch1_ix, Some(grad_result));
         }
         if self.base.should_compute_output(batch2_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'baddbmm' is not implemented: the formula `maybe_multiply(batch1.transpose(1, 2).conj().bmm(grad), alpha.conj())` for `batch2` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = maybe_multiply(
+                &ops::bmm::call(
+                    &ops::conj::call(&ops::transpose_int::call(&batch1, 1, 2)?)?,
+                    grad,
+                )?,
+                &self.alpha.conj(),
+            )?;
+            copy_range(&mut grad_inputs, batch2_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
             let grad = defined(&grads[0])?;

@@ -127,9 +127,12 @@ impl Node for CosBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'cos' is not implemented: the formula `grad * -self.sin().conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                grad,
+                &ops::neg::call(&ops::conj::call(&ops::sin::call(&self_)?)?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -295,32 +298,6 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// The backward of `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (derivatives.yaml: `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`).
-pub struct ChunkBackward0 {
-    pub base: NodeBase,
-}
-
-impl Node for ChunkBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("ChunkBackward0")
-    }
-
-    fn base(&self) -> &NodeBase {
-        &self.base
-    }
-
-    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
-        let mut gen = IndexRangeGenerator::new();
-        let self_ix = gen.range(1);
-        let mut grad_inputs: VariableList = vec![None; gen.size()];
-        let any_grad_defined = any_variable_defined(&grads);
-        if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(not_implemented("chunk"));
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (derivatives.yaml: `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`).
 pub struct CloneBackward0 {
     pub base: NodeBase,
@@ -385,6 +362,90 @@ impl Node for CatBackward0 {
                 tensors_ix,
                 grad_result.into_iter().map(Some).collect(),
             );
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::_conj(Tensor(a) self) -> Tensor(a)` (derivatives.yaml: `_conj(Tensor(a) self) -> Tensor(a)`).
+pub struct ConjBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for ConjBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConjBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::conj::call(grad)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::_conj_physical(Tensor self) -> Tensor` (derivatives.yaml: `_conj_physical(Tensor self) -> Tensor`).
+pub struct ConjPhysicalBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for ConjPhysicalBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConjPhysicalBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::conj_physical::call(grad)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)` (derivatives.yaml: `conj_physical_(Tensor(a!) self) -> Tensor(a!)`).
+pub struct ConjPhysicalBackward1 {
+    pub base: NodeBase,
+}
+
+impl Node for ConjPhysicalBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConjPhysicalBackward1")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::conj_physical::call(grad)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

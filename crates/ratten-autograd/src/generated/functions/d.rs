@@ -236,14 +236,14 @@ impl Node for DotBackward0 {
         let self_ = self.self_.unpack(&this)?;
         let tensor = self.tensor.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'dot' is not implemented: the formula `grad * tensor.conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(grad, &ops::conj::call(&tensor)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(tensor_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'dot' is not implemented: the formula `grad * self.conj()` for `tensor` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(grad, &ops::conj::call(&self_)?)?;
+            copy_range(&mut grad_inputs, tensor_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

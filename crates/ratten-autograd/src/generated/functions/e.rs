@@ -27,9 +27,9 @@ impl Node for ExpBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'exp' is not implemented: the formula `grad * result.conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(grad, &ops::conj::call(&result)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -62,9 +62,16 @@ impl Node for Expm1Backward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'expm1' is not implemented: the formula `grad * (result.conj() + 1)` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                grad,
+                &ops::add_Scalar::call(
+                    &ops::conj::call(&result)?,
+                    &Scalar::Int(1),
+                    &Scalar::Int(1),
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -29,9 +29,20 @@ impl Node for IndexBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let indices = unpack_opt_list(&self.indices, &this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'index' is not implemented: the formula `index_backward(grad.new_zeros_symint(self.sym_sizes(), self.options()), indices, grad)` for `self` is not translated to Rust (operator `new_zeros` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = index_backward(
+                &ops::new_zeros::call(
+                    grad,
+                    &self.self_sym_sizes,
+                    self.self_options.dtype,
+                    None,
+                    self.self_options.device,
+                    None,
+                )?,
+                &indices,
+                grad,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -27,9 +27,9 @@ impl Node for LogBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'log' is not implemented: the formula `grad.div(self.conj())` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::div_Tensor::call(grad, &ops::conj::call(&self_)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -305,19 +305,29 @@ impl Node for LerpBackward1 {
         let self_ = self.self_.unpack(&this)?;
         let weight = self.weight.unpack(&this)?;
         if self.base.should_compute_output(end_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'lerp' is not implemented: the formula `grad * weight.conj()` for `end` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(grad, &ops::conj::call(&weight)?)?;
+            copy_range(&mut grad_inputs, end_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'lerp' is not implemented: the formula `grad * (1 - weight).conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                grad,
+                &ops::conj::call(&ops::rsub_Scalar::call(
+                    &weight,
+                    &Scalar::Int(1),
+                    &Scalar::Int(1),
+                )?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(weight_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'lerp' is not implemented: the formula `grad * (end - self).conj()` for `weight` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                grad,
+                &ops::conj::call(&ops::sub_Tensor::call(&end, &self_, &Scalar::Int(1))?)?,
+            )?;
+            copy_range(&mut grad_inputs, weight_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -453,50 +463,5 @@ impl Node for LogcumsumexpBackward0 {
     fn release_variables(&self) {
         self.self_.reset_data();
         self.result.reset_data();
-    }
-}
-
-/// The backward of `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (derivatives.yaml: `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`).
-pub struct LinearBackward0 {
-    pub base: NodeBase,
-    pub input: SavedVariable,
-    pub weight: SavedVariable,
-}
-
-impl Node for LinearBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("LinearBackward0")
-    }
-
-    fn base(&self) -> &NodeBase {
-        &self.base
-    }
-
-    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
-        let this: Arc<dyn Node> = self.clone();
-        let mut gen = IndexRangeGenerator::new();
-        let input_ix = gen.range(1);
-        let weight_ix = gen.range(1);
-        let bias_ix = gen.range(1);
-        let mut grad_inputs: VariableList = vec![None; gen.size()];
-        let any_grad_defined = any_variable_defined(&grads);
-        let input = self.input.unpack(&this)?;
-        let weight = self.weight.unpack(&this)?;
-        let grad_input_mask = [
-            self.base.should_compute_output(input_ix),
-            self.base.should_compute_output(weight_ix),
-            self.base.should_compute_output(bias_ix),
-        ];
-        if grad_input_mask.contains(&true) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'linear' is not implemented: the formula `grad.defined() ? linear_backward(input, grad, weight, grad_input_mask) : std::tuple<Tensor, Tensor, Tensor>()` for `input, weight, bias` is not translated to Rust (helper `linear_backward` not in functions_manual)",
-            ));
-        }
-        Ok(grad_inputs)
-    }
-
-    fn release_variables(&self) {
-        self.input.reset_data();
-        self.weight.reset_data();
     }
 }

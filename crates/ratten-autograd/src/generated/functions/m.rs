@@ -681,14 +681,14 @@ impl Node for MvBackward0 {
         let self_ = self.self_.unpack(&this)?;
         let vec = self.vec.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'mv' is not implemented: the formula `grad.ger(vec.conj())` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::ger::call(grad, &ops::conj::call(&vec)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         if self.base.should_compute_output(vec_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'mv' is not implemented: the formula `self.conj().t().mv(grad)` for `vec` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mv::call(&ops::t::call(&ops::conj::call(&self_)?)?, grad)?;
+            copy_range(&mut grad_inputs, vec_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -696,48 +696,5 @@ impl Node for MvBackward0 {
     fn release_variables(&self) {
         self.self_.reset_data();
         self.vec.reset_data();
-    }
-}
-
-/// The backward of `aten::matmul(Tensor self, Tensor other) -> Tensor` (derivatives.yaml: `matmul(Tensor self, Tensor other) -> Tensor`).
-pub struct MatmulBackward0 {
-    pub base: NodeBase,
-    pub other: SavedVariable,
-    pub self_: SavedVariable,
-}
-
-impl Node for MatmulBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("MatmulBackward0")
-    }
-
-    fn base(&self) -> &NodeBase {
-        &self.base
-    }
-
-    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
-        let this: Arc<dyn Node> = self.clone();
-        let mut gen = IndexRangeGenerator::new();
-        let self_ix = gen.range(1);
-        let other_ix = gen.range(1);
-        let mut grad_inputs: VariableList = vec![None; gen.size()];
-        let any_grad_defined = any_variable_defined(&grads);
-        let other = self.other.unpack(&this)?;
-        let self_ = self.self_.unpack(&this)?;
-        let grad_input_mask = [
-            self.base.should_compute_output(self_ix),
-            self.base.should_compute_output(other_ix),
-        ];
-        if grad_input_mask.contains(&true) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'matmul' is not implemented: the formula `matmul_backward(grad, self, other, grad_input_mask)` for `self, other` is not translated to Rust (helper `matmul_backward` not in functions_manual)",
-            ));
-        }
-        Ok(grad_inputs)
-    }
-
-    fn release_variables(&self) {
-        self.other.reset_data();
-        self.self_.reset_data();
     }
 }

@@ -62,9 +62,12 @@ impl Node for RsqrtBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'rsqrt' is not implemented: the formula `-0.5 * grad * result.pow(3).conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                &ops::mul_Scalar::call(grad, &Scalar::Double(-0.5))?,
+                &ops::conj::call(&ops::pow_Tensor_Scalar::call(&result, &Scalar::Int(3))?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -97,9 +100,12 @@ impl Node for ReciprocalBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'reciprocal' is not implemented: the formula `-grad * (result * result).conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                &ops::neg::call(grad)?,
+                &ops::conj::call(&ops::mul_Tensor::call(&result, &result)?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -62,9 +62,10 @@ impl Node for SinBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'sin' is not implemented: the formula `grad * self.cos().conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::mul_Tensor::call(grad, &ops::conj::call(&ops::cos::call(&self_)?)?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -97,9 +98,12 @@ impl Node for SqrtBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'sqrt' is not implemented: the formula `grad / (2 * result.conj())` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::div_Tensor::call(
+                grad,
+                &ops::mul_Scalar::call(&ops::conj::call(&result)?, &Scalar::Int(2))?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -906,5 +910,43 @@ impl Node for StackBackward0 {
             );
         }
         Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::sgn(Tensor self) -> Tensor` (derivatives.yaml: `sgn(Tensor self) -> Tensor`).
+pub struct SgnBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+    pub result: SavedVariable,
+}
+
+impl Node for SgnBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SgnBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'sgn' is not implemented: the formula `sgn_backward(self, grad, result)` for `self` is not translated to Rust (helper `sgn_backward` not in functions_manual)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.result.reset_data();
     }
 }

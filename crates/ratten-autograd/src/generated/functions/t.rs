@@ -27,9 +27,16 @@ impl Node for TanBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'tan' is not implemented: the formula `grad * (1 + result.pow(2)).conj()` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(
+                grad,
+                &ops::conj::call(&ops::add_Scalar::call(
+                    &ops::pow_Tensor_Scalar::call(&result, &Scalar::Int(2))?,
+                    &Scalar::Int(1),
+                    &Scalar::Int(1),
+                )?)?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

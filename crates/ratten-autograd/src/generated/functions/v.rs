@@ -152,9 +152,9 @@ impl Node for VdotBackward0 {
             copy_range(&mut grad_inputs, other_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'vdot' is not implemented: the formula `grad.conj() * other` for `self` is not translated to Rust (operator `conj` is not declared by ratten)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mul_Tensor::call(&ops::conj::call(grad)?, &other)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -162,5 +162,66 @@ impl Node for VdotBackward0 {
     fn release_variables(&self) {
         self.other.reset_data();
         self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::view_as_real(Tensor(a) self) -> Tensor(a)` (derivatives.yaml: `view_as_real(Tensor(a) self) -> Tensor(a)`).
+pub struct ViewAsRealBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for ViewAsRealBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ViewAsRealBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::view_as_complex::call(&ops::contiguous::call(
+                grad,
+                ratten_aten::native::MemoryFormat::Contiguous,
+            )?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::view_as_complex(Tensor(a) self) -> Tensor(a)` (derivatives.yaml: `view_as_complex(Tensor(a) self) -> Tensor(a)`).
+pub struct ViewAsComplexBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for ViewAsComplexBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ViewAsComplexBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::view_as_real::call(&ops::resolve_conj::call(
+                &ops::contiguous::call(grad, ratten_aten::native::MemoryFormat::Contiguous)?,
+            )?)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
     }
 }

@@ -220,23 +220,6 @@ pub(crate) fn cummin_out(
     Ok(ret)
 }
 
-/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
-pub(crate) fn chunk(
-    ks: DispatchKeySet,
-    self_: &Tensor,
-    chunks: i64,
-    dim: i64,
-) -> Result<Vec<Tensor>> {
-    let ret = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::chunk::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, chunks, dim)?
-    };
-    for t in &ret {
-        as_view(self_, t, true, true, creation_meta(true))?;
-    }
-    Ok(ret)
-}
-
 /// `aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn cat_out(
     ks: DispatchKeySet,
@@ -249,6 +232,40 @@ pub(crate) fn cat_out(
         ops::cat_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, tensors, dim, out)?
     };
     increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_conj::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    as_view(self_, &ret, true, true, creation_meta(false))?;
+    Ok(ret)
+}
+
+/// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn conj_physical_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::conj_physical_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::conj_physical_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
     Ok(ret)
 }
 
@@ -324,6 +341,20 @@ pub(crate) fn clone_out(
             memory_format,
             out,
         )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _conj_physical_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_conj_physical_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
     };
     increment_version(out);
     Ok(ret)

@@ -318,21 +318,6 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
-/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn matmul_out(
-    ks: DispatchKeySet,
-    self_: &Tensor,
-    other: &Tensor,
-    out: &Tensor,
-) -> Result<Aliased<2>> {
-    let ret = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::matmul_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, other, out)?
-    };
-    increment_version(out);
-    Ok(ret)
-}
-
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

@@ -352,3 +352,92 @@ pub(crate) fn norm_Scalar_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_empty_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, size, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_empty_strided_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty_strided_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            size,
+            stride,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_full_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_full_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            size,
+            fill_value,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_zeros_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_zeros_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, size, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_ones_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_ones_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, size, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}

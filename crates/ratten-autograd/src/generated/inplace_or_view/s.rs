@@ -695,6 +695,26 @@ pub(crate) fn stack_out(
     Ok(ret)
 }
 
+/// `aten::sgn_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::sgn_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn sgn_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::sgn_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn sub_Scalar_out(
     ks: DispatchKeySet,

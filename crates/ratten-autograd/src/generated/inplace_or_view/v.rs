@@ -63,6 +63,26 @@ pub(crate) fn vdot_out(
     Ok(ret)
 }
 
+/// `aten::view_as_real(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::view_as_real::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    as_view(self_, &ret, true, true, creation_meta(false))?;
+    Ok(ret)
+}
+
+/// `aten::view_as_complex(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::view_as_complex::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    as_view(self_, &ret, true, true, creation_meta(false))?;
+    Ok(ret)
+}
+
 /// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub(crate) fn var_mean_correction_out(
     ks: DispatchKeySet,

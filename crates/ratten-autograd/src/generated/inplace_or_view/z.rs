@@ -14,6 +14,16 @@ pub(crate) fn zeros_out(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Resul
     Ok(ret)
 }
 
+/// `aten::zero_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::zero_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
 /// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn zeros_like_out(
     ks: DispatchKeySet,
@@ -29,6 +39,16 @@ pub(crate) fn zeros_like_out(
             memory_format,
             out,
         )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn zero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::zero_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
     };
     increment_version(out);
     Ok(ret)

@@ -560,35 +560,6 @@ pub(crate) fn cummin_out(
     Ok(ret)
 }
 
-/// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
-pub(crate) fn chunk(
-    ks: DispatchKeySet,
-    self_: &Tensor,
-    chunks: i64,
-    dim: i64,
-) -> Result<Vec<Tensor>> {
-    let inputs = [Some(self_)];
-    let requires_grad = compute_requires_grad(&inputs);
-    let grad_fn = if requires_grad {
-        Some(ChunkBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
-    } else {
-        None
-    };
-    let result = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::chunk::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, chunks, dim)?
-    };
-    if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
-        let mut outputs: Vec<Option<&Tensor>> = Vec::new();
-        outputs.extend((&result).iter().map(Some));
-        set_history(&outputs, &node)?;
-    }
-    Ok(result)
-}
-
 /// `aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn clone(
     ks: DispatchKeySet,
@@ -661,6 +632,92 @@ pub(crate) fn cat_out(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cat_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, tensors, dim, out)?
     };
+    Ok(ret)
+}
+
+/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConjBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_conj::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::_conj_physical(Tensor self) -> Tensor`
+pub(crate) fn _conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConjPhysicalBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_conj_physical::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn conj_physical_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "conj_physical(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::conj_physical_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(ConjPhysicalBackward1 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::conj_physical_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
     Ok(ret)
 }
 
@@ -741,6 +798,25 @@ pub(crate) fn clone_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::clone_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _conj_physical_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_conj_physical(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_conj_physical_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
     };
     Ok(ret)
 }

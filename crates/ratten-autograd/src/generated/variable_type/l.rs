@@ -1017,35 +1017,6 @@ pub(crate) fn logspace_out(
     Ok(ret)
 }
 
-/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
-pub(crate) fn linear(
-    ks: DispatchKeySet,
-    input: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-) -> Result<Tensor> {
-    let inputs = [Some(input), Some(weight), bias];
-    let requires_grad = compute_requires_grad(&inputs);
-    let grad_fn = if requires_grad {
-        Some(LinearBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-            input: SavedVariable::new(input, false),
-            weight: SavedVariable::new(weight, false),
-        })
-    } else {
-        None
-    };
-    let result = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::linear::redispatch(ks & AFTER_AUTOGRAD_KEYSET, input, weight, bias)?
-    };
-    if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
-        set_history(&[Some(&result)], &node)?;
-    }
-    Ok(result)
-}
-
 /// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn linear_out(
     ks: DispatchKeySet,

@@ -896,50 +896,6 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
-/// `aten::matmul(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn matmul(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    let inputs = [Some(self_), Some(other)];
-    let requires_grad = compute_requires_grad(&inputs);
-    let grad_fn = if requires_grad {
-        Some(MatmulBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-            other: SavedVariable::new(other, false),
-            self_: SavedVariable::new(self_, false),
-        })
-    } else {
-        None
-    };
-    let result = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::matmul::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
-    };
-    if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
-        set_history(&[Some(&result)], &node)?;
-    }
-    Ok(result)
-}
-
-/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn matmul_out(
-    ks: DispatchKeySet,
-    self_: &Tensor,
-    other: &Tensor,
-    out: &Tensor,
-) -> Result<Aliased<2>> {
-    let inputs = [Some(self_), Some(other), Some(out)];
-    if compute_requires_grad(&inputs) {
-        return Err(ratten_core::Error::runtime(
-            "matmul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
-        ));
-    }
-    let ret = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::matmul_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
-    };
-    Ok(ret)
-}
-
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

@@ -799,6 +799,135 @@ pub(crate) fn nonzero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(ret)
 }
 
+/// `aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn new_empty(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<ratten_aten::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn new_empty_strided(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<ratten_aten::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty_strided::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            stride,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn new_full(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<ratten_aten::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_full::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            fill_value,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn new_zeros(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<ratten_aten::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_zeros::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn new_ones(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<ratten_aten::native::Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_ones::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )?
+    };
+    Ok(ret)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn norm_ScalarOpt_dtype_out(
     ks: DispatchKeySet,
@@ -836,6 +965,114 @@ pub(crate) fn norm_Scalar_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_empty.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_empty_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "new_empty(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_empty_strided_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "new_empty_strided(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_empty_strided_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            size,
+            stride,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_full.out(Tensor self, SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_full_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "new_full(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_full_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, fill_value, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_zeros_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "new_zeros(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_zeros_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn new_ones_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "new_ones(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::new_ones_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
     };
     Ok(ret)
 }

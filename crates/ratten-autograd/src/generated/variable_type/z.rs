@@ -75,6 +75,29 @@ pub(crate) fn zeros_like(
     Ok(ret)
 }
 
+/// `aten::zero_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(ZeroBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::zero_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
 /// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn zeros_like_out(
     ks: DispatchKeySet,
@@ -93,4 +116,41 @@ pub(crate) fn zeros_like_out(
         ops::zeros_like_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format, out)?
     };
     Ok(ret)
+}
+
+/// `aten::zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn zero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "zero(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::zero_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::zero(Tensor self) -> Tensor`
+pub(crate) fn zero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ZeroBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::zero::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
 }

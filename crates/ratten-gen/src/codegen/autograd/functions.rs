@@ -273,10 +273,13 @@ pub fn default_info(op: &OperatorRecord) -> Option<&DifferentiabilityInfo> {
         .find(|i| i.dispatch_key == "Default")
 }
 
-/// Every backward node of the model, by name.
+/// Every backward node of the model, by name (none for operators that decompose).
 pub fn node_specs(ops: &[OperatorRecord]) -> BTreeMap<String, NodeSpec<'_>> {
     let mut out = BTreeMap::new();
-    for op in ops {
+    for op in ops
+        .iter()
+        .filter(|op| !super::variable_type::uses_decomposition(op))
+    {
         if let Some(spec) = exact_info(op).and_then(|i| NodeSpec::new(op, i)) {
             out.entry(spec.name.clone()).or_insert(spec);
         }

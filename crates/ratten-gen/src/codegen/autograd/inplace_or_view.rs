@@ -15,7 +15,9 @@ use crate::model::OperatorRecord;
 
 use super::functions::{cxx_type, default_info};
 use super::types::CxxType;
-use super::variable_type::{emit_redispatch, uses_decomposition, written_args};
+use super::variable_type::{
+    emit_redispatch, uses_decomposition, written_args, MANUAL_NON_DIFFERENTIABLE_VIEWS,
+};
 use crate::codegen::writer::Writer;
 use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile};
 use crate::model::signatures::dispatcher;
@@ -99,9 +101,20 @@ fn emit_kernel(w: &mut Writer, op: &OperatorRecord, kind: InplaceOrViewKernel, a
                 let base = &op.args[base].ident;
                 // A view whose output has no gradient (`detach`) is still a view, one that
                 // autograd does not differentiate through.
-                let differentiable = default_info(op)
-                    .and_then(|i| i.output_differentiability.as_ref())
-                    .is_none_or(|d| d.first().copied().unwrap_or(true));
+                let differentiable = !MANUAL_NON_DIFFERENTIABLE_VIEWS
+                    .contains(&op.root_name.as_str())
+                    && default_info(op)
+                        .and_then(|i| i.output_differentiability.as_ref())
+                        .is_none_or(|d| d.first().copied().unwrap_or(true));
+                if !differentiable {
+                    // torch's `make_variable_non_differentiable_view`: no view metadata, no
+                    // requires_grad; never the base itself.
+                    if op.returns.len() == 1 && !op.returns[0].schema_type.is_list() {
+                        w.line(format!("let ret = non_differentiable_view({base}, ret);"));
+                    }
+                    w.line("Ok(ret)");
+                    return;
+                }
                 let d = differentiable.to_string();
                 match op.returns.first().map(|r| r.schema_type.is_list()) {
                     Some(true) => {

@@ -3,8 +3,8 @@
 //!
 //! Which operator gets which kernel follows torchgen's `dispatch_strategy` and
 //! `gen_variable_type_func` ([`autograd_kernel`]):
-//! - a CompositeImplicitAutograd operator without derivatives gets none (its decomposition is
-//!   differentiated);
+//! - a CompositeImplicitAutograd operator gets none (its decomposition is differentiated; its
+//!   entry, if any, is torch's AutogradNestedTensor kernel);
 //! - an out= operator refuses when an argument requires grad (torch's text);
 //! - an operator with a backward node records it: `compute_requires_grad` over the inputs
 //!   with derivatives, `check_inplace` for in-place ones, the node with its next edges and
@@ -94,15 +94,19 @@ const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
     "logical_or",
 ];
 
+/// Views whose kernels torch writes by hand as non-differentiable (VariableTypeManual.cpp):
+/// their Autograd kernel only redispatches, their output is no view for autograd.
+pub const MANUAL_NON_DIFFERENTIABLE_VIEWS: &[&str] = &["detach"];
+
 /// Whether the operator is differentiated through its CompositeImplicitAutograd
-/// decomposition (torchgen's `dispatch_strategy` "use_type").
+/// decomposition. torchgen registers the derivatives.yaml entry of such an operator (matmul,
+/// linear) only for AutogradNestedTensor, so dense tensors always decompose (torch's
+/// `(a @ b).grad_fn` is `MmBackward0`); ratten has no nested tensors.
 pub fn uses_decomposition(op: &OperatorRecord) -> bool {
-    let composite = op.kernels.contains_key("CompositeImplicitAutograd")
+    op.kernels.contains_key("CompositeImplicitAutograd")
         || op
             .kernels
-            .contains_key("CompositeImplicitAutogradNestedTensor");
-    let derived = default_info(op).is_some_and(|i| i.has_derivatives());
-    composite && !derived
+            .contains_key("CompositeImplicitAutogradNestedTensor")
 }
 
 /// The Autograd kernel of `op`, if it gets one.
@@ -116,7 +120,9 @@ pub fn autograd_kernel<'m>(
     if op.kind == SchemaKind::Out {
         return Some(AutogradKernel::Out);
     }
-    if DONT_REQUIRE_DERIVATIVE.contains(&op.root_name.as_str()) {
+    if DONT_REQUIRE_DERIVATIVE.contains(&op.root_name.as_str())
+        || MANUAL_NON_DIFFERENTIABLE_VIEWS.contains(&op.root_name.as_str())
+    {
         return Some(AutogradKernel::NonDifferentiable);
     }
     if let Some(info) = default_info(op) {
