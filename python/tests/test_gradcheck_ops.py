@@ -133,11 +133,12 @@ def _seeded(fn):
 
 
 class S:
-    """A sample: ``fn(m, *inputs)`` with ``m`` ratten or torch; ``gg``: gradgradcheck too;
-    ``gc``: gradcheck applies (False where torch's formula is not the derivative, e.g.
-    normal's zeros)."""
+    """A sample: ``fn(m, *inputs)`` with ``m`` ratten or torch; ``gg``: gradgradcheck too
+    (None: for the first sample of each operator only, which bounds the file's time: the
+    second-order check costs about five times the first); ``gc``: gradcheck applies (False
+    where torch's formula is not the derivative, e.g. normal's zeros)."""
 
-    def __init__(self, op, fn, inputs, gg=True, gc=True):
+    def __init__(self, op, fn, inputs, gg=None, gc=True):
         self.op, self.fn, self.inputs, self.gg, self.gc = op, fn, inputs, gg, gc
 
 
@@ -350,7 +351,8 @@ SAMPLES = [
     S("scatter_add", lambda m, x, i, s: m.scatter_add(x, 1, i, s), [M, I([[0, 0], [1, 3], [3, 3]]), T((3, 2))]),
     *[S("scatter_reduce.two", (lambda r, inc: lambda m, x, i, s: m.scatter_reduce(x, 1, i, s, r, include_self=inc))(r, inc),
         [T((3, 4), distinct=True, layout="t") if r in ("amax", "amin") else T((3, 4), away=0.5, hi=1.5),
-         I([[0, 0], [1, 3], [3, 2]]), T((3, 2), lo=-0.87, hi=0.91) if r in ("amax", "amin") else T((3, 2), away=0.5, hi=1.5)])
+         I([[0, 0], [1, 3], [3, 2]]), T((3, 2), lo=-0.87, hi=0.91) if r in ("amax", "amin") else T((3, 2), away=0.5, hi=1.5)],
+        gg=True)
       for r, inc in (("sum", True), ("prod", True), ("prod", False), ("mean", True), ("mean", False),
                      ("amax", True), ("amin", False))],
 ]
@@ -459,6 +461,9 @@ def _ids():
 
 
 IDS = _ids()
+for _s, _i in zip(SAMPLES, IDS):
+    if _s.gg is None:
+        _s.gg = _i.endswith("-0")
 
 
 def test_every_declared_operator_is_covered():
@@ -620,3 +625,25 @@ def test_gradients_match_torch(sample):
         expected = b.detach().numpy()
         got = np.zeros_like(expected) if a is None else a.detach().numpy()
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=f"input {k}")
+
+
+# ---- bugs outside FunctionsManual, found by the sweep (xfail until fixed elsewhere) ----------
+
+@pytest.mark.xfail(reason="ratten-gen emits a NotImplemented node for aten::detach (torch writes "
+                          "detach's Autograd kernel by hand, VariableTypeManual, as a "
+                          "non-differentiable view): x.detach() requires grad", strict=False)
+def test_detach_has_no_history():
+    x = ratten.tensor([0.5, -0.5], dtype=ratten.float64, requires_grad=True)
+    d = x.detach()
+    assert not d.requires_grad and d.grad_fn is None and d.is_leaf
+
+
+@pytest.mark.xfail(reason=_FILL_BINDING, strict=False)
+def test_setitem_records_copy_slices():
+    x = ratten.tensor([1.0, 2.0, 3.0], dtype=ratten.float64, requires_grad=True)
+    s = ratten.tensor(4.0, dtype=ratten.float64, requires_grad=True)
+    y = x.clone()
+    y[0] = s
+    gx, gs = ratten.autograd.grad(y.sum(), [x, s], allow_unused=True)
+    assert gs is not None and float(gs) == 1.0
+    assert gx.tolist() == [0.0, 1.0, 1.0]
