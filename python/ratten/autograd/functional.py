@@ -185,6 +185,35 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     return tuple(res)
 
 
+def _inputs_and_v(inputs, v, create_graph, fn_name):
+    """The inputs as fresh graph roots and ``v`` checked against their shapes (``jvp``,
+    ``hvp``, ``vhp``): ``(is_inputs_tuple, inputs, v)``."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    if v is not None:
+        _, v = _as_tuple(v, "v", fn_name)
+        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+        _validate_v(v, inputs, is_inputs_tuple)
+    else:
+        _single_element_v_required(inputs, "input to the user-provided function")
+    return is_inputs_tuple, inputs, v
+
+
+def _last_grad(outputs, inputs, v, refs, stage, create_graph, strict):
+    """The final product: graph recorded only with create_graph (or when grad mode is on
+    anyway), missing gradients as zeros shaped like ``refs``."""
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
+        return _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+
+
+def _finish(outputs, result, create_graph, is_outputs_tuple, is_result_tuple):
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_result_tuple))
+
+
 def _single_element_v_required(inputs, what):
     if len(inputs) != 1 or inputs[0].numel() != 1:
         raise RuntimeError(
@@ -217,13 +246,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
                 "The vector v can only be None if the user-provided function returns a "
                 "single Tensor with a single element."
             )
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    result = _last_grad(outputs, inputs, v, inputs, "back", create_graph, strict)
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -235,14 +259,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """
     zeros_like = _ratten().zeros_like
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        else:
-            _single_element_v_required(inputs, "input to the user-provided function")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "jvp")
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(
             outputs, "outputs of the user-provided function", "jvp"
@@ -253,13 +270,9 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_outputs_tuple))
+    result = _last_grad(grad_inputs, grad_outputs, v, outputs, "back_trick", create_graph,
+                        strict)
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_outputs_tuple)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -408,24 +421,12 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """Vector-Hessian product ``v^T H`` of the scalar function ``func`` at ``inputs``
     (``torch.autograd.functional.vhp``). Returns ``(func_output, vhp)``."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vhp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        else:
-            _single_element_v_required(inputs, "input to the user-provided function")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "vhp")
         is_outputs_tuple, outputs = _scalar_function_outputs(func, inputs, "vhp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    result = _last_grad(jac, inputs, v, inputs, "double_back", create_graph, strict)
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -434,24 +435,13 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     ``(func_output, hvp)``."""
     zeros_like = _ratten().zeros_like
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        else:
-            _single_element_v_required(inputs, "input to the user-provided function")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "hvp")
         is_outputs_tuple, outputs = _scalar_function_outputs(func, inputs, "hvp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    result = _last_grad(double_back, grad_jac, v, inputs, "double_back_trick", create_graph,
+                        strict)
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
