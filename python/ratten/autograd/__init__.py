@@ -1,8 +1,10 @@
 """ratten.autograd (torch.autograd): ``backward``, ``grad``, grad mode, anomaly mode, custom
-``Function``. The engine and the graph are ratten-autograd's (crates/ratten-autograd)."""
+``Function``, ``gradcheck`` / ``gradgradcheck`` and ``functional`` (jacobian, hessian, vjp,
+jvp, hvp, vhp). The engine and the graph are ratten-autograd's (crates/ratten-autograd)."""
 
 from .. import _C
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from . import functional
 from .function import Function, FunctionCtx
 from .grad_mode import (
     enable_grad,
@@ -12,6 +14,8 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+# Binds the functions over the submodule's name, as torch.autograd does.
+from .gradcheck import gradcheck, gradgradcheck
 
 
 def _as_list(x):
@@ -61,7 +65,10 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "functional",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "inference_mode",
     "is_grad_enabled",
     "is_inference_mode_enabled",
