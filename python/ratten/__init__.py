@@ -9,6 +9,7 @@ Operators registered at run time (from ``_C._dispatch_library``) are found by na
 """
 
 import builtins as _builtins
+import weakref as _weakref
 
 import numpy as _np
 
@@ -22,8 +23,10 @@ from ._C import (
     contiguous_format,
     device,
     dtype,
+    from_dlpack,
     from_numpy,
     get_default_dtype,
+    get_num_interop_threads,
     get_num_threads,
     initial_seed,
     is_tensor,
@@ -32,8 +35,10 @@ from ._C import (
     preserve_format,
     promote_types,
     result_type,
+    set_num_interop_threads,
     set_num_threads,
     tensor,
+    UntypedStorage,
 )
 
 # Dtypes as module attributes: ratten.float32, ratten.long, ...
@@ -214,6 +219,7 @@ __all__ = [
     "Generator",
     "Size",
     "Tensor",
+    "UntypedStorage",
     "arange",
     "as_tensor",
     "can_cast",
@@ -223,9 +229,11 @@ __all__ = [
     "device",
     "dtype",
     "empty",
+    "from_dlpack",
     "from_numpy",
     "full",
     "get_default_dtype",
+    "get_num_interop_threads",
     "get_num_threads",
     "initial_seed",
     "is_tensor",
@@ -238,6 +246,7 @@ __all__ = [
     "randn",
     "result_type",
     "set_default_dtype",
+    "set_num_interop_threads",
     "set_num_threads",
     "tensor",
     "zeros",
@@ -268,6 +277,28 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, _np.ndarray):
         return from_numpy(data).to(device=device, dtype=dtype)
     return tensor(data, dtype=dtype, device=device)
+
+
+# Note [Pickling tensors] (crates/ratten-py/src/python/storage.rs): one storage object per
+# live storage while something (a pickler's or deepcopy's memo) holds it, so views of one
+# storage reduce to the same object and come back sharing.
+_storage_objects = _weakref.WeakValueDictionary()
+
+
+def _storage_object(t):
+    s = t.untyped_storage()
+    return _storage_objects.setdefault(s._cdata, s)
+
+
+def _tensor_reduce_ex(self, proto):
+    """Pickles as torch's ``_rebuild_tensor_v2`` does: the storage and the view of it."""
+    return (
+        _C._rebuild_tensor,
+        (_storage_object(self), self.dtype, self.storage_offset(), tuple(self.shape), self.stride()),
+    )
+
+
+Tensor.__reduce_ex__ = _tensor_reduce_ex
 
 
 class _OpFunction:

@@ -132,7 +132,8 @@ def test_tensor_infers_dtype_as_torch():
 def test_tensor_errors():
     with pytest.raises(ValueError, match=r"expected sequence of length 2 at dim 1 \(got 3\)"):
         ratten.tensor([[1, 2], [1, 2, 3]])
-    with pytest.raises(RuntimeError, match="Could not infer dtype of str"):
+    # A string is a sequence of strings: torch's walk finds no end to it.
+    with pytest.raises(ValueError, match="too many dimensions 'str'"):
         ratten.tensor(["a"])
     # torch 2.15 raises the overflow as a RuntimeError.
     with pytest.raises(RuntimeError, match="overflow"):
@@ -278,7 +279,8 @@ def test_indexing_errors_are_torchs():
         t[::-1]
     with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
         ratten.tensor(1.0)[0]
-    with pytest.raises(IndexError, match="only integers, slices"):
+    # torch tries a string as the data of an index tensor.
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
         t["a"]
 
 

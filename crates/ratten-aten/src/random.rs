@@ -1679,13 +1679,44 @@ fn uniform_impl(t: &TensorBase, from: f64, to: f64, generator: Option<&Generator
     if !real.is_floating_point() {
         return Err(not_implemented("check_uniform_bounds", t.dtype()));
     }
+    check_uniform_bounds(real, from, to)?;
+    fill_random(t, generator, Dist::Uniform { from, to })
+}
+
+/// ATen's `check_uniform_bounds`: `from` and `to` finite values of the (real) dtype, in
+/// order, and `to - from` within its range (U[-inf, inf) has no meaning); NaN fails the
+/// first check, as in ATen.
+fn check_uniform_bounds(real: ScalarType, from: f64, to: f64) -> Result<()> {
+    use ratten_core::scalar::format_g;
+    let (max, cpp_name) = match real {
+        ScalarType::Half => (f64::from(f16::MAX), "c10::Half"),
+        ScalarType::BFloat16 => (f64::from(bf16::MAX), "c10::BFloat16"),
+        ScalarType::Float => (f64::from(f32::MAX), "float"),
+        _ => (f64::MAX, "double"),
+    };
+    for (v, name) in [(from, "from"), (to, "to")] {
+        torch_check!(
+            v >= -max && v <= max,
+            "{} is out of bounds for {}",
+            name,
+            cpp_name
+        );
+    }
     torch_check!(
         from <= to,
         "uniform_ expects to return a [from, to) range, but found from={} > to={}",
-        from,
-        to
+        format_g(from),
+        format_g(to)
     );
-    fill_random(t, generator, Dist::Uniform { from, to })
+    torch_check!(
+        to - from <= max,
+        "uniform_ expects to-from <= std::numeric_limits<{}>::max(), but found to={} and from={} \
+         which result in to-from to exceed the limit",
+        real,
+        format_g(to),
+        format_g(from)
+    );
+    Ok(())
 }
 
 fn normal_impl(t: &TensorBase, mean: f64, std: f64, generator: Option<&Generator>) -> Result<()> {
@@ -1706,6 +1737,47 @@ fn normal_impl(t: &TensorBase, mean: f64, std: f64, generator: Option<&Generator
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uniform_bounds_as_aten() {
+        let msg = |dtype, from, to| {
+            let t = Tensor::zeros(&[2], dtype).unwrap();
+            uniform_(&t, from, to, None)
+                .unwrap_err()
+                .message()
+                .to_string()
+        };
+        let inf = f64::INFINITY;
+        assert_eq!(
+            msg(ScalarType::Float, -inf, inf),
+            "from is out of bounds for float"
+        );
+        assert_eq!(
+            msg(ScalarType::Float, 0.0, inf),
+            "to is out of bounds for float"
+        );
+        assert_eq!(
+            msg(ScalarType::Double, f64::NAN, 1.0),
+            "from is out of bounds for double"
+        );
+        assert_eq!(
+            msg(ScalarType::Half, -1e6, 0.0),
+            "from is out of bounds for c10::Half"
+        );
+        assert_eq!(
+            msg(ScalarType::Float, 2.0, 1.0),
+            "uniform_ expects to return a [from, to) range, but found from=2 > to=1"
+        );
+        assert_eq!(
+            msg(ScalarType::Double, -1e308, 1e308),
+            "uniform_ expects to-from <= std::numeric_limits<Double>::max(), but found \
+             to=1e+308 and from=-1e+308 which result in to-from to exceed the limit"
+        );
+        // In range: filled, within [from, to].
+        let t = Tensor::zeros(&[64], ScalarType::Double).unwrap();
+        uniform_(&t, -1e300, 1e300, None).unwrap();
+        assert!(t.to_vec::<f64>().unwrap().iter().all(|v| v.abs() <= 1e300));
+    }
 
     #[test]
     fn mt19937_matches_std() {

@@ -260,6 +260,12 @@ impl Storage {
     pub fn is_alias_of(&self, other: &Storage) -> bool {
         CachedArc::ptr_eq(&self.0, &other.0)
     }
+    /// The StorageImpl's address (torch's `untyped_storage()._cdata`): equal for two
+    /// handles exactly when they alias, and stable while any handle lives (so an id held
+    /// beside a handle is never reused by another storage).
+    pub fn id(&self) -> usize {
+        std::ptr::from_ref(self.as_impl()) as usize
+    }
     /// Number of handles to this StorageImpl.
     pub fn use_count(&self) -> usize {
         CachedArc::strong_count(&self.0)
@@ -374,6 +380,9 @@ mod tests {
     fn small_storages_are_inline_and_grow_out_of_line() {
         let s = Storage::new(12, Device::CPU).unwrap();
         assert_eq!(s.alignment(), ALIGNMENT);
+        let other = Storage::new(64, Device::CPU).unwrap();
+        assert_eq!(s.id(), s.clone().id());
+        assert_ne!(s.id(), other.id());
         {
             let g = StorageAccess::acquire(&[], &[&s]).unwrap();
             let p = g.data_ptr(&s).unwrap();

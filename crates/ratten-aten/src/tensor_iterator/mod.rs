@@ -49,7 +49,7 @@ use crate::native::type_properties::{
 };
 use crate::structured::{create_out, resize_output, MetaBase};
 use crate::Tensor;
-pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE};
+pub use parallel::{get_num_threads, parallel_for, set_num_threads, GRAIN_SIZE, MAX_NUM_THREADS};
 use trivial::{BorrowedOperands, Pins, TrivialBox, TrivialFlags, TrivialIter};
 
 /// Operand lists: outputs first, then inputs; up to 4 inline.

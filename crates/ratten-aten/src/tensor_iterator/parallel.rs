@@ -41,10 +41,22 @@ fn default_num_threads() -> usize {
     *DEFAULT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// `torch.set_num_threads(n)`: n must be positive ("Expected positive number of threads").
+/// The most intra-op threads [`set_num_threads`] takes. torch passes any count to OpenMP;
+/// here each is an OS thread of the pool, and a count in the millions exhausts the machine's
+/// processes, so the count is bounded (far above any CPU count a process gets).
+pub const MAX_NUM_THREADS: usize = 1024;
+
+/// `torch.set_num_threads(n)`: n must be positive ("Expected positive number of threads"),
+/// and at most [`MAX_NUM_THREADS`].
 pub fn set_num_threads(n: i64) -> Result<()> {
     if n <= 0 {
         return Err(Error::runtime("Expected positive number of threads"));
+    }
+    if n as u64 > MAX_NUM_THREADS as u64 {
+        return Err(Error::runtime(format!(
+            "set_num_threads: {n} threads is more than ratten's limit of {MAX_NUM_THREADS} \
+             intra-op threads"
+        )));
     }
     NUM_THREADS.store(n as usize, Ordering::Relaxed);
     Ok(())
@@ -364,6 +376,13 @@ mod tests {
         .unwrap();
         assert_eq!(sum.load(Ordering::Relaxed), (0..100_000i64).sum::<i64>());
         assert!(set_num_threads(0).is_err());
+        // Refused counts change nothing (the count is read before and after).
+        let before = NUM_THREADS.load(Ordering::Relaxed);
+        for n in [-1, MAX_NUM_THREADS as i64 + 1, 1_000_000, i64::MAX] {
+            let e = set_num_threads(n).unwrap_err();
+            assert_eq!(e.kind(), ratten_core::ErrorKind::Runtime);
+        }
+        assert_eq!(NUM_THREADS.load(Ordering::Relaxed), before);
     }
 
     /// Many regions back to back (late workers must find nothing and leave the finished

@@ -6,7 +6,7 @@
 //! converted by the argument parser above.
 
 use num_complex::Complex64;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
@@ -30,7 +30,7 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         return obj
             .extract::<i64>()
             .map(Scalar::Int)
-            .map_err(|_| PyRuntimeError::new_err("Overflow when unpacking long"));
+            .map_err(|_| int_overflow(obj));
     }
     if let Ok(c) = obj.downcast::<PyComplex>() {
         return Ok(Scalar::ComplexDouble(Complex64::new(c.real(), c.imag())));
@@ -42,6 +42,22 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         "expected a number, got {}",
         obj.get_type().name()?
     )))
+}
+
+/// torch's error for a Python int outside int64 where a Scalar is read: Python's own
+/// OverflowError of `PyLong_AsUnsignedLongLong`, which torch tries next. torch takes an int
+/// in [2**63, 2**64) as a uint64 Scalar; ratten has no uint64 scalar, so that range is an
+/// OverflowError here too, saying so.
+pub fn int_overflow(obj: &Bound<'_, PyAny>) -> PyErr {
+    if obj.lt(0).unwrap_or(false) {
+        return PyOverflowError::new_err("can't convert negative int to unsigned");
+    }
+    if obj.extract::<u64>().is_ok() {
+        return PyOverflowError::new_err(format!(
+            "int too big to convert: ratten has no uint64 scalars, and {obj} is outside int64"
+        ));
+    }
+    PyOverflowError::new_err("int too big to convert")
 }
 
 /// A Scalar as the Python number of its kind.

@@ -4,15 +4,15 @@
 
 use std::sync::OnceLock;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyTuple};
 use ratten_aten::native::type_properties;
 
 use super::error::IntoPy;
 use super::object::PyTensor;
 use super::python_args::{parse_args, split_kwargs, static_parser, PythonArgs};
-use super::types::{dtype_object, PyDtype};
+use super::types::{check_long, dtype_object, seed_value, PyDtype};
 use crate::arg_parser::Parser;
 
 /// `ratten.result_type`'s overloads, in torch's order (python_torch_functions).
@@ -133,11 +133,19 @@ fn _set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
     ratten_core::set_default_dtype(d.get().st).py()
 }
 
+/// An int argument as torch's `THPUtils_unpackLong` reads it.
+fn unpack_long(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    obj.extract()
+        .map_err(|_| PyValueError::new_err("Overflow when unpacking long long"))
+}
+
+/// `torch.manual_seed(seed)`: torch's Python function takes `int(seed)` (so a float or a
+/// numeric string too), then the generator's range.
 #[pyfunction]
 fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
-    // torch takes any int, reducing it modulo 2**64 (negative seeds wrap).
-    let s: i128 = seed.extract()?;
-    ratten_aten::random::manual_seed(s.rem_euclid(1i128 << 64) as u64);
+    let py = seed.py();
+    let as_int = py.get_type::<PyInt>().call1((seed,))?;
+    ratten_aten::random::manual_seed(seed_value(&as_int)?);
     Ok(())
 }
 
@@ -146,14 +154,67 @@ fn initial_seed() -> u64 {
     ratten_aten::random::initial_seed()
 }
 
+/// `torch.set_num_threads(n)`: a positive int (torch's errors), at most
+/// `MAX_NUM_THREADS` (ratten's bound: each thread is an OS thread of the pool).
 #[pyfunction]
-fn set_num_threads(n: i64) -> PyResult<()> {
+fn set_num_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
+    check_long(n, "set_num_threads expects an int")?;
+    let n = unpack_long(n)?;
+    if n <= 0 {
+        return Err(PyRuntimeError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
+    }
     ratten_aten::tensor_iterator::set_num_threads(n).py()
 }
 
 #[pyfunction]
 fn get_num_threads() -> usize {
     ratten_aten::tensor_iterator::get_num_threads()
+}
+
+/// The inter-op thread count (`torch.get_num_interop_threads`): 0 until set.
+static NUM_INTEROP_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `torch.set_num_interop_threads(n)`: a positive int, settable once, as torch's is (torch
+/// also refuses it after its inter-op pool has run work; ratten runs no inter-op work, so
+/// being set before is the only refusal). The count is recorded for
+/// `get_num_interop_threads` and bounded as `set_num_threads`'s is.
+#[pyfunction]
+fn set_num_interop_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
+    use std::sync::atomic::Ordering;
+    check_long(n, "set_num_interop_threads expects an int")?;
+    let n = unpack_long(n)?;
+    if n <= 0 {
+        return Err(PyRuntimeError::new_err(
+            "set_num_interop_threads expects a positive integer",
+        ));
+    }
+    let max = ratten_aten::tensor_iterator::MAX_NUM_THREADS;
+    if n as u64 > max as u64 {
+        return Err(PyRuntimeError::new_err(format!(
+            "set_num_interop_threads: {n} threads is more than ratten's limit of {max} threads"
+        )));
+    }
+    NUM_INTEROP_THREADS
+        .compare_exchange(0, n as usize, Ordering::SeqCst, Ordering::SeqCst)
+        .map(|_| ())
+        .map_err(|_| {
+            PyRuntimeError::new_err(
+                "Error: cannot set number of interop threads after parallel work has started \
+                 or set_num_interop_threads called",
+            )
+        })
+}
+
+/// `torch.get_num_interop_threads()`: the count set, else torch's default (the CPUs
+/// available to the process).
+#[pyfunction]
+fn get_num_interop_threads() -> usize {
+    match NUM_INTEROP_THREADS.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
 }
 
 #[pyfunction]
@@ -178,6 +239,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_interop_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_interop_threads, m)?)?;
     m.add_function(wrap_pyfunction!(is_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(_gil_numel, m)?)?;
     Ok(())

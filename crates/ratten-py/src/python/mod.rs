@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | 0 | `error` | ratten errors and panics as Python exceptions |
 //! | 1 | `object`, `types` | the `Tensor` object (value, wrap, unwrap); dtype, device, memory format objects |
-//! | 2 | `convert` | Python values to and from Scalar, IValue, Tensor arguments |
+//! | 2 | `convert`, `storage`, `dlpack` | Python values to and from Scalar, IValue, Tensor arguments; the storage object and pickling's rebuilds; DLPack exchange |
 //! | 3 | `python_args` | the argument parser on Python objects, `PythonArgs`, result conversion |
 //! | 4 | `crate::generated::dispatch` | generated: one dispatch function per binding |
 //! | 5 | `bindings`, `ops`, `functions`, `autograd` | generated tables; boxed calls by schema; other module functions; autograd's bindings |
@@ -26,6 +26,7 @@ mod bindings;
 mod callables;
 mod convert;
 mod dispatch;
+mod dlpack;
 mod error;
 mod fast;
 mod functions;
@@ -33,6 +34,7 @@ mod object;
 mod ops;
 pub mod python_args;
 mod slots;
+mod storage;
 mod tensor;
 mod types;
 
@@ -51,6 +53,8 @@ fn ratten_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     object::register(m)?;
     types::register(m)?;
     tensor::register(m)?;
+    storage::register(m)?;
+    dlpack::register(m)?;
     functions::register(m)?;
     autograd::register(m)?;
     ops::register(m)?;

@@ -5,13 +5,15 @@
 
 use std::ptr::NonNull;
 
+use num_complex::Complex64;
 use pyo3::exceptions::{
     PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{
-    PyBool, PyComplex, PyDict, PyEllipsis, PyFloat, PyInt, PyList, PySlice, PyTuple,
+    PyBool, PyBytes, PyComplex, PyDict, PyEllipsis, PyFloat, PyInt, PyList, PySlice, PyString,
+    PyTuple,
 };
 use pyo3::IntoPyObjectExt;
 use ratten_aten::native::MemoryFormat;
@@ -62,7 +64,14 @@ fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<AdvItem>> {
             return Ok(AdvItem::Bool(b.is_true()));
         }
         if o.is_instance_of::<PyInt>() {
-            return Ok(AdvItem::Basic(IndexItem::Int(o.extract()?)));
+            let i = o
+                .extract()
+                .map_err(|_| PyValueError::new_err("Overflow when unpacking long long"))?;
+            return Ok(AdvItem::Basic(IndexItem::Int(i)));
+        }
+        // A string is a sequence torch tries to make an index tensor of.
+        if o.is_instance_of::<PyString>() || o.is_instance_of::<PyBytes>() {
+            return Err(invalid_data_type(o));
         }
         if let Ok(s) = o.downcast::<PySlice>() {
             let get = |n: &str| -> PyResult<Option<i64>> {
@@ -168,10 +177,32 @@ fn to_numpy(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
         .unbind())
 }
 
-/// `ratten.from_numpy(a)`: a tensor sharing the array's memory when it is aligned to its
-/// element size (the storage is exactly the array's bytes); otherwise a copy.
+/// torch's warning for a read-only array (tensor_numpy.cpp), given once per process as
+/// torch's `TORCH_WARN_ONCE` is.
+const NOT_WRITABLE_WARNING: &std::ffi::CStr = c"The given NumPy array is not writable, and \
+PyTorch does not support non-writable tensors. This means writing to this tensor will result in \
+undefined behavior. You may want to copy the array to protect its data or make it writable \
+before converting it to a tensor. This type of warning will be suppressed for the rest of this \
+program.";
+
+/// `ratten.from_numpy(a)`: a tensor sharing the array's memory.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let t = from_numpy_impl(py, arr, true)?;
+    wrap(py, t)
+}
+
+/// The tensor over a numpy array's memory (torch's `tensor_from_numpy`): its dtype and
+/// strides checked as torch checks them, its buffer shared whenever it is aligned to its
+/// elements, which numpy guarantees unless the array is a view at an odd byte offset
+/// (`flags.aligned` false); such an array is copied, with a warning, since no kernel may read
+/// an element through a misaligned pointer. A read-only array is shared with torch's warning
+/// (`warn_if_not_writeable`, once per process).
+pub(crate) fn from_numpy_impl(
+    py: Python<'_>,
+    arr: &Bound<'_, PyAny>,
+    warn_if_not_writeable: bool,
+) -> PyResult<Tensor> {
     let np = numpy_module(py)?;
     if !arr.is_instance(&np.getattr("ndarray")?)? {
         return Err(PyTypeError::new_err(format!(
@@ -187,9 +218,16 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
     let itemsize = dtype.element_size() as i64;
     let byte_strides: Vec<i64> = arr.getattr("strides")?.extract()?;
     let strides = data::element_strides(&byte_strides, itemsize).py()?;
-    let (addr, _readonly): (usize, bool) = iface.get_item("data")?.extract()?;
+    let (addr, readonly): (usize, bool) = iface.get_item("data")?.extract()?;
     let span = data::span_bytes(&sizes, &strides, itemsize) as usize;
-    if span > 0 && data::can_share(addr, itemsize as usize) {
+    if readonly && warn_if_not_writeable {
+        static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, &category, NOT_WRITABLE_WARNING, 1)?;
+        }
+    }
+    if span > 0 && data::can_share(addr, dtype) {
         let keep: Py<PyAny> = arr.clone().unbind();
         let ptr = NonNull::new(addr as *mut u8)
             .ok_or_else(|| PyValueError::new_err("numpy array has a null data pointer"))?;
@@ -197,17 +235,29 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
         // non-negative strides, checked above) and initialised (numpy hands out no
         // uninitialised memory to Python code that reads it). The storage is exactly those
         // bytes, so no view can reach memory that is not the array's; `addr` is aligned to
-        // the element size (`can_share`), and the core refuses any dtype needing more
-        // (`Storage::alignment`). The deleter drops our reference to the array, which keeps
-        // the buffer alive until then. Python code may still write the array concurrently,
-        // as with torch.from_numpy.
+        // the dtype's elements (`can_share`), which `from_storage` checks again against the
+        // alignment `Storage::from_data_ptr` records. The deleter drops our reference to the
+        // array, which keeps the buffer alive until then (without the GIL, pyo3 defers the
+        // decref to the next time a thread holds it). Python code may still write the array
+        // concurrently, as with torch.from_numpy.
         let dp =
             unsafe { DataPtr::from_raw(ptr, span, move |_, _| drop(keep), false, Device::CPU) };
         let storage = Storage::from_data_ptr(dp, span, Device::CPU).py()?;
         let t = TensorBase::from_storage(storage, dtype, &sizes, &strides, 0).py()?;
-        return wrap(py, Tensor::from_base(t));
+        return Ok(Tensor::from_base(t));
     }
-    // Unaligned (or empty): copy the bytes in C order.
+    if span > 0 {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        PyErr::warn(
+            py,
+            &category,
+            c"The given NumPy array is not aligned to its element size; ratten copies it (a \
+kernel cannot read misaligned elements), so the tensor does not share its memory. Copy the \
+array (array.copy()) to align it.",
+            1,
+        )?;
+    }
+    // Misaligned (or empty): copy the bytes in C order.
     let bytes: Vec<u8> = arr.call_method0("tobytes")?.extract()?;
     let t = Tensor::empty(&sizes, dtype).py()?;
     if !bytes.is_empty() {
@@ -226,7 +276,7 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
         // (numel * itemsize), held for writing by `g`.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
     }
-    wrap(py, t)
+    Ok(t)
 }
 
 /// The nested list / number of a tensor's values.
@@ -247,69 +297,158 @@ fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<PyObject> {
     build(py, &vals, &sizes)
 }
 
-/// Flattens a nested Python sequence of numbers (torch's `tensor_new` data walk).
-fn flatten_data(obj: &Bound<'_, PyAny>, out: &mut data::Flat, depth: usize) -> PyResult<()> {
-    let seq: Option<Vec<Bound<'_, PyAny>>> = if let Ok(l) = obj.downcast::<PyList>() {
-        Some(l.iter().collect())
-    } else if let Ok(t) = obj.downcast::<PyTuple>() {
-        Some(t.iter().collect())
-    } else {
-        None
-    };
-    match seq {
-        Some(items) => {
-            let n = items.len() as i64;
-            if depth == out.sizes.len() {
-                if !out.values.is_empty() {
-                    return Err(PyValueError::new_err(format!(
-                        "expected sequence of length {} at dim {} (got {n})",
-                        0, depth
-                    )));
-                }
-                out.sizes.push(n);
-            } else if out.sizes[depth] != n {
-                return Err(PyValueError::new_err(format!(
-                    "expected sequence of length {} at dim {depth} (got {n})",
-                    out.sizes[depth]
-                )));
-            }
-            for it in &items {
-                flatten_data(it, out, depth + 1)?;
-            }
-            Ok(())
-        }
-        None => {
-            if depth != out.sizes.len() {
-                return Err(PyTypeError::new_err(format!(
-                    "not a sequence: expected a sequence at dim {depth}, got {}",
-                    obj.get_type().name()?
-                )));
-            }
-            if let Ok(t) = obj.downcast::<PyTensor>() {
-                if t.get().t.dim() == 0 {
-                    out.values.push(t.get().t.item().py()?);
-                    return Ok(());
-                }
-                return Err(PyValueError::new_err(
-                    "only one element tensors can be converted to Python scalars",
-                ));
-            }
-            if !(is_number(obj) || obj.is_instance_of::<PyBool>()) {
-                return Err(PyRuntimeError::new_err(format!(
-                    "Could not infer dtype of {}",
-                    obj.get_type().name()?
-                )));
-            }
-            out.values.push(to_scalar(obj)?);
-            Ok(())
+/// `ratten.tensor`'s data as [`data::flatten`] walks it, as torch's `internal_new_from_data`:
+/// lists, tuples and any other Python sequence (`PySequence_Check`: a range, a numpy array,
+/// a class with `__len__` and `__getitem__`) are walked; a tensor is a leaf (one element),
+/// as are numbers and numpy scalars. Whatever a sequence's methods do (lie about their
+/// length, return themselves, raise) ends as a Python exception: the walk is bounded.
+struct PyData<'py> {
+    np_generic: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> PyData<'py> {
+    fn new(py: Python<'py>) -> Self {
+        PyData {
+            np_generic: numpy_module(py).and_then(|np| np.getattr("generic")).ok(),
         }
     }
+}
+
+impl<'py> data::NestedData for PyData<'py> {
+    type Obj = Bound<'py, PyAny>;
+    type Err = PyErr;
+
+    fn seq_len(&mut self, obj: &Self::Obj) -> PyResult<Option<usize>> {
+        if let Ok(l) = obj.downcast::<PyList>() {
+            return Ok(Some(l.len()));
+        }
+        if let Ok(t) = obj.downcast::<PyTuple>() {
+            return Ok(Some(t.len()));
+        }
+        if obj.is_instance_of::<PyTensor>() {
+            return Ok(None);
+        }
+        // SAFETY: `obj` is a live object (bound to the GIL held here); PySequence_Check only
+        // reads its type's slots and cannot fail.
+        if unsafe { pyo3::ffi::PySequence_Check(obj.as_ptr()) } == 1 {
+            return obj.len().map(Some);
+        }
+        Ok(None)
+    }
+
+    fn get(&mut self, obj: &Self::Obj, i: usize) -> PyResult<Self::Obj> {
+        if let Ok(l) = obj.downcast::<PyList>() {
+            // A list may shrink while it is read (a `__getitem__` elsewhere mutating it).
+            return l.get_item(i);
+        }
+        if let Ok(t) = obj.downcast::<PyTuple>() {
+            return t.get_item(i);
+        }
+        obj.get_item(i)
+    }
+
+    fn leaf(&mut self, obj: &Self::Obj) -> PyResult<data::Leaf> {
+        use data::Leaf;
+        if let Ok(t) = obj.downcast::<PyTensor>() {
+            let t = &t.get().t;
+            if t.numel() != 1 {
+                return Err(PyTypeError::new_err(
+                    "only integer tensors of a single element can be converted to an index",
+                ));
+            }
+            return Ok(Leaf::Scalar(t.item().py()?));
+        }
+        if let Ok(b) = obj.downcast::<PyBool>() {
+            return Ok(Leaf::Scalar(Scalar::Bool(b.is_true())));
+        }
+        if obj.is_instance_of::<PyInt>() {
+            return int_leaf(obj);
+        }
+        if let Ok(c) = obj.downcast::<PyComplex>() {
+            let c = Complex64::new(c.real(), c.imag());
+            return Ok(Leaf::Scalar(Scalar::ComplexDouble(c)));
+        }
+        if obj.is_instance_of::<PyFloat>() {
+            return Ok(Leaf::Scalar(Scalar::Double(obj.extract()?)));
+        }
+        if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+            return Err(invalid_data_type(obj));
+        }
+        if let Some(g) = &self.np_generic {
+            if obj.is_instance(g)? {
+                return numpy_scalar_leaf(obj);
+            }
+        }
+        if self.seq_len(obj)?.is_some() {
+            return Err(PyTypeError::new_err(format!(
+                "'{}' object cannot be interpreted as an integer",
+                obj.get_type().name()?
+            )));
+        }
+        Err(PyRuntimeError::new_err(format!(
+            "Could not infer dtype of {}",
+            obj.get_type().name()?
+        )))
+    }
+
+    fn is_same(&self, a: &Self::Obj, b: &Self::Obj) -> bool {
+        a.is(b)
+    }
+
+    fn type_name(&self, obj: &Self::Obj) -> String {
+        obj.get_type()
+            .name()
+            .map_or_else(|_| "object".to_string(), |n| n.to_string())
+    }
+}
+
+/// A Python int: an int64, or (outside it) a float that only a floating dtype may take.
+fn int_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
+    match obj.extract::<i64>() {
+        Ok(i) => Ok(data::Leaf::Scalar(Scalar::Int(i))),
+        // Python's own OverflowError when it is beyond even a double.
+        Err(_) => Ok(data::Leaf::BigInt(obj.extract::<f64>()?)),
+    }
+}
+
+/// A numpy scalar (`np.float32(1.5)`, `np.int64(3)`, `np.bool_(True)`) by its kind.
+fn numpy_scalar_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
+    let kind: String = obj.getattr("dtype")?.getattr("kind")?.extract()?;
+    Ok(data::Leaf::Scalar(match kind.as_str() {
+        "b" => Scalar::Bool(obj.is_truthy()?),
+        "i" | "u" => return int_leaf(&obj.call_method0("__index__")?),
+        "f" => Scalar::Double(obj.extract()?),
+        "c" => {
+            let c = obj
+                .call_method0("__complex__")?
+                .downcast_into::<PyComplex>()?;
+            Scalar::ComplexDouble(Complex64::new(c.real(), c.imag()))
+        }
+        _ => return Err(invalid_data_type(obj)),
+    }))
+}
+
+fn invalid_data_type(obj: &Bound<'_, PyAny>) -> PyErr {
+    let name = obj
+        .get_type()
+        .name()
+        .map_or_else(|_| "object".to_string(), |n| n.to_string());
+    PyTypeError::new_err(format!("new(): invalid data type '{name}'"))
+}
+
+/// Flattens a nested Python sequence of numbers (torch's `tensor_new` data walk).
+fn flatten_data(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<data::Walked> {
+    let mut d = PyData::new(py);
+    data::flatten(&mut d, obj).map_err(|e| match e {
+        data::WalkError::Data(e) => super::error::to_pyerr(e),
+        data::WalkError::Source(e) => e,
+    })
 }
 
 /// `ratten.tensor(data, *, dtype=None, device=None)`.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None))]
-fn tensor(
+pub(crate) fn tensor(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
@@ -324,26 +463,25 @@ fn tensor(
             )));
         }
     }
-    let np = numpy_module(py).ok();
-    if let Some(np) = np {
+    if data.is_instance_of::<PyString>() || data.is_instance_of::<PyBytes>() {
+        return Err(invalid_data_type(data));
+    }
+    if let Ok(np) = numpy_module(py) {
         if data.is_instance(&np.getattr("ndarray")?)? {
-            let list = data.call_method0("tolist")?;
-            return tensor(
-                py,
-                &list,
-                dtype
-                    .map(|st| dtype_object(py, st))
-                    .transpose()?
-                    .map(|o| o.into_bound(py).into_any())
-                    .as_ref(),
-                None,
-            );
+            // As torch: the array as from_numpy wraps it (its dtype rules and errors), copied.
+            let shared = from_numpy_impl(py, data, false)?;
+            let t = match dtype {
+                Some(st) if st != shared.dtype() => shared.to_dtype(st),
+                _ => ratten_aten::functions::clone(&shared),
+            };
+            return wrap(py, t.py()?);
         }
     }
-    let mut flat = data::Flat::default();
-    flatten_data(data, &mut flat, 0)?;
-    let st = dtype.unwrap_or_else(|| data::infer_dtype(&flat.values));
-    let t = data::tensor_from_scalars(&flat.values, &flat.sizes, st).py()?;
+    let walked = flatten_data(py, data)?;
+    let st = dtype.unwrap_or_else(|| walked.infer_dtype());
+    let sizes = walked.flat.sizes.clone();
+    let values = walked.values_for(st).py()?;
+    let t = data::tensor_from_scalars(&values, &sizes, st).py()?;
     wrap(py, t)
 }
 
@@ -583,6 +721,29 @@ impl PyTensor {
     fn _version(&self) -> u32 {
         self.t.version()
     }
+    /// DLPack export (Note [DLPack capsules]): a capsule over this tensor's memory.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<PyObject> {
+        // A CPU tensor has no stream to synchronise with.
+        let _ = stream;
+        super::dlpack::to_dlpack(py, &self.t, max_version, dl_device, copy)
+    }
+    fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        super::dlpack::dlpack_device(py, &self.t)
+    }
+    /// `torch.Tensor.untyped_storage()`: the storage this tensor views.
+    fn untyped_storage(&self) -> super::storage::PyStorage {
+        super::storage::PyStorage {
+            s: self.t.storage(),
+        }
+    }
     fn _is_view_of(&self, other: &PyTensor) -> bool {
         self.t.storage().is_alias_of(&other.t.storage())
     }
@@ -660,6 +821,20 @@ impl PyTensor {
     }
 
     // ---- indexing -------------------------------------------------------------------------
+    /// torch's `Tensor.__iter__`: the sub-tensors along dim 0 (`unbind(0)`); a 0-dim tensor
+    /// is torch's TypeError.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if slf.get().t.dim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        let parts = slf.call_method1("unbind", (0,))?;
+        parts.try_iter().map(|i| i.into_any())
+    }
+    fn __delitem__(&self, _index: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(PyTypeError::new_err(
+            "Tensor does not support deleting items",
+        ))
+    }
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let items = index_items(index)?;
         let (view, indices) = indexing::apply_advanced(&self.t, &items).py()?;

@@ -2,9 +2,9 @@
 //! their own conversions ([`parse_device`], [`dtype_object`]). Imports only `error`; the
 //! functions on dtypes (`result_type`, ...) are `functions.rs`.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyInt, PyString};
 use ratten_aten::native::MemoryFormat;
 use ratten_core::{Device, ScalarType};
 
@@ -37,6 +37,10 @@ impl PyDtype {
     #[getter]
     fn itemsize(&self) -> usize {
         self.st.element_size()
+    }
+    /// Pickled by name: `ratten.float32` comes back as itself (also under copy/deepcopy).
+    fn __reduce__(&self) -> &'static str {
+        self.st.python_name()
     }
     // torch's method names; a pyclass method cannot take `self` by value.
     #[allow(clippy::wrong_self_convention)]
@@ -90,6 +94,10 @@ impl PyDevice {
     }
     fn __repr__(&self) -> String {
         self.d.repr()
+    }
+    /// Pickled as `ratten.device("cpu:0")`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, (String,)) {
+        (py.get_type::<PyDevice>(), (self.d.to_string(),))
     }
     fn __str__(&self) -> String {
         self.d.to_string()
@@ -211,8 +219,9 @@ impl PyGenerator {
         slf: Bound<'py, Self>,
         seed: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        let s: i128 = seed.extract()?;
-        slf.get().g.manual_seed(s.rem_euclid(1i128 << 64) as u64);
+        check_long(seed, "manual_seed expected a long")?;
+        let s = seed_value(seed)?;
+        slf.get().g.manual_seed(s);
         Ok(slf)
     }
     fn initial_seed(&self) -> u64 {
@@ -258,4 +267,28 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("_dtypes", dtypes)?;
     Ok(())
+}
+
+/// A seed as torch's `THPUtils_unpackUInt64`-style reading takes it: an int in
+/// [-2**63, 2**64), a negative one wrapping modulo 2**64; outside it torch's ValueError.
+pub(crate) fn seed_value(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let s: i128 = seed
+        .extract()
+        .map_err(|_| PyValueError::new_err("Overflow when unpacking long long"))?;
+    if !(i64::MIN as i128..1i128 << 64).contains(&s) {
+        return Err(PyValueError::new_err("Overflow when unpacking long long"));
+    }
+    Ok(s.rem_euclid(1i128 << 64) as u64)
+}
+
+/// torch's `THPUtils_checkLong`: an int that is not a bool, else `{what} expected/expects`
+/// torch's message (`set_num_threads expects an int, but got float`).
+pub(crate) fn check_long(obj: &Bound<'_, PyAny>, message: &str) -> PyResult<()> {
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "{message}, but got {}",
+        obj.get_type().name()?
+    )))
 }
