@@ -15,6 +15,7 @@ pub mod functions_manual;
 pub mod generated;
 pub mod grad_mode;
 pub mod input_metadata;
+mod manual_kernels;
 pub mod prelude;
 pub mod saved_variable;
 pub mod variable;
@@ -32,4 +33,5 @@ pub use variable::{ensure_initialized, CreationMeta};
 #[inline(never)]
 pub fn ensure_linked() {
     generated::registration::ensure_linked();
+    manual_kernels::ensure_linked();
 }

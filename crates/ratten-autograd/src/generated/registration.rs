@@ -155,10 +155,6 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         ops::isinf::kernel(WithKeySet(variable_type::isinf)),
     )?;
     m.impl_("copy", ops::copy::kernel(WithKeySet(variable_type::copy)))?;
-    m.impl_(
-        "copy_",
-        ops::copy_::kernel(WithKeySet(variable_type::copy_)),
-    )?;
     m.impl_("cos", ops::cos::kernel(WithKeySet(variable_type::cos)))?;
     m.impl_("cos_", ops::cos_::kernel(WithKeySet(variable_type::cos_)))?;
     m.impl_(
@@ -3260,10 +3256,6 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
     m.impl_(
         "sgn.out",
         ops::sgn_out::kernel(WithKeySet(inplace_or_view::sgn_out)),
-    )?;
-    m.impl_(
-        "_conj",
-        ops::_conj::kernel(WithKeySet(inplace_or_view::_conj)),
     )?;
     m.impl_(
         "conj_physical.out",

@@ -235,16 +235,6 @@ pub(crate) fn cat_out(
     Ok(ret)
 }
 
-/// `aten::_conj(Tensor(a) self) -> Tensor(a)`
-pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
-    let ret = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::_conj::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
-    };
-    as_view(self_, &ret, true, true, creation_meta(false))?;
-    Ok(ret)
-}
-
 /// `aten::conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn conj_physical_out(
     ks: DispatchKeySet,

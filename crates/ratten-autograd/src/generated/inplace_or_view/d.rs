@@ -137,7 +137,7 @@ pub(crate) fn detach(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::detach::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
     };
-    as_view(self_, &ret, true, true, creation_meta(false))?;
+    let ret = non_differentiable_view(self_, ret);
     Ok(ret)
 }
 

@@ -44,7 +44,7 @@ pub(crate) fn view_dtype(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType) 
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::view_dtype::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, dtype)?
     };
-    as_view(self_, &ret, false, false, creation_meta(false))?;
+    let ret = non_differentiable_view(self_, ret);
     Ok(ret)
 }
 

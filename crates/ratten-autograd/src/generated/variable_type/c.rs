@@ -190,28 +190,6 @@ pub(crate) fn copy(
     Ok(result)
 }
 
-/// `aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
-pub(crate) fn copy_(
-    ks: DispatchKeySet,
-    self_: &Tensor,
-    src: &Tensor,
-    non_blocking: bool,
-) -> Result<Aliased<0>> {
-    let inputs = [Some(self_), Some(src)];
-    let requires_grad = compute_requires_grad(&inputs);
-    check_inplace(self_, requires_grad)?;
-    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
-    let result = {
-        let _guard = AutoDispatchBelowADInplaceOrView::new();
-        ops::copy_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, src, non_blocking)?
-    };
-    if let Some(next_edges) = next_edges {
-        let node: Arc<dyn Node> = Arc::new(NotImplemented::new("aten::copy_", next_edges));
-        rebase_history(self_, &node)?;
-    }
-    Ok(result)
-}
-
 /// `aten::cos(Tensor self) -> Tensor`
 pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];

@@ -312,18 +312,11 @@ pub(crate) fn diagonal(
 
 /// `aten::detach(Tensor(a) self) -> Tensor(a)`
 pub(crate) fn detach(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
-    let inputs = [Some(self_)];
-    let requires_grad = compute_requires_grad(&inputs);
-    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
-    let result = {
+    let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::detach::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
-    if let Some(next_edges) = next_edges {
-        let node: Arc<dyn Node> = Arc::new(NotImplemented::new("aten::detach", next_edges));
-        set_history(&[Some(&result)], &node)?;
-    }
-    Ok(result)
+    Ok(ret)
 }
 
 /// `aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`

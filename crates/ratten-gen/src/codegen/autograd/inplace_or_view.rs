@@ -33,6 +33,11 @@ pub enum InplaceOrViewKernel {
     InplaceView,
 }
 
+/// Operators declared as views (`Tensor(a)`) whose ratten kernel returns new memory: `_conj`
+/// of a complex tensor materialises the conjugate (Note [Conjugation without a conjugate
+/// bit]), so its output must not be tracked as a view of its input.
+const VIEWS_WITH_FRESH_STORAGE: &[&str] = &["_conj"];
+
 /// The ADInplaceOrView kernel `op` gets (torchgen: a view, or an operator that modifies its
 /// arguments and returns something; not for a decomposed CompositeImplicitAutograd one).
 pub fn kernel_kind(op: &OperatorRecord) -> Option<InplaceOrViewKernel> {
@@ -40,6 +45,9 @@ pub fn kernel_kind(op: &OperatorRecord) -> Option<InplaceOrViewKernel> {
         return None;
     }
     if let Some(v) = &op.view {
+        if VIEWS_WITH_FRESH_STORAGE.contains(&op.root_name.as_str()) {
+            return None;
+        }
         return match (v.kind, v.base) {
             (ViewKind::InplaceView, _) => Some(InplaceOrViewKernel::InplaceView),
             (_, Some(base)) => Some(InplaceOrViewKernel::View { base }),

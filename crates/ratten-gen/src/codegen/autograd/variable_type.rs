@@ -94,6 +94,10 @@ const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
     "logical_or",
 ];
 
+/// Operators whose Autograd kernel is written by hand, as torch's VariableTypeManual.cpp
+/// (`crates/ratten-autograd/src/manual_kernels.rs`): none is generated.
+pub const MANUAL_AUTOGRAD: &[&str] = &["copy_"];
+
 /// Views whose kernels torch writes by hand as non-differentiable (VariableTypeManual.cpp):
 /// their Autograd kernel only redispatches, their output is no view for autograd.
 pub const MANUAL_NON_DIFFERENTIABLE_VIEWS: &[&str] = &["detach"];
@@ -114,7 +118,7 @@ pub fn autograd_kernel<'m>(
     specs: &'m BTreeMap<String, NodeSpec<'m>>,
     op: &OperatorRecord,
 ) -> Option<AutogradKernel<'m>> {
-    if uses_decomposition(op) {
+    if uses_decomposition(op) || MANUAL_AUTOGRAD.contains(&op.name_with_overload.as_str()) {
         return None;
     }
     if op.kind == SchemaKind::Out {
