@@ -68,10 +68,10 @@ fn main() {
     let chain = time(9, 50, 100.0, || {
         let mut y = x.clone();
         for _ in 0..25 {
-            y = y.mul_scalar(c1.clone()).unwrap();
-            y = y.add_scalar(c2.clone()).unwrap();
+            y = y.mul_scalar(c1).unwrap();
+            y = y.add_scalar(c2).unwrap();
             y = y.sin().unwrap();
-            y = y.sub_scalar(c3.clone()).unwrap();
+            y = y.sub_scalar(c3).unwrap();
         }
         y.backward().unwrap();
     });

@@ -144,15 +144,15 @@ fn grad_returns_gradients_without_accumulating() {
     x.requires_grad_(true).unwrap();
     w.requires_grad_(true).unwrap();
     let s = sum_all(&mul(&x, &w));
-    let g = grad(&[s], &[w.clone()], &[], None, false, false).unwrap();
+    let g = grad(&[s], std::slice::from_ref(&w), &[], None, false, false).unwrap();
     assert_eq!(values(g[0].as_ref().unwrap()), vec![1.0, 2.0]);
     assert!(x.grad().is_none() && w.grad().is_none());
     let unused = t(&[0.0]);
     unused.requires_grad_(true).unwrap();
     let s = sum_all(&mul(&x, &w));
     let e = grad(
-        &[s.clone()],
-        &[unused.clone()],
+        std::slice::from_ref(&s),
+        std::slice::from_ref(&unused),
         &[],
         Some(true),
         false,
