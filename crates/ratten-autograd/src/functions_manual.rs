@@ -1027,6 +1027,20 @@ pub fn pow_backward_exponent_scalar(
     handle_r_to_c_tensor(exponent, &out)
 }
 
+/// The gradient of `sgn` (`sgn_backward(self, grad, result)`): for a real input `sgn` is
+/// piecewise constant, so its gradient is zero (torch's formula reduces to zero there). The
+/// complex case (the tangential part `(gx - sgn * real(gx * sgn.conj())) / |x|`) is refused
+/// until ratten's gradcheck covers complex functions.
+pub fn sgn_backward(x: &Tensor, gx: &Tensor, sgn: &Tensor) -> Result<Tensor> {
+    let _ = sgn;
+    if x.scalar_type().is_complex() {
+        return Err(ratten_core::Error::not_implemented(
+            "the derivative of sgn for complex inputs is not implemented in ratten",
+        ));
+    }
+    ratten_aten::functions::zeros_like(gx)
+}
+
 /// The gradient of `log1p`: `grad / (self + 1).conj()`.
 pub fn log1p_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
     F::div(grad, &conj(&F::add_scalar(self_, 1)?)?)

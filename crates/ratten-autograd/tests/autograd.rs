@@ -113,7 +113,15 @@ fn double_backward_through_the_generated_nodes() {
     let g = g[0].clone().unwrap();
     close(&values(&g), &[3.0 * 2.25, 3.0 * 4.0]);
     assert!(g.requires_grad());
-    let gg = grad(&[g.sum().unwrap()], std::slice::from_ref(&x), &[], None, false, false).unwrap();
+    let gg = grad(
+        &[g.sum().unwrap()],
+        std::slice::from_ref(&x),
+        &[],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
     close(&values(gg[0].as_ref().unwrap()), &[6.0 * 1.5, 6.0 * -2.0]);
 }
 

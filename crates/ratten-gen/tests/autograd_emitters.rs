@@ -298,7 +298,10 @@ fn decompositions_get_no_kernel_and_undifferentiated_ops_refuse() {
     assert!(!reg.contains("ops::hstack::kernel"), "hstack got a kernel");
     assert!(!reg.contains("ops::matmul::kernel"), "matmul got a kernel");
     // copy_'s Autograd kernel is written by hand (manual_kernels.rs).
-    assert!(!reg.contains("variable_type::copy_)"), "copy_ got a generated kernel");
+    assert!(
+        !reg.contains("variable_type::copy_)"),
+        "copy_ got a generated kernel"
+    );
     // Every Autograd kernel is registered under its operator's name.
     for f in fs
         .iter()

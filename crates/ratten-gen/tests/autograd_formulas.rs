@@ -38,38 +38,7 @@ fn ratten_backward_formulas_translate() {
     assert!(total > 150, "{total} formulas");
     // Every formula needing only a helper is translated once the helper is written.
     assert_eq!(with.missing_helpers(), 1, "{}", with.summary());
-    assert!(with.translated() * 100 > total * 80, "{}", with.summary());
 
-    // What the operators the formulas call but ratten does not declare would unlock.
-    let aten = root().join("crates/ratten-aten");
-    let mut text = std::fs::read_to_string(aten.join("native_functions.yaml")).unwrap();
-    text.push_str(EXTRA);
-    let nf = NativeFunctions::parse(&text, &aten.join("native_functions.yaml"), None).unwrap();
-    let model = Model::build(&nf, Some(&d), &GenOptions::aten().model()).unwrap();
-    let more = coverage(&model, &d, &manual);
-    println!(
-        "with conj, sgn and new_zeros declared too:\n{}",
-        more.summary()
-    );
-    assert!(
-        more.translated() * 10 > more.results.len() * 9,
-        "{}",
-        more.summary()
-    );
+    // The operators the formulas call are declared: nine in ten formulas translate.
+    assert!(with.translated() * 10 > total * 9, "{}", with.summary());
 }
-
-/// Declarations of PyTorch's the formulas of ratten's entries call.
-const EXTRA: &str = "
-- func: conj(Tensor(a) self) -> Tensor(a)
-  variants: function, method
-
-- func: sgn(Tensor self) -> Tensor
-  variants: function, method
-  dispatch:
-    CompositeExplicitAutograd: sgn
-
-- func: new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-  variants: method
-  dispatch:
-    CompositeExplicitAutograd: new_zeros
-";

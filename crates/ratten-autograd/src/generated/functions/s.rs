@@ -938,9 +938,9 @@ impl Node for SgnBackward0 {
         let self_ = self.self_.unpack(&this)?;
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'sgn' is not implemented: the formula `sgn_backward(self, grad, result)` for `self` is not translated to Rust (helper `sgn_backward` not in functions_manual)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = sgn_backward(&self_, grad, &result)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
