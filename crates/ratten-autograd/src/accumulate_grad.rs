@@ -68,7 +68,8 @@ pub fn accumulate_grad(variable: &Tensor, new_grad: Tensor) -> Result<()> {
                 // create_graph: the gradient keeps its history.
                 new_grad
             } else if new_grad.use_count() == 1
-                && new_grad.storage().use_count() == 1
+                // Its storage held by its own metadata and the handle `storage()` returns only.
+                && new_grad.storage().use_count() <= 2
                 && new_grad.strides() == variable.strides()
                 && new_grad.storage_offset() == 0
             {

@@ -139,14 +139,13 @@ pub fn apply<F: Function>(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         .into_iter()
         .map(|o| {
             let is_input = inputs.iter().any(|i| i.is_same(&o));
-            let is_dirty = ctx.dirty.iter().any(|d| d.is_same(&o));
-            if is_input && !is_dirty {
-                Ok(Tensor::from_base(ratten_core::TensorBase::alias(&o)))
+            if is_input && !ctx.dirty.iter().any(|d| d.is_same(&o)) {
+                Tensor::from_base(ratten_core::TensorBase::alias(&o))
             } else {
-                Ok(o)
+                o
             }
         })
-        .collect::<Result<_>>()?;
+        .collect();
     let to_save = std::mem::take(&mut ctx.to_save);
     let dirty = ctx.dirty.clone();
     let non_diff = ctx.non_differentiable.clone();

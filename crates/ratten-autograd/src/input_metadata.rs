@@ -5,6 +5,7 @@ use ratten_aten::Tensor;
 use ratten_core::{Device, Error, Result, ScalarType};
 
 use crate::function::Node;
+use crate::functions_manual::sum_to;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct InputMetadata {
@@ -62,27 +63,6 @@ impl InputMetadata {
             .zip(&grad[off..])
             .all(|(&s, &g)| s == g || s == 1)
     }
-}
-
-/// `at::sum_to`: sums `t` down to `shape` (leading dimensions and those of size 1).
-pub fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    let sizes = t.sizes();
-    if sizes.as_slice() == shape {
-        return Ok(t.clone());
-    }
-    let lead = sizes.len() - shape.len().min(sizes.len());
-    let mut dims: Vec<i64> = (0..lead as i64).collect();
-    for (i, &s) in shape.iter().enumerate() {
-        if s == 1 && sizes[lead + i] != 1 {
-            dims.push((lead + i) as i64);
-        }
-    }
-    let summed = if dims.is_empty() {
-        t.clone()
-    } else {
-        t.sum_dim_int_list_with(Some(&dims), true, None)?
-    };
-    summed.view(shape)
 }
 
 fn shape_str(s: &[i64]) -> String {

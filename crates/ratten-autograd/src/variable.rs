@@ -71,7 +71,7 @@ pub struct AutogradMeta {
     has_grad_fn: AtomicBool,
     /// Whether the tensor is a differentiable view (its base's `requires_grad` is its own).
     is_bw_view: AtomicBool,
-    /// The version of a view's `grad_fn` (see Note [Views and their base]).
+    /// The rest, behind the metadata's own lock (torch's AutogradMeta has its mutex too).
     state: Mutex<MetaState>,
     /// `.grad`, in a cell of its own that a `retain_grad` hook can fill without holding the
     /// tensor (which owns the node that holds the hook).
