@@ -45,11 +45,9 @@ from ._C import (
 globals().update(_C._dtypes)
 
 # The generated module functions; hand-written ones of the same name (factories) win.
-# Those declared with `python_module: nn` live in ratten.nn.functional only, as in torch.
-_NN_FUNCTIONS = {"linear"}
+# Those declared with a `python_module` (nn, linalg) live in their module only, as in torch.
 for _name, _fn in _C._generated_functions().items():
-    if _name not in _NN_FUNCTIONS:
-        globals().setdefault(_name, _fn)
+    globals().setdefault(_name, _fn)
 
 # The generated Tensor methods, as descriptors on the class; native methods (views, fill_,
 # item, ...) keep precedence.

@@ -290,3 +290,20 @@ SUMMARIES = {
     "view_as_real": "Returns a real view of a complex tensor, with a trailing dimension of size 2 for the real and imaginary parts.",
     "zero_": "Fills `self` with zeros in place.",
 }
+
+# The nn operators, by family (merged into SUMMARIES below).
+ACTIVATIONS = {
+}
+
+SOFTMAX_AND_LOSSES = {
+}
+
+CONVOLUTION_AND_POOLING = {
+}
+
+NORMALIZATION_AND_THE_REST = {
+}
+
+for _family in (ACTIVATIONS, SOFTMAX_AND_LOSSES, CONVOLUTION_AND_POOLING, NORMALIZATION_AND_THE_REST):
+    SUMMARIES.update(_family)
+del _family

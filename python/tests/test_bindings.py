@@ -279,9 +279,12 @@ def test_wrapped_number_reuse_keeps_values_and_dtypes():
 def test_generated_bindings_have_docstrings():
     from ratten._docs import SUMMARIES
 
-    names = set(ratten._C._generated_functions()) | set(ratten._C._generated_methods())
+    functions = {}
+    for module in ("", "nn", "linalg"):
+        functions.update(ratten._C._generated_functions(module))
+    names = set(functions) | set(ratten._C._generated_methods())
     assert names <= set(SUMMARIES), sorted(names - set(SUMMARIES))
-    for name, f in ratten._C._generated_functions().items():
+    for name, f in functions.items():
         doc = f.__doc__
         assert doc.startswith(f"{name}("), doc
         assert SUMMARIES[name] in doc and "Declared as:\n    aten::" in doc

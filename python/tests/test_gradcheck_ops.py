@@ -359,6 +359,14 @@ SAMPLES = [
         gg=True)
       for r, inc in (("sum", True), ("prod", True), ("prod", False), ("mean", True), ("mean", False),
                      ("amax", True), ("amin", False))],
+    # -- activations
+
+    # -- softmax and losses
+
+    # -- convolution and pooling
+
+    # -- normalization, dropout, embedding, padding, interpolation
+
 ]
 
 # Entries whose outputs are not differentiable (output_differentiability: [False] or

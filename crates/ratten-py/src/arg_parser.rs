@@ -298,6 +298,9 @@ pub fn allow_numbers_as_tensors(name: &str) -> bool {
 #[derive(Clone, Copy, Debug)]
 pub struct Binding {
     pub name: &'static str,
+    /// The declaration's `python_module` (`nn` for `ratten.nn.functional`, `linalg`), or
+    /// empty for the top-level namespace.
+    pub module: &'static str,
     pub signatures: &'static [&'static str],
     /// The native schemas the signatures call (`aten::add.Tensor(...) -> Tensor`).
     pub schemas: &'static [&'static str],

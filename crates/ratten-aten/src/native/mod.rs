@@ -69,3 +69,31 @@ pub mod new_factories;
 pub use aliases::*;
 pub use complex_ops::*;
 pub use new_factories::*;
+
+// Activations.
+pub mod activation;
+pub use activation::*;
+
+// Softmax and the losses.
+pub mod loss;
+pub mod softmax;
+pub use loss::*;
+pub use softmax::*;
+
+// Convolution and pooling.
+pub mod convolution;
+pub mod pooling;
+pub use convolution::*;
+pub use pooling::*;
+
+// Normalization, dropout, embedding, one_hot, padding and interpolation.
+pub mod dropout;
+pub mod embedding;
+pub mod normalization;
+pub mod padding;
+pub mod upsample;
+pub use dropout::*;
+pub use embedding::*;
+pub use normalization::*;
+pub use padding::*;
+pub use upsample::*;

@@ -63,6 +63,8 @@ struct PySig<'a> {
 /// A Python-visible name and its signatures.
 struct PyName<'a> {
     name: String,
+    /// `python_module` (`nn`, `linalg`), or empty for the top-level `ratten` namespace.
+    module: String,
     sigs: Vec<PySig<'a>>,
 }
 
@@ -260,6 +262,10 @@ fn names<'a>(
     let mut errors = Vec::new();
     let mut out = Vec::new();
     for (name, ops) in groups {
+        let module = ops
+            .iter()
+            .find_map(|o| nf.functions[o.index].python_module.clone())
+            .unwrap_or_default();
         let (outs, others): (Vec<&OperatorRecord>, Vec<&OperatorRecord>) =
             ops.into_iter().partition(|o| o.kind == SchemaKind::Out);
         let mut folded = vec![None; others.len()];
@@ -291,6 +297,7 @@ fn names<'a>(
         }
         out.push(PyName {
             name,
+            module,
             sigs: sort_overloads(sigs),
         });
     }
@@ -735,6 +742,7 @@ pub fn emit_signatures(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<S
             for n in list.iter() {
                 w.block("Binding {", "},", |w| {
                     w.line(format!("name: {:?},", n.name));
+                    w.line(format!("module: {:?},", n.module));
                     w.block("signatures: &[", "],", |w| {
                         for s in &n.sigs {
                             w.line(format!("{:?},", s.text));

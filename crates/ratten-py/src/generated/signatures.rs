@@ -7,6 +7,7 @@ use crate::arg_parser::Binding;
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_conj",
+        module: "",
         signatures: &[
             "_conj(Tensor input)",
         ],
@@ -16,6 +17,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_conj_physical",
+        module: "",
         signatures: &[
             "_conj_physical(Tensor input)",
         ],
@@ -25,6 +27,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_cummax_helper",
+        module: "",
         signatures: &[
             "_cummax_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
         ],
@@ -34,6 +37,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_cummin_helper",
+        module: "",
         signatures: &[
             "_cummin_helper(Tensor input, Tensor values, Tensor indices, int64_t dim)",
         ],
@@ -43,6 +47,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_index_put_impl_",
+        module: "",
         signatures: &[
             "_index_put_impl_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False, bool unsafe=False)",
         ],
@@ -52,6 +57,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_logcumsumexp",
+        module: "",
         signatures: &[
             "_logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
         ],
@@ -62,6 +68,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_unique",
+        module: "",
         signatures: &[
             "_unique(Tensor input, bool sorted=True, bool return_inverse=False)",
         ],
@@ -71,6 +78,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_unique2",
+        module: "",
         signatures: &[
             "_unique2(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
         ],
@@ -80,6 +88,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "_unsafe_view",
+        module: "",
         signatures: &[
             "_unsafe_view(Tensor input, SymIntArrayRef size)",
         ],
@@ -89,6 +98,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "abs",
+        module: "",
         signatures: &[
             "abs(Tensor input, *, Tensor out=None)",
         ],
@@ -99,6 +109,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "abs_",
+        module: "",
         signatures: &[
             "abs_(Tensor input)",
         ],
@@ -108,6 +119,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "add",
+        module: "",
         signatures: &[
             "add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
         ],
@@ -118,6 +130,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addbmm",
+        module: "",
         signatures: &[
             "addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
         ],
@@ -128,6 +141,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addcdiv",
+        module: "",
         signatures: &[
             "addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
         ],
@@ -138,6 +152,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addcmul",
+        module: "",
         signatures: &[
             "addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor out=None)",
         ],
@@ -148,6 +163,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addmm",
+        module: "",
         signatures: &[
             "addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
         ],
@@ -158,6 +174,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addmv",
+        module: "",
         signatures: &[
             "addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
         ],
@@ -168,6 +185,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "addmv_",
+        module: "",
         signatures: &[
             "addmv_(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -177,6 +195,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "alias",
+        module: "",
         signatures: &[
             "alias(Tensor input)",
         ],
@@ -186,6 +205,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "all",
+        module: "",
         signatures: &[
             "all(Tensor input, *, Tensor out=None)",
             "all(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
@@ -202,6 +222,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "allclose",
+        module: "",
         signatures: &[
             "allclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
         ],
@@ -211,6 +232,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "amax",
+        module: "",
         signatures: &[
             "amax(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
         ],
@@ -221,6 +243,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "amin",
+        module: "",
         signatures: &[
             "amin(Tensor input, IntArrayRef[1] dim=[], bool keepdim=False, *, Tensor out=None)",
         ],
@@ -231,6 +254,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "aminmax",
+        module: "",
         signatures: &[
             "aminmax(Tensor input, *, int64_t? dim=None, bool keepdim=False, TensorList[2] out=None)",
         ],
@@ -241,6 +265,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "any",
+        module: "",
         signatures: &[
             "any(Tensor input, *, Tensor out=None)",
             "any(Tensor input, IntArrayRef? dim=None, bool keepdim=False, *, Tensor out=None)",
@@ -257,6 +282,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "arange",
+        module: "",
         signatures: &[
             "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
@@ -272,6 +298,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "argmax",
+        module: "",
         signatures: &[
             "argmax(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
         ],
@@ -282,6 +309,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "argmin",
+        module: "",
         signatures: &[
             "argmin(Tensor input, int64_t? dim=None, bool keepdim=False, *, Tensor out=None)",
         ],
@@ -292,6 +320,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "argsort",
+        module: "",
         signatures: &[
             "argsort(Tensor input, *, bool stable, int64_t dim=-1, bool descending=False, Tensor out=None)",
             "argsort(Tensor input, int64_t dim=-1, bool descending=False)",
@@ -304,6 +333,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "argwhere",
+        module: "",
         signatures: &[
             "argwhere(Tensor input)",
         ],
@@ -313,6 +343,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "as_strided",
+        module: "",
         signatures: &[
             "as_strided(Tensor input, SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
         ],
@@ -322,6 +353,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "baddbmm",
+        module: "",
         signatures: &[
             "baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor out=None)",
         ],
@@ -332,6 +364,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bernoulli",
+        module: "",
         signatures: &[
             "bernoulli(Tensor input, *, Generator? generator=None, Tensor out=None)",
             "bernoulli(Tensor input, double p, *, Generator? generator=None)",
@@ -344,6 +377,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bincount",
+        module: "",
         signatures: &[
             "bincount(Tensor input, Tensor? weights=None, SymInt minlength=0)",
         ],
@@ -353,6 +387,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_and",
+        module: "",
         signatures: &[
             "bitwise_and(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_and(Scalar self, Tensor other)",
@@ -368,6 +403,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_not",
+        module: "",
         signatures: &[
             "bitwise_not(Tensor input, *, Tensor out=None)",
         ],
@@ -378,6 +414,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_or",
+        module: "",
         signatures: &[
             "bitwise_or(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_or(Scalar self, Tensor other)",
@@ -393,6 +430,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_xor",
+        module: "",
         signatures: &[
             "bitwise_xor(Tensor input, Tensor other, *, Tensor out=None)",
             "bitwise_xor(Scalar self, Tensor other)",
@@ -408,6 +446,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bmm",
+        module: "",
         signatures: &[
             "bmm(Tensor input, Tensor mat2, *, Tensor out=None)",
         ],
@@ -418,6 +457,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "bucketize",
+        module: "",
         signatures: &[
             "bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False, Tensor out=None)",
             "bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, bool right=False)",
@@ -430,6 +470,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cat",
+        module: "",
         signatures: &[
             "cat(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
         ],
@@ -440,6 +481,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "chunk",
+        module: "",
         signatures: &[
             "chunk(Tensor input, int64_t chunks, int64_t dim=0)",
         ],
@@ -449,6 +491,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "clamp",
+        module: "",
         signatures: &[
             "clamp(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
             "clamp(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)",
@@ -462,6 +505,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "clamp_",
+        module: "",
         signatures: &[
             "clamp_(Tensor input, Tensor? min=None, Tensor? max=None)",
             "clamp_(Tensor input, Scalar? min=None, Scalar? max=None)",
@@ -473,6 +517,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "clip",
+        module: "",
         signatures: &[
             "clip(Tensor input, Tensor? min=None, Tensor? max=None, *, Tensor out=None)",
             "clip(Tensor input, Scalar? min=None, Scalar? max=None, *, Tensor out=None)",
@@ -486,6 +531,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "clip_",
+        module: "",
         signatures: &[
             "clip_(Tensor input, Tensor? min=None, Tensor? max=None)",
             "clip_(Tensor input, Scalar? min=None, Scalar? max=None)",
@@ -497,6 +543,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "clone",
+        module: "",
         signatures: &[
             "clone(Tensor input, *, MemoryFormat? memory_format=None)",
         ],
@@ -506,6 +553,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "concat",
+        module: "",
         signatures: &[
             "concat(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
         ],
@@ -516,6 +564,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "concatenate",
+        module: "",
         signatures: &[
             "concatenate(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
         ],
@@ -526,6 +575,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "conj",
+        module: "",
         signatures: &[
             "conj(Tensor input)",
         ],
@@ -535,6 +585,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "conj_physical",
+        module: "",
         signatures: &[
             "conj_physical(Tensor input, *, Tensor out=None)",
         ],
@@ -545,6 +596,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "conj_physical_",
+        module: "",
         signatures: &[
             "conj_physical_(Tensor input)",
         ],
@@ -554,6 +606,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "copy",
+        module: "",
         signatures: &[
             "copy(Tensor input, Tensor src, bool non_blocking=False)",
         ],
@@ -563,6 +616,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cos",
+        module: "",
         signatures: &[
             "cos(Tensor input, *, Tensor out=None)",
         ],
@@ -573,6 +627,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cos_",
+        module: "",
         signatures: &[
             "cos_(Tensor input)",
         ],
@@ -582,6 +637,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "count_nonzero",
+        module: "",
         signatures: &[
             "count_nonzero(Tensor input, int64_t? dim=None)",
             "count_nonzero(Tensor input, IntArrayRef dim)",
@@ -593,6 +649,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cummax",
+        module: "",
         signatures: &[
             "cummax(Tensor input, int64_t dim, *, TensorList[2] out=None)",
         ],
@@ -603,6 +660,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cummin",
+        module: "",
         signatures: &[
             "cummin(Tensor input, int64_t dim, *, TensorList[2] out=None)",
         ],
@@ -613,6 +671,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cumprod",
+        module: "",
         signatures: &[
             "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
             "cumprod(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
@@ -624,6 +683,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "cumsum",
+        module: "",
         signatures: &[
             "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None)",
             "cumsum(Tensor input, int64_t dim, *, ScalarType? dtype=None, Tensor out)",
@@ -635,6 +695,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "detach",
+        module: "",
         signatures: &[
             "detach(Tensor input)",
         ],
@@ -644,6 +705,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "diagonal",
+        module: "",
         signatures: &[
             "diagonal(Tensor input, int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
         ],
@@ -653,6 +715,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "div",
+        module: "",
         signatures: &[
             "div(Tensor input, Tensor other, *, Tensor out=None)",
             "div(Tensor input, Tensor other, *, c10::string_view? rounding_mode, Tensor out=None)",
@@ -668,6 +731,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "dot",
+        module: "",
         signatures: &[
             "dot(Tensor input, Tensor tensor, *, Tensor out=None)",
         ],
@@ -678,6 +742,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "empty",
+        module: "",
         signatures: &[
             "empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -687,6 +752,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "empty_like",
+        module: "",
         signatures: &[
             "empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -696,6 +762,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "empty_strided",
+        module: "",
         signatures: &[
             "empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
         ],
@@ -705,6 +772,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "eq",
+        module: "",
         signatures: &[
             "eq(Tensor input, Tensor other, *, Tensor out=None)",
             "eq(Tensor input, Scalar other, *, Tensor out=None)",
@@ -718,6 +786,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "equal",
+        module: "",
         signatures: &[
             "equal(Tensor input, Tensor other)",
         ],
@@ -727,6 +796,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "exp",
+        module: "",
         signatures: &[
             "exp(Tensor input, *, Tensor out=None)",
         ],
@@ -737,6 +807,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "exp_",
+        module: "",
         signatures: &[
             "exp_(Tensor input)",
         ],
@@ -746,6 +817,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "expm1",
+        module: "",
         signatures: &[
             "expm1(Tensor input, *, Tensor out=None)",
         ],
@@ -756,6 +828,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "expm1_",
+        module: "",
         signatures: &[
             "expm1_(Tensor input)",
         ],
@@ -765,6 +838,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "eye",
+        module: "",
         signatures: &[
             "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -778,6 +852,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "fill",
+        module: "",
         signatures: &[
             "fill(Tensor input, Tensor value)",
             "fill(Tensor input, Scalar value)",
@@ -789,6 +864,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "fill_",
+        module: "",
         signatures: &[
             "fill_(Tensor input, Tensor value)",
             "fill_(Tensor input, Scalar value)",
@@ -800,6 +876,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "flatten",
+        module: "",
         signatures: &[
             "flatten(Tensor input, int64_t start_dim=0, int64_t end_dim=-1)",
         ],
@@ -809,6 +886,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "flip",
+        module: "",
         signatures: &[
             "flip(Tensor input, IntArrayRef dims)",
         ],
@@ -818,6 +896,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "floor_divide",
+        module: "",
         signatures: &[
             "floor_divide(Tensor input, Tensor other, *, Tensor out=None)",
             "floor_divide(Tensor input, Scalar other)",
@@ -830,6 +909,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "fmod",
+        module: "",
         signatures: &[
             "fmod(Tensor input, Tensor other, *, Tensor out=None)",
             "fmod(Tensor input, Scalar other, *, Tensor out=None)",
@@ -843,6 +923,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "full",
+        module: "",
         signatures: &[
             "full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
@@ -853,6 +934,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "full_like",
+        module: "",
         signatures: &[
             "full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -862,6 +944,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "gather",
+        module: "",
         signatures: &[
             "gather(Tensor input, int64_t dim, Tensor index, *, bool sparse_grad=False, Tensor out=None)",
         ],
@@ -872,6 +955,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "ge",
+        module: "",
         signatures: &[
             "ge(Tensor input, Tensor other, *, Tensor out=None)",
             "ge(Tensor input, Scalar other, *, Tensor out=None)",
@@ -885,6 +969,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "ger",
+        module: "",
         signatures: &[
             "ger(Tensor input, Tensor vec2, *, Tensor out=None)",
         ],
@@ -895,6 +980,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "gt",
+        module: "",
         signatures: &[
             "gt(Tensor input, Tensor other, *, Tensor out=None)",
             "gt(Tensor input, Scalar other, *, Tensor out=None)",
@@ -908,6 +994,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "histc",
+        module: "",
         signatures: &[
             "histc(Tensor input, int64_t bins=100, Scalar min=0, Scalar max=0, *, Tensor out=None)",
         ],
@@ -918,6 +1005,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "hstack",
+        module: "",
         signatures: &[
             "hstack(TensorList tensors, *, Tensor out=None)",
         ],
@@ -928,6 +1016,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "imag",
+        module: "",
         signatures: &[
             "imag(Tensor input)",
         ],
@@ -937,6 +1026,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index",
+        module: "",
         signatures: &[
             "index(Tensor input, c10::List<::std::optional<Tensor>> indices, *, Tensor out=None)",
         ],
@@ -947,6 +1037,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_add",
+        module: "",
         signatures: &[
             "index_add(Tensor input, int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor out=None)",
         ],
@@ -957,6 +1048,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_copy",
+        module: "",
         signatures: &[
             "index_copy(Tensor input, int64_t dim, Tensor index, Tensor source, *, Tensor out=None)",
         ],
@@ -967,6 +1059,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_fill",
+        module: "",
         signatures: &[
             "index_fill(Tensor input, int64_t dim, Tensor index, Tensor value)",
             "index_fill(Tensor input, int64_t dim, Tensor index, Scalar value)",
@@ -978,6 +1071,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_put",
+        module: "",
         signatures: &[
             "index_put(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
         ],
@@ -987,6 +1081,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_put_",
+        module: "",
         signatures: &[
             "index_put_(Tensor input, c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
         ],
@@ -996,6 +1091,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "index_select",
+        module: "",
         signatures: &[
             "index_select(Tensor input, int64_t dim, Tensor index, *, Tensor out=None)",
         ],
@@ -1006,6 +1102,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "is_conj",
+        module: "",
         signatures: &[
             "is_conj(Tensor input)",
         ],
@@ -1015,6 +1112,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "is_neg",
+        module: "",
         signatures: &[
             "is_neg(Tensor input)",
         ],
@@ -1024,6 +1122,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "isclose",
+        module: "",
         signatures: &[
             "isclose(Tensor input, Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
         ],
@@ -1033,6 +1132,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "isfinite",
+        module: "",
         signatures: &[
             "isfinite(Tensor input)",
         ],
@@ -1042,6 +1142,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "isinf",
+        module: "",
         signatures: &[
             "isinf(Tensor input)",
         ],
@@ -1051,6 +1152,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "isnan",
+        module: "",
         signatures: &[
             "isnan(Tensor input)",
         ],
@@ -1060,6 +1162,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "kthvalue",
+        module: "",
         signatures: &[
             "kthvalue(Tensor input, SymInt k, int64_t dim=-1, bool keepdim=False, *, TensorList[2] out=None)",
         ],
@@ -1070,6 +1173,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "le",
+        module: "",
         signatures: &[
             "le(Tensor input, Tensor other, *, Tensor out=None)",
             "le(Tensor input, Scalar other, *, Tensor out=None)",
@@ -1083,6 +1187,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "lerp",
+        module: "",
         signatures: &[
             "lerp(Tensor input, Tensor end, Tensor weight, *, Tensor out=None)",
             "lerp(Tensor input, Tensor end, Scalar weight, *, Tensor out=None)",
@@ -1096,6 +1201,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "linalg_vector_norm",
+        module: "linalg",
         signatures: &[
             "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
             "linalg_vector_norm(Tensor input, Scalar ord=2, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
@@ -1107,6 +1213,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "linear",
+        module: "nn",
         signatures: &[
             "linear(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor out=None)",
         ],
@@ -1117,6 +1224,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "linspace",
+        module: "",
         signatures: &[
             "linspace(Scalar start, Scalar end, int64_t steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
@@ -1127,6 +1235,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "log",
+        module: "",
         signatures: &[
             "log(Tensor input, *, Tensor out=None)",
         ],
@@ -1137,6 +1246,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "log1p",
+        module: "",
         signatures: &[
             "log1p(Tensor input, *, Tensor out=None)",
         ],
@@ -1147,6 +1257,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "log1p_",
+        module: "",
         signatures: &[
             "log1p_(Tensor input)",
         ],
@@ -1156,6 +1267,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "log_",
+        module: "",
         signatures: &[
             "log_(Tensor input)",
         ],
@@ -1165,6 +1277,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logcumsumexp",
+        module: "",
         signatures: &[
             "logcumsumexp(Tensor input, int64_t dim, *, Tensor out=None)",
         ],
@@ -1175,6 +1288,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logical_and",
+        module: "",
         signatures: &[
             "logical_and(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1185,6 +1299,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logical_not",
+        module: "",
         signatures: &[
             "logical_not(Tensor input, *, Tensor out=None)",
         ],
@@ -1195,6 +1310,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logical_or",
+        module: "",
         signatures: &[
             "logical_or(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1205,6 +1321,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logical_xor",
+        module: "",
         signatures: &[
             "logical_xor(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1215,6 +1332,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logspace",
+        module: "",
         signatures: &[
             "logspace(Scalar start, Scalar end, int64_t steps, double base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
@@ -1225,6 +1343,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "logsumexp",
+        module: "",
         signatures: &[
             "logsumexp(Tensor input, IntArrayRef[1] dim, bool keepdim=False, *, Tensor out=None)",
         ],
@@ -1235,6 +1354,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "lt",
+        module: "",
         signatures: &[
             "lt(Tensor input, Tensor other, *, Tensor out=None)",
             "lt(Tensor input, Scalar other, *, Tensor out=None)",
@@ -1248,6 +1368,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "masked_fill",
+        module: "",
         signatures: &[
             "masked_fill(Tensor input, Tensor mask, Tensor value)",
             "masked_fill(Tensor input, Tensor mask, Scalar value)",
@@ -1259,6 +1380,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "masked_scatter",
+        module: "",
         signatures: &[
             "masked_scatter(Tensor input, Tensor mask, Tensor source)",
         ],
@@ -1268,6 +1390,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "masked_select",
+        module: "",
         signatures: &[
             "masked_select(Tensor input, Tensor mask, *, Tensor out=None)",
         ],
@@ -1278,6 +1401,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "matmul",
+        module: "",
         signatures: &[
             "matmul(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1288,6 +1412,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "max",
+        module: "",
         signatures: &[
             "max(Tensor input, *, Tensor out=None)",
             "max(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
@@ -1301,6 +1426,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "maximum",
+        module: "",
         signatures: &[
             "maximum(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1311,6 +1437,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "mean",
+        module: "",
         signatures: &[
             "mean(Tensor input, *, ScalarType? dtype=None)",
             "mean(Tensor input, *, ScalarType? dtype=None, Tensor out)",
@@ -1326,6 +1453,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "min",
+        module: "",
         signatures: &[
             "min(Tensor input, *, Tensor out=None)",
             "min(Tensor input, int64_t dim, bool keepdim=False, *, TensorList[2] out=None)",
@@ -1339,6 +1467,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "minimum",
+        module: "",
         signatures: &[
             "minimum(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1349,6 +1478,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "mm",
+        module: "",
         signatures: &[
             "mm(Tensor input, Tensor mat2, *, Tensor out=None)",
         ],
@@ -1359,6 +1489,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "movedim",
+        module: "",
         signatures: &[
             "movedim(Tensor input, int64_t source, int64_t destination)",
             "movedim(Tensor input, IntArrayRef source, IntArrayRef destination)",
@@ -1370,6 +1501,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "msort",
+        module: "",
         signatures: &[
             "msort(Tensor input, *, Tensor out=None)",
         ],
@@ -1380,6 +1512,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "mul",
+        module: "",
         signatures: &[
             "mul(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -1390,6 +1523,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "multinomial",
+        module: "",
         signatures: &[
             "multinomial(Tensor input, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor out=None)",
         ],
@@ -1400,6 +1534,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "mv",
+        module: "",
         signatures: &[
             "mv(Tensor input, Tensor vec, *, Tensor out=None)",
         ],
@@ -1410,6 +1545,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "nan_to_num",
+        module: "",
         signatures: &[
             "nan_to_num(Tensor input, double? nan=None, double? posinf=None, double? neginf=None, *, Tensor out=None)",
         ],
@@ -1420,6 +1556,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "nan_to_num_",
+        module: "",
         signatures: &[
             "nan_to_num_(Tensor input, double? nan=None, double? posinf=None, double? neginf=None)",
         ],
@@ -1429,6 +1566,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "nansum",
+        module: "",
         signatures: &[
             "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
             "nansum(Tensor input, IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor out)",
@@ -1440,6 +1578,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "narrow",
+        module: "",
         signatures: &[
             "narrow(Tensor input, int64_t dim, Tensor start, SymInt length)",
             "narrow(Tensor input, int64_t dim, SymInt start, SymInt length)",
@@ -1451,6 +1590,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "ne",
+        module: "",
         signatures: &[
             "ne(Tensor input, Tensor other, *, Tensor out=None)",
             "ne(Tensor input, Scalar other, *, Tensor out=None)",
@@ -1464,6 +1604,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "neg",
+        module: "",
         signatures: &[
             "neg(Tensor input, *, Tensor out=None)",
         ],
@@ -1474,6 +1615,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "neg_",
+        module: "",
         signatures: &[
             "neg_(Tensor input)",
         ],
@@ -1483,6 +1625,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "nonzero",
+        module: "",
         signatures: &[
             "nonzero(Tensor input, *, Tensor out=None)",
         ],
@@ -1493,6 +1636,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "norm",
+        module: "",
         signatures: &[
             "norm(Tensor input, Scalar p=2)",
             "norm(Tensor input, Scalar? p, *, ScalarType dtype)",
@@ -1511,6 +1655,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "normal",
+        module: "",
         signatures: &[
             "normal(Tensor mean, Tensor std, *, Generator? generator=None, Tensor out=None)",
             "normal(Tensor mean, double std=1, *, Generator? generator=None, Tensor out=None)",
@@ -1530,6 +1675,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "ones",
+        module: "",
         signatures: &[
             "ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
@@ -1540,6 +1686,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "ones_like",
+        module: "",
         signatures: &[
             "ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -1549,6 +1696,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "outer",
+        module: "",
         signatures: &[
             "outer(Tensor input, Tensor vec2, *, Tensor out=None)",
         ],
@@ -1559,6 +1707,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "permute",
+        module: "",
         signatures: &[
             "permute(Tensor input, IntArrayRef dims)",
         ],
@@ -1568,6 +1717,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "pow",
+        module: "",
         signatures: &[
             "pow(Tensor input, Tensor exponent, *, Tensor out=None)",
             "pow(Scalar self, Tensor exponent, *, Tensor out=None)",
@@ -1584,6 +1734,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "prod",
+        module: "",
         signatures: &[
             "prod(Tensor input, *, ScalarType? dtype=None)",
             "prod(Tensor input, int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
@@ -1597,6 +1748,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "rand",
+        module: "",
         signatures: &[
             "rand(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "rand(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -1610,6 +1762,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "rand_like",
+        module: "",
         signatures: &[
             "rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -1619,6 +1772,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "randint",
+        module: "",
         signatures: &[
             "randint(SymInt high, SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "randint(SymInt high, SymIntArrayRef size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -1638,6 +1792,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "randint_like",
+        module: "",
         signatures: &[
             "randint_like(Tensor input, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
             "randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
@@ -1649,6 +1804,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "randn",
+        module: "",
         signatures: &[
             "randn(SymIntArrayRef size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "randn(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -1662,6 +1818,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "randn_like",
+        module: "",
         signatures: &[
             "randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -1671,6 +1828,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "randperm",
+        module: "",
         signatures: &[
             "randperm(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
             "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
@@ -1684,6 +1842,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "real",
+        module: "",
         signatures: &[
             "real(Tensor input)",
         ],
@@ -1693,6 +1852,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "reciprocal",
+        module: "",
         signatures: &[
             "reciprocal(Tensor input, *, Tensor out=None)",
         ],
@@ -1703,6 +1863,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "reciprocal_",
+        module: "",
         signatures: &[
             "reciprocal_(Tensor input)",
         ],
@@ -1712,6 +1873,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "relu",
+        module: "",
         signatures: &[
             "relu(Tensor input)",
         ],
@@ -1721,6 +1883,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "relu_",
+        module: "",
         signatures: &[
             "relu_(Tensor input)",
         ],
@@ -1730,6 +1893,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "remainder",
+        module: "",
         signatures: &[
             "remainder(Tensor input, Tensor other, *, Tensor out=None)",
             "remainder(Scalar self, Tensor other)",
@@ -1745,6 +1909,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "repeat_interleave",
+        module: "",
         signatures: &[
             "repeat_interleave(Tensor input, Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)",
             "repeat_interleave(Tensor repeats, *, SymInt? output_size=None)",
@@ -1758,6 +1923,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "reshape",
+        module: "",
         signatures: &[
             "reshape(Tensor input, SymIntArrayRef shape)",
         ],
@@ -1767,6 +1933,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "resolve_conj",
+        module: "",
         signatures: &[
             "resolve_conj(Tensor input)",
         ],
@@ -1776,6 +1943,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "resolve_neg",
+        module: "",
         signatures: &[
             "resolve_neg(Tensor input)",
         ],
@@ -1785,6 +1953,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "roll",
+        module: "",
         signatures: &[
             "roll(Tensor input, SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])",
         ],
@@ -1794,6 +1963,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "row_stack",
+        module: "",
         signatures: &[
             "row_stack(TensorList tensors, *, Tensor out=None)",
         ],
@@ -1804,6 +1974,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "rsqrt",
+        module: "",
         signatures: &[
             "rsqrt(Tensor input, *, Tensor out=None)",
         ],
@@ -1814,6 +1985,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "rsqrt_",
+        module: "",
         signatures: &[
             "rsqrt_(Tensor input)",
         ],
@@ -1823,6 +1995,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "rsub",
+        module: "",
         signatures: &[
             "rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
             "rsub(Tensor input, Scalar other, Scalar alpha=1)",
@@ -1834,6 +2007,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "scalar_tensor",
+        module: "",
         signatures: &[
             "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False)",
         ],
@@ -1843,6 +2017,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "scatter",
+        module: "",
         signatures: &[
             "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
             "scatter(Tensor input, int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce, Tensor out=None)",
@@ -1862,6 +2037,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "scatter_add",
+        module: "",
         signatures: &[
             "scatter_add(Tensor input, int64_t dim, Tensor index, Tensor src, *, Tensor out=None)",
         ],
@@ -1872,6 +2048,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "scatter_reduce",
+        module: "",
         signatures: &[
             "scatter_reduce(Tensor input, int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True, Tensor out=None)",
         ],
@@ -1882,6 +2059,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "searchsorted",
+        module: "",
         signatures: &[
             "searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
             "searchsorted(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, c10::string_view? side=None, Tensor? sorter=None, Tensor out=None)",
@@ -1895,6 +2073,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "select",
+        module: "",
         signatures: &[
             "select(Tensor input, int64_t dim, SymInt index)",
         ],
@@ -1904,6 +2083,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sgn",
+        module: "",
         signatures: &[
             "sgn(Tensor input, *, Tensor out=None)",
         ],
@@ -1914,6 +2094,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sigmoid",
+        module: "",
         signatures: &[
             "sigmoid(Tensor input, *, Tensor out=None)",
         ],
@@ -1924,6 +2105,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sigmoid_",
+        module: "",
         signatures: &[
             "sigmoid_(Tensor input)",
         ],
@@ -1933,6 +2115,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sign",
+        module: "",
         signatures: &[
             "sign(Tensor input, *, Tensor out=None)",
         ],
@@ -1943,6 +2126,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sin",
+        module: "",
         signatures: &[
             "sin(Tensor input, *, Tensor out=None)",
         ],
@@ -1953,6 +2137,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sin_",
+        module: "",
         signatures: &[
             "sin_(Tensor input)",
         ],
@@ -1962,6 +2147,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "slice",
+        module: "",
         signatures: &[
             "slice(Tensor input, int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
         ],
@@ -1971,6 +2157,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sort",
+        module: "",
         signatures: &[
             "sort(Tensor input, *, bool? stable, int64_t dim=-1, bool descending=False, TensorList[2] out=None)",
             "sort(Tensor input, int64_t dim=-1, bool descending=False, *, TensorList[2] out=None)",
@@ -1984,6 +2171,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "split",
+        module: "",
         signatures: &[
             "split(Tensor input, SymInt split_size, int64_t dim=0)",
             "split(Tensor input, SymIntArrayRef split_size, int64_t dim=0)",
@@ -1995,6 +2183,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "split_with_sizes",
+        module: "",
         signatures: &[
             "split_with_sizes(Tensor input, SymIntArrayRef split_sizes, int64_t dim=0)",
         ],
@@ -2004,6 +2193,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sqrt",
+        module: "",
         signatures: &[
             "sqrt(Tensor input, *, Tensor out=None)",
         ],
@@ -2014,6 +2204,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sqrt_",
+        module: "",
         signatures: &[
             "sqrt_(Tensor input)",
         ],
@@ -2023,6 +2214,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "squeeze",
+        module: "",
         signatures: &[
             "squeeze(Tensor input)",
             "squeeze(Tensor input, int64_t dim)",
@@ -2036,6 +2228,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "stack",
+        module: "",
         signatures: &[
             "stack(TensorList tensors, int64_t dim=0, *, Tensor out=None)",
         ],
@@ -2046,6 +2239,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "std",
+        module: "",
         signatures: &[
             "std(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
             "std(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
@@ -2061,6 +2255,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "std_mean",
+        module: "",
         signatures: &[
             "std_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "std_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
@@ -2074,6 +2269,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sub",
+        module: "",
         signatures: &[
             "sub(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
         ],
@@ -2084,6 +2280,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "sum",
+        module: "",
         signatures: &[
             "sum(Tensor input, *, ScalarType? dtype=None)",
             "sum(Tensor input, IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
@@ -2097,6 +2294,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "t",
+        module: "",
         signatures: &[
             "t(Tensor input)",
         ],
@@ -2106,6 +2304,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "take",
+        module: "",
         signatures: &[
             "take(Tensor input, Tensor index, *, Tensor out=None)",
         ],
@@ -2116,6 +2315,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tan",
+        module: "",
         signatures: &[
             "tan(Tensor input, *, Tensor out=None)",
         ],
@@ -2126,6 +2326,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tan_",
+        module: "",
         signatures: &[
             "tan_(Tensor input)",
         ],
@@ -2135,6 +2336,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tanh",
+        module: "",
         signatures: &[
             "tanh(Tensor input, *, Tensor out=None)",
         ],
@@ -2145,6 +2347,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tanh_",
+        module: "",
         signatures: &[
             "tanh_(Tensor input)",
         ],
@@ -2154,6 +2357,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tile",
+        module: "",
         signatures: &[
             "tile(Tensor input, SymIntArrayRef dims)",
         ],
@@ -2163,6 +2367,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "topk",
+        module: "",
         signatures: &[
             "topk(Tensor input, SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True, *, TensorList[2] out=None)",
         ],
@@ -2173,6 +2378,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "transpose",
+        module: "",
         signatures: &[
             "transpose(Tensor input, int64_t dim0, int64_t dim1)",
         ],
@@ -2182,6 +2388,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "tril",
+        module: "",
         signatures: &[
             "tril(Tensor input, SymInt diagonal=0, *, Tensor out=None)",
         ],
@@ -2192,6 +2399,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "triu",
+        module: "",
         signatures: &[
             "triu(Tensor input, SymInt diagonal=0, *, Tensor out=None)",
         ],
@@ -2202,6 +2410,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unbind",
+        module: "",
         signatures: &[
             "unbind(Tensor input, int64_t dim=0)",
         ],
@@ -2211,6 +2420,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unflatten",
+        module: "",
         signatures: &[
             "unflatten(Tensor input, int64_t dim, SymIntArrayRef sizes)",
         ],
@@ -2220,6 +2430,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unique_consecutive",
+        module: "",
         signatures: &[
             "unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int64_t? dim=None)",
         ],
@@ -2229,6 +2440,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unique_dim",
+        module: "",
         signatures: &[
             "unique_dim(Tensor input, int64_t dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)",
         ],
@@ -2238,6 +2450,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unique_dim_consecutive",
+        module: "",
         signatures: &[
             "unique_dim_consecutive(Tensor input, int64_t dim, bool return_inverse=False, bool return_counts=False)",
         ],
@@ -2247,6 +2460,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "unsqueeze",
+        module: "",
         signatures: &[
             "unsqueeze(Tensor input, int64_t dim)",
         ],
@@ -2256,6 +2470,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "var",
+        module: "",
         signatures: &[
             "var(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor out=None)",
             "var(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor out=None)",
@@ -2271,6 +2486,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "var_mean",
+        module: "",
         signatures: &[
             "var_mean(Tensor input, IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "var_mean(Tensor input, IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
@@ -2284,6 +2500,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "vdot",
+        module: "",
         signatures: &[
             "vdot(Tensor input, Tensor other, *, Tensor out=None)",
         ],
@@ -2294,6 +2511,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "view_as_complex",
+        module: "",
         signatures: &[
             "view_as_complex(Tensor input)",
         ],
@@ -2303,6 +2521,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "view_as_real",
+        module: "",
         signatures: &[
             "view_as_real(Tensor input)",
         ],
@@ -2312,6 +2531,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "vstack",
+        module: "",
         signatures: &[
             "vstack(TensorList tensors, *, Tensor out=None)",
         ],
@@ -2322,6 +2542,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "where",
+        module: "",
         signatures: &[
             "where(Tensor condition, Tensor input, Tensor other, *, Tensor out=None)",
             "where(Tensor condition, Scalar self, Tensor other)",
@@ -2338,6 +2559,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "zero_",
+        module: "",
         signatures: &[
             "zero_(Tensor input)",
         ],
@@ -2347,6 +2569,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "zeros",
+        module: "",
         signatures: &[
             "zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, Tensor out=None, bool requires_grad=False)",
         ],
@@ -2357,6 +2580,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
     Binding {
         name: "zeros_like",
+        module: "",
         signatures: &[
             "zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False)",
         ],
@@ -2370,6 +2594,7 @@ pub const FUNCTIONS: &[Binding] = &[
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "_conj",
+        module: "",
         signatures: &[
             "_conj()",
         ],
@@ -2379,6 +2604,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "_conj_physical",
+        module: "",
         signatures: &[
             "_conj_physical()",
         ],
@@ -2388,6 +2614,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "abs",
+        module: "",
         signatures: &[
             "abs()",
         ],
@@ -2397,6 +2624,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "abs_",
+        module: "",
         signatures: &[
             "abs_()",
         ],
@@ -2406,6 +2634,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "add",
+        module: "",
         signatures: &[
             "add(Tensor other, *, Scalar alpha=1)",
         ],
@@ -2415,6 +2644,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "add_",
+        module: "",
         signatures: &[
             "add_(Tensor other, *, Scalar alpha=1)",
         ],
@@ -2424,6 +2654,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addbmm",
+        module: "",
         signatures: &[
             "addbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2433,6 +2664,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addbmm_",
+        module: "",
         signatures: &[
             "addbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2442,6 +2674,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addcdiv",
+        module: "",
         signatures: &[
             "addcdiv(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
@@ -2451,6 +2684,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addcdiv_",
+        module: "",
         signatures: &[
             "addcdiv_(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
@@ -2460,6 +2694,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addcmul",
+        module: "",
         signatures: &[
             "addcmul(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
@@ -2469,6 +2704,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addcmul_",
+        module: "",
         signatures: &[
             "addcmul_(Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
         ],
@@ -2478,6 +2714,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addmm",
+        module: "",
         signatures: &[
             "addmm(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2487,6 +2724,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addmm_",
+        module: "",
         signatures: &[
             "addmm_(Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2496,6 +2734,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addmv",
+        module: "",
         signatures: &[
             "addmv(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2505,6 +2744,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "addmv_",
+        module: "",
         signatures: &[
             "addmv_(Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2514,6 +2754,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "alias",
+        module: "",
         signatures: &[
             "alias()",
         ],
@@ -2523,6 +2764,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "all",
+        module: "",
         signatures: &[
             "all()",
             "all(IntArrayRef? dim=None, bool keepdim=False)",
@@ -2536,6 +2778,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "allclose",
+        module: "",
         signatures: &[
             "allclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
         ],
@@ -2545,6 +2788,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "amax",
+        module: "",
         signatures: &[
             "amax(IntArrayRef[1] dim=[], bool keepdim=False)",
         ],
@@ -2554,6 +2798,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "amin",
+        module: "",
         signatures: &[
             "amin(IntArrayRef[1] dim=[], bool keepdim=False)",
         ],
@@ -2563,6 +2808,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "aminmax",
+        module: "",
         signatures: &[
             "aminmax(*, int64_t? dim=None, bool keepdim=False)",
         ],
@@ -2572,6 +2818,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "any",
+        module: "",
         signatures: &[
             "any()",
             "any(IntArrayRef? dim=None, bool keepdim=False)",
@@ -2585,6 +2832,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "argmax",
+        module: "",
         signatures: &[
             "argmax(int64_t? dim=None, bool keepdim=False)",
         ],
@@ -2594,6 +2842,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "argmin",
+        module: "",
         signatures: &[
             "argmin(int64_t? dim=None, bool keepdim=False)",
         ],
@@ -2603,6 +2852,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "argsort",
+        module: "",
         signatures: &[
             "argsort(*, bool stable, int64_t dim=-1, bool descending=False)",
             "argsort(int64_t dim=-1, bool descending=False)",
@@ -2614,6 +2864,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "argwhere",
+        module: "",
         signatures: &[
             "argwhere()",
         ],
@@ -2623,6 +2874,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "as_strided",
+        module: "",
         signatures: &[
             "as_strided(SymIntArrayRef size, SymIntArrayRef stride, SymInt? storage_offset=None)",
         ],
@@ -2632,6 +2884,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "baddbmm",
+        module: "",
         signatures: &[
             "baddbmm(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2641,6 +2894,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "baddbmm_",
+        module: "",
         signatures: &[
             "baddbmm_(Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
         ],
@@ -2650,6 +2904,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bernoulli",
+        module: "",
         signatures: &[
             "bernoulli(*, Generator? generator=None)",
             "bernoulli(double p, *, Generator? generator=None)",
@@ -2661,6 +2916,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bernoulli_",
+        module: "",
         signatures: &[
             "bernoulli_(Tensor p, *, Generator? generator=None)",
             "bernoulli_(double p=0.5, *, Generator? generator=None)",
@@ -2672,6 +2928,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bincount",
+        module: "",
         signatures: &[
             "bincount(Tensor? weights=None, SymInt minlength=0)",
         ],
@@ -2681,6 +2938,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_and",
+        module: "",
         signatures: &[
             "bitwise_and(Tensor other)",
             "bitwise_and(Scalar other)",
@@ -2692,6 +2950,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_and_",
+        module: "",
         signatures: &[
             "bitwise_and_(Tensor other)",
             "bitwise_and_(Scalar other)",
@@ -2703,6 +2962,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_not",
+        module: "",
         signatures: &[
             "bitwise_not()",
         ],
@@ -2712,6 +2972,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_not_",
+        module: "",
         signatures: &[
             "bitwise_not_()",
         ],
@@ -2721,6 +2982,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_or",
+        module: "",
         signatures: &[
             "bitwise_or(Tensor other)",
             "bitwise_or(Scalar other)",
@@ -2732,6 +2994,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_or_",
+        module: "",
         signatures: &[
             "bitwise_or_(Tensor other)",
             "bitwise_or_(Scalar other)",
@@ -2743,6 +3006,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_xor",
+        module: "",
         signatures: &[
             "bitwise_xor(Tensor other)",
             "bitwise_xor(Scalar other)",
@@ -2754,6 +3018,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bitwise_xor_",
+        module: "",
         signatures: &[
             "bitwise_xor_(Tensor other)",
             "bitwise_xor_(Scalar other)",
@@ -2765,6 +3030,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "bmm",
+        module: "",
         signatures: &[
             "bmm(Tensor mat2)",
         ],
@@ -2774,6 +3040,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "chunk",
+        module: "",
         signatures: &[
             "chunk(int64_t chunks, int64_t dim=0)",
         ],
@@ -2783,6 +3050,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "clamp",
+        module: "",
         signatures: &[
             "clamp(Tensor? min=None, Tensor? max=None)",
             "clamp(Scalar? min=None, Scalar? max=None)",
@@ -2794,6 +3062,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "clamp_",
+        module: "",
         signatures: &[
             "clamp_(Tensor? min=None, Tensor? max=None)",
             "clamp_(Scalar? min=None, Scalar? max=None)",
@@ -2805,6 +3074,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "clip",
+        module: "",
         signatures: &[
             "clip(Tensor? min=None, Tensor? max=None)",
             "clip(Scalar? min=None, Scalar? max=None)",
@@ -2816,6 +3086,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "clip_",
+        module: "",
         signatures: &[
             "clip_(Tensor? min=None, Tensor? max=None)",
             "clip_(Scalar? min=None, Scalar? max=None)",
@@ -2827,6 +3098,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "clone",
+        module: "",
         signatures: &[
             "clone(*, MemoryFormat? memory_format=None)",
         ],
@@ -2836,6 +3108,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "conj",
+        module: "",
         signatures: &[
             "conj()",
         ],
@@ -2845,6 +3118,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "conj_physical",
+        module: "",
         signatures: &[
             "conj_physical()",
         ],
@@ -2854,6 +3128,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "conj_physical_",
+        module: "",
         signatures: &[
             "conj_physical_()",
         ],
@@ -2863,6 +3138,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "contiguous",
+        module: "",
         signatures: &[
             "contiguous(*, MemoryFormat memory_format=contiguous_format)",
         ],
@@ -2872,6 +3148,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "copy_",
+        module: "",
         signatures: &[
             "copy_(Tensor src, bool non_blocking=False)",
         ],
@@ -2881,6 +3158,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cos",
+        module: "",
         signatures: &[
             "cos()",
         ],
@@ -2890,6 +3168,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cos_",
+        module: "",
         signatures: &[
             "cos_()",
         ],
@@ -2899,6 +3178,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "count_nonzero",
+        module: "",
         signatures: &[
             "count_nonzero(int64_t? dim=None)",
             "count_nonzero(IntArrayRef dim)",
@@ -2910,6 +3190,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cummax",
+        module: "",
         signatures: &[
             "cummax(int64_t dim)",
         ],
@@ -2919,6 +3200,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cummin",
+        module: "",
         signatures: &[
             "cummin(int64_t dim)",
         ],
@@ -2928,6 +3210,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cumprod",
+        module: "",
         signatures: &[
             "cumprod(int64_t dim, *, ScalarType? dtype=None)",
         ],
@@ -2937,6 +3220,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cumprod_",
+        module: "",
         signatures: &[
             "cumprod_(int64_t dim, *, ScalarType? dtype=None)",
         ],
@@ -2946,6 +3230,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cumsum",
+        module: "",
         signatures: &[
             "cumsum(int64_t dim, *, ScalarType? dtype=None)",
         ],
@@ -2955,6 +3240,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "cumsum_",
+        module: "",
         signatures: &[
             "cumsum_(int64_t dim, *, ScalarType? dtype=None)",
         ],
@@ -2964,6 +3250,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "detach",
+        module: "",
         signatures: &[
             "detach()",
         ],
@@ -2973,6 +3260,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "diagonal",
+        module: "",
         signatures: &[
             "diagonal(int64_t offset=0, int64_t dim1=0, int64_t dim2=1)",
         ],
@@ -2982,6 +3270,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "div",
+        module: "",
         signatures: &[
             "div(Tensor other)",
             "div(Tensor other, *, c10::string_view? rounding_mode)",
@@ -2995,6 +3284,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "div_",
+        module: "",
         signatures: &[
             "div_(Tensor other)",
             "div_(Tensor other, *, c10::string_view? rounding_mode)",
@@ -3008,6 +3298,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "dot",
+        module: "",
         signatures: &[
             "dot(Tensor tensor)",
         ],
@@ -3017,6 +3308,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "eq",
+        module: "",
         signatures: &[
             "eq(Tensor other)",
             "eq(Scalar other)",
@@ -3028,6 +3320,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "eq_",
+        module: "",
         signatures: &[
             "eq_(Tensor other)",
             "eq_(Scalar other)",
@@ -3039,6 +3332,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "equal",
+        module: "",
         signatures: &[
             "equal(Tensor other)",
         ],
@@ -3048,6 +3342,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "exp",
+        module: "",
         signatures: &[
             "exp()",
         ],
@@ -3057,6 +3352,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "exp_",
+        module: "",
         signatures: &[
             "exp_()",
         ],
@@ -3066,6 +3362,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "expand",
+        module: "",
         signatures: &[
             "expand(SymIntArrayRef size, *, bool implicit=False)",
         ],
@@ -3075,6 +3372,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "expand_as",
+        module: "",
         signatures: &[
             "expand_as(Tensor other)",
         ],
@@ -3084,6 +3382,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "expm1",
+        module: "",
         signatures: &[
             "expm1()",
         ],
@@ -3093,6 +3392,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "expm1_",
+        module: "",
         signatures: &[
             "expm1_()",
         ],
@@ -3102,6 +3402,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "exponential_",
+        module: "",
         signatures: &[
             "exponential_(double lambd=1, *, Generator? generator=None)",
         ],
@@ -3111,6 +3412,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "fill_",
+        module: "",
         signatures: &[
             "fill_(Scalar value)",
         ],
@@ -3120,6 +3422,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "flatten",
+        module: "",
         signatures: &[
             "flatten(int64_t start_dim=0, int64_t end_dim=-1)",
         ],
@@ -3129,6 +3432,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "flip",
+        module: "",
         signatures: &[
             "flip(IntArrayRef dims)",
         ],
@@ -3138,6 +3442,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "floor_divide",
+        module: "",
         signatures: &[
             "floor_divide(Tensor other)",
             "floor_divide(Scalar other)",
@@ -3149,6 +3454,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "floor_divide_",
+        module: "",
         signatures: &[
             "floor_divide_(Tensor other)",
             "floor_divide_(Scalar other)",
@@ -3160,6 +3466,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "fmod",
+        module: "",
         signatures: &[
             "fmod(Tensor other)",
             "fmod(Scalar other)",
@@ -3171,6 +3478,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "fmod_",
+        module: "",
         signatures: &[
             "fmod_(Tensor other)",
             "fmod_(Scalar other)",
@@ -3182,6 +3490,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "gather",
+        module: "",
         signatures: &[
             "gather(int64_t dim, Tensor index, *, bool sparse_grad=False)",
         ],
@@ -3191,6 +3500,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "ge",
+        module: "",
         signatures: &[
             "ge(Tensor other)",
             "ge(Scalar other)",
@@ -3202,6 +3512,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "ge_",
+        module: "",
         signatures: &[
             "ge_(Tensor other)",
             "ge_(Scalar other)",
@@ -3213,6 +3524,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "ger",
+        module: "",
         signatures: &[
             "ger(Tensor vec2)",
         ],
@@ -3222,6 +3534,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "gt",
+        module: "",
         signatures: &[
             "gt(Tensor other)",
             "gt(Scalar other)",
@@ -3233,6 +3546,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "gt_",
+        module: "",
         signatures: &[
             "gt_(Tensor other)",
             "gt_(Scalar other)",
@@ -3244,6 +3558,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "histc",
+        module: "",
         signatures: &[
             "histc(int64_t bins=100, Scalar min=0, Scalar max=0)",
         ],
@@ -3253,6 +3568,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index",
+        module: "",
         signatures: &[
             "index(c10::List<::std::optional<Tensor>> indices)",
         ],
@@ -3262,6 +3578,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_add",
+        module: "",
         signatures: &[
             "index_add(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
         ],
@@ -3271,6 +3588,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_add_",
+        module: "",
         signatures: &[
             "index_add_(int64_t dim, Tensor index, Tensor source, *, Scalar alpha=1)",
         ],
@@ -3280,6 +3598,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_copy",
+        module: "",
         signatures: &[
             "index_copy(int64_t dim, Tensor index, Tensor source)",
         ],
@@ -3289,6 +3608,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_copy_",
+        module: "",
         signatures: &[
             "index_copy_(int64_t dim, Tensor index, Tensor source)",
         ],
@@ -3298,6 +3618,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_fill",
+        module: "",
         signatures: &[
             "index_fill(int64_t dim, Tensor index, Tensor value)",
             "index_fill(int64_t dim, Tensor index, Scalar value)",
@@ -3309,6 +3630,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_fill_",
+        module: "",
         signatures: &[
             "index_fill_(int64_t dim, Tensor index, Tensor value)",
             "index_fill_(int64_t dim, Tensor index, Scalar value)",
@@ -3320,6 +3642,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_put",
+        module: "",
         signatures: &[
             "index_put(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
         ],
@@ -3329,6 +3652,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_put_",
+        module: "",
         signatures: &[
             "index_put_(c10::List<::std::optional<Tensor>> indices, Tensor values, bool accumulate=False)",
         ],
@@ -3338,6 +3662,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "index_select",
+        module: "",
         signatures: &[
             "index_select(int64_t dim, Tensor index)",
         ],
@@ -3347,6 +3672,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "is_conj",
+        module: "",
         signatures: &[
             "is_conj()",
         ],
@@ -3356,6 +3682,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "is_neg",
+        module: "",
         signatures: &[
             "is_neg()",
         ],
@@ -3365,6 +3692,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "isclose",
+        module: "",
         signatures: &[
             "isclose(Tensor other, double rtol=1e-05, double atol=1e-08, bool equal_nan=False)",
         ],
@@ -3374,6 +3702,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "isfinite",
+        module: "",
         signatures: &[
             "isfinite()",
         ],
@@ -3383,6 +3712,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "isinf",
+        module: "",
         signatures: &[
             "isinf()",
         ],
@@ -3392,6 +3722,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "isnan",
+        module: "",
         signatures: &[
             "isnan()",
         ],
@@ -3401,6 +3732,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "kthvalue",
+        module: "",
         signatures: &[
             "kthvalue(SymInt k, int64_t dim=-1, bool keepdim=False)",
         ],
@@ -3410,6 +3742,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "le",
+        module: "",
         signatures: &[
             "le(Tensor other)",
             "le(Scalar other)",
@@ -3421,6 +3754,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "le_",
+        module: "",
         signatures: &[
             "le_(Tensor other)",
             "le_(Scalar other)",
@@ -3432,6 +3766,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "lerp",
+        module: "",
         signatures: &[
             "lerp(Tensor end, Tensor weight)",
             "lerp(Tensor end, Scalar weight)",
@@ -3443,6 +3778,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "lerp_",
+        module: "",
         signatures: &[
             "lerp_(Tensor end, Tensor weight)",
             "lerp_(Tensor end, Scalar weight)",
@@ -3454,6 +3790,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "log",
+        module: "",
         signatures: &[
             "log()",
         ],
@@ -3463,6 +3800,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "log1p",
+        module: "",
         signatures: &[
             "log1p()",
         ],
@@ -3472,6 +3810,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "log1p_",
+        module: "",
         signatures: &[
             "log1p_()",
         ],
@@ -3481,6 +3820,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "log_",
+        module: "",
         signatures: &[
             "log_()",
         ],
@@ -3490,6 +3830,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logcumsumexp",
+        module: "",
         signatures: &[
             "logcumsumexp(int64_t dim)",
         ],
@@ -3499,6 +3840,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_and",
+        module: "",
         signatures: &[
             "logical_and(Tensor other)",
         ],
@@ -3508,6 +3850,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_and_",
+        module: "",
         signatures: &[
             "logical_and_(Tensor other)",
         ],
@@ -3517,6 +3860,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_not",
+        module: "",
         signatures: &[
             "logical_not()",
         ],
@@ -3526,6 +3870,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_not_",
+        module: "",
         signatures: &[
             "logical_not_()",
         ],
@@ -3535,6 +3880,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_or",
+        module: "",
         signatures: &[
             "logical_or(Tensor other)",
         ],
@@ -3544,6 +3890,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_or_",
+        module: "",
         signatures: &[
             "logical_or_(Tensor other)",
         ],
@@ -3553,6 +3900,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_xor",
+        module: "",
         signatures: &[
             "logical_xor(Tensor other)",
         ],
@@ -3562,6 +3910,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logical_xor_",
+        module: "",
         signatures: &[
             "logical_xor_(Tensor other)",
         ],
@@ -3571,6 +3920,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "logsumexp",
+        module: "",
         signatures: &[
             "logsumexp(IntArrayRef[1] dim, bool keepdim=False)",
         ],
@@ -3580,6 +3930,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "lt",
+        module: "",
         signatures: &[
             "lt(Tensor other)",
             "lt(Scalar other)",
@@ -3591,6 +3942,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "lt_",
+        module: "",
         signatures: &[
             "lt_(Tensor other)",
             "lt_(Scalar other)",
@@ -3602,6 +3954,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "masked_fill",
+        module: "",
         signatures: &[
             "masked_fill(Tensor mask, Tensor value)",
             "masked_fill(Tensor mask, Scalar value)",
@@ -3613,6 +3966,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "masked_fill_",
+        module: "",
         signatures: &[
             "masked_fill_(Tensor mask, Tensor value)",
             "masked_fill_(Tensor mask, Scalar value)",
@@ -3624,6 +3978,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "masked_scatter",
+        module: "",
         signatures: &[
             "masked_scatter(Tensor mask, Tensor source)",
         ],
@@ -3633,6 +3988,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "masked_scatter_",
+        module: "",
         signatures: &[
             "masked_scatter_(Tensor mask, Tensor source)",
         ],
@@ -3642,6 +3998,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "masked_select",
+        module: "",
         signatures: &[
             "masked_select(Tensor mask)",
         ],
@@ -3651,6 +4008,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "matmul",
+        module: "",
         signatures: &[
             "matmul(Tensor other)",
         ],
@@ -3660,6 +4018,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "max",
+        module: "",
         signatures: &[
             "max()",
             "max(int64_t dim, bool keepdim=False)",
@@ -3671,6 +4030,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "maximum",
+        module: "",
         signatures: &[
             "maximum(Tensor other)",
         ],
@@ -3680,6 +4040,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "mean",
+        module: "",
         signatures: &[
             "mean(*, ScalarType? dtype=None)",
             "mean(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
@@ -3691,6 +4052,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "min",
+        module: "",
         signatures: &[
             "min()",
             "min(int64_t dim, bool keepdim=False)",
@@ -3702,6 +4064,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "minimum",
+        module: "",
         signatures: &[
             "minimum(Tensor other)",
         ],
@@ -3711,6 +4074,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "mm",
+        module: "",
         signatures: &[
             "mm(Tensor mat2)",
         ],
@@ -3720,6 +4084,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "movedim",
+        module: "",
         signatures: &[
             "movedim(int64_t source, int64_t destination)",
             "movedim(IntArrayRef source, IntArrayRef destination)",
@@ -3731,6 +4096,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "msort",
+        module: "",
         signatures: &[
             "msort()",
         ],
@@ -3740,6 +4106,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "mul",
+        module: "",
         signatures: &[
             "mul(Tensor other)",
         ],
@@ -3749,6 +4116,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "mul_",
+        module: "",
         signatures: &[
             "mul_(Tensor other)",
         ],
@@ -3758,6 +4126,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "multinomial",
+        module: "",
         signatures: &[
             "multinomial(SymInt num_samples, bool replacement=False, *, Generator? generator=None)",
         ],
@@ -3767,6 +4136,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "mv",
+        module: "",
         signatures: &[
             "mv(Tensor vec)",
         ],
@@ -3776,6 +4146,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "nan_to_num",
+        module: "",
         signatures: &[
             "nan_to_num(double? nan=None, double? posinf=None, double? neginf=None)",
         ],
@@ -3785,6 +4156,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "nan_to_num_",
+        module: "",
         signatures: &[
             "nan_to_num_(double? nan=None, double? posinf=None, double? neginf=None)",
         ],
@@ -3794,6 +4166,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "nansum",
+        module: "",
         signatures: &[
             "nansum(IntArrayRef[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
         ],
@@ -3803,6 +4176,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "narrow",
+        module: "",
         signatures: &[
             "narrow(int64_t dim, Tensor start, SymInt length)",
             "narrow(int64_t dim, SymInt start, SymInt length)",
@@ -3814,6 +4188,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "ne",
+        module: "",
         signatures: &[
             "ne(Tensor other)",
             "ne(Scalar other)",
@@ -3825,6 +4200,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "ne_",
+        module: "",
         signatures: &[
             "ne_(Tensor other)",
             "ne_(Scalar other)",
@@ -3836,6 +4212,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "neg",
+        module: "",
         signatures: &[
             "neg()",
         ],
@@ -3845,6 +4222,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "neg_",
+        module: "",
         signatures: &[
             "neg_()",
         ],
@@ -3854,6 +4232,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "new_empty",
+        module: "",
         signatures: &[
             "new_empty(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
@@ -3863,6 +4242,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "new_empty_strided",
+        module: "",
         signatures: &[
             "new_empty_strided(SymIntArrayRef size, SymIntArrayRef stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
@@ -3872,6 +4252,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "new_full",
+        module: "",
         signatures: &[
             "new_full(SymIntArrayRef size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
@@ -3881,6 +4262,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "new_ones",
+        module: "",
         signatures: &[
             "new_ones(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
@@ -3890,6 +4272,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "new_zeros",
+        module: "",
         signatures: &[
             "new_zeros(SymIntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None)",
         ],
@@ -3899,6 +4282,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "nonzero",
+        module: "",
         signatures: &[
             "nonzero()",
         ],
@@ -3908,6 +4292,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "norm",
+        module: "",
         signatures: &[
             "norm(Scalar p=2)",
             "norm(Scalar? p, *, ScalarType dtype)",
@@ -3923,6 +4308,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "normal_",
+        module: "",
         signatures: &[
             "normal_(double mean=0, double std=1, *, Generator? generator=None)",
         ],
@@ -3932,6 +4318,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "outer",
+        module: "",
         signatures: &[
             "outer(Tensor vec2)",
         ],
@@ -3941,6 +4328,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "permute",
+        module: "",
         signatures: &[
             "permute(IntArrayRef dims)",
         ],
@@ -3950,6 +4338,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "pow",
+        module: "",
         signatures: &[
             "pow(Tensor exponent)",
             "pow(Scalar exponent)",
@@ -3961,6 +4350,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "pow_",
+        module: "",
         signatures: &[
             "pow_(Tensor exponent)",
             "pow_(Scalar exponent)",
@@ -3972,6 +4362,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "prod",
+        module: "",
         signatures: &[
             "prod(*, ScalarType? dtype=None)",
             "prod(int64_t dim, bool keepdim=False, *, ScalarType? dtype=None)",
@@ -3983,6 +4374,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "random_",
+        module: "",
         signatures: &[
             "random_(*, Generator? generator=None)",
             "random_(int64_t from, int64_t? to, *, Generator? generator=None)",
@@ -3996,6 +4388,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "reciprocal",
+        module: "",
         signatures: &[
             "reciprocal()",
         ],
@@ -4005,6 +4398,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "reciprocal_",
+        module: "",
         signatures: &[
             "reciprocal_()",
         ],
@@ -4014,6 +4408,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "relu",
+        module: "",
         signatures: &[
             "relu()",
         ],
@@ -4023,6 +4418,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "relu_",
+        module: "",
         signatures: &[
             "relu_()",
         ],
@@ -4032,6 +4428,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "remainder",
+        module: "",
         signatures: &[
             "remainder(Tensor other)",
             "remainder(Scalar other)",
@@ -4043,6 +4440,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "remainder_",
+        module: "",
         signatures: &[
             "remainder_(Tensor other)",
             "remainder_(Scalar other)",
@@ -4054,6 +4452,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "repeat",
+        module: "",
         signatures: &[
             "repeat(SymIntArrayRef repeats)",
         ],
@@ -4063,6 +4462,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "repeat_interleave",
+        module: "",
         signatures: &[
             "repeat_interleave(Tensor repeats, int64_t? dim=None, *, SymInt? output_size=None)",
             "repeat_interleave(SymInt repeats, int64_t? dim=None, *, SymInt? output_size=None)",
@@ -4074,6 +4474,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "reshape",
+        module: "",
         signatures: &[
             "reshape(SymIntArrayRef shape)",
         ],
@@ -4083,6 +4484,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "reshape_as",
+        module: "",
         signatures: &[
             "reshape_as(Tensor other)",
         ],
@@ -4092,6 +4494,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "resolve_conj",
+        module: "",
         signatures: &[
             "resolve_conj()",
         ],
@@ -4101,6 +4504,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "resolve_neg",
+        module: "",
         signatures: &[
             "resolve_neg()",
         ],
@@ -4110,6 +4514,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "roll",
+        module: "",
         signatures: &[
             "roll(SymIntArrayRef[1] shifts, IntArrayRef[1] dims=[])",
         ],
@@ -4119,6 +4524,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "rsqrt",
+        module: "",
         signatures: &[
             "rsqrt()",
         ],
@@ -4128,6 +4534,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "rsqrt_",
+        module: "",
         signatures: &[
             "rsqrt_()",
         ],
@@ -4137,6 +4544,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter",
+        module: "",
         signatures: &[
             "scatter(int64_t dim, Tensor index, Tensor src)",
             "scatter(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
@@ -4152,6 +4560,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter_",
+        module: "",
         signatures: &[
             "scatter_(int64_t dim, Tensor index, Tensor src)",
             "scatter_(int64_t dim, Tensor index, Tensor src, *, c10::string_view reduce)",
@@ -4167,6 +4576,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter_add",
+        module: "",
         signatures: &[
             "scatter_add(int64_t dim, Tensor index, Tensor src)",
         ],
@@ -4176,6 +4586,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter_add_",
+        module: "",
         signatures: &[
             "scatter_add_(int64_t dim, Tensor index, Tensor src)",
         ],
@@ -4185,6 +4596,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter_reduce",
+        module: "",
         signatures: &[
             "scatter_reduce(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
         ],
@@ -4194,6 +4606,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "scatter_reduce_",
+        module: "",
         signatures: &[
             "scatter_reduce_(int64_t dim, Tensor index, Tensor src, c10::string_view reduce, *, bool include_self=True)",
         ],
@@ -4203,6 +4616,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "select",
+        module: "",
         signatures: &[
             "select(int64_t dim, SymInt index)",
         ],
@@ -4212,6 +4626,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sgn",
+        module: "",
         signatures: &[
             "sgn()",
         ],
@@ -4221,6 +4636,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sgn_",
+        module: "",
         signatures: &[
             "sgn_()",
         ],
@@ -4230,6 +4646,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sigmoid",
+        module: "",
         signatures: &[
             "sigmoid()",
         ],
@@ -4239,6 +4656,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sigmoid_",
+        module: "",
         signatures: &[
             "sigmoid_()",
         ],
@@ -4248,6 +4666,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sign",
+        module: "",
         signatures: &[
             "sign()",
         ],
@@ -4257,6 +4676,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sign_",
+        module: "",
         signatures: &[
             "sign_()",
         ],
@@ -4266,6 +4686,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sin",
+        module: "",
         signatures: &[
             "sin()",
         ],
@@ -4275,6 +4696,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sin_",
+        module: "",
         signatures: &[
             "sin_()",
         ],
@@ -4284,6 +4706,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "slice",
+        module: "",
         signatures: &[
             "slice(int64_t dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)",
         ],
@@ -4293,6 +4716,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sort",
+        module: "",
         signatures: &[
             "sort(*, bool? stable, int64_t dim=-1, bool descending=False)",
             "sort(int64_t dim=-1, bool descending=False)",
@@ -4304,6 +4728,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "split",
+        module: "",
         signatures: &[
             "split(SymInt split_size, int64_t dim=0)",
             "split(SymIntArrayRef split_size, int64_t dim=0)",
@@ -4315,6 +4740,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "split_with_sizes",
+        module: "",
         signatures: &[
             "split_with_sizes(SymIntArrayRef split_sizes, int64_t dim=0)",
         ],
@@ -4324,6 +4750,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sqrt",
+        module: "",
         signatures: &[
             "sqrt()",
         ],
@@ -4333,6 +4760,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sqrt_",
+        module: "",
         signatures: &[
             "sqrt_()",
         ],
@@ -4342,6 +4770,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "squeeze",
+        module: "",
         signatures: &[
             "squeeze()",
             "squeeze(int64_t dim)",
@@ -4355,6 +4784,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "std",
+        module: "",
         signatures: &[
             "std(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "std(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
@@ -4368,6 +4798,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sub",
+        module: "",
         signatures: &[
             "sub(Tensor other, *, Scalar alpha=1)",
         ],
@@ -4377,6 +4808,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sub_",
+        module: "",
         signatures: &[
             "sub_(Tensor other, *, Scalar alpha=1)",
         ],
@@ -4386,6 +4818,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "sum",
+        module: "",
         signatures: &[
             "sum(*, ScalarType? dtype=None)",
             "sum(IntArrayRef[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)",
@@ -4397,6 +4830,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "t",
+        module: "",
         signatures: &[
             "t()",
         ],
@@ -4406,6 +4840,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "take",
+        module: "",
         signatures: &[
             "take(Tensor index)",
         ],
@@ -4415,6 +4850,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tan",
+        module: "",
         signatures: &[
             "tan()",
         ],
@@ -4424,6 +4860,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tan_",
+        module: "",
         signatures: &[
             "tan_()",
         ],
@@ -4433,6 +4870,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tanh",
+        module: "",
         signatures: &[
             "tanh()",
         ],
@@ -4442,6 +4880,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tanh_",
+        module: "",
         signatures: &[
             "tanh_()",
         ],
@@ -4451,6 +4890,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tile",
+        module: "",
         signatures: &[
             "tile(SymIntArrayRef dims)",
         ],
@@ -4460,6 +4900,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "to",
+        module: "",
         signatures: &[
             "to(*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
             "to(Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None)",
@@ -4475,6 +4916,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "topk",
+        module: "",
         signatures: &[
             "topk(SymInt k, int64_t dim=-1, bool largest=True, bool sorted=True)",
         ],
@@ -4484,6 +4926,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "transpose",
+        module: "",
         signatures: &[
             "transpose(int64_t dim0, int64_t dim1)",
         ],
@@ -4493,6 +4936,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tril",
+        module: "",
         signatures: &[
             "tril(SymInt diagonal=0)",
         ],
@@ -4502,6 +4946,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "tril_",
+        module: "",
         signatures: &[
             "tril_(SymInt diagonal=0)",
         ],
@@ -4511,6 +4956,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "triu",
+        module: "",
         signatures: &[
             "triu(SymInt diagonal=0)",
         ],
@@ -4520,6 +4966,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "triu_",
+        module: "",
         signatures: &[
             "triu_(SymInt diagonal=0)",
         ],
@@ -4529,6 +4976,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "type_as",
+        module: "",
         signatures: &[
             "type_as(Tensor other)",
         ],
@@ -4538,6 +4986,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "unbind",
+        module: "",
         signatures: &[
             "unbind(int64_t dim=0)",
         ],
@@ -4547,6 +4996,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "unflatten",
+        module: "",
         signatures: &[
             "unflatten(int64_t dim, SymIntArrayRef sizes)",
         ],
@@ -4556,6 +5006,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "unfold",
+        module: "",
         signatures: &[
             "unfold(int64_t dimension, int64_t size, int64_t step)",
         ],
@@ -4565,6 +5016,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "uniform_",
+        module: "",
         signatures: &[
             "uniform_(double from=0, double to=1, *, Generator? generator=None)",
         ],
@@ -4574,6 +5026,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "unsqueeze",
+        module: "",
         signatures: &[
             "unsqueeze(int64_t dim)",
         ],
@@ -4583,6 +5036,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "var",
+        module: "",
         signatures: &[
             "var(IntArrayRef[1]? dim, bool unbiased=True, bool keepdim=False)",
             "var(IntArrayRef[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)",
@@ -4596,6 +5050,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "vdot",
+        module: "",
         signatures: &[
             "vdot(Tensor other)",
         ],
@@ -4605,6 +5060,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "view",
+        module: "",
         signatures: &[
             "view(ScalarType dtype)",
             "view(SymIntArrayRef size)",
@@ -4616,6 +5072,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "view_as",
+        module: "",
         signatures: &[
             "view_as(Tensor other)",
         ],
@@ -4625,6 +5082,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "where",
+        module: "",
         signatures: &[
             "where(Tensor condition, Tensor other)",
             "where(Tensor condition, Scalar other)",
@@ -4636,6 +5094,7 @@ pub const METHODS: &[Binding] = &[
     },
     Binding {
         name: "zero_",
+        module: "",
         signatures: &[
             "zero_()",
         ],

@@ -645,12 +645,16 @@ unsafe fn call_with_tuple(
         r
     }
 }
-/// `ratten._C._generated_functions()`: name -> function, for the module's namespace.
+/// `ratten._C._generated_functions(module="")`: name -> function of the declarations with
+/// that `python_module` (`""`: the top-level namespace; `"nn"`: torch's `torch._C._nn`).
 #[pyfunction]
-fn _generated_functions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+#[pyo3(signature = (module = ""))]
+fn _generated_functions<'py>(py: Python<'py>, module: &str) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (i, b) in signatures::FUNCTIONS.iter().enumerate() {
-        d.set_item(b.name, Py::new(py, GeneratedFunction::new(i))?)?;
+        if b.module == module {
+            d.set_item(b.name, Py::new(py, GeneratedFunction::new(i))?)?;
+        }
     }
     Ok(d)
 }

@@ -62,3 +62,19 @@ pub use simd::{f16_to_f32_slice, f32_to_f16_slice};
 pub mod bucketization_kernels;
 pub mod summary_kernels;
 pub mod unique_kernels;
+
+// The activations' pointwise kernels.
+pub mod activation_kernels;
+
+// The softmax family's and the losses' loops.
+pub mod loss_kernels;
+pub mod softmax_kernels;
+
+// im2col / col2im and the pooling windows.
+pub mod convolution_kernels;
+pub mod pooling_kernels;
+
+// The normalization statistics, embedding rows, padding and interpolation loops.
+pub mod normalization_kernels;
+pub mod padding_kernels;
+pub mod upsample_kernels;

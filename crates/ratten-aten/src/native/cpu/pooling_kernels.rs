@@ -1,0 +1,1 @@
+//! The CPU loops of `crate::native::pooling`.

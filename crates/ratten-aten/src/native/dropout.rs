@@ -1,0 +1,1 @@
+//! Dropout (ATen's Dropout.cpp).

@@ -1,0 +1,1 @@
+//! Embedding and embedding_bag (ATen's Embedding.cpp, EmbeddingBag.cpp), one_hot.

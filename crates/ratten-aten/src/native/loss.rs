@@ -1,0 +1,1 @@
+//! The losses (ATen's Loss.cpp, LossNLL.cpp).

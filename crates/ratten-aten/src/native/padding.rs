@@ -1,0 +1,1 @@
+//! Padding (ATen's PadNd.cpp, ReflectionPad.cpp, ReplicationPadding.cpp).

@@ -1,0 +1,1 @@
+//! softmax and log_softmax (ATen's SoftMax.cpp).

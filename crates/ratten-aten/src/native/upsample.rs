@@ -1,0 +1,1 @@
+//! Interpolation (ATen's UpSampleNearest2d.cpp, UpSampleBilinear2d.cpp).
