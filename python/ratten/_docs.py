@@ -296,6 +296,31 @@ ACTIVATIONS = {
 }
 
 SOFTMAX_AND_LOSSES = {
+    "_log_softmax": "Internal kernel of `log_softmax`: the log of softmax of `self` along `dim` (no dtype conversion).",
+    "_log_softmax_backward_data": "The gradient of `_log_softmax` from `grad_output` and its `output`: `grad - exp(output) * sum(grad, dim)`.",
+    "_softmax": "Internal kernel of `softmax`: softmax of `self` along `dim` (no dtype conversion).",
+    "_softmax_backward_data": "The gradient of `_softmax` from `grad_output` and its `output`: `output * (grad - sum(grad * output, dim))`.",
+    "binary_cross_entropy": "Binary cross entropy between probabilities `input` and `target`, optionally weighted, reduced by `reduction`.",
+    "binary_cross_entropy_backward": "The gradient of `binary_cross_entropy` with respect to `self`.",
+    "binary_cross_entropy_with_logits": "Binary cross entropy of logits `self` (sigmoid fused in), with `weight` and `pos_weight`, reduced by `reduction`.",
+    "cross_entropy_loss": "Cross entropy of logits `self` and class indices or class probabilities `target`, with label smoothing.",
+    "huber_loss": "The Huber loss: quadratic where |self - target| < `delta`, linear beyond, reduced by `reduction`.",
+    "huber_loss_backward": "The gradient of `huber_loss` with respect to `self`.",
+    "kl_div": "The Kullback-Leibler divergence of log-probabilities `self` from `target` (log-probabilities when `log_target`).",
+    "l1_loss": "The mean (or sum, or each) absolute difference of `self` and `target`.",
+    "log_softmax": "The logarithm of softmax along `dim`, computed in `dtype` when given.",
+    "mse_loss": "The mean (or sum, or each) squared difference of `self` and `target`.",
+    "mse_loss_backward": "The gradient of `mse_loss` with respect to `self`.",
+    "nll_loss": "The negative log likelihood loss of log-probabilities `self` (1-D or 2-D) and class indices `target`.",
+    "nll_loss2d": "The negative log likelihood loss of a 4-D `self` (N, C, H, W) and class indices `target` (N, H, W).",
+    "nll_loss2d_backward": "The gradient of `nll_loss2d_forward` with respect to `self`.",
+    "nll_loss2d_forward": "nll_loss2d's kernel: the loss and the total weight of the counted targets.",
+    "nll_loss_backward": "The gradient of `nll_loss_forward` with respect to `self`.",
+    "nll_loss_forward": "nll_loss's kernel: the loss and the total weight of the counted targets.",
+    "nll_loss_nd": "The negative log likelihood loss of an input of any rank (classes along dim 1) and class indices `target`.",
+    "smooth_l1_loss": "The smooth L1 loss: quadratic where |self - target| < `beta`, linear beyond, reduced by `reduction`.",
+    "smooth_l1_loss_backward": "The gradient of `smooth_l1_loss` with respect to `self`.",
+    "softmax": "Softmax along `dim`: `exp(x) / sum(exp(x))`, computed in `dtype` when given.",
 }
 
 CONVOLUTION_AND_POOLING = {

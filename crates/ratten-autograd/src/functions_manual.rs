@@ -2160,6 +2160,234 @@ pub fn unfold_backward(
 // Softmax and losses
 // ----------------------------------------------------------------------------------------
 
+/// `at::Reduction::Mean`.
+const REDUCTION_MEAN: i64 = 1;
+/// `at::Reduction::None`.
+const REDUCTION_NONE: i64 = 0;
+
+/// `t.sum(dim, /*keepdim=*/true)`.
+fn sum_keepdim(t: &Tensor, dim: i64) -> Result<Tensor> {
+    F::sum_dim_int_list_with(t, Some(&[dim]), true, None)
+}
+
+/// `t / numel` when the reduction is the mean.
+fn mean_scaled(t: Tensor, numel: i64, reduction: i64) -> Result<Tensor> {
+    if reduction == REDUCTION_MEAN {
+        F::div_scalar(&t, numel as f64)
+    } else {
+        Ok(t)
+    }
+}
+
+/// `t * weight` when a weight is given.
+fn weighted(t: Tensor, weight: Option<&Tensor>) -> Result<Tensor> {
+    match weight {
+        Some(w) => F::mul(&t, w),
+        None => Ok(t),
+    }
+}
+
+/// `log(sigmoid(x))` as `min(x, 0) - log1p(exp(-|x|))`, differentiable through the
+/// operators it is made of.
+fn log_sigmoid_of(x: &Tensor) -> Result<Tensor> {
+    F::sub(
+        &F::clamp_with(x, None, Some(Scalar::from(0.0)))?,
+        &F::log1p(&F::exp(&F::neg(&F::abs(x)?)?)?)?,
+    )
+}
+
+/// The second derivative of softmax:
+/// `gO * g - sum(y * gO, dim) * g - gO * sum(y * g, dim)`.
+pub fn softmax_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    dim: i64,
+    output: &Tensor,
+) -> Result<Tensor> {
+    let a = F::mul(grad_output, grad)?;
+    let b = F::mul(&sum_keepdim(&F::mul(output, grad_output)?, dim)?, grad)?;
+    let c = F::mul(grad_output, &sum_keepdim(&F::mul(output, grad)?, dim)?)?;
+    F::sub(&F::sub(&a, &b)?, &c)
+}
+
+/// The gradient of binary_cross_entropy with respect to its target: `-logit(self) * grad`.
+pub fn binary_cross_entropy_target_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let logit = F::log(&F::div(self_, &F::rsub_scalar(self_, 1.0)?)?)?;
+    let grad_target = weighted(F::mul(&F::neg(&logit)?, grad)?, weight)?;
+    mean_scaled(grad_target, target.numel(), reduction)
+}
+
+/// The derivative of binary_cross_entropy_backward with respect to `self`.
+pub fn binary_cross_entropy_double_backward(
+    grad_output: &Tensor,
+    grad: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let eps = 1e-12;
+    let inp_pl_eps = F::add_scalar(input, eps)?;
+    let one_m_inp_pl_eps = F::add_scalar(&F::rsub_scalar(input, 1.0)?, eps)?;
+    // (x^2 - 2 x t + t) / ((x + eps)^2 (1 - x + eps)^2)
+    let num = F::add(
+        &F::sub(
+            &F::mul(input, input)?,
+            &F::mul_scalar(&F::mul(input, target)?, 2.0)?,
+        )?,
+        target,
+    )?;
+    let den = F::mul(
+        &F::pow_tensor_scalar(&inp_pl_eps, 2.0)?,
+        &F::pow_tensor_scalar(&one_m_inp_pl_eps, 2.0)?,
+    )?;
+    let gi = F::mul(&F::div(&num, &den)?, &F::mul(grad, grad_output)?)?;
+    mean_scaled(weighted(gi, weight)?, input.numel(), reduction)
+}
+
+/// The derivative of binary_cross_entropy_backward with respect to `grad_output`.
+pub fn binary_cross_entropy_double_backward_grad_output(
+    grad: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let eps = 1e-12;
+    let den = F::mul(
+        &F::add_scalar(input, eps)?,
+        &F::add_scalar(&F::rsub_scalar(input, 1.0)?, eps)?,
+    )?;
+    let ggo = F::mul(&F::div(&F::sub(input, target)?, &den)?, grad)?;
+    mean_scaled(weighted(ggo, weight)?, input.numel(), reduction)
+}
+
+/// The derivative of binary_cross_entropy_backward with respect to `target`.
+pub fn binary_cross_entropy_double_backward_target(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let res = weighted(F::neg(&F::mul(grad, grad_output)?)?, weight)?;
+    // The denominator is clamped outside the graph, as torch's NoGradGuard does.
+    let denom = F::mul(&F::rsub_scalar(self_, 1.0)?, self_)?;
+    let clamped = F::clamp(&denom.detach()?, Some(Scalar::from(1e-12)))?;
+    let denom = F::add(&denom, &F::sub(&clamped, &denom.detach()?)?)?;
+    mean_scaled(F::div(&res, &denom)?, target.numel(), reduction)
+}
+
+/// The gradient of binary_cross_entropy_with_logits with respect to `input`:
+/// `(sigmoid(x) (1 + (pw - 1) t) - pw t) * grad` (`sigmoid(x) - t` without `pos_weight`).
+pub fn binary_cross_entropy_with_logits_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let grad_input = match pos_weight {
+        Some(pw) => {
+            let t = F::mul(pw, target)?;
+            F::sub(
+                &F::mul(
+                    &F::sub(&F::add_scalar(&t, 1.0)?, target)?,
+                    &F::sigmoid(input)?,
+                )?,
+                &t,
+            )?
+        }
+        None => F::sub(&F::sigmoid(input)?, target)?,
+    };
+    let grad_input = weighted(F::mul(&grad_input, grad)?, weight)?;
+    mean_scaled(grad_input, input.numel(), reduction)
+}
+
+/// The gradient of binary_cross_entropy_with_logits with respect to `target`.
+pub fn binary_cross_entropy_with_logits_target_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let grad_target = match pos_weight {
+        Some(pw) => F::mul(
+            &F::sub(
+                &log_sigmoid_of(&F::neg(self_)?)?,
+                &F::mul(&log_sigmoid_of(self_)?, pw)?,
+            )?,
+            grad_output,
+        )?,
+        None => F::mul(&F::neg(self_)?, grad_output)?,
+    };
+    mean_scaled(weighted(grad_target, weight)?, target.numel(), reduction)
+}
+
+/// The derivative of mse_loss_backward with respect to `self`: `2 grad` (over numel for the
+/// mean).
+pub fn mse_loss_double_backward(grad: &Tensor, input: &Tensor, reduction: i64) -> Result<Tensor> {
+    mean_scaled(F::mul_scalar(grad, 2.0)?, input.numel(), reduction)
+}
+
+/// The derivative of smooth_l1_loss_backward with respect to `self`: `grad / beta` where
+/// `|self - target| < beta`, else 0.
+pub fn smooth_l1_loss_double_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+) -> Result<Tensor> {
+    if beta == 0.0 {
+        return F::zeros_like(grad);
+    }
+    let d = F::abs(&F::sub(input, target)?)?;
+    let inside = F::lt_scalar(&d, beta)?.to_dtype(grad.dtype())?;
+    let grad_input = F::div_scalar(&F::mul(grad, &inside)?, beta)?;
+    mean_scaled(grad_input, input.numel(), reduction)
+}
+
+/// The derivative of huber_loss_backward with respect to `self`: `grad` where
+/// `|self - target| < delta`, else 0.
+pub fn huber_loss_double_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    let d = F::abs(&F::sub(input, target)?)?;
+    let grad_input = F::mul(grad, &F::lt_scalar(&d, delta)?)?;
+    mean_scaled(grad_input, input.numel(), reduction)
+}
+
+/// The derivative of huber_loss_backward with respect to `grad_output`.
+pub fn huber_loss_double_backward_grad_output(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    input: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    if reduction == REDUCTION_NONE {
+        return F::huber_loss_backward(grad, input, target, reduction, delta);
+    }
+    let r = F::huber_loss_backward(&F::ones_like(grad_output)?, input, target, reduction, delta)?;
+    F::sum(&F::mul(&r, grad)?)
+}
+
 // End of softmax and losses.
 
 // ----------------------------------------------------------------------------------------

@@ -17,6 +17,205 @@ __all__ = sorted(_nn)
 
 # ---- softmax and losses ----------------------------------------------------------------------
 
+import warnings as _warnings
+
+from . import _reduction as _Reduction
+
+
+def _get_softmax_dim(name, ndim, stacklevel):
+    _warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax along ``dim``: ``exp(x) / sum(exp(x))``, computed in ``dtype`` when given."""
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
+    return input.softmax(dim) if dtype is None else input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """The logarithm of softmax along ``dim``, computed stably."""
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return input.log_softmax(dim) if dtype is None else input.log_softmax(dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax of ``-input`` along ``dim``."""
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
+    return (-input).softmax(dim) if dtype is None else (-input).softmax(dim, dtype=dtype)
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        return _Reduction.legacy_get_string(size_average, reduce)
+    return reduction
+
+
+def _warn_size(input, target):
+    if target.size() != input.size():
+        _warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _broadcast_pair(a, b):
+    """``torch.broadcast_tensors(a, b)``."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    shape = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}"
+            )
+        shape.append(y if x == 1 else x)
+    return a.expand(shape), b.expand(shape)
+
+
+def _weighted_reduction(loss, weight, reduction, mean_by_weight):
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()
+    if reduction == "mean":
+        return weighted.sum() / weight.sum() if mean_by_weight else weighted.mean()
+    raise ValueError(
+        f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'."
+    )
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """The negative log likelihood loss of log-probabilities ``input`` and class indices."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _nn["nll_loss_nd"](input, target, weight, _Reduction.get_enum(reduction), ignore_index)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Cross entropy of logits ``input`` and class indices or class probabilities."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _nn["cross_entropy_loss"](input, target, weight, _Reduction.get_enum(reduction),
+                                     ignore_index, label_smoothing)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The mean squared error, optionally weighted per element."""
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    expanded_input, expanded_target = _broadcast_pair(input, target)
+    if weight is not None:
+        if weight.size() != input.size():
+            raise ValueError("Weights and input must have the same size.")
+        return _weighted_reduction((expanded_input - expanded_target) ** 2, weight, reduction, True)
+    return _nn["mse_loss"](expanded_input, expanded_target, _Reduction.get_enum(reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The mean absolute error, optionally weighted per element."""
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    expanded_input, expanded_target = _broadcast_pair(input, target)
+    if weight is not None:
+        if weight.size() != input.size():
+            raise ValueError("Weights and input must have the same size.")
+        return _weighted_reduction((expanded_input - expanded_target).abs(), weight, reduction,
+                                   True)
+    return _nn["l1_loss"](expanded_input, expanded_target, _Reduction.get_enum(reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """The smooth L1 loss: quadratic below ``beta``, linear above."""
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    expanded_input, expanded_target = _broadcast_pair(input, target)
+    if beta == 0.0:
+        return _nn["l1_loss"](expanded_input, expanded_target, _Reduction.get_enum(reduction))
+    return _nn["smooth_l1_loss"](expanded_input, expanded_target, _Reduction.get_enum(reduction),
+                                 beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """The Huber loss: quadratic below ``delta``, ``delta``-scaled linear above."""
+    _warn_size(input, target)
+    expanded_input, expanded_target = _broadcast_pair(input, target)
+    if weight is None:
+        return _nn["huber_loss"](expanded_input, expanded_target, _Reduction.get_enum(reduction),
+                                 delta)
+    if weight.size() != input.size():
+        raise ValueError("Weights and input must have the same size.")
+    unweighted = _nn["huber_loss"](expanded_input, expanded_target, 0, delta)
+    return _weighted_reduction(unweighted, weight, reduction, False)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """Binary cross entropy of probabilities ``input`` and targets in [0, 1]."""
+    if size_average is not None or reduce is not None:
+        reduction_enum = _Reduction.legacy_get_enum(size_average, reduce)
+    else:
+        reduction_enum = _Reduction.get_enum(reduction)
+    if target.size() != input.size():
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}) is deprecated. Please ensure they have the same size."
+        )
+    if weight is not None:
+        weight, _ = _broadcast_pair(weight, target)
+    return _nn["binary_cross_entropy"](input, target, weight, reduction_enum)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Binary cross entropy of logits ``input`` (a sigmoid fused in, computed stably)."""
+    if size_average is not None or reduce is not None:
+        reduction_enum = _Reduction.legacy_get_enum(size_average, reduce)
+    else:
+        reduction_enum = _Reduction.get_enum(reduction)
+    if not (target.size() == input.size()):
+        raise ValueError(
+            f"Target size ({target.size()}) must be the same as input size ({input.size()})"
+        )
+    from .. import binary_cross_entropy_with_logits as _bce_logits
+
+    return _bce_logits(input, target, weight, pos_weight, reduction_enum)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The Kullback-Leibler divergence of log-probabilities ``input`` from ``target``."""
+    if size_average is not None or reduce is not None:
+        reduction_enum = _Reduction.legacy_get_enum(size_average, reduce)
+    else:
+        if reduction == "mean":
+            _warnings.warn(
+                "reduction: 'mean' divides the total loss by both the batch size and the support "
+                "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                "major release.",
+                stacklevel=2,
+            )
+        reduction_enum = _Reduction.get_enum("sum" if reduction == "batchmean" else reduction)
+    from .. import kl_div as _kl_div
+
+    reduced = _kl_div(input, target, reduction_enum, log_target=log_target)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
+
+
 
 # ---- convolution and pooling -----------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 224 names.
+/// Module functions (`ratten.add`): 249 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -56,6 +56,28 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "_log_softmax",
+        module: "",
+        signatures: &[
+            "_log_softmax(Tensor input, int64_t dim, bool half_to_float, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+            "aten::_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_log_softmax_backward_data",
+        module: "",
+        signatures: &[
+            "_log_softmax_backward_data(Tensor grad_output, Tensor output, int64_t dim, ScalarType input_dtype, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+            "aten::_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "_logcumsumexp",
         module: "",
         signatures: &[
@@ -64,6 +86,28 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::_logcumsumexp(Tensor self, int dim) -> Tensor",
             "aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_softmax",
+        module: "",
+        signatures: &[
+            "_softmax(Tensor input, int64_t dim, bool half_to_float, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+            "aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_softmax_backward_data",
+        module: "",
+        signatures: &[
+            "_softmax_backward_data(Tensor grad_output, Tensor output, int64_t dim, ScalarType input_dtype, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+            "aten::_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -376,6 +420,38 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "binary_cross_entropy",
+        module: "nn",
+        signatures: &[
+            "binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor",
+            "aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "binary_cross_entropy_backward",
+        module: "nn",
+        signatures: &[
+            "binary_cross_entropy_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor",
+            "aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "binary_cross_entropy_with_logits",
+        module: "",
+        signatures: &[
+            "binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int64_t reduction=Mean)",
+        ],
+        schemas: &[
+            "aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor",
+        ],
+    },
+    Binding {
         name: "bincount",
         module: "",
         signatures: &[
@@ -645,6 +721,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::count_nonzero(Tensor self, int? dim=None) -> Tensor",
             "aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "cross_entropy_loss",
+        module: "nn",
+        signatures: &[
+            "cross_entropy_loss(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, double label_smoothing=0.0)",
+        ],
+        schemas: &[
+            "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         ],
     },
     Binding {
@@ -1015,6 +1101,28 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "huber_loss",
+        module: "nn",
+        signatures: &[
+            "huber_loss(Tensor input, Tensor target, int64_t reduction=Mean, double delta=1.0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor",
+            "aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "huber_loss_backward",
+        module: "nn",
+        signatures: &[
+            "huber_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, double delta, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor",
+            "aten::huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "imag",
         module: "",
         signatures: &[
@@ -1161,6 +1269,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "kl_div",
+        module: "",
+        signatures: &[
+            "kl_div(Tensor input, Tensor target, int64_t reduction=Mean, *, bool log_target=False)",
+        ],
+        schemas: &[
+            "aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor",
+        ],
+    },
+    Binding {
         name: "kthvalue",
         module: "",
         signatures: &[
@@ -1169,6 +1287,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
             "aten::kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
+    },
+    Binding {
+        name: "l1_loss",
+        module: "nn",
+        signatures: &[
+            "l1_loss(Tensor input, Tensor target, int64_t reduction=Mean)",
+        ],
+        schemas: &[
+            "aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
         ],
     },
     Binding {
@@ -1273,6 +1401,17 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::log_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "log_softmax",
+        module: "",
+        signatures: &[
+            "log_softmax(Tensor input, int64_t dim, ScalarType? dtype=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+            "aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1500,6 +1639,28 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "mse_loss",
+        module: "nn",
+        signatures: &[
+            "mse_loss(Tensor input, Tensor target, int64_t reduction=Mean, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
+            "aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "mse_loss_backward",
+        module: "nn",
+        signatures: &[
+            "mse_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
+            "aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "msort",
         module: "",
         signatures: &[
@@ -1621,6 +1782,82 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::neg_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nll_loss",
+        module: "nn",
+        signatures: &[
+            "nll_loss(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+            "aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nll_loss2d",
+        module: "nn",
+        signatures: &[
+            "nll_loss2d(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+            "aten::nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nll_loss2d_backward",
+        module: "nn",
+        signatures: &[
+            "nll_loss2d_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, Tensor total_weight, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+            "aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nll_loss2d_forward",
+        module: "nn",
+        signatures: &[
+            "nll_loss2d_forward(Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+            "aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
+        ],
+    },
+    Binding {
+        name: "nll_loss_backward",
+        module: "nn",
+        signatures: &[
+            "nll_loss_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, Tensor total_weight, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+            "aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "nll_loss_forward",
+        module: "nn",
+        signatures: &[
+            "nll_loss_forward(Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+            "aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
+        ],
+    },
+    Binding {
+        name: "nll_loss_nd",
+        module: "nn",
+        signatures: &[
+            "nll_loss_nd(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100)",
+        ],
+        schemas: &[
+            "aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
         ],
     },
     Binding {
@@ -2156,6 +2393,39 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "smooth_l1_loss",
+        module: "nn",
+        signatures: &[
+            "smooth_l1_loss(Tensor input, Tensor target, int64_t reduction=Mean, double beta=1.0, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor",
+            "aten::smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "smooth_l1_loss_backward",
+        module: "nn",
+        signatures: &[
+            "smooth_l1_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, double beta, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor",
+            "aten::smooth_l1_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "softmax",
+        module: "",
+        signatures: &[
+            "softmax(Tensor input, int64_t dim, ScalarType? dtype=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+            "aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "sort",
         module: "",
         signatures: &[
@@ -2590,7 +2860,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 235 names.
+/// Tensor methods (`t.add`), without `self`: 237 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -3829,6 +4099,16 @@ pub const METHODS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "log_softmax",
+        module: "",
+        signatures: &[
+            "log_softmax(int64_t dim, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+        ],
+    },
+    Binding {
         name: "logcumsumexp",
         module: "",
         signatures: &[
@@ -4712,6 +4992,16 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "softmax",
+        module: "",
+        signatures: &[
+            "softmax(int64_t dim, ScalarType? dtype=None)",
+        ],
+        schemas: &[
+            "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
         ],
     },
     Binding {

@@ -356,6 +356,147 @@ pub fn bincount_with(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -
     operators::bincount::call(self_, weights, minlength)
 }
 
+/// `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::binary_cross_entropy::call(self_, target, None, 1)
+}
+
+/// `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    operators::binary_cross_entropy::call(self_, target, weight, reduction)
+}
+
+/// `aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_out::call(self_, target, None, 1, out)?;
+    Ok(out)
+}
+
+/// `aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_out::call(self_, target, weight, reduction, out)?;
+    Ok(out)
+}
+
+/// `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+) -> Result<Tensor> {
+    operators::binary_cross_entropy_backward::call(grad_output, self_, target, None, 1)
+}
+
+/// `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_backward_with(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    operators::binary_cross_entropy_backward::call(grad_output, self_, target, weight, reduction)
+}
+
+/// `aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_backward_grad_input::call(
+        grad_output,
+        self_,
+        target,
+        None,
+        1,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_backward_grad_input_out_with<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_backward_grad_input::call(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `pos_weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy_with_logits(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::binary_cross_entropy_with_logits::call(self_, target, None, None, 1)
+}
+
+/// `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_with_logits_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    operators::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(
@@ -508,5 +649,36 @@ pub fn bincount_out_with<'a>(
     minlength: i64,
 ) -> Result<&'a Tensor> {
     operators::bincount_out::call(self_, weights, minlength, out)?;
+    Ok(out)
+}
+
+/// `aten::binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weight` = `None`, `pos_weight` = `None`, `reduction` = `Mean`.
+#[inline]
+pub fn binary_cross_entropy_with_logits_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_with_logits_out::call(self_, target, None, None, 1, out)?;
+    Ok(out)
+}
+
+/// `aten::binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn binary_cross_entropy_with_logits_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<&'a Tensor> {
+    operators::binary_cross_entropy_with_logits_out::call(
+        self_, target, weight, pos_weight, reduction, out,
+    )?;
     Ok(out)
 }

@@ -619,6 +619,36 @@ pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     Ok(self_)
 }
 
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`, `label_smoothing` = `0.0`.
+#[inline]
+pub fn cross_entropy_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::cross_entropy_loss::call(self_, target, None, 1, -100, 0.0)
+}
+
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn cross_entropy_loss_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    operators::cross_entropy_loss::call(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        label_smoothing,
+    )
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.

@@ -69,3 +69,81 @@ pub fn hstack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor>
     operators::hstack_out::call(tensors, out)?;
     Ok(out)
 }
+
+/// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
+///
+/// Defaults: `reduction` = `Mean`, `delta` = `1.0`.
+#[inline]
+pub fn huber_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::huber_loss::call(self_, target, 1, 1.0)
+}
+
+/// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn huber_loss_with(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    operators::huber_loss::call(self_, target, reduction, delta)
+}
+
+/// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `reduction` = `Mean`, `delta` = `1.0`.
+#[inline]
+pub fn huber_loss_out<'a>(out: &'a Tensor, self_: &Tensor, target: &Tensor) -> Result<&'a Tensor> {
+    operators::huber_loss_out::call(self_, target, 1, 1.0, out)?;
+    Ok(out)
+}
+
+/// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn huber_loss_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<&'a Tensor> {
+    operators::huber_loss_out::call(self_, target, reduction, delta, out)?;
+    Ok(out)
+}
+
+/// `aten::huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor`
+#[inline]
+pub fn huber_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    operators::huber_loss_backward::call(grad_output, self_, target, reduction, delta)
+}
+
+/// `aten::huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn huber_loss_backward_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<&'a Tensor> {
+    operators::huber_loss_backward_out::call(
+        grad_output,
+        self_,
+        target,
+        reduction,
+        delta,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}

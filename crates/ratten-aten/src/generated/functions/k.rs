@@ -49,3 +49,24 @@ pub fn kthvalue_values_out_with<'a, 'b>(
     operators::kthvalue_values::call(self_, k, dim, keepdim, values, indices)?;
     Ok((values, indices))
 }
+
+/// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
+///
+/// Defaults: `reduction` = `Mean`, `log_target` = `False`.
+#[inline]
+pub fn kl_div(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::kl_div::call(self_, target, 1, false)
+}
+
+/// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn kl_div_with(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    log_target: bool,
+) -> Result<Tensor> {
+    operators::kl_div::call(self_, target, reduction, log_target)
+}

@@ -456,3 +456,100 @@ pub fn linear_out_with<'a>(
     operators::linear_out::call(input, weight, bias, out)?;
     Ok(out)
 }
+
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn log_softmax(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::log_softmax_int::call(self_, dim, None)
+}
+
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn log_softmax_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    operators::log_softmax_int::call(self_, dim, dtype)
+}
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dtype` = `None`.
+#[inline]
+pub fn log_softmax_out<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::log_softmax_int_out::call(self_, dim, None, out)?;
+    Ok(out)
+}
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn log_softmax_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+) -> Result<&'a Tensor> {
+    operators::log_softmax_int_out::call(self_, dim, dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+#[inline]
+pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    operators::_log_softmax::call(self_, dim, half_to_float)
+}
+
+/// `aten::_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn _log_softmax_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+) -> Result<&'a Tensor> {
+    operators::_log_softmax_out::call(self_, dim, half_to_float, out)?;
+    Ok(out)
+}
+
+/// `aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+#[inline]
+pub fn _log_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    operators::_log_softmax_backward_data::call(grad_output, output, dim, input_dtype)
+}
+
+/// `aten::_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn _log_softmax_backward_data_out<'a>(
+    out: &'a Tensor,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<&'a Tensor> {
+    operators::_log_softmax_backward_data_out::call(grad_output, output, dim, input_dtype, out)?;
+    Ok(out)
+}
+
+/// `aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+///
+/// Defaults: `reduction` = `Mean`.
+#[inline]
+pub fn l1_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::l1_loss::call(self_, target, 1)
+}
+
+/// `aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn l1_loss_with(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    operators::l1_loss::call(self_, target, reduction)
+}

@@ -398,6 +398,75 @@ pub fn matmul_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result
     Ok(out)
 }
 
+/// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+///
+/// Defaults: `reduction` = `Mean`.
+#[inline]
+pub fn mse_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::mse_loss::call(self_, target, 1)
+}
+
+/// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mse_loss_with(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    operators::mse_loss::call(self_, target, reduction)
+}
+
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `reduction` = `Mean`.
+#[inline]
+pub fn mse_loss_out<'a>(out: &'a Tensor, self_: &Tensor, target: &Tensor) -> Result<&'a Tensor> {
+    operators::mse_loss_out::call(self_, target, 1, out)?;
+    Ok(out)
+}
+
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn mse_loss_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<&'a Tensor> {
+    operators::mse_loss_out::call(self_, target, reduction, out)?;
+    Ok(out)
+}
+
+/// `aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor`
+#[inline]
+pub fn mse_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
+    operators::mse_loss_backward::call(grad_output, self_, target, reduction)
+}
+
+/// `aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn mse_loss_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<&'a Tensor> {
+    operators::mse_loss_backward_grad_input::call(
+        grad_output,
+        self_,
+        target,
+        reduction,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(

@@ -487,6 +487,286 @@ pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     operators::nonzero::call(self_)
 }
 
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`.
+#[inline]
+pub fn nll_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::nll_loss::call(self_, target, None, 1, -100)
+}
+
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nll_loss_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    operators::nll_loss::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`.
+#[inline]
+pub fn nll_loss_out<'a>(out: &'a Tensor, self_: &Tensor, target: &Tensor) -> Result<&'a Tensor> {
+    operators::nll_loss_out::call(self_, target, None, 1, -100, out)?;
+    Ok(out)
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nll_loss_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<&'a Tensor> {
+    operators::nll_loss_out::call(self_, target, weight, reduction, ignore_index, out)?;
+    Ok(out)
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`.
+#[inline]
+pub fn nll_loss_nd(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::nll_loss_nd::call(self_, target, None, 1, -100)
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nll_loss_nd_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    operators::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+#[inline]
+pub fn nll_loss_forward(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    operators::nll_loss_forward::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+#[inline]
+pub fn nll_loss_forward_output_out<'a, 'b>(
+    output: &'a Tensor,
+    total_weight: &'b Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::nll_loss_forward_output::call(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        output,
+        total_weight,
+    )?;
+    Ok((output, total_weight))
+}
+
+/// `aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+#[inline]
+pub fn nll_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    operators::nll_loss_backward::call(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+    )
+}
+
+/// `aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn nll_loss_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::nll_loss_backward_grad_input::call(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`.
+#[inline]
+pub fn nll_loss2d(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    operators::nll_loss2d::call(self_, target, None, 1, -100)
+}
+
+/// `aten::nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nll_loss2d_with(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    operators::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`.
+#[inline]
+pub fn nll_loss2d_out<'a>(out: &'a Tensor, self_: &Tensor, target: &Tensor) -> Result<&'a Tensor> {
+    operators::nll_loss2d_out::call(self_, target, None, 1, -100, out)?;
+    Ok(out)
+}
+
+/// `aten::nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn nll_loss2d_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<&'a Tensor> {
+    operators::nll_loss2d_out::call(self_, target, weight, reduction, ignore_index, out)?;
+    Ok(out)
+}
+
+/// `aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+#[inline]
+pub fn nll_loss2d_forward(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    operators::nll_loss2d_forward::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+#[inline]
+pub fn nll_loss2d_forward_output_out<'a, 'b>(
+    output: &'a Tensor,
+    total_weight: &'b Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::nll_loss2d_forward_output::call(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        output,
+        total_weight,
+    )?;
+    Ok((output, total_weight))
+}
+
+/// `aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+#[inline]
+pub fn nll_loss2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    operators::nll_loss2d_backward::call(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+    )
+}
+
+/// `aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn nll_loss2d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::nll_loss2d_backward_grad_input::call(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn norm_scalar_opt_dtype_out<'a>(

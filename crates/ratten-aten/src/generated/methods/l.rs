@@ -191,4 +191,20 @@ impl Tensor {
     pub fn logcumsumexp(&self, dim: i64) -> Result<Tensor> {
         operators::logcumsumexp::call(self, dim)
     }
+
+    /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        operators::log_softmax_int::call(self, dim, None)
+    }
+
+    /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::log_softmax_int::call(self, dim, dtype)
+    }
 }

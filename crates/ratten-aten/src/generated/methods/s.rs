@@ -545,4 +545,20 @@ impl Tensor {
         operators::sgn_::call(self)?;
         Ok(self)
     }
+
+    /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Defaults: `dtype` = `None`.
+    #[inline]
+    pub fn softmax(&self, dim: i64) -> Result<Tensor> {
+        operators::softmax_int::call(self, dim, None)
+    }
+
+    /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Takes every argument, those with defaults included.
+    #[inline]
+    pub fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        operators::softmax_int::call(self, dim, dtype)
+    }
 }

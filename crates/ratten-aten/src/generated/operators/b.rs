@@ -1197,6 +1197,211 @@ impl bincount {
     }
 }
 
+/// `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub enum binary_cross_entropy {}
+
+impl Operator for binary_cross_entropy {
+    const NAME: &'static str = "aten::binary_cross_entropy";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, weight, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction))
+    }
+}
+
+/// `aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum binary_cross_entropy_out {}
+
+impl Operator for binary_cross_entropy_out {
+    const NAME: &'static str = "aten::binary_cross_entropy";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, target, weight, reduction, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, out))
+    }
+}
+
+/// `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub enum binary_cross_entropy_backward {}
+
+impl Operator for binary_cross_entropy_backward {
+    const NAME: &'static str = "aten::binary_cross_entropy_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Option<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, target, weight, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, target, weight, reduction))
+    }
+}
+
+/// `aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum binary_cross_entropy_backward_grad_input {}
+
+impl Operator for binary_cross_entropy_backward_grad_input {
+    const NAME: &'static str = "aten::binary_cross_entropy_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Option<Tensor>, i64, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((grad_output, self_, target, weight, reduction, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (grad_output, self_, target, weight, reduction, grad_input),
+        )
+    }
+}
+
+/// `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+pub enum binary_cross_entropy_with_logits {}
+
+impl Operator for binary_cross_entropy_with_logits {
+    const NAME: &'static str = "aten::binary_cross_entropy_with_logits";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, Option<Tensor>, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy_with_logits> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy_with_logits {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, weight, pos_weight, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, weight, pos_weight, reduction))
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 
@@ -1489,5 +1694,48 @@ impl bincount_out {
         out: &Tensor,
     ) -> Result<Aliased<3>> {
         Self::redispatch_refs(ks, (self_, weights, minlength, out))
+    }
+}
+
+/// `aten::binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum binary_cross_entropy_with_logits_out {}
+
+impl Operator for binary_cross_entropy_with_logits_out {
+    const NAME: &'static str = "aten::binary_cross_entropy_with_logits";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Option<Tensor>, Option<Tensor>, i64, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<binary_cross_entropy_with_logits_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl binary_cross_entropy_with_logits_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, target, weight, pos_weight, reduction, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, target, weight, pos_weight, reduction, out))
     }
 }

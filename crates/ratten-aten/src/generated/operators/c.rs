@@ -1466,6 +1466,65 @@ impl conj_physical_ {
     }
 }
 
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+pub enum cross_entropy_loss {}
+
+impl Operator for cross_entropy_loss {
+    const NAME: &'static str = "aten::cross_entropy_loss";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64, f64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<cross_entropy_loss> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl cross_entropy_loss {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            label_smoothing,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                label_smoothing,
+            ),
+        )
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 

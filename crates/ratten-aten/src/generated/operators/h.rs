@@ -131,3 +131,162 @@ impl hstack_out {
         Self::redispatch_refs(ks, (tensors, out))
     }
 }
+
+/// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
+pub enum huber_loss {}
+
+impl Operator for huber_loss {
+    const NAME: &'static str = "aten::huber_loss";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor";
+    type Args = (Tensor, Tensor, i64, f64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<huber_loss> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl huber_loss {
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
+        Self::call_refs((self_, target, reduction, delta))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, reduction, delta))
+    }
+}
+
+/// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum huber_loss_out {}
+
+impl Operator for huber_loss_out {
+    const NAME: &'static str = "aten::huber_loss";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, f64, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<huber_loss_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl huber_loss_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, target, reduction, delta, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, target, reduction, delta, out))
+    }
+}
+
+/// `aten::huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor`
+pub enum huber_loss_backward {}
+
+impl Operator for huber_loss_backward {
+    const NAME: &'static str = "aten::huber_loss_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, i64, f64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<huber_loss_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl huber_loss_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, target, reduction, delta))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, target, reduction, delta))
+    }
+}
+
+/// `aten::huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum huber_loss_backward_out {}
+
+impl Operator for huber_loss_backward_out {
+    const NAME: &'static str = "aten::huber_loss_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, i64, f64, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<huber_loss_backward_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl huber_loss_backward_out {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((grad_output, self_, target, reduction, delta, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (grad_output, self_, target, reduction, delta, grad_input),
+        )
+    }
+}

@@ -78,3 +78,41 @@ impl kthvalue_values {
         Self::redispatch_refs(ks, (self_, k, dim, keepdim, values, indices))
     }
 }
+
+/// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
+pub enum kl_div {}
+
+impl Operator for kl_div {
+    const NAME: &'static str = "aten::kl_div";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor";
+    type Args = (Tensor, Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<kl_div> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl kl_div {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, reduction, log_target))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, reduction, log_target))
+    }
+}

@@ -1587,3 +1587,251 @@ impl linear_out {
         Self::redispatch_refs(ks, (input, weight, bias, out))
     }
 }
+
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub enum log_softmax_int {}
+
+impl Operator for log_softmax_int {
+    const NAME: &'static str = "aten::log_softmax";
+    const OVERLOAD_NAME: &'static str = "int";
+    const SCHEMA: &'static str =
+        "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_softmax_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_softmax_int {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum log_softmax_int_out {}
+
+impl Operator for log_softmax_int_out {
+    const NAME: &'static str = "aten::log_softmax";
+    const OVERLOAD_NAME: &'static str = "int_out";
+    const SCHEMA: &'static str = "log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_softmax_int_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_softmax_int_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+pub enum _log_softmax {}
+
+impl Operator for _log_softmax {
+    const NAME: &'static str = "aten::_log_softmax";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor";
+    type Args = (Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_log_softmax> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _log_softmax {
+    pub fn call(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, half_to_float))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        half_to_float: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, half_to_float))
+    }
+}
+
+/// `aten::_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _log_softmax_out {}
+
+impl Operator for _log_softmax_out {
+    const NAME: &'static str = "aten::_log_softmax";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_log_softmax_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _log_softmax_out {
+    pub fn call(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, half_to_float, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        half_to_float: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, half_to_float, out))
+    }
+}
+
+/// `aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub enum _log_softmax_backward_data {}
+
+impl Operator for _log_softmax_backward_data {
+    const NAME: &'static str = "aten::_log_softmax_backward_data";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor";
+    type Args = (Tensor, Tensor, i64, ScalarType);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_log_softmax_backward_data> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _log_softmax_backward_data {
+    pub fn call(
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, output, dim, input_dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, output, dim, input_dtype))
+    }
+}
+
+/// `aten::_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _log_softmax_backward_data_out {}
+
+impl Operator for _log_softmax_backward_data_out {
+    const NAME: &'static str = "aten::_log_softmax_backward_data";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, ScalarType, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_log_softmax_backward_data_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _log_softmax_backward_data_out {
+    pub fn call(
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((grad_output, output, dim, input_dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (grad_output, output, dim, input_dtype, out))
+    }
+}
+
+/// `aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub enum l1_loss {}
+
+impl Operator for l1_loss {
+    const NAME: &'static str = "aten::l1_loss";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+    type Args = (Tensor, Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<l1_loss> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl l1_loss {
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        Self::call_refs((self_, target, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, reduction))
+    }
+}

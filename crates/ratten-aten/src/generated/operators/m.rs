@@ -1308,6 +1308,155 @@ impl matmul_out {
     }
 }
 
+/// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub enum mse_loss {}
+
+impl Operator for mse_loss {
+    const NAME: &'static str = "aten::mse_loss";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+    type Args = (Tensor, Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mse_loss> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mse_loss {
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        Self::call_refs((self_, target, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, reduction))
+    }
+}
+
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum mse_loss_out {}
+
+impl Operator for mse_loss_out {
+    const NAME: &'static str = "aten::mse_loss";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mse_loss_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mse_loss_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, target, reduction, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, target, reduction, out))
+    }
+}
+
+/// `aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor`
+pub enum mse_loss_backward {}
+
+impl Operator for mse_loss_backward {
+    const NAME: &'static str = "aten::mse_loss_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mse_loss_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mse_loss_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, target, reduction))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, target, reduction))
+    }
+}
+
+/// `aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum mse_loss_backward_grad_input {}
+
+impl Operator for mse_loss_backward_grad_input {
+    const NAME: &'static str = "aten::mse_loss_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, i64, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mse_loss_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mse_loss_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((grad_output, self_, target, reduction, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (grad_output, self_, target, reduction, grad_input))
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 

@@ -53,6 +53,8 @@ mod shard_sg;
 mod shard_si;
 #[path = "sl.rs"]
 mod shard_sl;
+#[path = "sm.rs"]
+mod shard_sm;
 #[path = "so.rs"]
 mod shard_so;
 #[path = "sp.rs"]
@@ -98,6 +100,7 @@ pub use shard_se::*;
 pub use shard_sg::*;
 pub use shard_si::*;
 pub use shard_sl::*;
+pub use shard_sm::*;
 pub use shard_so::*;
 pub use shard_sp::*;
 pub use shard_sq::*;

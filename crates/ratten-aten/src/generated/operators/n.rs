@@ -1440,6 +1440,695 @@ impl new_ones {
     }
 }
 
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub enum nll_loss {}
+
+impl Operator for nll_loss {
+    const NAME: &'static str = "aten::nll_loss";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum nll_loss_out {}
+
+impl Operator for nll_loss_out {
+    const NAME: &'static str = "aten::nll_loss";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index, out))
+    }
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub enum nll_loss_nd {}
+
+impl Operator for nll_loss_nd {
+    const NAME: &'static str = "aten::nll_loss_nd";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_nd> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_nd {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub enum nll_loss_forward {}
+
+impl Operator for nll_loss_forward {
+    const NAME: &'static str = "aten::nll_loss_forward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_forward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_forward {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub enum nll_loss_forward_output {}
+
+impl Operator for nll_loss_forward_output {
+    const NAME: &'static str = "aten::nll_loss_forward";
+    const OVERLOAD_NAME: &'static str = "output";
+    const SCHEMA: &'static str = "nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_forward_output> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_forward_output {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        output: &Tensor,
+        total_weight: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        output: &Tensor,
+        total_weight: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                output,
+                total_weight,
+            ),
+        )
+    }
+}
+
+/// `aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub enum nll_loss_backward {}
+
+impl Operator for nll_loss_backward {
+    const NAME: &'static str = "aten::nll_loss_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Option<Tensor>, i64, i64, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+            ),
+        )
+    }
+}
+
+/// `aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum nll_loss_backward_grad_input {}
+
+impl Operator for nll_loss_backward_grad_input {
+    const NAME: &'static str = "aten::nll_loss_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        i64,
+        i64,
+        Tensor,
+        Tensor,
+    );
+    type Return = Aliased<7>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub enum nll_loss2d {}
+
+impl Operator for nll_loss2d {
+    const NAME: &'static str = "aten::nll_loss2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum nll_loss2d_out {}
+
+impl Operator for nll_loss2d_out {
+    const NAME: &'static str = "aten::nll_loss2d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d_out {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index, out))
+    }
+}
+
+/// `aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub enum nll_loss2d_forward {}
+
+impl Operator for nll_loss2d_forward {
+    const NAME: &'static str = "aten::nll_loss2d_forward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d_forward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d_forward {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, target, weight, reduction, ignore_index))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub enum nll_loss2d_forward_output {}
+
+impl Operator for nll_loss2d_forward_output {
+    const NAME: &'static str = "aten::nll_loss2d_forward";
+    const OVERLOAD_NAME: &'static str = "output";
+    const SCHEMA: &'static str = "nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))";
+    type Args = (Tensor, Tensor, Option<Tensor>, i64, i64, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d_forward_output> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d_forward_output {
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        output: &Tensor,
+        total_weight: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        output: &Tensor,
+        total_weight: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                output,
+                total_weight,
+            ),
+        )
+    }
+}
+
+/// `aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub enum nll_loss2d_backward {}
+
+impl Operator for nll_loss2d_backward {
+    const NAME: &'static str = "aten::nll_loss2d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Option<Tensor>, i64, i64, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+            ),
+        )
+    }
+}
+
+/// `aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum nll_loss2d_backward_grad_input {}
+
+impl Operator for nll_loss2d_backward_grad_input {
+    const NAME: &'static str = "aten::nll_loss2d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        i64,
+        i64,
+        Tensor,
+        Tensor,
+    );
+    type Return = Aliased<7>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<nll_loss2d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl nll_loss2d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                total_weight,
+                grad_input,
+            ),
+        )
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 

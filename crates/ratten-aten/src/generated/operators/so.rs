@@ -156,3 +156,218 @@ impl sort_stable {
         Self::redispatch_refs(ks, (self_, stable, dim, descending))
     }
 }
+
+/// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub enum softmax_int {}
+
+impl Operator for softmax_int {
+    const NAME: &'static str = "aten::softmax";
+    const OVERLOAD_NAME: &'static str = "int";
+    const SCHEMA: &'static str =
+        "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softmax_int> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softmax_int {
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::call_refs((self_, dim, dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum softmax_int_out {}
+
+impl Operator for softmax_int_out {
+    const NAME: &'static str = "aten::softmax";
+    const OVERLOAD_NAME: &'static str = "int_out";
+    const SCHEMA: &'static str = "softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Arg<Option<ScalarType>>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softmax_int_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softmax_int_out {
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, dtype, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+pub enum _softmax {}
+
+impl Operator for _softmax {
+    const NAME: &'static str = "aten::_softmax";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor";
+    type Args = (Tensor, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_softmax> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _softmax {
+    pub fn call(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+        Self::call_refs((self_, dim, half_to_float))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        half_to_float: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim, half_to_float))
+    }
+}
+
+/// `aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _softmax_out {}
+
+impl Operator for _softmax_out {
+    const NAME: &'static str = "aten::_softmax";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, bool, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_softmax_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _softmax_out {
+    pub fn call(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, dim, half_to_float, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        half_to_float: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, dim, half_to_float, out))
+    }
+}
+
+/// `aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub enum _softmax_backward_data {}
+
+impl Operator for _softmax_backward_data {
+    const NAME: &'static str = "aten::_softmax_backward_data";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor";
+    type Args = (Tensor, Tensor, i64, ScalarType);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_softmax_backward_data> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _softmax_backward_data {
+    pub fn call(
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, output, dim, input_dtype))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, output, dim, input_dtype))
+    }
+}
+
+/// `aten::_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum _softmax_backward_data_out {}
+
+impl Operator for _softmax_backward_data_out {
+    const NAME: &'static str = "aten::_softmax_backward_data";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, ScalarType, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_softmax_backward_data_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _softmax_backward_data_out {
+    pub fn call(
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((grad_output, output, dim, input_dtype, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (grad_output, output, dim, input_dtype, grad_input))
+    }
+}

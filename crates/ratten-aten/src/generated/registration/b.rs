@@ -68,6 +68,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor")?;
     m.def(
+        "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor",
+    )?;
+    m.def(
+        "binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor",
+    )?;
+    m.def(
+        "binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor",
+    )?;
+    m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -88,6 +103,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "bincount.out(Tensor self, Tensor? weights=None, SymInt minlength=0, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -251,6 +269,36 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::bernoulli::kernel(backends::composite_explicit_autograd::bernoulli),
     )?;
     m.impl_(
+        "binary_cross_entropy",
+        operators::binary_cross_entropy::kernel(
+            backends::composite_explicit_autograd::binary_cross_entropy,
+        ),
+    )?;
+    m.impl_(
+        "binary_cross_entropy.out",
+        operators::binary_cross_entropy_out::kernel(
+            binary_cross_entropy_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "binary_cross_entropy_backward",
+        operators::binary_cross_entropy_backward::kernel(
+            backends::composite_explicit_autograd::binary_cross_entropy_backward,
+        ),
+    )?;
+    m.impl_(
+        "binary_cross_entropy_backward.grad_input",
+        operators::binary_cross_entropy_backward_grad_input::kernel(
+            binary_cross_entropy_backward_grad_input_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "binary_cross_entropy_with_logits",
+        operators::binary_cross_entropy_with_logits::kernel(
+            backends::composite_explicit_autograd::binary_cross_entropy_with_logits,
+        ),
+    )?;
+    m.impl_(
         "bitwise_and.Scalar_Tensor_out",
         operators::bitwise_and_Scalar_Tensor_out::kernel(
             bitwise_and_Scalar_Tensor_out_composite_explicit_autograd,
@@ -289,6 +337,12 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "bincount.out",
         operators::bincount_out::kernel(bincount_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "binary_cross_entropy_with_logits.out",
+        operators::binary_cross_entropy_with_logits_out::kernel(
+            binary_cross_entropy_with_logits_out_composite_explicit_autograd,
+        ),
     )?;
 });
 
@@ -548,6 +602,38 @@ fn bitwise_xor__Scalar_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn binary_cross_entropy_out_composite_explicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::binary_cross_entropy_outf(
+        self_, target, weight, reduction, out,
+    )?;
+    Ok(Aliased)
+}
+
+fn binary_cross_entropy_backward_grad_input_composite_explicit_autograd(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::binary_cross_entropy_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
 fn bitwise_and_Scalar_Tensor_out_composite_explicit_autograd(
     self_: &Scalar,
     other: &Tensor,
@@ -615,6 +701,20 @@ fn bincount_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::bincount_outf(self_, weights, minlength, out)?;
+    Ok(Aliased)
+}
+
+fn binary_cross_entropy_with_logits_out_composite_explicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::binary_cross_entropy_with_logits_outf(
+        self_, target, weight, pos_weight, reduction, out,
+    )?;
     Ok(Aliased)
 }
 

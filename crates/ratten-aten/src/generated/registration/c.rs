@@ -76,6 +76,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("conj_physical_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def(
+        "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+    )?;
+    m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -267,6 +270,12 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "conj_physical",
         operators::conj_physical::kernel(backends::composite_implicit_autograd::conj_physical),
+    )?;
+    m.impl_(
+        "cross_entropy_loss",
+        operators::cross_entropy_loss::kernel(
+            backends::composite_implicit_autograd::cross_entropy_loss,
+        ),
     )?;
 });
 

@@ -17,11 +17,44 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("hstack(Tensor[] tensors) -> Tensor")?;
     m.def("hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor")?;
+    m.def(
+        "huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor",
+    )?;
+    m.def(
+        "huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("histc", operators::histc::kernel(backends::cpu::histc))?;
     m.impl_("histc.out", operators::histc_out::kernel(histc_out_cpu))?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
+    m.impl_(
+        "huber_loss",
+        operators::huber_loss::kernel(backends::composite_explicit_autograd::huber_loss),
+    )?;
+    m.impl_(
+        "huber_loss.out",
+        operators::huber_loss_out::kernel(huber_loss_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "huber_loss_backward",
+        operators::huber_loss_backward::kernel(
+            backends::composite_explicit_autograd::huber_loss_backward,
+        ),
+    )?;
+    m.impl_(
+        "huber_loss_backward.out",
+        operators::huber_loss_backward_out::kernel(
+            huber_loss_backward_out_composite_explicit_autograd,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -48,6 +81,36 @@ fn histc_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::histc_outf(self_, bins, min, max, out)?;
+    Ok(Aliased)
+}
+
+fn huber_loss_out_composite_explicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::huber_loss_outf(self_, target, reduction, delta, out)?;
+    Ok(Aliased)
+}
+
+fn huber_loss_backward_out_composite_explicit_autograd(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::huber_loss_backward_outf(
+        grad_output,
+        self_,
+        target,
+        reduction,
+        delta,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 

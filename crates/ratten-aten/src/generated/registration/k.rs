@@ -17,6 +17,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
+    m.def(
+        "kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -30,6 +33,13 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "kthvalue",
         operators::kthvalue::kernel(backends::composite_explicit_autograd::kthvalue),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "kl_div",
+        operators::kl_div::kernel(backends::composite_implicit_autograd::kl_div),
     )?;
 });
 

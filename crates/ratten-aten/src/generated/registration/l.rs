@@ -79,6 +79,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    m.def(
+        "log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")?;
+    m.def(
+        "_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    )?;
+    m.def(
+        "_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -182,6 +197,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "logspace.out",
         operators::logspace_out::kernel(logspace_out_cpu),
     )?;
+    m.impl_(
+        "_log_softmax",
+        operators::_log_softmax::kernel(backends::cpu::_log_softmax),
+    )?;
+    m.impl_(
+        "_log_softmax.out",
+        operators::_log_softmax_out::kernel(_log_softmax_out_cpu),
+    )?;
+    m.impl_(
+        "_log_softmax_backward_data",
+        operators::_log_softmax_backward_data::kernel(backends::cpu::_log_softmax_backward_data),
+    )?;
+    m.impl_(
+        "_log_softmax_backward_data.out",
+        operators::_log_softmax_backward_data_out::kernel(_log_softmax_backward_data_out_cpu),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -241,6 +272,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "linear.out",
         operators::linear_out::kernel(linear_out_composite_explicit_autograd),
     )?;
+    m.impl_(
+        "log_softmax.int_out",
+        operators::log_softmax_int_out::kernel(log_softmax_int_out_composite_explicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctional, |m| {
@@ -254,6 +289,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "linear",
         operators::linear::kernel(backends::composite_implicit_autograd::linear),
+    )?;
+    m.impl_(
+        "log_softmax.int",
+        operators::log_softmax_int::kernel(backends::composite_implicit_autograd::log_softmax),
+    )?;
+    m.impl_(
+        "l1_loss",
+        operators::l1_loss::kernel(backends::composite_implicit_autograd::l1_loss),
     )?;
 });
 
@@ -363,6 +406,22 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "logspace.out",
         operators::logspace_out::kernel(logspace_out_meta),
+    )?;
+    m.impl_(
+        "_log_softmax",
+        operators::_log_softmax::kernel(backends::meta::_log_softmax),
+    )?;
+    m.impl_(
+        "_log_softmax.out",
+        operators::_log_softmax_out::kernel(_log_softmax_out_meta),
+    )?;
+    m.impl_(
+        "_log_softmax_backward_data",
+        operators::_log_softmax_backward_data::kernel(backends::meta::_log_softmax_backward_data),
+    )?;
+    m.impl_(
+        "_log_softmax_backward_data.out",
+        operators::_log_softmax_backward_data_out::kernel(_log_softmax_backward_data_out_meta),
     )?;
 });
 
@@ -549,6 +608,27 @@ fn logspace_out_cpu(
     Ok(Aliased)
 }
 
+fn _log_softmax_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::_log_softmax_outf(self_, dim, half_to_float, out)?;
+    Ok(Aliased)
+}
+
+fn _log_softmax_backward_data_out_cpu(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::_log_softmax_backward_data_outf(grad_output, output, dim, input_dtype, out)?;
+    Ok(Aliased)
+}
+
 fn logical_not__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::logical_not_(self_)?;
     Ok(Aliased)
@@ -585,6 +665,16 @@ fn linear_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::linear_outf(input, weight, bias, out)?;
+    Ok(Aliased)
+}
+
+fn log_softmax_int_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::log_softmax_outf(self_, dim, dtype, out)?;
     Ok(Aliased)
 }
 
@@ -738,5 +828,26 @@ fn logspace_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::logspace_outf(start, end, steps, base, out)?;
+    Ok(Aliased)
+}
+
+fn _log_softmax_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::_log_softmax_outf(self_, dim, half_to_float, out)?;
+    Ok(Aliased)
+}
+
+fn _log_softmax_backward_data_out_meta(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::_log_softmax_backward_data_outf(grad_output, output, dim, input_dtype, out)?;
     Ok(Aliased)
 }

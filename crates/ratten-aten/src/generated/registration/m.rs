@@ -64,6 +64,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("matmul(Tensor self, Tensor other) -> Tensor")?;
     m.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor")?;
+    m.def(
+        "mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
+    )?;
+    m.def(
+        "mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
@@ -203,6 +213,26 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "mv.out",
         operators::mv_out::kernel(mv_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "mse_loss",
+        operators::mse_loss::kernel(backends::composite_explicit_autograd::mse_loss),
+    )?;
+    m.impl_(
+        "mse_loss.out",
+        operators::mse_loss_out::kernel(mse_loss_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "mse_loss_backward",
+        operators::mse_loss_backward::kernel(
+            backends::composite_explicit_autograd::mse_loss_backward,
+        ),
+    )?;
+    m.impl_(
+        "mse_loss_backward.grad_input",
+        operators::mse_loss_backward_grad_input::kernel(
+            mse_loss_backward_grad_input_composite_explicit_autograd,
+        ),
     )?;
     m.impl_(
         "mul.Scalar_out",
@@ -439,6 +469,33 @@ fn mv_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::mv_outf(self_, vec, out)?;
+    Ok(Aliased)
+}
+
+fn mse_loss_out_composite_explicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::mse_loss_outf(self_, target, reduction, out)?;
+    Ok(Aliased)
+}
+
+fn mse_loss_backward_grad_input_composite_explicit_autograd(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_explicit_autograd::mse_loss_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        reduction,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 

@@ -26,6 +26,7 @@ mod se;
 mod sg;
 mod si;
 mod sl;
+mod sm;
 mod so;
 mod sp;
 mod sq;
@@ -65,6 +66,7 @@ pub fn ensure_linked() {
     sg::ensure_linked();
     si::ensure_linked();
     sl::ensure_linked();
+    sm::ensure_linked();
     so::ensure_linked();
     sp::ensure_linked();
     sq::ensure_linked();

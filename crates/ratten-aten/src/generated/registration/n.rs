@@ -88,6 +88,45 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
     )?;
     m.def(
+        "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+    )?;
+    m.def(
+        "nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+    )?;
+    m.def(
+        "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+    )?;
+    m.def(
+        "nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+    )?;
+    m.def(
+        "nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+    )?;
+    m.def(
+        "nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+    )?;
+    m.def(
+        "nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+    )?;
+    m.def(
+        "nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -172,6 +211,38 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "nonzero",
         operators::nonzero::kernel(backends::cpu::nonzero),
+    )?;
+    m.impl_(
+        "nll_loss_forward",
+        operators::nll_loss_forward::kernel(backends::cpu::nll_loss_forward),
+    )?;
+    m.impl_(
+        "nll_loss_forward.output",
+        operators::nll_loss_forward_output::kernel(backends::cpu::nll_loss_forward_output_outf),
+    )?;
+    m.impl_(
+        "nll_loss_backward",
+        operators::nll_loss_backward::kernel(backends::cpu::nll_loss_backward),
+    )?;
+    m.impl_(
+        "nll_loss_backward.grad_input",
+        operators::nll_loss_backward_grad_input::kernel(nll_loss_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "nll_loss2d_forward",
+        operators::nll_loss2d_forward::kernel(backends::cpu::nll_loss2d_forward),
+    )?;
+    m.impl_(
+        "nll_loss2d_forward.output",
+        operators::nll_loss2d_forward_output::kernel(backends::cpu::nll_loss2d_forward_output_outf),
+    )?;
+    m.impl_(
+        "nll_loss2d_backward",
+        operators::nll_loss2d_backward::kernel(backends::cpu::nll_loss2d_backward),
+    )?;
+    m.impl_(
+        "nll_loss2d_backward.grad_input",
+        operators::nll_loss2d_backward_grad_input::kernel(nll_loss2d_backward_grad_input_cpu),
     )?;
 });
 
@@ -272,6 +343,26 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "narrow.Tensor",
         operators::narrow_Tensor::kernel(backends::composite_implicit_autograd::narrow_tensor),
     )?;
+    m.impl_(
+        "nll_loss",
+        operators::nll_loss::kernel(backends::composite_implicit_autograd::nll_loss),
+    )?;
+    m.impl_(
+        "nll_loss.out",
+        operators::nll_loss_out::kernel(nll_loss_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "nll_loss_nd",
+        operators::nll_loss_nd::kernel(backends::composite_implicit_autograd::nll_loss_nd),
+    )?;
+    m.impl_(
+        "nll_loss2d",
+        operators::nll_loss2d::kernel(backends::composite_implicit_autograd::nll_loss2d),
+    )?;
+    m.impl_(
+        "nll_loss2d.out",
+        operators::nll_loss2d_out::kernel(nll_loss2d_out_composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -347,6 +438,40 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "nonzero",
         operators::nonzero::kernel(backends::meta::nonzero),
+    )?;
+    m.impl_(
+        "nll_loss_forward",
+        operators::nll_loss_forward::kernel(backends::meta::nll_loss_forward),
+    )?;
+    m.impl_(
+        "nll_loss_forward.output",
+        operators::nll_loss_forward_output::kernel(backends::meta::nll_loss_forward_output_outf),
+    )?;
+    m.impl_(
+        "nll_loss_backward",
+        operators::nll_loss_backward::kernel(backends::meta::nll_loss_backward),
+    )?;
+    m.impl_(
+        "nll_loss_backward.grad_input",
+        operators::nll_loss_backward_grad_input::kernel(nll_loss_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "nll_loss2d_forward",
+        operators::nll_loss2d_forward::kernel(backends::meta::nll_loss2d_forward),
+    )?;
+    m.impl_(
+        "nll_loss2d_forward.output",
+        operators::nll_loss2d_forward_output::kernel(
+            backends::meta::nll_loss2d_forward_output_outf,
+        ),
+    )?;
+    m.impl_(
+        "nll_loss2d_backward",
+        operators::nll_loss2d_backward::kernel(backends::meta::nll_loss2d_backward),
+    )?;
+    m.impl_(
+        "nll_loss2d_backward.grad_input",
+        operators::nll_loss2d_backward_grad_input::kernel(nll_loss2d_backward_grad_input_meta),
     )?;
 });
 
@@ -493,6 +618,52 @@ fn nonzero_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn nll_loss_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    backends::cpu::nll_loss_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn nll_loss2d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    backends::cpu::nll_loss2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
 fn nan_to_num__composite_explicit_autograd(
     self_: &Tensor,
     nan: Option<f64>,
@@ -579,6 +750,44 @@ fn new_ones_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::new_ones_outf(self_, size, out)?;
+    Ok(Aliased)
+}
+
+fn nll_loss_out_composite_implicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_implicit_autograd::nll_loss_outf(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn nll_loss2d_out_composite_implicit_autograd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_implicit_autograd::nll_loss2d_outf(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        out,
+    )?;
     Ok(Aliased)
 }
 
@@ -699,5 +908,51 @@ fn normal_Tensor_Tensor_out_meta(
 
 fn nonzero_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::nonzero_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn nll_loss_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    backends::meta::nll_loss_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn nll_loss2d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    backends::meta::nll_loss2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
     Ok(Aliased)
 }

@@ -23,6 +23,20 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
     )?;
+    m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    m.def(
+        "softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")?;
+    m.def(
+        "_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    )?;
+    m.def(
+        "_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -33,6 +47,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "sort.stable",
         operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
+    m.impl_(
+        "_softmax",
+        operators::_softmax::kernel(backends::cpu::_softmax),
+    )?;
+    m.impl_(
+        "_softmax.out",
+        operators::_softmax_out::kernel(_softmax_out_cpu),
+    )?;
+    m.impl_(
+        "_softmax_backward_data",
+        operators::_softmax_backward_data::kernel(backends::cpu::_softmax_backward_data),
+    )?;
+    m.impl_(
+        "_softmax_backward_data.out",
+        operators::_softmax_backward_data_out::kernel(_softmax_backward_data_out_cpu),
     )?;
 });
 
@@ -45,6 +75,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "sort",
         operators::sort::kernel(backends::composite_explicit_autograd::sort),
     )?;
+    m.impl_(
+        "softmax.int_out",
+        operators::softmax_int_out::kernel(softmax_int_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "softmax.int",
+        operators::softmax_int::kernel(backends::composite_implicit_autograd::softmax),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -56,4 +97,72 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "sort.stable",
         operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
+    m.impl_(
+        "_softmax",
+        operators::_softmax::kernel(backends::meta::_softmax),
+    )?;
+    m.impl_(
+        "_softmax.out",
+        operators::_softmax_out::kernel(_softmax_out_meta),
+    )?;
+    m.impl_(
+        "_softmax_backward_data",
+        operators::_softmax_backward_data::kernel(backends::meta::_softmax_backward_data),
+    )?;
+    m.impl_(
+        "_softmax_backward_data.out",
+        operators::_softmax_backward_data_out::kernel(_softmax_backward_data_out_meta),
+    )?;
 });
+
+fn _softmax_out_cpu(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::_softmax_outf(self_, dim, half_to_float, out)?;
+    Ok(Aliased)
+}
+
+fn _softmax_backward_data_out_cpu(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::_softmax_backward_data_outf(grad_output, output, dim, input_dtype, grad_input)?;
+    Ok(Aliased)
+}
+
+fn softmax_int_out_composite_explicit_autograd(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::softmax_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn _softmax_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::_softmax_outf(self_, dim, half_to_float, out)?;
+    Ok(Aliased)
+}
+
+fn _softmax_backward_data_out_meta(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::_softmax_backward_data_outf(grad_output, output, dim, input_dtype, grad_input)?;
+    Ok(Aliased)
+}

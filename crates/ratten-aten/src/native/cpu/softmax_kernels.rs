@@ -1,1 +1,515 @@
-//! The CPU loops of `crate::native::softmax`.
+//! The CPU loops of `crate::native::softmax` (ATen's `cpu/SoftMaxKernel.cpp` and
+//! `host_softmax`): softmax, log_softmax and their backward over contiguous tensors viewed as
+//! `[outer, dim, inner]`.
+//!
+//! Note [Softmax loops]: a line along `dim` takes three passes, as PyTorch's vectorised
+//! kernels do: its maximum, the sum of `exp(x - max)`, then the output. Along the last dim
+//! (`inner == 1`) a line is a contiguous row, reduced in `LANES` independent accumulators (so
+//! the compiler keeps them in vector registers; the sum's order is fixed, so a row's result
+//! does not depend on the thread that computes it), and softmax of float / double stores each
+//! `exp` in the output and scales it in place (one `exp` per element). Along another dim the
+//! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
+//! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
+//! float16 and bfloat16 compute in float (PyTorch's `acc_type`) and round once, at the store.
+//! The exponential and logarithm are `vec_math`'s branch-free forms; every loop runs inside
+//! `run_isa` for the CPU capability.
+
+use half::{bf16, f16};
+use ratten_core::access::TensorAccess;
+use ratten_core::{Error, PodElement, Result, ScalarType};
+
+use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability};
+use crate::native::cpu::elements::not_implemented;
+use crate::native::cpu::scatter_gather_kernels::SyncPtr;
+use crate::native::cpu::vec_math::{exp_f32, exp_f64, log_f32, log_f64};
+use crate::tensor_iterator::parallel::{parallel_for, GRAIN_SIZE};
+use crate::Tensor;
+
+/// Independent accumulators of a row reduction.
+const LANES: usize = 16;
+/// Lines computed side by side along a dim other than the last.
+const BLOCK: usize = 256;
+
+/// The computation type of the softmax family (PyTorch's `acc_type` on the CPU).
+pub trait Acc:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INF: Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    /// The larger of the two, NaN if either is (`vec::maximum`).
+    fn maximum(self, other: Self) -> Self;
+}
+
+impl Acc for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const NEG_INF: f32 = f32::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f32 {
+        exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> f32 {
+        log_f32(self)
+    }
+    #[inline(always)]
+    fn maximum(self, other: f32) -> f32 {
+        if self > other || self.is_nan() {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+impl Acc for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const NEG_INF: f64 = f64::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f64 {
+        exp_f64(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> f64 {
+        log_f64(self)
+    }
+    #[inline(always)]
+    fn maximum(self, other: f64) -> f64 {
+        if self > other || self.is_nan() {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+/// An element type the softmax family stores, and the type it computes in.
+pub trait Stored: PodElement + Copy + Send + Sync {
+    type A: Acc;
+    /// The widest instruction set the loops are compiled for.
+    const ISA: CpuCapability;
+    fn load(self) -> Self::A;
+    fn store(a: Self::A) -> Self;
+    /// The slice as computation-type elements, when they are the same type.
+    fn as_acc_mut(s: &mut [Self]) -> Option<&mut [Self::A]>;
+}
+
+impl Stored for f32 {
+    type A = f32;
+    const ISA: CpuCapability = CpuCapability::Avx512;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn store(a: f32) -> f32 {
+        a
+    }
+    #[inline(always)]
+    fn as_acc_mut(s: &mut [f32]) -> Option<&mut [f32]> {
+        Some(s)
+    }
+}
+
+impl Stored for f64 {
+    type A = f64;
+    const ISA: CpuCapability = CpuCapability::Avx512;
+    #[inline(always)]
+    fn load(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn store(a: f64) -> f64 {
+        a
+    }
+    #[inline(always)]
+    fn as_acc_mut(s: &mut [f64]) -> Option<&mut [f64]> {
+        Some(s)
+    }
+}
+
+impl Stored for f16 {
+    type A = f32;
+    const ISA: CpuCapability = CpuCapability::Default;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn store(a: f32) -> f16 {
+        f16::from_f32(a)
+    }
+    #[inline(always)]
+    fn as_acc_mut(_: &mut [f16]) -> Option<&mut [f32]> {
+        None
+    }
+}
+
+impl Stored for bf16 {
+    type A = f32;
+    const ISA: CpuCapability = CpuCapability::Default;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn store(a: f32) -> bf16 {
+        bf16::from_f32(a)
+    }
+    #[inline(always)]
+    fn as_acc_mut(_: &mut [bf16]) -> Option<&mut [f32]> {
+        None
+    }
+}
+
+/// Runs `$body` with `$T` bound to the element type of `$dt` (float, double, half, bfloat16),
+/// or refuses with torch's text naming `$name`.
+macro_rules! dispatch_softmax_types {
+    ($dt:expr, $name:expr, $T:ident => $body:expr) => {
+        match $dt {
+            ScalarType::Float => {
+                type $T = f32;
+                $body
+            }
+            ScalarType::Double => {
+                type $T = f64;
+                $body
+            }
+            ScalarType::Half => {
+                type $T = f16;
+                $body
+            }
+            ScalarType::BFloat16 => {
+                type $T = bf16;
+                $body
+            }
+            dt => Err(not_implemented($name, dt)),
+        }
+    };
+}
+
+/// `[outer, dim, inner]` of a contiguous tensor along `dim`.
+fn split_dims(sizes: &[i64], dim: usize) -> (usize, usize, usize) {
+    let outer: i64 = sizes[..dim].iter().product();
+    let inner: i64 = sizes[dim + 1..].iter().product();
+    (outer as usize, sizes[dim] as usize, inner as usize)
+}
+
+/// The reduction of a row in `LANES` accumulators, combined pairwise.
+#[inline(always)]
+fn lanes_reduce<A: Acc>(n: usize, init: A, at: impl Fn(usize) -> A, step: impl Fn(A, A) -> A) -> A {
+    let mut acc = [init; LANES];
+    let body = n / LANES * LANES;
+    let mut i = 0;
+    while i < body {
+        for (l, a) in acc.iter_mut().enumerate() {
+            *a = step(*a, at(i + l));
+        }
+        i += LANES;
+    }
+    for (l, k) in (body..n).enumerate() {
+        acc[l] = step(acc[l], at(k));
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            acc[l] = step(acc[l], acc[l + width]);
+        }
+    }
+    acc[0]
+}
+
+/// softmax (or log_softmax, `LOG`) of one contiguous row.
+#[inline(always)]
+fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
+    let n = x.len();
+    let max = lanes_reduce(n, S::A::NEG_INF, |i| x[i].load(), |a, b| a.maximum(b));
+    if LOG {
+        let sum = lanes_reduce(n, S::A::ZERO, |i| (x[i].load() - max).exp(), |a, b| a + b);
+        let shift = max + sum.ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = S::store(v.load() - shift);
+        }
+    } else if let Some(ya) = S::as_acc_mut(y) {
+        for (o, &v) in ya.iter_mut().zip(x) {
+            *o = (v.load() - max).exp();
+        }
+        let sum = lanes_reduce(n, S::A::ZERO, |i| ya[i], |a, b| a + b);
+        let inv = S::A::ONE / sum;
+        for o in ya.iter_mut() {
+            *o = *o * inv;
+        }
+    } else {
+        let sum = lanes_reduce(n, S::A::ZERO, |i| (x[i].load() - max).exp(), |a, b| a + b);
+        let inv = S::A::ONE / sum;
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = S::store((v.load() - max).exp() * inv);
+        }
+    }
+}
+
+/// softmax (or log_softmax) of the `w` lines `j0..j0 + w` of one outer block
+/// (`x[d * inner + j]`), side by side.
+#[inline(always)]
+fn block_forward<S: Stored, const LOG: bool>(
+    x: &[S],
+    y: &mut [S],
+    dim: usize,
+    inner: usize,
+    j0: usize,
+    w: usize,
+) {
+    let mut max = [S::A::NEG_INF; BLOCK];
+    let mut sum = [S::A::ZERO; BLOCK];
+    let (max, sum) = (&mut max[..w], &mut sum[..w]);
+    for d in 0..dim {
+        let row = &x[d * inner + j0..][..w];
+        for (m, &v) in max.iter_mut().zip(row) {
+            *m = m.maximum(v.load());
+        }
+    }
+    for d in 0..dim {
+        let row = &x[d * inner + j0..][..w];
+        for ((s, &m), &v) in sum.iter_mut().zip(max.iter()).zip(row) {
+            *s = *s + (v.load() - m).exp();
+        }
+    }
+    if LOG {
+        for (s, &m) in sum.iter_mut().zip(max.iter()) {
+            *s = m + s.ln();
+        }
+    } else {
+        for s in sum.iter_mut() {
+            *s = S::A::ONE / *s;
+        }
+    }
+    for d in 0..dim {
+        let row = &x[d * inner + j0..][..w];
+        let out = &mut y[d * inner + j0..][..w];
+        for (((o, &v), &m), &s) in out.iter_mut().zip(row).zip(max.iter()).zip(sum.iter()) {
+            *o = if LOG {
+                S::store(v.load() - s)
+            } else {
+                S::store((v.load() - m).exp() * s)
+            };
+        }
+    }
+}
+
+/// The backward of one contiguous row: `gi = y * (g - sum(g * y))` for softmax,
+/// `gi = g - exp(y) * sum(g)` for log_softmax.
+#[inline(always)]
+fn row_backward<S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
+    let n = g.len();
+    if LOG {
+        let sum = lanes_reduce(n, S::A::ZERO, |i| g[i].load(), |a, b| a + b);
+        for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
+            *o = S::store(gv.load() - yv.load().exp() * sum);
+        }
+    } else {
+        let sum = lanes_reduce(n, S::A::ZERO, |i| g[i].load() * y[i].load(), |a, b| a + b);
+        for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
+            *o = S::store(yv.load() * (gv.load() - sum));
+        }
+    }
+}
+
+/// The backward of the `w` lines `j0..j0 + w` of one outer block, side by side.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn block_backward<S: Stored, const LOG: bool>(
+    g: &[S],
+    y: &[S],
+    gi: &mut [S],
+    dim: usize,
+    inner: usize,
+    j0: usize,
+    w: usize,
+) {
+    let mut sum = [S::A::ZERO; BLOCK];
+    let sum = &mut sum[..w];
+    for d in 0..dim {
+        let (gr, yr) = (&g[d * inner + j0..][..w], &y[d * inner + j0..][..w]);
+        for ((s, &gv), &yv) in sum.iter_mut().zip(gr).zip(yr) {
+            *s = if LOG {
+                *s + gv.load()
+            } else {
+                *s + gv.load() * yv.load()
+            };
+        }
+    }
+    for d in 0..dim {
+        let (gr, yr) = (&g[d * inner + j0..][..w], &y[d * inner + j0..][..w]);
+        let out = &mut gi[d * inner + j0..][..w];
+        for (((o, &gv), &yv), &s) in out.iter_mut().zip(gr).zip(yr).zip(sum.iter()) {
+            *o = if LOG {
+                S::store(gv.load() - yv.load().exp() * s)
+            } else {
+                S::store(yv.load() * (gv.load() - s))
+            };
+        }
+    }
+}
+
+/// The work items of `[outer, dim, inner]`: rows when `inner == 1`, else blocks of up to
+/// `BLOCK` lines of one outer index. Returns (items, blocks per outer index).
+fn work_items(outer: usize, inner: usize) -> (usize, usize) {
+    let per = inner.div_ceil(BLOCK);
+    (outer * per, per)
+}
+
+fn check_contiguous(ts: &[&Tensor], sizes: &[i64]) -> Result<()> {
+    for t in ts {
+        if !t.is_contiguous() || t.sizes().as_slice() != sizes {
+            return Err(Error::runtime(
+                "softmax kernel: operands must be contiguous and of one shape",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn forward_typed<S: Stored, const LOG: bool>(
+    output: &Tensor,
+    input: &Tensor,
+    dim: usize,
+) -> Result<()> {
+    let (outer, d, inner) = split_dims(input.sizes().as_slice(), dim);
+    let mut g = TensorAccess::new(&[input.base()], &[output.base()])?;
+    let y_all = g.output_slice_mut::<S>(0)?;
+    let n = y_all.len();
+    let y_ptr = SyncPtr(y_all.as_mut_ptr().cast());
+    let x = g.input_slice::<S>(0)?;
+    if x.len() != n || n != outer * d * inner {
+        return Err(Error::runtime("softmax kernel: operand sizes differ"));
+    }
+    let (items, per) = work_items(outer, inner);
+    let grain = (GRAIN_SIZE as usize / (d * inner.min(BLOCK)).max(1)).max(1) as i64;
+    let cap = kernel_capability();
+    parallel_for(0, items as i64, grain, |b, e| {
+        with_isa!(cap, S::ISA, I => run_isa::<I, _>(
+            #[inline(always)]
+            || {
+                for item in b as usize..e as usize {
+                    let (o, blk) = (item / per, item % per);
+                    let base = o * d * inner;
+                    let len = d * inner;
+                    // SAFETY: the elements `base..base + len` of the output (outer index `o`)
+                    // lie inside the guarded, contiguous output of `n` elements; items of
+                    // distinct outer indices write disjoint ranges, and the blocks of one
+                    // outer index write disjoint lines (only `j0..j0 + w` of each row).
+                    let y = unsafe {
+                        std::slice::from_raw_parts_mut(y_ptr.get().cast::<S>().add(base), len)
+                    };
+                    let xs = &x[base..base + len];
+                    if inner == 1 {
+                        row_forward::<S, LOG>(xs, y);
+                    } else {
+                        let j0 = blk * BLOCK;
+                        block_forward::<S, LOG>(xs, y, d, inner, j0, (inner - j0).min(BLOCK));
+                    }
+                }
+            }
+        ))
+    })
+}
+
+fn backward_typed<S: Stored, const LOG: bool>(
+    grad_input: &Tensor,
+    grad: &Tensor,
+    output: &Tensor,
+    dim: usize,
+) -> Result<()> {
+    let (outer, d, inner) = split_dims(grad.sizes().as_slice(), dim);
+    let mut g = TensorAccess::new(&[grad.base(), output.base()], &[grad_input.base()])?;
+    let gi_all = g.output_slice_mut::<S>(0)?;
+    let n = gi_all.len();
+    let gi_ptr = SyncPtr(gi_all.as_mut_ptr().cast());
+    let (gs, ys) = (g.input_slice::<S>(0)?, g.input_slice::<S>(1)?);
+    if gs.len() != n || ys.len() != n || n != outer * d * inner {
+        return Err(Error::runtime(
+            "softmax backward kernel: operand sizes differ",
+        ));
+    }
+    let (items, per) = work_items(outer, inner);
+    let grain = (GRAIN_SIZE as usize / (d * inner.min(BLOCK)).max(1)).max(1) as i64;
+    let cap = kernel_capability();
+    parallel_for(0, items as i64, grain, |b, e| {
+        with_isa!(cap, S::ISA, I => run_isa::<I, _>(
+            #[inline(always)]
+            || {
+                for item in b as usize..e as usize {
+                    let (o, blk) = (item / per, item % per);
+                    let base = o * d * inner;
+                    let len = d * inner;
+                    // SAFETY: as in `forward_typed`: disjoint lines of the guarded output.
+                    let gi = unsafe {
+                        std::slice::from_raw_parts_mut(gi_ptr.get().cast::<S>().add(base), len)
+                    };
+                    let (gr, yr) = (&gs[base..base + len], &ys[base..base + len]);
+                    if inner == 1 {
+                        row_backward::<S, LOG>(gr, yr, gi);
+                    } else {
+                        let j0 = blk * BLOCK;
+                        block_backward::<S, LOG>(gr, yr, gi, d, inner, j0, (inner - j0).min(BLOCK));
+                    }
+                }
+            }
+        ))
+    })
+}
+
+/// softmax (`log == false`) or log_softmax of the contiguous `input` along `dim` into the
+/// contiguous `output` of the same shape and dtype.
+pub fn softmax_kernel(output: &Tensor, input: &Tensor, dim: usize, log: bool) -> Result<()> {
+    check_contiguous(&[output, input], input.sizes().as_slice())?;
+    let last = dim + 1 == input.dim();
+    let name = match (log, last) {
+        (false, true) => "softmax_lastdim_kernel_impl",
+        (false, false) => "softmax_kernel_impl",
+        (true, true) => "log_softmax_lastdim_kernel_impl",
+        (true, false) => "log_softmax_kernel_impl",
+    };
+    dispatch_softmax_types!(input.dtype(), name, T => if log {
+        forward_typed::<T, true>(output, input, dim)
+    } else {
+        forward_typed::<T, false>(output, input, dim)
+    })
+}
+
+/// The backward of softmax (`log == false`) or log_softmax: `grad_input` from the contiguous
+/// `grad` and `output` along `dim`.
+pub fn softmax_backward_kernel(
+    grad_input: &Tensor,
+    grad: &Tensor,
+    output: &Tensor,
+    dim: usize,
+    log: bool,
+) -> Result<()> {
+    check_contiguous(&[grad_input, grad, output], grad.sizes().as_slice())?;
+    let last = dim + 1 == grad.dim();
+    let name = match (log, last) {
+        (false, true) => "softmax_backward_lastdim_kernel_impl",
+        (false, false) => "softmax_backward_kernel_impl",
+        (true, true) => "log_softmax_backward_lastdim_kernel_impl",
+        (true, false) => "log_softmax_backward_kernel_impl",
+    };
+    dispatch_softmax_types!(grad.dtype(), name, T => if log {
+        backward_typed::<T, true>(grad_input, grad, output, dim)
+    } else {
+        backward_typed::<T, false>(grad_input, grad, output, dim)
+    })
+}

@@ -213,3 +213,205 @@ impl Node for BaddbmmBackward0 {
         self.batch2.reset_data();
     }
 }
+
+/// The backward of `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (derivatives.yaml: `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`).
+pub struct BinaryCrossEntropyBackward0 {
+    pub base: NodeBase,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for BinaryCrossEntropyBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("BinaryCrossEntropyBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::binary_cross_entropy_backward::call(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_target_backward(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.target.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (derivatives.yaml: `binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`).
+pub struct BinaryCrossEntropyBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_output: SavedVariable,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for BinaryCrossEntropyBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("BinaryCrossEntropyBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_double_backward_grad_output(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_double_backward(
+                &grad_output,
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_double_backward_target(
+                grad,
+                &grad_output,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+        self.target.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (derivatives.yaml: `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`).
+pub struct BinaryCrossEntropyWithLogitsBackward0 {
+    pub base: NodeBase,
+    pub pos_weight: SavedVariable,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for BinaryCrossEntropyWithLogitsBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("BinaryCrossEntropyWithLogitsBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let pos_weight = self.pos_weight.unpack_opt(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_with_logits_backward(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                pos_weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = binary_cross_entropy_with_logits_target_backward(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                pos_weight.as_ref(),
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.pos_weight.reset_data();
+        self.self_.reset_data();
+        self.target.reset_data();
+        self.weight.reset_data();
+    }
+}

@@ -465,3 +465,119 @@ impl Node for LogcumsumexpBackward0 {
         self.result.reset_data();
     }
 }
+
+/// The backward of `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (derivatives.yaml: `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`).
+pub struct LogSoftmaxBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub self_scalar_type: ScalarType,
+    pub result: SavedVariable,
+}
+
+impl Node for LogSoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LogSoftmaxBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_log_softmax_backward_data::call(
+                grad,
+                &result,
+                self.dim,
+                self.self_scalar_type,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result.reset_data();
+    }
+}
+
+/// The backward of `aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (derivatives.yaml: `_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`).
+pub struct LogSoftmaxBackwardDataBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub grad_output: SavedVariable,
+    pub output: SavedVariable,
+}
+
+impl Node for LogSoftmaxBackwardDataBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LogSoftmaxBackwardDataBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let output_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let output = self.output.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::sub_Tensor::call(
+                &ops::to_dtype::call(grad, output.scalar_type(), false, false, None)?,
+                &ops::sum_dim_IntList::call(
+                    &ops::mul_Tensor::call(
+                        &ops::to_dtype::call(grad, output.scalar_type(), false, false, None)?,
+                        &ops::exp::call(&output)?,
+                    )?,
+                    Some(&[self.dim]),
+                    true,
+                    None,
+                )?,
+                &Scalar::Int(1),
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::to_dtype::call(
+                &ops::mul_Tensor::call(
+                    &ops::mul_Tensor::call(
+                        &ops::neg::call(&ops::sum_dim_IntList::call(
+                            &grad_output,
+                            Some(&[self.dim]),
+                            true,
+                            None,
+                        )?)?,
+                        &ops::exp::call(&output)?,
+                    )?,
+                    &ops::to_dtype::call(grad, output.scalar_type(), false, false, None)?,
+                )?,
+                output.scalar_type(),
+                false,
+                false,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, output_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.output.reset_data();
+    }
+}

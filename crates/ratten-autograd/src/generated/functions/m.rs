@@ -698,3 +698,110 @@ impl Node for MvBackward0 {
         self.vec.reset_data();
     }
 }
+
+/// The backward of `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (derivatives.yaml: `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`).
+pub struct MseLossBackward0 {
+    pub base: NodeBase,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+}
+
+impl Node for MseLossBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("MseLossBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mse_loss_backward::call(grad, &self_, &target, self.reduction)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mse_loss_backward::call(grad, &target, &self_, self.reduction)?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.target.reset_data();
+    }
+}
+
+/// The backward of `aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor` (derivatives.yaml: `mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor`).
+pub struct MseLossBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_output: SavedVariable,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+}
+
+impl Node for MseLossBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("MseLossBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::mse_loss_backward::call(grad, &self_, &target, self.reduction)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = mse_loss_double_backward(
+                &ops::mul_Tensor::call(grad, &grad_output)?,
+                &self_,
+                self.reduction,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::neg::call(&mse_loss_double_backward(
+                &ops::mul_Tensor::call(grad, &grad_output)?,
+                &target,
+                self.reduction,
+            )?)?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+        self.target.reset_data();
+    }
+}

@@ -514,3 +514,215 @@ impl Node for NormalBackward3 {
         Ok(grad_inputs)
     }
 }
+
+/// The backward of `aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)` (derivatives.yaml: `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`).
+pub struct NllLossBackward0 {
+    pub base: NodeBase,
+    pub ignore_index: i64,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+    pub total_weight: SavedVariable,
+}
+
+impl Node for NllLossBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NllLossBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let total_weight = self.total_weight.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::nll_loss_backward::call(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+                self.ignore_index,
+                &total_weight,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.target.reset_data();
+        self.weight.reset_data();
+        self.total_weight.reset_data();
+    }
+}
+
+/// The backward of `aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor` (derivatives.yaml: `nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`).
+pub struct NllLossBackwardBackward0 {
+    pub base: NodeBase,
+    pub ignore_index: i64,
+    pub reduction: i64,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for NllLossBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NllLossBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::nll_loss::call(
+                grad,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+                self.ignore_index,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::zeros_like::call(grad, None, None, None, None, None)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.target.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)` (derivatives.yaml: `nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`).
+pub struct NllLoss2DBackward0 {
+    pub base: NodeBase,
+    pub ignore_index: i64,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+    pub total_weight: SavedVariable,
+}
+
+impl Node for NllLoss2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NllLoss2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let total_weight = self.total_weight.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::nll_loss2d_backward::call(
+                grad,
+                &self_,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+                self.ignore_index,
+                &total_weight,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.target.reset_data();
+        self.weight.reset_data();
+        self.total_weight.reset_data();
+    }
+}
+
+/// The backward of `aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor` (derivatives.yaml: `nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`).
+pub struct NllLoss2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub ignore_index: i64,
+    pub reduction: i64,
+    pub target: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for NllLoss2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NllLoss2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let target = self.target.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::nll_loss2d::call(
+                grad,
+                &target,
+                weight.as_ref(),
+                self.reduction,
+                self.ignore_index,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::zeros_like::call(grad, None, None, None, None, None)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.target.reset_data();
+        self.weight.reset_data();
+    }
+}

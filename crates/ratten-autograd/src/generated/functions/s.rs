@@ -950,3 +950,234 @@ impl Node for SgnBackward0 {
         self.result.reset_data();
     }
 }
+
+/// The backward of `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (derivatives.yaml: `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`).
+pub struct SoftmaxBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub self_scalar_type: ScalarType,
+    pub result: SavedVariable,
+}
+
+impl Node for SoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SoftmaxBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::_softmax_backward_data::call(grad, &result, self.dim, self.self_scalar_type)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result.reset_data();
+    }
+}
+
+/// The backward of `aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (derivatives.yaml: `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`).
+pub struct SoftmaxBackwardDataBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub grad_output: SavedVariable,
+    pub input_dtype: ScalarType,
+    pub output: SavedVariable,
+}
+
+impl Node for SoftmaxBackwardDataBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SoftmaxBackwardDataBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let output_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let output = self.output.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_softmax_backward_data::call(
+                &ops::to_dtype::call(grad, output.scalar_type(), false, false, None)?,
+                &output,
+                self.dim,
+                self.input_dtype,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::to_dtype::call(
+                &softmax_double_backward(
+                    &ops::to_dtype::call(grad, output.scalar_type(), false, false, None)?,
+                    &grad_output,
+                    self.dim,
+                    &output,
+                )?,
+                output.scalar_type(),
+                false,
+                false,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, output_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.output.reset_data();
+    }
+}
+
+/// The backward of `aten::smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (derivatives.yaml: `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor`).
+pub struct SmoothL1LossBackward0 {
+    pub base: NodeBase,
+    pub beta: f64,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+}
+
+impl Node for SmoothL1LossBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SmoothL1LossBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::smooth_l1_loss_backward::call(
+                grad,
+                &self_,
+                &target,
+                self.reduction,
+                self.beta,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::smooth_l1_loss_backward::call(
+                grad,
+                &target,
+                &self_,
+                self.reduction,
+                self.beta,
+            )?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.target.reset_data();
+    }
+}
+
+/// The backward of `aten::smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor` (derivatives.yaml: `smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor`).
+pub struct SmoothL1LossBackwardBackward0 {
+    pub base: NodeBase,
+    pub beta: f64,
+    pub grad_output: SavedVariable,
+    pub reduction: i64,
+    pub self_: SavedVariable,
+    pub target: SavedVariable,
+}
+
+impl Node for SmoothL1LossBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SmoothL1LossBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let target_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        let target = self.target.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::smooth_l1_loss_backward::call(
+                grad,
+                &self_,
+                &target,
+                self.reduction,
+                self.beta,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = smooth_l1_loss_double_backward(
+                &ops::mul_Tensor::call(grad, &grad_output)?,
+                &self_,
+                &target,
+                self.reduction,
+                self.beta,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(target_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::neg::call(&smooth_l1_loss_double_backward(
+                &ops::mul_Tensor::call(grad, &grad_output)?,
+                &self_,
+                &target,
+                self.reduction,
+                self.beta,
+            )?)?;
+            copy_range(&mut grad_inputs, target_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+        self.target.reset_data();
+    }
+}

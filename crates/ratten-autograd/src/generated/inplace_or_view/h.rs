@@ -27,3 +27,53 @@ pub(crate) fn histc_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn huber_loss_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            target,
+            reduction,
+            delta,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn huber_loss_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+            delta,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}

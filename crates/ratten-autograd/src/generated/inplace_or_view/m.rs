@@ -318,6 +318,52 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn mse_loss_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            target,
+            reduction,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn mse_loss_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

@@ -316,6 +316,124 @@ pub(crate) fn nonzero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
     Ok(ret)
 }
 
+/// `aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn nll_loss_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_forward_output::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        )?
+    };
+    increment_version(output);
+    increment_version(total_weight);
+    Ok(ret)
+}
+
+/// `aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn nll_loss_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn nll_loss2d_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_forward_output::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        )?
+    };
+    increment_version(output);
+    increment_version(total_weight);
+    Ok(ret)
+}
+
+/// `aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn nll_loss2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn norm_ScalarOpt_dtype_out(
     ks: DispatchKeySet,

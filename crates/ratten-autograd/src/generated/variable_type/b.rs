@@ -860,6 +860,192 @@ pub(crate) fn bincount(
     Ok(result)
 }
 
+/// `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub(crate) fn binary_cross_entropy(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(BinaryCrossEntropyBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn binary_cross_entropy_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(self_), Some(target), weight, Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "binary_cross_entropy(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub(crate) fn binary_cross_entropy_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(BinaryCrossEntropyBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            grad_output: SavedVariable::new(grad_output, false),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn binary_cross_entropy_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(target),
+        weight,
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "binary_cross_entropy_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+pub(crate) fn binary_cross_entropy_with_logits(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(BinaryCrossEntropyWithLogitsBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            pos_weight: SavedVariable::new_opt(pos_weight, false),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy_with_logits::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            pos_weight,
+            reduction,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn bitwise_and_Scalar_Tensor_out(
     ks: DispatchKeySet,
@@ -1056,6 +1242,37 @@ pub(crate) fn bincount_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bincount_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, weights, minlength, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn binary_cross_entropy_with_logits_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [Some(self_), Some(target), weight, pos_weight, Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "binary_cross_entropy_with_logits(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::binary_cross_entropy_with_logits_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            pos_weight,
+            reduction,
+            out,
+        )?
     };
     Ok(ret)
 }

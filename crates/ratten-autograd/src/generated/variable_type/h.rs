@@ -41,3 +41,141 @@ pub(crate) fn histc_out(
     };
     Ok(ret)
 }
+
+/// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
+pub(crate) fn huber_loss(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    let inputs = [Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HuberLossBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            delta,
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction, delta)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn huber_loss_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(self_), Some(target), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "huber_loss(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            reduction,
+            delta,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor`
+pub(crate) fn huber_loss_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HuberLossBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            delta,
+            grad_output: SavedVariable::new(grad_output, false),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+            delta,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn huber_loss_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(target),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "huber_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::huber_loss_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+            delta,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}

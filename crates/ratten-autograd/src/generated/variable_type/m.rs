@@ -896,6 +896,129 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
+/// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub(crate) fn mse_loss(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(MseLossBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn mse_loss_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(target), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "mse_loss(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor`
+pub(crate) fn mse_loss_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_), Some(target)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(MseLossBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            grad_output: SavedVariable::new(grad_output, false),
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn mse_loss_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(target),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "mse_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mse_loss_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            reduction,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

@@ -928,6 +928,342 @@ pub(crate) fn new_ones(
     Ok(ret)
 }
 
+/// `aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub(crate) fn nll_loss_forward(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NllLossBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            ignore_index,
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+            total_weight: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (output, total_weight) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_forward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.total_weight = SavedVariable::new(&total_weight, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&output)], &node)?;
+    }
+    Ok((output, total_weight))
+}
+
+/// `aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn nll_loss_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [
+        Some(self_),
+        Some(target),
+        weight,
+        Some(output),
+        Some(total_weight),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "nll_loss_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_forward_output::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub(crate) fn nll_loss_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NllLossBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            ignore_index,
+            reduction,
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn nll_loss_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(target),
+        weight,
+        Some(total_weight),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "nll_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub(crate) fn nll_loss2d_forward(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NllLoss2DBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            ignore_index,
+            reduction,
+            self_: SavedVariable::new(self_, false),
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+            total_weight: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (output, total_weight) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_forward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.total_weight = SavedVariable::new(&total_weight, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&output)], &node)?;
+    }
+    Ok((output, total_weight))
+}
+
+/// `aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn nll_loss2d_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [
+        Some(self_),
+        Some(target),
+        weight,
+        Some(output),
+        Some(total_weight),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "nll_loss2d_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_forward_output::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            output,
+            total_weight,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub(crate) fn nll_loss2d_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NllLoss2DBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            ignore_index,
+            reduction,
+            target: SavedVariable::new(target, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn nll_loss2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<7>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(target),
+        weight,
+        Some(total_weight),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "nll_loss2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::nll_loss2d_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn norm_ScalarOpt_dtype_out(
     ks: DispatchKeySet,

@@ -127,3 +127,143 @@ pub(crate) fn sort_stable(
     }
     Ok((values, indices))
 }
+
+/// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn softmax_int_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softmax_int_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+pub(crate) fn _softmax(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(SoftmaxBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            dim,
+            self_scalar_type: self_.scalar_type(),
+            result: Default::default(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_softmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result = SavedVariable::new(&result, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _softmax_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_softmax_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub(crate) fn _softmax_backward_data(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(output)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(SoftmaxBackwardDataBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            dim,
+            grad_output: SavedVariable::new(grad_output, false),
+            input_dtype,
+            output: SavedVariable::new(output, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_softmax_backward_data::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output,
+            dim,
+            input_dtype,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn _softmax_backward_data_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(grad_output), Some(output), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_softmax_backward_data(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_softmax_backward_data_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output,
+            dim,
+            input_dtype,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}

@@ -76,6 +76,126 @@ pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `binary_cross_entropy`: 1 signature(s).
+pub(super) fn function_binary_cross_entropy(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_weight = r.optional_tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let result = r.run(py, move || {
+                    functions::binary_cross_entropy_with(
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            r.run(py, move || {
+                functions::binary_cross_entropy_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `binary_cross_entropy_backward`: 1 signature(s).
+pub(super) fn function_binary_cross_entropy_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // binary_cross_entropy_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_weight = r.optional_tensor(3)?;
+                let a_reduction = r.int(4)?;
+                let result = r.run(py, move || {
+                    functions::binary_cross_entropy_backward_with(
+                        &a_grad_output,
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(5)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_weight = r.optional_tensor(3)?;
+            let a_reduction = r.int(4)?;
+            r.run(py, move || {
+                functions::binary_cross_entropy_backward_grad_input_out_with(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `binary_cross_entropy_with_logits`: 1 signature(s).
+pub(super) fn function_binary_cross_entropy_with_logits(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int64_t reduction=Mean)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_pos_weight = r.optional_tensor(3)?;
+            let a_reduction = r.int(4)?;
+            let result = r.run(py, move || {
+                functions::binary_cross_entropy_with_logits_with(
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_pos_weight.as_ref(),
+                    a_reduction,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bincount`: 1 signature(s).
 pub(super) fn function_bincount(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -462,6 +462,36 @@ pub(super) fn function_count_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> 
     }
 }
 
+/// `cross_entropy_loss`: 1 signature(s).
+pub(super) fn function_cross_entropy_loss(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // cross_entropy_loss(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, double label_smoothing=0.0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            let a_label_smoothing = r.double(5)?;
+            let result = r.run(py, move || {
+                functions::cross_entropy_loss_with(
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                    a_label_smoothing,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `cummax`: 1 signature(s).
 pub(super) fn function_cummax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

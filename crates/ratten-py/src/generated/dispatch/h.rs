@@ -58,6 +58,84 @@ pub(super) fn function_hstack(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `huber_loss`: 1 signature(s).
+pub(super) fn function_huber_loss(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // huber_loss(Tensor input, Tensor target, int64_t reduction=Mean, double delta=1.0, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_reduction = r.int(2)?;
+                let a_delta = r.double(3)?;
+                let result = r.run(py, move || {
+                    functions::huber_loss_with(&a_self, &a_target, a_reduction, a_delta)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_reduction = r.int(2)?;
+            let a_delta = r.double(3)?;
+            r.run(py, move || {
+                functions::huber_loss_out_with(&a_out, &a_self, &a_target, a_reduction, a_delta)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `huber_loss_backward`: 1 signature(s).
+pub(super) fn function_huber_loss_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // huber_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, double delta, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_delta = r.double(4)?;
+                let result = r.run(py, move || {
+                    functions::huber_loss_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_target,
+                        a_reduction,
+                        a_delta,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(5)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_delta = r.double(4)?;
+            r.run(py, move || {
+                functions::huber_loss_backward_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_reduction,
+                    a_delta,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.histc`: 1 signature(s).
 pub(super) fn method_histc(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

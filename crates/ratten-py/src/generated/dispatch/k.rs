@@ -4,7 +4,25 @@
 use pyo3::prelude::*;
 use ratten_aten::functions;
 
-use crate::python::python_args::PythonArgs;
+use crate::python::python_args::{into_py_result, PythonArgs};
+
+/// `kl_div`: 1 signature(s).
+pub(super) fn function_kl_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // kl_div(Tensor input, Tensor target, int64_t reduction=Mean, *, bool log_target=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_reduction = r.int(2)?;
+            let a_log_target = r.bool(3)?;
+            let result = r.run(py, move || {
+                functions::kl_div_with(&a_self, &a_target, a_reduction, a_log_target)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
 
 /// `kthvalue`: 1 signature(s).
 pub(super) fn function_kthvalue(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {

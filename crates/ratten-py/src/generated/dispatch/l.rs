@@ -6,6 +6,81 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_log_softmax`: 1 signature(s).
+pub(super) fn function_private_log_softmax(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _log_softmax(Tensor input, int64_t dim, bool half_to_float, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_half_to_float = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::_log_softmax(&a_self, a_dim, a_half_to_float)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_half_to_float = r.bool(2)?;
+            r.run(py, move || {
+                functions::_log_softmax_out(&a_out, &a_self, a_dim, a_half_to_float)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_log_softmax_backward_data`: 1 signature(s).
+pub(super) fn function_private_log_softmax_backward_data(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _log_softmax_backward_data(Tensor grad_output, Tensor output, int64_t dim, ScalarType input_dtype, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_output = r.tensor(1)?;
+                let a_dim = r.int(2)?;
+                let a_input_dtype = r.scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::_log_softmax_backward_data(
+                        &a_grad_output,
+                        &a_output,
+                        a_dim,
+                        a_input_dtype,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_output = r.tensor(1)?;
+            let a_dim = r.int(2)?;
+            let a_input_dtype = r.scalar_type(3)?;
+            r.run(py, move || {
+                functions::_log_softmax_backward_data_out(
+                    &a_out,
+                    &a_grad_output,
+                    &a_output,
+                    a_dim,
+                    a_input_dtype,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `_logcumsumexp`: 1 signature(s).
 pub(super) fn function_private_logcumsumexp(
     py: Python<'_>,
@@ -28,6 +103,23 @@ pub(super) fn function_private_logcumsumexp(
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `l1_loss`: 1 signature(s).
+pub(super) fn function_l1_loss(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // l1_loss(Tensor input, Tensor target, int64_t reduction=Mean)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_reduction = r.int(2)?;
+            let result = r.run(py, move || {
+                functions::l1_loss_with(&a_self, &a_target, a_reduction)
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }
@@ -310,6 +402,34 @@ pub(super) fn function_log_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `log_softmax`: 1 signature(s).
+pub(super) fn function_log_softmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // log_softmax(Tensor input, int64_t dim, ScalarType? dtype=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let result = r.run(py, move || {
+                    functions::log_softmax_with(&a_self, a_dim, a_dtype)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            r.run(py, move || {
+                functions::log_softmax_out_with(&a_out, &a_self, a_dim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -699,6 +819,21 @@ pub(super) fn method_log_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
                 Ok(())
             })?;
             Ok(r.self_object())
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.log_softmax`: 1 signature(s).
+pub(super) fn method_log_softmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // log_softmax(int64_t dim, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || a_self.log_softmax_with(a_dim, a_dtype))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

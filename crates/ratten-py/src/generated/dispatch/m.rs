@@ -357,6 +357,73 @@ pub(super) fn function_movedim(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `mse_loss`: 1 signature(s).
+pub(super) fn function_mse_loss(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mse_loss(Tensor input, Tensor target, int64_t reduction=Mean, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_reduction = r.int(2)?;
+                let result = r.run(py, move || {
+                    functions::mse_loss_with(&a_self, &a_target, a_reduction)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_reduction = r.int(2)?;
+            r.run(py, move || {
+                functions::mse_loss_out_with(&a_out, &a_self, &a_target, a_reduction)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `mse_loss_backward`: 1 signature(s).
+pub(super) fn function_mse_loss_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // mse_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let result = r.run(py, move || {
+                    functions::mse_loss_backward(&a_grad_output, &a_self, &a_target, a_reduction)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_reduction = r.int(3)?;
+            r.run(py, move || {
+                functions::mse_loss_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_reduction,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `msort`: 1 signature(s).
 pub(super) fn function_msort(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -194,6 +194,349 @@ pub(super) fn function_neg_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `nll_loss`: 1 signature(s).
+pub(super) fn function_nll_loss(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_weight = r.optional_tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_ignore_index = r.int(4)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss_with(
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            r.run(py, move || {
+                functions::nll_loss_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss2d`: 1 signature(s).
+pub(super) fn function_nll_loss2d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss2d(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_weight = r.optional_tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_ignore_index = r.int(4)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss2d_with(
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            r.run(py, move || {
+                functions::nll_loss2d_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss2d_backward`: 1 signature(s).
+pub(super) fn function_nll_loss2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss2d_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, Tensor total_weight, *, Tensor out=None)
+        0 => {
+            if r.is_none(7) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_weight = r.optional_tensor(3)?;
+                let a_reduction = r.int(4)?;
+                let a_ignore_index = r.int(5)?;
+                let a_total_weight = r.tensor(6)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss2d_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                        &a_total_weight,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(7)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_weight = r.optional_tensor(3)?;
+            let a_reduction = r.int(4)?;
+            let a_ignore_index = r.int(5)?;
+            let a_total_weight = r.tensor(6)?;
+            r.run(py, move || {
+                functions::nll_loss2d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                    &a_total_weight,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss2d_forward`: 1 signature(s).
+pub(super) fn function_nll_loss2d_forward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss2d_forward(Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_weight = r.optional_tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_ignore_index = r.int(4)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss2d_forward(
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                    )
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "nll_loss2d_forward",
+                    &["output", "total_weight"],
+                    result,
+                );
+            }
+            let a_output = r.tensor_list_item(5, 0, 2)?;
+            let a_total_weight = r.tensor_list_item(5, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            r.run(py, move || {
+                functions::nll_loss2d_forward_output_out(
+                    &a_output,
+                    &a_total_weight,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                )?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![r.tensor_list_object(5, 0), r.tensor_list_object(5, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss_backward`: 1 signature(s).
+pub(super) fn function_nll_loss_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, Tensor total_weight, *, Tensor out=None)
+        0 => {
+            if r.is_none(7) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_weight = r.optional_tensor(3)?;
+                let a_reduction = r.int(4)?;
+                let a_ignore_index = r.int(5)?;
+                let a_total_weight = r.tensor(6)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                        &a_total_weight,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(7)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_weight = r.optional_tensor(3)?;
+            let a_reduction = r.int(4)?;
+            let a_ignore_index = r.int(5)?;
+            let a_total_weight = r.tensor(6)?;
+            r.run(py, move || {
+                functions::nll_loss_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                    &a_total_weight,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss_forward`: 1 signature(s).
+pub(super) fn function_nll_loss_forward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss_forward(Tensor input, Tensor target, Tensor? weight, int64_t reduction, SymInt ignore_index, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_weight = r.optional_tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_ignore_index = r.int(4)?;
+                let result = r.run(py, move || {
+                    functions::nll_loss_forward(
+                        &a_self,
+                        &a_target,
+                        a_weight.as_ref(),
+                        a_reduction,
+                        a_ignore_index,
+                    )
+                })?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "nll_loss_forward",
+                    &["output", "total_weight"],
+                    result,
+                );
+            }
+            let a_output = r.tensor_list_item(5, 0, 2)?;
+            let a_total_weight = r.tensor_list_item(5, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            r.run(py, move || {
+                functions::nll_loss_forward_output_out(
+                    &a_output,
+                    &a_total_weight,
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                )?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![r.tensor_list_object(5, 0), r.tensor_list_object(5, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `nll_loss_nd`: 1 signature(s).
+pub(super) fn function_nll_loss_nd(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // nll_loss_nd(Tensor input, Tensor target, Tensor? weight=None, int64_t reduction=Mean, SymInt ignore_index=-100)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_ignore_index = r.int(4)?;
+            let result = r.run(py, move || {
+                functions::nll_loss_nd_with(
+                    &a_self,
+                    &a_target,
+                    a_weight.as_ref(),
+                    a_reduction,
+                    a_ignore_index,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `nonzero`: 1 signature(s).
 pub(super) fn function_nonzero(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

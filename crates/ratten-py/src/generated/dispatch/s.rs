@@ -6,6 +6,81 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_softmax`: 1 signature(s).
+pub(super) fn function_private_softmax(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _softmax(Tensor input, int64_t dim, bool half_to_float, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_half_to_float = r.bool(2)?;
+                let result = r.run(py, move || {
+                    functions::_softmax(&a_self, a_dim, a_half_to_float)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_half_to_float = r.bool(2)?;
+            r.run(py, move || {
+                functions::_softmax_out(&a_out, &a_self, a_dim, a_half_to_float)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_softmax_backward_data`: 1 signature(s).
+pub(super) fn function_private_softmax_backward_data(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _softmax_backward_data(Tensor grad_output, Tensor output, int64_t dim, ScalarType input_dtype, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_output = r.tensor(1)?;
+                let a_dim = r.int(2)?;
+                let a_input_dtype = r.scalar_type(3)?;
+                let result = r.run(py, move || {
+                    functions::_softmax_backward_data(
+                        &a_grad_output,
+                        &a_output,
+                        a_dim,
+                        a_input_dtype,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_output = r.tensor(1)?;
+            let a_dim = r.int(2)?;
+            let a_input_dtype = r.scalar_type(3)?;
+            r.run(py, move || {
+                functions::_softmax_backward_data_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_output,
+                    a_dim,
+                    a_input_dtype,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `scalar_tensor`: 1 signature(s).
 pub(super) fn function_scalar_tensor(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -453,6 +528,119 @@ pub(super) fn function_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
                 functions::slice_with(&a_self, a_dim, a_start, a_end, a_step)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `smooth_l1_loss`: 1 signature(s).
+pub(super) fn function_smooth_l1_loss(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // smooth_l1_loss(Tensor input, Tensor target, int64_t reduction=Mean, double beta=1.0, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_target = r.tensor(1)?;
+                let a_reduction = r.int(2)?;
+                let a_beta = r.double(3)?;
+                let result = r.run(py, move || {
+                    functions::smooth_l1_loss_with(&a_self, &a_target, a_reduction, a_beta)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_target = r.tensor(1)?;
+            let a_reduction = r.int(2)?;
+            let a_beta = r.double(3)?;
+            r.run(py, move || {
+                functions::smooth_l1_loss_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_target,
+                    a_reduction,
+                    a_beta,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `smooth_l1_loss_backward`: 1 signature(s).
+pub(super) fn function_smooth_l1_loss_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // smooth_l1_loss_backward(Tensor grad_output, Tensor input, Tensor target, int64_t reduction, double beta, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_target = r.tensor(2)?;
+                let a_reduction = r.int(3)?;
+                let a_beta = r.double(4)?;
+                let result = r.run(py, move || {
+                    functions::smooth_l1_loss_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_target,
+                        a_reduction,
+                        a_beta,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(5)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_target = r.tensor(2)?;
+            let a_reduction = r.int(3)?;
+            let a_beta = r.double(4)?;
+            r.run(py, move || {
+                functions::smooth_l1_loss_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_target,
+                    a_reduction,
+                    a_beta,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `softmax`: 1 signature(s).
+pub(super) fn function_softmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // softmax(Tensor input, int64_t dim, ScalarType? dtype=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let a_dtype = r.optional_scalar_type(2)?;
+                let result = r.run(py, move || functions::softmax_with(&a_self, a_dim, a_dtype))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            let a_dtype = r.optional_scalar_type(2)?;
+            r.run(py, move || {
+                functions::softmax_out_with(&a_out, &a_self, a_dim, a_dtype)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -1192,6 +1380,21 @@ pub(super) fn method_slice(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
             let a_end = r.optional_int(2)?;
             let a_step = r.int(3)?;
             let result = r.run(py, move || a_self.slice_with(a_dim, a_start, a_end, a_step))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.softmax`: 1 signature(s).
+pub(super) fn method_softmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // softmax(int64_t dim, ScalarType? dtype=None)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_dim = r.int(0)?;
+            let a_dtype = r.optional_scalar_type(1)?;
+            let result = r.run(py, move || a_self.softmax_with(a_dim, a_dtype))?;
             into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),

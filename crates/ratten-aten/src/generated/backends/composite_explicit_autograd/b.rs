@@ -83,6 +83,68 @@ pub fn bernoulli(self_: &Tensor, generator: Option<&crate::random::Generator>) -
     kernels::bernoulli(self_, generator)
 }
 
+/// `aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub fn binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    kernels::binary_cross_entropy(self_, target, weight, reduction)
+}
+
+/// `aten::binary_cross_entropy.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn binary_cross_entropy_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::binary_cross_entropy_out(self_, target, weight, reduction, out)
+}
+
+/// `aten::binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+pub fn binary_cross_entropy_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    kernels::binary_cross_entropy_backward(grad_output, self_, target, weight, reduction)
+}
+
+/// `aten::binary_cross_entropy_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn binary_cross_entropy_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::binary_cross_entropy_backward_out(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        grad_input,
+    )
+}
+
+/// `aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+pub fn binary_cross_entropy_with_logits(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    kernels::binary_cross_entropy_with_logits(self_, target, weight, pos_weight, reduction)
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn bitwise_and_scalar_tensor_outf<'a>(
     self_: &Scalar,
@@ -187,6 +249,24 @@ pub fn bincount_outf<'a>(
 ) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::bincount::call(self_, weights, minlength)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::binary_cross_entropy_with_logits.out(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn binary_cross_entropy_with_logits_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::binary_cross_entropy_with_logits::call(
+        self_, target, weight, pos_weight, reduction,
+    )?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

@@ -97,3 +97,13 @@ pub fn linear_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::linear_out(input, weight, bias, out)
 }
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn log_softmax_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::log_softmax_out(self_, dim, dtype, out)
+}

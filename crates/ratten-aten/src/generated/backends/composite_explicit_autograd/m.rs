@@ -55,6 +55,42 @@ pub fn mv_outf<'a>(self_: &Tensor, vec: &Tensor, out: &'a Tensor) -> Result<&'a 
     kernels::mv_out(self_, vec, out)
 }
 
+/// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    kernels::mse_loss(self_, target, reduction)
+}
+
+/// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mse_loss_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::mse_loss_out(self_, target, reduction, out)
+}
+
+/// `aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor`
+pub fn mse_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
+    kernels::mse_loss_backward(grad_output, self_, target, reduction)
+}
+
+/// `aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn mse_loss_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::mse_loss_backward_out(grad_output, self_, target, reduction, grad_input)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mul_scalar_outf<'a>(self_: &Tensor, other: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.

@@ -99,6 +99,60 @@ pub fn stack_outf<'a>(tensors: &[Tensor], dim: i64, out: &'a Tensor) -> Result<&
     kernels::stack_out(tensors, dim, out)
 }
 
+/// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn softmax_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::softmax_out(self_, dim, dtype, out)
+}
+
+/// `aten::smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor`
+pub fn smooth_l1_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+) -> Result<Tensor> {
+    kernels::smooth_l1_loss(self_, target, reduction, beta)
+}
+
+/// `aten::smooth_l1_loss.out(Tensor self, Tensor target, int reduction=Mean, float beta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn smooth_l1_loss_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::smooth_l1_loss_out(self_, target, reduction, beta, out)
+}
+
+/// `aten::smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor`
+pub fn smooth_l1_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+) -> Result<Tensor> {
+    kernels::smooth_l1_loss_backward(grad_output, self_, target, reduction, beta)
+}
+
+/// `aten::smooth_l1_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn smooth_l1_loss_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::smooth_l1_loss_backward_out(grad_output, self_, target, reduction, beta, grad_input)
+}
+
 /// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn sub_scalar_outf<'a>(
     self_: &Tensor,

@@ -96,3 +96,22 @@ pub fn __dispatch_conj(self_: &Tensor) -> Result<Tensor> {
 pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
     kernels::conj_physical(self_)
 }
+
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+pub fn cross_entropy_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    kernels::cross_entropy_loss_symint(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        label_smoothing,
+    )
+}

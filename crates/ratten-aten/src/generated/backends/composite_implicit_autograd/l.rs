@@ -10,3 +10,13 @@ use crate::native as kernels;
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     kernels::linear(input, weight, bias)
 }
+
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    kernels::log_softmax(self_, dim, dtype)
+}
+
+/// `aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    kernels::l1_loss(self_, target, reduction)
+}

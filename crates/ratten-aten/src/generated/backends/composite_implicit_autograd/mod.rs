@@ -15,6 +15,8 @@ mod shard_g;
 mod shard_h;
 #[path = "i.rs"]
 mod shard_i;
+#[path = "k.rs"]
+mod shard_k;
 #[path = "l.rs"]
 mod shard_l;
 #[path = "m.rs"]
@@ -43,6 +45,7 @@ pub use shard_f::*;
 pub use shard_g::*;
 pub use shard_h::*;
 pub use shard_i::*;
+pub use shard_k::*;
 pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;

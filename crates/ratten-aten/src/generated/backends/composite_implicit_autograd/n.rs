@@ -15,3 +15,60 @@ pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tenso
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     kernels::narrow_tensor(self_, dim, start, length)
 }
+
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    kernels::nll_loss_symint(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nll_loss_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::nll_loss_out(self_, target, weight, reduction, ignore_index, out)
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    kernels::nll_loss_nd_symint(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss2d(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    kernels::nll_loss2d_symint(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss2d.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nll_loss2d_outf<'a>(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::nll_loss2d_out(self_, target, weight, reduction, ignore_index, out)
+}

@@ -51,3 +51,8 @@ pub fn std_mean_dim(
 pub fn split_sizes(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     kernels::split_sizes(self_, split_size, dim)
 }
+
+/// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    kernels::softmax(self_, dim, dtype)
+}

@@ -393,3 +393,77 @@ pub fn logspace_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::logspace_out(start, end, steps, base, out)
 }
+
+/// `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::_log_softmax_meta(&op, self_, dim, half_to_float)?;
+        kernels::log_softmax_cpu_out(&mut state, self_, dim, half_to_float, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _log_softmax_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::_log_softmax_meta(&op, self_, dim, half_to_float)?;
+        kernels::log_softmax_cpu_out(&mut state, self_, dim, half_to_float, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub fn _log_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state =
+            kernels::_log_softmax_backward_data_meta(&op, grad_output, output, dim, input_dtype)?;
+        kernels::log_softmax_backward_cpu_out(
+            &mut state,
+            grad_output,
+            output,
+            dim,
+            input_dtype,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _log_softmax_backward_data_outf<'a>(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state =
+            kernels::_log_softmax_backward_data_meta(&op, grad_output, output, dim, input_dtype)?;
+        kernels::log_softmax_backward_cpu_out(
+            &mut state,
+            grad_output,
+            output,
+            dim,
+            input_dtype,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}

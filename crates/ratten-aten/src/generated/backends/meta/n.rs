@@ -269,3 +269,168 @@ pub fn nonzero_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     kernels::nonzero_cpu(self_)
 }
+
+/// `aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub fn nll_loss_forward(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state =
+            kernels::nll_loss_forward_meta(&op, self_, target, weight, reduction, ignore_index)?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub fn nll_loss_forward_output_outf(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[output, total_weight]);
+    {
+        let _state =
+            kernels::nll_loss_forward_meta(&op, self_, target, weight, reduction, ignore_index)?;
+    }
+    op.finish()?;
+    Ok((output.clone(), total_weight.clone()))
+}
+
+/// `aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub fn nll_loss_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::nll_loss_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn nll_loss_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state = kernels::nll_loss_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+pub fn nll_loss2d_forward(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    kernels::nll_loss2d_forward_cpu(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss2d_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub fn nll_loss2d_forward_output_outf(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    kernels::nll_loss2d_forward_out_cpu(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        output,
+        total_weight,
+    )
+}
+
+/// `aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor`
+pub fn nll_loss2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+) -> Result<Tensor> {
+    kernels::nll_loss2d_backward_cpu(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+    )
+}
+
+/// `aten::nll_loss2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn nll_loss2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::nll_loss2d_backward_out_cpu(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )
+}

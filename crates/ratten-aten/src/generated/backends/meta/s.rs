@@ -612,3 +612,59 @@ pub fn sgn_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
+pub fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::_softmax_meta(&op, self_, dim, half_to_float)?;
+    }
+    op.take(0)
+}
+
+/// `aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _softmax_outf<'a>(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::_softmax_meta(&op, self_, dim, half_to_float)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub fn _softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state =
+            kernels::_softmax_backward_data_meta(&op, grad_output, output, dim, input_dtype)?;
+    }
+    op.take(0)
+}
+
+/// `aten::_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn _softmax_backward_data_outf<'a>(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state =
+            kernels::_softmax_backward_data_meta(&op, grad_output, output, dim, input_dtype)?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
