@@ -328,11 +328,13 @@ def _install_dispatcher_ops():
     # generic lookup costs ~300 instructions per call. Operators registered later are reached
     # as `ratten.ops.<ns>.<op>` (the module functions are fixed at import, as torch's are).
     g = globals()
+    # Declarations with a `python_module` stay in their module (ratten.nn.functional, ...).
+    in_modules = set(_C._generated_functions("nn")) | set(_C._generated_functions("linalg"))
     for q in _C._dispatch_get_registrations_for_dispatch_key(""):
         ns, _, rest = q.partition("::")
         name = rest.partition(".")[0]
         if ns == "aten" and name and not name.startswith("__") and name not in g \
-                and name not in _NN_FUNCTIONS:
+                and name not in in_modules:
             g[name] = _OpFunction(name, name)
 
 

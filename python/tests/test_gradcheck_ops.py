@@ -146,6 +146,14 @@ def _ol(q):
     return lambda m, *a, **k: _overload(m, q)(*a, **k)
 
 
+
+def _nn(m, name):
+    """A ``python_module: nn`` operator: ratten.nn.functional's or ``torch.ops.aten.<name>``."""
+    if m is ratten:
+        return getattr(ratten.nn.functional, name)
+    return getattr(torch.ops.aten, name)
+
+
 X34 = T((3, 4))
 M = T((3, 4), layout="t")
 
@@ -362,6 +370,46 @@ SAMPLES = [
     # -- activations
 
     # -- softmax and losses
+    S("_softmax", lambda m, x: m.softmax(x, 1), [M]),
+    S("_softmax", lambda m, x: m.softmax(x, 0), [T((3, 2, 2))]),
+    S("_log_softmax", lambda m, x: m.log_softmax(x, 1), [M]),
+    S("_log_softmax", lambda m, x: m.log_softmax(x, 0), [T((3, 2, 2))]),
+    S("_softmax_backward_data", lambda m, g, y: m._softmax_backward_data(g, y, 1, m.float64),
+      [T((2, 3)), T((2, 3), lo=0.1, hi=0.9)]),
+    S("_log_softmax_backward_data", lambda m, g, y: m._log_softmax_backward_data(g, y, 1, m.float64),
+      [T((2, 3)), T((2, 3), lo=-2.0, hi=-0.1)]),
+    S("nll_loss_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t), [T((3, 4)), I([0, 3, 1])]),
+    S("nll_loss_forward", lambda m, x, t, w: m.nn.functional.nll_loss(x, t, weight=w, reduction="none"),
+      [T((3, 4), layout="t"), I([0, 3, -100]), T((4,), lo=0.5, hi=2.0, grad=False)]),
+    S("nll_loss_backward", lambda m, g, x, t: _nn(m, "nll_loss_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+      [T(()), T((3, 4)), I([0, 3, 1])]),
+    S("nll_loss2d_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum"),
+      [T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [-100, 1]]])]),
+    S("nll_loss2d_backward", lambda m, g, x, t: _nn(m, "nll_loss2d_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+      [T(()), T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [0, 1]]])]),
+    S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y), [M, X34]),
+    S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none"), [X34, X34]),
+    S("mse_loss_backward", lambda m, g, x, y: _nn(m, "mse_loss_backward")(g, x, y, 1), [T(()), M, X34]),
+    S("smooth_l1_loss", lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, beta=0.5),
+      [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
+    S("smooth_l1_loss_backward", lambda m, g, x, y: _nn(m, "smooth_l1_loss_backward")(g, x, y, 0, 0.5),
+      [T((3, 4)), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
+    S("huber_loss", lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.5),
+      [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
+    S("huber_loss_backward", lambda m, g, x, y: _nn(m, "huber_loss_backward")(g, x, y, 2, 0.5),
+      [T(()), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
+    S("binary_cross_entropy", lambda m, x, y: m.nn.functional.binary_cross_entropy(x, y),
+      [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
+    S("binary_cross_entropy", lambda m, x, y, w: m.nn.functional.binary_cross_entropy(x, y, weight=w, reduction="sum"),
+      [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0), T((4,), lo=0.5, hi=2.0, grad=False)]),
+    S("binary_cross_entropy_backward", lambda m, g, x, y: _nn(m, "binary_cross_entropy_backward")(g, x, y, None, 1),
+      [T(()), T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
+    S("binary_cross_entropy_with_logits", lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),
+      [M, T((3, 4), lo=0.0, hi=1.0)]),
+    S("binary_cross_entropy_with_logits", lambda m, x, y, w, pw: m.nn.functional.binary_cross_entropy_with_logits(
+        x, y, weight=w, pos_weight=pw, reduction="none"),
+      [T((3, 4), lo=-3, hi=3), T((3, 4), lo=0.0, hi=1.0), T((3, 4), lo=0.5, hi=2.0, grad=False),
+       T((4,), lo=0.5, hi=2.0, grad=False)]),
 
     # -- convolution and pooling
 
