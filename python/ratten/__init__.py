@@ -85,7 +85,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         t.requires_grad_(True)
     return t
 from ._size import Size  # noqa: E402
-from .functional import unique, unique_consecutive  # noqa: E402
+from .functional import einsum, tensordot, unique, unique_consecutive  # noqa: E402
 
 
 def _conversion(name, dtype):

@@ -83,3 +83,78 @@ _tensor_unique_consecutive.__name__ = _tensor_unique_consecutive.__qualname__ = 
 )
 _C.Tensor.unique = _tensor_unique
 _C.Tensor.unique_consecutive = _tensor_unique_consecutive
+
+
+_einsum = _functions["einsum"]
+_tensordot = _functions["tensordot"]
+__all__ += ["einsum", "tensordot"]
+
+
+def _sublist_to_equation(operands):
+    """torch.einsum's sublist format: ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])``."""
+    def subscript(i):
+        if i is Ellipsis:
+            return "..."
+        if 0 <= i < 26:
+            return chr(ord("A") + i)
+        if 26 <= i < 52:
+            return chr(ord("a") + i - 26)
+        raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52)")
+
+    ops = list(operands)
+    tensors, parts = [], []
+    while len(ops) >= 2:
+        tensors.append(ops.pop(0))
+        parts.append("".join(subscript(s) for s in ops.pop(0)))
+    equation = ",".join(parts)
+    if ops:
+        equation += "->" + "".join(subscript(s) for s in ops[0])
+    return equation, tensors
+
+
+def einsum(*args):
+    """einsum(equation, *operands) -> Tensor
+
+    Sums the product of the elements of ``operands`` along the dimensions given by the Einstein
+    summation ``equation`` (torch's grammar: ``a-zA-Z`` subscripts, ``...`` for broadcast
+    dimensions, ``->`` for an explicit output). The operands may also be one list, or the
+    sublist format ``einsum(op1, sub1, op2, sub2, [out_sub])``."""
+    if len(args) < 2:
+        raise ValueError(
+            "einsum(): must specify the equation string and at least one operand, or at least "
+            "one operand and its subscripts list"
+        )
+    if isinstance(args[0], str):
+        equation, operands = args[0], list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+    else:
+        equation, operands = _sublist_to_equation(args)
+    return _einsum(equation, operands)
+
+
+def tensordot(a, b, dims=2, out=None):
+    """tensordot(a, b, dims=2, out=None) -> Tensor
+
+    Contracts ``a`` and ``b`` over ``dims``: the last ``dims`` dimensions of ``a`` with the first
+    of ``b`` (an int), or the dimensions listed in ``dims = (dims_a, dims_b)``."""
+    if not isinstance(dims, (tuple, list, int)) and not hasattr(dims, "tolist"):
+        raise RuntimeError(
+            "tensordot expects dims to be int or tuple[list[int], list[int]] or "
+            f"list[list[int]] containing two lists, but got dims={dims}"
+        )
+    if hasattr(dims, "tolist") and not isinstance(dims, (tuple, list, int)):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.dim(), b.dim()):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = dims
+        dims_a = [dims_a] if isinstance(dims_a, int) else list(dims_a)
+        dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
+    if out is None:
+        return _tensordot(a, b, dims_a, dims_b)
+    return _tensordot(a, b, dims_a, dims_b, out=out)

@@ -3,6 +3,7 @@
 pub mod binary_ops;
 pub mod copy;
 pub mod cpu;
+pub mod einsum;
 pub mod factory;
 pub mod index;
 pub mod linear_algebra;
@@ -38,6 +39,7 @@ pub use copy::{
     copy, copy_, copy_meta, to_device, to_dtype, to_dtype_layout, to_other, type_as, Layout,
     MemoryFormat,
 };
+pub use einsum::*;
 pub use factory::*;
 pub use index::*;
 pub use linear_algebra::*;

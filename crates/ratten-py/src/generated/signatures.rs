@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 249 names.
+/// Module functions (`ratten.add`): 252 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -827,6 +827,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "einsum",
+        module: "",
+        signatures: &[
+            "einsum(c10::string_view equation, TensorList tensors, *, IntArrayRef? path=None)",
+        ],
+        schemas: &[
+            "aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor",
+        ],
+    },
+    Binding {
         name: "empty",
         module: "",
         signatures: &[
@@ -1276,6 +1286,17 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "kron",
+        module: "",
+        signatures: &[
+            "kron(Tensor input, Tensor other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::kron(Tensor self, Tensor other) -> Tensor",
+            "aten::kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -2626,6 +2647,17 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "tensordot",
+        module: "",
+        signatures: &[
+            "tensordot(Tensor input, Tensor other, IntArrayRef dims_self, IntArrayRef dims_other, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor",
+            "aten::tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "tile",
         module: "",
         signatures: &[
@@ -2860,7 +2892,7 @@ pub const FUNCTIONS: &[Binding] = &[
     },
 ];
 
-/// Tensor methods (`t.add`), without `self`: 237 names.
+/// Tensor methods (`t.add`), without `self`: 238 names.
 pub const METHODS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -3998,6 +4030,16 @@ pub const METHODS: &[Binding] = &[
         ],
         schemas: &[
             "aten::isnan(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "kron",
+        module: "",
+        signatures: &[
+            "kron(Tensor other)",
+        ],
+        schemas: &[
+            "aten::kron(Tensor self, Tensor other) -> Tensor",
         ],
     },
     Binding {

@@ -210,6 +210,22 @@ pub fn eye_m_out<'a>(out: &'a Tensor, n: i64, m: i64) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`
+///
+/// Defaults: `path` = `None`.
+#[inline]
+pub fn einsum(equation: &str, tensors: &[Tensor]) -> Result<Tensor> {
+    operators::einsum::call(equation, tensors, None)
+}
+
+/// `aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn einsum_with(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
+    operators::einsum::call(equation, tensors, path)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn empty_strided_out<'a>(out: &'a Tensor, size: &[i64], stride: &[i64]) -> Result<&'a Tensor> {

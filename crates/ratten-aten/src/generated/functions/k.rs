@@ -50,6 +50,19 @@ pub fn kthvalue_values_out_with<'a, 'b>(
     Ok((values, indices))
 }
 
+/// `aten::kron(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    operators::kron::call(self_, other)
+}
+
+/// `aten::kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn kron_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result<&'a Tensor> {
+    operators::kron_out::call(self_, other, out)?;
+    Ok(out)
+}
+
 /// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
 ///
 /// Defaults: `reduction` = `Mean`, `log_target` = `False`.

@@ -122,6 +122,30 @@ pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     operators::take::call(self_, index)
 }
 
+/// `aten::tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor`
+#[inline]
+pub fn tensordot(
+    self_: &Tensor,
+    other: &Tensor,
+    dims_self: &[i64],
+    dims_other: &[i64],
+) -> Result<Tensor> {
+    operators::tensordot::call(self_, other, dims_self, dims_other)
+}
+
+/// `aten::tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn tensordot_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    dims_self: &[i64],
+    dims_other: &[i64],
+) -> Result<&'a Tensor> {
+    operators::tensordot_out::call(self_, other, dims_self, dims_other, out)?;
+    Ok(out)
+}
+
 /// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {

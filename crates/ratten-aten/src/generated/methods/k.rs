@@ -19,4 +19,10 @@ impl Tensor {
     pub fn kthvalue_with(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         operators::kthvalue::call(self, k, dim, keepdim)
     }
+
+    /// `aten::kron(Tensor self, Tensor other) -> Tensor`
+    #[inline]
+    pub fn kron(&self, other: &Tensor) -> Result<Tensor> {
+        operators::kron::call(self, other)
+    }
 }

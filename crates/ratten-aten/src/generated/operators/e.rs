@@ -763,6 +763,39 @@ impl exponential_ {
     }
 }
 
+/// `aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`
+pub enum einsum {}
+
+impl Operator for einsum {
+    const NAME: &'static str = "aten::einsum";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor";
+    type Args = (String, Vec<Tensor>, Option<Vec<i64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<einsum> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl einsum {
+    pub fn call(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
+        Self::call_refs((equation, tensors, path))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        equation: &str,
+        tensors: &[Tensor],
+        path: Option<&[i64]>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (equation, tensors, path))
+    }
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum empty_strided_out {}
 

@@ -79,6 +79,66 @@ impl kthvalue_values {
     }
 }
 
+/// `aten::kron(Tensor self, Tensor other) -> Tensor`
+pub enum kron {}
+
+impl Operator for kron {
+    const NAME: &'static str = "aten::kron";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "kron(Tensor self, Tensor other) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<kron> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl kron {
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_, other))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other))
+    }
+}
+
+/// `aten::kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum kron_out {}
+
+impl Operator for kron_out {
+    const NAME: &'static str = "aten::kron";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<kron_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl kron_out {
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, other, out))
+    }
+}
+
 /// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
 pub enum kl_div {}
 

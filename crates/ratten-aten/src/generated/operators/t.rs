@@ -611,6 +611,85 @@ impl take {
     }
 }
 
+/// `aten::tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor`
+pub enum tensordot {}
+
+impl Operator for tensordot {
+    const NAME: &'static str = "aten::tensordot";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor";
+    type Args = (Tensor, Tensor, Vec<i64>, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tensordot> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tensordot {
+    pub fn call(
+        self_: &Tensor,
+        other: &Tensor,
+        dims_self: &[i64],
+        dims_other: &[i64],
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, other, dims_self, dims_other))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        dims_self: &[i64],
+        dims_other: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, other, dims_self, dims_other))
+    }
+}
+
+/// `aten::tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum tensordot_out {}
+
+impl Operator for tensordot_out {
+    const NAME: &'static str = "aten::tensordot";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Vec<i64>, Vec<i64>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<tensordot_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl tensordot_out {
+    pub fn call(
+        self_: &Tensor,
+        other: &Tensor,
+        dims_self: &[i64],
+        dims_other: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, other, dims_self, dims_other, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        dims_self: &[i64],
+        dims_other: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, other, dims_self, dims_other, out))
+    }
+}
+
 /// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
 pub enum tile {}
 

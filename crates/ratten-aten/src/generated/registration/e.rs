@@ -46,6 +46,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
     )?;
+    m.def("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor")?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
@@ -134,6 +135,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "expand_as",
         operators::expand_as::kernel(backends::composite_implicit_autograd::expand_as),
+    )?;
+    m.impl_(
+        "einsum",
+        operators::einsum::kernel(backends::composite_implicit_autograd::einsum),
     )?;
 });
 

@@ -17,6 +17,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "kthvalue.values(Tensor self, SymInt k, int dim=-1, bool keepdim=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     )?;
+    m.def("kron(Tensor self, Tensor other) -> Tensor")?;
+    m.def("kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor",
     )?;
@@ -38,6 +40,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
+        "kron",
+        operators::kron::kernel(backends::composite_implicit_autograd::kron),
+    )?;
+    m.impl_(
+        "kron.out",
+        operators::kron_out::kernel(kron_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
         "kl_div",
         operators::kl_div::kernel(backends::composite_implicit_autograd::kl_div),
     )?;
@@ -49,3 +59,12 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::kthvalue_values::kernel(backends::meta::kthvalue_values_outf),
     )?;
 });
+
+fn kron_out_composite_implicit_autograd(
+    self_: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_implicit_autograd::kron_outf(self_, other, out)?;
+    Ok(Aliased)
+}

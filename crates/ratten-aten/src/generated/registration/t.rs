@@ -40,6 +40,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("t(Tensor(a) self) -> Tensor(a)")?;
     m.def("take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("take(Tensor self, Tensor index) -> Tensor")?;
+    m.def("tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor")?;
+    m.def(
+        "tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
     m.def("tile(Tensor self, SymInt[] dims) -> Tensor")?;
     m.def("tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)")?;
     m.def("triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)")?;
@@ -102,6 +106,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "type_as",
         operators::type_as::kernel(backends::composite_implicit_autograd::type_as),
+    )?;
+    m.impl_(
+        "tensordot",
+        operators::tensordot::kernel(backends::composite_implicit_autograd::tensordot),
+    )?;
+    m.impl_(
+        "tensordot.out",
+        operators::tensordot_out::kernel(tensordot_out_composite_implicit_autograd),
     )?;
     m.impl_(
         "tile",
@@ -173,6 +185,19 @@ fn triu_out_cpu(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2
 
 fn tril_out_cpu(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Aliased<2>> {
     backends::cpu::tril_outf(self_, diagonal, out)?;
+    Ok(Aliased)
+}
+
+fn tensordot_out_composite_implicit_autograd(
+    self_: &Tensor,
+    other: &Tensor,
+    dims_self: &[i64],
+    dims_other: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::composite_implicit_autograd::tensordot_outf(
+        self_, other, dims_self, dims_other, out,
+    )?;
     Ok(Aliased)
 }
 

@@ -6,6 +6,23 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `einsum`: 1 signature(s).
+pub(super) fn function_einsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // einsum(c10::string_view equation, TensorList tensors, *, IntArrayRef? path=None)
+        0 => {
+            let a_equation = r.string(0)?;
+            let a_tensors = r.tensor_list(1)?;
+            let a_path = r.optional_int_list(2)?;
+            let result = r.run(py, move || {
+                functions::einsum_with(&a_equation, &a_tensors, a_path.as_deref())
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `empty`: 1 signature(s).
 pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

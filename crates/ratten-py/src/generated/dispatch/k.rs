@@ -24,6 +24,30 @@ pub(super) fn function_kl_div(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `kron`: 1 signature(s).
+pub(super) fn function_kron(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // kron(Tensor input, Tensor other, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_other = r.tensor(1)?;
+                let result = r.run(py, move || functions::kron(&a_self, &a_other))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            r.run(py, move || {
+                functions::kron_out(&a_out, &a_self, &a_other)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `kthvalue`: 1 signature(s).
 pub(super) fn function_kthvalue(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -62,6 +86,20 @@ pub(super) fn function_kthvalue(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRes
                 &["values", "indices"],
                 vec![r.tensor_list_object(4, 0), r.tensor_list_object(4, 1)],
             )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `Tensor.kron`: 1 signature(s).
+pub(super) fn method_kron(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // kron(Tensor other)
+        0 => {
+            let a_self = r.self_tensor()?;
+            let a_other = r.tensor(0)?;
+            let result = r.run(py, move || a_self.kron(&a_other))?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -119,6 +119,36 @@ pub(super) fn function_tanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult
     }
 }
 
+/// `tensordot`: 1 signature(s).
+pub(super) fn function_tensordot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // tensordot(Tensor input, Tensor other, IntArrayRef dims_self, IntArrayRef dims_other, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_other = r.tensor(1)?;
+                let a_dims_self = r.int_list(2)?;
+                let a_dims_other = r.int_list(3)?;
+                let result = r.run(py, move || {
+                    functions::tensordot(&a_self, &a_other, &a_dims_self, &a_dims_other)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_other = r.tensor(1)?;
+            let a_dims_self = r.int_list(2)?;
+            let a_dims_other = r.int_list(3)?;
+            r.run(py, move || {
+                functions::tensordot_out(&a_out, &a_self, &a_other, &a_dims_self, &a_dims_other)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `tile`: 1 signature(s).
 pub(super) fn function_tile(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

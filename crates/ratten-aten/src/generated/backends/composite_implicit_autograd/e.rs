@@ -10,3 +10,8 @@ use crate::native as kernels;
 pub fn expand_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::expand_as(self_, other)
 }
+
+/// `aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`
+pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
+    kernels::einsum(equation, tensors, path)
+}

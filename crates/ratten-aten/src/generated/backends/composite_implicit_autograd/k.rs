@@ -6,6 +6,16 @@ use super::super::super::prelude::*;
 
 use crate::native as kernels;
 
+/// `aten::kron(Tensor self, Tensor other) -> Tensor`
+pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    kernels::kron(self_, other)
+}
+
+/// `aten::kron.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn kron_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::kron_out(self_, other, out)
+}
+
 /// `aten::kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     kernels::kl_div(self_, target, reduction, log_target)

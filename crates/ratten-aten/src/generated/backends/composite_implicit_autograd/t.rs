@@ -68,6 +68,27 @@ pub fn type_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     kernels::type_as(self_, other)
 }
 
+/// `aten::tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor`
+pub fn tensordot(
+    self_: &Tensor,
+    other: &Tensor,
+    dims_self: &[i64],
+    dims_other: &[i64],
+) -> Result<Tensor> {
+    kernels::tensordot(self_, other, dims_self, dims_other)
+}
+
+/// `aten::tensordot.out(Tensor self, Tensor other, int[] dims_self, int[] dims_other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn tensordot_outf<'a>(
+    self_: &Tensor,
+    other: &Tensor,
+    dims_self: &[i64],
+    dims_other: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::tensordot_out(self_, other, dims_self, dims_other, out)
+}
+
 /// `aten::tile(Tensor self, SymInt[] dims) -> Tensor`
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     kernels::tile_symint(self_, dims)
