@@ -8,13 +8,14 @@ from . import _C
 class _RemovableHandle:
     """What ``register_hook`` returns: ``handle.remove()`` takes the hook off."""
 
-    def __init__(self, tensor, hook_id):
+    def __init__(self, tensor, hook_id, remover=None):
         self._tensor = tensor
         self._id = hook_id
+        self._remover = remover if remover is not None else _C._remove_hook
 
     def remove(self):
         if self._tensor is not None:
-            _C._remove_hook(self._tensor, self._id)
+            self._remover(self._tensor, self._id)
             self._tensor = None
 
     def __enter__(self):
@@ -55,8 +56,8 @@ def _register_post_accumulate_grad_hook(self, hook):
     """register_post_accumulate_grad_hook(hook) -> handle
 
     ``hook(tensor)`` is called after this leaf's ``.grad`` was accumulated."""
-    _C._register_post_accumulate_grad_hook(self, hook)
-    return _RemovableHandle(None, None)
+    hook_id = _C._register_post_accumulate_grad_hook(self, hook)
+    return _RemovableHandle(self, hook_id, _C._remove_post_accumulate_grad_hook)
 
 
 def _set_grad(self, value):

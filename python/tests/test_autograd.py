@@ -285,3 +285,18 @@ def test_gradients_match_torch(torch_mod, name, fn):
             assert rg is None or np.allclose(rg.numpy(), 0)
         else:
             close(rg, tg.numpy(), tol=1e-10)
+
+
+def test_post_accumulate_grad_hook_runs_and_is_removable():
+    x = ratten.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    (x * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]
+    handle.remove()
+    (x * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]  # removed: not called again
+    assert x.grad.tolist() == [6.0, 6.0]
+    y = x * 2
+    with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"):
+        y.register_post_accumulate_grad_hook(lambda t: None)

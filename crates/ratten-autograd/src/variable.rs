@@ -59,7 +59,7 @@ struct MetaState {
     view: Option<ViewInfo>,
     /// Hooks of a leaf (run by its AccumulateGrad), with their ids.
     leaf_hooks: Vec<(u64, TensorPreHook)>,
-    post_accumulate_grad_hooks: Vec<PostAccumulateGradHook>,
+    post_accumulate_grad_hooks: Vec<(u64, PostAccumulateGradHook)>,
     fw_grads: Vec<(u64, TensorBase)>,
 }
 
@@ -392,11 +392,12 @@ pub(crate) fn leaf_hooks(t: &TensorBase) -> Vec<TensorPreHook> {
     })
 }
 
-/// `register_post_accumulate_grad_hook` (leaves only, torch's error otherwise).
+/// `register_post_accumulate_grad_hook` (leaves only, torch's error otherwise); returns the
+/// hook's id for [`remove_post_accumulate_grad_hook`].
 pub fn register_post_accumulate_grad_hook(
     t: &TensorBase,
     hook: PostAccumulateGradHook,
-) -> Result<()> {
+) -> Result<u64> {
     if !t.requires_grad() {
         return Err(Error::runtime(
             "cannot register a hook on a tensor that doesn't require gradient",
@@ -407,17 +408,35 @@ pub fn register_post_accumulate_grad_hook(
             "post accumulate grad hooks cannot be registered on non-leaf tensors",
         ));
     }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
     materialize_autograd_meta(t)?
         .state
         .lock()
         .post_accumulate_grad_hooks
-        .push(hook);
-    Ok(())
+        .push((id, hook));
+    Ok(id)
+}
+
+/// Removes a hook registered by [`register_post_accumulate_grad_hook`]; false when it was
+/// already gone.
+pub fn remove_post_accumulate_grad_hook(t: &TensorBase, id: u64) -> bool {
+    get_autograd_meta(t).is_some_and(|m| {
+        let mut st = m.state.lock();
+        let before = st.post_accumulate_grad_hooks.len();
+        st.post_accumulate_grad_hooks.retain(|(i, _)| *i != id);
+        st.post_accumulate_grad_hooks.len() != before
+    })
 }
 
 pub(crate) fn post_accumulate_grad_hooks(t: &TensorBase) -> Vec<PostAccumulateGradHook> {
     get_autograd_meta(t).map_or_else(Vec::new, |m| {
-        m.state.lock().post_accumulate_grad_hooks.clone()
+        m.state
+            .lock()
+            .post_accumulate_grad_hooks
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect()
     })
 }
 

@@ -259,10 +259,18 @@ fn _remove_hook(t: &Bound<'_, PyAny>, id: u64) -> PyResult<bool> {
     Ok(variable::remove_hook(&*tensor_of(t)?, id))
 }
 
-/// `Tensor.register_post_accumulate_grad_hook(hook)`: called with the leaf after its `.grad`
-/// was accumulated.
 #[pyfunction]
-fn _register_post_accumulate_grad_hook(t: &Bound<'_, PyAny>, hook: PyObject) -> PyResult<()> {
+fn _remove_post_accumulate_grad_hook(t: &Bound<'_, PyAny>, id: u64) -> PyResult<bool> {
+    Ok(variable::remove_post_accumulate_grad_hook(
+        &*tensor_of(t)?,
+        id,
+    ))
+}
+
+/// `Tensor.register_post_accumulate_grad_hook(hook)`: called with the leaf after its `.grad`
+/// was accumulated; returns the hook's id.
+#[pyfunction]
+fn _register_post_accumulate_grad_hook(t: &Bound<'_, PyAny>, hook: PyObject) -> PyResult<u64> {
     let t = tensor_of(t)?;
     variable::register_post_accumulate_grad_hook(
         &t,
@@ -497,6 +505,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_register_hook, m)?)?;
     m.add_function(wrap_pyfunction!(_remove_hook, m)?)?;
     m.add_function(wrap_pyfunction!(_register_post_accumulate_grad_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(_remove_post_accumulate_grad_hook, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
