@@ -290,9 +290,16 @@ pub fn execute(
                 continue;
             }
         }
+        // The incoming gradients go into `apply` (freed as soon as it is done with them);
+        // a copy of the list is kept only for post hooks, which see them.
+        let hook_inputs = if node.base().has_post_hooks() {
+            inputs.clone()
+        } else {
+            Vec::new()
+        };
         let mut outs = node
             .clone()
-            .apply(inputs.clone())
+            .apply(inputs)
             .map_err(|e| with_anomaly_context(&*node, e))?;
         if AnomalyMode::is_enabled() && AnomalyMode::should_check_nan() {
             check_nan(&*node, &outs)?;
@@ -302,7 +309,7 @@ pub fn execute(
         if !keep_graph {
             node.release_variables();
         }
-        node.base().call_post_hooks(&outs, &inputs)?;
+        node.base().call_post_hooks(&outs, &hook_inputs)?;
         for (edge, g) in node.base().next_edges().iter().zip(outs) {
             let Some(f) = &edge.function else { continue };
             let k = node_key(f);

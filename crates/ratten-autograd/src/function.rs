@@ -207,6 +207,12 @@ impl NodeBase {
         Ok(())
     }
 
+    /// Whether post hooks are registered (the engine keeps a node's incoming gradients past
+    /// its `apply` only for them).
+    pub(crate) fn has_post_hooks(&self) -> bool {
+        !self.post_hooks.lock().is_empty()
+    }
+
     pub(crate) fn call_post_hooks(
         &self,
         outputs: &VariableList,
