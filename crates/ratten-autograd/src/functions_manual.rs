@@ -317,6 +317,14 @@ pub fn reverse_list(list: &[i64]) -> Result<Vec<i64>> {
     Ok(list.iter().rev().copied().collect())
 }
 
+/// The gradient of `roll(self, shifts, dims)`: `grad` rolled back, the shifts negated, both
+/// lists reversed (derivatives.yaml's formula, whose C++ lambda the generator cannot take;
+/// listed in the generator's `MANUAL_FORMULAS`).
+pub fn roll_backward(grad: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    let shifts: Vec<i64> = shifts.iter().rev().map(|&s| -s).collect();
+    F::roll_with(grad, &shifts, &reverse_list(dims)?)
+}
+
 /// `t` reversed along `dim` (by `index_select`, so it stays differentiable).
 pub fn reverse_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
     let n = t.size(dim)?;

@@ -399,9 +399,9 @@ impl Node for RollBackward0 {
         let mut grad_inputs: VariableList = vec![None; gen.size()];
         let any_grad_defined = any_variable_defined(&grads);
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'roll' is not implemented: the formula `grad.roll_symint(fmap(reverse_list_symint(shifts), [](c10::SymInt i){return -i;}), reverse_list(dims))` for `self` is not translated to Rust (does not parse: lambdas are not supported in formulas (at byte 51))",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = roll_backward(grad, &self.shifts, &self.dims)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -361,6 +361,16 @@ fn yaml_not_implemented(text: &str) -> Option<String> {
     (!inner.contains('"')).then(|| inner.to_string())
 }
 
+/// Formulas the translator cannot take (a C++ lambda), each with the FunctionsManual call
+/// written by hand in its place: `(operator, derivatives.yaml's formula, the replacement)`.
+/// The replacement is translated like any formula; the node keeps the yaml's text in its
+/// documentation.
+pub const MANUAL_FORMULAS: &[(&str, &str, &str)] = &[(
+    "roll",
+    "grad.roll_symint(fmap(reverse_list_symint(shifts), [](c10::SymInt i){return -i;}), reverse_list(dims))",
+    "roll_backward(grad, shifts, dims)",
+)];
+
 /// The formulas of a node, translated.
 pub fn formula_codes(spec: &NodeSpec<'_>, tr: &Translation) -> Vec<FormulaCode> {
     let returns = FunctionSchema::parse(&spec.op.schema_source)
@@ -390,7 +400,11 @@ pub fn formula_codes(spec: &NodeSpec<'_>, tr: &Translation) -> Vec<FormulaCode> 
                 ))
             } else {
                 let env = backward_env(&tr.ops, &tr.manual, spec.op, spec.info, f, &returns);
-                translate(&text, &env)
+                let source = MANUAL_FORMULAS
+                    .iter()
+                    .find(|(op, yaml, _)| *op == spec.op.name_with_overload && *yaml == text)
+                    .map_or(text.as_str(), |(_, _, rust)| rust);
+                translate(source, &env)
                     .map_err(|r| r.to_string())
                     .and_then(|t| check_result(&t, &f.var_names, spec).map(|_| t))
             };
