@@ -39,8 +39,26 @@ mod shard_re;
 mod shard_ro;
 #[path = "rs.rs"]
 mod shard_rs;
-#[path = "s.rs"]
-mod shard_s;
+#[path = "sc.rs"]
+mod shard_sc;
+#[path = "se.rs"]
+mod shard_se;
+#[path = "sg.rs"]
+mod shard_sg;
+#[path = "si.rs"]
+mod shard_si;
+#[path = "sl.rs"]
+mod shard_sl;
+#[path = "so.rs"]
+mod shard_so;
+#[path = "sp.rs"]
+mod shard_sp;
+#[path = "sq.rs"]
+mod shard_sq;
+#[path = "st.rs"]
+mod shard_st;
+#[path = "su.rs"]
+mod shard_su;
 #[path = "t.rs"]
 mod shard_t;
 #[path = "u.rs"]
@@ -71,7 +89,16 @@ pub use shard_ra::*;
 pub use shard_re::*;
 pub use shard_ro::*;
 pub use shard_rs::*;
-pub use shard_s::*;
+pub use shard_sc::*;
+pub use shard_se::*;
+pub use shard_sg::*;
+pub use shard_si::*;
+pub use shard_sl::*;
+pub use shard_so::*;
+pub use shard_sp::*;
+pub use shard_sq::*;
+pub use shard_st::*;
+pub use shard_su::*;
 pub use shard_t::*;
 pub use shard_u::*;
 pub use shard_v::*;

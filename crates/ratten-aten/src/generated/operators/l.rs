@@ -1587,3 +1587,379 @@ impl linear_out {
         Self::redispatch_refs(ks, (input, weight, bias, out))
     }
 }
+
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum leaky_relu_out {}
+
+impl Operator for leaky_relu_out {
+    const NAME: &'static str = "aten::leaky_relu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<leaky_relu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl leaky_relu_out {
+    pub fn call(self_: &Tensor, negative_slope: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, negative_slope, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, negative_slope, out))
+    }
+}
+
+/// `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
+pub enum leaky_relu {}
+
+impl Operator for leaky_relu {
+    const NAME: &'static str = "aten::leaky_relu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<leaky_relu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl leaky_relu {
+    pub fn call(self_: &Tensor, negative_slope: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, negative_slope))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, negative_slope))
+    }
+}
+
+/// `aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum leaky_relu_backward_grad_input {}
+
+impl Operator for leaky_relu_backward_grad_input {
+    const NAME: &'static str = "aten::leaky_relu_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Scalar>, bool, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<leaky_relu_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl leaky_relu_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+        self_is_result: bool,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+        self_is_result: bool,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor`
+pub enum leaky_relu_backward {}
+
+impl Operator for leaky_relu_backward {
+    const NAME: &'static str = "aten::leaky_relu_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Scalar>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<leaky_relu_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl leaky_relu_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+        self_is_result: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, negative_slope, self_is_result))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+        self_is_result: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, negative_slope, self_is_result))
+    }
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+pub enum leaky_relu_ {}
+
+impl Operator for leaky_relu_ {
+    const NAME: &'static str = "aten::leaky_relu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<leaky_relu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl leaky_relu_ {
+    pub fn call(self_: &Tensor, negative_slope: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, negative_slope))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        negative_slope: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, negative_slope))
+    }
+}
+
+/// `aten::log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum log_sigmoid_out {}
+
+impl Operator for log_sigmoid_out {
+    const NAME: &'static str = "aten::log_sigmoid";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::log_sigmoid(Tensor self) -> Tensor`
+pub enum log_sigmoid {}
+
+impl Operator for log_sigmoid {
+    const NAME: &'static str = "aten::log_sigmoid";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "log_sigmoid(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))`
+pub enum log_sigmoid_forward_output {}
+
+impl Operator for log_sigmoid_forward_output {
+    const NAME: &'static str = "aten::log_sigmoid_forward";
+    const OVERLOAD_NAME: &'static str = "output";
+    const SCHEMA: &'static str = "log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid_forward_output> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid_forward_output {
+    pub fn call(self_: &Tensor, output: &Tensor, buffer: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, output, buffer))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output: &Tensor,
+        buffer: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_, output, buffer))
+    }
+}
+
+/// `aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`
+pub enum log_sigmoid_forward {}
+
+impl Operator for log_sigmoid_forward {
+    const NAME: &'static str = "aten::log_sigmoid_forward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)";
+    type Args = (Tensor,);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid_forward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid_forward {
+    pub fn call(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum log_sigmoid_backward_grad_input {}
+
+impl Operator for log_sigmoid_backward_grad_input {
+    const NAME: &'static str = "aten::log_sigmoid_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        buffer: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, buffer, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        buffer: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, buffer, grad_input))
+    }
+}
+
+/// `aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor`
+pub enum log_sigmoid_backward {}
+
+impl Operator for log_sigmoid_backward {
+    const NAME: &'static str = "aten::log_sigmoid_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<log_sigmoid_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl log_sigmoid_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, buffer: &Tensor) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, buffer))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        buffer: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, buffer))
+    }
+}

@@ -75,6 +75,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("conj_physical(Tensor self) -> Tensor")?;
     m.def("conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("conj_physical_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor")?;
+    m.def("celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -86,6 +88,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -181,6 +184,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::conj_physical_::kernel(conj_physical__composite_explicit_autograd),
     )?;
     m.impl_(
+        "celu",
+        operators::celu::kernel(backends::composite_explicit_autograd::celu),
+    )?;
+    m.impl_(
+        "celu_",
+        operators::celu_::kernel(celu__composite_explicit_autograd),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -201,6 +212,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "_conj_physical.out",
         operators::_conj_physical_out::kernel(_conj_physical_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "celu.out",
+        operators::celu_out::kernel(celu_out_composite_explicit_autograd),
     )?;
 });
 
@@ -420,6 +435,11 @@ fn conj_physical__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<
     Ok(Aliased)
 }
 
+fn celu__composite_explicit_autograd(self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::celu_(self_, alpha)?;
+    Ok(Aliased)
+}
+
 fn copy_out_composite_explicit_autograd(
     self_: &Tensor,
     src: &Tensor,
@@ -462,6 +482,15 @@ fn _conj_physical_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::_conj_physical_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn celu_out_composite_explicit_autograd(
+    self_: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::celu_outf(self_, alpha, out)?;
     Ok(Aliased)
 }
 

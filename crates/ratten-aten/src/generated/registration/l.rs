@@ -79,6 +79,27 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def(
+        "leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor")?;
+    m.def(
+        "leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor",
+    )?;
+    m.def("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)")?;
+    m.def("log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("log_sigmoid(Tensor self) -> Tensor")?;
+    m.def(
+        "log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def("log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)")?;
+    m.def(
+        "log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def("log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -182,6 +203,44 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "logspace.out",
         operators::logspace_out::kernel(logspace_out_cpu),
     )?;
+    m.impl_(
+        "leaky_relu.out",
+        operators::leaky_relu_out::kernel(leaky_relu_out_cpu),
+    )?;
+    m.impl_(
+        "leaky_relu",
+        operators::leaky_relu::kernel(backends::cpu::leaky_relu),
+    )?;
+    m.impl_(
+        "leaky_relu_backward.grad_input",
+        operators::leaky_relu_backward_grad_input::kernel(leaky_relu_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "leaky_relu_backward",
+        operators::leaky_relu_backward::kernel(backends::cpu::leaky_relu_backward),
+    )?;
+    m.impl_(
+        "leaky_relu_",
+        operators::leaky_relu_::kernel(leaky_relu__cpu),
+    )?;
+    m.impl_(
+        "log_sigmoid_forward.output",
+        operators::log_sigmoid_forward_output::kernel(
+            backends::cpu::log_sigmoid_forward_output_outf,
+        ),
+    )?;
+    m.impl_(
+        "log_sigmoid_forward",
+        operators::log_sigmoid_forward::kernel(backends::cpu::log_sigmoid_forward),
+    )?;
+    m.impl_(
+        "log_sigmoid_backward.grad_input",
+        operators::log_sigmoid_backward_grad_input::kernel(log_sigmoid_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "log_sigmoid_backward",
+        operators::log_sigmoid_backward::kernel(backends::cpu::log_sigmoid_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -254,6 +313,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "linear",
         operators::linear::kernel(backends::composite_implicit_autograd::linear),
+    )?;
+    m.impl_(
+        "log_sigmoid.out",
+        operators::log_sigmoid_out::kernel(log_sigmoid_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "log_sigmoid",
+        operators::log_sigmoid::kernel(backends::composite_implicit_autograd::log_sigmoid),
     )?;
 });
 
@@ -363,6 +430,44 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "logspace.out",
         operators::logspace_out::kernel(logspace_out_meta),
+    )?;
+    m.impl_(
+        "leaky_relu.out",
+        operators::leaky_relu_out::kernel(leaky_relu_out_meta),
+    )?;
+    m.impl_(
+        "leaky_relu",
+        operators::leaky_relu::kernel(backends::meta::leaky_relu),
+    )?;
+    m.impl_(
+        "leaky_relu_backward.grad_input",
+        operators::leaky_relu_backward_grad_input::kernel(leaky_relu_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "leaky_relu_backward",
+        operators::leaky_relu_backward::kernel(backends::meta::leaky_relu_backward),
+    )?;
+    m.impl_(
+        "leaky_relu_",
+        operators::leaky_relu_::kernel(leaky_relu__meta),
+    )?;
+    m.impl_(
+        "log_sigmoid_forward.output",
+        operators::log_sigmoid_forward_output::kernel(
+            backends::meta::log_sigmoid_forward_output_outf,
+        ),
+    )?;
+    m.impl_(
+        "log_sigmoid_forward",
+        operators::log_sigmoid_forward::kernel(backends::meta::log_sigmoid_forward),
+    )?;
+    m.impl_(
+        "log_sigmoid_backward.grad_input",
+        operators::log_sigmoid_backward_grad_input::kernel(log_sigmoid_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "log_sigmoid_backward",
+        operators::log_sigmoid_backward::kernel(backends::meta::log_sigmoid_backward),
     )?;
 });
 
@@ -549,6 +654,43 @@ fn logspace_out_cpu(
     Ok(Aliased)
 }
 
+fn leaky_relu_out_cpu(self_: &Tensor, negative_slope: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::leaky_relu_outf(self_, negative_slope, out)?;
+    Ok(Aliased)
+}
+
+fn leaky_relu_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::leaky_relu_backward_grad_input_outf(
+        grad_output,
+        self_,
+        negative_slope,
+        self_is_result,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn leaky_relu__cpu(self_: &Tensor, negative_slope: &Scalar) -> Result<Aliased<0>> {
+    backends::cpu::leaky_relu_(self_, negative_slope)?;
+    Ok(Aliased)
+}
+
+fn log_sigmoid_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::log_sigmoid_backward_grad_input_outf(grad_output, self_, buffer, grad_input)?;
+    Ok(Aliased)
+}
+
 fn logical_not__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
     backends::composite_explicit_autograd::logical_not_(self_)?;
     Ok(Aliased)
@@ -595,6 +737,11 @@ fn logsumexp_out_composite_explicit_autograd_non_functional(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd_non_functional::logsumexp_outf(self_, dim, keepdim, out)?;
+    Ok(Aliased)
+}
+
+fn log_sigmoid_out_composite_implicit_autograd(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::composite_implicit_autograd::log_sigmoid_outf(self_, out)?;
     Ok(Aliased)
 }
 
@@ -738,5 +885,46 @@ fn logspace_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::logspace_outf(start, end, steps, base, out)?;
+    Ok(Aliased)
+}
+
+fn leaky_relu_out_meta(
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::leaky_relu_outf(self_, negative_slope, out)?;
+    Ok(Aliased)
+}
+
+fn leaky_relu_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::leaky_relu_backward_grad_input_outf(
+        grad_output,
+        self_,
+        negative_slope,
+        self_is_result,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn leaky_relu__meta(self_: &Tensor, negative_slope: &Scalar) -> Result<Aliased<0>> {
+    backends::meta::leaky_relu_(self_, negative_slope)?;
+    Ok(Aliased)
+}
+
+fn log_sigmoid_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::log_sigmoid_backward_grad_input_outf(grad_output, self_, buffer, grad_input)?;
     Ok(Aliased)
 }

@@ -23,6 +23,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
     )?;
+    m.def(
+        "softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor")?;
+    m.def(
+        "softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -33,6 +43,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "sort.stable",
         operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
+    m.impl_(
+        "softplus.out",
+        operators::softplus_out::kernel(softplus_out_cpu),
+    )?;
+    m.impl_(
+        "softplus",
+        operators::softplus::kernel(backends::cpu::softplus),
+    )?;
+    m.impl_(
+        "softplus_backward.grad_input",
+        operators::softplus_backward_grad_input::kernel(softplus_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "softplus_backward",
+        operators::softplus_backward::kernel(backends::cpu::softplus_backward),
     )?;
 });
 
@@ -56,4 +82,74 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "sort.stable",
         operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
+    m.impl_(
+        "softplus.out",
+        operators::softplus_out::kernel(softplus_out_meta),
+    )?;
+    m.impl_(
+        "softplus",
+        operators::softplus::kernel(backends::meta::softplus),
+    )?;
+    m.impl_(
+        "softplus_backward.grad_input",
+        operators::softplus_backward_grad_input::kernel(softplus_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "softplus_backward",
+        operators::softplus_backward::kernel(backends::meta::softplus_backward),
+    )?;
 });
+
+fn softplus_out_cpu(
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::softplus_outf(self_, beta, threshold, out)?;
+    Ok(Aliased)
+}
+
+fn softplus_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::softplus_backward_grad_input_outf(
+        grad_output,
+        self_,
+        beta,
+        threshold,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn softplus_out_meta(
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::softplus_outf(self_, beta, threshold, out)?;
+    Ok(Aliased)
+}
+
+fn softplus_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::softplus_backward_grad_input_outf(
+        grad_output,
+        self_,
+        beta,
+        threshold,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}

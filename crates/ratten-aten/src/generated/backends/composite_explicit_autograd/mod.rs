@@ -13,6 +13,8 @@ mod shard_d;
 mod shard_e;
 #[path = "f.rs"]
 mod shard_f;
+#[path = "h.rs"]
+mod shard_h;
 #[path = "i.rs"]
 mod shard_i;
 #[path = "k.rs"]
@@ -46,6 +48,7 @@ pub use shard_c::*;
 pub use shard_d::*;
 pub use shard_e::*;
 pub use shard_f::*;
+pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_k::*;
 pub use shard_l::*;

@@ -10,3 +10,13 @@ use crate::native as kernels;
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     kernels::linear(input, weight, bias)
 }
+
+/// `aten::log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn log_sigmoid_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::log_sigmoid_out(self_, out)
+}
+
+/// `aten::log_sigmoid(Tensor self) -> Tensor`
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    kernels::log_sigmoid(self_)
+}
