@@ -39,6 +39,7 @@ pub trait ActFloat:
     /// A constant (rounded to the type).
     fn k(v: f64) -> Self;
     fn vexp(self) -> Self;
+    fn vexpm1(self) -> Self;
     fn vtanh(self) -> Self;
     fn verf(self) -> Self;
     fn vlog1p(self) -> Self;
@@ -49,7 +50,7 @@ pub trait ActFloat:
 }
 
 macro_rules! act_float {
-    ($t:ty, $exp:path, $tanh:path, $erf:path, $log1p:path) => {
+    ($t:ty, $exp:path, $expm1:path, $tanh:path, $erf:path, $log1p:path) => {
         impl ActFloat for $t {
             #[inline(always)]
             fn k(v: f64) -> $t {
@@ -58,6 +59,10 @@ macro_rules! act_float {
             #[inline(always)]
             fn vexp(self) -> $t {
                 $exp(self)
+            }
+            #[inline(always)]
+            fn vexpm1(self) -> $t {
+                $expm1(self)
             }
             #[inline(always)]
             fn vtanh(self) -> $t {
@@ -101,6 +106,7 @@ macro_rules! act_float {
 act_float!(
     f32,
     vec_math::exp_f32,
+    expm1_f32,
     vec_math::tanh_f32,
     erf_f32,
     log1p_f32
@@ -108,10 +114,37 @@ act_float!(
 act_float!(
     f64,
     vec_math::exp_f64,
+    f64::exp_m1,
     vec_math::tanh_f64,
     erf_f64,
     log1p_f64
 );
+
+/// `expm1` of f32 without branches: its Taylor polynomial (to degree 10) below 0.5 in
+/// magnitude, where `e^x - 1` would cancel, else `e^x - 1` (within 3 ulp). -0 stays -0.
+#[inline(always)]
+pub fn expm1_f32(x: f32) -> f32 {
+    let mut p = 1.0 / 3_628_800.0;
+    for k in [
+        362_880.0f32,
+        40_320.0,
+        5_040.0,
+        720.0,
+        120.0,
+        24.0,
+        6.0,
+        2.0,
+    ] {
+        p = p * x + 1.0 / k;
+    }
+    let small = x * (1.0 + x * p);
+    let large = vec_math::exp_f32(x) - 1.0;
+    if x.abs() < 0.5 {
+        small
+    } else {
+        large
+    }
+}
 
 /// `log1p` of f32 without branches: `log(u) * (y / (u - 1))` for `u = 1 + y` (the quotient
 /// corrects the rounding of `u`), `y` itself where `u` rounds to 1, and infinity for infinity.
@@ -472,7 +505,7 @@ stub!(
     mish_backward_kernel
 );
 
-/// `elu`: `(e^(x input_scale) - 1) alpha scale` for `x <= 0`, else `x scale` (the scalars
+/// `elu`: `expm1(x input_scale) alpha scale` for `x <= 0`, else `x scale` (the scalars
 /// converted to the computation type with c10's overflow check).
 fn elu_kernel(
     iter: &TensorIteratorBase,
@@ -485,9 +518,9 @@ fn elu_kernel(
         let negcoef = T::from_scalar(alpha)? * T::from_scalar(scale)?;
         let poscoef = T::from_scalar(scale)?;
         let negiptcoef = T::from_scalar(input_scale)?;
-        let (zero, one) = (T::k(0.0), T::k(1.0));
+        let zero = T::k(0.0);
         cpu_unary::<T, T>(iter, #[inline(always)] move |a: T| {
-            let neg = ((a * negiptcoef).vexp() - one) * negcoef;
+            let neg = (a * negiptcoef).vexpm1() * negcoef;
             let pos = a * poscoef;
             if a <= zero { neg } else { pos }
         })
@@ -829,6 +862,22 @@ mod tests {
             );
             x += 0.000_37;
         }
+    }
+
+    #[test]
+    fn expm1_f32_within_ulps() {
+        let mut x = -3.0f32;
+        while x < 3.0 {
+            let r = (x as f64).exp_m1();
+            let f = expm1_f32(x) as f64;
+            let ulp = (r as f32).abs() as f64 * f32::EPSILON as f64;
+            assert!((f - r).abs() <= 3.0 * ulp, "expm1_f32({x}) = {f}, not {r}");
+            x += 0.000_71;
+        }
+        assert_eq!(expm1_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(expm1_f32(-1e-30), -1e-30);
+        assert_eq!(expm1_f32(f32::NEG_INFINITY), -1.0);
+        assert_eq!(expm1_f32(f32::INFINITY), f32::INFINITY);
     }
 
     #[test]
