@@ -146,12 +146,17 @@ def _ol(q):
     return lambda m, *a, **k: _overload(m, q)(*a, **k)
 
 
-
 def _nn(m, name):
-    """A ``python_module: nn`` operator: ratten.nn.functional's or ``torch.ops.aten.<name>``."""
+    """A ``python_module: nn`` operator: ratten.nn.functional's or ``torch.ops.aten.<name>``
+    (which also has the backward operators ``torch._C._nn`` leaves out)."""
     if m is ratten:
         return getattr(ratten.nn.functional, name)
     return getattr(torch.ops.aten, name)
+
+
+def _nnf(m, name):
+    """The ``python_module: nn`` function ``name`` (torch's ``torch._C._nn``)."""
+    return getattr(m.nn.functional, name) if m is ratten else getattr(torch._C._nn, name)
 
 
 X34 = T((3, 4))
@@ -368,6 +373,37 @@ SAMPLES = [
       for r, inc in (("sum", True), ("prod", True), ("prod", False), ("mean", True), ("mean", False),
                      ("amax", True), ("amin", False))],
     # -- activations
+    S("gelu", lambda m, x: m.nn.functional.gelu(x), [T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("gelu", lambda m, x: m.nn.functional.gelu(x, approximate="tanh"), [T((2, 3), lo=-3.0, hi=3.0, layout="s")], gg=True),
+    S("gelu_backward", lambda m, g, x: _nnf(m, "gelu_backward")(g, x), [X34, T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("gelu_backward", lambda m, g, x: _nnf(m, "gelu_backward")(g, x, approximate="tanh"), [T((4,)), T((3, 4), lo=-3.0, hi=3.0)], gg=True),
+    S("silu", lambda m, x: m.nn.functional.silu(x), [T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("mish", lambda m, x: m.nn.functional.mish(x), [T((3, 4), lo=-3.0, hi=3.0, layout="s")]),
+    S("elu", lambda m, x: m.nn.functional.elu(x, 0.7), [T((3, 4), away=0.1, hi=2.0, layout="t")]),
+    S("elu", lambda m, x: _nnf(m, "elu")(x, 0.7, 1.3, 0.8), [T((3, 4), away=0.1, hi=2.0)]),
+    S("elu_", lambda m, x: m.nn.functional.elu(x * 1, 0.7, inplace=True), [T((3, 4), away=0.1, hi=2.0, layout="t")]),
+    S("celu", lambda m, x: m.celu(x, 1.3), [T((3, 4), away=0.1, hi=2.0, layout="t")]),
+    S("celu_", lambda m, x: m.celu_(x * 1, 1.3), [T((3, 4), away=0.1, hi=2.0)]),
+    S("glu", lambda m, x: m.nn.functional.glu(x, 1), [T((3, 4), lo=-2.0, hi=2.0, layout="t")]),
+    S("glu", lambda m, x: m.nn.functional.glu(x, 0), [T((4, 3), lo=-2.0, hi=2.0, layout="s")]),
+    S("hardtanh", lambda m, x: m.nn.functional.hardtanh(x), [T((3, 4), lo=-2.0, hi=2.0, distinct=True, layout="t")]),
+    S("hardtanh", lambda m, x: m.nn.functional.relu6(x), [T((3, 4), lo=-2.1, hi=7.9, distinct=True)]),
+    S("leaky_relu", lambda m, x: m.nn.functional.leaky_relu(x, 0.2), [T((3, 4), away=0.1, layout="t")]),
+    S("leaky_relu_", lambda m, x: m.nn.functional.leaky_relu(x * 1, 0.2, inplace=True), [T((3, 4), away=0.1)]),
+    S("log_sigmoid_forward", lambda m, x: m.nn.functional.logsigmoid(x), [T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("softplus", lambda m, x: m.nn.functional.softplus(x, 2.0), [T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("softplus", lambda m, x: m.nn.functional.softplus(x, 1.0, 0.5), [T((3, 4), lo=-1.93, hi=1.91, distinct=True)]),
+    S("elu_backward", lambda m, g, x: _nnf(m, "elu_backward")(g, 0.7, 1.2, 0.9, False, x), [X34, T((3, 4), away=0.1, hi=2.0, layout="t")]),
+    S("elu_backward", lambda m, g, x: _nnf(m, "elu_backward")(g, 0.7, 1.2, 0.9, True, x), [X34, T((3, 4), away=0.1, hi=2.0)]),
+    S("glu_backward", lambda m, g, x: _nnf(m, "glu_backward")(g, x, 1), [T((3, 2)), T((3, 4), lo=-2.0, hi=2.0, layout="t")]),
+    S("hardtanh_backward", lambda m, g, x: _nnf(m, "hardtanh_backward")(g, x, -0.5, 0.5), [X34, T((3, 4), lo=-0.93, hi=0.97, distinct=True, layout="t")]),
+    S("log_sigmoid_backward", lambda m, x, g: m.autograd.grad(m.nn.functional.logsigmoid(x), x, g, create_graph=True)[0],
+      [T((3, 4), lo=-3.0, hi=3.0, layout="t"), X34]),
+    S("leaky_relu_backward", lambda m, g, x: _nnf(m, "leaky_relu_backward")(g, x, 0.2, False), [X34, T((3, 4), away=0.1, layout="t")]),
+    S("softplus_backward", lambda m, g, x: _nnf(m, "softplus_backward")(g, x, 2.0, 20.0), [X34, T((3, 4), lo=-3.0, hi=3.0, layout="t")]),
+    S("hardsigmoid", lambda m, x: m.nn.functional.hardsigmoid(x), [T((3, 4), lo=-4.1, hi=3.9, distinct=True, layout="t")], gg=False),
+    S("hardswish", lambda m, x: m.nn.functional.hardswish(x), [T((3, 4), lo=-4.1, hi=3.9, distinct=True, layout="t")]),
+    S("hardswish_backward", lambda m, g, x: _nnf(m, "hardswish_backward")(g, x), [X34, T((3, 4), lo=-4.1, hi=3.9, distinct=True)]),
 
     # -- softmax and losses
     S("_softmax", lambda m, x: m.softmax(x, 1), [M]),

@@ -2162,6 +2162,172 @@ pub fn unfold_backward(
 // Activations
 // ----------------------------------------------------------------------------------------
 
+/// `cond ? t : 0` (PyTorch's `t * cond.type_as(t)`, without the cast).
+fn masked_by(t: &Tensor, cond: &Tensor) -> Result<Tensor> {
+    F::where_scalar_other(cond, t, 0)
+}
+
+/// `infinitely_differentiable_silu_backward(grad_output, input)`:
+/// `grad_output * s * (1 + x (1 - s))` with `s = sigmoid(x)`, in differentiable operators.
+pub fn infinitely_differentiable_silu_backward(
+    grad_output: &Tensor,
+    input: &Tensor,
+) -> Result<Tensor> {
+    let s = F::sigmoid(input)?;
+    let inner = F::add_scalar(&F::mul(input, &F::rsub_scalar(&s, 1.0)?)?, 1.0)?;
+    F::mul(&F::mul(grad_output, &s)?, &inner)
+}
+
+/// `infinitely_differentiable_mish_backward(grad_output, input)`:
+/// `grad_output * (t + x s (1 - t^2))` with `s = sigmoid(x)`, `t = tanh(log1p(e^x))`.
+pub fn infinitely_differentiable_mish_backward(
+    grad_output: &Tensor,
+    input: &Tensor,
+) -> Result<Tensor> {
+    let s = F::sigmoid(input)?;
+    let t = F::tanh(&F::log1p(&F::exp(input)?)?)?;
+    let one_minus_t2 = F::rsub_scalar(&F::mul(&t, &t)?, 1.0)?;
+    let inner = F::add(&t, &F::mul(&F::mul(input, &s)?, &one_minus_t2)?)?;
+    F::mul(grad_output, &inner)
+}
+
+/// `gelu_double_backward(ggI, gO, input, approximate)`: `ggI * gO * gelu''(input)`.
+pub fn gelu_double_backward(
+    ggi: &Tensor,
+    go: &Tensor,
+    input: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
+    let d2 = if approximate == "tanh" {
+        let beta = std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5;
+        let kappa = 0.044715;
+        let x2 = F::mul(input, input)?;
+        let inner = F::mul_scalar(
+            &F::add(input, &F::mul_scalar(&F::mul(&x2, input)?, kappa)?)?,
+            beta,
+        )?;
+        let t = F::tanh(&inner)?;
+        // f = x / 2, g = 1 - tanh^2 = sech^2, h = beta (1 + 3 kappa x^2).
+        let f = F::mul_scalar(input, 0.5)?;
+        let g = F::rsub_scalar(&F::mul(&t, &t)?, 1.0)?;
+        let h = F::mul_scalar(
+            &F::add_scalar(&F::mul_scalar(&x2, 3.0 * kappa)?, 1.0)?,
+            beta,
+        )?;
+        let f_prime_gh = F::mul_scalar(&F::mul(&g, &h)?, 0.5)?;
+        // g' = 2 sech (-sech tanh) h = -2 g tanh h.
+        let g_prime = F::mul_scalar(&F::mul(&F::mul(&g, &t)?, &h)?, -2.0)?;
+        let g_prime_fh = F::mul(&F::mul(&f, &h)?, &g_prime)?;
+        let h_prime = F::mul_scalar(input, 6.0 * kappa * beta)?;
+        let h_prime_fg = F::mul(&F::mul(&f, &g)?, &h_prime)?;
+        F::add(
+            &F::add(&F::mul_scalar(&f_prime_gh, 2.0)?, &g_prime_fh)?,
+            &h_prime_fg,
+        )?
+    } else {
+        let k = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5;
+        let x2 = F::mul(input, input)?;
+        let pdf = F::mul_scalar(&F::exp(&F::mul_scalar(&x2, -0.5)?)?, k)?;
+        F::sub(&F::mul_scalar(&pdf, 2.0)?, &F::mul(&x2, &pdf)?)?
+    };
+    F::mul(&F::mul(ggi, go)?, &d2)
+}
+
+/// `elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result,
+/// self_or_result)`: the derivative of `elu_backward` with respect to its input (zero where
+/// the input is positive).
+#[allow(clippy::too_many_arguments)]
+pub fn elu_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<Tensor> {
+    let negative = F::lt_scalar(self_or_result, 0)?;
+    let gg = F::mul_scalar(&F::mul(grad, grad_output)?, *input_scale)?;
+    if is_result {
+        masked_by(&gg, &negative)
+    } else {
+        let d = F::elu_backward(&gg, *alpha, *scale, *input_scale, is_result, self_or_result)?;
+        masked_by(&d, &negative)
+    }
+}
+
+/// `glu_double_backward(grad, grad_output, input, dim)`: the gradient of `glu_backward` with
+/// respect to `input`.
+pub fn glu_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    input: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let d = maybe_wrap_dim(dim, input.dim(), true)?;
+    let input_size = input.sizes()[d] / 2;
+    let first_half = F::narrow(input, dim, 0, input_size)?;
+    let second_half = F::narrow(input, dim, input_size, input_size)?;
+    let sig = F::sigmoid(&second_half)?;
+    let one_sub_sig = F::rsub_scalar(&sig, 1)?;
+    let sig_one_sub_sig = F::mul(&sig, &one_sub_sig)?;
+    let ggi_first = F::narrow(grad, dim, 0, input_size)?;
+    let ggi_second = F::narrow(grad, dim, input_size, input_size)?;
+    let ggi_second_times_first = F::mul(&ggi_second, &first_half)?;
+    let gi_first = F::mul(&F::mul(&ggi_second, grad_output)?, &sig_one_sub_sig)?;
+    let second_order = F::sub(
+        &F::mul(&sig_one_sub_sig, &one_sub_sig)?,
+        &F::mul(&F::mul(&sig, &sig)?, &one_sub_sig)?,
+    )?;
+    let gi_second = F::add(
+        &F::mul(
+            &F::mul(&ggi_second_times_first, grad_output)?,
+            &second_order,
+        )?,
+        &F::mul(&F::mul(&ggi_first, grad_output)?, &sig_one_sub_sig)?,
+    )?;
+    F::cat_with(&[gi_first, gi_second], dim)
+}
+
+/// `glu_double_backward_grad_output(grad, input, dim)`: the gradient of `glu_backward` with
+/// respect to `grad_output`.
+pub fn glu_double_backward_grad_output(grad: &Tensor, input: &Tensor, dim: i64) -> Result<Tensor> {
+    let d = maybe_wrap_dim(dim, input.dim(), true)?;
+    let mut sizes = input.sizes().to_vec();
+    sizes[d] /= 2;
+    let ones = F::ones_with(
+        &sizes,
+        Some(input.scalar_type()),
+        None,
+        Some(input.device()),
+        None,
+    )?;
+    let tmp = F::mul(grad, &F::glu_backward(&ones, input, d as i64)?)?;
+    F::add(
+        &F::narrow(&tmp, d as i64, 0, sizes[d])?,
+        &F::narrow(&tmp, d as i64, sizes[d], sizes[d])?,
+    )
+}
+
+/// `log_sigmoid_double_backward(grad, input)`: `grad * (s - 1) * s` with `s = sigmoid(x)`.
+pub fn log_sigmoid_double_backward(grad: &Tensor, input: &Tensor) -> Result<Tensor> {
+    let z = F::sigmoid(input)?;
+    F::mul(&F::mul(grad, &F::sub_scalar(&z, 1)?)?, &z)
+}
+
+/// `softplus_double_backward(grad, input, beta, threshold)`:
+/// `sigmoid_backward(grad, sigmoid(x beta)) * beta` where `x beta < threshold`, else 0.
+pub fn softplus_double_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+) -> Result<Tensor> {
+    let x = F::mul_scalar(input, *beta)?;
+    let d = F::mul_scalar(&sigmoid_backward(grad, &F::sigmoid(&x)?)?, *beta)?;
+    masked_by(&d, &F::lt_scalar(&x, *threshold)?)
+}
+
 // End of activations.
 
 // ----------------------------------------------------------------------------------------

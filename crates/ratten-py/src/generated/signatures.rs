@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 252 names.
+/// Module functions (`ratten.add`): 289 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -556,6 +556,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "celu",
+        module: "",
+        signatures: &[
+            "celu(Tensor input, Scalar alpha=1.0)",
+        ],
+        schemas: &[
+            "aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "celu_",
+        module: "",
+        signatures: &[
+            "celu_(Tensor input, Scalar alpha=1.0)",
+        ],
+        schemas: &[
+            "aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "chunk",
         module: "",
         signatures: &[
@@ -837,6 +857,38 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "elu",
+        module: "nn",
+        signatures: &[
+            "elu(Tensor input, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+            "aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "elu_",
+        module: "nn",
+        signatures: &[
+            "elu_(Tensor input, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1)",
+        ],
+        schemas: &[
+            "aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "elu_backward",
+        module: "nn",
+        signatures: &[
+            "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor",
+            "aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "empty",
         module: "",
         signatures: &[
@@ -1064,6 +1116,38 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "gelu",
+        module: "nn",
+        signatures: &[
+            "gelu(Tensor input, *, c10::string_view approximate=\"none\", Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::gelu(Tensor self, *, str approximate='none') -> Tensor",
+            "aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "gelu_",
+        module: "nn",
+        signatures: &[
+            "gelu_(Tensor input, *, c10::string_view approximate=\"none\")",
+        ],
+        schemas: &[
+            "aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "gelu_backward",
+        module: "nn",
+        signatures: &[
+            "gelu_backward(Tensor grad_output, Tensor input, *, c10::string_view approximate=\"none\", Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+            "aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "ger",
         module: "",
         signatures: &[
@@ -1072,6 +1156,28 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::ger(Tensor self, Tensor vec2) -> Tensor",
             "aten::ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "glu",
+        module: "nn",
+        signatures: &[
+            "glu(Tensor input, int64_t dim=-1, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::glu(Tensor self, int dim=-1) -> Tensor",
+            "aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "glu_backward",
+        module: "nn",
+        signatures: &[
+            "glu_backward(Tensor grad_output, Tensor input, int64_t dim, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor",
+            "aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1086,6 +1192,101 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::gt.Scalar(Tensor self, Scalar other) -> Tensor",
             "aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardsigmoid",
+        module: "nn",
+        signatures: &[
+            "hardsigmoid(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hardsigmoid(Tensor self) -> Tensor",
+            "aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardsigmoid_",
+        module: "nn",
+        signatures: &[
+            "hardsigmoid_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardsigmoid_backward",
+        module: "nn",
+        signatures: &[
+            "hardsigmoid_backward(Tensor grad_output, Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor",
+            "aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardswish",
+        module: "nn",
+        signatures: &[
+            "hardswish(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hardswish(Tensor self) -> Tensor",
+            "aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardswish_",
+        module: "nn",
+        signatures: &[
+            "hardswish_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::hardswish_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardswish_backward",
+        module: "nn",
+        signatures: &[
+            "hardswish_backward(Tensor grad_output, Tensor input)",
+        ],
+        schemas: &[
+            "aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "hardtanh",
+        module: "nn",
+        signatures: &[
+            "hardtanh(Tensor input, Scalar min_val=-1, Scalar max_val=1, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
+            "aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardtanh_",
+        module: "nn",
+        signatures: &[
+            "hardtanh_(Tensor input, Scalar min_val=-1, Scalar max_val=1)",
+        ],
+        schemas: &[
+            "aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "hardtanh_backward",
+        module: "nn",
+        signatures: &[
+            "hardtanh_backward(Tensor grad_output, Tensor input, Scalar min_val, Scalar max_val, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
+            "aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1335,6 +1536,38 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "leaky_relu",
+        module: "nn",
+        signatures: &[
+            "leaky_relu(Tensor input, Scalar negative_slope=0.01, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
+            "aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "leaky_relu_",
+        module: "nn",
+        signatures: &[
+            "leaky_relu_(Tensor input, Scalar negative_slope=0.01)",
+        ],
+        schemas: &[
+            "aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "leaky_relu_backward",
+        module: "nn",
+        signatures: &[
+            "leaky_relu_backward(Tensor grad_output, Tensor input, Scalar negative_slope, bool self_is_result, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor",
+            "aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "lerp",
         module: "",
         signatures: &[
@@ -1422,6 +1655,39 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::log_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "log_sigmoid",
+        module: "nn",
+        signatures: &[
+            "log_sigmoid(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::log_sigmoid(Tensor self) -> Tensor",
+            "aten::log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "log_sigmoid_backward",
+        module: "nn",
+        signatures: &[
+            "log_sigmoid_backward(Tensor grad_output, Tensor input, Tensor buffer, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor",
+            "aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "log_sigmoid_forward",
+        module: "nn",
+        signatures: &[
+            "log_sigmoid_forward(Tensor input, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)",
+            "aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))",
         ],
     },
     Binding {
@@ -1634,6 +1900,37 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::minimum(Tensor self, Tensor other) -> Tensor",
             "aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "mish",
+        module: "nn",
+        signatures: &[
+            "mish(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::mish(Tensor self) -> Tensor",
+            "aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "mish_",
+        module: "nn",
+        signatures: &[
+            "mish_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::mish_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "mish_backward",
+        module: "nn",
+        signatures: &[
+            "mish_backward(Tensor grad_output, Tensor input)",
+        ],
+        schemas: &[
+            "aten::mish_backward(Tensor grad_output, Tensor self) -> Tensor",
         ],
     },
     Binding {
@@ -2140,6 +2437,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "relu6",
+        module: "nn",
+        signatures: &[
+            "relu6(Tensor input)",
+        ],
+        schemas: &[
+            "aten::relu6(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "relu6_",
+        module: "nn",
+        signatures: &[
+            "relu6_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::relu6_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "relu_",
         module: "",
         signatures: &[
@@ -2340,6 +2657,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "selu",
+        module: "",
+        signatures: &[
+            "selu(Tensor input)",
+        ],
+        schemas: &[
+            "aten::selu(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "selu_",
+        module: "",
+        signatures: &[
+            "selu_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::selu_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "sgn",
         module: "",
         signatures: &[
@@ -2380,6 +2717,38 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::sign(Tensor self) -> Tensor",
             "aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "silu",
+        module: "nn",
+        signatures: &[
+            "silu(Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::silu(Tensor self) -> Tensor",
+            "aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "silu_",
+        module: "nn",
+        signatures: &[
+            "silu_(Tensor input)",
+        ],
+        schemas: &[
+            "aten::silu_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "silu_backward",
+        module: "nn",
+        signatures: &[
+            "silu_backward(Tensor grad_output, Tensor input, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor",
+            "aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -2444,6 +2813,28 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
             "aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "softplus",
+        module: "nn",
+        signatures: &[
+            "softplus(Tensor input, Scalar beta=1, Scalar threshold=20, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+            "aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "softplus_backward",
+        module: "nn",
+        signatures: &[
+            "softplus_backward(Tensor grad_output, Tensor input, Scalar beta, Scalar threshold, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
+            "aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {

@@ -619,6 +619,44 @@ pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     Ok(self_)
 }
 
+/// `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor`
+///
+/// Defaults: `alpha` = `1.0`.
+#[inline]
+pub fn celu(self_: &Tensor) -> Result<Tensor> {
+    let alpha = Scalar::Double(1.0);
+    operators::celu::call(self_, &alpha)
+}
+
+/// `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn celu_with(self_: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+    let alpha: Scalar = alpha.into();
+    operators::celu::call(self_, &alpha)
+}
+
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+///
+/// Defaults: `alpha` = `1.0`.
+#[inline]
+pub fn celu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let alpha = Scalar::Double(1.0);
+    operators::celu_::call(self_, &alpha)?;
+    Ok(self_)
+}
+
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn celu_with_<'a>(self_: &'a Tensor, alpha: impl Into<Scalar>) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    operators::celu_::call(self_, &alpha)?;
+    Ok(self_)
+}
+
 /// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
 ///
 /// Defaults: `weight` = `None`, `reduction` = `Mean`, `ignore_index` = `-100`, `label_smoothing` = `0.0`.
@@ -731,5 +769,29 @@ pub fn clone_out_with<'a>(
 #[inline]
 pub fn _conj_physical_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::_conj_physical_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `alpha` = `1.0`.
+#[inline]
+pub fn celu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let alpha = Scalar::Double(1.0);
+    operators::celu_out::call(self_, &alpha, out)?;
+    Ok(out)
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn celu_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    alpha: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    operators::celu_out::call(self_, &alpha, out)?;
     Ok(out)
 }

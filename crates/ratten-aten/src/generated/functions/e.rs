@@ -226,6 +226,141 @@ pub fn einsum_with(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> 
     operators::einsum::call(equation, tensors, path)
 }
 
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `alpha` = `1`, `scale` = `1`, `input_scale` = `1`.
+#[inline]
+pub fn elu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let alpha = Scalar::Int(1);
+    let scale = Scalar::Int(1);
+    let input_scale = Scalar::Int(1);
+    operators::elu_out::call(self_, &alpha, &scale, &input_scale, out)?;
+    Ok(out)
+}
+
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn elu_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    alpha: impl Into<Scalar>,
+    scale: impl Into<Scalar>,
+    input_scale: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    let scale: Scalar = scale.into();
+    let input_scale: Scalar = input_scale.into();
+    operators::elu_out::call(self_, &alpha, &scale, &input_scale, out)?;
+    Ok(out)
+}
+
+/// `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
+///
+/// Defaults: `alpha` = `1`, `scale` = `1`, `input_scale` = `1`.
+#[inline]
+pub fn elu(self_: &Tensor) -> Result<Tensor> {
+    let alpha = Scalar::Int(1);
+    let scale = Scalar::Int(1);
+    let input_scale = Scalar::Int(1);
+    operators::elu::call(self_, &alpha, &scale, &input_scale)
+}
+
+/// `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn elu_with(
+    self_: &Tensor,
+    alpha: impl Into<Scalar>,
+    scale: impl Into<Scalar>,
+    input_scale: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let alpha: Scalar = alpha.into();
+    let scale: Scalar = scale.into();
+    let input_scale: Scalar = input_scale.into();
+    operators::elu::call(self_, &alpha, &scale, &input_scale)
+}
+
+/// `aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn elu_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    alpha: impl Into<Scalar>,
+    scale: impl Into<Scalar>,
+    input_scale: impl Into<Scalar>,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    let scale: Scalar = scale.into();
+    let input_scale: Scalar = input_scale.into();
+    operators::elu_backward_grad_input::call(
+        grad_output,
+        &alpha,
+        &scale,
+        &input_scale,
+        is_result,
+        self_or_result,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor`
+#[inline]
+pub fn elu_backward(
+    grad_output: &Tensor,
+    alpha: impl Into<Scalar>,
+    scale: impl Into<Scalar>,
+    input_scale: impl Into<Scalar>,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<Tensor> {
+    let alpha: Scalar = alpha.into();
+    let scale: Scalar = scale.into();
+    let input_scale: Scalar = input_scale.into();
+    operators::elu_backward::call(
+        grad_output,
+        &alpha,
+        &scale,
+        &input_scale,
+        is_result,
+        self_or_result,
+    )
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+///
+/// Defaults: `alpha` = `1`, `scale` = `1`, `input_scale` = `1`.
+#[inline]
+pub fn elu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let alpha = Scalar::Int(1);
+    let scale = Scalar::Int(1);
+    let input_scale = Scalar::Int(1);
+    operators::elu_::call(self_, &alpha, &scale, &input_scale)?;
+    Ok(self_)
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn elu_with_<'a>(
+    self_: &'a Tensor,
+    alpha: impl Into<Scalar>,
+    scale: impl Into<Scalar>,
+    input_scale: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let alpha: Scalar = alpha.into();
+    let scale: Scalar = scale.into();
+    let input_scale: Scalar = input_scale.into();
+    operators::elu_::call(self_, &alpha, &scale, &input_scale)?;
+    Ok(self_)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn empty_strided_out<'a>(out: &'a Tensor, size: &[i64], stride: &[i64]) -> Result<&'a Tensor> {

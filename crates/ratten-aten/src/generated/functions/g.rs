@@ -125,3 +125,154 @@ pub fn ger_out<'a>(out: &'a Tensor, self_: &Tensor, vec2: &Tensor) -> Result<&'a
     operators::ger_out::call(self_, vec2, out)?;
     Ok(out)
 }
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `approximate` = `'none'`.
+#[inline]
+pub fn gelu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::gelu_out::call(self_, "none", out)?;
+    Ok(out)
+}
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gelu_out_with<'a>(out: &'a Tensor, self_: &Tensor, approximate: &str) -> Result<&'a Tensor> {
+    operators::gelu_out::call(self_, approximate, out)?;
+    Ok(out)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+///
+/// Defaults: `approximate` = `'none'`.
+#[inline]
+pub fn gelu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::gelu_::call(self_, "none")?;
+    Ok(self_)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gelu_with_<'a>(self_: &'a Tensor, approximate: &str) -> Result<&'a Tensor> {
+    operators::gelu_::call(self_, approximate)?;
+    Ok(self_)
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Defaults: `approximate` = `'none'`.
+#[inline]
+pub fn gelu(self_: &Tensor) -> Result<Tensor> {
+    operators::gelu::call(self_, "none")
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gelu_with(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    operators::gelu::call(self_, approximate)
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Defaults: `approximate` = `'none'`.
+#[inline]
+pub fn gelu_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::gelu_backward_grad_input::call(grad_output, self_, "none", grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gelu_backward_grad_input_out_with<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+) -> Result<&'a Tensor> {
+    operators::gelu_backward_grad_input::call(grad_output, self_, approximate, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Defaults: `approximate` = `'none'`.
+#[inline]
+pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::gelu_backward::call(grad_output, self_, "none")
+}
+
+/// `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn gelu_backward_with(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
+    operators::gelu_backward::call(grad_output, self_, approximate)
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `dim` = `-1`.
+#[inline]
+pub fn glu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::glu_out::call(self_, -1, out)?;
+    Ok(out)
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn glu_out_with<'a>(out: &'a Tensor, self_: &Tensor, dim: i64) -> Result<&'a Tensor> {
+    operators::glu_out::call(self_, dim, out)?;
+    Ok(out)
+}
+
+/// `aten::glu(Tensor self, int dim=-1) -> Tensor`
+///
+/// Defaults: `dim` = `-1`.
+#[inline]
+pub fn glu(self_: &Tensor) -> Result<Tensor> {
+    operators::glu::call(self_, -1)
+}
+
+/// `aten::glu(Tensor self, int dim=-1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn glu_with(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::glu::call(self_, dim)
+}
+
+/// `aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn glu_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<&'a Tensor> {
+    operators::glu_backward_grad_input::call(grad_output, self_, dim, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor`
+#[inline]
+pub fn glu_backward(grad_output: &Tensor, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    operators::glu_backward::call(grad_output, self_, dim)
+}

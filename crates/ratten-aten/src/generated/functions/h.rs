@@ -70,6 +70,180 @@ pub fn hstack_out<'a>(out: &'a Tensor, tensors: &[Tensor]) -> Result<&'a Tensor>
     Ok(out)
 }
 
+/// `aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn hardsigmoid_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::hardsigmoid_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::hardsigmoid(Tensor self) -> Tensor`
+#[inline]
+pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
+    operators::hardsigmoid::call(self_)
+}
+
+/// `aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn hardsigmoid_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::hardsigmoid_::call(self_)?;
+    Ok(self_)
+}
+
+/// `aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn hardsigmoid_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::hardsigmoid_backward_grad_input::call(grad_output, self_, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor`
+#[inline]
+pub fn hardsigmoid_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::hardsigmoid_backward::call(grad_output, self_)
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `min_val` = `-1`, `max_val` = `1`.
+#[inline]
+pub fn hardtanh_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let min_val = Scalar::Int(-1);
+    let max_val = Scalar::Int(1);
+    operators::hardtanh_out::call(self_, &min_val, &max_val, out)?;
+    Ok(out)
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn hardtanh_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    min_val: impl Into<Scalar>,
+    max_val: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let min_val: Scalar = min_val.into();
+    let max_val: Scalar = max_val.into();
+    operators::hardtanh_out::call(self_, &min_val, &max_val, out)?;
+    Ok(out)
+}
+
+/// `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
+///
+/// Defaults: `min_val` = `-1`, `max_val` = `1`.
+#[inline]
+pub fn hardtanh(self_: &Tensor) -> Result<Tensor> {
+    let min_val = Scalar::Int(-1);
+    let max_val = Scalar::Int(1);
+    operators::hardtanh::call(self_, &min_val, &max_val)
+}
+
+/// `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn hardtanh_with(
+    self_: &Tensor,
+    min_val: impl Into<Scalar>,
+    max_val: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let min_val: Scalar = min_val.into();
+    let max_val: Scalar = max_val.into();
+    operators::hardtanh::call(self_, &min_val, &max_val)
+}
+
+/// `aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn hardtanh_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: impl Into<Scalar>,
+    max_val: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let min_val: Scalar = min_val.into();
+    let max_val: Scalar = max_val.into();
+    operators::hardtanh_backward_grad_input::call(
+        grad_output,
+        self_,
+        &min_val,
+        &max_val,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor`
+#[inline]
+pub fn hardtanh_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: impl Into<Scalar>,
+    max_val: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let min_val: Scalar = min_val.into();
+    let max_val: Scalar = max_val.into();
+    operators::hardtanh_backward::call(grad_output, self_, &min_val, &max_val)
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+///
+/// Defaults: `min_val` = `-1`, `max_val` = `1`.
+#[inline]
+pub fn hardtanh_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let min_val = Scalar::Int(-1);
+    let max_val = Scalar::Int(1);
+    operators::hardtanh_::call(self_, &min_val, &max_val)?;
+    Ok(self_)
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn hardtanh_with_<'a>(
+    self_: &'a Tensor,
+    min_val: impl Into<Scalar>,
+    max_val: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let min_val: Scalar = min_val.into();
+    let max_val: Scalar = max_val.into();
+    operators::hardtanh_::call(self_, &min_val, &max_val)?;
+    Ok(self_)
+}
+
+/// `aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn hardswish_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::hardswish_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::hardswish(Tensor self) -> Tensor`
+#[inline]
+pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
+    operators::hardswish::call(self_)
+}
+
+/// `aten::hardswish_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn hardswish_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::hardswish_::call(self_)?;
+    Ok(self_)
+}
+
+/// `aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor`
+#[inline]
+pub fn hardswish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::hardswish_backward::call(grad_output, self_)
+}
+
 /// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
 ///
 /// Defaults: `reduction` = `Mean`, `delta` = `1.0`.
@@ -146,4 +320,15 @@ pub fn huber_loss_backward_out<'a>(
         grad_input,
     )?;
     Ok(grad_input)
+}
+
+/// `aten::hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn hardswish_backward_out<'a>(
+    out: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::hardswish_backward_out::call(grad_output, self_, out)?;
+    Ok(out)
 }

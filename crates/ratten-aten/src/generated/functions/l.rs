@@ -457,6 +457,155 @@ pub fn linear_out_with<'a>(
     Ok(out)
 }
 
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `negative_slope` = `0.01`.
+#[inline]
+pub fn leaky_relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let negative_slope = Scalar::Double(0.01);
+    operators::leaky_relu_out::call(self_, &negative_slope, out)?;
+    Ok(out)
+}
+
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn leaky_relu_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    negative_slope: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let negative_slope: Scalar = negative_slope.into();
+    operators::leaky_relu_out::call(self_, &negative_slope, out)?;
+    Ok(out)
+}
+
+/// `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
+///
+/// Defaults: `negative_slope` = `0.01`.
+#[inline]
+pub fn leaky_relu(self_: &Tensor) -> Result<Tensor> {
+    let negative_slope = Scalar::Double(0.01);
+    operators::leaky_relu::call(self_, &negative_slope)
+}
+
+/// `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn leaky_relu_with(self_: &Tensor, negative_slope: impl Into<Scalar>) -> Result<Tensor> {
+    let negative_slope: Scalar = negative_slope.into();
+    operators::leaky_relu::call(self_, &negative_slope)
+}
+
+/// `aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn leaky_relu_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: impl Into<Scalar>,
+    self_is_result: bool,
+) -> Result<&'a Tensor> {
+    let negative_slope: Scalar = negative_slope.into();
+    operators::leaky_relu_backward_grad_input::call(
+        grad_output,
+        self_,
+        &negative_slope,
+        self_is_result,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor`
+#[inline]
+pub fn leaky_relu_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: impl Into<Scalar>,
+    self_is_result: bool,
+) -> Result<Tensor> {
+    let negative_slope: Scalar = negative_slope.into();
+    operators::leaky_relu_backward::call(grad_output, self_, &negative_slope, self_is_result)
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+///
+/// Defaults: `negative_slope` = `0.01`.
+#[inline]
+pub fn leaky_relu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let negative_slope = Scalar::Double(0.01);
+    operators::leaky_relu_::call(self_, &negative_slope)?;
+    Ok(self_)
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn leaky_relu_with_<'a>(
+    self_: &'a Tensor,
+    negative_slope: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let negative_slope: Scalar = negative_slope.into();
+    operators::leaky_relu_::call(self_, &negative_slope)?;
+    Ok(self_)
+}
+
+/// `aten::log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn log_sigmoid_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::log_sigmoid_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::log_sigmoid(Tensor self) -> Tensor`
+#[inline]
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    operators::log_sigmoid::call(self_)
+}
+
+/// `aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))`
+#[inline]
+pub fn log_sigmoid_forward_output_out<'a, 'b>(
+    output: &'a Tensor,
+    buffer: &'b Tensor,
+    self_: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::log_sigmoid_forward_output::call(self_, output, buffer)?;
+    Ok((output, buffer))
+}
+
+/// `aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`
+#[inline]
+pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    operators::log_sigmoid_forward::call(self_)
+}
+
+/// `aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn log_sigmoid_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::log_sigmoid_backward_grad_input::call(grad_output, self_, buffer, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor`
+#[inline]
+pub fn log_sigmoid_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+) -> Result<Tensor> {
+    operators::log_sigmoid_backward::call(grad_output, self_, buffer)
+}
+
 /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 ///
 /// Defaults: `dtype` = `None`.

@@ -398,6 +398,32 @@ pub fn matmul_out<'a>(out: &'a Tensor, self_: &Tensor, other: &Tensor) -> Result
     Ok(out)
 }
 
+/// `aten::mish(Tensor self) -> Tensor`
+#[inline]
+pub fn mish(self_: &Tensor) -> Result<Tensor> {
+    operators::mish::call(self_)
+}
+
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn mish_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::mish_::call(self_)?;
+    Ok(self_)
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn mish_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::mish_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::mish_backward(Tensor grad_output, Tensor self) -> Tensor`
+#[inline]
+pub fn mish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::mish_backward::call(grad_output, self_)
+}
+
 /// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 ///
 /// Defaults: `reduction` = `Mean`.

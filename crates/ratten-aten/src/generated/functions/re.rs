@@ -158,6 +158,19 @@ pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
     operators::resolve_neg::call(self_)
 }
 
+/// `aten::relu6(Tensor self) -> Tensor`
+#[inline]
+pub fn relu6(self_: &Tensor) -> Result<Tensor> {
+    operators::relu6::call(self_)
+}
+
+/// `aten::relu6_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn relu6_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::relu6_::call(self_)?;
+    Ok(self_)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {

@@ -151,3 +151,16 @@ pub fn searchsorted_scalar_out_with<'a>(
     )?;
     Ok(out)
 }
+
+/// `aten::selu(Tensor self) -> Tensor`
+#[inline]
+pub fn selu(self_: &Tensor) -> Result<Tensor> {
+    operators::selu::call(self_)
+}
+
+/// `aten::selu_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn selu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::selu_::call(self_)?;
+    Ok(self_)
+}

@@ -56,3 +56,40 @@ pub fn sign_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::sign_out::call(self_, out)?;
     Ok(out)
 }
+
+/// `aten::silu(Tensor self) -> Tensor`
+#[inline]
+pub fn silu(self_: &Tensor) -> Result<Tensor> {
+    operators::silu::call(self_)
+}
+
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn silu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    operators::silu_::call(self_)?;
+    Ok(self_)
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn silu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    operators::silu_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn silu_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::silu_backward_grad_input::call(grad_output, self_, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor`
+#[inline]
+pub fn silu_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    operators::silu_backward::call(grad_output, self_)
+}

@@ -99,6 +99,91 @@ pub fn sort_stable_with(
     operators::sort_stable::call(self_, stable, dim, descending)
 }
 
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `beta` = `1`, `threshold` = `20`.
+#[inline]
+pub fn softplus_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
+    let beta = Scalar::Int(1);
+    let threshold = Scalar::Int(20);
+    operators::softplus_out::call(self_, &beta, &threshold, out)?;
+    Ok(out)
+}
+
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn softplus_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    beta: impl Into<Scalar>,
+    threshold: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let threshold: Scalar = threshold.into();
+    operators::softplus_out::call(self_, &beta, &threshold, out)?;
+    Ok(out)
+}
+
+/// `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
+///
+/// Defaults: `beta` = `1`, `threshold` = `20`.
+#[inline]
+pub fn softplus(self_: &Tensor) -> Result<Tensor> {
+    let beta = Scalar::Int(1);
+    let threshold = Scalar::Int(20);
+    operators::softplus::call(self_, &beta, &threshold)
+}
+
+/// `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn softplus_with(
+    self_: &Tensor,
+    beta: impl Into<Scalar>,
+    threshold: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let threshold: Scalar = threshold.into();
+    operators::softplus::call(self_, &beta, &threshold)
+}
+
+/// `aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn softplus_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: impl Into<Scalar>,
+    threshold: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let beta: Scalar = beta.into();
+    let threshold: Scalar = threshold.into();
+    operators::softplus_backward_grad_input::call(
+        grad_output,
+        self_,
+        &beta,
+        &threshold,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor`
+#[inline]
+pub fn softplus_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: impl Into<Scalar>,
+    threshold: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let beta: Scalar = beta.into();
+    let threshold: Scalar = threshold.into();
+    operators::softplus_backward::call(grad_output, self_, &beta, &threshold)
+}
+
 /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 ///
 /// Defaults: `dtype` = `None`.

@@ -1466,6 +1466,60 @@ impl conj_physical_ {
     }
 }
 
+/// `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor`
+pub enum celu {}
+
+impl Operator for celu {
+    const NAME: &'static str = "aten::celu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "celu(Tensor self, Scalar alpha=1.0) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<celu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl celu {
+    pub fn call(self_: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, alpha))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, alpha))
+    }
+}
+
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+pub enum celu_ {}
+
+impl Operator for celu_ {
+    const NAME: &'static str = "aten::celu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<celu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl celu_ {
+    pub fn call(self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, alpha))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, alpha))
+    }
+}
+
 /// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
 pub enum cross_entropy_loss {}
 
@@ -1690,5 +1744,38 @@ impl _conj_physical_out {
 
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
         Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum celu_out {}
+
+impl Operator for celu_out {
+    const NAME: &'static str = "aten::celu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<celu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl celu_out {
+    pub fn call(self_: &Tensor, alpha: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, alpha, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        alpha: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, alpha, out))
     }
 }

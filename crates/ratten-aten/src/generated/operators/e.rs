@@ -796,6 +796,254 @@ impl einsum {
     }
 }
 
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum elu_out {}
+
+impl Operator for elu_out {
+    const NAME: &'static str = "aten::elu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<elu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl elu_out {
+    pub fn call(
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, alpha, scale, input_scale, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, alpha, scale, input_scale, out))
+    }
+}
+
+/// `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
+pub enum elu {}
+
+impl Operator for elu {
+    const NAME: &'static str = "aten::elu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<elu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl elu {
+    pub fn call(
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, alpha, scale, input_scale))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, alpha, scale, input_scale))
+    }
+}
+
+/// `aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum elu_backward_grad_input {}
+
+impl Operator for elu_backward_grad_input {
+    const NAME: &'static str = "aten::elu_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Arg<Scalar>,
+        Arg<Scalar>,
+        Arg<Scalar>,
+        bool,
+        Tensor,
+        Tensor,
+    );
+    type Return = Aliased<6>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<elu_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl elu_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        is_result: bool,
+        self_or_result: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::call_refs((
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        is_result: bool,
+        self_or_result: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                alpha,
+                scale,
+                input_scale,
+                is_result,
+                self_or_result,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor`
+pub enum elu_backward {}
+
+impl Operator for elu_backward {
+    const NAME: &'static str = "aten::elu_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Arg<Scalar>, bool, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<elu_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl elu_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        is_result: bool,
+        self_or_result: &Tensor,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+        is_result: bool,
+        self_or_result: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                alpha,
+                scale,
+                input_scale,
+                is_result,
+                self_or_result,
+            ),
+        )
+    }
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+pub enum elu_ {}
+
+impl Operator for elu_ {
+    const NAME: &'static str = "aten::elu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<elu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl elu_ {
+    pub fn call(
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::call_refs((self_, alpha, scale, input_scale))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        alpha: &Scalar,
+        scale: &Scalar,
+        input_scale: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, alpha, scale, input_scale))
+    }
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum empty_strided_out {}
 

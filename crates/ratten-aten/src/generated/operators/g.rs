@@ -485,3 +485,291 @@ impl ger_out {
         Self::redispatch_refs(ks, (self_, vec2, out))
     }
 }
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+pub enum gelu_out {}
+
+impl Operator for gelu_out {
+    const NAME: &'static str = "aten::gelu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, String, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gelu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gelu_out {
+    pub fn call(self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, approximate, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        approximate: &str,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, approximate, out))
+    }
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+pub enum gelu_ {}
+
+impl Operator for gelu_ {
+    const NAME: &'static str = "aten::gelu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)";
+    type Args = (Tensor, String);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gelu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gelu_ {
+    pub fn call(self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+        Self::call_refs((self_, approximate))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, approximate))
+    }
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+pub enum gelu {}
+
+impl Operator for gelu {
+    const NAME: &'static str = "aten::gelu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "gelu(Tensor self, *, str approximate='none') -> Tensor";
+    type Args = (Tensor, String);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gelu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gelu {
+    pub fn call(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::call_refs((self_, approximate))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, approximate))
+    }
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum gelu_backward_grad_input {}
+
+impl Operator for gelu_backward_grad_input {
+    const NAME: &'static str = "aten::gelu_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, String, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gelu_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gelu_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        approximate: &str,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, approximate, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        approximate: &str,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, approximate, grad_input))
+    }
+}
+
+/// `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`
+pub enum gelu_backward {}
+
+impl Operator for gelu_backward {
+    const NAME: &'static str = "aten::gelu_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor";
+    type Args = (Tensor, Tensor, String);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<gelu_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl gelu_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, approximate))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        approximate: &str,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, approximate))
+    }
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum glu_out {}
+
+impl Operator for glu_out {
+    const NAME: &'static str = "aten::glu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, i64, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<glu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl glu_out {
+    pub fn call(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, dim, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, dim, out))
+    }
+}
+
+/// `aten::glu(Tensor self, int dim=-1) -> Tensor`
+pub enum glu {}
+
+impl Operator for glu {
+    const NAME: &'static str = "aten::glu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "glu(Tensor self, int dim=-1) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<glu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl glu {
+    pub fn call(self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::call_refs((self_, dim))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, dim))
+    }
+}
+
+/// `aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum glu_backward_grad_input {}
+
+impl Operator for glu_backward_grad_input {
+    const NAME: &'static str = "aten::glu_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<glu_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl glu_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        dim: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, dim, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        dim: i64,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, dim, grad_input))
+    }
+}
+
+/// `aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor`
+pub enum glu_backward {}
+
+impl Operator for glu_backward {
+    const NAME: &'static str = "aten::glu_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor";
+    type Args = (Tensor, Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<glu_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl glu_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, dim: i64) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, dim))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        dim: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, dim))
+    }
+}

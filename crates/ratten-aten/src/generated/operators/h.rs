@@ -132,6 +132,437 @@ impl hstack_out {
     }
 }
 
+/// `aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum hardsigmoid_out {}
+
+impl Operator for hardsigmoid_out {
+    const NAME: &'static str = "aten::hardsigmoid";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardsigmoid_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardsigmoid_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::hardsigmoid(Tensor self) -> Tensor`
+pub enum hardsigmoid {}
+
+impl Operator for hardsigmoid {
+    const NAME: &'static str = "aten::hardsigmoid";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardsigmoid(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardsigmoid> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardsigmoid {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub enum hardsigmoid_ {}
+
+impl Operator for hardsigmoid_ {
+    const NAME: &'static str = "aten::hardsigmoid_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardsigmoid_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardsigmoid_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardsigmoid_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum hardsigmoid_backward_grad_input {}
+
+impl Operator for hardsigmoid_backward_grad_input {
+    const NAME: &'static str = "aten::hardsigmoid_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardsigmoid_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardsigmoid_backward_grad_input {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, grad_input: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((grad_output, self_, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (grad_output, self_, grad_input))
+    }
+}
+
+/// `aten::hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub enum hardsigmoid_backward {}
+
+impl Operator for hardsigmoid_backward {
+    const NAME: &'static str = "aten::hardsigmoid_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardsigmoid_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardsigmoid_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_))
+    }
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum hardtanh_out {}
+
+impl Operator for hardtanh_out {
+    const NAME: &'static str = "aten::hardtanh";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardtanh_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardtanh_out {
+    pub fn call(
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, min_val, max_val, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, min_val, max_val, out))
+    }
+}
+
+/// `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
+pub enum hardtanh {}
+
+impl Operator for hardtanh {
+    const NAME: &'static str = "aten::hardtanh";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardtanh> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardtanh {
+    pub fn call(self_: &Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, min_val, max_val))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, min_val, max_val))
+    }
+}
+
+/// `aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum hardtanh_backward_grad_input {}
+
+impl Operator for hardtanh_backward_grad_input {
+    const NAME: &'static str = "aten::hardtanh_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardtanh_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardtanh_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((grad_output, self_, min_val, max_val, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (grad_output, self_, min_val, max_val, grad_input))
+    }
+}
+
+/// `aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor`
+pub enum hardtanh_backward {}
+
+impl Operator for hardtanh_backward {
+    const NAME: &'static str = "aten::hardtanh_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardtanh_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardtanh_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, min_val, max_val))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, min_val, max_val))
+    }
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+pub enum hardtanh_ {}
+
+impl Operator for hardtanh_ {
+    const NAME: &'static str = "aten::hardtanh_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardtanh_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardtanh_ {
+    pub fn call(self_: &Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<Aliased<0>> {
+        Self::call_refs((self_, min_val, max_val))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        min_val: &Scalar,
+        max_val: &Scalar,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, min_val, max_val))
+    }
+}
+
+/// `aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum hardswish_out {}
+
+impl Operator for hardswish_out {
+    const NAME: &'static str = "aten::hardswish";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardswish_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardswish_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::hardswish(Tensor self) -> Tensor`
+pub enum hardswish {}
+
+impl Operator for hardswish {
+    const NAME: &'static str = "aten::hardswish";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardswish(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardswish> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardswish {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::hardswish_(Tensor(a!) self) -> Tensor(a!)`
+pub enum hardswish_ {}
+
+impl Operator for hardswish_ {
+    const NAME: &'static str = "aten::hardswish_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardswish_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardswish_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardswish_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub enum hardswish_backward {}
+
+impl Operator for hardswish_backward {
+    const NAME: &'static str = "aten::hardswish_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "hardswish_backward(Tensor grad_output, Tensor self) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardswish_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardswish_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_))
+    }
+}
+
 /// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
 pub enum huber_loss {}
 
@@ -288,5 +719,38 @@ impl huber_loss_backward_out {
             ks,
             (grad_output, self_, target, reduction, delta, grad_input),
         )
+    }
+}
+
+/// `aten::hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum hardswish_backward_out {}
+
+impl Operator for hardswish_backward_out {
+    const NAME: &'static str = "aten::hardswish_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<hardswish_backward_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl hardswish_backward_out {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((grad_output, self_, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (grad_output, self_, out))
     }
 }

@@ -1308,6 +1308,114 @@ impl matmul_out {
     }
 }
 
+/// `aten::mish(Tensor self) -> Tensor`
+pub enum mish {}
+
+impl Operator for mish {
+    const NAME: &'static str = "aten::mish";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mish(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mish> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mish {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+pub enum mish_ {}
+
+impl Operator for mish_ {
+    const NAME: &'static str = "aten::mish_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mish_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mish_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mish_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum mish_out {}
+
+impl Operator for mish_out {
+    const NAME: &'static str = "aten::mish";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mish_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mish_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::mish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub enum mish_backward {}
+
+impl Operator for mish_backward {
+    const NAME: &'static str = "aten::mish_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "mish_backward(Tensor grad_output, Tensor self) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<mish_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl mish_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_))
+    }
+}
+
 /// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 pub enum mse_loss {}
 

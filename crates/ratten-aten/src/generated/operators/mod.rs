@@ -25,8 +25,16 @@ mod shard_h;
 mod shard_i;
 #[path = "k.rs"]
 mod shard_k;
-#[path = "l.rs"]
-mod shard_l;
+#[path = "l1.rs"]
+mod shard_l1;
+#[path = "le.rs"]
+mod shard_le;
+#[path = "li.rs"]
+mod shard_li;
+#[path = "lo.rs"]
+mod shard_lo;
+#[path = "lt.rs"]
+mod shard_lt;
 #[path = "m.rs"]
 mod shard_m;
 #[path = "n.rs"]
@@ -86,7 +94,11 @@ pub use shard_g::*;
 pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_k::*;
-pub use shard_l::*;
+pub use shard_l1::*;
+pub use shard_le::*;
+pub use shard_li::*;
+pub use shard_lo::*;
+pub use shard_lt::*;
 pub use shard_m::*;
 pub use shard_n::*;
 pub use shard_o::*;

@@ -610,6 +610,60 @@ impl resolve_neg {
     }
 }
 
+/// `aten::relu6(Tensor self) -> Tensor`
+pub enum relu6 {}
+
+impl Operator for relu6 {
+    const NAME: &'static str = "aten::relu6";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "relu6(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<relu6> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl relu6 {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::relu6_(Tensor(a!) self) -> Tensor(a!)`
+pub enum relu6_ {}
+
+impl Operator for relu6_ {
+    const NAME: &'static str = "aten::relu6_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "relu6_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<relu6_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl relu6_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum relu_out {}
 

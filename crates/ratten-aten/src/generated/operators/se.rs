@@ -238,3 +238,57 @@ impl searchsorted_Scalar_out {
         )
     }
 }
+
+/// `aten::selu(Tensor self) -> Tensor`
+pub enum selu {}
+
+impl Operator for selu {
+    const NAME: &'static str = "aten::selu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "selu(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<selu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl selu {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::selu_(Tensor(a!) self) -> Tensor(a!)`
+pub enum selu_ {}
+
+impl Operator for selu_ {
+    const NAME: &'static str = "aten::selu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "selu_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<selu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl selu_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}

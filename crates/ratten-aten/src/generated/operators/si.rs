@@ -246,3 +246,143 @@ impl sign_out {
         Self::redispatch_refs(ks, (self_, out))
     }
 }
+
+/// `aten::silu(Tensor self) -> Tensor`
+pub enum silu {}
+
+impl Operator for silu {
+    const NAME: &'static str = "aten::silu";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "silu(Tensor self) -> Tensor";
+    type Args = (Tensor,);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<silu> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl silu {
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+pub enum silu_ {}
+
+impl Operator for silu_ {
+    const NAME: &'static str = "aten::silu_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "silu_(Tensor(a!) self) -> Tensor(a!)";
+    type Args = (Tensor,);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<silu_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl silu_ {
+    pub fn call(self_: &Tensor) -> Result<Aliased<0>> {
+        Self::call_refs((self_,))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_,))
+    }
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum silu_out {}
+
+impl Operator for silu_out {
+    const NAME: &'static str = "aten::silu";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor);
+    type Return = Aliased<1>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<silu_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl silu_out {
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::call_refs((self_, out))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+        Self::redispatch_refs(ks, (self_, out))
+    }
+}
+
+/// `aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum silu_backward_grad_input {}
+
+impl Operator for silu_backward_grad_input {
+    const NAME: &'static str = "aten::silu_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<silu_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl silu_backward_grad_input {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, grad_input: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((grad_output, self_, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (grad_output, self_, grad_input))
+    }
+}
+
+/// `aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub enum silu_backward {}
+
+impl Operator for silu_backward {
+    const NAME: &'static str = "aten::silu_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "silu_backward(Tensor grad_output, Tensor self) -> Tensor";
+    type Args = (Tensor, Tensor);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<silu_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl silu_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_))
+    }
+}

@@ -157,6 +157,155 @@ impl sort_stable {
     }
 }
 
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum softplus_out {}
+
+impl Operator for softplus_out {
+    const NAME: &'static str = "aten::softplus";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softplus_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softplus_out {
+    pub fn call(
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((self_, beta, threshold, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, beta, threshold, out))
+    }
+}
+
+/// `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
+pub enum softplus {}
+
+impl Operator for softplus {
+    const NAME: &'static str = "aten::softplus";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor";
+    type Args = (Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softplus> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softplus {
+    pub fn call(self_: &Tensor, beta: &Scalar, threshold: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, beta, threshold))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, beta, threshold))
+    }
+}
+
+/// `aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum softplus_backward_grad_input {}
+
+impl Operator for softplus_backward_grad_input {
+    const NAME: &'static str = "aten::softplus_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Arg<Scalar>, Arg<Scalar>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softplus_backward_grad_input> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softplus_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((grad_output, self_, beta, threshold, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (grad_output, self_, beta, threshold, grad_input))
+    }
+}
+
+/// `aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor`
+pub enum softplus_backward {}
+
+impl Operator for softplus_backward {
+    const NAME: &'static str = "aten::softplus_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor";
+    type Args = (Tensor, Tensor, Arg<Scalar>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<softplus_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl softplus_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, beta, threshold))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        beta: &Scalar,
+        threshold: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, beta, threshold))
+    }
+}
+
 /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 pub enum softmax_int {}
 

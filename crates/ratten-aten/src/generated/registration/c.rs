@@ -75,6 +75,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("conj_physical(Tensor self) -> Tensor")?;
     m.def("conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("conj_physical_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("celu(Tensor self, Scalar alpha=1.0) -> Tensor")?;
+    m.def("celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)")?;
     m.def(
         "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor",
     )?;
@@ -89,6 +91,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -184,6 +187,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::conj_physical_::kernel(conj_physical__composite_explicit_autograd),
     )?;
     m.impl_(
+        "celu",
+        operators::celu::kernel(backends::composite_explicit_autograd::celu),
+    )?;
+    m.impl_(
+        "celu_",
+        operators::celu_::kernel(celu__composite_explicit_autograd),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -204,6 +215,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "_conj_physical.out",
         operators::_conj_physical_out::kernel(_conj_physical_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "celu.out",
+        operators::celu_out::kernel(celu_out_composite_explicit_autograd),
     )?;
 });
 
@@ -429,6 +444,11 @@ fn conj_physical__composite_explicit_autograd(self_: &Tensor) -> Result<Aliased<
     Ok(Aliased)
 }
 
+fn celu__composite_explicit_autograd(self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+    backends::composite_explicit_autograd::celu_(self_, alpha)?;
+    Ok(Aliased)
+}
+
 fn copy_out_composite_explicit_autograd(
     self_: &Tensor,
     src: &Tensor,
@@ -471,6 +491,15 @@ fn _conj_physical_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::_conj_physical_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn celu_out_composite_explicit_autograd(
+    self_: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::celu_outf(self_, alpha, out)?;
     Ok(Aliased)
 }
 

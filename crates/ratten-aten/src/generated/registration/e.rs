@@ -47,6 +47,19 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
     )?;
     m.def("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor")?;
+    m.def(
+        "elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor")?;
+    m.def(
+        "elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor",
+    )?;
+    m.def(
+        "elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)",
+    )?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
@@ -94,6 +107,17 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "exponential_",
         operators::exponential_::kernel(exponential__cpu),
     )?;
+    m.impl_("elu.out", operators::elu_out::kernel(elu_out_cpu))?;
+    m.impl_("elu", operators::elu::kernel(backends::cpu::elu))?;
+    m.impl_(
+        "elu_backward.grad_input",
+        operators::elu_backward_grad_input::kernel(elu_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "elu_backward",
+        operators::elu_backward::kernel(backends::cpu::elu_backward),
+    )?;
+    m.impl_("elu_", operators::elu_::kernel(elu__cpu))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -181,6 +205,17 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "exponential_",
         operators::exponential_::kernel(exponential__meta),
     )?;
+    m.impl_("elu.out", operators::elu_out::kernel(elu_out_meta))?;
+    m.impl_("elu", operators::elu::kernel(backends::meta::elu))?;
+    m.impl_(
+        "elu_backward.grad_input",
+        operators::elu_backward_grad_input::kernel(elu_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "elu_backward",
+        operators::elu_backward::kernel(backends::meta::elu_backward),
+    )?;
+    m.impl_("elu_", operators::elu_::kernel(elu__meta))?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -310,6 +345,48 @@ fn exponential__cpu(
     Ok(Aliased)
 }
 
+fn elu_out_cpu(
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::elu_outf(self_, alpha, scale, input_scale, out)?;
+    Ok(Aliased)
+}
+
+fn elu_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::cpu::elu_backward_grad_input_outf(
+        grad_output,
+        alpha,
+        scale,
+        input_scale,
+        is_result,
+        self_or_result,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn elu__cpu(
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::cpu::elu_(self_, alpha, scale, input_scale)?;
+    Ok(Aliased)
+}
+
 fn empty_strided_out_composite_explicit_autograd(
     size: &[i64],
     stride: &[i64],
@@ -394,5 +471,47 @@ fn exponential__meta(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::meta::exponential_(self_, lambd, generator)?;
+    Ok(Aliased)
+}
+
+fn elu_out_meta(
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::elu_outf(self_, alpha, scale, input_scale, out)?;
+    Ok(Aliased)
+}
+
+fn elu_backward_grad_input_meta(
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::meta::elu_backward_grad_input_outf(
+        grad_output,
+        alpha,
+        scale,
+        input_scale,
+        is_result,
+        self_or_result,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn elu__meta(
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Aliased<0>> {
+    backends::meta::elu_(self_, alpha, scale, input_scale)?;
     Ok(Aliased)
 }

@@ -29,6 +29,19 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
     m.def("ger(Tensor self, Tensor vec2) -> Tensor")?;
     m.def("ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")?;
+    m.def("gelu(Tensor self, *, str approximate='none') -> Tensor")?;
+    m.def(
+        "gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")?;
+    m.def("glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("glu(Tensor self, int dim=-1) -> Tensor")?;
+    m.def(
+        "glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def("glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -64,6 +77,27 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("gt_.Tensor", operators::gt__Tensor::kernel(gt__Tensor_cpu))?;
     m.impl_("gather.out", operators::gather_out::kernel(gather_out_cpu))?;
     m.impl_("gather", operators::gather::kernel(backends::cpu::gather))?;
+    m.impl_("gelu.out", operators::gelu_out::kernel(gelu_out_cpu))?;
+    m.impl_("gelu_", operators::gelu_::kernel(gelu__cpu))?;
+    m.impl_("gelu", operators::gelu::kernel(backends::cpu::gelu))?;
+    m.impl_(
+        "gelu_backward.grad_input",
+        operators::gelu_backward_grad_input::kernel(gelu_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "gelu_backward",
+        operators::gelu_backward::kernel(backends::cpu::gelu_backward),
+    )?;
+    m.impl_("glu.out", operators::glu_out::kernel(glu_out_cpu))?;
+    m.impl_("glu", operators::glu::kernel(backends::cpu::glu))?;
+    m.impl_(
+        "glu_backward.grad_input",
+        operators::glu_backward_grad_input::kernel(glu_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "glu_backward",
+        operators::glu_backward::kernel(backends::cpu::glu_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -116,6 +150,27 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("gt_.Tensor", operators::gt__Tensor::kernel(gt__Tensor_meta))?;
     m.impl_("gather.out", operators::gather_out::kernel(gather_out_meta))?;
     m.impl_("gather", operators::gather::kernel(backends::meta::gather))?;
+    m.impl_("gelu.out", operators::gelu_out::kernel(gelu_out_meta))?;
+    m.impl_("gelu_", operators::gelu_::kernel(gelu__meta))?;
+    m.impl_("gelu", operators::gelu::kernel(backends::meta::gelu))?;
+    m.impl_(
+        "gelu_backward.grad_input",
+        operators::gelu_backward_grad_input::kernel(gelu_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "gelu_backward",
+        operators::gelu_backward::kernel(backends::meta::gelu_backward),
+    )?;
+    m.impl_("glu.out", operators::glu_out::kernel(glu_out_meta))?;
+    m.impl_("glu", operators::glu::kernel(backends::meta::glu))?;
+    m.impl_(
+        "glu_backward.grad_input",
+        operators::glu_backward_grad_input::kernel(glu_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "glu_backward",
+        operators::glu_backward::kernel(backends::meta::glu_backward),
+    )?;
 });
 
 fn ge_Scalar_out_cpu(self_: &Tensor, other: &Scalar, out: &Tensor) -> Result<Aliased<2>> {
@@ -166,6 +221,41 @@ fn gather_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::gather_outf(self_, dim, index, sparse_grad, out)?;
+    Ok(Aliased)
+}
+
+fn gelu_out_cpu(self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::gelu_outf(self_, approximate, out)?;
+    Ok(Aliased)
+}
+
+fn gelu__cpu(self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+    backends::cpu::gelu_(self_, approximate)?;
+    Ok(Aliased)
+}
+
+fn gelu_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::gelu_backward_grad_input_outf(grad_output, self_, approximate, grad_input)?;
+    Ok(Aliased)
+}
+
+fn glu_out_cpu(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::glu_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn glu_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::glu_backward_grad_input_outf(grad_output, self_, dim, grad_input)?;
     Ok(Aliased)
 }
 
@@ -226,5 +316,40 @@ fn gather_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::gather_outf(self_, dim, index, sparse_grad, out)?;
+    Ok(Aliased)
+}
+
+fn gelu_out_meta(self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::gelu_outf(self_, approximate, out)?;
+    Ok(Aliased)
+}
+
+fn gelu__meta(self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+    backends::meta::gelu_(self_, approximate)?;
+    Ok(Aliased)
+}
+
+fn gelu_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::gelu_backward_grad_input_outf(grad_output, self_, approximate, grad_input)?;
+    Ok(Aliased)
+}
+
+fn glu_out_meta(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::glu_outf(self_, dim, out)?;
+    Ok(Aliased)
+}
+
+fn glu_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::glu_backward_grad_input_outf(grad_output, self_, dim, grad_input)?;
     Ok(Aliased)
 }

@@ -17,6 +17,28 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("hstack(Tensor[] tensors) -> Tensor")?;
     m.def("hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("hardsigmoid(Tensor self) -> Tensor")?;
+    m.def("hardsigmoid_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def(
+        "hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def("hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor")?;
+    m.def(
+        "hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")?;
+    m.def(
+        "hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
+    )?;
+    m.def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")?;
+    m.def("hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("hardswish(Tensor self) -> Tensor")?;
+    m.def("hardswish_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("hardswish_backward(Tensor grad_output, Tensor self) -> Tensor")?;
     m.def("huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor")?;
     m.def(
         "huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)",
@@ -27,11 +49,64 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "huber_loss_backward.out(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta, *, Tensor(a!) grad_input) -> Tensor(a!)",
     )?;
+    m.def(
+        "hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("histc", operators::histc::kernel(backends::cpu::histc))?;
     m.impl_("histc.out", operators::histc_out::kernel(histc_out_cpu))?;
+    m.impl_(
+        "hardsigmoid.out",
+        operators::hardsigmoid_out::kernel(hardsigmoid_out_cpu),
+    )?;
+    m.impl_(
+        "hardsigmoid",
+        operators::hardsigmoid::kernel(backends::cpu::hardsigmoid),
+    )?;
+    m.impl_(
+        "hardsigmoid_",
+        operators::hardsigmoid_::kernel(hardsigmoid__cpu),
+    )?;
+    m.impl_(
+        "hardsigmoid_backward.grad_input",
+        operators::hardsigmoid_backward_grad_input::kernel(hardsigmoid_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "hardsigmoid_backward",
+        operators::hardsigmoid_backward::kernel(backends::cpu::hardsigmoid_backward),
+    )?;
+    m.impl_(
+        "hardtanh.out",
+        operators::hardtanh_out::kernel(hardtanh_out_cpu),
+    )?;
+    m.impl_(
+        "hardtanh",
+        operators::hardtanh::kernel(backends::cpu::hardtanh),
+    )?;
+    m.impl_(
+        "hardtanh_backward.grad_input",
+        operators::hardtanh_backward_grad_input::kernel(hardtanh_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "hardtanh_backward",
+        operators::hardtanh_backward::kernel(backends::cpu::hardtanh_backward),
+    )?;
+    m.impl_("hardtanh_", operators::hardtanh_::kernel(hardtanh__cpu))?;
+    m.impl_(
+        "hardswish.out",
+        operators::hardswish_out::kernel(hardswish_out_cpu),
+    )?;
+    m.impl_(
+        "hardswish",
+        operators::hardswish::kernel(backends::cpu::hardswish),
+    )?;
+    m.impl_("hardswish_", operators::hardswish_::kernel(hardswish__cpu))?;
+    m.impl_(
+        "hardswish_backward",
+        operators::hardswish_backward::kernel(backends::cpu::hardswish_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -55,6 +130,12 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
             huber_loss_backward_out_composite_explicit_autograd,
         ),
     )?;
+    m.impl_(
+        "hardswish_backward.out",
+        operators::hardswish_backward_out::kernel(
+            hardswish_backward_out_composite_explicit_autograd,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -71,6 +152,56 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("histc", operators::histc::kernel(backends::meta::histc))?;
     m.impl_("histc.out", operators::histc_out::kernel(histc_out_meta))?;
+    m.impl_(
+        "hardsigmoid.out",
+        operators::hardsigmoid_out::kernel(hardsigmoid_out_meta),
+    )?;
+    m.impl_(
+        "hardsigmoid",
+        operators::hardsigmoid::kernel(backends::meta::hardsigmoid),
+    )?;
+    m.impl_(
+        "hardsigmoid_",
+        operators::hardsigmoid_::kernel(hardsigmoid__meta),
+    )?;
+    m.impl_(
+        "hardsigmoid_backward.grad_input",
+        operators::hardsigmoid_backward_grad_input::kernel(hardsigmoid_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "hardsigmoid_backward",
+        operators::hardsigmoid_backward::kernel(backends::meta::hardsigmoid_backward),
+    )?;
+    m.impl_(
+        "hardtanh.out",
+        operators::hardtanh_out::kernel(hardtanh_out_meta),
+    )?;
+    m.impl_(
+        "hardtanh",
+        operators::hardtanh::kernel(backends::meta::hardtanh),
+    )?;
+    m.impl_(
+        "hardtanh_backward.grad_input",
+        operators::hardtanh_backward_grad_input::kernel(hardtanh_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "hardtanh_backward",
+        operators::hardtanh_backward::kernel(backends::meta::hardtanh_backward),
+    )?;
+    m.impl_("hardtanh_", operators::hardtanh_::kernel(hardtanh__meta))?;
+    m.impl_(
+        "hardswish.out",
+        operators::hardswish_out::kernel(hardswish_out_meta),
+    )?;
+    m.impl_(
+        "hardswish",
+        operators::hardswish::kernel(backends::meta::hardswish),
+    )?;
+    m.impl_("hardswish_", operators::hardswish_::kernel(hardswish__meta))?;
+    m.impl_(
+        "hardswish_backward",
+        operators::hardswish_backward::kernel(backends::meta::hardswish_backward),
+    )?;
 });
 
 fn histc_out_cpu(
@@ -81,6 +212,67 @@ fn histc_out_cpu(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::cpu::histc_outf(self_, bins, min, max, out)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::hardsigmoid_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid__cpu(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::hardsigmoid_(self_)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::cpu::hardsigmoid_backward_grad_input_outf(grad_output, self_, grad_input)?;
+    Ok(Aliased)
+}
+
+fn hardtanh_out_cpu(
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::hardtanh_outf(self_, min_val, max_val, out)?;
+    Ok(Aliased)
+}
+
+fn hardtanh_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::hardtanh_backward_grad_input_outf(
+        grad_output,
+        self_,
+        min_val,
+        max_val,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn hardtanh__cpu(self_: &Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<Aliased<0>> {
+    backends::cpu::hardtanh_(self_, min_val, max_val)?;
+    Ok(Aliased)
+}
+
+fn hardswish_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::hardswish_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn hardswish__cpu(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::hardswish_(self_)?;
     Ok(Aliased)
 }
 
@@ -114,6 +306,15 @@ fn huber_loss_backward_out_composite_explicit_autograd(
     Ok(Aliased)
 }
 
+fn hardswish_backward_out_composite_explicit_autograd(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::composite_explicit_autograd::hardswish_backward_outf(grad_output, self_, out)?;
+    Ok(Aliased)
+}
+
 fn hstack_out_composite_implicit_autograd(tensors: &[Tensor], out: &Tensor) -> Result<Aliased<1>> {
     backends::composite_implicit_autograd::hstack_outf(tensors, out)?;
     Ok(Aliased)
@@ -127,5 +328,66 @@ fn histc_out_meta(
     out: &Tensor,
 ) -> Result<Aliased<4>> {
     backends::meta::histc_outf(self_, bins, min, max, out)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::hardsigmoid_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid__meta(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::hardsigmoid_(self_)?;
+    Ok(Aliased)
+}
+
+fn hardsigmoid_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::hardsigmoid_backward_grad_input_outf(grad_output, self_, grad_input)?;
+    Ok(Aliased)
+}
+
+fn hardtanh_out_meta(
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::hardtanh_outf(self_, min_val, max_val, out)?;
+    Ok(Aliased)
+}
+
+fn hardtanh_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::hardtanh_backward_grad_input_outf(
+        grad_output,
+        self_,
+        min_val,
+        max_val,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn hardtanh__meta(self_: &Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<Aliased<0>> {
+    backends::meta::hardtanh_(self_, min_val, max_val)?;
+    Ok(Aliased)
+}
+
+fn hardswish_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::hardswish_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn hardswish__meta(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::hardswish_(self_)?;
     Ok(Aliased)
 }

@@ -64,6 +64,10 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("matmul(Tensor self, Tensor other) -> Tensor")?;
     m.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("mish(Tensor self) -> Tensor")?;
+    m.def("mish_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("mish_backward(Tensor grad_output, Tensor self) -> Tensor")?;
     m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor")?;
     m.def(
         "mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
@@ -173,6 +177,13 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("mm", operators::mm::kernel(backends::cpu::mm))?;
     m.impl_("mm.out", operators::mm_out::kernel(mm_out_cpu))?;
+    m.impl_("mish", operators::mish::kernel(backends::cpu::mish))?;
+    m.impl_("mish_", operators::mish_::kernel(mish__cpu))?;
+    m.impl_("mish.out", operators::mish_out::kernel(mish_out_cpu))?;
+    m.impl_(
+        "mish_backward",
+        operators::mish_backward::kernel(backends::cpu::mish_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -281,6 +292,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "matmul.out",
         operators::matmul_out::kernel(matmul_out_composite_implicit_autograd),
     )?;
+    m.impl_(
+        "mish_backward",
+        operators::mish_backward::kernel(backends::composite_implicit_autograd::mish_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -370,6 +385,9 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("mm", operators::mm::kernel(backends::meta::mm))?;
     m.impl_("mm.out", operators::mm_out::kernel(mm_out_meta))?;
+    m.impl_("mish", operators::mish::kernel(backends::meta::mish))?;
+    m.impl_("mish_", operators::mish_::kernel(mish__meta))?;
+    m.impl_("mish.out", operators::mish_out::kernel(mish_out_meta))?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -446,6 +464,16 @@ fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<
 
 fn mm_out_cpu(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::cpu::mm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn mish__cpu(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::mish_(self_)?;
+    Ok(Aliased)
+}
+
+fn mish_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::mish_outf(self_, out)?;
     Ok(Aliased)
 }
 
@@ -626,5 +654,15 @@ fn masked_select_out_meta(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result
 
 fn mm_out_meta(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::mm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn mish__meta(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::mish_(self_)?;
+    Ok(Aliased)
+}
+
+fn mish_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::mish_outf(self_, out)?;
     Ok(Aliased)
 }

@@ -36,6 +36,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("real(Tensor(a) self) -> Tensor(a)")?;
     m.def("resolve_conj(Tensor(a) self) -> Tensor(a)")?;
     m.def("resolve_neg(Tensor(a) self) -> Tensor(a)")?;
+    m.def("relu6(Tensor self) -> Tensor")?;
+    m.def("relu6_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
@@ -157,6 +159,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "resolve_neg",
         operators::resolve_neg::kernel(backends::composite_implicit_autograd::resolve_neg),
     )?;
+    m.impl_(
+        "relu6",
+        operators::relu6::kernel(backends::composite_implicit_autograd::relu6),
+    )?;
+    m.impl_(
+        "relu6_",
+        operators::relu6_::kernel(relu6__composite_implicit_autograd),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -267,6 +277,11 @@ fn repeat_interleave_Tensor_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::repeat_interleave_outf(repeats, output_size, out)?;
+    Ok(Aliased)
+}
+
+fn relu6__composite_implicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::relu6_(self_)?;
     Ok(Aliased)
 }
 

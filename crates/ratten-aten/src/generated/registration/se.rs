@@ -24,6 +24,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "searchsorted.Scalar_out(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def("selu(Tensor self) -> Tensor")?;
+    m.def("selu_(Tensor(a!) self) -> Tensor(a!)")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -49,6 +51,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "select.int",
         operators::select_int::kernel(backends::composite_explicit_autograd::select),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "selu",
+        operators::selu::kernel(backends::composite_implicit_autograd::selu),
+    )?;
+    m.impl_(
+        "selu_",
+        operators::selu_::kernel(selu__composite_implicit_autograd),
     )?;
 });
 
@@ -102,6 +115,11 @@ fn searchsorted_Scalar_out_cpu(
         sorter,
         out,
     )?;
+    Ok(Aliased)
+}
+
+fn selu__composite_implicit_autograd(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::selu_(self_)?;
     Ok(Aliased)
 }
 

@@ -20,6 +20,13 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("sign(Tensor self) -> Tensor")?;
     m.def("sign_(Tensor(a!) self) -> Tensor(a!)")?;
     m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("silu(Tensor self) -> Tensor")?;
+    m.def("silu_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def("silu_backward(Tensor grad_output, Tensor self) -> Tensor")?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -38,6 +45,24 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_("sign", operators::sign::kernel(backends::cpu::sign))?;
     m.impl_("sign_", operators::sign_::kernel(sign__cpu))?;
     m.impl_("sign.out", operators::sign_out::kernel(sign_out_cpu))?;
+    m.impl_("silu", operators::silu::kernel(backends::cpu::silu))?;
+    m.impl_("silu_", operators::silu_::kernel(silu__cpu))?;
+    m.impl_("silu.out", operators::silu_out::kernel(silu_out_cpu))?;
+    m.impl_(
+        "silu_backward.grad_input",
+        operators::silu_backward_grad_input::kernel(silu_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "silu_backward",
+        operators::silu_backward::kernel(backends::cpu::silu_backward),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "silu_backward",
+        operators::silu_backward::kernel(backends::composite_implicit_autograd::silu_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -56,6 +81,17 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("sign", operators::sign::kernel(backends::meta::sign))?;
     m.impl_("sign_", operators::sign_::kernel(sign__meta))?;
     m.impl_("sign.out", operators::sign_out::kernel(sign_out_meta))?;
+    m.impl_("silu", operators::silu::kernel(backends::meta::silu))?;
+    m.impl_("silu_", operators::silu_::kernel(silu__meta))?;
+    m.impl_("silu.out", operators::silu_out::kernel(silu_out_meta))?;
+    m.impl_(
+        "silu_backward.grad_input",
+        operators::silu_backward_grad_input::kernel(silu_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "silu_backward",
+        operators::silu_backward::kernel(backends::meta::silu_backward),
+    )?;
 });
 
 fn sigmoid__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -88,6 +124,25 @@ fn sign_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     Ok(Aliased)
 }
 
+fn silu__cpu(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::cpu::silu_(self_)?;
+    Ok(Aliased)
+}
+
+fn silu_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::cpu::silu_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn silu_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::cpu::silu_backward_grad_input_outf(grad_output, self_, grad_input)?;
+    Ok(Aliased)
+}
+
 fn sigmoid__meta(self_: &Tensor) -> Result<Aliased<0>> {
     backends::meta::sigmoid_(self_)?;
     Ok(Aliased)
@@ -115,5 +170,24 @@ fn sign__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn sign_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::sign_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn silu__meta(self_: &Tensor) -> Result<Aliased<0>> {
+    backends::meta::silu_(self_)?;
+    Ok(Aliased)
+}
+
+fn silu_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    backends::meta::silu_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn silu_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    backends::meta::silu_backward_grad_input_outf(grad_output, self_, grad_input)?;
     Ok(Aliased)
 }

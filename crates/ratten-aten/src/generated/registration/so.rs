@@ -23,6 +23,16 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
     )?;
+    m.def(
+        "softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor")?;
+    m.def(
+        "softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
+    )?;
     m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
     m.def(
         "softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)",
@@ -47,6 +57,22 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "sort.stable",
         operators::sort_stable::kernel(backends::cpu::sort_stable),
+    )?;
+    m.impl_(
+        "softplus.out",
+        operators::softplus_out::kernel(softplus_out_cpu),
+    )?;
+    m.impl_(
+        "softplus",
+        operators::softplus::kernel(backends::cpu::softplus),
+    )?;
+    m.impl_(
+        "softplus_backward.grad_input",
+        operators::softplus_backward_grad_input::kernel(softplus_backward_grad_input_cpu),
+    )?;
+    m.impl_(
+        "softplus_backward",
+        operators::softplus_backward::kernel(backends::cpu::softplus_backward),
     )?;
     m.impl_(
         "_softmax",
@@ -98,6 +124,22 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::sort_stable::kernel(backends::meta::sort_stable),
     )?;
     m.impl_(
+        "softplus.out",
+        operators::softplus_out::kernel(softplus_out_meta),
+    )?;
+    m.impl_(
+        "softplus",
+        operators::softplus::kernel(backends::meta::softplus),
+    )?;
+    m.impl_(
+        "softplus_backward.grad_input",
+        operators::softplus_backward_grad_input::kernel(softplus_backward_grad_input_meta),
+    )?;
+    m.impl_(
+        "softplus_backward",
+        operators::softplus_backward::kernel(backends::meta::softplus_backward),
+    )?;
+    m.impl_(
         "_softmax",
         operators::_softmax::kernel(backends::meta::_softmax),
     )?;
@@ -114,6 +156,33 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::_softmax_backward_data_out::kernel(_softmax_backward_data_out_meta),
     )?;
 });
+
+fn softplus_out_cpu(
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::softplus_outf(self_, beta, threshold, out)?;
+    Ok(Aliased)
+}
+
+fn softplus_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::softplus_backward_grad_input_outf(
+        grad_output,
+        self_,
+        beta,
+        threshold,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
 
 fn _softmax_out_cpu(
     self_: &Tensor,
@@ -143,6 +212,33 @@ fn softmax_int_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::softmax_outf(self_, dim, dtype, out)?;
+    Ok(Aliased)
+}
+
+fn softplus_out_meta(
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::softplus_outf(self_, beta, threshold, out)?;
+    Ok(Aliased)
+}
+
+fn softplus_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::softplus_backward_grad_input_outf(
+        grad_output,
+        self_,
+        beta,
+        threshold,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 

@@ -450,3 +450,75 @@ impl Node for ConjPhysicalBackward1 {
         Ok(grad_inputs)
     }
 }
+
+/// The backward of `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor` (derivatives.yaml: `celu(Tensor self, Scalar alpha=1.0) -> Tensor`).
+pub struct CeluBackward0 {
+    pub base: NodeBase,
+    pub alpha: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for CeluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("CeluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'celu' is not implemented: the formula `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), /* is_result */ false, self)` for `self` is not translated to Rust (unsupported: the Scalar method `.toFloat()`)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (derivatives.yaml: `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`).
+pub struct CeluBackward1 {
+    pub base: NodeBase,
+    pub alpha: Scalar,
+    pub result: SavedVariable,
+}
+
+impl Node for CeluBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("CeluBackward1")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'celu_' is not implemented: the formula `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), /* is_result */ true, result)` for `self` is not translated to Rust (unsupported: the Scalar method `.toFloat()`)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result.reset_data();
+    }
+}

@@ -217,3 +217,156 @@ impl Node for ExponentialBackward0 {
         Ok(grad_inputs)
     }
 }
+
+/// The backward of `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (derivatives.yaml: `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`).
+pub struct EluBackward0 {
+    pub base: NodeBase,
+    pub alpha: Scalar,
+    pub input_scale: Scalar,
+    pub scale: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for EluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::elu_backward::call(
+                grad,
+                &self.alpha,
+                &self.scale,
+                &self.input_scale,
+                false,
+                &self_,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor` (derivatives.yaml: `elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor`).
+pub struct EluBackwardBackward0 {
+    pub base: NodeBase,
+    pub alpha: Scalar,
+    pub grad_output: SavedVariable,
+    pub input_scale: Scalar,
+    pub is_result: bool,
+    pub scale: Scalar,
+    pub self_or_result: SavedVariable,
+}
+
+impl Node for EluBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EluBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_or_result_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_or_result = self.self_or_result.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::elu_backward::call(
+                grad,
+                &self.alpha,
+                &self.scale,
+                &self.input_scale,
+                self.is_result,
+                &self_or_result,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_or_result_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = elu_double_backward(
+                grad,
+                &grad_output,
+                &self.alpha,
+                &self.scale,
+                &self.input_scale,
+                self.is_result,
+                &self_or_result,
+            )?;
+            copy_range(&mut grad_inputs, self_or_result_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_or_result.reset_data();
+    }
+}
+
+/// The backward of `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)` (derivatives.yaml: `elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`).
+pub struct EluBackward1 {
+    pub base: NodeBase,
+    pub alpha: Scalar,
+    pub input_scale: Scalar,
+    pub scale: Scalar,
+    pub result: SavedVariable,
+}
+
+impl Node for EluBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EluBackward1")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::elu_backward::call(
+                grad,
+                &self.alpha,
+                &self.scale,
+                &self.input_scale,
+                true,
+                &result,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result.reset_data();
+    }
+}

@@ -203,3 +203,165 @@ impl Node for GatherBackward0 {
         self.self_.reset_data();
     }
 }
+
+/// The backward of `aten::gelu(Tensor self, *, str approximate='none') -> Tensor` (derivatives.yaml: `gelu(Tensor self, *, str approximate='none') -> Tensor`).
+pub struct GeluBackward0 {
+    pub base: NodeBase,
+    pub approximate: String,
+    pub self_: SavedVariable,
+}
+
+impl Node for GeluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("GeluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::gelu_backward::call(grad, &self_, &self.approximate)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor` (derivatives.yaml: `gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`).
+pub struct GeluBackwardBackward0 {
+    pub base: NodeBase,
+    pub approximate: String,
+    pub grad_output: SavedVariable,
+    pub self_: SavedVariable,
+}
+
+impl Node for GeluBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("GeluBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::gelu_backward::call(grad, &self_, &self.approximate)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = gelu_double_backward(grad, &grad_output, &self_, &self.approximate)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::glu(Tensor self, int dim=-1) -> Tensor` (derivatives.yaml: `glu(Tensor self, int dim=-1) -> Tensor`).
+pub struct GluBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub self_: SavedVariable,
+}
+
+impl Node for GluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("GluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::glu_backward::call(grad, &self_, self.dim)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor` (derivatives.yaml: `glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor`).
+pub struct GluBackwardBackward0 {
+    pub base: NodeBase,
+    pub dim: i64,
+    pub grad_output: SavedVariable,
+    pub self_: SavedVariable,
+}
+
+impl Node for GluBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("GluBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = glu_double_backward_grad_output(grad, &self_, self.dim)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = glu_double_backward(grad, &grad_output, &self_, self.dim)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+    }
+}

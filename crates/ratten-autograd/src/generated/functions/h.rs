@@ -4,6 +4,203 @@
 use crate::prelude::*;
 use ratten_aten::operators as ops;
 
+/// The backward of `aten::hardsigmoid(Tensor self) -> Tensor` (derivatives.yaml: `hardsigmoid(Tensor self) -> Tensor`).
+pub struct HardsigmoidBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+}
+
+impl Node for HardsigmoidBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("HardsigmoidBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::hardsigmoid_backward::call(grad, &self_)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (derivatives.yaml: `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`).
+pub struct HardtanhBackward0 {
+    pub base: NodeBase,
+    pub max_val: Scalar,
+    pub min_val: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for HardtanhBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("HardtanhBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::hardtanh_backward::call(grad, &self_, &self.min_val, &self.max_val)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor` (derivatives.yaml: `hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor`).
+pub struct HardtanhBackwardBackward0 {
+    pub base: NodeBase,
+    pub max_val: Scalar,
+    pub min_val: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for HardtanhBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("HardtanhBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::hardtanh_backward::call(grad, &self_, &self.min_val, &self.max_val)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::zeros_like::call(grad, None, None, None, None, None)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::hardswish(Tensor self) -> Tensor` (derivatives.yaml: `hardswish(Tensor self) -> Tensor`).
+pub struct HardswishBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+}
+
+impl Node for HardswishBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("HardswishBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::hardswish_backward::call(grad, &self_)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor` (derivatives.yaml: `hardswish_backward(Tensor grad_output, Tensor self) -> Tensor`).
+pub struct HardswishBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_output: SavedVariable,
+    pub self_: SavedVariable,
+    pub self_options: TensorOptions,
+}
+
+impl Node for HardswishBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("HardswishBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::hardswish_backward::call(grad, &self_)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'hardswish_backward' is not implemented: the formula `at::where(at::logical_and(-3.0 < self, self < 3.0), grad * grad_output / 3.0, at::zeros({}, self.options()))` for `self` is not translated to Rust (type mismatch: double < Tensor)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+    }
+}
+
 /// The backward of `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (derivatives.yaml: `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`).
 pub struct HuberLossBackward0 {
     pub base: NodeBase,

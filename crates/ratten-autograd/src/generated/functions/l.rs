@@ -466,6 +466,209 @@ impl Node for LogcumsumexpBackward0 {
     }
 }
 
+/// The backward of `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (derivatives.yaml: `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`).
+pub struct LeakyReluBackward0 {
+    pub base: NodeBase,
+    pub negative_slope: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for LeakyReluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LeakyReluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::leaky_relu_backward::call(grad, &self_, &self.negative_slope, false)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor` (derivatives.yaml: `leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor`).
+pub struct LeakyReluBackwardBackward0 {
+    pub base: NodeBase,
+    pub negative_slope: Scalar,
+    pub self_: SavedVariable,
+}
+
+impl Node for LeakyReluBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LeakyReluBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::leaky_relu_backward::call(grad, &self_, &self.negative_slope, false)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::zeros_like::call(grad, None, None, None, None, None)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)` (derivatives.yaml: `leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`).
+pub struct LeakyReluBackward1 {
+    pub base: NodeBase,
+    pub negative_slope: Scalar,
+    pub result: SavedVariable,
+}
+
+impl Node for LeakyReluBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LeakyReluBackward1")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result = self.result.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::leaky_relu_backward::call(grad, &result, &self.negative_slope, true)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result.reset_data();
+    }
+}
+
+/// The backward of `aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (derivatives.yaml: `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`).
+pub struct LogSigmoidBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+    pub buffer: SavedVariable,
+}
+
+impl Node for LogSigmoidBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LogSigmoidBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let buffer = self.buffer.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::log_sigmoid_backward::call(grad, &self_, &buffer)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.buffer.reset_data();
+    }
+}
+
+/// The backward of `aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor` (derivatives.yaml: `log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor`).
+pub struct LogSigmoidBackwardBackward0 {
+    pub base: NodeBase,
+    pub buffer: SavedVariable,
+    pub grad_output: SavedVariable,
+    pub self_: SavedVariable,
+}
+
+impl Node for LogSigmoidBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("LogSigmoidBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let buffer = self.buffer.unpack(&this)?;
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::log_sigmoid_backward::call(grad, &self_, &buffer)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                log_sigmoid_double_backward(&ops::mul_Tensor::call(grad, &grad_output)?, &self_)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.buffer.reset_data();
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+    }
+}
+
 /// The backward of `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (derivatives.yaml: `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`).
 pub struct LogSoftmaxBackward0 {
     pub base: NodeBase,

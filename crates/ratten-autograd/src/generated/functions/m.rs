@@ -699,6 +699,41 @@ impl Node for MvBackward0 {
     }
 }
 
+/// The backward of `aten::mish(Tensor self) -> Tensor` (derivatives.yaml: `mish(Tensor self) -> Tensor`).
+pub struct MishBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+}
+
+impl Node for MishBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("MishBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'mish' is not implemented: the formula `GradMode::is_enabled() ? infinitely_differentiable_mish_backward(grad, self) : mish_backward(grad, self)` for `self` is not translated to Rust (unsupported: the function `GradMode::is_enabled`)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
 /// The backward of `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (derivatives.yaml: `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`).
 pub struct MseLossBackward0 {
     pub base: NodeBase,

@@ -951,6 +951,131 @@ impl Node for SgnBackward0 {
     }
 }
 
+/// The backward of `aten::silu(Tensor self) -> Tensor` (derivatives.yaml: `silu(Tensor self) -> Tensor`).
+pub struct SiluBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+}
+
+impl Node for SiluBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SiluBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            return Err(ratten_core::Error::not_implemented(
+                "the derivative for 'silu' is not implemented: the formula `GradMode::is_enabled() ? infinitely_differentiable_silu_backward(grad, self) : silu_backward(grad, self)` for `self` is not translated to Rust (unsupported: the function `GradMode::is_enabled`)",
+            ));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (derivatives.yaml: `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`).
+pub struct SoftplusBackward0 {
+    pub base: NodeBase,
+    pub beta: Scalar,
+    pub self_: SavedVariable,
+    pub threshold: Scalar,
+}
+
+impl Node for SoftplusBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SoftplusBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::softplus_backward::call(grad, &self_, &self.beta, &self.threshold)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor` (derivatives.yaml: `softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor`).
+pub struct SoftplusBackwardBackward0 {
+    pub base: NodeBase,
+    pub beta: Scalar,
+    pub grad_output: SavedVariable,
+    pub self_: SavedVariable,
+    pub threshold: Scalar,
+}
+
+impl Node for SoftplusBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("SoftplusBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                ops::softplus_backward::call(grad, &self_, &self.beta, &self.threshold)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = softplus_double_backward(
+                &ops::mul_Tensor::call(grad, &grad_output)?,
+                &self_,
+                &self.beta,
+                &self.threshold,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.self_.reset_data();
+    }
+}
+
 /// The backward of `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor` (derivatives.yaml: `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`).
 pub struct SoftmaxBackward0 {
     pub base: NodeBase,

@@ -259,6 +259,16 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
     Ok(ret)
 }
 
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::celu_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, alpha)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn copy_out(
     ks: DispatchKeySet,
@@ -345,6 +355,21 @@ pub(crate) fn _conj_physical_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_conj_physical_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn celu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::celu_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, alpha, out)?
     };
     increment_version(out);
     Ok(ret)

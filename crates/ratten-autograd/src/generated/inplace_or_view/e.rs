@@ -149,6 +149,80 @@ pub(crate) fn exponential_(
     Ok(ret)
 }
 
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn elu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            alpha,
+            scale,
+            input_scale,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn elu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+pub(crate) fn elu_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            alpha,
+            scale,
+            input_scale,
+        )?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn empty_strided_out(
     ks: DispatchKeySet,

@@ -127,3 +127,92 @@ pub(crate) fn gather_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn gelu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    approximate: &str,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            approximate,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, approximate)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn gelu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            approximate,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn glu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, dim, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn glu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            dim,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}

@@ -28,6 +28,140 @@ pub(crate) fn histc_out(
     Ok(ret)
 }
 
+/// `aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardtanh_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            min_val,
+            max_val,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn hardtanh_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            min_val,
+            max_val,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+pub(crate) fn hardtanh_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            min_val,
+            max_val,
+        )?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardswish_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::hardswish_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
 /// `aten::huber_loss.out(Tensor self, Tensor target, int reduction=Mean, float delta=1.0, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn huber_loss_out(
     ks: DispatchKeySet,
@@ -75,5 +209,25 @@ pub(crate) fn huber_loss_backward_out(
         )?
     };
     increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardswish_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            out,
+        )?
+    };
+    increment_version(out);
     Ok(ret)
 }

@@ -469,6 +469,107 @@ pub(crate) fn linear_out(
     Ok(ret)
 }
 
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn leaky_relu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            negative_slope,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn leaky_relu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+pub(crate) fn leaky_relu_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, negative_slope)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn log_sigmoid_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output: &Tensor,
+    buffer: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_forward_output::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output,
+            buffer,
+        )?
+    };
+    increment_version(output);
+    increment_version(buffer);
+    Ok(ret)
+}
+
+/// `aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn log_sigmoid_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            buffer,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn log_softmax_int_out(
     ks: DispatchKeySet,

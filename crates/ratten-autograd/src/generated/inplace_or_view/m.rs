@@ -318,6 +318,26 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mish_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn mish_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mish_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
 /// `aten::mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mse_loss_out(
     ks: DispatchKeySet,

@@ -715,6 +715,92 @@ pub(crate) fn sgn_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
     Ok(ret)
 }
 
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_)?
+    };
+    increment_version(self_);
+    Ok(ret)
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn silu_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn silu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn softplus_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            beta,
+            threshold,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn softplus_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            beta,
+            threshold,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn softmax_int_out(
     ks: DispatchKeySet,

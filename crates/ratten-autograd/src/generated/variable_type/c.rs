@@ -699,6 +699,56 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
     Ok(ret)
 }
 
+/// `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor`
+pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(CeluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            alpha: alpha.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::celu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(CeluBackward1 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            alpha: alpha.clone(),
+            result: Default::default(),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::celu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result = SavedVariable::new(self_, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn copy_out(
     ks: DispatchKeySet,
@@ -795,6 +845,26 @@ pub(crate) fn _conj_physical_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_conj_physical_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn celu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "celu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::celu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, out)?
     };
     Ok(ret)
 }

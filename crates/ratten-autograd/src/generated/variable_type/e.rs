@@ -492,6 +492,178 @@ pub(crate) fn exponential_(
     Ok(ret)
 }
 
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn elu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "elu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            alpha,
+            scale,
+            input_scale,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
+pub(crate) fn elu(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            alpha: alpha.clone(),
+            input_scale: input_scale.clone(),
+            scale: scale.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, scale, input_scale)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn elu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    let inputs = [Some(grad_output), Some(self_or_result), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "elu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor`
+pub(crate) fn elu_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_or_result)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EluBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            alpha: alpha.clone(),
+            grad_output: SavedVariable::new(grad_output, false),
+            input_scale: input_scale.clone(),
+            is_result,
+            scale: scale.clone(),
+            self_or_result: SavedVariable::new(self_or_result, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+pub(crate) fn elu_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(EluBackward1 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            alpha: alpha.clone(),
+            input_scale: input_scale.clone(),
+            scale: scale.clone(),
+            result: Default::default(),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::elu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, scale, input_scale)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result = SavedVariable::new(self_, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn empty_strided_out(
     ks: DispatchKeySet,

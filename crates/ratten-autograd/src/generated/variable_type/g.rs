@@ -309,3 +309,230 @@ pub(crate) fn gather(
     }
     Ok(result)
 }
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn gelu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    approximate: &str,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "gelu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(GeluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            approximate: approximate.to_string(),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(GeluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            approximate: approximate.to_string(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn gelu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "gelu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            approximate,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`
+pub(crate) fn gelu_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(GeluBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            approximate: approximate.to_string(),
+            grad_output: SavedVariable::new(grad_output, false),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::gelu_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_, approximate)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn glu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "glu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::glu(Tensor self, int dim=-1) -> Tensor`
+pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(GluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            dim,
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn glu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "glu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            dim,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor`
+pub(crate) fn glu_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(GluBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            dim,
+            grad_output: SavedVariable::new(grad_output, false),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::glu_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_, dim)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}

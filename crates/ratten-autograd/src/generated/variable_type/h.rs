@@ -42,6 +42,365 @@ pub(crate) fn histc_out(
     Ok(ret)
 }
 
+/// `aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardsigmoid(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardsigmoid(Tensor self) -> Tensor`
+pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HardsigmoidBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(HardsigmoidBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn hardsigmoid_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardsigmoid_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub(crate) fn hardsigmoid_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardsigmoid_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_)?
+    };
+    if let Some(next_edges) = next_edges {
+        let node: Arc<dyn Node> = Arc::new(NotImplemented::new(
+            "aten::hardsigmoid_backward",
+            next_edges,
+        ));
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardtanh_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardtanh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
+pub(crate) fn hardtanh(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HardtanhBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            max_val: max_val.clone(),
+            min_val: min_val.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn hardtanh_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardtanh_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            min_val,
+            max_val,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor`
+pub(crate) fn hardtanh_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HardtanhBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            max_val: max_val.clone(),
+            min_val: min_val.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            min_val,
+            max_val,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+pub(crate) fn hardtanh_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(HardtanhBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            max_val: max_val.clone(),
+            min_val: min_val.clone(),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardtanh_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardswish_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardswish(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardswish(Tensor self) -> Tensor`
+pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HardswishBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::hardswish_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(HardswishBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub(crate) fn hardswish_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(HardswishBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            grad_output: SavedVariable::new(grad_output, false),
+            self_: SavedVariable::new(self_, false),
+            self_options: TensorOptions::new()
+                .dtype(self_.scalar_type())
+                .device(self_.device()),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
@@ -175,6 +534,31 @@ pub(crate) fn huber_loss_backward_out(
             reduction,
             delta,
             grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn hardswish_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(grad_output), Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "hardswish_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::hardswish_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            out,
         )?
     };
     Ok(ret)

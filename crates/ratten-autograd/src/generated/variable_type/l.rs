@@ -1038,6 +1038,266 @@ pub(crate) fn linear_out(
     Ok(ret)
 }
 
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn leaky_relu_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "leaky_relu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
+pub(crate) fn leaky_relu(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(LeakyReluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            negative_slope: negative_slope.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn leaky_relu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "leaky_relu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor`
+pub(crate) fn leaky_relu_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(LeakyReluBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            negative_slope: negative_slope.clone(),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+pub(crate) fn leaky_relu_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(LeakyReluBackward1 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            negative_slope: negative_slope.clone(),
+            result: Default::default(),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::leaky_relu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result = SavedVariable::new(self_, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn log_sigmoid_forward_output(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output: &Tensor,
+    buffer: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_), Some(output), Some(buffer)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "log_sigmoid_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_forward_output::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            output,
+            buffer,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`
+pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(LogSigmoidBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(self_, false),
+            buffer: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (output, buffer) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_forward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.buffer = SavedVariable::new(&buffer, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&output)], &node)?;
+    }
+    Ok((output, buffer))
+}
+
+/// `aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn log_sigmoid_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(buffer),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "log_sigmoid_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            buffer,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor`
+pub(crate) fn log_sigmoid_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(LogSigmoidBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            buffer: SavedVariable::new(buffer, false),
+            grad_output: SavedVariable::new(grad_output, false),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::log_sigmoid_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            buffer,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn log_softmax_int_out(
     ks: DispatchKeySet,

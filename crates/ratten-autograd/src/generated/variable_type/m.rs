@@ -896,6 +896,68 @@ pub(crate) fn mv_out(
     Ok(ret)
 }
 
+/// `aten::mish(Tensor self) -> Tensor`
+pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(MishBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mish::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(MishBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mish_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn mish_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "mish(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::mish_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
 /// `aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 pub(crate) fn mse_loss(
     ks: DispatchKeySet,

@@ -190,3 +190,90 @@ pub(crate) fn sign_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
     };
     Ok(ret)
 }
+
+/// `aten::silu(Tensor self) -> Tensor`
+pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(SiluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(self_, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    check_inplace(self_, requires_grad)?;
+    let grad_fn = if requires_grad {
+        Some(SiluBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
+        })
+    } else {
+        None
+    };
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        rebase_history(self_, &node)?;
+    }
+    Ok(ret)
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn silu_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "silu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn silu_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<2>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "silu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::silu_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}

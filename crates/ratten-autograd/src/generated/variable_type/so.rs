@@ -128,6 +128,124 @@ pub(crate) fn sort_stable(
     Ok((values, indices))
 }
 
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn softplus_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "softplus(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, beta, threshold, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
+pub(crate) fn softplus(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(SoftplusBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            beta: beta.clone(),
+            self_: SavedVariable::new(self_, false),
+            threshold: threshold.clone(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, beta, threshold)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn softplus_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(grad_output), Some(self_), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "softplus_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            beta,
+            threshold,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor`
+pub(crate) fn softplus_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(SoftplusBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            beta: beta.clone(),
+            grad_output: SavedVariable::new(grad_output, false),
+            self_: SavedVariable::new(self_, false),
+            threshold: threshold.clone(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::softplus_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            beta,
+            threshold,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn softmax_int_out(
     ks: DispatchKeySet,

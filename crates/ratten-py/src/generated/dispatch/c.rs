@@ -101,6 +101,37 @@ pub(super) fn function_cat(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `celu`: 1 signature(s).
+pub(super) fn function_celu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // celu(Tensor input, Scalar alpha=1.0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_alpha = r.scalar(1)?;
+            let result = r.run(py, move || functions::celu_with(&a_self, a_alpha))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `celu_`: 1 signature(s).
+pub(super) fn function_celu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // celu_(Tensor input, Scalar alpha=1.0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_alpha = r.scalar(1)?;
+            r.run(py, move || {
+                functions::celu_with_(&a_self, a_alpha)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `chunk`: 1 signature(s).
 pub(super) fn function_chunk(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -23,6 +23,104 @@ pub(super) fn function_einsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `elu`: 1 signature(s).
+pub(super) fn function_elu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // elu(Tensor input, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_alpha = r.scalar(1)?;
+                let a_scale = r.scalar(2)?;
+                let a_input_scale = r.scalar(3)?;
+                let result = r.run(py, move || {
+                    functions::elu_with(&a_self, a_alpha, a_scale, a_input_scale)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_alpha = r.scalar(1)?;
+            let a_scale = r.scalar(2)?;
+            let a_input_scale = r.scalar(3)?;
+            r.run(py, move || {
+                functions::elu_out_with(&a_out, &a_self, a_alpha, a_scale, a_input_scale)?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `elu_`: 1 signature(s).
+pub(super) fn function_elu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // elu_(Tensor input, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_alpha = r.scalar(1)?;
+            let a_scale = r.scalar(2)?;
+            let a_input_scale = r.scalar(3)?;
+            r.run(py, move || {
+                functions::elu_with_(&a_self, a_alpha, a_scale, a_input_scale)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `elu_backward`: 1 signature(s).
+pub(super) fn function_elu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_grad_output = r.tensor(0)?;
+                let a_alpha = r.scalar(1)?;
+                let a_scale = r.scalar(2)?;
+                let a_input_scale = r.scalar(3)?;
+                let a_is_result = r.bool(4)?;
+                let a_self_or_result = r.tensor(5)?;
+                let result = r.run(py, move || {
+                    functions::elu_backward(
+                        &a_grad_output,
+                        a_alpha,
+                        a_scale,
+                        a_input_scale,
+                        a_is_result,
+                        &a_self_or_result,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(6)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_alpha = r.scalar(1)?;
+            let a_scale = r.scalar(2)?;
+            let a_input_scale = r.scalar(3)?;
+            let a_is_result = r.bool(4)?;
+            let a_self_or_result = r.tensor(5)?;
+            r.run(py, move || {
+                functions::elu_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    a_alpha,
+                    a_scale,
+                    a_input_scale,
+                    a_is_result,
+                    &a_self_or_result,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `empty`: 1 signature(s).
 pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

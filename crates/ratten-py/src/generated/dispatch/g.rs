@@ -77,6 +77,80 @@ pub(super) fn function_ge(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `gelu`: 1 signature(s).
+pub(super) fn function_gelu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // gelu(Tensor input, *, c10::string_view approximate="none", Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_approximate = r.string(1)?;
+                let result = r.run(py, move || functions::gelu_with(&a_self, &a_approximate))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_approximate = r.string(1)?;
+            r.run(py, move || {
+                functions::gelu_out_with(&a_out, &a_self, &a_approximate)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `gelu_`: 1 signature(s).
+pub(super) fn function_gelu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // gelu_(Tensor input, *, c10::string_view approximate="none")
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_approximate = r.string(1)?;
+            r.run(py, move || {
+                functions::gelu_with_(&a_self, &a_approximate)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `gelu_backward`: 1 signature(s).
+pub(super) fn function_gelu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // gelu_backward(Tensor grad_output, Tensor input, *, c10::string_view approximate="none", Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_approximate = r.string(2)?;
+                let result = r.run(py, move || {
+                    functions::gelu_backward_with(&a_grad_output, &a_self, &a_approximate)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_approximate = r.string(2)?;
+            r.run(py, move || {
+                functions::gelu_backward_grad_input_out_with(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_approximate,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ger`: 1 signature(s).
 pub(super) fn function_ger(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -96,6 +170,63 @@ pub(super) fn function_ger(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
                 Ok(())
             })?;
             Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `glu`: 1 signature(s).
+pub(super) fn function_glu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // glu(Tensor input, int64_t dim=-1, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_dim = r.int(1)?;
+                let result = r.run(py, move || functions::glu_with(&a_self, a_dim))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_dim = r.int(1)?;
+            r.run(py, move || {
+                functions::glu_out_with(&a_out, &a_self, a_dim)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `glu_backward`: 1 signature(s).
+pub(super) fn function_glu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // glu_backward(Tensor grad_output, Tensor input, int64_t dim, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_dim = r.int(2)?;
+                let result = r.run(py, move || {
+                    functions::glu_backward(&a_grad_output, &a_self, a_dim)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_dim = r.int(2)?;
+            r.run(py, move || {
+                functions::glu_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    a_dim,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }

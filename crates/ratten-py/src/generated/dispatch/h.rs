@@ -6,6 +6,219 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `hardsigmoid`: 1 signature(s).
+pub(super) fn function_hardsigmoid(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardsigmoid(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::hardsigmoid(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::hardsigmoid_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardsigmoid_`: 1 signature(s).
+pub(super) fn function_hardsigmoid_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardsigmoid_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::hardsigmoid_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardsigmoid_backward`: 1 signature(s).
+pub(super) fn function_hardsigmoid_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // hardsigmoid_backward(Tensor grad_output, Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let result = r.run(py, move || {
+                    functions::hardsigmoid_backward(&a_grad_output, &a_self)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(2)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            r.run(py, move || {
+                functions::hardsigmoid_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardswish`: 1 signature(s).
+pub(super) fn function_hardswish(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardswish(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::hardswish(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::hardswish_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardswish_`: 1 signature(s).
+pub(super) fn function_hardswish_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardswish_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::hardswish_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardswish_backward`: 1 signature(s).
+pub(super) fn function_hardswish_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // hardswish_backward(Tensor grad_output, Tensor input)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let result = r.run(py, move || {
+                functions::hardswish_backward(&a_grad_output, &a_self)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardtanh`: 1 signature(s).
+pub(super) fn function_hardtanh(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardtanh(Tensor input, Scalar min_val=-1, Scalar max_val=1, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_min_val = r.scalar(1)?;
+                let a_max_val = r.scalar(2)?;
+                let result = r.run(py, move || {
+                    functions::hardtanh_with(&a_self, a_min_val, a_max_val)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_min_val = r.scalar(1)?;
+            let a_max_val = r.scalar(2)?;
+            r.run(py, move || {
+                functions::hardtanh_out_with(&a_out, &a_self, a_min_val, a_max_val)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardtanh_`: 1 signature(s).
+pub(super) fn function_hardtanh_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // hardtanh_(Tensor input, Scalar min_val=-1, Scalar max_val=1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_min_val = r.scalar(1)?;
+            let a_max_val = r.scalar(2)?;
+            r.run(py, move || {
+                functions::hardtanh_with_(&a_self, a_min_val, a_max_val)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `hardtanh_backward`: 1 signature(s).
+pub(super) fn function_hardtanh_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // hardtanh_backward(Tensor grad_output, Tensor input, Scalar min_val, Scalar max_val, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_min_val = r.scalar(2)?;
+                let a_max_val = r.scalar(3)?;
+                let result = r.run(py, move || {
+                    functions::hardtanh_backward(&a_grad_output, &a_self, a_min_val, a_max_val)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_min_val = r.scalar(2)?;
+            let a_max_val = r.scalar(3)?;
+            r.run(py, move || {
+                functions::hardtanh_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    a_min_val,
+                    a_max_val,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `histc`: 1 signature(s).
 pub(super) fn function_histc(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -166,6 +166,93 @@ pub(super) fn function_le(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<Py
     }
 }
 
+/// `leaky_relu`: 1 signature(s).
+pub(super) fn function_leaky_relu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // leaky_relu(Tensor input, Scalar negative_slope=0.01, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_negative_slope = r.scalar(1)?;
+                let result = r.run(py, move || {
+                    functions::leaky_relu_with(&a_self, a_negative_slope)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_negative_slope = r.scalar(1)?;
+            r.run(py, move || {
+                functions::leaky_relu_out_with(&a_out, &a_self, a_negative_slope)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `leaky_relu_`: 1 signature(s).
+pub(super) fn function_leaky_relu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // leaky_relu_(Tensor input, Scalar negative_slope=0.01)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_negative_slope = r.scalar(1)?;
+            r.run(py, move || {
+                functions::leaky_relu_with_(&a_self, a_negative_slope)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `leaky_relu_backward`: 1 signature(s).
+pub(super) fn function_leaky_relu_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // leaky_relu_backward(Tensor grad_output, Tensor input, Scalar negative_slope, bool self_is_result, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_negative_slope = r.scalar(2)?;
+                let a_self_is_result = r.bool(3)?;
+                let result = r.run(py, move || {
+                    functions::leaky_relu_backward(
+                        &a_grad_output,
+                        &a_self,
+                        a_negative_slope,
+                        a_self_is_result,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_negative_slope = r.scalar(2)?;
+            let a_self_is_result = r.bool(3)?;
+            r.run(py, move || {
+                functions::leaky_relu_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    a_negative_slope,
+                    a_self_is_result,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `lerp`: 2 signature(s).
 pub(super) fn function_lerp(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -402,6 +489,98 @@ pub(super) fn function_log_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `log_sigmoid`: 1 signature(s).
+pub(super) fn function_log_sigmoid(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // log_sigmoid(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::log_sigmoid(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::log_sigmoid_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `log_sigmoid_backward`: 1 signature(s).
+pub(super) fn function_log_sigmoid_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // log_sigmoid_backward(Tensor grad_output, Tensor input, Tensor buffer, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_buffer = r.tensor(2)?;
+                let result = r.run(py, move || {
+                    functions::log_sigmoid_backward(&a_grad_output, &a_self, &a_buffer)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_buffer = r.tensor(2)?;
+            r.run(py, move || {
+                functions::log_sigmoid_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_buffer,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `log_sigmoid_forward`: 1 signature(s).
+pub(super) fn function_log_sigmoid_forward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // log_sigmoid_forward(Tensor input, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::log_sigmoid_forward(&a_self))?;
+                return crate::python::python_args::into_py_named(
+                    py,
+                    "log_sigmoid_forward",
+                    &["output", "buffer"],
+                    result,
+                );
+            }
+            let a_output = r.tensor_list_item(1, 0, 2)?;
+            let a_buffer = r.tensor_list_item(1, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::log_sigmoid_forward_output_out(&a_output, &a_buffer, &a_self)?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![r.tensor_list_object(1, 0), r.tensor_list_object(1, 1)],
+            )
         }
         _ => Err(r.unknown_signature()),
     }

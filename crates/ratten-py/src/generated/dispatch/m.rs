@@ -306,6 +306,60 @@ pub(super) fn function_minimum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `mish`: 1 signature(s).
+pub(super) fn function_mish(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mish(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::mish(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::mish_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `mish_`: 1 signature(s).
+pub(super) fn function_mish_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mish_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::mish_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `mish_backward`: 1 signature(s).
+pub(super) fn function_mish_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // mish_backward(Tensor grad_output, Tensor input)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let result = r.run(py, move || {
+                functions::mish_backward(&a_grad_output, &a_self)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `mm`: 1 signature(s).
 pub(super) fn function_mm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -510,6 +510,35 @@ pub(super) fn function_relu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
     }
 }
 
+/// `relu6`: 1 signature(s).
+pub(super) fn function_relu6(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // relu6(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::relu6(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `relu6_`: 1 signature(s).
+pub(super) fn function_relu6_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // relu6_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::relu6_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `relu_`: 1 signature(s).
 pub(super) fn function_relu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -394,6 +394,35 @@ pub(super) fn function_select(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `selu`: 1 signature(s).
+pub(super) fn function_selu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // selu(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let result = r.run(py, move || functions::selu(&a_self))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `selu_`: 1 signature(s).
+pub(super) fn function_selu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // selu_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::selu_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `sgn`: 1 signature(s).
 pub(super) fn function_sgn(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -471,6 +500,70 @@ pub(super) fn function_sign(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `silu`: 1 signature(s).
+pub(super) fn function_silu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // silu(Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(1) {
+                let a_self = r.tensor(0)?;
+                let result = r.run(py, move || functions::silu(&a_self))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(1)?;
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::silu_out(&a_out, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(1))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `silu_`: 1 signature(s).
+pub(super) fn function_silu_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // silu_(Tensor input)
+        0 => {
+            let a_self = r.tensor(0)?;
+            r.run(py, move || {
+                functions::silu_(&a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `silu_backward`: 1 signature(s).
+pub(super) fn function_silu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // silu_backward(Tensor grad_output, Tensor input, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let result = r.run(py, move || {
+                    functions::silu_backward(&a_grad_output, &a_self)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(2)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            r.run(py, move || {
+                functions::silu_backward_grad_input_out(&a_grad_input, &a_grad_output, &a_self)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -641,6 +734,73 @@ pub(super) fn function_softmax(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
                 Ok(())
             })?;
             Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `softplus`: 1 signature(s).
+pub(super) fn function_softplus(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // softplus(Tensor input, Scalar beta=1, Scalar threshold=20, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_self = r.tensor(0)?;
+                let a_beta = r.scalar(1)?;
+                let a_threshold = r.scalar(2)?;
+                let result = r.run(py, move || {
+                    functions::softplus_with(&a_self, a_beta, a_threshold)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(3)?;
+            let a_self = r.tensor(0)?;
+            let a_beta = r.scalar(1)?;
+            let a_threshold = r.scalar(2)?;
+            r.run(py, move || {
+                functions::softplus_out_with(&a_out, &a_self, a_beta, a_threshold)?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `softplus_backward`: 1 signature(s).
+pub(super) fn function_softplus_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // softplus_backward(Tensor grad_output, Tensor input, Scalar beta, Scalar threshold, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_beta = r.scalar(2)?;
+                let a_threshold = r.scalar(3)?;
+                let result = r.run(py, move || {
+                    functions::softplus_backward(&a_grad_output, &a_self, a_beta, a_threshold)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(4)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_beta = r.scalar(2)?;
+            let a_threshold = r.scalar(3)?;
+            r.run(py, move || {
+                functions::softplus_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    a_beta,
+                    a_threshold,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
         }
         _ => Err(r.unknown_signature()),
     }

@@ -66,6 +66,16 @@ pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     kernels::conj_physical_(self_)
 }
 
+/// `aten::celu(Tensor self, Scalar alpha=1.0) -> Tensor`
+pub fn celu(self_: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    kernels::celu(self_, alpha)
+}
+
+/// `aten::celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+pub fn celu_<'a>(self_: &'a Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
+    kernels::celu_(self_, alpha)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -123,6 +133,15 @@ pub fn clone_outf<'a>(
 pub fn _conj_physical_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::_conj_physical::call(self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::celu.out(Tensor self, Scalar alpha=1.0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn celu_outf<'a>(self_: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::celu::call(self_, alpha)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

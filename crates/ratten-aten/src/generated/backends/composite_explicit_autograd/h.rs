@@ -44,3 +44,16 @@ pub fn huber_loss_backward_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::huber_loss_backward_out(grad_output, self_, target, reduction, delta, grad_input)
 }
+
+/// `aten::hardswish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn hardswish_backward_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::hardswish_backward::call(grad_output, self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

@@ -11,6 +11,16 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
     kernels::linear(input, weight, bias)
 }
 
+/// `aten::log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn log_sigmoid_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::log_sigmoid_out(self_, out)
+}
+
+/// `aten::log_sigmoid(Tensor self) -> Tensor`
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    kernels::log_sigmoid(self_)
+}
+
 /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     kernels::log_softmax(self_, dim, dtype)

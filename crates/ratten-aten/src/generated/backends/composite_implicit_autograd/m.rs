@@ -35,3 +35,8 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn matmul_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::matmul_out(self_, other, out)
 }
+
+/// `aten::mish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn mish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    kernels::math_mish_backward(grad_output, self_)
+}

@@ -83,3 +83,13 @@ pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
 pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
     kernels::resolve_neg(self_)
 }
+
+/// `aten::relu6(Tensor self) -> Tensor`
+pub fn relu6(self_: &Tensor) -> Result<Tensor> {
+    kernels::relu6(self_)
+}
+
+/// `aten::relu6_(Tensor(a!) self) -> Tensor(a!)`
+pub fn relu6_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::relu6_(self_)
+}

@@ -52,6 +52,21 @@ pub fn split_sizes(self_: &Tensor, split_size: &[i64], dim: i64) -> Result<Vec<T
     kernels::split_sizes(self_, split_size, dim)
 }
 
+/// `aten::selu(Tensor self) -> Tensor`
+pub fn selu(self_: &Tensor) -> Result<Tensor> {
+    kernels::selu(self_)
+}
+
+/// `aten::selu_(Tensor(a!) self) -> Tensor(a!)`
+pub fn selu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::selu_(self_)
+}
+
+/// `aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn silu_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    kernels::math_silu_backward(grad_output, self_)
+}
+
 /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     kernels::softmax(self_, dim, dtype)

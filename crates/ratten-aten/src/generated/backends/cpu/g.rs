@@ -172,3 +172,104 @@ pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Re
     }
     op.take(0)
 }
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+pub fn gelu_outf<'a>(self_: &Tensor, approximate: &str, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::gelu_meta(&op, self_, approximate)?;
+        kernels::gelu_out_cpu(&mut state, self_, approximate, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+pub fn gelu_<'a>(self_: &'a Tensor, approximate: &str) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::gelu_meta(&op, self_, approximate)?;
+        kernels::gelu_out_cpu(&mut state, self_, approximate, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::gelu_meta(&op, self_, approximate)?;
+        kernels::gelu_out_cpu(&mut state, self_, approximate, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none', Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn gelu_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    approximate: &str,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::gelu_backward_meta(&op, grad_output, self_, approximate)?;
+        kernels::gelu_backward_out_cpu(&mut state, grad_output, self_, approximate, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor`
+pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::gelu_backward_meta(&op, grad_output, self_, approximate)?;
+        kernels::gelu_backward_out_cpu(&mut state, grad_output, self_, approximate, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn glu_outf<'a>(self_: &Tensor, dim: i64, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::glu_meta(&op, self_, dim)?;
+        kernels::glu_out(&mut state, self_, dim, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::glu(Tensor self, int dim=-1) -> Tensor`
+pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::glu_meta(&op, self_, dim)?;
+        kernels::glu_out(&mut state, self_, dim, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn glu_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::glu_backward_cpu_out(grad_output, self_, dim, grad_input)
+}
+
+/// `aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor`
+pub fn glu_backward(grad_output: &Tensor, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    kernels::glu_backward_cpu(grad_output, self_, dim)
+}

@@ -21,3 +21,126 @@ pub fn histc_outf<'a>(
 ) -> Result<&'a Tensor> {
     kernels::histogram_histc_out(self_, bins, min, max, out)
 }
+
+/// `aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn hardsigmoid_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::hardsigmoid_meta(&op, self_)?;
+        kernels::hardsigmoid_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::hardsigmoid(Tensor self) -> Tensor`
+pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::hardsigmoid_meta(&op, self_)?;
+        kernels::hardsigmoid_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub fn hardsigmoid_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::hardsigmoid_meta(&op, self_)?;
+        kernels::hardsigmoid_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::hardsigmoid_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn hardsigmoid_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::hardsigmoid_backward_meta(&op, grad_output, self_)?;
+        kernels::hardsigmoid_backward_out(&mut state, grad_output, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn hardsigmoid_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::hardsigmoid_backward_meta(&op, grad_output, self_)?;
+        kernels::hardsigmoid_backward_out(&mut state, grad_output, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn hardtanh_outf<'a>(
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::hardtanh_out(self_, min_val, max_val, out)
+}
+
+/// `aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
+pub fn hardtanh(self_: &Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<Tensor> {
+    kernels::hardtanh(self_, min_val, max_val)
+}
+
+/// `aten::hardtanh_backward.grad_input(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn hardtanh_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::hardtanh_backward_out(grad_output, self_, min_val, max_val, grad_input)
+}
+
+/// `aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor`
+pub fn hardtanh_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    min_val: &Scalar,
+    max_val: &Scalar,
+) -> Result<Tensor> {
+    kernels::hardtanh_backward(grad_output, self_, min_val, max_val)
+}
+
+/// `aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)`
+pub fn hardtanh_<'a>(self_: &'a Tensor, min_val: &Scalar, max_val: &Scalar) -> Result<&'a Tensor> {
+    kernels::hardtanh_(self_, min_val, max_val)
+}
+
+/// `aten::hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn hardswish_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::hardswish_out(self_, out)
+}
+
+/// `aten::hardswish(Tensor self) -> Tensor`
+pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
+    kernels::hardswish(self_)
+}
+
+/// `aten::hardswish_(Tensor(a!) self) -> Tensor(a!)`
+pub fn hardswish_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    kernels::hardswish_(self_)
+}
+
+/// `aten::hardswish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn hardswish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    kernels::hardswish_backward(grad_output, self_)
+}

@@ -299,3 +299,40 @@ pub fn mm_outf<'a>(self_: &Tensor, mat2: &Tensor, out: &'a Tensor) -> Result<&'a
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::mish(Tensor self) -> Tensor`
+pub fn mish(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+        kernels::mish_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+pub fn mish_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+        kernels::mish_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mish_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+        kernels::mish_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::mish_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn mish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    kernels::mish_backward(grad_output, self_)
+}

@@ -718,6 +718,141 @@ pub fn sgn_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     Ok(out)
 }
 
+/// `aten::silu(Tensor self) -> Tensor`
+pub fn silu(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::silu_meta(&op, self_)?;
+        kernels::silu_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+pub fn silu_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::silu_meta(&op, self_)?;
+        kernels::silu_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn silu_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::silu_meta(&op, self_)?;
+        kernels::silu_out(&mut state, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn silu_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::silu_backward_meta(&op, grad_output, self_)?;
+        kernels::silu_backward_out(&mut state, grad_output, self_, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn silu_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::silu_backward_meta(&op, grad_output, self_)?;
+        kernels::silu_backward_out(&mut state, grad_output, self_, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn softplus_outf<'a>(
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::softplus_meta(&op, self_, beta, threshold)?;
+        kernels::softplus_out(&mut state, self_, beta, threshold, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
+pub fn softplus(self_: &Tensor, beta: &Scalar, threshold: &Scalar) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::softplus_meta(&op, self_, beta, threshold)?;
+        kernels::softplus_out(&mut state, self_, beta, threshold, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn softplus_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::softplus_backward_meta(&op, grad_output, self_, beta, threshold)?;
+        kernels::softplus_backward_out(
+            &mut state,
+            grad_output,
+            self_,
+            beta,
+            threshold,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor`
+pub fn softplus_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    beta: &Scalar,
+    threshold: &Scalar,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::softplus_backward_meta(&op, grad_output, self_, beta, threshold)?;
+        kernels::softplus_backward_out(
+            &mut state,
+            grad_output,
+            self_,
+            beta,
+            threshold,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
 /// `aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 pub fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     let mut op = structured::StructuredFunctional::<1>::new();

@@ -170,3 +170,96 @@ pub fn exponential_<'a>(
 ) -> Result<&'a Tensor> {
     kernels::exponential_(self_, lambd, generator)
 }
+
+/// `aten::elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn elu_outf<'a>(
+    self_: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::elu_meta(&op, self_, alpha, scale, input_scale)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
+pub fn elu(self_: &Tensor, alpha: &Scalar, scale: &Scalar, input_scale: &Scalar) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::elu_meta(&op, self_, alpha, scale, input_scale)?;
+    }
+    op.take(0)
+}
+
+/// `aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn elu_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::elu_backward_meta(
+            &op,
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor`
+pub fn elu_backward(
+    grad_output: &Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::elu_backward_meta(
+            &op,
+            grad_output,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)`
+pub fn elu_<'a>(
+    self_: &'a Tensor,
+    alpha: &Scalar,
+    scale: &Scalar,
+    input_scale: &Scalar,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::elu_meta(&op, self_, alpha, scale, input_scale)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}

@@ -349,6 +349,117 @@ pub fn logspace_outf<'a>(
     kernels::logspace_out(start, end, steps, base, out)
 }
 
+/// `aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn leaky_relu_outf<'a>(
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::leaky_relu_meta(&op, self_, negative_slope)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor`
+pub fn leaky_relu(self_: &Tensor, negative_slope: &Scalar) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::leaky_relu_meta(&op, self_, negative_slope)?;
+    }
+    op.take(0)
+}
+
+/// `aten::leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn leaky_relu_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::leaky_relu_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor`
+pub fn leaky_relu_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    negative_slope: &Scalar,
+    self_is_result: bool,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::leaky_relu_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            negative_slope,
+            self_is_result,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)`
+pub fn leaky_relu_<'a>(self_: &'a Tensor, negative_slope: &Scalar) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::leaky_relu_meta(&op, self_, negative_slope)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::log_sigmoid_forward.output(Tensor self, *, Tensor(a!) output, Tensor(b!) buffer) -> (Tensor(a!), Tensor(b!))`
+pub fn log_sigmoid_forward_output_outf(
+    self_: &Tensor,
+    output: &Tensor,
+    buffer: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    kernels::log_sigmoid_forward_out_cpu(self_, output, buffer)
+}
+
+/// `aten::log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`
+pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    kernels::log_sigmoid_forward_cpu(self_)
+}
+
+/// `aten::log_sigmoid_backward.grad_input(Tensor grad_output, Tensor self, Tensor buffer, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn log_sigmoid_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::log_sigmoid_backward_cpu_out(grad_output, self_, buffer, grad_input)
+}
+
+/// `aten::log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor`
+pub fn log_sigmoid_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    buffer: &Tensor,
+) -> Result<Tensor> {
+    kernels::log_sigmoid_backward_cpu(grad_output, self_, buffer)
+}
+
 /// `aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
     let mut op = structured::StructuredFunctional::<1>::new();

@@ -256,3 +256,32 @@ pub fn mm_outf<'a>(self_: &Tensor, mat2: &Tensor, out: &'a Tensor) -> Result<&'a
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::mish(Tensor self) -> Tensor`
+pub fn mish(self_: &Tensor) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+    }
+    op.take(0)
+}
+
+/// `aten::mish_(Tensor(a!) self) -> Tensor(a!)`
+pub fn mish_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredInplace::new(&[self_]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(self_)
+}
+
+/// `aten::mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mish_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state: crate::tensor_iterator::TensorIteratorBase = kernels::mish_meta(&op, self_)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
