@@ -64,6 +64,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("mv.out(Tensor self, Tensor vec, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("matmul(Tensor self, Tensor other) -> Tensor")?;
     m.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+    )?;
+    m.def(
+        "max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+    )?;
+    m.def(
+        "max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+    )?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
@@ -163,6 +178,26 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     )?;
     m.impl_("mm", operators::mm::kernel(backends::cpu::mm))?;
     m.impl_("mm.out", operators::mm_out::kernel(mm_out_cpu))?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        operators::max_pool2d_with_indices_out::kernel(backends::cpu::max_pool2d_with_indices_outf),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices",
+        operators::max_pool2d_with_indices::kernel(backends::cpu::max_pool2d_with_indices),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        operators::max_pool2d_with_indices_backward_grad_input::kernel(
+            max_pool2d_with_indices_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward",
+        operators::max_pool2d_with_indices_backward::kernel(
+            backends::cpu::max_pool2d_with_indices_backward,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -250,6 +285,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "matmul.out",
         operators::matmul_out::kernel(matmul_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "max_pool2d",
+        operators::max_pool2d::kernel(backends::composite_implicit_autograd::max_pool2d),
     )?;
 });
 
@@ -340,6 +379,28 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     )?;
     m.impl_("mm", operators::mm::kernel(backends::meta::mm))?;
     m.impl_("mm.out", operators::mm_out::kernel(mm_out_meta))?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        operators::max_pool2d_with_indices_out::kernel(
+            backends::meta::max_pool2d_with_indices_outf,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices",
+        operators::max_pool2d_with_indices::kernel(backends::meta::max_pool2d_with_indices),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        operators::max_pool2d_with_indices_backward_grad_input::kernel(
+            max_pool2d_with_indices_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward",
+        operators::max_pool2d_with_indices_backward::kernel(
+            backends::meta::max_pool2d_with_indices_backward,
+        ),
+    )?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -416,6 +477,31 @@ fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result<
 
 fn mm_out_cpu(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::cpu::mm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn max_pool2d_with_indices_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    backends::cpu::max_pool2d_with_indices_backward_grad_input_outf(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 
@@ -569,5 +655,30 @@ fn masked_select_out_meta(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Result
 
 fn mm_out_meta(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Aliased<2>> {
     backends::meta::mm_outf(self_, mat2, out)?;
+    Ok(Aliased)
+}
+
+fn max_pool2d_with_indices_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    backends::meta::max_pool2d_with_indices_backward_grad_input_outf(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
