@@ -11,7 +11,7 @@ use crate::generated::operators as ops;
 use crate::native::convolution::check_dim_size;
 use crate::native::cpu::pooling_kernels::{self as kernels, AvgOptions, Planes, Pool2d};
 use crate::native::scatter_gather::options_of;
-use crate::structured::MetaBase;
+use crate::structured::{type_meta_name, MetaBase};
 use crate::Tensor;
 
 /// `div_rtn`: division rounding toward negative infinity.
@@ -194,14 +194,29 @@ pub struct Pool2dState {
     pub planes: Planes,
 }
 
-/// The output sizes of a max/avg pool over `input` (3-D or 4-D), checked.
-fn pool2d_output(input: &Tensor, p: &Pool2d, ceil_mode: bool) -> Result<(Vec<i64>, Planes)> {
+/// The output sizes of a max/avg pool over `input` (3-D or 4-D), checked. max_pool2d checks
+/// the dimensionality first; avg_pool2d reads `size(-3)` first (an IndexError below 3-D).
+fn pool2d_output(
+    input: &Tensor,
+    p: &Pool2d,
+    ceil_mode: bool,
+    check_ndim: bool,
+) -> Result<(Vec<i64>, Planes)> {
     let ndim = input.dim();
     let s = input.sizes();
-    torch_check!(
-        ndim == 3 || ndim == 4,
-        "non-empty 3D or 4D (batch mode) tensor expected for input"
-    );
+    if check_ndim {
+        torch_check!(
+            ndim == 3 || ndim == 4,
+            "non-empty 3D or 4D (batch mode) tensor expected for input"
+        );
+    } else {
+        input.size(-3)?;
+        torch_check!(
+            ndim == 3 || ndim == 4,
+            "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, \
+             but got:{s:?}"
+        );
+    }
     let nbatch = if ndim == 4 { s[0] } else { 1 };
     let (c, h, w) = (s[ndim - 3], s[ndim - 2], s[ndim - 1]);
     let oh = pooling_output_shape(h, p.kh, p.pad_h, p.dh, p.dil_h, ceil_mode)?;
@@ -257,15 +272,24 @@ fn with_output<F: FnOnce(&Tensor) -> Result<()>>(out: &Tensor, f: F) -> Result<(
     Ok(())
 }
 
-/// Refuses the dtypes the pooling loops have no kernel for, as torch's `AT_DISPATCH` does.
-fn check_float(name: &str, dtype: ScalarType) -> Result<()> {
-    if dtype.is_floating_point() {
+/// Refuses the dtypes the pooling loops have no kernel for, as torch's `AT_DISPATCH` does:
+/// the floating types, with int64 (`long`) or every integer type (`ints`) where torch's
+/// kernel takes them.
+fn check_dtype(name: &str, dtype: ScalarType, long: bool, ints: bool) -> Result<()> {
+    let ok = dtype.is_floating_point()
+        || (long && dtype == ScalarType::Long)
+        || (ints && dtype.is_integral(false));
+    if ok {
         Ok(())
     } else {
         Err(Error::not_implemented(format!(
             "\"{name}\" not implemented for '{dtype}'"
         )))
     }
+}
+
+fn check_float(name: &str, dtype: ScalarType) -> Result<()> {
+    check_dtype(name, dtype, false, false)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,7 +326,7 @@ pub fn max_pool2d_with_indices_meta(
     ceil_mode: bool,
 ) -> Result<Pool2dState> {
     let p = parse_pool2d("max_pool2d", kernel_size, stride, padding, Some(dilation))?;
-    let (sizes, planes) = pool2d_output(input, &p, ceil_mode)?;
+    let (sizes, planes) = pool2d_output(input, &p, ceil_mode, true)?;
     m.set_output_contiguous(0, &sizes, options_of(input))?;
     m.set_output_contiguous(1, &sizes, long_options(input))?;
     Ok(Pool2dState { window: p, planes })
@@ -321,7 +345,7 @@ pub fn max_pool2d_with_indices_out_cpu(
     out: &Tensor,
     indices: &Tensor,
 ) -> Result<()> {
-    check_float("max_pool2d", input.dtype())?;
+    check_dtype("max_pool2d", input.dtype(), true, true)?;
     if out.numel() == 0 {
         return Ok(());
     }
@@ -349,10 +373,10 @@ pub fn max_pool2d_with_indices_backward_meta(
     torch_check!(
         input.dtype() == grad_output.dtype(),
         "expected dtype {} for `gradOutput` but got dtype {}",
-        input.dtype(),
-        grad_output.dtype()
+        type_meta_name(input.dtype()),
+        type_meta_name(grad_output.dtype())
     );
-    let (sizes, planes) = pool2d_output(input, &p, ceil_mode)?;
+    let (sizes, planes) = pool2d_output(input, &p, ceil_mode, true)?;
     let ndim = input.dim();
     let (c, oh, ow) = (sizes[ndim - 3], sizes[ndim - 2], sizes[ndim - 1]);
     for t in [grad_output, indices] {
@@ -418,7 +442,7 @@ pub fn avg_pool2d_meta(
 ) -> Result<AvgPool2dState> {
     let p = parse_pool2d("avg_pool2d", kernel_size, stride, padding, None)?;
     torch_check!(divisor_override != Some(0), "divisor must be not zero");
-    let (sizes, planes) = pool2d_output(input, &p, ceil_mode)?;
+    let (sizes, planes) = pool2d_output(input, &p, ceil_mode, false)?;
     m.set_output_contiguous(0, &sizes, options_of(input))?;
     Ok(AvgPool2dState { window: p, planes })
 }
@@ -436,7 +460,7 @@ pub fn avg_pool2d_out_cpu(
     divisor_override: Option<i64>,
     out: &Tensor,
 ) -> Result<()> {
-    check_float("avg_pool2d", input.dtype())?;
+    check_dtype("avg_pool2d", input.dtype(), true, false)?;
     if out.numel() == 0 {
         return Ok(());
     }
@@ -469,10 +493,10 @@ pub fn avg_pool2d_backward_meta(
     torch_check!(
         input.dtype() == grad_output.dtype(),
         "expected dtype {} for `gradOutput` but got dtype {}",
-        input.dtype(),
-        grad_output.dtype()
+        type_meta_name(input.dtype()),
+        type_meta_name(grad_output.dtype())
     );
-    let (sizes, planes) = pool2d_output(input, &p, ceil_mode)?;
+    let (sizes, planes) = pool2d_output(input, &p, ceil_mode, false)?;
     let ndim = input.dim();
     check_dim_size(grad_output, ndim, ndim - 3, sizes[ndim - 3])?;
     check_dim_size(grad_output, ndim, ndim - 2, sizes[ndim - 2])?;
@@ -495,7 +519,12 @@ pub fn avg_pool2d_backward_out_cpu(
     divisor_override: Option<i64>,
     grad_input: &Tensor,
 ) -> Result<()> {
-    check_float("avg_pool2d_backward_out_frame", grad_output.dtype())?;
+    check_dtype(
+        "avg_pool2d_backward_out_frame",
+        grad_output.dtype(),
+        true,
+        false,
+    )?;
     if grad_input.numel() == 0 {
         return Ok(());
     }
@@ -575,9 +604,9 @@ pub fn adaptive_avg_pool2d_out_cpu<'a>(
     let (sizes, planes) = adaptive_avg_pool2d_output(input, output_size)?;
     torch_check!(
         input.dtype() == out.dtype(),
-        "expected dtype {} for `output` but got dtype {}",
-        input.dtype(),
-        out.dtype()
+        "adaptive_avg_pool2d_out_cpu_template: Expected dtype {} for `output` but got dtype {}",
+        type_meta_name(input.dtype()),
+        type_meta_name(out.dtype())
     );
     crate::structured::resize_output(out, &sizes)?;
     if out.is_meta() || input.is_meta() || out.numel() == 0 {
@@ -615,9 +644,10 @@ pub fn adaptive_avg_pool2d_backward_cpu(grad_output: &Tensor, input: &Tensor) ->
     );
     torch_check!(
         input.dtype() == grad_output.dtype(),
-        "expected dtype {} for `grad_output` but got dtype {}",
-        input.dtype(),
-        grad_output.dtype()
+        "adaptive_avg_pool2d_backward_out_cpu_template: Expected dtype {} for `grad_output` but \
+         got dtype {}",
+        type_meta_name(input.dtype()),
+        type_meta_name(grad_output.dtype())
     );
     torch_check!(
         input.dim() == ndim && input.sizes()[..ndim - 2] == gs[..ndim - 2],
@@ -728,8 +758,8 @@ pub fn adaptive_max_pool2d_backward_meta(
     torch_check!(
         input.dtype() == grad_output.dtype(),
         "expected dtype {} for `grad_output` but got dtype {}",
-        input.dtype(),
-        grad_output.dtype()
+        type_meta_name(input.dtype()),
+        type_meta_name(grad_output.dtype())
     );
     let is = input.sizes();
     torch_check!(

@@ -132,9 +132,22 @@ fn valid_range(n: usize, size: usize, stride: usize, off: isize) -> (usize, usiz
 
 /// im2col of one group's image (`channels x img`) into `cols` (`channels * kernel x col`).
 fn im2col<T: ConvElement>(s: &ConvShape, channels: usize, src: &[T], cols: &mut [T]) {
+    im2col_rows(s, channels, src, cols, 0, s.col[0] * s.col[1]);
+}
+
+/// im2col restricted to the column side's rows `[r0, r1)` (a row: one `(z, y)` pair, `ow`
+/// positions), into `cols` of `channels * kernel x (r1 - r0) * ow`.
+fn im2col_rows<T: ConvElement>(
+    s: &ConvShape,
+    channels: usize,
+    src: &[T],
+    cols: &mut [T],
+    r0: usize,
+    r1: usize,
+) {
     let [id, ih, iw] = s.img;
-    let [od, oh, ow] = s.col;
-    let p = od * oh * ow;
+    let [_, oh, ow] = s.col;
+    let p = (r1 - r0) * ow;
     let zero = T::default();
     let mut row = 0;
     for c in 0..channels {
@@ -148,11 +161,12 @@ fn im2col<T: ConvElement>(s: &ConvShape, channels: usize, src: &[T], cols: &mut 
                     let off_y = (ky * s.dilation[1]) as isize - s.pad[1] as isize;
                     let off_x = (kx * s.dilation[2]) as isize - s.pad[2] as isize;
                     let (xlo, xhi) = valid_range(ow, iw, s.stride[2], off_x);
-                    for oz in 0..od {
+                    for r in r0..r1 {
+                        let (oz, oy) = (r / oh, r % oh);
                         let iz = (oz * s.stride[0]) as isize + off_z;
-                        for oy in 0..oh {
+                        {
                             let iy = (oy * s.stride[1]) as isize + off_y;
-                            let seg = &mut dst[(oz * oh + oy) * ow..(oz * oh + oy + 1) * ow];
+                            let seg = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
                             if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
                                 seg.fill(zero);
                                 continue;
@@ -285,6 +299,10 @@ unsafe fn gemm_raw<T: ConvElement>(
     }
 }
 
+/// The forward's column buffer, in elements: tiles of whole output rows stay within it, so
+/// the columns a GEMM reads are still in cache from im2col.
+const IM2COL_TILE: usize = 1 << 17;
+
 /// How a batch is split: in parallel over batch elements (one GEMM thread each), or one
 /// element at a time with the GEMM on all threads.
 fn plan(batch: usize) -> (bool, usize) {
@@ -372,11 +390,15 @@ fn im2col_gemm_typed<T: ConvElement>(
     let (icg, ccg, kd, p, ip) = (s.img_cg(), s.col_cg(), s.kd(), s.col_numel(), s.img_numel());
     debug_assert_eq!(out_len, s.batch * s.col_c * p);
     let pointwise = s.is_pointwise();
+    let ow = s.col[2];
+    let rows = s.col[0] * s.col[1];
+    // Column tiles of whole rows that keep the buffer within IM2COL_TILE elements.
+    let tile_rows = (IM2COL_TILE / (kd * ow).max(1)).clamp(1, rows.max(1));
     for_each_batch(s.batch, |n, threads| {
         let mut cols = if pointwise {
             Vec::new()
         } else {
-            vec![T::default(); kd * p]
+            vec![T::default(); kd * tile_rows * ow]
         };
         for grp in 0..s.groups {
             // SAFETY: the guard holds the image, weight and bias shared and the output
@@ -387,17 +409,6 @@ fn im2col_gemm_typed<T: ConvElement>(
                 let img_ng = img.get().add((n * s.img_c + grp * icg) * ip) as *const T;
                 let out_ng = out.get().add((n * s.col_c + grp * ccg) * p);
                 let w_g = w.get().add(grp * ccg * kd) as *const T;
-                let rhs = if pointwise {
-                    img_ng
-                } else {
-                    im2col(
-                        s,
-                        icg,
-                        std::slice::from_raw_parts(img_ng, icg * ip),
-                        &mut cols,
-                    );
-                    cols.as_ptr()
-                };
                 if let Some(b) = b {
                     let out_blk = std::slice::from_raw_parts_mut(out_ng, ccg * p);
                     for c in 0..ccg {
@@ -405,14 +416,33 @@ fn im2col_gemm_typed<T: ConvElement>(
                         out_blk[c * p..(c + 1) * p].fill(v);
                     }
                 }
-                gemm_raw(
-                    (ccg, p, kd),
-                    (out_ng, p as isize, 1),
-                    b.is_some(),
-                    (w_g, kd as isize, 1),
-                    (rhs, p as isize, 1),
-                    threads,
-                );
+                if pointwise {
+                    gemm_raw(
+                        (ccg, p, kd),
+                        (out_ng, p as isize, 1),
+                        b.is_some(),
+                        (w_g, kd as isize, 1),
+                        (img_ng, p as isize, 1),
+                        threads,
+                    );
+                    continue;
+                }
+                let src = std::slice::from_raw_parts(img_ng, icg * ip);
+                let mut r0 = 0;
+                while r0 < rows {
+                    let r1 = (r0 + tile_rows).min(rows);
+                    let q = (r1 - r0) * ow;
+                    im2col_rows(s, icg, src, &mut cols[..kd * q], r0, r1);
+                    gemm_raw(
+                        (ccg, q, kd),
+                        (out_ng.add(r0 * ow), p as isize, 1),
+                        b.is_some(),
+                        (w_g, kd as isize, 1),
+                        (cols.as_ptr(), q as isize, 1),
+                        threads,
+                    );
+                    r0 = r1;
+                }
             }
         }
     })

@@ -42,6 +42,27 @@ macro_rules! pool_element {
 }
 pool_element!(f32, f64);
 
+macro_rules! int_pool_element {
+    ($($t:ty),*) => {$(impl PoolElement for $t {
+        fn neg_infinity() -> Self {
+            <$t>::MIN
+        }
+        #[inline(always)]
+        fn is_nan(self) -> bool {
+            false
+        }
+        #[inline(always)]
+        fn add(self, other: Self) -> Self {
+            self.wrapping_add(other)
+        }
+        #[inline(always)]
+        fn div_i64(self, d: i64) -> Self {
+            (self as i64 / d) as $t
+        }
+    })*};
+}
+int_pool_element!(i64, i32, i16, i8, u8);
+
 /// A pointer shared with the workers of a parallel region.
 #[derive(Clone, Copy)]
 struct SyncPtr<T>(*mut T);
@@ -106,6 +127,34 @@ macro_rules! typed {
     };
 }
 
+/// [`typed!`] over the floating types and every integer type (max pooling).
+macro_rules! typed_all {
+    ($name:expr, $dtype:expr, $f:ident, $($args:expr),*) => {
+        match $dtype {
+            ScalarType::Float => $f::<f32>($($args),*),
+            ScalarType::Double => $f::<f64>($($args),*),
+            ScalarType::Long => $f::<i64>($($args),*),
+            ScalarType::Int => $f::<i32>($($args),*),
+            ScalarType::Short => $f::<i16>($($args),*),
+            ScalarType::Char => $f::<i8>($($args),*),
+            ScalarType::Byte => $f::<u8>($($args),*),
+            other => Err(not_implemented($name, other)),
+        }
+    };
+}
+
+/// [`typed!`] over the floating types and int64 (avg pooling).
+macro_rules! typed_long {
+    ($name:expr, $dtype:expr, $f:ident, $($args:expr),*) => {
+        match $dtype {
+            ScalarType::Float => $f::<f32>($($args),*),
+            ScalarType::Double => $f::<f64>($($args),*),
+            ScalarType::Long => $f::<i64>($($args),*),
+            other => Err(not_implemented($name, other)),
+        }
+    };
+}
+
 /// max_pool2d: values and flat `h * iw + w` indices of each window's maximum (NaN wins).
 pub fn max_pool2d_kernel(
     input: &Tensor,
@@ -114,7 +163,7 @@ pub fn max_pool2d_kernel(
     sz: Planes,
     p: Pool2d,
 ) -> Result<()> {
-    typed!(
+    typed_all!(
         "max_pool2d",
         input.dtype(),
         max_pool2d_typed,
@@ -186,7 +235,9 @@ fn max_pool2d_typed<T: PoolElement>(
 }
 
 /// The backward of max_pool2d and adaptive_max_pool2d: each output gradient added to the
-/// input element its index names (indices are checked to lie in the plane first).
+/// input element its index names. An index outside the plane (what torch's forward gives a
+/// window with no tap inside the input, dilation stepping over it) adds nothing, as in
+/// torch.
 pub fn max_pool_backward_kernel(
     name: &str,
     grad_output: &Tensor,
@@ -214,20 +265,14 @@ fn max_pool_backward_typed<T: PoolElement>(
     let mut g = TensorAccess::new(&[grad_output.base(), indices.base()], &[grad_input.base()])?;
     let plane_in = sz.ih * sz.iw;
     let plane_out = sz.oh * sz.ow;
-    let idx: &[i64] = g.input_slice(1)?;
-    if let Some(bad) = idx.iter().find(|&&i| i < 0 || i as usize >= plane_in) {
-        return Err(Error::index(format!(
-            "max_pool2d_backward: index {bad} is out of bounds for a plane of {plane_in} elements"
-        )));
-    }
-    let idx = SyncPtr(idx.as_ptr() as *mut i64);
+    let idx = SyncPtr(g.input_slice::<i64>(1)?.as_ptr() as *mut i64);
     let go = SyncPtr(g.input_slice::<T>(0)?.as_ptr() as *mut T);
     let gi = g.output_slice_mut::<T>(0)?;
     gi.fill(T::default());
     let gi = SyncPtr(gi.as_mut_ptr());
     for_each_plane(sz.planes, plane_out, |plane| {
         // SAFETY: contiguous operands of `planes` planes under the guard; each grad_input
-        // plane is written by one chunk only; the indices were checked to lie in the plane.
+        // plane is written by one chunk only.
         let (gop, ip, gip) = unsafe {
             (
                 std::slice::from_raw_parts(go.get().add(plane * plane_out), plane_out),
@@ -236,8 +281,9 @@ fn max_pool_backward_typed<T: PoolElement>(
             )
         };
         for (v, &i) in gop.iter().zip(ip) {
-            let d = &mut gip[i as usize];
-            *d = d.add(*v);
+            if let Some(d) = usize::try_from(i).ok().and_then(|i| gip.get_mut(i)) {
+                *d = d.add(*v);
+            }
         }
     })
 }
@@ -288,7 +334,7 @@ pub fn avg_pool2d_kernel(
     p: Pool2d,
     o: AvgOptions,
 ) -> Result<()> {
-    typed!(
+    typed_long!(
         "avg_pool2d",
         input.dtype(),
         avg_pool2d_typed,
@@ -346,7 +392,7 @@ pub fn avg_pool2d_backward_kernel(
     p: Pool2d,
     o: AvgOptions,
 ) -> Result<()> {
-    typed!(
+    typed_long!(
         "avg_pool2d_backward_out_frame",
         grad_output.dtype(),
         avg_pool2d_backward_typed,
