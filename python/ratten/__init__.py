@@ -328,6 +328,7 @@ def _install_dispatcher_ops():
     # generic lookup costs ~300 instructions per call. Operators registered later are reached
     # as `ratten.ops.<ns>.<op>` (the module functions are fixed at import, as torch's are).
     g = globals()
+    _NN_FUNCTIONS = set(_C._generated_functions("nn"))
     for q in _C._dispatch_get_registrations_for_dispatch_key(""):
         ns, _, rest = q.partition("::")
         name = rest.partition(".")[0]

@@ -376,7 +376,7 @@ SAMPLES = [
     S("convolution_backward",
       lambda m, go, x, w: tuple(_overload(m, "convolution_backward")(
           go, x, w, [3], [2, 1], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True])),
-      [T((1, 3, 2, 3)), T((1, 2, 4, 3)), T((3, 2, 2, 2))]),
+      [T((1, 3, 3, 2)), T((1, 2, 4, 3)), T((3, 2, 2, 2))]),
     S("convolution_backward",
       lambda m, go, x, w: tuple(_overload(m, "convolution_backward")(
           go, x, w, None, [2], [1], [1], True, [1], 2, [True, True, False])[:2]),

@@ -84,6 +84,16 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max_pool2d(input, output_size)
 
 
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling (torch.nn.functional.avg_pool2d); ``stride=None`` is the kernel
+    size, as torch's parser reads None for the schema's ``stride=[]``."""
+    if stride is None:
+        stride = []
+    return _nn["avg_pool2d"](input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                             divisor_override)
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Adaptive 2-D average pooling to ``output_size`` (an int, or a pair whose ``None``
     entries keep the input's size)."""
