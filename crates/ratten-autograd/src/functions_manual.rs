@@ -2166,6 +2166,35 @@ pub fn unfold_backward(
 // Convolution and pooling
 // ----------------------------------------------------------------------------------------
 
+/// `max_pool2d_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode)`, the
+/// formula of `max_pool2d`'s derivatives.yaml entry. torch declares that operator with an
+/// MPS kernel only; ratten does not declare it, and `max_pool2d` is differentiated through its
+/// decomposition (`max_pool2d_with_indices`), as torch's is on the CPU. The helper computes
+/// the same gradient from the indices of `max_pool2d_with_indices`.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    let (_, indices) =
+        F::max_pool2d_with_indices_with(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
+    F::max_pool2d_with_indices_backward(
+        grad,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        &indices,
+    )
+}
+
 /// `convolution_backward` as the formulas of `convolution` and `_convolution` call it: the
 /// operator's gradients, those `output_mask` does not ask for undefined (`None`), as torch's
 /// operator returns them (ratten's operator returns an empty tensor there, having no undefined

@@ -315,37 +315,6 @@ pub fn max_pool2d(
     Ok(out)
 }
 
-/// `max_pool2d_backward`: the gradient of `max_pool2d` from its input, through the indices
-/// of `max_pool2d_with_indices` (torch declares it with an MPS kernel only).
-pub fn max_pool2d_backward(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<Tensor> {
-    let (_, indices) = ops::max_pool2d_with_indices::call(
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    )?;
-    ops::max_pool2d_with_indices_backward::call(
-        grad_output,
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        &indices,
-    )
-}
-
 /// TORCH_META_FUNC(max_pool2d_with_indices).
 pub fn max_pool2d_with_indices_meta(
     m: &dyn MetaBase,
