@@ -105,8 +105,7 @@ impl Conv {
     fn valid(&self) -> bool {
         let fits = (0..self.dims).all(|i| {
             self.transposed
-                || self.input[i] + 2 * self.padding[i]
-                    >= self.dilation[i] * (self.kernel[i] - 1) + 1
+                || self.input[i] + 2 * self.padding[i] > self.dilation[i] * (self.kernel[i] - 1)
         });
         fits && self.output_spatial().iter().all(|&o| o >= 1)
             && (0..self.dims).all(|i| {
@@ -497,11 +496,11 @@ fn conv_err(
 fn convolution_errors_have_torchs_texts() {
     let cases: Vec<(String, &str)> = vec![
         (
-            conv_err(&[1, 3, 5, 5], &[4, 3, 7, 7], |x, w| functions::conv2d(x, w)),
+            conv_err(&[1, 3, 5, 5], &[4, 3, 7, 7], functions::conv2d),
             "Calculated padded input size per channel: (5 x 5). Kernel size: (7 x 7). Kernel size can't be greater than actual input size",
         ),
         (
-            conv_err(&[1, 3, 5, 5], &[4, 2, 3, 3], |x, w| functions::conv2d(x, w)),
+            conv_err(&[1, 3, 5, 5], &[4, 2, 3, 3], functions::conv2d),
             "Given groups=1, weight of size [4, 2, 3, 3], expected input[1, 3, 5, 5] to have 2 channels, but got 3 channels instead",
         ),
         (
@@ -549,7 +548,7 @@ fn convolution_errors_have_torchs_texts() {
             "Input type (double) and bias type (float) should be the same",
         ),
         (
-            conv_err(&[3, 5], &[4, 3, 3, 3], |x, w| functions::conv2d(x, w)),
+            conv_err(&[3, 5], &[4, 3, 3, 3], functions::conv2d),
             "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [3, 5]",
         ),
         (
@@ -577,7 +576,7 @@ fn convolution_errors_have_torchs_texts() {
             "output padding must be smaller than either stride or dilation, but got output_padding_depth: 2 output_padding_height: 2 output_padding_width: 2 stride_depth: 2 stride_height: 2 stride_width: 2 dilation_depth: 1 dilation_height: 1 dilation_width: 1",
         ),
         (
-            conv_err(&[1, 3, 5, 5], &[4, 2, 3, 3], |x, w| functions::conv_transpose2d(x, w)),
+            conv_err(&[1, 3, 5, 5], &[4, 2, 3, 3], functions::conv_transpose2d),
             "Given transposed=1, weight of size [4, 2, 3, 3], expected input[1, 3, 5, 5] to have 4 channels, but got 3 channels instead",
         ),
         (

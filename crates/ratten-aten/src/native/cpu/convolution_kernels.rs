@@ -14,6 +14,7 @@
 //! - [`gemm_col2im`]: `image = col2im(W_g^T @ column side)` (transposed convolution; grad of
 //!   the convolution's input), col2im being im2col's adjoint (it sums overlapping windows);
 //! - [`weight_grad`]: `W_g = sum over n of column side @ im2col(image)^T`.
+//!
 //! Spatial dims are padded to three with leading 1s, so conv1d, conv2d and conv3d share one
 //! loop. Batch elements run in parallel when there are at least two (each with its own column
 //! buffer, one GEMM thread each); a single batch element runs its GEMM on the threads. A
