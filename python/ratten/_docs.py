@@ -364,6 +364,27 @@ SOFTMAX_AND_LOSSES = {
 }
 
 CONVOLUTION_AND_POOLING = {
+    "_adaptive_avg_pool2d": "Adaptive 2-D average pooling of `self` to `output_size` (the kernel under `adaptive_avg_pool2d`).",
+    "_adaptive_avg_pool2d_backward": "The gradient of `_adaptive_avg_pool2d` with respect to its input.",
+    "_convolution": "`convolution` with cuDNN's flags (`benchmark`, `deterministic`, `cudnn_enabled`, `allow_tf32`), which the CPU ignores.",
+    "_convolution_double_backward": "The gradients of `convolution_backward`'s inputs from the gradients of its outputs (double backward of a convolution).",
+    "_convolution_mode": "A convolution whose `padding` is the string 'same' or 'valid'.",
+    "adaptive_avg_pool2d": "Adaptive 2-D average pooling of a 3-D or 4-D input to `output_size`.",
+    "adaptive_max_pool2d": "Adaptive 2-D max pooling of a 3-D or 4-D input to `output_size`, returning the values and their flat indices.",
+    "adaptive_max_pool2d_backward": "The gradient of `adaptive_max_pool2d` with respect to its input, from the pooled indices.",
+    "avg_pool2d": "2-D average pooling over a 3-D or 4-D input, with `ceil_mode`, `count_include_pad` and `divisor_override`.",
+    "avg_pool2d_backward": "The gradient of `avg_pool2d` with respect to its input.",
+    "conv1d": "1-D convolution of a 2-D (unbatched) or 3-D input with `weight`, optional `bias`, stride, padding (or 'same' / 'valid'), dilation and groups.",
+    "conv2d": "2-D convolution of a 3-D (unbatched) or 4-D input with `weight`, optional `bias`, stride, padding (or 'same' / 'valid'), dilation and groups.",
+    "conv3d": "3-D convolution of a 4-D (unbatched) or 5-D input with `weight`, optional `bias`, stride, padding (or 'same' / 'valid'), dilation and groups.",
+    "conv_transpose1d": "1-D transposed convolution (the gradient of conv1d with respect to its input), with output_padding.",
+    "conv_transpose2d": "2-D transposed convolution (the gradient of conv2d with respect to its input), with output_padding.",
+    "conv_transpose3d": "3-D transposed convolution (the gradient of conv3d with respect to its input), with output_padding.",
+    "convolution": "An N-d convolution or transposed convolution of a batched input: the entry point of every conv function.",
+    "convolution_backward": "The gradients of a convolution's input, weight and bias that `output_mask` asks for.",
+    "max_pool2d": "2-D max pooling over a 3-D or 4-D input, with stride, padding, dilation and `ceil_mode`.",
+    "max_pool2d_with_indices": "2-D max pooling returning the values and the flat index of each maximum in its plane.",
+    "max_pool2d_with_indices_backward": "The gradient of `max_pool2d_with_indices` with respect to its input, from the pooled indices.",
 }
 
 NORMALIZATION_AND_THE_REST = {

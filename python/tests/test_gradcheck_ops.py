@@ -448,6 +448,53 @@ SAMPLES = [
        T((4,), lo=0.5, hi=2.0, grad=False)]),
 
     # -- convolution and pooling
+    S("convolution", lambda m, x, w, b: m.convolution(x, w, b, [2, 1], [1, 0], [1, 2], False, [0, 0], 2),
+      [T((2, 4, 5, 6)), T((4, 2, 2, 3), layout="t"), T((4,))]),
+    S("convolution", lambda m, x, w, b: m.convolution(x, w, b, [2], [1], [1], True, [1], 1),
+      [T((1, 2, 4)), T((2, 3, 3)), T((3,))]),
+    S("convolution", lambda m, x, w: m.convolution(x, w, None, [1], [1], [1], False, [0], 1),
+      [T((1, 2, 3, 3, 2)), T((2, 2, 2, 2, 2))]),
+    S("_convolution", lambda m, x, w, b: m._convolution(x, w, b, [1], [0], [1], False, [0], 1,
+                                                        False, False, True, True),
+      [T((1, 2, 4, 4)), T((3, 2, 2, 2)), T((3,))]),
+    S("convolution_backward",
+      lambda m, go, x, w: tuple(_overload(m, "convolution_backward")(
+          go, x, w, [3], [2, 1], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True])),
+      [T((1, 3, 3, 2)), T((1, 2, 4, 3)), T((3, 2, 2, 2))]),
+    S("convolution_backward",
+      lambda m, go, x, w: tuple(_overload(m, "convolution_backward")(
+          go, x, w, None, [2], [1], [1], True, [1], 2, [True, True, False])[:2]),
+      [T((1, 4, 6)), T((1, 2, 3)), T((2, 2, 3))]),
+    S("max_pool2d", lambda m, x: m.max_pool2d(x, [2, 3], [1, 2], [1, 1], [1, 1], True),
+      [T((2, 3, 5, 6), distinct=True)]),
+    S("max_pool2d_with_indices",
+      lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, 2, return_indices=True)[0],
+      [T((1, 2, 6, 7), distinct=True, layout="t")]),
+    S("max_pool2d_with_indices_backward",
+      lambda m, g, x: m.ops.aten.max_pool2d_with_indices_backward(
+          g, x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+          m.nn.functional.max_pool2d(x.detach(), 2, return_indices=True)[1]),
+      [T((1, 2, 2, 3)), T((1, 2, 4, 6), distinct=True, grad=False)]),
+    S("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                             count_include_pad=False),
+      [T((2, 2, 6, 5), layout="t")]),
+    S("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, [2, 3], divisor_override=4),
+      [T((3, 4, 6))]),
+    S("avg_pool2d_backward",
+      lambda m, g, x: m.ops.aten.avg_pool2d_backward(g, x, [3, 2], [2, 1], [1, 0], True,
+                                                          True, None),
+      [T((1, 2, 3, 4)), T((1, 2, 5, 5))]),
+    S("_adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+      [T((2, 3, 7, 5), layout="t")]),
+    S("_adaptive_avg_pool2d_backward",
+      lambda m, g, x: m.ops.aten._adaptive_avg_pool2d_backward(g, x),
+      [T((1, 2, 3, 2)), T((1, 2, 5, 4))]),
+    S("adaptive_max_pool2d", lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (2, 3)),
+      [T((2, 3, 5, 7), distinct=True)]),
+    S("adaptive_max_pool2d_backward",
+      lambda m, g, x: m.ops.aten.adaptive_max_pool2d_backward(
+          g, x, m.nn.functional.adaptive_max_pool2d(x.detach(), (2, 3), return_indices=True)[1]),
+      [T((1, 2, 2, 3)), T((1, 2, 5, 7), distinct=True, grad=False)]),
 
     # -- normalization, dropout, embedding, padding, interpolation
 

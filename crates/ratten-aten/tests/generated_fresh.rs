@@ -16,7 +16,7 @@ fn generated_code_is_fresh() {
         &GenOptions::aten(),
     )
     .unwrap_or_else(|e| panic!("native_functions.yaml does not generate: {e:?}"));
-    assert!(files.iter().any(|f| f.name == "operators/a.rs"));
+    assert!(files.iter().any(|f| f.name.starts_with("operators/")));
     let stale = stale_files(&files, &root.join("src/generated"));
     assert!(
         stale.is_empty(),

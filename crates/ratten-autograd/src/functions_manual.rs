@@ -2568,6 +2568,96 @@ pub fn huber_loss_double_backward_grad_output(
 // Convolution and pooling
 // ----------------------------------------------------------------------------------------
 
+/// `max_pool2d_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode)`, the
+/// formula of `max_pool2d`'s derivatives.yaml entry. torch declares that operator with an
+/// MPS kernel only; ratten does not declare it, and `max_pool2d` is differentiated through its
+/// decomposition (`max_pool2d_with_indices`), as torch's is on the CPU. The helper computes
+/// the same gradient from the indices of `max_pool2d_with_indices`.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    let (_, indices) =
+        F::max_pool2d_with_indices_with(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
+    F::max_pool2d_with_indices_backward(
+        grad,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        &indices,
+    )
+}
+
+/// `convolution_backward` as the formulas of `convolution` and `_convolution` call it: the
+/// operator's gradients, those `output_mask` does not ask for undefined (`None`), as torch's
+/// operator returns them (ratten's operator returns an empty tensor there, having no undefined
+/// tensors).
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_backward(
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let want = |i: usize| output_mask.get(i).copied().unwrap_or(false);
+    let mask = [want(0), want(1), want(2)];
+    let (gi, gw, gb) = F::convolution_backward(
+        grad_output,
+        input,
+        weight,
+        bias_sizes,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        &mask,
+    )?;
+    Ok((
+        mask[0].then_some(gi),
+        mask[1].then_some(gw),
+        mask[2].then_some(gb),
+    ))
+}
+
+/// `max_pool_double_backward`: the gradient of a max-pool backward with respect to its
+/// grad_output, which gathers `grad` at the pooled indices over the last `dim` dims.
+pub fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, dim: i64) -> Result<Tensor> {
+    let nd = indices.dim() as i64;
+    torch_check!(
+        nd >= dim,
+        "max_pool_double_backward: indices have fewer than {dim} dims"
+    );
+    if indices.numel() != 0 {
+        let mut size: Vec<i64> = indices.sizes()[..(nd - dim) as usize].to_vec();
+        size.push(-1);
+        let indices_view = indices.view(&size)?;
+        grad.contiguous()?
+            .view(&size)?
+            .gather(-1, &indices_view)?
+            .view(&indices.sizes())
+    } else {
+        F::empty_like_with(indices, Some(grad.scalar_type()), None, None, None, None)
+    }
+}
+
 // End of convolution and pooling.
 
 // ----------------------------------------------------------------------------------------

@@ -2211,6 +2211,92 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         )),
     )?;
     m.impl_(
+        "_convolution",
+        ops::_convolution::kernel(WithKeySet(variable_type::_convolution)),
+    )?;
+    m.impl_(
+        "convolution",
+        ops::convolution::kernel(WithKeySet(variable_type::convolution)),
+    )?;
+    m.impl_(
+        "convolution_backward",
+        ops::convolution_backward::kernel(WithKeySet(variable_type::convolution_backward)),
+    )?;
+    m.impl_(
+        "adaptive_avg_pool2d.out",
+        ops::adaptive_avg_pool2d_out::kernel(WithKeySet(variable_type::adaptive_avg_pool2d_out)),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d",
+        ops::_adaptive_avg_pool2d::kernel(WithKeySet(variable_type::_adaptive_avg_pool2d)),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d_backward",
+        ops::_adaptive_avg_pool2d_backward::kernel(WithKeySet(
+            variable_type::_adaptive_avg_pool2d_backward,
+        )),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d.out",
+        ops::adaptive_max_pool2d_out::kernel(WithKeySet(variable_type::adaptive_max_pool2d_out)),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d",
+        ops::adaptive_max_pool2d::kernel(WithKeySet(variable_type::adaptive_max_pool2d)),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d_backward.grad_input",
+        ops::adaptive_max_pool2d_backward_grad_input::kernel(WithKeySet(
+            variable_type::adaptive_max_pool2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d_backward",
+        ops::adaptive_max_pool2d_backward::kernel(WithKeySet(
+            variable_type::adaptive_max_pool2d_backward,
+        )),
+    )?;
+    m.impl_(
+        "avg_pool2d.out",
+        ops::avg_pool2d_out::kernel(WithKeySet(variable_type::avg_pool2d_out)),
+    )?;
+    m.impl_(
+        "avg_pool2d",
+        ops::avg_pool2d::kernel(WithKeySet(variable_type::avg_pool2d)),
+    )?;
+    m.impl_(
+        "avg_pool2d_backward.grad_input",
+        ops::avg_pool2d_backward_grad_input::kernel(WithKeySet(
+            variable_type::avg_pool2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "avg_pool2d_backward",
+        ops::avg_pool2d_backward::kernel(WithKeySet(variable_type::avg_pool2d_backward)),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        ops::max_pool2d_with_indices_out::kernel(WithKeySet(
+            variable_type::max_pool2d_with_indices_out,
+        )),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices",
+        ops::max_pool2d_with_indices::kernel(WithKeySet(variable_type::max_pool2d_with_indices)),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        ops::max_pool2d_with_indices_backward_grad_input::kernel(WithKeySet(
+            variable_type::max_pool2d_with_indices_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward",
+        ops::max_pool2d_with_indices_backward::kernel(WithKeySet(
+            variable_type::max_pool2d_with_indices_backward,
+        )),
+    )?;
+    m.impl_(
         "add.Scalar_out",
         ops::add_Scalar_out::kernel(WithKeySet(variable_type::add_Scalar_out)),
     )?;
@@ -2551,6 +2637,28 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         "binary_cross_entropy_with_logits.out",
         ops::binary_cross_entropy_with_logits_out::kernel(WithKeySet(
             variable_type::binary_cross_entropy_with_logits_out,
+        )),
+    )?;
+    m.impl_(
+        "_convolution.out",
+        ops::_convolution_out::kernel(WithKeySet(variable_type::_convolution_out)),
+    )?;
+    m.impl_(
+        "convolution.out",
+        ops::convolution_out::kernel(WithKeySet(variable_type::convolution_out)),
+    )?;
+    m.impl_(
+        "convolution_backward.out",
+        ops::convolution_backward_out::kernel(WithKeySet(variable_type::convolution_backward_out)),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d.out",
+        ops::_adaptive_avg_pool2d_out::kernel(WithKeySet(variable_type::_adaptive_avg_pool2d_out)),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d_backward.out",
+        ops::_adaptive_avg_pool2d_backward_out::kernel(WithKeySet(
+            variable_type::_adaptive_avg_pool2d_backward_out,
         )),
     )?;
 });
@@ -3856,6 +3964,42 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         )),
     )?;
     m.impl_(
+        "adaptive_avg_pool2d.out",
+        ops::adaptive_avg_pool2d_out::kernel(WithKeySet(inplace_or_view::adaptive_avg_pool2d_out)),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d.out",
+        ops::adaptive_max_pool2d_out::kernel(WithKeySet(inplace_or_view::adaptive_max_pool2d_out)),
+    )?;
+    m.impl_(
+        "adaptive_max_pool2d_backward.grad_input",
+        ops::adaptive_max_pool2d_backward_grad_input::kernel(WithKeySet(
+            inplace_or_view::adaptive_max_pool2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "avg_pool2d.out",
+        ops::avg_pool2d_out::kernel(WithKeySet(inplace_or_view::avg_pool2d_out)),
+    )?;
+    m.impl_(
+        "avg_pool2d_backward.grad_input",
+        ops::avg_pool2d_backward_grad_input::kernel(WithKeySet(
+            inplace_or_view::avg_pool2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        ops::max_pool2d_with_indices_out::kernel(WithKeySet(
+            inplace_or_view::max_pool2d_with_indices_out,
+        )),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        ops::max_pool2d_with_indices_backward_grad_input::kernel(WithKeySet(
+            inplace_or_view::max_pool2d_with_indices_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
         "add.Scalar_out",
         ops::add_Scalar_out::kernel(WithKeySet(inplace_or_view::add_Scalar_out)),
     )?;
@@ -4169,6 +4313,32 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         "binary_cross_entropy_with_logits.out",
         ops::binary_cross_entropy_with_logits_out::kernel(WithKeySet(
             inplace_or_view::binary_cross_entropy_with_logits_out,
+        )),
+    )?;
+    m.impl_(
+        "_convolution.out",
+        ops::_convolution_out::kernel(WithKeySet(inplace_or_view::_convolution_out)),
+    )?;
+    m.impl_(
+        "convolution.out",
+        ops::convolution_out::kernel(WithKeySet(inplace_or_view::convolution_out)),
+    )?;
+    m.impl_(
+        "convolution_backward.out",
+        ops::convolution_backward_out::kernel(WithKeySet(
+            inplace_or_view::convolution_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d.out",
+        ops::_adaptive_avg_pool2d_out::kernel(WithKeySet(
+            inplace_or_view::_adaptive_avg_pool2d_out,
+        )),
+    )?;
+    m.impl_(
+        "_adaptive_avg_pool2d_backward.out",
+        ops::_adaptive_avg_pool2d_backward_out::kernel(WithKeySet(
+            inplace_or_view::_adaptive_avg_pool2d_backward_out,
         )),
     )?;
 });

@@ -166,8 +166,9 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
          //! per shard.",
     );
     s.push('\n');
+    // `shard_<key>` (file `<key>.rs`), as `shard_mod`'s: a key may be a keyword (`as`).
     for k in by_shard.keys() {
-        s.push_str(&format!("mod {k};\n"));
+        s.push_str(&format!("#[path = \"{k}.rs\"]\nmod shard_{k};\n"));
     }
     s.push_str(
         "\n/// Called by every operator handle before its first lookup: referencing each shard's\n\
@@ -176,7 +177,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
          pub fn ensure_linked() {\n",
     );
     for k in by_shard.keys() {
-        s.push_str(&format!("    {k}::ensure_linked();\n"));
+        s.push_str(&format!("    shard_{k}::ensure_linked();\n"));
     }
     s.push_str(&format!(
         "}}\n\n// The namespace's library; the shards' fragments define its operators.\n\

@@ -3,8 +3,28 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 289 names.
+/// Module functions (`ratten.add`): 310 names.
 pub const FUNCTIONS: &[Binding] = &[
+    Binding {
+        name: "_adaptive_avg_pool2d",
+        module: "",
+        signatures: &[
+            "_adaptive_avg_pool2d(Tensor input, SymIntArrayRef[2] output_size)",
+        ],
+        schemas: &[
+            "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_adaptive_avg_pool2d_backward",
+        module: "nn",
+        signatures: &[
+            "_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor input)",
+        ],
+        schemas: &[
+            "aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
+        ],
+    },
     Binding {
         name: "_conj",
         module: "",
@@ -23,6 +43,38 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::_conj_physical(Tensor self) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_convolution",
+        module: "",
+        signatures: &[
+            "_convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, IntArrayRef output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled)",
+            "_convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32)",
+        ],
+        schemas: &[
+            "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor",
+            "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_convolution_double_backward",
+        module: "",
+        signatures: &[
+            "_convolution_double_backward(Tensor? ggI, Tensor? ggW, Tensor? ggb, Tensor gO, Tensor weight, Tensor input, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::_convolution_double_backward(Tensor? ggI, Tensor? ggW, Tensor? ggb, Tensor gO, Tensor weight, Tensor self, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "_convolution_mode",
+        module: "",
+        signatures: &[
+            "_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, c10::string_view padding, SymIntArrayRef dilation, SymInt groups)",
+        ],
+        schemas: &[
+            "aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor",
         ],
     },
     Binding {
@@ -159,6 +211,39 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::abs_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "adaptive_avg_pool2d",
+        module: "nn",
+        signatures: &[
+            "adaptive_avg_pool2d(Tensor input, SymIntArrayRef[2] output_size, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+            "aten::adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "adaptive_max_pool2d",
+        module: "nn",
+        signatures: &[
+            "adaptive_max_pool2d(Tensor input, IntArrayRef[2] output_size, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)",
+            "aten::adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
+        ],
+    },
+    Binding {
+        name: "adaptive_max_pool2d_backward",
+        module: "nn",
+        signatures: &[
+            "adaptive_max_pool2d_backward(Tensor grad_output, Tensor input, Tensor indices, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor",
+            "aten::adaptive_max_pool2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -393,6 +478,28 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "avg_pool2d",
+        module: "nn",
+        signatures: &[
+            "avg_pool2d(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int64_t? divisor_override=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+            "aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "avg_pool2d_backward",
+        module: "nn",
+        signatures: &[
+            "avg_pool2d_backward(Tensor grad_output, Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride, IntArrayRef[2] padding, bool ceil_mode, bool count_include_pad, int64_t? divisor_override, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+            "aten::avg_pool2d_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -698,6 +805,92 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::conj_physical_(Tensor(a!) self) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "conv1d",
+        module: "",
+        signatures: &[
+            "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, SymIntArrayRef[1] padding=0, SymIntArrayRef[1] dilation=1, SymInt groups=1)",
+            "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, c10::string_view padding=\"valid\", SymIntArrayRef[1] dilation=1, SymInt groups=1)",
+        ],
+        schemas: &[
+            "aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+            "aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conv2d",
+        module: "",
+        signatures: &[
+            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, SymIntArrayRef[2] padding=0, SymIntArrayRef[2] dilation=1, SymInt groups=1)",
+            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, c10::string_view padding=\"valid\", SymIntArrayRef[2] dilation=1, SymInt groups=1)",
+        ],
+        schemas: &[
+            "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+            "aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conv3d",
+        module: "",
+        signatures: &[
+            "conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, SymIntArrayRef[3] padding=0, SymIntArrayRef[3] dilation=1, SymInt groups=1)",
+            "conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, c10::string_view padding=\"valid\", SymIntArrayRef[3] dilation=1, SymInt groups=1)",
+        ],
+        schemas: &[
+            "aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+            "aten::conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding=\"valid\", SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conv_transpose1d",
+        module: "",
+        signatures: &[
+            "conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, SymIntArrayRef[1] padding=0, SymIntArrayRef[1] output_padding=0, SymInt groups=1, SymIntArrayRef[1] dilation=1)",
+        ],
+        schemas: &[
+            "aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conv_transpose2d",
+        module: "",
+        signatures: &[
+            "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, SymIntArrayRef[2] padding=0, SymIntArrayRef[2] output_padding=0, SymInt groups=1, SymIntArrayRef[2] dilation=1)",
+        ],
+        schemas: &[
+            "aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "conv_transpose3d",
+        module: "",
+        signatures: &[
+            "conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, SymIntArrayRef[3] padding=0, SymIntArrayRef[3] output_padding=0, SymInt groups=1, SymIntArrayRef[3] dilation=1)",
+        ],
+        schemas: &[
+            "aten::conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "convolution",
+        module: "",
+        signatures: &[
+            "convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups)",
+        ],
+        schemas: &[
+            "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "convolution_backward",
+        module: "",
+        signatures: &[
+            "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymIntArrayRef? bias_sizes, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
         ],
     },
     Binding {
@@ -1848,6 +2041,38 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
             "aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
+        ],
+    },
+    Binding {
+        name: "max_pool2d",
+        module: "",
+        signatures: &[
+            "max_pool2d(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, IntArrayRef[2] dilation=1, bool ceil_mode=False)",
+        ],
+        schemas: &[
+            "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "max_pool2d_with_indices",
+        module: "nn",
+        signatures: &[
+            "max_pool2d_with_indices(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, IntArrayRef[2] dilation=1, bool ceil_mode=False, *, TensorList[2] out=None)",
+        ],
+        schemas: &[
+            "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+            "aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
+        ],
+    },
+    Binding {
+        name: "max_pool2d_with_indices_backward",
+        module: "nn",
+        signatures: &[
+            "max_pool2d_with_indices_backward(Tensor grad_output, Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride, IntArrayRef[2] padding, IntArrayRef[2] dilation, bool ceil_mode, Tensor indices, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+            "aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {

@@ -493,6 +493,160 @@ pub fn mse_loss_backward_grad_input_out<'a>(
     Ok(grad_input)
 }
 
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+///
+/// Defaults: `stride` = `[]`, `padding` = `0`, `dilation` = `1`, `ceil_mode` = `False`.
+#[inline]
+pub fn max_pool2d(self_: &Tensor, kernel_size: &[i64]) -> Result<Tensor> {
+    operators::max_pool2d::call(self_, kernel_size, &[], &[0, 0], &[1, 1], false)
+}
+
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn max_pool2d_with(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    operators::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+///
+/// Defaults: `stride` = `[]`, `padding` = `0`, `dilation` = `1`, `ceil_mode` = `False`.
+#[inline]
+pub fn max_pool2d_with_indices_out<'a, 'b>(
+    out: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::max_pool2d_with_indices_out::call(
+        self_,
+        kernel_size,
+        &[],
+        &[0, 0],
+        &[1, 1],
+        false,
+        out,
+        indices,
+    )?;
+    Ok((out, indices))
+}
+
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn max_pool2d_with_indices_out_with<'a, 'b>(
+    out: &'a Tensor,
+    indices: &'b Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::max_pool2d_with_indices_out::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        out,
+        indices,
+    )?;
+    Ok((out, indices))
+}
+
+/// `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+///
+/// Defaults: `stride` = `[]`, `padding` = `0`, `dilation` = `1`, `ceil_mode` = `False`.
+#[inline]
+pub fn max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    operators::max_pool2d_with_indices::call(self_, kernel_size, &[], &[0, 0], &[1, 1], false)
+}
+
+/// `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn max_pool2d_with_indices_with(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    operators::max_pool2d_with_indices::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )
+}
+
+/// `aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn max_pool2d_with_indices_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<&'a Tensor> {
+    operators::max_pool2d_with_indices_backward_grad_input::call(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`
+#[inline]
+pub fn max_pool2d_with_indices_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    operators::max_pool2d_with_indices_backward::call(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+    )
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn mul_scalar_out<'a>(

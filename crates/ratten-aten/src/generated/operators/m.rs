@@ -1565,6 +1565,331 @@ impl mse_loss_backward_grad_input {
     }
 }
 
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+pub enum max_pool2d {}
+
+impl Operator for max_pool2d {
+    const NAME: &'static str = "aten::max_pool2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
+    type Args = (Tensor, Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_pool2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_pool2d {
+    pub fn call(
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, kernel_size, stride, padding, dilation, ceil_mode))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (self_, kernel_size, stride, padding, dilation, ceil_mode),
+        )
+    }
+}
+
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub enum max_pool2d_with_indices_out {}
+
+impl Operator for max_pool2d_with_indices_out {
+    const NAME: &'static str = "aten::max_pool2d_with_indices";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        bool,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_pool2d_with_indices_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_pool2d_with_indices_out {
+    pub fn call(
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        out: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            out,
+            indices,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        out: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                self_,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                ceil_mode,
+                out,
+                indices,
+            ),
+        )
+    }
+}
+
+/// `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub enum max_pool2d_with_indices {}
+
+impl Operator for max_pool2d_with_indices {
+    const NAME: &'static str = "aten::max_pool2d_with_indices";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)";
+    type Args = (Tensor, Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>, bool);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_pool2d_with_indices> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_pool2d_with_indices {
+    pub fn call(
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((self_, kernel_size, stride, padding, dilation, ceil_mode))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (self_, kernel_size, stride, padding, dilation, ceil_mode),
+        )
+    }
+}
+
+/// `aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum max_pool2d_with_indices_backward_grad_input {}
+
+impl Operator for max_pool2d_with_indices_backward_grad_input {
+    const NAME: &'static str = "aten::max_pool2d_with_indices_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        bool,
+        Tensor,
+        Tensor,
+    );
+    type Return = Aliased<8>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_pool2d_with_indices_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_pool2d_with_indices_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<8>> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<8>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                ceil_mode,
+                indices,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`
+pub enum max_pool2d_with_indices_backward {}
+
+impl Operator for max_pool2d_with_indices_backward {
+    const NAME: &'static str = "aten::max_pool2d_with_indices_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor";
+    type Args = (
+        Tensor,
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        bool,
+        Tensor,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<max_pool2d_with_indices_backward> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl max_pool2d_with_indices_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                self_,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                ceil_mode,
+                indices,
+            ),
+        )
+    }
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum mul_Scalar_out {}
 

@@ -5,12 +5,38 @@
 //! kernel for the highest key of `ks`, from a kernel below its own key), taking the
 //! borrowed arguments in schema order (`operators::add_Tensor::call(&a, &b, &alpha)`).
 
-#[path = "a.rs"]
-mod shard_a;
+#[path = "ab.rs"]
+mod shard_ab;
+#[path = "ad.rs"]
+mod shard_ad;
+#[path = "al.rs"]
+mod shard_al;
+#[path = "am.rs"]
+mod shard_am;
+#[path = "an.rs"]
+mod shard_an;
+#[path = "ar.rs"]
+mod shard_ar;
+#[path = "as.rs"]
+mod shard_as;
+#[path = "av.rs"]
+mod shard_av;
 #[path = "b.rs"]
 mod shard_b;
-#[path = "c.rs"]
-mod shard_c;
+#[path = "ca.rs"]
+mod shard_ca;
+#[path = "ce.rs"]
+mod shard_ce;
+#[path = "ch.rs"]
+mod shard_ch;
+#[path = "cl.rs"]
+mod shard_cl;
+#[path = "co.rs"]
+mod shard_co;
+#[path = "cr.rs"]
+mod shard_cr;
+#[path = "cu.rs"]
+mod shard_cu;
 #[path = "d.rs"]
 mod shard_d;
 #[path = "e.rs"]
@@ -84,9 +110,22 @@ mod shard_w;
 #[path = "z.rs"]
 mod shard_z;
 
-pub use shard_a::*;
+pub use shard_ab::*;
+pub use shard_ad::*;
+pub use shard_al::*;
+pub use shard_am::*;
+pub use shard_an::*;
+pub use shard_ar::*;
+pub use shard_as::*;
+pub use shard_av::*;
 pub use shard_b::*;
-pub use shard_c::*;
+pub use shard_ca::*;
+pub use shard_ce::*;
+pub use shard_ch::*;
+pub use shard_cl::*;
+pub use shard_co::*;
+pub use shard_cr::*;
+pub use shard_cu::*;
 pub use shard_d::*;
 pub use shard_e::*;
 pub use shard_f::*;

@@ -78,6 +78,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int reduction, *, Tensor(a!) grad_input) -> Tensor(a!)",
     )?;
+    m.def(
+        "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+    )?;
+    m.def(
+        "max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+    )?;
+    m.def(
+        "max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+    )?;
     m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
@@ -183,6 +198,26 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "mish_backward",
         operators::mish_backward::kernel(backends::cpu::mish_backward),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        operators::max_pool2d_with_indices_out::kernel(backends::cpu::max_pool2d_with_indices_outf),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices",
+        operators::max_pool2d_with_indices::kernel(backends::cpu::max_pool2d_with_indices),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        operators::max_pool2d_with_indices_backward_grad_input::kernel(
+            max_pool2d_with_indices_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward",
+        operators::max_pool2d_with_indices_backward::kernel(
+            backends::cpu::max_pool2d_with_indices_backward,
+        ),
     )?;
 });
 
@@ -296,6 +331,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "mish_backward",
         operators::mish_backward::kernel(backends::composite_implicit_autograd::mish_backward),
     )?;
+    m.impl_(
+        "max_pool2d",
+        operators::max_pool2d::kernel(backends::composite_implicit_autograd::max_pool2d),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
@@ -388,6 +427,28 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_("mish", operators::mish::kernel(backends::meta::mish))?;
     m.impl_("mish_", operators::mish_::kernel(mish__meta))?;
     m.impl_("mish.out", operators::mish_out::kernel(mish_out_meta))?;
+    m.impl_(
+        "max_pool2d_with_indices.out",
+        operators::max_pool2d_with_indices_out::kernel(
+            backends::meta::max_pool2d_with_indices_outf,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices",
+        operators::max_pool2d_with_indices::kernel(backends::meta::max_pool2d_with_indices),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward.grad_input",
+        operators::max_pool2d_with_indices_backward_grad_input::kernel(
+            max_pool2d_with_indices_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "max_pool2d_with_indices_backward",
+        operators::max_pool2d_with_indices_backward::kernel(
+            backends::meta::max_pool2d_with_indices_backward,
+        ),
+    )?;
 });
 
 fn mul__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
@@ -474,6 +535,31 @@ fn mish__cpu(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn mish_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::cpu::mish_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn max_pool2d_with_indices_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    backends::cpu::max_pool2d_with_indices_backward_grad_input_outf(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 
@@ -664,5 +750,30 @@ fn mish__meta(self_: &Tensor) -> Result<Aliased<0>> {
 
 fn mish_out_meta(self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     backends::meta::mish_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn max_pool2d_with_indices_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    backends::meta::max_pool2d_with_indices_backward_grad_input_outf(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
     Ok(Aliased)
 }

@@ -2,89 +2,167 @@
 //! Static registration: every schema, and every kernel under its dispatch key; one file
 //! per shard.
 
-mod a;
-mod b;
-mod c;
-mod d;
-mod e;
-mod f;
-mod g;
-mod h;
-mod i;
-mod k;
-mod l1;
-mod le;
-mod li;
-mod lo;
-mod lt;
-mod m;
-mod n;
-mod o;
-mod p;
-mod ra;
-mod re;
-mod ro;
-mod rs;
-mod sc;
-mod se;
-mod sg;
-mod si;
-mod sl;
-mod sm;
-mod so;
-mod sp;
-mod sq;
-mod st;
-mod su;
-mod t;
-mod u;
-mod v;
-mod w;
-mod z;
+#[path = "ab.rs"]
+mod shard_ab;
+#[path = "ad.rs"]
+mod shard_ad;
+#[path = "al.rs"]
+mod shard_al;
+#[path = "am.rs"]
+mod shard_am;
+#[path = "an.rs"]
+mod shard_an;
+#[path = "ar.rs"]
+mod shard_ar;
+#[path = "as.rs"]
+mod shard_as;
+#[path = "av.rs"]
+mod shard_av;
+#[path = "b.rs"]
+mod shard_b;
+#[path = "ca.rs"]
+mod shard_ca;
+#[path = "ce.rs"]
+mod shard_ce;
+#[path = "ch.rs"]
+mod shard_ch;
+#[path = "cl.rs"]
+mod shard_cl;
+#[path = "co.rs"]
+mod shard_co;
+#[path = "cr.rs"]
+mod shard_cr;
+#[path = "cu.rs"]
+mod shard_cu;
+#[path = "d.rs"]
+mod shard_d;
+#[path = "e.rs"]
+mod shard_e;
+#[path = "f.rs"]
+mod shard_f;
+#[path = "g.rs"]
+mod shard_g;
+#[path = "h.rs"]
+mod shard_h;
+#[path = "i.rs"]
+mod shard_i;
+#[path = "k.rs"]
+mod shard_k;
+#[path = "l1.rs"]
+mod shard_l1;
+#[path = "le.rs"]
+mod shard_le;
+#[path = "li.rs"]
+mod shard_li;
+#[path = "lo.rs"]
+mod shard_lo;
+#[path = "lt.rs"]
+mod shard_lt;
+#[path = "m.rs"]
+mod shard_m;
+#[path = "n.rs"]
+mod shard_n;
+#[path = "o.rs"]
+mod shard_o;
+#[path = "p.rs"]
+mod shard_p;
+#[path = "ra.rs"]
+mod shard_ra;
+#[path = "re.rs"]
+mod shard_re;
+#[path = "ro.rs"]
+mod shard_ro;
+#[path = "rs.rs"]
+mod shard_rs;
+#[path = "sc.rs"]
+mod shard_sc;
+#[path = "se.rs"]
+mod shard_se;
+#[path = "sg.rs"]
+mod shard_sg;
+#[path = "si.rs"]
+mod shard_si;
+#[path = "sl.rs"]
+mod shard_sl;
+#[path = "sm.rs"]
+mod shard_sm;
+#[path = "so.rs"]
+mod shard_so;
+#[path = "sp.rs"]
+mod shard_sp;
+#[path = "sq.rs"]
+mod shard_sq;
+#[path = "st.rs"]
+mod shard_st;
+#[path = "su.rs"]
+mod shard_su;
+#[path = "t.rs"]
+mod shard_t;
+#[path = "u.rs"]
+mod shard_u;
+#[path = "v.rs"]
+mod shard_v;
+#[path = "w.rs"]
+mod shard_w;
+#[path = "z.rs"]
+mod shard_z;
 
 /// Called by every operator handle before its first lookup: referencing each shard's
 /// registrations keeps them linked into any binary that calls an operator.
 #[inline(never)]
 pub fn ensure_linked() {
-    a::ensure_linked();
-    b::ensure_linked();
-    c::ensure_linked();
-    d::ensure_linked();
-    e::ensure_linked();
-    f::ensure_linked();
-    g::ensure_linked();
-    h::ensure_linked();
-    i::ensure_linked();
-    k::ensure_linked();
-    l1::ensure_linked();
-    le::ensure_linked();
-    li::ensure_linked();
-    lo::ensure_linked();
-    lt::ensure_linked();
-    m::ensure_linked();
-    n::ensure_linked();
-    o::ensure_linked();
-    p::ensure_linked();
-    ra::ensure_linked();
-    re::ensure_linked();
-    ro::ensure_linked();
-    rs::ensure_linked();
-    sc::ensure_linked();
-    se::ensure_linked();
-    sg::ensure_linked();
-    si::ensure_linked();
-    sl::ensure_linked();
-    sm::ensure_linked();
-    so::ensure_linked();
-    sp::ensure_linked();
-    sq::ensure_linked();
-    st::ensure_linked();
-    su::ensure_linked();
-    t::ensure_linked();
-    u::ensure_linked();
-    v::ensure_linked();
-    w::ensure_linked();
-    z::ensure_linked();
+    shard_ab::ensure_linked();
+    shard_ad::ensure_linked();
+    shard_al::ensure_linked();
+    shard_am::ensure_linked();
+    shard_an::ensure_linked();
+    shard_ar::ensure_linked();
+    shard_as::ensure_linked();
+    shard_av::ensure_linked();
+    shard_b::ensure_linked();
+    shard_ca::ensure_linked();
+    shard_ce::ensure_linked();
+    shard_ch::ensure_linked();
+    shard_cl::ensure_linked();
+    shard_co::ensure_linked();
+    shard_cr::ensure_linked();
+    shard_cu::ensure_linked();
+    shard_d::ensure_linked();
+    shard_e::ensure_linked();
+    shard_f::ensure_linked();
+    shard_g::ensure_linked();
+    shard_h::ensure_linked();
+    shard_i::ensure_linked();
+    shard_k::ensure_linked();
+    shard_l1::ensure_linked();
+    shard_le::ensure_linked();
+    shard_li::ensure_linked();
+    shard_lo::ensure_linked();
+    shard_lt::ensure_linked();
+    shard_m::ensure_linked();
+    shard_n::ensure_linked();
+    shard_o::ensure_linked();
+    shard_p::ensure_linked();
+    shard_ra::ensure_linked();
+    shard_re::ensure_linked();
+    shard_ro::ensure_linked();
+    shard_rs::ensure_linked();
+    shard_sc::ensure_linked();
+    shard_se::ensure_linked();
+    shard_sg::ensure_linked();
+    shard_si::ensure_linked();
+    shard_sl::ensure_linked();
+    shard_sm::ensure_linked();
+    shard_so::ensure_linked();
+    shard_sp::ensure_linked();
+    shard_sq::ensure_linked();
+    shard_st::ensure_linked();
+    shard_su::ensure_linked();
+    shard_t::ensure_linked();
+    shard_u::ensure_linked();
+    shard_v::ensure_linked();
+    shard_w::ensure_linked();
+    shard_z::ensure_linked();
 }
 
 // The namespace's library; the shards' fragments define its operators.

@@ -663,3 +663,275 @@ impl Node for AddbmmBackward0 {
         self.batch2.reset_data();
     }
 }
+
+/// The backward of `aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (derivatives.yaml: `_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor`).
+pub struct AdaptiveAvgPool2DBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+}
+
+impl Node for AdaptiveAvgPool2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AdaptiveAvgPool2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_adaptive_avg_pool2d_backward::call(grad, &self_)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor` (derivatives.yaml: `_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor`).
+pub struct AdaptiveAvgPool2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_output_sym_argsize_minus_1: i64,
+    pub grad_output_sym_argsize_minus_2: i64,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for AdaptiveAvgPool2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AdaptiveAvgPool2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_adaptive_avg_pool2d::call(
+                grad,
+                &[
+                    self.grad_output_sym_argsize_minus_2,
+                    self.grad_output_sym_argsize_minus_1,
+                ],
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (derivatives.yaml: `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)`).
+pub struct AdaptiveMaxPool2DBackward0 {
+    pub base: NodeBase,
+    pub self_: SavedVariable,
+    pub result1: SavedVariable,
+}
+
+impl Node for AdaptiveMaxPool2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AdaptiveMaxPool2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::adaptive_max_pool2d_backward::call(grad, &self_, &result1)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.result1.reset_data();
+    }
+}
+
+/// The backward of `aten::adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor` (derivatives.yaml: `adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor`).
+pub struct AdaptiveMaxPool2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub indices: SavedVariable,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for AdaptiveMaxPool2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AdaptiveMaxPool2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let indices = self.indices.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = max_pool_double_backward(grad, &indices, 2)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset_data();
+    }
+}
+
+/// The backward of `aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (derivatives.yaml: `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`).
+pub struct AvgPool2DBackward0 {
+    pub base: NodeBase,
+    pub ceil_mode: bool,
+    pub count_include_pad: bool,
+    pub divisor_override: Option<i64>,
+    pub kernel_size: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+    pub stride: Vec<i64>,
+}
+
+impl Node for AvgPool2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AvgPool2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::avg_pool2d_backward::call(
+                grad,
+                &self_,
+                &self.kernel_size,
+                &self.stride,
+                &self.padding,
+                self.ceil_mode,
+                self.count_include_pad,
+                self.divisor_override,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor` (derivatives.yaml: `avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor`).
+pub struct AvgPool2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub ceil_mode: bool,
+    pub count_include_pad: bool,
+    pub divisor_override: Option<i64>,
+    pub kernel_size: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub self_info: (Vec<i64>, TensorOptions),
+    pub stride: Vec<i64>,
+}
+
+impl Node for AvgPool2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AvgPool2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::avg_pool2d::call(
+                grad,
+                &self.kernel_size,
+                &self.stride,
+                &self.padding,
+                self.ceil_mode,
+                self.count_include_pad,
+                self.divisor_override,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}

@@ -522,3 +522,231 @@ impl Node for CeluBackward1 {
         self.result.reset_data();
     }
 }
+
+/// The backward of `aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (derivatives.yaml: `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor`).
+pub struct ConvolutionBackward1 {
+    pub base: NodeBase,
+    pub bias_sym_sizes_opt: Option<Vec<i64>>,
+    pub dilation: Vec<i64>,
+    pub groups: i64,
+    pub input: SavedVariable,
+    pub output_padding: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub stride: Vec<i64>,
+    pub transposed: bool,
+    pub weight: SavedVariable,
+}
+
+impl Node for ConvolutionBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConvolutionBackward1")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let grad = grads[0].clone();
+            let (input_grad, weight_grad, bias_grad) = if grad.is_some() {
+                convolution_backward(
+                    defined(&grad)?,
+                    &input,
+                    &weight,
+                    self.bias_sym_sizes_opt.as_deref(),
+                    &self.stride,
+                    &self.padding,
+                    &self.dilation,
+                    self.transposed,
+                    &self.output_padding,
+                    self.groups,
+                    &grad_input_mask,
+                )?
+            } else {
+                (None, None, None)
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.input.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (derivatives.yaml: `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`).
+pub struct ConvolutionBackward0 {
+    pub base: NodeBase,
+    pub bias_sym_sizes_opt: Option<Vec<i64>>,
+    pub dilation: Vec<i64>,
+    pub groups: i64,
+    pub input: SavedVariable,
+    pub output_padding: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub stride: Vec<i64>,
+    pub transposed: bool,
+    pub weight: SavedVariable,
+}
+
+impl Node for ConvolutionBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConvolutionBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let grad = grads[0].clone();
+            let (input_grad, weight_grad, bias_grad) = if grad.is_some() {
+                convolution_backward(
+                    defined(&grad)?,
+                    &input,
+                    &weight,
+                    self.bias_sym_sizes_opt.as_deref(),
+                    &self.stride,
+                    &self.padding,
+                    &self.dilation,
+                    self.transposed,
+                    &self.output_padding,
+                    self.groups,
+                    &grad_input_mask,
+                )?
+            } else {
+                (None, None, None)
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.input.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`).
+pub struct ConvolutionBackwardBackward0 {
+    pub base: NodeBase,
+    pub dilation: Vec<i64>,
+    pub grad_output: SavedVariable,
+    pub groups: i64,
+    pub input: SavedVariable,
+    pub output_padding: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub stride: Vec<i64>,
+    pub transposed: bool,
+    pub weight: SavedVariable,
+}
+
+impl Node for ConvolutionBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConvolutionBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(grad_output_ix),
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let (grad_output_grad, input_grad, weight_grad) =
+                ops::_convolution_double_backward::call(
+                    grads[0].as_ref(),
+                    grads[1].as_ref(),
+                    grads[2].as_ref(),
+                    &grad_output,
+                    &weight,
+                    &input,
+                    &self.stride,
+                    &self.padding,
+                    &self.dilation,
+                    self.transposed,
+                    &self.output_padding,
+                    self.groups,
+                    &grad_input_mask,
+                )?;
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, grad_output_ix, Some(grad_output_grad));
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, input_ix, Some(input_grad));
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, weight_ix, Some(weight_grad));
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.input.reset_data();
+        self.weight.reset_data();
+    }
+}

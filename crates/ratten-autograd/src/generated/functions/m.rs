@@ -840,3 +840,102 @@ impl Node for MseLossBackwardBackward0 {
         self.target.reset_data();
     }
 }
+
+/// The backward of `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (derivatives.yaml: `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`).
+pub struct MaxPool2DWithIndicesBackward0 {
+    pub base: NodeBase,
+    pub ceil_mode: bool,
+    pub dilation: Vec<i64>,
+    pub kernel_size: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+    pub stride: Vec<i64>,
+    pub result1: SavedVariable,
+}
+
+impl Node for MaxPool2DWithIndicesBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("MaxPool2DWithIndicesBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::max_pool2d_with_indices_backward::call(
+                grad,
+                &self_,
+                &self.kernel_size,
+                &self.stride,
+                &self.padding,
+                &self.dilation,
+                self.ceil_mode,
+                &result1,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+        self.result1.reset_data();
+    }
+}
+
+/// The backward of `aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (derivatives.yaml: `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`).
+pub struct MaxPool2DWithIndicesBackwardBackward0 {
+    pub base: NodeBase,
+    pub indices: SavedVariable,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for MaxPool2DWithIndicesBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("MaxPool2DWithIndicesBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let indices = self.indices.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = max_pool_double_backward(grad, &indices, 2)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset_data();
+    }
+}

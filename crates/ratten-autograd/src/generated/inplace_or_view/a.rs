@@ -603,6 +603,133 @@ pub(crate) fn addbmm_out(
     Ok(ret)
 }
 
+/// `aten::adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn adaptive_avg_pool2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::adaptive_avg_pool2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output_size,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn adaptive_max_pool2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::adaptive_max_pool2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output_size,
+            out,
+            indices,
+        )?
+    };
+    increment_version(out);
+    increment_version(indices);
+    Ok(ret)
+}
+
+/// `aten::adaptive_max_pool2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn adaptive_max_pool2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::adaptive_max_pool2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            indices,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn avg_pool2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    out: &Tensor,
+) -> Result<Aliased<7>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::avg_pool2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::avg_pool2d_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn avg_pool2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::avg_pool2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn add_Scalar_out(
     ks: DispatchKeySet,
@@ -618,6 +745,46 @@ pub(crate) fn add_Scalar_out(
             self_,
             other,
             alpha,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _adaptive_avg_pool2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_adaptive_avg_pool2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output_size,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::_adaptive_avg_pool2d_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _adaptive_avg_pool2d_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_adaptive_avg_pool2d_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
             out,
         )?
     };

@@ -374,3 +374,123 @@ pub(crate) fn celu_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::_convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _convolution_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+    out: &Tensor,
+) -> Result<Aliased<13>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_convolution_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            benchmark,
+            deterministic,
+            cudnn_enabled,
+            allow_tf32,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn convolution_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    out: &Tensor,
+) -> Result<Aliased<9>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::convolution_backward.out(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn convolution_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            input,
+            weight,
+            bias_sizes,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}

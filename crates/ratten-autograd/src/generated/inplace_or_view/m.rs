@@ -384,6 +384,69 @@ pub(crate) fn mse_loss_backward_grad_input(
     Ok(ret)
 }
 
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn max_pool2d_with_indices_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            out,
+            indices,
+        )?
+    };
+    increment_version(out);
+    increment_version(indices);
+    Ok(ret)
+}
+
+/// `aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn max_pool2d_with_indices_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

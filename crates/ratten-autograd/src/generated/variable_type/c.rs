@@ -749,6 +749,177 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
     Ok(ret)
 }
 
+/// `aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor`
+pub(crate) fn _convolution(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+) -> Result<Tensor> {
+    let inputs = [Some(input), Some(weight), bias];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConvolutionBackward1 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            bias_sym_sizes_opt: bias.map(|t| t.sizes().to_vec()),
+            dilation: dilation.to_vec(),
+            groups,
+            input: SavedVariable::new(input, false),
+            output_padding: output_padding.to_vec(),
+            padding: padding.to_vec(),
+            stride: stride.to_vec(),
+            transposed,
+            weight: SavedVariable::new(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_convolution::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            benchmark,
+            deterministic,
+            cudnn_enabled,
+            allow_tf32,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+pub(crate) fn convolution(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(input), Some(weight), bias];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConvolutionBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            bias_sym_sizes_opt: bias.map(|t| t.sizes().to_vec()),
+            dilation: dilation.to_vec(),
+            groups,
+            input: SavedVariable::new(input, false),
+            output_padding: output_padding.to_vec(),
+            padding: padding.to_vec(),
+            stride: stride.to_vec(),
+            transposed,
+            weight: SavedVariable::new(weight, false),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn convolution_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(grad_output), Some(input), Some(weight)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConvolutionBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            dilation: dilation.to_vec(),
+            grad_output: SavedVariable::new(grad_output, false),
+            groups,
+            input: SavedVariable::new(input, false),
+            output_padding: output_padding.to_vec(),
+            padding: padding.to_vec(),
+            stride: stride.to_vec(),
+            transposed,
+            weight: SavedVariable::new(weight, false),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            input,
+            weight,
+            bias_sizes,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn copy_out(
     ks: DispatchKeySet,
@@ -865,6 +1036,146 @@ pub(crate) fn celu_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::celu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::_convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _convolution_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+    out: &Tensor,
+) -> Result<Aliased<13>> {
+    let inputs = [Some(input), Some(weight), bias, Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_convolution(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_convolution_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            benchmark,
+            deterministic,
+            cudnn_enabled,
+            allow_tf32,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn convolution_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    out: &Tensor,
+) -> Result<Aliased<9>> {
+    let inputs = [Some(input), Some(weight), bias, Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "convolution(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::convolution_backward.out(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn convolution_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(grad_output),
+        Some(input),
+        Some(weight),
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "convolution_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::convolution_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            input,
+            weight,
+            bias_sizes,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
     };
     Ok(ret)
 }

@@ -1081,6 +1081,178 @@ pub(crate) fn mse_loss_backward_grad_input(
     Ok(ret)
 }
 
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn max_pool2d_with_indices_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_), Some(out), Some(indices)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "max_pool2d_with_indices(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            out,
+            indices,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub(crate) fn max_pool2d_with_indices(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(MaxPool2DWithIndicesBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            ceil_mode,
+            dilation: dilation.to_vec(),
+            kernel_size: kernel_size.to_vec(),
+            padding: padding.to_vec(),
+            self_: SavedVariable::new(self_, false),
+            stride: stride.to_vec(),
+            result1: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0)], &node)?;
+    }
+    Ok((result0, result1))
+}
+
+/// `aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn max_pool2d_with_indices_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Aliased<8>> {
+    let inputs = [
+        Some(grad_output),
+        Some(self_),
+        Some(indices),
+        Some(grad_input),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "max_pool2d_with_indices_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`
+pub(crate) fn max_pool2d_with_indices_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(MaxPool2DWithIndicesBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            indices: SavedVariable::new(indices, false),
+            self_info: (
+                self_.sizes().to_vec(),
+                TensorOptions::new()
+                    .dtype(self_.scalar_type())
+                    .device(self_.device()),
+            ),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::max_pool2d_with_indices_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn mul_Scalar_out(
     ks: DispatchKeySet,

@@ -6,6 +6,44 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_adaptive_avg_pool2d`: 1 signature(s).
+pub(super) fn function_private_adaptive_avg_pool2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _adaptive_avg_pool2d(Tensor input, SymIntArrayRef[2] output_size)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            let result = r.run(py, move || {
+                functions::_adaptive_avg_pool2d(&a_self, &a_output_size)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_adaptive_avg_pool2d_backward`: 1 signature(s).
+pub(super) fn function_private_adaptive_avg_pool2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _adaptive_avg_pool2d_backward(Tensor grad_output, Tensor input)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let result = r.run(py, move || {
+                functions::_adaptive_avg_pool2d_backward(&a_grad_output, &a_self)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `abs`: 1 signature(s).
 pub(super) fn function_abs(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -39,6 +77,104 @@ pub(super) fn function_abs_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `adaptive_avg_pool2d`: 1 signature(s).
+pub(super) fn function_adaptive_avg_pool2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // adaptive_avg_pool2d(Tensor input, SymIntArrayRef[2] output_size, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let result = r.run(py, move || {
+                    functions::adaptive_avg_pool2d(&a_self, &a_output_size)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            r.run(py, move || {
+                functions::adaptive_avg_pool2d_out(&a_out, &a_self, &a_output_size)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `adaptive_max_pool2d`: 1 signature(s).
+pub(super) fn function_adaptive_max_pool2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // adaptive_max_pool2d(Tensor input, IntArrayRef[2] output_size, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let result = r.run(py, move || {
+                    functions::adaptive_max_pool2d(&a_self, &a_output_size)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor_list_item(2, 0, 2)?;
+            let a_indices = r.tensor_list_item(2, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            r.run(py, move || {
+                functions::adaptive_max_pool2d_out(&a_out, &a_indices, &a_self, &a_output_size)?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![r.tensor_list_object(2, 0), r.tensor_list_object(2, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `adaptive_max_pool2d_backward`: 1 signature(s).
+pub(super) fn function_adaptive_max_pool2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // adaptive_max_pool2d_backward(Tensor grad_output, Tensor input, Tensor indices, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_indices = r.tensor(2)?;
+                let result = r.run(py, move || {
+                    functions::adaptive_max_pool2d_backward(&a_grad_output, &a_self, &a_indices)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_indices = r.tensor(2)?;
+            r.run(py, move || {
+                functions::adaptive_max_pool2d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_indices,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }
@@ -703,6 +839,119 @@ pub(super) fn function_as_strided(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyR
                 functions::as_strided_with(&a_self, &a_size, &a_stride, a_storage_offset)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `avg_pool2d`: 1 signature(s).
+pub(super) fn function_avg_pool2d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // avg_pool2d(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int64_t? divisor_override=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(7) {
+                let a_self = r.tensor(0)?;
+                let a_kernel_size = r.int_list(1)?;
+                let a_stride = r.int_list(2)?;
+                let a_padding = r.int_list(3)?;
+                let a_ceil_mode = r.bool(4)?;
+                let a_count_include_pad = r.bool(5)?;
+                let a_divisor_override = r.optional_int(6)?;
+                let result = r.run(py, move || {
+                    functions::avg_pool2d_with(
+                        &a_self,
+                        &a_kernel_size,
+                        &a_stride,
+                        &a_padding,
+                        a_ceil_mode,
+                        a_count_include_pad,
+                        a_divisor_override,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(7)?;
+            let a_self = r.tensor(0)?;
+            let a_kernel_size = r.int_list(1)?;
+            let a_stride = r.int_list(2)?;
+            let a_padding = r.int_list(3)?;
+            let a_ceil_mode = r.bool(4)?;
+            let a_count_include_pad = r.bool(5)?;
+            let a_divisor_override = r.optional_int(6)?;
+            r.run(py, move || {
+                functions::avg_pool2d_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_kernel_size,
+                    &a_stride,
+                    &a_padding,
+                    a_ceil_mode,
+                    a_count_include_pad,
+                    a_divisor_override,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(7))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `avg_pool2d_backward`: 1 signature(s).
+pub(super) fn function_avg_pool2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // avg_pool2d_backward(Tensor grad_output, Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride, IntArrayRef[2] padding, bool ceil_mode, bool count_include_pad, int64_t? divisor_override, *, Tensor out=None)
+        0 => {
+            if r.is_none(8) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_kernel_size = r.int_list(2)?;
+                let a_stride = r.int_list(3)?;
+                let a_padding = r.int_list(4)?;
+                let a_ceil_mode = r.bool(5)?;
+                let a_count_include_pad = r.bool(6)?;
+                let a_divisor_override = r.optional_int(7)?;
+                let result = r.run(py, move || {
+                    functions::avg_pool2d_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_kernel_size,
+                        &a_stride,
+                        &a_padding,
+                        a_ceil_mode,
+                        a_count_include_pad,
+                        a_divisor_override,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(8)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_kernel_size = r.int_list(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_ceil_mode = r.bool(5)?;
+            let a_count_include_pad = r.bool(6)?;
+            let a_divisor_override = r.optional_int(7)?;
+            r.run(py, move || {
+                functions::avg_pool2d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_kernel_size,
+                    &a_stride,
+                    &a_padding,
+                    a_ceil_mode,
+                    a_count_include_pad,
+                    a_divisor_override,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(8))
         }
         _ => Err(r.unknown_signature()),
     }

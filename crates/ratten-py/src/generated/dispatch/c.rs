@@ -35,6 +35,158 @@ pub(super) fn function_private_conj_physical(
     }
 }
 
+/// `_convolution`: 2 signature(s).
+pub(super) fn function_private_convolution(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, IntArrayRef output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_transposed = r.bool(6)?;
+            let a_output_padding = r.int_list(7)?;
+            let a_groups = r.int(8)?;
+            let a_benchmark = r.bool(9)?;
+            let a_deterministic = r.bool(10)?;
+            let a_cudnn_enabled = r.bool(11)?;
+            let result = r.run(py, move || {
+                functions::_convolution_deprecated(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_transposed,
+                    &a_output_padding,
+                    a_groups,
+                    a_benchmark,
+                    a_deterministic,
+                    a_cudnn_enabled,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // _convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32)
+        1 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_transposed = r.bool(6)?;
+            let a_output_padding = r.int_list(7)?;
+            let a_groups = r.int(8)?;
+            let a_benchmark = r.bool(9)?;
+            let a_deterministic = r.bool(10)?;
+            let a_cudnn_enabled = r.bool(11)?;
+            let a_allow_tf32 = r.bool(12)?;
+            let result = r.run(py, move || {
+                functions::_convolution(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_transposed,
+                    &a_output_padding,
+                    a_groups,
+                    a_benchmark,
+                    a_deterministic,
+                    a_cudnn_enabled,
+                    a_allow_tf32,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_convolution_double_backward`: 1 signature(s).
+pub(super) fn function_private_convolution_double_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _convolution_double_backward(Tensor? ggI, Tensor? ggW, Tensor? ggb, Tensor gO, Tensor weight, Tensor input, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_ggI = r.optional_tensor(0)?;
+            let a_ggW = r.optional_tensor(1)?;
+            let a_ggb = r.optional_tensor(2)?;
+            let a_gO = r.tensor(3)?;
+            let a_weight = r.tensor(4)?;
+            let a_self = r.tensor(5)?;
+            let a_stride = r.int_list(6)?;
+            let a_padding = r.int_list(7)?;
+            let a_dilation = r.int_list(8)?;
+            let a_transposed = r.bool(9)?;
+            let a_output_padding = r.int_list(10)?;
+            let a_groups = r.int(11)?;
+            let a_output_mask = r.bool_list(12)?;
+            let result = r.run(py, move || {
+                functions::_convolution_double_backward(
+                    a_ggI.as_ref(),
+                    a_ggW.as_ref(),
+                    a_ggb.as_ref(),
+                    &a_gO,
+                    &a_weight,
+                    &a_self,
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_transposed,
+                    &a_output_padding,
+                    a_groups,
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_convolution_mode`: 1 signature(s).
+pub(super) fn function_private_convolution_mode(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, c10::string_view padding, SymIntArrayRef dilation, SymInt groups)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.string(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::_convolution_mode(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `_cummax_helper`: 1 signature(s).
 pub(super) fn function_private_cummax_helper(
     py: Python<'_>,
@@ -410,6 +562,334 @@ pub(super) fn function_conj_physical_(
                 Ok(())
             })?;
             Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv1d`: 2 signature(s).
+pub(super) fn function_conv1d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, SymIntArrayRef[1] padding=0, SymIntArrayRef[1] dilation=1, SymInt groups=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv1d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, c10::string_view padding="valid", SymIntArrayRef[1] dilation=1, SymInt groups=1)
+        1 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.string(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv1d_padding_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv2d`: 2 signature(s).
+pub(super) fn function_conv2d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, SymIntArrayRef[2] padding=0, SymIntArrayRef[2] dilation=1, SymInt groups=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv2d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, c10::string_view padding="valid", SymIntArrayRef[2] dilation=1, SymInt groups=1)
+        1 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.string(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv2d_padding_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv3d`: 2 signature(s).
+pub(super) fn function_conv3d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, SymIntArrayRef[3] padding=0, SymIntArrayRef[3] dilation=1, SymInt groups=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv3d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, c10::string_view padding="valid", SymIntArrayRef[3] dilation=1, SymInt groups=1)
+        1 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.string(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::conv3d_padding_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv_transpose1d`: 1 signature(s).
+pub(super) fn function_conv_transpose1d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[1] stride=1, SymIntArrayRef[1] padding=0, SymIntArrayRef[1] output_padding=0, SymInt groups=1, SymIntArrayRef[1] dilation=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_output_padding = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let a_dilation = r.int_list(7)?;
+            let result = r.run(py, move || {
+                functions::conv_transpose1d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_output_padding,
+                    a_groups,
+                    &a_dilation,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv_transpose2d`: 1 signature(s).
+pub(super) fn function_conv_transpose2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[2] stride=1, SymIntArrayRef[2] padding=0, SymIntArrayRef[2] output_padding=0, SymInt groups=1, SymIntArrayRef[2] dilation=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_output_padding = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let a_dilation = r.int_list(7)?;
+            let result = r.run(py, move || {
+                functions::conv_transpose2d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_output_padding,
+                    a_groups,
+                    &a_dilation,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `conv_transpose3d`: 1 signature(s).
+pub(super) fn function_conv_transpose3d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, SymIntArrayRef[3] stride=1, SymIntArrayRef[3] padding=0, SymIntArrayRef[3] output_padding=0, SymInt groups=1, SymIntArrayRef[3] dilation=1)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_output_padding = r.int_list(5)?;
+            let a_groups = r.int(6)?;
+            let a_dilation = r.int_list(7)?;
+            let result = r.run(py, move || {
+                functions::conv_transpose3d_with(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_output_padding,
+                    a_groups,
+                    &a_dilation,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `convolution`: 1 signature(s).
+pub(super) fn function_convolution(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // convolution(Tensor input, Tensor weight, Tensor? bias, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_transposed = r.bool(6)?;
+            let a_output_padding = r.int_list(7)?;
+            let a_groups = r.int(8)?;
+            let result = r.run(py, move || {
+                functions::convolution(
+                    &a_input,
+                    &a_weight,
+                    a_bias.as_ref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_transposed,
+                    &a_output_padding,
+                    a_groups,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `convolution_backward`: 1 signature(s).
+pub(super) fn function_convolution_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymIntArrayRef? bias_sizes, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_input = r.tensor(1)?;
+            let a_weight = r.tensor(2)?;
+            let a_bias_sizes = r.optional_int_list(3)?;
+            let a_stride = r.int_list(4)?;
+            let a_padding = r.int_list(5)?;
+            let a_dilation = r.int_list(6)?;
+            let a_transposed = r.bool(7)?;
+            let a_output_padding = r.int_list(8)?;
+            let a_groups = r.int(9)?;
+            let a_output_mask = r.bool_list(10)?;
+            let result = r.run(py, move || {
+                functions::convolution_backward(
+                    &a_grad_output,
+                    &a_input,
+                    &a_weight,
+                    a_bias_sizes.as_deref(),
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_transposed,
+                    &a_output_padding,
+                    a_groups,
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
         }
         _ => Err(r.unknown_signature()),
     }

@@ -155,6 +155,150 @@ pub(super) fn function_max(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `max_pool2d`: 1 signature(s).
+pub(super) fn function_max_pool2d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // max_pool2d(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, IntArrayRef[2] dilation=1, bool ceil_mode=False)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_kernel_size = r.int_list(1)?;
+            let a_stride = r.int_list(2)?;
+            let a_padding = r.int_list(3)?;
+            let a_dilation = r.int_list(4)?;
+            let a_ceil_mode = r.bool(5)?;
+            let result = r.run(py, move || {
+                functions::max_pool2d_with(
+                    &a_self,
+                    &a_kernel_size,
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_ceil_mode,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `max_pool2d_with_indices`: 1 signature(s).
+pub(super) fn function_max_pool2d_with_indices(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // max_pool2d_with_indices(Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride=[], IntArrayRef[2] padding=0, IntArrayRef[2] dilation=1, bool ceil_mode=False, *, TensorList[2] out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_self = r.tensor(0)?;
+                let a_kernel_size = r.int_list(1)?;
+                let a_stride = r.int_list(2)?;
+                let a_padding = r.int_list(3)?;
+                let a_dilation = r.int_list(4)?;
+                let a_ceil_mode = r.bool(5)?;
+                let result = r.run(py, move || {
+                    functions::max_pool2d_with_indices_with(
+                        &a_self,
+                        &a_kernel_size,
+                        &a_stride,
+                        &a_padding,
+                        &a_dilation,
+                        a_ceil_mode,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor_list_item(6, 0, 2)?;
+            let a_indices = r.tensor_list_item(6, 1, 2)?;
+            let a_self = r.tensor(0)?;
+            let a_kernel_size = r.int_list(1)?;
+            let a_stride = r.int_list(2)?;
+            let a_padding = r.int_list(3)?;
+            let a_dilation = r.int_list(4)?;
+            let a_ceil_mode = r.bool(5)?;
+            r.run(py, move || {
+                functions::max_pool2d_with_indices_out_with(
+                    &a_out,
+                    &a_indices,
+                    &a_self,
+                    &a_kernel_size,
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_ceil_mode,
+                )?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![r.tensor_list_object(6, 0), r.tensor_list_object(6, 1)],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `max_pool2d_with_indices_backward`: 1 signature(s).
+pub(super) fn function_max_pool2d_with_indices_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // max_pool2d_with_indices_backward(Tensor grad_output, Tensor input, IntArrayRef[2] kernel_size, IntArrayRef[2] stride, IntArrayRef[2] padding, IntArrayRef[2] dilation, bool ceil_mode, Tensor indices, *, Tensor out=None)
+        0 => {
+            if r.is_none(8) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_kernel_size = r.int_list(2)?;
+                let a_stride = r.int_list(3)?;
+                let a_padding = r.int_list(4)?;
+                let a_dilation = r.int_list(5)?;
+                let a_ceil_mode = r.bool(6)?;
+                let a_indices = r.tensor(7)?;
+                let result = r.run(py, move || {
+                    functions::max_pool2d_with_indices_backward(
+                        &a_grad_output,
+                        &a_self,
+                        &a_kernel_size,
+                        &a_stride,
+                        &a_padding,
+                        &a_dilation,
+                        a_ceil_mode,
+                        &a_indices,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(8)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_kernel_size = r.int_list(2)?;
+            let a_stride = r.int_list(3)?;
+            let a_padding = r.int_list(4)?;
+            let a_dilation = r.int_list(5)?;
+            let a_ceil_mode = r.bool(6)?;
+            let a_indices = r.tensor(7)?;
+            r.run(py, move || {
+                functions::max_pool2d_with_indices_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_kernel_size,
+                    &a_stride,
+                    &a_padding,
+                    &a_dilation,
+                    a_ceil_mode,
+                    &a_indices,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(8))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `maximum`: 1 signature(s).
 pub(super) fn function_maximum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -2,13 +2,14 @@
 //! Static registration: every schema, and every kernel under its dispatch key; one file
 //! per shard.
 
-mod s;
+#[path = "s.rs"]
+mod shard_s;
 
 /// Called by every operator handle before its first lookup: referencing each shard's
 /// registrations keeps them linked into any binary that calls an operator.
 #[inline(never)]
 pub fn ensure_linked() {
-    s::ensure_linked();
+    shard_s::ensure_linked();
 }
 
 // The namespace's library; the shards' fragments define its operators.

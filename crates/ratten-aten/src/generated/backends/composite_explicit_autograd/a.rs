@@ -126,3 +126,29 @@ pub fn add_scalar_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _adaptive_avg_pool2d_outf<'a>(
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_adaptive_avg_pool2d::call(self_, output_size)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::_adaptive_avg_pool2d_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _adaptive_avg_pool2d_backward_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_adaptive_avg_pool2d_backward::call(grad_output, self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

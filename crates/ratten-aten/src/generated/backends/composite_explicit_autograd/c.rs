@@ -76,6 +76,93 @@ pub fn celu_<'a>(self_: &'a Tensor, alpha: &Scalar) -> Result<&'a Tensor> {
     kernels::celu_(self_, alpha)
 }
 
+/// `aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor`
+pub fn _convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+) -> Result<Tensor> {
+    kernels::_convolution(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        benchmark,
+        deterministic,
+        cudnn_enabled,
+        allow_tf32,
+    )
+}
+
+/// `aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+pub fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::convolution(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    )
+}
+
+/// `aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub fn convolution_backward(
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::convolution_backward(
+        grad_output,
+        input,
+        weight,
+        bias_sizes,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        output_mask,
+    )
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -145,4 +232,112 @@ pub fn celu_outf<'a>(self_: &Tensor, alpha: &Scalar, out: &'a Tensor) -> Result<
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
+}
+
+/// `aten::_convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _convolution_outf<'a>(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_convolution::call(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        benchmark,
+        deterministic,
+        cudnn_enabled,
+        allow_tf32,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn convolution_outf<'a>(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::convolution::call(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::convolution_backward.out(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn convolution_backward_outf(
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    bias_sizes: Option<&[i64]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::convolution_backward::call(
+        grad_output,
+        input,
+        weight,
+        bias_sizes,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        output_mask,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
 }

@@ -31,3 +31,8 @@ pub fn argsort_stable_outf<'a>(
 pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     kernels::argwhere(self_)
 }
+
+/// `aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor`
+pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    kernels::adaptive_avg_pool2d_symint(self_, output_size)
+}

@@ -115,3 +115,227 @@ pub fn cross_entropy_loss(
         label_smoothing,
     )
 }
+
+/// `aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor`
+pub fn _convolution_deprecated(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    kernels::_convolution_deprecated(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        benchmark,
+        deterministic,
+        cudnn_enabled,
+    )
+}
+
+/// `aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor`
+pub fn _convolution_mode(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::_convolution_mode_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::_convolution_double_backward(Tensor? ggI, Tensor? ggW, Tensor? ggb, Tensor gO, Tensor weight, Tensor self, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub fn _convolution_double_backward(
+    ggI: Option<&Tensor>,
+    ggW: Option<&Tensor>,
+    ggb: Option<&Tensor>,
+    gO: &Tensor,
+    weight: &Tensor,
+    self_: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::_convolution_double_backward(
+        ggI,
+        ggW,
+        ggb,
+        gO,
+        weight,
+        self_,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        output_mask,
+    )
+}
+
+/// `aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv1d_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv2d_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv3d_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv1d_padding_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv2d_padding_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv3d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    kernels::conv3d_padding_symint(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor`
+pub fn conv_transpose1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    kernels::conv_transpose1d_symint(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
+}
+
+/// `aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor`
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    kernels::conv_transpose2d_symint(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
+}
+
+/// `aten::conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor`
+pub fn conv_transpose3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    kernels::conv_transpose3d_symint(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
+}

@@ -40,3 +40,15 @@ pub fn matmul_outf<'a>(self_: &Tensor, other: &Tensor, out: &'a Tensor) -> Resul
 pub fn mish_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
     kernels::math_mish_backward(grad_output, self_)
 }
+
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+pub fn max_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    kernels::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}

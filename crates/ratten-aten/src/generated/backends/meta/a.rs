@@ -548,3 +548,186 @@ pub fn addbmm(
 ) -> Result<Tensor> {
     kernels::addbmm(self_, batch1, batch2, beta, alpha)
 }
+
+/// `aten::adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn adaptive_avg_pool2d_outf<'a>(
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::adaptive_avg_pool2d_out_cpu(self_, output_size, out)
+}
+
+/// `aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor`
+pub fn _adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    kernels::adaptive_avg_pool2d_cpu(self_, output_size)
+}
+
+/// `aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor`
+pub fn _adaptive_avg_pool2d_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    kernels::adaptive_avg_pool2d_backward_cpu(grad_output, self_)
+}
+
+/// `aten::adaptive_max_pool2d.out(Tensor self, int[2] output_size, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub fn adaptive_max_pool2d_outf(
+    self_: &Tensor,
+    output_size: &[i64],
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[out, indices]);
+    {
+        let _state = kernels::adaptive_max_pool2d_meta(&op, self_, output_size)?;
+    }
+    op.finish()?;
+    Ok((out.clone(), indices.clone()))
+}
+
+/// `aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)`
+pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state = kernels::adaptive_max_pool2d_meta(&op, self_, output_size)?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::adaptive_max_pool2d_backward.grad_input(Tensor grad_output, Tensor self, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn adaptive_max_pool2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    indices: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state = kernels::adaptive_max_pool2d_backward_meta(&op, grad_output, self_, indices)?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor`
+pub fn adaptive_max_pool2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::adaptive_max_pool2d_backward_meta(&op, grad_output, self_, indices)?;
+    }
+    op.take(0)
+}
+
+/// `aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn avg_pool2d_outf<'a>(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let _state = kernels::avg_pool2d_meta(
+            &op,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::avg_pool2d_meta(
+            &op,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::avg_pool2d_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn avg_pool2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state = kernels::avg_pool2d_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor`
+pub fn avg_pool2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::avg_pool2d_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+    }
+    op.take(0)
+}

@@ -285,3 +285,112 @@ pub fn mish_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     op.finish()?;
     Ok(out)
 }
+
+/// `aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub fn max_pool2d_with_indices_outf(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredOut::new(&[out, indices]);
+    {
+        let _state = kernels::max_pool2d_with_indices_meta(
+            &op,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+    }
+    op.finish()?;
+    Ok((out.clone(), indices.clone()))
+}
+
+/// `aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub fn max_pool2d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let mut op = structured::StructuredFunctional::<2>::new();
+    {
+        let _state = kernels::max_pool2d_with_indices_meta(
+            &op,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+    }
+    Ok((op.take(0)?, op.take(1)?))
+}
+
+/// `aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn max_pool2d_with_indices_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let _state = kernels::max_pool2d_with_indices_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`
+pub fn max_pool2d_with_indices_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let _state = kernels::max_pool2d_with_indices_backward_meta(
+            &op,
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        )?;
+    }
+    op.take(0)
+}
