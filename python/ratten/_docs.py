@@ -302,6 +302,22 @@ CONVOLUTION_AND_POOLING = {
 }
 
 NORMALIZATION_AND_THE_REST = {
+    "batch_norm": "Batch Normalization over dim 1 of `input` (training statistics or the running ones).",
+    "dropout": "Zeroes elements of `input` with probability `p` and scales the rest by 1 / (1 - p) when `train`.",
+    "dropout_": "In-place version of `dropout`.",
+    "embedding": "The rows of `weight` that `indices` name, shaped `indices.shape + weight.shape[1:]`.",
+    "embedding_backward": "The gradient of `embedding` for its weight.",
+    "embedding_dense_backward": "The dense gradient of `embedding` for its weight: `grad_output` rows summed per index.",
+    "feature_dropout": "Zeroes whole channels (dims 0 and 1) of `input` with probability `p` when `train`.",
+    "feature_dropout_": "In-place version of `feature_dropout`.",
+    "layer_norm": "Layer Normalization over the trailing `normalized_shape` dims of `input`.",
+    "native_batch_norm": "Batch Normalization returning the output, the saved mean and the saved inverse std.",
+    "native_batch_norm_backward": "The gradients of `native_batch_norm` for input, weight and bias.",
+    "native_dropout": "Dropout returning the output and the mask.",
+    "native_dropout_backward": "The gradient of `native_dropout`: `grad_output * mask * scale`.",
+    "native_layer_norm": "Layer Normalization returning the output, the mean and the reciprocal std of each row.",
+    "native_layer_norm_backward": "The gradients of `native_layer_norm` for input, weight and bias.",
+    "one_hot": "int64 one-hot encoding of `self` with `num_classes` classes (max + 1 when -1).",
 }
 
 for _family in (ACTIVATIONS, SOFTMAX_AND_LOSSES, CONVOLUTION_AND_POOLING, NORMALIZATION_AND_THE_REST):

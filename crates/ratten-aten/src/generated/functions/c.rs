@@ -619,6 +619,28 @@ pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     Ok(self_)
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Defaults: `value` = `0`.
+#[inline]
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    let value = Scalar::Int(0);
+    operators::constant_pad_nd::call(self_, pad, &value)
+}
+
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn constant_pad_nd_with(
+    self_: &Tensor,
+    pad: &[i64],
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::constant_pad_nd::call(self_, pad, &value)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.
@@ -701,5 +723,30 @@ pub fn clone_out_with<'a>(
 #[inline]
 pub fn _conj_physical_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {
     operators::_conj_physical_out::call(self_, out)?;
+    Ok(out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `value` = `0`.
+#[inline]
+pub fn constant_pad_nd_out<'a>(out: &'a Tensor, self_: &Tensor, pad: &[i64]) -> Result<&'a Tensor> {
+    let value = Scalar::Int(0);
+    operators::constant_pad_nd_out::call(self_, pad, &value, out)?;
+    Ok(out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn constant_pad_nd_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    pad: &[i64],
+    value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::constant_pad_nd_out::call(self_, pad, &value, out)?;
     Ok(out)
 }

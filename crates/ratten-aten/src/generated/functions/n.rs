@@ -487,6 +487,137 @@ pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     operators::nonzero::call(self_)
 }
 
+/// `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
+}
+
+/// `aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_layer_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_layer_norm_backward::call(
+        grad_out,
+        input,
+        normalized_shape,
+        mean,
+        rstd,
+        weight,
+        bias,
+        output_mask,
+    )
+}
+
+/// `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_batch_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_batch_norm_out<'a, 'b, 'c>(
+    out: &'a Tensor,
+    save_mean: &'b Tensor,
+    save_invstd: &'c Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_batch_norm_out::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        out,
+        save_mean,
+        save_invstd,
+    )?;
+    Ok((out, save_mean, save_invstd))
+}
+
+/// `aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_batch_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_batch_norm_backward::call(
+        grad_out,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        output_mask,
+    )
+}
+
+/// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+#[inline]
+pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    operators::native_dropout::call(input, p, train)
+}
+
+/// `aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`
+#[inline]
+pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+    operators::native_dropout_backward::call(grad_output, mask, scale)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn norm_scalar_opt_dtype_out<'a>(
@@ -566,5 +697,121 @@ pub fn new_zeros_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Resul
 #[inline]
 pub fn new_ones_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {
     operators::new_ones_out::call(self_, size, out)?;
+    Ok(out)
+}
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_layer_norm_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_layer_norm_out::call(
+        input,
+        normalized_shape,
+        weight,
+        bias,
+        eps,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_layer_norm_backward_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_layer_norm_backward_out::call(
+        grad_out,
+        input,
+        normalized_shape,
+        mean,
+        rstd,
+        weight,
+        bias,
+        output_mask,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_batch_norm_backward_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_batch_norm_backward_out::call(
+        grad_out,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        output_mask,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+#[inline]
+pub fn native_dropout_out<'a, 'b>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+) -> Result<(&'a Tensor, &'b Tensor)> {
+    operators::native_dropout_out::call(input, p, train, out0, out1)?;
+    Ok((out0, out1))
+}
+
+/// `aten::native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn native_dropout_backward_out<'a>(
+    out: &'a Tensor,
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+) -> Result<&'a Tensor> {
+    operators::native_dropout_backward_out::call(grad_output, mask, scale, out)?;
     Ok(out)
 }

@@ -1587,3 +1587,48 @@ impl linear_out {
         Self::redispatch_refs(ks, (input, weight, bias, out))
     }
 }
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+pub enum layer_norm {}
+
+impl Operator for layer_norm {
+    const NAME: &'static str = "aten::layer_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+    type Args = (Tensor, Vec<i64>, Option<Tensor>, Option<Tensor>, f64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<layer_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl layer_norm {
+    pub fn call(
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((input, normalized_shape, weight, bias, eps, cudnn_enable))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (input, normalized_shape, weight, bias, eps, cudnn_enable),
+        )
+    }
+}

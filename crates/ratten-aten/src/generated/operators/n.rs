@@ -1440,6 +1440,441 @@ impl new_ones {
     }
 }
 
+/// `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+pub enum native_layer_norm {}
+
+impl Operator for native_layer_norm {
+    const NAME: &'static str = "aten::native_layer_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)";
+    type Args = (Tensor, Vec<i64>, Option<Tensor>, Option<Tensor>, f64);
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_layer_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_layer_norm {
+    pub fn call(
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((input, normalized_shape, weight, bias, eps))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (input, normalized_shape, weight, bias, eps))
+    }
+}
+
+/// `aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub enum native_layer_norm_backward {}
+
+impl Operator for native_layer_norm_backward {
+    const NAME: &'static str = "aten::native_layer_norm_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Vec<i64>,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Vec<bool>,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_layer_norm_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_layer_norm_backward {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            normalized_shape,
+            mean,
+            rstd,
+            weight,
+            bias,
+            output_mask,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                normalized_shape,
+                mean,
+                rstd,
+                weight,
+                bias,
+                output_mask,
+            ),
+        )
+    }
+}
+
+/// `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub enum native_batch_norm {}
+
+impl Operator for native_batch_norm {
+    const NAME: &'static str = "aten::native_batch_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        bool,
+        f64,
+        f64,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_batch_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_batch_norm {
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                input,
+                weight,
+                bias,
+                running_mean,
+                running_var,
+                training,
+                momentum,
+                eps,
+            ),
+        )
+    }
+}
+
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_batch_norm_out {}
+
+impl Operator for native_batch_norm_out {
+    const NAME: &'static str = "aten::native_batch_norm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        bool,
+        f64,
+        f64,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_batch_norm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_batch_norm_out {
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        out: &Tensor,
+        save_mean: &Tensor,
+        save_invstd: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+            out,
+            save_mean,
+            save_invstd,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        out: &Tensor,
+        save_mean: &Tensor,
+        save_invstd: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                input,
+                weight,
+                bias,
+                running_mean,
+                running_var,
+                training,
+                momentum,
+                eps,
+                out,
+                save_mean,
+                save_invstd,
+            ),
+        )
+    }
+}
+
+/// `aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub enum native_batch_norm_backward {}
+
+impl Operator for native_batch_norm_backward {
+    const NAME: &'static str = "aten::native_batch_norm_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        bool,
+        f64,
+        Vec<bool>,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_batch_norm_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_batch_norm_backward {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        save_mean: Option<&Tensor>,
+        save_invstd: Option<&Tensor>,
+        train: bool,
+        eps: f64,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        save_mean: Option<&Tensor>,
+        save_invstd: Option<&Tensor>,
+        train: bool,
+        eps: f64,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                weight,
+                running_mean,
+                running_var,
+                save_mean,
+                save_invstd,
+                train,
+                eps,
+                output_mask,
+            ),
+        )
+    }
+}
+
+/// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+pub enum native_dropout {}
+
+impl Operator for native_dropout {
+    const NAME: &'static str = "aten::native_dropout";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)";
+    type Args = (Tensor, f64, Arg<Option<bool>>);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_dropout> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_dropout {
+    pub fn call(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((input, p, train))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: Option<bool>,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (input, p, train))
+    }
+}
+
+/// `aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`
+pub enum native_dropout_backward {}
+
+impl Operator for native_dropout_backward {
+    const NAME: &'static str = "aten::native_dropout_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor";
+    type Args = (Tensor, Tensor, f64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_dropout_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_dropout_backward {
+    pub fn call(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+        Self::call_refs((grad_output, mask, scale))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        mask: &Tensor,
+        scale: f64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, mask, scale))
+    }
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub enum norm_ScalarOpt_dtype_out {}
 
@@ -1678,5 +2113,335 @@ impl new_ones_out {
         out: &Tensor,
     ) -> Result<Aliased<2>> {
         Self::redispatch_refs(ks, (self_, size, out))
+    }
+}
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_layer_norm_out {}
+
+impl Operator for native_layer_norm_out {
+    const NAME: &'static str = "aten::native_layer_norm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Option<Tensor>,
+        Option<Tensor>,
+        f64,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_layer_norm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_layer_norm_out {
+    pub fn call(
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((input, normalized_shape, weight, bias, eps, out0, out1, out2))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (input, normalized_shape, weight, bias, eps, out0, out1, out2),
+        )
+    }
+}
+
+/// `aten::native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_layer_norm_backward_out {}
+
+impl Operator for native_layer_norm_backward_out {
+    const NAME: &'static str = "aten::native_layer_norm_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Tensor,
+        Vec<i64>,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Vec<bool>,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_layer_norm_backward_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_layer_norm_backward_out {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            normalized_shape,
+            mean,
+            rstd,
+            weight,
+            bias,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                normalized_shape,
+                mean,
+                rstd,
+                weight,
+                bias,
+                output_mask,
+                out0,
+                out1,
+                out2,
+            ),
+        )
+    }
+}
+
+/// `aten::native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_batch_norm_backward_out {}
+
+impl Operator for native_batch_norm_backward_out {
+    const NAME: &'static str = "aten::native_batch_norm_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        bool,
+        f64,
+        Vec<bool>,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_batch_norm_backward_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_batch_norm_backward_out {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        save_mean: Option<&Tensor>,
+        save_invstd: Option<&Tensor>,
+        train: bool,
+        eps: f64,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        save_mean: Option<&Tensor>,
+        save_invstd: Option<&Tensor>,
+        train: bool,
+        eps: f64,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                weight,
+                running_mean,
+                running_var,
+                save_mean,
+                save_invstd,
+                train,
+                eps,
+                output_mask,
+                out0,
+                out1,
+                out2,
+            ),
+        )
+    }
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub enum native_dropout_out {}
+
+impl Operator for native_dropout_out {
+    const NAME: &'static str = "aten::native_dropout";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))";
+    type Args = (Tensor, f64, Arg<Option<bool>>, Tensor, Tensor);
+    type Return = (Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_dropout_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_dropout_out {
+    pub fn call(
+        input: &Tensor,
+        p: f64,
+        train: Option<bool>,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::call_refs((input, p, train, out0, out1))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: Option<bool>,
+        out0: &Tensor,
+        out1: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (input, p, train, out0, out1))
+    }
+}
+
+/// `aten::native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum native_dropout_backward_out {}
+
+impl Operator for native_dropout_backward_out {
+    const NAME: &'static str = "aten::native_dropout_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, f64, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_dropout_backward_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_dropout_backward_out {
+    pub fn call(
+        grad_output: &Tensor,
+        mask: &Tensor,
+        scale: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, mask, scale, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        mask: &Tensor,
+        scale: f64,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, mask, scale, out))
     }
 }

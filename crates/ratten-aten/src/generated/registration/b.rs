@@ -68,6 +68,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor")?;
     m.def(
+        "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    )?;
+    m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -298,6 +301,13 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctiona
         operators::bernoulli_p::kernel(
             backends::composite_explicit_autograd_non_functional::bernoulli_p,
         ),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "batch_norm",
+        operators::batch_norm::kernel(backends::composite_implicit_autograd::batch_norm),
     )?;
 });
 

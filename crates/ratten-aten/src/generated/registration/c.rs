@@ -75,6 +75,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("conj_physical(Tensor self) -> Tensor")?;
     m.def("conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("conj_physical_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -86,6 +87,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -181,6 +185,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::conj_physical_::kernel(conj_physical__composite_explicit_autograd),
     )?;
     m.impl_(
+        "constant_pad_nd",
+        operators::constant_pad_nd::kernel(backends::composite_explicit_autograd::constant_pad_nd),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -201,6 +209,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "_conj_physical.out",
         operators::_conj_physical_out::kernel(_conj_physical_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "constant_pad_nd.out",
+        operators::constant_pad_nd_out::kernel(constant_pad_nd_out_composite_explicit_autograd),
     )?;
 });
 
@@ -462,6 +474,16 @@ fn _conj_physical_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<1>> {
     backends::composite_explicit_autograd::_conj_physical_outf(self_, out)?;
+    Ok(Aliased)
+}
+
+fn constant_pad_nd_out_composite_explicit_autograd(
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::constant_pad_nd_outf(self_, pad, value, out)?;
     Ok(Aliased)
 }
 

@@ -46,6 +46,15 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
     )?;
+    m.def(
+        "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+    )?;
+    m.def(
+        "embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor",
+    )?;
+    m.def(
+        "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
+    )?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
@@ -54,6 +63,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -93,6 +108,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "exponential_",
         operators::exponential_::kernel(exponential__cpu),
     )?;
+    m.impl_(
+        "embedding_dense_backward",
+        operators::embedding_dense_backward::kernel(backends::cpu::embedding_dense_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -113,6 +132,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::eye_m::kernel(backends::composite_explicit_autograd::eye_m),
     )?;
     m.impl_(
+        "embedding",
+        operators::embedding::kernel(backends::composite_explicit_autograd::embedding),
+    )?;
+    m.impl_(
         "empty_strided.out",
         operators::empty_strided_out::kernel(empty_strided_out_composite_explicit_autograd),
     )?;
@@ -128,12 +151,28 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "exponential",
         operators::exponential::kernel(backends::composite_explicit_autograd::exponential),
     )?;
+    m.impl_(
+        "embedding.out",
+        operators::embedding_out::kernel(embedding_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "embedding_dense_backward.out",
+        operators::embedding_dense_backward_out::kernel(
+            embedding_dense_backward_out_composite_explicit_autograd,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "expand_as",
         operators::expand_as::kernel(backends::composite_implicit_autograd::expand_as),
+    )?;
+    m.impl_(
+        "embedding_backward",
+        operators::embedding_backward::kernel(
+            backends::composite_implicit_autograd::embedding_backward,
+        ),
     )?;
 });
 
@@ -175,6 +214,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "exponential_",
         operators::exponential_::kernel(exponential__meta),
+    )?;
+    m.impl_(
+        "embedding_dense_backward",
+        operators::embedding_dense_backward::kernel(backends::meta::embedding_dense_backward),
     )?;
 });
 
@@ -330,6 +373,44 @@ fn exponential_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::exponential_outf(self_, lambd, generator, out)?;
+    Ok(Aliased)
+}
+
+fn embedding_out_composite_explicit_autograd(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::embedding_outf(
+        weight,
+        indices,
+        padding_idx,
+        scale_grad_by_freq,
+        sparse,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn embedding_dense_backward_out_composite_explicit_autograd(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::embedding_dense_backward_outf(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+        out,
+    )?;
     Ok(Aliased)
 }
 

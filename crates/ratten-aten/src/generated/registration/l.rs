@@ -79,6 +79,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
+    m.def(
+        "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -254,6 +257,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "linear",
         operators::linear::kernel(backends::composite_implicit_autograd::linear),
+    )?;
+    m.impl_(
+        "layer_norm",
+        operators::layer_norm::kernel(backends::composite_implicit_autograd::layer_norm),
     )?;
 });
 

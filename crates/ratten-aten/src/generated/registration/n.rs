@@ -88,6 +88,23 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
     )?;
     m.def(
+        "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")?;
+    m.def("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor")?;
+    m.def(
         "norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("norm.Scalar_out(Tensor self, Scalar p=2, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -100,6 +117,21 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("new_zeros.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("new_ones.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
+    )?;
+    m.def(
+        "native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -172,6 +204,34 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "nonzero",
         operators::nonzero::kernel(backends::cpu::nonzero),
+    )?;
+    m.impl_(
+        "native_layer_norm",
+        operators::native_layer_norm::kernel(backends::cpu::native_layer_norm),
+    )?;
+    m.impl_(
+        "native_layer_norm_backward",
+        operators::native_layer_norm_backward::kernel(backends::cpu::native_layer_norm_backward),
+    )?;
+    m.impl_(
+        "native_batch_norm",
+        operators::native_batch_norm::kernel(backends::cpu::native_batch_norm),
+    )?;
+    m.impl_(
+        "native_batch_norm.out",
+        operators::native_batch_norm_out::kernel(backends::cpu::native_batch_norm_outf),
+    )?;
+    m.impl_(
+        "native_batch_norm_backward",
+        operators::native_batch_norm_backward::kernel(backends::cpu::native_batch_norm_backward),
+    )?;
+    m.impl_(
+        "native_dropout",
+        operators::native_dropout::kernel(backends::cpu::native_dropout),
+    )?;
+    m.impl_(
+        "native_dropout_backward",
+        operators::native_dropout_backward::kernel(backends::cpu::native_dropout_backward),
     )?;
 });
 
@@ -251,6 +311,36 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "new_ones.out",
         operators::new_ones_out::kernel(new_ones_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "native_layer_norm.out",
+        operators::native_layer_norm_out::kernel(
+            backends::composite_explicit_autograd::native_layer_norm_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_layer_norm_backward.out",
+        operators::native_layer_norm_backward_out::kernel(
+            backends::composite_explicit_autograd::native_layer_norm_backward_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_batch_norm_backward.out",
+        operators::native_batch_norm_backward_out::kernel(
+            backends::composite_explicit_autograd::native_batch_norm_backward_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_dropout.out",
+        operators::native_dropout_out::kernel(
+            backends::composite_explicit_autograd::native_dropout_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_dropout_backward.out",
+        operators::native_dropout_backward_out::kernel(
+            native_dropout_backward_out_composite_explicit_autograd,
+        ),
     )?;
 });
 
@@ -347,6 +437,34 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "nonzero",
         operators::nonzero::kernel(backends::meta::nonzero),
+    )?;
+    m.impl_(
+        "native_layer_norm",
+        operators::native_layer_norm::kernel(backends::meta::native_layer_norm),
+    )?;
+    m.impl_(
+        "native_layer_norm_backward",
+        operators::native_layer_norm_backward::kernel(backends::meta::native_layer_norm_backward),
+    )?;
+    m.impl_(
+        "native_batch_norm",
+        operators::native_batch_norm::kernel(backends::meta::native_batch_norm),
+    )?;
+    m.impl_(
+        "native_batch_norm.out",
+        operators::native_batch_norm_out::kernel(backends::meta::native_batch_norm_outf),
+    )?;
+    m.impl_(
+        "native_batch_norm_backward",
+        operators::native_batch_norm_backward::kernel(backends::meta::native_batch_norm_backward),
+    )?;
+    m.impl_(
+        "native_dropout",
+        operators::native_dropout::kernel(backends::meta::native_dropout),
+    )?;
+    m.impl_(
+        "native_dropout_backward",
+        operators::native_dropout_backward::kernel(backends::meta::native_dropout_backward),
     )?;
 });
 
@@ -579,6 +697,21 @@ fn new_ones_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::new_ones_outf(self_, size, out)?;
+    Ok(Aliased)
+}
+
+fn native_dropout_backward_out_composite_explicit_autograd(
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::native_dropout_backward_outf(
+        grad_output,
+        mask,
+        scale,
+        out,
+    )?;
     Ok(Aliased)
 }
 

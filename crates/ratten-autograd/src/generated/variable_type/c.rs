@@ -699,6 +699,34 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
     Ok(ret)
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+pub(crate) fn constant_pad_nd(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConstantPadNdBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            pad: pad.to_vec(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::constant_pad_nd::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, pad, value)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn copy_out(
     ks: DispatchKeySet,
@@ -795,6 +823,27 @@ pub(crate) fn _conj_physical_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_conj_physical_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn constant_pad_nd_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "constant_pad_nd(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::constant_pad_nd_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, pad, value, out)?
     };
     Ok(ret)
 }

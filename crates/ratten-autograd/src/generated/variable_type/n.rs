@@ -928,6 +928,328 @@ pub(crate) fn new_ones(
     Ok(ret)
 }
 
+/// `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_layer_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(input), weight, bias];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeLayerNormBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            bias: SavedVariable::new_opt(bias, false),
+            input: SavedVariable::new(input, false),
+            normalized_shape: normalized_shape.to_vec(),
+            weight: SavedVariable::new_opt(weight, false),
+            result1: Default::default(),
+            result2: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            normalized_shape,
+            weight,
+            bias,
+            eps,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, true);
+        node.result2 = SavedVariable::new(&result2, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_layer_norm_backward(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(grad_out),
+        Some(input),
+        Some(mean),
+        Some(rstd),
+        weight,
+        bias,
+    ];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeLayerNormBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            grad_out: SavedVariable::new(grad_out, false),
+            input: SavedVariable::new(input, false),
+            mean: SavedVariable::new(mean, false),
+            normalized_shape: normalized_shape.to_vec(),
+            rstd: SavedVariable::new(rstd, false),
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            normalized_shape,
+            mean,
+            rstd,
+            weight,
+            bias,
+            output_mask,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_batch_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(input), weight, bias];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeBatchNormBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            eps,
+            input: SavedVariable::new(input, false),
+            running_mean: SavedVariable::new_opt(running_mean, false),
+            running_var: SavedVariable::new_opt(running_var, false),
+            training,
+            weight: SavedVariable::new_opt(weight, false),
+            result1: Default::default(),
+            result2: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, true);
+        node.result2 = SavedVariable::new(&result2, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_batch_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    out: &Tensor,
+    save_mean: &Tensor,
+    save_invstd: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(input),
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        Some(out),
+        Some(save_mean),
+        Some(save_invstd),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_batch_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+            out,
+            save_mean,
+            save_invstd,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_batch_norm_backward(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(grad_out), Some(input), weight, save_mean, save_invstd];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeBatchNormBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            eps,
+            grad_out: SavedVariable::new(grad_out, false),
+            input: SavedVariable::new(input, false),
+            running_mean: SavedVariable::new_opt(running_mean, false),
+            running_var: SavedVariable::new_opt(running_var, false),
+            save_invstd: SavedVariable::new_opt(save_invstd, false),
+            save_mean: SavedVariable::new_opt(save_mean, false),
+            train,
+            weight: SavedVariable::new_opt(weight, false),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+pub(crate) fn native_dropout(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(input)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeDropoutBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            p,
+            train,
+            result1: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout::redispatch(ks & AFTER_AUTOGRAD_KEYSET, input, p, train)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0)], &node)?;
+    }
+    Ok((result0, result1))
+}
+
+/// `aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`
+pub(crate) fn native_dropout_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output), Some(mask)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeDropoutBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            grad_output: SavedVariable::new(grad_output, false),
+            mask: SavedVariable::new(mask, false),
+            scale,
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            mask,
+            scale,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn norm_ScalarOpt_dtype_out(
     ks: DispatchKeySet,
@@ -1073,6 +1395,211 @@ pub(crate) fn new_ones_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::new_ones_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_layer_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(input),
+        weight,
+        bias,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_layer_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            normalized_shape,
+            weight,
+            bias,
+            eps,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_layer_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(grad_out),
+        Some(input),
+        Some(mean),
+        Some(rstd),
+        weight,
+        bias,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_layer_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            normalized_shape,
+            mean,
+            rstd,
+            weight,
+            bias,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_batch_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(grad_out),
+        Some(input),
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_batch_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn native_dropout_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+    out0: &Tensor,
+    out1: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(input), Some(out0), Some(out1)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_dropout(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            p,
+            train,
+            out0,
+            out1,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn native_dropout_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(grad_output), Some(mask), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_dropout_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            mask,
+            scale,
+            out,
+        )?
     };
     Ok(ret)
 }

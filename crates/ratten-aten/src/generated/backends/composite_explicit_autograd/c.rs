@@ -66,6 +66,11 @@ pub fn conj_physical_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     kernels::conj_physical_(self_)
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: &Scalar) -> Result<Tensor> {
+    kernels::constant_pad_nd(self_, pad, value)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -123,6 +128,20 @@ pub fn clone_outf<'a>(
 pub fn _conj_physical_outf<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
     let result = operators::_conj_physical::call(self_)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn constant_pad_nd_outf<'a>(
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::constant_pad_nd::call(self_, pad, value)?;
     structured::resize_output(out, &result.sizes())?;
     structured::copy_same_dtype(out, &result)?;
     Ok(out)

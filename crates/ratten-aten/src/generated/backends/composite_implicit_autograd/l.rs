@@ -10,3 +10,15 @@ use crate::native as kernels;
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     kernels::linear(input, weight, bias)
 }
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enable: bool,
+) -> Result<Tensor> {
+    kernels::layer_norm_symint(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
