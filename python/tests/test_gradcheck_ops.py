@@ -146,6 +146,11 @@ def _ol(q):
     return lambda m, *a, **k: _overload(m, q)(*a, **k)
 
 
+def _nn(m):
+    """The module of the ``python_module: nn`` operators (torch's ``torch._C._nn``)."""
+    return m.nn.functional if m is ratten else m._C._nn
+
+
 X34 = T((3, 4))
 M = T((3, 4), layout="t")
 
@@ -366,6 +371,55 @@ SAMPLES = [
     # -- convolution and pooling
 
     # -- normalization, dropout, embedding, padding, interpolation
+    S("native_layer_norm", lambda m, x, w, b: m.native_layer_norm(x, [4], w, b, 1e-5)[0],
+      [T((2, 3, 4), layout="t"), T((4,)), T((4,))]),
+    S("native_layer_norm", lambda m, x: m.native_layer_norm(x, [3, 4], None, None, 1e-5)[0],
+      [T((2, 3, 4))]),
+    # mean and rstd are constants here (torch's formula raises for them), so the input is too.
+    S("native_layer_norm_backward",
+      (lambda m, g, x, w: _ol("native_layer_norm_backward")(
+          m, g, x, [4], *m.native_layer_norm(x, [4], w.detach(), None, 1e-5)[1:], w, None,
+          [True, True, False])[:2]),
+      [T((3, 4)), T((3, 4), grad=False), T((4,))]),
+    S("native_batch_norm",
+      lambda m, x, w, b: m.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[0],
+      [T((4, 3, 2), layout="t"), T((3,)), T((3,))]),
+    S("native_batch_norm",
+      lambda m, x, w: m.native_batch_norm(x, w, None, m.zeros(3, dtype=m.float64),
+                                          m.ones(3, dtype=m.float64), False, 0.1, 1e-5)[0],
+      [T((4, 3)), T((3,))]),
+    S("native_batch_norm_backward",
+      (lambda m, g, x, w: _ol("native_batch_norm_backward")(
+          m, g, x, w, None, None,
+          *m.native_batch_norm(x, w.detach(), None, None, None, True, 0.1, 1e-5)[1:], True,
+          1e-5, [True, True, False])[:2]),
+      [T((4, 3)), T((4, 3), grad=False), T((3,))]),
+    S("native_dropout", _seeded(lambda m, x: m.native_dropout(x, 0.4, True)[0]), [M]),
+    S("native_dropout_backward", lambda m, g, k: m.native_dropout_backward(g, k, 2.0),
+      [M, T((3, 4), values=[[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 0]], grad=False)]),
+    S("embedding", lambda m, w, i: m.embedding(w, i), [T((5, 3), layout="t"), I([[0, 2], [4, 2]])]),
+    S("embedding", lambda m, w, i: m.embedding(w, i, 2, True), [T((5, 3)), I([0, 2, 4, 4, 1])],
+      gc=False),
+    S("embedding_dense_backward",
+      lambda m, g, i: _ol("embedding_dense_backward")(m, g, i, 5, 1, False),
+      [T((2, 2, 3)), I([[0, 1], [4, 4]])]),
+    S("constant_pad_nd", lambda m, x: m.constant_pad_nd(x, [1, 2, -1, 1], 0.5), [M]),
+    S("reflection_pad1d", lambda m, x: _nn(m).reflection_pad1d(x, [2, 1]), [T((2, 3, 4), layout="t")]),
+    S("reflection_pad2d", lambda m, x: _nn(m).reflection_pad2d(x, [1, 2, 2, 0]), [T((2, 3, 4))]),
+    S("replication_pad1d", lambda m, x: _nn(m).replication_pad1d(x, [3, 1]), [T((3, 4), layout="t")]),
+    S("replication_pad2d", lambda m, x: _nn(m).replication_pad2d(x, [1, 2, 2, 0]),
+      [T((1, 2, 3, 4))]),
+    S("reflection_pad1d_backward", lambda m, g, x: _nn(m).reflection_pad1d_backward(g, x, [2, 1]),
+      [T((2, 3, 7)), T((2, 3, 4), grad=False)]),
+    S("reflection_pad2d_backward",
+      lambda m, g, x: _nn(m).reflection_pad2d_backward(g, x, [1, 2, 2, 0]),
+      [T((2, 5, 7)), T((2, 3, 4), grad=False)]),
+    S("replication_pad1d_backward",
+      lambda m, g, x: _nn(m).replication_pad1d_backward(g, x, [3, 1]),
+      [T((3, 8)), T((3, 4), grad=False)]),
+    S("replication_pad2d_backward",
+      lambda m, g, x: _nn(m).replication_pad2d_backward(g, x, [1, 2, 2, 0]),
+      [T((1, 2, 5, 7)), T((1, 2, 3, 4), grad=False)]),
 
 ]
 
@@ -385,6 +439,7 @@ NON_DIFFERENTIABLE = {
     "view.dtype": lambda m, x: x.view(m.float64),
     "multinomial": _seeded(lambda m, x: m.multinomial(x.abs() + 0.1, 2)),
     "nonzero": lambda m, x: m.nonzero(x),
+    "one_hot": lambda m, x: m.nn.functional.one_hot((x.abs() * 3).to(m.int64)),
     **{f"{c}.Scalar": (lambda c: lambda m, x: getattr(m, c)(x, 0.1))(c)
        for c in ("eq", "ne", "ge", "gt", "le", "lt")},
     **{f"{c}.Tensor": (lambda c: lambda m, x: getattr(m, c)(x, x.flip(0)))(c)
