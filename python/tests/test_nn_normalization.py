@@ -20,7 +20,7 @@ def _arr(shape, seed=0):
 
 
 def _t(a, grad=False):
-    return ratten.from_numpy(np.ascontiguousarray(a)).requires_grad_(grad)
+    return ratten.from_numpy(np.array(a, copy=True)).requires_grad_(grad)
 
 
 def _np(t):
@@ -285,3 +285,102 @@ def test_pad_matches_torch(mode, shape, pad):
     (rg,) = ratten.autograd.grad(ry, [rx], _t(g))
     (tg,) = torch.autograd.grad(ty, [tx], torch.from_numpy(g))
     np.testing.assert_allclose(_np(rg), tg.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ---- group_norm ------------------------------------------------------------------------------
+
+def test_group_norm_values():
+    x = _arr((2, 6, 3, 2))
+    w, b = _arr((6,), 1), _arr((6,), 2)
+    got = F.group_norm(_t(x), 3, _t(w), _t(b))
+    xg = x.reshape(2, 3, -1)
+    want = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    want = want * w[None, :, None, None] + b[None, :, None, None]
+    np.testing.assert_allclose(_np(got), want, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="Expected number of channels in input to be divisible"):
+        F.group_norm(_t(x), 4)
+
+
+@requires_torch
+def test_group_norm_matches_torch():
+    x, w, b = _arr((3, 4, 5)), _arr((4,), 1), _arr((4,), 2)
+    g = _arr((3, 4, 5), 3)
+    rx, rw, rb = _t(x, True), _t(w, True), _t(b, True)
+    tx, tw, tb = (torch.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+    ry = F.group_norm(rx, 2, rw, rb)
+    ty = TF.group_norm(tx, 2, tw, tb)
+    np.testing.assert_allclose(_np(ry), ty.detach().numpy(), rtol=1e-10, atol=1e-12)
+    rgs = ratten.autograd.grad(ry, [rx, rw, rb], _t(g))
+    tgs = torch.autograd.grad(ty, [tx, tw, tb], torch.from_numpy(g))
+    for a, e in zip(rgs, tgs):
+        np.testing.assert_allclose(_np(a), e.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---- interpolate -----------------------------------------------------------------------------
+
+def _bilinear_ref(x, oh, ow, align_corners):
+    n, c, h, w = x.shape
+
+    def taps(i_size, o_size):
+        out = []
+        for j in range(o_size):
+            if o_size == i_size:
+                out.append((j, j, 1.0, 0.0))
+                continue
+            if align_corners:
+                s = (i_size - 1) / (o_size - 1) if o_size > 1 else 0.0
+                r = s * j
+            else:
+                r = max((i_size / o_size) * (j + 0.5) - 0.5, 0.0)
+            i0 = min(int(np.floor(r)), i_size - 1)
+            l1 = min(max(r - i0, 0.0), 1.0)
+            out.append((i0, i0 + (1 if i0 < i_size - 1 else 0), 1.0 - l1, l1))
+        return out
+
+    th, tw = taps(h, oh), taps(w, ow)
+    y = np.zeros((n, c, oh, ow))
+    for a, (h0, h1, lh0, lh1) in enumerate(th):
+        for b, (w0, w1, lw0, lw1) in enumerate(tw):
+            y[:, :, a, b] = lh0 * (lw0 * x[:, :, h0, w0] + lw1 * x[:, :, h0, w1]) + \
+                lh1 * (lw0 * x[:, :, h1, w0] + lw1 * x[:, :, h1, w1])
+    return y
+
+
+def test_interpolate_nearest_and_bilinear():
+    x = _arr((2, 3, 4, 5))
+    y = F.interpolate(_t(x), size=(8, 10))
+    np.testing.assert_array_equal(_np(y), x.repeat(2, axis=2).repeat(2, axis=3))
+    y = F.interpolate(_t(x), scale_factor=0.5)
+    np.testing.assert_array_equal(_np(y), x[:, :, ::2, ::2][:, :, :2, :2])
+    for ac in (False, True):
+        y = F.interpolate(_t(x), size=(7, 3), mode="bilinear", align_corners=ac)
+        np.testing.assert_allclose(_np(y), _bilinear_ref(x, 7, 3, ac), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(_t(x), size=3, scale_factor=2)
+    with pytest.raises(ValueError, match="align_corners option can only be set"):
+        F.interpolate(_t(x), size=3, align_corners=True)
+    with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
+        F.interpolate(_t(x), size=(0, 2))
+
+
+@requires_torch
+@pytest.mark.parametrize("kw", [
+    {"size": (7, 9)}, {"scale_factor": 1.7}, {"scale_factor": (0.5, 3)},
+    {"size": (7, 9), "mode": "bilinear"}, {"size": (3, 2), "mode": "bilinear", "align_corners": True},
+    {"scale_factor": 1.3, "mode": "bilinear"}, {"scale_factor": 2.5, "mode": "bilinear",
+                                                 "recompute_scale_factor": True},
+])
+def test_interpolate_matches_torch(kw):
+    x = _arr((2, 3, 4, 5))
+    for dt in (np.float32, np.float64):
+        xa = x.astype(dt)
+        rx = _t(xa, True)
+        tx = torch.from_numpy(xa.copy()).requires_grad_()
+        ry = F.interpolate(rx, **kw)
+        ty = TF.interpolate(tx, **kw)
+        tol = 1e-6 if dt == np.float32 else 1e-12
+        np.testing.assert_allclose(_np(ry), ty.detach().numpy(), rtol=tol, atol=tol)
+        g = _arr(tuple(ty.shape), 1).astype(dt)
+        (rg,) = ratten.autograd.grad(ry, [rx], _t(g))
+        (tg,) = torch.autograd.grad(ty, [tx], torch.from_numpy(g))
+        np.testing.assert_allclose(_np(rg), tg.numpy(), rtol=tol * 10, atol=tol * 10)

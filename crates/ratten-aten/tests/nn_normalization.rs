@@ -422,6 +422,7 @@ fn dropout_is_bernoulli_scaled_and_seeded() {
     let (y, mask) = operators::native_dropout::call(&x, 0.25, Some(true)).unwrap();
     let yv = f64v(&y);
     let mv = f64v(&mask);
+    assert_eq!(mask.dtype(), ScalarType::Bool);
     assert!(mv.iter().all(|&m| m == 0.0 || m == 1.0));
     for (a, m) in yv.iter().zip(&mv) {
         assert!((a - m / 0.75).abs() < 1e-6);
@@ -435,6 +436,14 @@ fn dropout_is_bernoulli_scaled_and_seeded() {
     ratten_aten::random::manual_seed(123);
     let d = operators::dropout::call(&x, 0.25, true).unwrap();
     close(&f64v(&d), &f64v(&want.div_scalar(0.75).unwrap()), 1e-6);
+
+    // torch.manual_seed(0); F.dropout(torch.ones(8), 0.5)
+    ratten_aten::random::manual_seed(0);
+    let ones8 = Tensor::ones(&[8], ScalarType::Float).unwrap();
+    assert_eq!(
+        f64v(&operators::dropout::call(&ones8, 0.5, true).unwrap()),
+        vec![0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 2.0, 2.0]
+    );
 
     // Evaluation, p = 0, p = 1.
     assert_eq!(f64v(&operators::dropout::call(&x, 0.5, false).unwrap()), f64v(&x));
@@ -573,5 +582,333 @@ fn one_hot_values_and_errors() {
     assert_eq!(
         operators::one_hot::call(&empty, 3).unwrap().sizes().as_slice(),
         &[0, 3]
+    );
+}
+
+// ---- group_norm ------------------------------------------------------------------------------
+
+#[test]
+fn group_norm_matches_reference() {
+    let (n, c, hw, g) = (2usize, 6usize, 4usize, 3usize);
+    let d = c / g;
+    for dt in [ScalarType::Float, ScalarType::Double] {
+        let xv = values(n * c * hw, 41);
+        let wv = values(c, 42);
+        let bv = values(c, 43);
+        let x = tensor(&xv, &[n as i64, c as i64, 2, 2], dt);
+        let w = tensor(&wv, &[c as i64], dt);
+        let b = tensor(&bv, &[c as i64], dt);
+        let y = operators::group_norm::call(&x, g as i64, Some(&w), Some(&b), 1e-5, true).unwrap();
+        let (yn, mean, rstd) = operators::native_group_norm::call(
+            &x.reshape(&[n as i64, c as i64, hw as i64]).unwrap(),
+            Some(&w),
+            Some(&b),
+            n as i64,
+            c as i64,
+            hw as i64,
+            g as i64,
+            1e-5,
+        )
+        .unwrap();
+        // Each group is a row of d * hw elements for layer_norm's reference.
+        let (rows, rm, rr) = layer_norm_ref(&xv, d * hw, None, None, 1e-5);
+        let want: Vec<f64> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let ch = (i / hw) % c;
+                v * wv[ch] + bv[ch]
+            })
+            .collect();
+        close(&f64v(&y), &want, tol(dt) * 10.0);
+        close(&f64v(&yn), &want, tol(dt) * 10.0);
+        assert_eq!(mean.sizes().as_slice(), &[n as i64, g as i64]);
+        close(&f64v(&mean), &rm, tol(dt));
+        close(&f64v(&rstd), &rr, tol(dt) * 10.0);
+
+        // Backward against finite differences of sum(dy * y) in float64.
+        if dt == ScalarType::Double {
+            let dyv = values(n * c * hw, 44);
+            let dy = tensor(&dyv, &[n as i64, c as i64, hw as i64], dt);
+            let x3 = x.reshape(&[n as i64, c as i64, hw as i64]).unwrap();
+            let (dx, dw, db) = operators::native_group_norm_backward::call(
+                &dy,
+                &x3,
+                &mean,
+                &rstd,
+                Some(&w),
+                n as i64,
+                c as i64,
+                hw as i64,
+                g as i64,
+                &[true, true, true],
+            )
+            .unwrap();
+            let f = |xs: &[f64], ws: &[f64], bs: &[f64]| -> f64 {
+                let (rows, _, _) = layer_norm_ref(xs, d * hw, None, None, 1e-5);
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let ch = (i / hw) % c;
+                        (v * ws[ch] + bs[ch]) * dyv[i]
+                    })
+                    .sum()
+            };
+            let h = 1e-6;
+            let num = |k: usize, which: usize| {
+                let (mut xp, mut wp, mut bp) = (xv.clone(), wv.clone(), bv.clone());
+                let (mut xm, mut wm, mut bm) = (xv.clone(), wv.clone(), bv.clone());
+                match which {
+                    0 => {
+                        xp[k] += h;
+                        xm[k] -= h;
+                    }
+                    1 => {
+                        wp[k] += h;
+                        wm[k] -= h;
+                    }
+                    _ => {
+                        bp[k] += h;
+                        bm[k] -= h;
+                    }
+                }
+                (f(&xp, &wp, &bp) - f(&xm, &wm, &bm)) / (2.0 * h)
+            };
+            let ndx: Vec<f64> = (0..xv.len()).map(|k| num(k, 0)).collect();
+            let ndw: Vec<f64> = (0..c).map(|k| num(k, 1)).collect();
+            let ndb: Vec<f64> = (0..c).map(|k| num(k, 2)).collect();
+            close(&f64v(&dx), &ndx, 1e-6);
+            close(&f64v(&dw), &ndw, 1e-6);
+            close(&f64v(&db), &ndb, 1e-6);
+        }
+    }
+    let x = Tensor::zeros(&[2, 6, 4], ScalarType::Float).unwrap();
+    assert_eq!(
+        msg(operators::group_norm::call(&x, 4, None, None, 1e-5, true)),
+        "Expected number of channels in input to be divisible by num_groups, but got input of \
+         shape [2, 6, 4] and num_groups=4"
+    );
+    let xm = Tensor::empty(&[2, 6, 4], (ScalarType::Float, Device::META)).unwrap();
+    let (y, m, _) =
+        operators::native_group_norm::call(&xm, None, None, 2, 6, 4, 3, 1e-5).unwrap();
+    assert_eq!(
+        (y.sizes().to_vec(), m.sizes().to_vec()),
+        (vec![2, 6, 4], vec![2, 3])
+    );
+}
+
+// ---- padding ---------------------------------------------------------------------------------
+
+/// Naive padding of the last dim(s): `src(j)` maps an output position to an input position or
+/// `None` (the constant).
+fn pad_ref(
+    x: &[f64],
+    shape: &[usize],
+    pad: &[i64],
+    src: impl Fn(i64, i64) -> Option<i64>,
+) -> (Vec<f64>, Vec<usize>) {
+    let nd = shape.len();
+    let k = pad.len() / 2;
+    let mut out_shape = shape.to_vec();
+    for j in 0..k {
+        out_shape[nd - 1 - j] = (shape[nd - 1 - j] as i64 + pad[2 * j] + pad[2 * j + 1]) as usize;
+    }
+    let total: usize = out_shape.iter().product();
+    let mut out = Vec::with_capacity(total);
+    for flat in 0..total {
+        let mut rem = flat;
+        let mut idx = vec![0usize; nd];
+        for d in (0..nd).rev() {
+            idx[d] = rem % out_shape[d];
+            rem /= out_shape[d];
+        }
+        let mut inside = true;
+        for j in 0..k {
+            let d = nd - 1 - j;
+            match src(idx[d] as i64 - pad[2 * j], shape[d] as i64) {
+                Some(s) => idx[d] = s as usize,
+                None => inside = false,
+            }
+        }
+        if !inside {
+            out.push(0.25);
+            continue;
+        }
+        let mut off = 0;
+        for d in 0..nd {
+            off = off * shape[d] + idx[d];
+        }
+        out.push(x[off]);
+    }
+    (out, out_shape)
+}
+
+#[test]
+fn padding_modes_match_reference() {
+    let shape = [2usize, 3, 4, 5];
+    let xv = values(shape.iter().product(), 51);
+    let x = tensor(&xv, &[2, 3, 4, 5], ScalarType::Double);
+    let reflect = |i: i64, n: i64| {
+        let i = i.abs();
+        Some(if i >= n { 2 * (n - 1) - i } else { i })
+    };
+    let replicate = |i: i64, n: i64| Some(i.clamp(0, n - 1));
+    let constant = |i: i64, n: i64| (0..n).contains(&i).then_some(i);
+    for pad in [vec![2i64, 1], vec![1, 3, 2, 0], vec![0, -1, 1, 2]] {
+        let shown: Vec<i64> = pad_ref(&xv, &shape, &pad, constant).1.iter().map(|&v| v as i64).collect();
+        let c = operators::constant_pad_nd::call(&x, &pad, &0.25.into()).unwrap();
+        assert_eq!(c.sizes().to_vec(), shown);
+        assert_eq!(f64v(&c), pad_ref(&xv, &shape, &pad, constant).0);
+        if pad.len() == 4 && pad.iter().all(|&p| p >= 0) {
+            let r = operators::pad::call(&x, &pad, "reflect", None).unwrap();
+            assert_eq!(f64v(&r), pad_ref(&xv, &shape, &pad, reflect).0);
+            let p = operators::pad::call(&x, &pad, "replicate", None).unwrap();
+            assert_eq!(f64v(&p), pad_ref(&xv, &shape, &pad, replicate).0);
+            let wrap = |i: i64, n: i64| Some(i.rem_euclid(n));
+            let cc = operators::pad::call(&x, &pad, "circular", None).unwrap();
+            assert_eq!(f64v(&cc), pad_ref(&xv, &shape, &pad, wrap).0);
+        }
+    }
+    // Backward: the adjoint of the forward gather (sum over the positions that read each input).
+    let g = tensor(&values(2 * 3 * 7 * 8, 52), &[2, 3, 7, 8], ScalarType::Double);
+    let gi = operators::reflection_pad2d_backward::call(&g, &x, &[1, 2, 2, 1]).unwrap();
+    let y = operators::reflection_pad2d::call(&x, &[1, 2, 2, 1]).unwrap();
+    // <g, pad(x)> == <pad_backward(g), x>
+    let lhs: f64 = f64v(&g).iter().zip(f64v(&y)).map(|(a, b)| a * b).sum();
+    let rhs: f64 = f64v(&gi).iter().zip(&xv).map(|(a, b)| a * b).sum();
+    assert!((lhs - rhs).abs() < 1e-10, "{lhs} {rhs}");
+    let g1 = tensor(&values(2 * 3 * 4 * 9, 53), &[2, 3, 4, 9], ScalarType::Double);
+    let gi1 = operators::replication_pad1d_backward::call(
+        &g1.reshape(&[6, 4, 9]).unwrap(),
+        &x.reshape(&[6, 4, 5]).unwrap(),
+        &[3, 1],
+    )
+    .unwrap();
+    let y1 = operators::replication_pad1d::call(&x.reshape(&[6, 4, 5]).unwrap(), &[3, 1]).unwrap();
+    let lhs: f64 = f64v(&g1).iter().zip(f64v(&y1)).map(|(a, b)| a * b).sum();
+    let rhs: f64 = f64v(&gi1).iter().zip(&xv).map(|(a, b)| a * b).sum();
+    assert!((lhs - rhs).abs() < 1e-10, "{lhs} {rhs}");
+
+    // Errors and meta.
+    assert_eq!(
+        msg(operators::reflection_pad1d::call(&x.reshape(&[6, 4, 5]).unwrap(), &[5, 0])),
+        "Argument #4: Padding size should be less than the corresponding input dimension, but \
+         got: padding (5, 0) at dimension 2 of input [6, 4, 5]"
+    );
+    assert_eq!(
+        msg(operators::constant_pad_nd::call(&x, &[1, 2, 3], &0.into())),
+        "Length of pad must be even but instead it equals 3"
+    );
+    assert_eq!(
+        msg(operators::pad::call(&x, &[1, 1], "wrap", None)),
+        "Unrecognised padding mode wrap"
+    );
+    assert_eq!(
+        msg(operators::pad::call(&x, &[1, 1], "reflect", Some(1.0))),
+        "Padding mode \"reflect\" doesn't take in value argument"
+    );
+    let xm = Tensor::empty(&[2, 3, 4, 5], (ScalarType::Float, Device::META)).unwrap();
+    for mode in ["constant", "reflect", "replicate"] {
+        let y = operators::pad::call(&xm, &[1, 2, 3, 0], mode, None).unwrap();
+        assert_eq!(y.sizes().as_slice(), &[2, 3, 7, 8], "{mode}");
+    }
+}
+
+// ---- interpolation ---------------------------------------------------------------------------
+
+/// Naive bilinear interpolation (torch's source index and weights, in float64).
+fn bilinear_ref(x: &[f64], s: [usize; 4], oh: usize, ow: usize, align: bool) -> Vec<f64> {
+    let taps = |i: usize, o: usize| -> Vec<(usize, usize, f64, f64)> {
+        (0..o)
+            .map(|j| {
+                if i == o {
+                    return (j, j, 1.0, 0.0);
+                }
+                let r = if align {
+                    if o > 1 {
+                        (i - 1) as f64 / (o - 1) as f64 * j as f64
+                    } else {
+                        0.0
+                    }
+                } else {
+                    (i as f64 / o as f64 * (j as f64 + 0.5) - 0.5).max(0.0)
+                };
+                let i0 = (r.floor() as usize).min(i - 1);
+                let l1 = (r - i0 as f64).clamp(0.0, 1.0);
+                (i0, i0 + usize::from(i0 < i - 1), 1.0 - l1, l1)
+            })
+            .collect()
+    };
+    let (th, tw) = (taps(s[2], oh), taps(s[3], ow));
+    let at = |p: usize, h: usize, w: usize| x[(p * s[2] + h) * s[3] + w];
+    let mut y = vec![];
+    for p in 0..s[0] * s[1] {
+        for &(h0, h1, lh0, lh1) in &th {
+            for &(w0, w1, lw0, lw1) in &tw {
+                y.push(
+                    lh0 * (lw0 * at(p, h0, w0) + lw1 * at(p, h0, w1))
+                        + lh1 * (lw0 * at(p, h1, w0) + lw1 * at(p, h1, w1)),
+                );
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn upsample_matches_reference() {
+    let s = [2usize, 3, 4, 5];
+    let xv = values(s.iter().product(), 61);
+    let x = tensor(&xv, &[2, 3, 4, 5], ScalarType::Double);
+    // Nearest: doubling repeats, other sizes floor(j * in / out).
+    let y = operators::upsample_nearest2d::call(&x, &[8, 3], None, None).unwrap();
+    let mut want = vec![];
+    for p in 0..6 {
+        for h in 0..8 {
+            for w in 0..3 {
+                let sw = ((w as f32) * (5.0f32 / 3.0)).floor() as usize;
+                want.push(xv[(p * 4 + h / 2) * 5 + sw]);
+            }
+        }
+    }
+    assert_eq!(f64v(&y), want);
+    for align in [false, true] {
+        for (oh, ow) in [(7, 3), (4, 5), (2, 9)] {
+            let y = operators::upsample_bilinear2d::call(&x, &[oh, ow], align, None, None).unwrap();
+            close(&f64v(&y), &bilinear_ref(&xv, s, oh as usize, ow as usize, align), 1e-12);
+            let xf = x.to_dtype(ScalarType::Float).unwrap();
+            let yf = operators::upsample_bilinear2d::call(&xf, &[oh, ow], align, None, None).unwrap();
+            assert_eq!(yf.dtype(), ScalarType::Float);
+            close(&f64v(&yf), &bilinear_ref(&xv, s, oh as usize, ow as usize, align), 1e-5);
+            // The backward is the forward's adjoint.
+            let g = tensor(&values(6 * (oh * ow) as usize, 62), &[2, 3, oh, ow], ScalarType::Double);
+            let gi = operators::upsample_bilinear2d_backward::call(
+                &g, &[oh, ow], &[2, 3, 4, 5], align, None, None,
+            )
+            .unwrap();
+            let lhs: f64 = f64v(&g).iter().zip(f64v(&y)).map(|(a, b)| a * b).sum();
+            let rhs: f64 = f64v(&gi).iter().zip(&xv).map(|(a, b)| a * b).sum();
+            assert!((lhs - rhs).abs() < 1e-10, "{lhs} {rhs}");
+        }
+    }
+    let g = tensor(&values(6 * 24, 63), &[2, 3, 8, 3], ScalarType::Double);
+    let gi = operators::upsample_nearest2d_backward::call(&g, &[8, 3], &[2, 3, 4, 5], None, None)
+        .unwrap();
+    let y = operators::upsample_nearest2d::call(&x, &[8, 3], None, None).unwrap();
+    let lhs: f64 = f64v(&g).iter().zip(f64v(&y)).map(|(a, b)| a * b).sum();
+    let rhs: f64 = f64v(&gi).iter().zip(&xv).map(|(a, b)| a * b).sum();
+    assert!((lhs - rhs).abs() < 1e-10);
+    assert_eq!(
+        msg(operators::upsample_bilinear2d::call(&x, &[0, 2], false, None, None)),
+        "Input and output sizes should be greater than 0, but got input (H: 4, W: 5) output \
+         (H: 0, W: 2)"
+    );
+    let xm = Tensor::empty(&[2, 3, 4, 5], (ScalarType::Float, Device::META)).unwrap();
+    assert_eq!(
+        operators::upsample_bilinear2d::call(&xm, &[7, 1], true, None, None)
+            .unwrap()
+            .sizes()
+            .as_slice(),
+        &[2, 3, 7, 1]
     );
 }

@@ -2182,14 +2182,6 @@ fn ones_like_options(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
     F::ones_with(sizes, Some(like.scalar_type()), None, Some(like.device()), None)
 }
 
-/// `a + b` where either may be undefined.
-fn add_defined(a: Option<Tensor>, b: Tensor) -> Result<Option<Tensor>> {
-    Ok(Some(match a {
-        Some(a) => a.add(&b)?,
-        None => b,
-    }))
-}
-
 /// The gradient of `native_dropout` while grad mode is on (differentiable again):
 /// `grad * (mask * scale)` with the mask in the gradient's dtype.
 pub fn infinitely_differentiable_native_dropout_backward(
@@ -2353,7 +2345,7 @@ pub fn batchnorm_double_backward(
         } else {
             ggg_e.mul(&sigma2_eps_neg_1_2)?.mul(g_o)?
         };
-        g_i = add_defined(g_i, term)?;
+        g_i = Some(add_defined(g_i, term)?);
     }
 
     // The first backward's grad_input.
@@ -2390,10 +2382,10 @@ pub fn batchnorm_double_backward(
     }
     if let Some(ggg_e) = ggg_expanded.as_ref() {
         let term = ggg_e.mul(&input_sub_mu)?.mul(&sigma2_eps_neg_1_2)?;
-        gg_o = add_defined(gg_o, term)?;
+        gg_o = Some(add_defined(gg_o, term)?);
     }
     if let Some(ggb_e) = ggb_expanded {
-        gg_o = add_defined(gg_o, ggb_e)?;
+        gg_o = Some(add_defined(gg_o, ggb_e)?);
     }
     torch_check!(
         !(output_mask[1] && g_g.is_none()) || affine,
@@ -2481,7 +2473,7 @@ pub fn layer_norm_double_backward(
         let t2 = input_mu_sigma2_neg_3_2
             .mul(&sum_dim(&g_o.mul(ggg_e)?.mul(&input_sub_mu)?, 1, true)?)?
             .div_scalar(-n)?;
-        g_i = add_defined(g_i, t0.add(&t1)?.add(&t2)?)?;
+        g_i = Some(add_defined(g_i, t0.add(&t1)?.add(&t2)?)?);
     }
     let g_i = g_i.map(|t| t.reshape_as(input_t)).transpose()?;
 
@@ -2511,10 +2503,10 @@ pub fn layer_norm_double_backward(
     }
     if let Some(ggg_e) = ggg_expanded.as_ref() {
         let term = ggg_e.mul(&input_sub_mu)?.mul(&sigma2_eps_neg_1_2)?;
-        gg_o = add_defined(gg_o, term)?;
+        gg_o = Some(add_defined(gg_o, term)?);
     }
     if let Some(ggb_e) = ggb_expanded {
-        gg_o = add_defined(gg_o, ggb_e)?;
+        gg_o = Some(add_defined(gg_o, ggb_e)?);
     }
     let gg_o = gg_o
         .map(|t| t.expand(&[m_i, n_i])?.reshape_as(input_t))
@@ -2532,6 +2524,107 @@ pub fn layer_norm_double_backward(
 pub fn constant_pad_nd_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
     let negated: Vec<i64> = pad.iter().map(|p| -p).collect();
     F::constant_pad_nd(grad, &negated)
+}
+
+/// The gradients of `native_group_norm` (`(input, weight, bias)`) from the gradients of its
+/// three outputs, any of which may be undefined, by differentiable operations (torch's
+/// `infinitely_differentiable_native_group_norm_backward`, which the formula's dispatcher runs
+/// when grad mode is on or the statistics have gradients).
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm_backward_dispatcher(
+    d_y: Option<&Tensor>,
+    dmean: Option<&Tensor>,
+    drstd: Option<&Tensor>,
+    x: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    gamma: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    grad_input_mask: &[bool],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let g = group;
+    let d = c / g;
+    let s = 1.0 / (d * hxw) as f64;
+    let x_tensor = x.reshape(&[n, g, d, hxw])?;
+    let mean_tensor = mean.reshape(&[n, g, 1, 1])?;
+    let rstd_tensor = rstd.reshape(&[n, g, 1, 1])?;
+    let sums = match d_y {
+        Some(dy) => {
+            let dy_t = dy.reshape(&[n, g, d, hxw])?;
+            let ds = sum_dim(&dy_t.mul(&x_tensor)?, 3, false)?.unsqueeze(-1)?;
+            let db = sum_dim(&dy_t, 3, false)?.unsqueeze(-1)?;
+            Some((dy_t, ds, db))
+        }
+        None => None,
+    };
+    let gamma_tensor = gamma.map(|t| t.reshape(&[1, g, d, 1])).transpose()?;
+    let mut d_x = None;
+    if grad_input_mask[0] {
+        let rstd_cube = rstd_tensor.mul(&rstd_tensor)?.mul(&rstd_tensor)?;
+        let dvar = drstd
+            .map(|dr| rstd_cube.mul_scalar(-0.5)?.mul(&dr.view(&[n, g, 1, 1])?))
+            .transpose()?;
+        let stats_part = match (dmean, dvar.as_ref()) {
+            (Some(dm), Some(dv)) => var_mean_backward(
+                Some(dv),
+                Some(&dm.view(&[n, g, 1, 1])?),
+                &x_tensor,
+                Some(&[2, 3]),
+                Some(&Scalar::Int(0)),
+                true,
+            )?,
+            _ => None,
+        };
+        if let Some((dy_t, ds, db)) = sums.as_ref() {
+            let a = match gamma_tensor.as_ref() {
+                Some(gt) => rstd_tensor.mul(gt)?,
+                None => rstd_tensor.clone(),
+            };
+            let (bs, cs) = match gamma_tensor.as_ref() {
+                Some(gt) => (ds.mul(gt)?, db.mul(gt)?),
+                None => (ds.clone(), db.clone()),
+            };
+            let bsum = sum_dim(&bs, 2, false)?.unsqueeze(-2)?;
+            let csum = sum_dim(&cs, 2, false)?.unsqueeze(-2)?;
+            let b = csum
+                .mul(&mean_tensor)?
+                .sub(&bsum)?
+                .mul(&rstd_cube)?
+                .mul_scalar(s)?;
+            let cc = b
+                .neg()?
+                .mul(&mean_tensor)?
+                .sub(&csum.mul(&rstd_tensor)?.mul_scalar(s)?)?;
+            let mut dx = a.mul(dy_t)?.add(&b.mul(&x_tensor)?)?.add(&cc)?;
+            if let Some(sp) = stats_part {
+                dx = dx.add(&sp)?;
+            }
+            d_x = Some(dx.reshape_as(x)?);
+        } else if let Some(sp) = stats_part {
+            d_x = Some(sp.reshape_as(x)?);
+        }
+    }
+    let mut dgamma = None;
+    let mut dbeta = None;
+    if let Some((_, ds, db)) = sums.as_ref() {
+        if grad_input_mask[1] {
+            if let Some(gm) = gamma {
+                let t = ds.sub(&db.mul(&mean_tensor)?)?.mul(&rstd_tensor)?;
+                dgamma = Some(sum_dim(&t, 0, false)?.reshape_as(gm)?);
+            }
+        }
+        if grad_input_mask[2] {
+            if let Some(gm) = gamma {
+                dbeta = Some(sum_dim(db, 0, false)?.reshape_as(gm)?);
+            } else {
+                dbeta = Some(sum_dim(db, 0, false)?.reshape(&[c])?);
+            }
+        }
+    }
+    Ok((d_x, dgamma, dbeta))
 }
 
 // End of normalization and the rest.

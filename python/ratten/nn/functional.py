@@ -51,6 +51,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _top["layer_norm"](input, list(normalized_shape), weight, bias, eps, False)
 
 
+
+def _verify_spatial_size(size):
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {size}")
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Applies Group Normalization over groups of channels (dim 1)."""
+    if input.dim() < 2:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    _verify_spatial_size(input.size())
+    return _top["group_norm"](input, num_groups, weight, bias, eps, False)
+
 def _check_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -139,5 +157,98 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return _top["embedding"](weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
+
+
+def _is_integer(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Down/up samples ``input`` to ``size`` or by ``scale_factor`` (4-D inputs, modes
+    ``nearest`` and ``bilinear``)."""
+    import math
+
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: "
+                "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    elif size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size of "
+                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "output size in (o1, o2, ...,oK) format.")
+            if not all(_is_integer(x) for x in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                    f"Tuple[int, int, int], but got size with types {[type(x) for x in size]}")
+            output_size = list(size)
+        else:
+            output_size = [size for _ in range(dim)]
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in "
+                    "(N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor) for _ in range(dim)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor is not None and recompute_scale_factor:
+        output_size = [math.floor(float(input.size(i + 2) * scale_factors[i])) for i in range(dim)]
+        scale_factors = None
+
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+            "tensor as input")
+
+    if input.dim() == 4 and mode in ("nearest", "bilinear"):
+        # torch calls the `.vec` overloads here; ratten computes their output size
+        # (`compute_output_size`: the size truncated from input size * scale) and scales itself.
+        if output_size is None:
+            output_size = [int(float(input.size(i + 2)) * scale_factors[i]) for i in range(dim)]
+            scales = scale_factors
+        else:
+            scales = [None, None]
+        if mode == "nearest":
+            return _nn["upsample_nearest2d"](input, output_size, scales[0], scales[1])
+        if antialias:
+            raise NotImplementedError("ratten: antialiased bilinear interpolation is not implemented")
+        return _nn["upsample_bilinear2d"](input, output_size, align_corners, scales[0], scales[1])
+    if input.dim() == 3 and mode == "bilinear":
+        raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
+    if input.dim() == 5 and mode == "bilinear":
+        raise NotImplementedError("Got 5D input, but bilinear mode needs 4D input")
+    if input.dim() in (3, 4, 5) and mode in ("nearest", "linear", "bilinear", "bicubic",
+                                             "trilinear", "area", "nearest-exact"):
+        raise NotImplementedError(
+            f"ratten: interpolate supports 4-D inputs in modes nearest and bilinear (got "
+            f"{input.dim()}D, mode {mode})")
+    raise NotImplementedError(
+        "Input Error: Only 3D, 4D and 5D input Tensors supported"
+        f" (got {input.dim()}D) for the modes: nearest | linear | bilinear | bicubic | trilinear "
+        f"| area | nearest-exact (got {mode})")
 
 __all__ = sorted(set(__all__) | {n for n in globals() if not n.startswith("_")} - {"annotations"})

@@ -88,9 +88,9 @@ pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<&Tensor> 
     Ok(self_)
 }
 
-/// `native_dropout` (CPU and Meta): `(output, mask)`. Training: the mask is
-/// `bernoulli(1 - p)` in the input's dtype and the output `input * mask * (1 / (1 - p))`
-/// (0 for `p == 1`); otherwise a copy of the input and an all-true bool mask.
+/// `native_dropout` (CPU and Meta): `(output, mask)`. Training: the bool mask is
+/// `bernoulli(1 - p)` and the output `input * mask * (1 / (1 - p))` (0 for `p == 1`);
+/// otherwise a copy of the input and an all-true mask.
 pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     if input.numel() == 0 {
         return Ok((
@@ -103,7 +103,7 @@ pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result
         let scale = if p1m == 0.0 { 0.0 } else { 1.0 / p1m };
         let mask = Tensor::empty(
             &input.sizes(),
-            TensorOptions::new().dtype(input.dtype()).device(input.device()),
+            TensorOptions::new().dtype(ScalarType::Bool).device(input.device()),
         )?;
         mask.bernoulli_float_with_(p1m, None)?;
         let output = input.mul(&mask)?;

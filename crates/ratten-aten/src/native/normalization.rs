@@ -12,7 +12,8 @@ use crate::generated::operators as ops;
 use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::normalization_kernels::{
     batch_norm_backward_channels, batch_norm_collect_stats, batch_norm_transform,
-    layer_norm_backward_rows, layer_norm_rows, ChannelGeometry, NormElem,
+    group_norm_backward, group_norm_forward, layer_norm_backward_rows, layer_norm_rows,
+    ChannelGeometry, GroupGeometry, NormElem,
 };
 use crate::native::cpu::unique_kernels::dispatch_types;
 use crate::native::scatter_gather::fmt_sizes;
@@ -650,6 +651,238 @@ pub fn batch_norm_backward_cpu(
     };
     let db = if mask[2] {
         from_f64(dbias, &[c], param_dt)?
+    } else {
+        undefined_like(input)?
+    };
+    Ok((dx, dw, db))
+}
+
+// ---------------------------------------------------------------------------------------------
+// group_norm
+
+/// `check_group_norm_inputs`.
+fn check_group_norm_inputs(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    c: i64,
+    num_groups: i64,
+) -> Result<()> {
+    if num_groups <= 0 {
+        return Err(Error::runtime(format!(
+            "Expected num groups to be greater than 0, got {num_groups}"
+        )));
+    }
+    if c % num_groups != 0 {
+        return Err(Error::runtime(format!(
+            "Expected number of channels in input to be divisible by num_groups, but got input \
+             of shape {} and num_groups={num_groups}",
+            fmt_sizes(&input.sizes())
+        )));
+    }
+    if let Some(w) = weight {
+        if !(w.dim() == 1 && w.numel() == c) {
+            return Err(Error::runtime(format!(
+                "Expected weight to be a vector of size equal to the number of channels in \
+                 input, but got weight of shape {} and input of shape {}",
+                fmt_sizes(&w.sizes()),
+                fmt_sizes(&input.sizes())
+            )));
+        }
+    }
+    if let Some(b) = bias {
+        if !(b.dim() == 1 && b.numel() == c) {
+            // torch prints the weight's shape here.
+            let shown = weight.map_or_else(|| "[]".to_string(), |w| fmt_sizes(&w.sizes()));
+            return Err(Error::runtime(format!(
+                "Expected bias to be a vector of size equal to the number of channels in input, \
+                 but got bias of shape {shown} and input of shape {}",
+                fmt_sizes(&input.sizes())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `group_norm` (CompositeImplicitAutograd): the first output of `native_group_norm` over the
+/// input viewed as `(N, C, HxW)`.
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    _cudnn_enabled: bool,
+) -> Result<Tensor> {
+    if input.dim() < 2 {
+        return Err(channel_dim_error(input));
+    }
+    let s = input.sizes();
+    let (n, c) = (s[0], s[1]);
+    check_group_norm_inputs(input, weight, bias, c, num_groups)?;
+    let hxw = s[2..].iter().product::<i64>();
+    let x = input.contiguous()?;
+    let gamma = weight.map(|w| w.contiguous()).transpose()?;
+    let beta = bias.map(|b| b.contiguous()).transpose()?;
+    Ok(ops::native_group_norm::call(
+        &x,
+        gamma.as_ref(),
+        beta.as_ref(),
+        n,
+        c,
+        hxw,
+        num_groups,
+        eps,
+    )?
+    .0)
+}
+
+/// `native_group_norm` (CPU and Meta): `(out, mean, rstd)`, the statistics of shape
+/// `(N, group)`.
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    check_group_norm_inputs(input, weight, bias, c, group)?;
+    if input.numel() != n * c * hxw {
+        return Err(Error::runtime(format!(
+            "native_group_norm: input of shape {} is not N={n}, C={c}, HxW={hxw}",
+            fmt_sizes(&input.sizes())
+        )));
+    }
+    let cdt = compute_dtype("GroupNormKernelImpl", input.dtype())?;
+    let sdt = layer_norm_param_dtype(input, weight);
+    if input.is_meta() {
+        return Ok((
+            Tensor::empty(&input.sizes(), opts(input, input.dtype()))?,
+            Tensor::empty(&[n, group], opts(input, sdt))?,
+            Tensor::empty(&[n, group], opts(input, sdt))?,
+        ));
+    }
+    let geo = GroupGeometry {
+        n: n as usize,
+        c: c as usize,
+        hxw: hxw as usize,
+        groups: group as usize,
+    };
+    let x = prepared(input, cdt)?;
+    let gamma = prepared_opt(weight, cdt)?;
+    let beta = prepared_opt(bias, cdt)?;
+    let y = Tensor::empty(&input.sizes(), opts(input, cdt))?;
+    let (mean, rstd) = dispatch_types!(cdt, "GroupNormKernelImpl", [Float => f32, Double => f64], T => {
+        let mut reads = vec![x.base()];
+        reads.extend(gamma.as_ref().map(|t| t.base()));
+        reads.extend(beta.as_ref().map(|t| t.base()));
+        let g = TensorAccess::new(&reads, &[])?;
+        let mut out = TensorAccess::write(y.base())?;
+        let gs = gamma.as_ref().map(|_| g.input_slice::<T>(1)).transpose()?;
+        let bi = 1 + usize::from(gamma.is_some());
+        let bs = beta.as_ref().map(|_| g.input_slice::<T>(bi)).transpose()?;
+        Ok::<_, Error>(group_norm_forward::<T>(g.input_slice::<T>(0)?, gs, bs, geo, eps, out.output_slice_mut::<T>(0)?))
+    })?;
+    let y = if cdt == input.dtype() {
+        y
+    } else {
+        y.to_dtype(input.dtype())?
+    };
+    Ok((y, from_f64(mean, &[n, group], sdt)?, from_f64(rstd, &[n, group], sdt)?))
+}
+
+/// `native_group_norm_backward` (CPU and Meta).
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let mask = [output_mask[0], output_mask[1], output_mask[2]];
+    check_group_norm_inputs(input, weight, None, c, group)?;
+    if input.numel() != n * c * hxw || grad_out.numel() != input.numel() {
+        return Err(Error::runtime(format!(
+            "native_group_norm_backward: input of shape {} and grad_out of shape {} are not \
+             N={n}, C={c}, HxW={hxw}",
+            fmt_sizes(&input.sizes()),
+            fmt_sizes(&grad_out.sizes())
+        )));
+    }
+    let cdt = compute_dtype("GroupNormBackwardKernelImpl", input.dtype())?;
+    let pdt = weight.map_or(input.dtype(), |w| w.dtype());
+    let param = |k: usize| -> Result<Tensor> {
+        if mask[k] {
+            Tensor::empty(&[c], opts(input, pdt))
+        } else {
+            undefined_like(input)
+        }
+    };
+    if input.is_meta() || grad_out.is_meta() {
+        let dx = if mask[0] {
+            Tensor::empty(&input.sizes(), opts(input, input.dtype()))?
+        } else {
+            undefined_like(input)?
+        };
+        return Ok((dx, param(1)?, param(2)?));
+    }
+    let geo = GroupGeometry {
+        n: n as usize,
+        c: c as usize,
+        hxw: hxw as usize,
+        groups: group as usize,
+    };
+    let f64s = |t: &Tensor| -> Result<Vec<f64>> {
+        t.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()
+    };
+    let (mu, rs) = (f64s(mean)?, f64s(rstd)?);
+    if mu.len() as i64 != n * group || rs.len() as i64 != n * group {
+        return Err(Error::runtime(format!(
+            "native_group_norm_backward: expected mean and rstd of {} elements",
+            n * group
+        )));
+    }
+    let dy = prepared(grad_out, cdt)?;
+    let x = prepared(input, cdt)?;
+    let gamma = prepared_opt(weight, cdt)?;
+    let dx = if mask[0] {
+        Tensor::empty(&input.sizes(), opts(input, cdt))?
+    } else {
+        undefined_like(input)?
+    };
+    let (dgamma, dbeta) = dispatch_types!(cdt, "GroupNormBackwardKernelImpl", [Float => f32, Double => f64], T => {
+        let mut reads = vec![dy.base(), x.base()];
+        reads.extend(gamma.as_ref().map(|t| t.base()));
+        let g = TensorAccess::new(&reads, &[])?;
+        let mut out = if mask[0] { Some(TensorAccess::write(dx.base())?) } else { None };
+        let gs = gamma.as_ref().map(|_| g.input_slice::<T>(2)).transpose()?;
+        let gi = match out.as_mut() { Some(o) => Some(o.output_slice_mut::<T>(0)?), None => None };
+        Ok::<_, Error>(group_norm_backward::<T>(
+            g.input_slice::<T>(0)?, g.input_slice::<T>(1)?, &mu, &rs, gs, geo, gi,
+        ))
+    })?;
+    let dx = if mask[0] && cdt != input.dtype() {
+        dx.to_dtype(input.dtype())?
+    } else {
+        dx
+    };
+    let dw = if mask[1] {
+        from_f64(dgamma, &[c], pdt)?
+    } else {
+        undefined_like(input)?
+    };
+    let db = if mask[2] {
+        from_f64(dbeta, &[c], pdt)?
     } else {
         undefined_like(input)?
     };

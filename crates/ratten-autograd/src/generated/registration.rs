@@ -1882,6 +1882,16 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         )),
     )?;
     m.impl_(
+        "native_group_norm",
+        ops::native_group_norm::kernel(WithKeySet(variable_type::native_group_norm)),
+    )?;
+    m.impl_(
+        "native_group_norm_backward",
+        ops::native_group_norm_backward::kernel(WithKeySet(
+            variable_type::native_group_norm_backward,
+        )),
+    )?;
+    m.impl_(
         "native_dropout",
         ops::native_dropout::kernel(WithKeySet(variable_type::native_dropout)),
     )?;
@@ -1979,6 +1989,46 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         "replication_pad2d_backward",
         ops::replication_pad2d_backward::kernel(WithKeySet(
             variable_type::replication_pad2d_backward,
+        )),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d.out",
+        ops::upsample_bilinear2d_out::kernel(WithKeySet(variable_type::upsample_bilinear2d_out)),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d",
+        ops::upsample_bilinear2d::kernel(WithKeySet(variable_type::upsample_bilinear2d)),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward.grad_input",
+        ops::upsample_bilinear2d_backward_grad_input::kernel(WithKeySet(
+            variable_type::upsample_bilinear2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward",
+        ops::upsample_bilinear2d_backward::kernel(WithKeySet(
+            variable_type::upsample_bilinear2d_backward,
+        )),
+    )?;
+    m.impl_(
+        "upsample_nearest2d.out",
+        ops::upsample_nearest2d_out::kernel(WithKeySet(variable_type::upsample_nearest2d_out)),
+    )?;
+    m.impl_(
+        "upsample_nearest2d",
+        ops::upsample_nearest2d::kernel(WithKeySet(variable_type::upsample_nearest2d)),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward.grad_input",
+        ops::upsample_nearest2d_backward_grad_input::kernel(WithKeySet(
+            variable_type::upsample_nearest2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward",
+        ops::upsample_nearest2d_backward::kernel(WithKeySet(
+            variable_type::upsample_nearest2d_backward,
         )),
     )?;
     m.impl_(
@@ -2324,6 +2374,16 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         "native_batch_norm_backward.out",
         ops::native_batch_norm_backward_out::kernel(WithKeySet(
             variable_type::native_batch_norm_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "native_group_norm.out",
+        ops::native_group_norm_out::kernel(WithKeySet(variable_type::native_group_norm_out)),
+    )?;
+    m.impl_(
+        "native_group_norm_backward.out",
+        ops::native_group_norm_backward_out::kernel(WithKeySet(
+            variable_type::native_group_norm_backward_out,
         )),
     )?;
     m.impl_(
@@ -3478,6 +3538,26 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         )),
     )?;
     m.impl_(
+        "upsample_bilinear2d.out",
+        ops::upsample_bilinear2d_out::kernel(WithKeySet(inplace_or_view::upsample_bilinear2d_out)),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward.grad_input",
+        ops::upsample_bilinear2d_backward_grad_input::kernel(WithKeySet(
+            inplace_or_view::upsample_bilinear2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
+        "upsample_nearest2d.out",
+        ops::upsample_nearest2d_out::kernel(WithKeySet(inplace_or_view::upsample_nearest2d_out)),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward.grad_input",
+        ops::upsample_nearest2d_backward_grad_input::kernel(WithKeySet(
+            inplace_or_view::upsample_nearest2d_backward_grad_input,
+        )),
+    )?;
+    m.impl_(
         "add.Scalar_out",
         ops::add_Scalar_out::kernel(WithKeySet(inplace_or_view::add_Scalar_out)),
     )?;
@@ -3793,6 +3873,16 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         "native_batch_norm_backward.out",
         ops::native_batch_norm_backward_out::kernel(WithKeySet(
             inplace_or_view::native_batch_norm_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "native_group_norm.out",
+        ops::native_group_norm_out::kernel(WithKeySet(inplace_or_view::native_group_norm_out)),
+    )?;
+    m.impl_(
+        "native_group_norm_backward.out",
+        ops::native_group_norm_backward_out::kernel(WithKeySet(
+            inplace_or_view::native_group_norm_backward_out,
         )),
     )?;
     m.impl_(

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 252 names.
+/// Module functions (`ratten.add`): 259 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_conj",
@@ -1089,6 +1089,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "group_norm",
+        module: "",
+        signatures: &[
+            "group_norm(Tensor input, int64_t num_groups, Tensor? weight=None, Tensor? bias=None, double eps=1e-05, bool cudnn_enabled=True)",
+        ],
+        schemas: &[
+            "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+        ],
+    },
+    Binding {
         name: "gt",
         module: "",
         signatures: &[
@@ -1747,6 +1757,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "native_group_norm",
+        module: "",
+        signatures: &[
+            "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int64_t group, double eps)",
+        ],
+        schemas: &[
+            "aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_group_norm_backward",
+        module: "",
+        signatures: &[
+            "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int64_t group, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
         ],
     },
     Binding {
@@ -2755,6 +2785,50 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "upsample_bilinear2d",
+        module: "nn",
+        signatures: &[
+            "upsample_bilinear2d(Tensor input, SymIntArrayRef[2] output_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_bilinear2d_backward",
+        module: "nn",
+        signatures: &[
+            "upsample_bilinear2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_nearest2d",
+        module: "nn",
+        signatures: &[
+            "upsample_nearest2d(Tensor input, SymIntArrayRef[2] output_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_nearest2d_backward",
+        module: "nn",
+        signatures: &[
+            "upsample_nearest2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {

@@ -606,6 +606,49 @@ pub fn native_batch_norm_backward(
     )
 }
 
+/// `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_group_norm::call(input, weight, bias, N, C, HxW, group, eps)
+}
+
+/// `aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_group_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    operators::native_group_norm_backward::call(
+        grad_out,
+        input,
+        mean,
+        rstd,
+        weight,
+        N,
+        C,
+        HxW,
+        group,
+        output_mask,
+    )
+}
+
 /// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
@@ -783,6 +826,62 @@ pub fn native_batch_norm_backward_out<'a, 'b, 'c>(
         save_invstd,
         train,
         eps,
+        output_mask,
+        out0,
+        out1,
+        out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_group_norm_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_group_norm_out::call(
+        input, weight, bias, N, C, HxW, group, eps, out0, out1, out2,
+    )?;
+    Ok((out0, out1, out2))
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_group_norm_backward_out<'a, 'b, 'c>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor)> {
+    operators::native_group_norm_backward_out::call(
+        grad_out,
+        input,
+        mean,
+        rstd,
+        weight,
+        N,
+        C,
+        HxW,
+        group,
         output_mask,
         out0,
         out1,

@@ -1809,6 +1809,147 @@ impl native_batch_norm_backward {
     }
 }
 
+/// `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`
+pub enum native_group_norm {}
+
+impl Operator for native_group_norm {
+    const NAME: &'static str = "aten::native_group_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        i64,
+        i64,
+        i64,
+        i64,
+        f64,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_group_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_group_norm {
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((input, weight, bias, N, C, HxW, group, eps))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(ks, (input, weight, bias, N, C, HxW, group, eps))
+    }
+}
+
+/// `aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub enum native_group_norm_backward {}
+
+impl Operator for native_group_norm_backward {
+    const NAME: &'static str = "aten::native_group_norm_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        i64,
+        i64,
+        i64,
+        i64,
+        Vec<bool>,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_group_norm_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_group_norm_backward {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
+            output_mask,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        output_mask: &[bool],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                mean,
+                rstd,
+                weight,
+                N,
+                C,
+                HxW,
+                group,
+                output_mask,
+            ),
+        )
+    }
+}
+
 /// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
 pub enum native_dropout {}
 
@@ -2359,6 +2500,175 @@ impl native_batch_norm_backward_out {
                 save_invstd,
                 train,
                 eps,
+                output_mask,
+                out0,
+                out1,
+                out2,
+            ),
+        )
+    }
+}
+
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_group_norm_out {}
+
+impl Operator for native_group_norm_out {
+    const NAME: &'static str = "aten::native_group_norm";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        i64,
+        i64,
+        i64,
+        i64,
+        f64,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_group_norm_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_group_norm_out {
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        eps: f64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((input, weight, bias, N, C, HxW, group, eps, out0, out1, out2))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        eps: f64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (input, weight, bias, N, C, HxW, group, eps, out0, out1, out2),
+        )
+    }
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub enum native_group_norm_backward_out {}
+
+impl Operator for native_group_norm_backward_out {
+    const NAME: &'static str = "aten::native_group_norm_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Option<Tensor>,
+        i64,
+        i64,
+        i64,
+        i64,
+        Vec<bool>,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<native_group_norm_backward_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl native_group_norm_backward_out {
+    pub fn call(
+        grad_out: &Tensor,
+        input: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            grad_out,
+            input,
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_out: &Tensor,
+        input: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        N: i64,
+        C: i64,
+        HxW: i64,
+        group: i64,
+        output_mask: &[bool],
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_out,
+                input,
+                mean,
+                rstd,
+                weight,
+                N,
+                C,
+                HxW,
+                group,
                 output_mask,
                 out0,
                 out1,

@@ -29,6 +29,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
     m.def("ger(Tensor self, Tensor vec2) -> Tensor")?;
     m.def("ger.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def(
+        "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -74,6 +77,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "ger.out",
         operators::ger_out::kernel(ger_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "group_norm",
+        operators::group_norm::kernel(backends::composite_implicit_autograd::group_norm),
     )?;
 });
 

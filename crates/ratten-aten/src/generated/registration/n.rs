@@ -102,6 +102,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
     )?;
+    m.def(
+        "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+    )?;
     m.def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")?;
     m.def("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor")?;
     m.def(
@@ -125,6 +131,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
     )?;
     m.def(
         "native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
@@ -224,6 +236,14 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "native_batch_norm_backward",
         operators::native_batch_norm_backward::kernel(backends::cpu::native_batch_norm_backward),
+    )?;
+    m.impl_(
+        "native_group_norm",
+        operators::native_group_norm::kernel(backends::cpu::native_group_norm),
+    )?;
+    m.impl_(
+        "native_group_norm_backward",
+        operators::native_group_norm_backward::kernel(backends::cpu::native_group_norm_backward),
     )?;
     m.impl_(
         "native_dropout",
@@ -328,6 +348,18 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "native_batch_norm_backward.out",
         operators::native_batch_norm_backward_out::kernel(
             backends::composite_explicit_autograd::native_batch_norm_backward_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_group_norm.out",
+        operators::native_group_norm_out::kernel(
+            backends::composite_explicit_autograd::native_group_norm_outf,
+        ),
+    )?;
+    m.impl_(
+        "native_group_norm_backward.out",
+        operators::native_group_norm_backward_out::kernel(
+            backends::composite_explicit_autograd::native_group_norm_backward_outf,
         ),
     )?;
     m.impl_(
@@ -457,6 +489,14 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "native_batch_norm_backward",
         operators::native_batch_norm_backward::kernel(backends::meta::native_batch_norm_backward),
+    )?;
+    m.impl_(
+        "native_group_norm",
+        operators::native_group_norm::kernel(backends::meta::native_group_norm),
+    )?;
+    m.impl_(
+        "native_group_norm_backward",
+        operators::native_group_norm_backward::kernel(backends::meta::native_group_norm_backward),
     )?;
     m.impl_(
         "native_dropout",

@@ -250,3 +250,108 @@ pub fn batch_norm_backward_channels<T: NormElem>(
     }
     (dweight, dbias)
 }
+
+/// The geometry of a contiguous group_norm input `(N, C, HxW)` in `groups` groups of
+/// `C / groups` channels.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupGeometry {
+    pub n: usize,
+    pub c: usize,
+    pub hxw: usize,
+    pub groups: usize,
+}
+
+/// group_norm's forward (`GroupNormKernelImpl`): per `(n, g)` the mean and rstd of its
+/// `C / G * HxW` elements, then `y = (x - mean) * rstd * gamma[c] + beta[c]`.
+pub fn group_norm_forward<T: NormElem>(
+    x: &[T],
+    gamma: Option<&[T]>,
+    beta: Option<&[T]>,
+    geo: GroupGeometry,
+    eps: f64,
+    y: &mut [T],
+) -> (Vec<f64>, Vec<f64>) {
+    let d = geo.c / geo.groups.max(1);
+    let block = d * geo.hxw;
+    let mut means = Vec::with_capacity(geo.n * geo.groups);
+    let mut rstds = Vec::with_capacity(geo.n * geo.groups);
+    for ng in 0..geo.n * geo.groups {
+        let xs = &x[ng * block..(ng + 1) * block];
+        let (mean, var) = if block == 0 { (0.0, 0.0) } else { moments(xs) };
+        let rstd = rstd_of(var, eps);
+        let g = ng % geo.groups;
+        for k in 0..d {
+            let ch = g * d + k;
+            let w = gamma.map_or(1.0, |w| w[ch].to_f64());
+            let b = beta.map_or(0.0, |b| b[ch].to_f64());
+            let off = ng * block + k * geo.hxw;
+            for (o, v) in y[off..off + geo.hxw].iter_mut().zip(&x[off..off + geo.hxw]) {
+                *o = T::from_f64((v.to_f64() - mean) * rstd * w + b);
+            }
+        }
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    (means, rstds)
+}
+
+/// group_norm's backward (`GroupNormBackwardKernelImpl`): with per-channel sums
+/// `ds = sum(dy * x)`, `db = sum(dy)` over HxW,
+/// `dx = rstd * gamma * dy + b * x + c` where per `(n, g)`
+/// `b = (sum_c(db * gamma) * mean - sum_c(ds * gamma)) * rstd^3 / (D * HxW)` and
+/// `c = -b * mean - sum_c(db * gamma) * rstd / (D * HxW)`;
+/// `dgamma[c] = sum_n (ds - db * mean) * rstd`, `dbeta[c] = sum_n db`.
+#[allow(clippy::too_many_arguments)]
+pub fn group_norm_backward<T: NormElem>(
+    dy: &[T],
+    x: &[T],
+    mean: &[f64],
+    rstd: &[f64],
+    gamma: Option<&[T]>,
+    geo: GroupGeometry,
+    mut dx: Option<&mut [T]>,
+) -> (Vec<f64>, Vec<f64>) {
+    let d = geo.c / geo.groups.max(1);
+    let hw = geo.hxw;
+    let s = 1.0 / (d * hw) as f64;
+    let mut dgamma = vec![0.0; geo.c];
+    let mut dbeta = vec![0.0; geo.c];
+    for n in 0..geo.n {
+        for g in 0..geo.groups {
+            let ng = n * geo.groups + g;
+            let (mu, rs) = (mean[ng], rstd[ng]);
+            let (mut sum_ds_g, mut sum_db_g) = (0.0, 0.0);
+            for k in 0..d {
+                let ch = g * d + k;
+                let off = (n * geo.c + ch) * hw;
+                let (mut ds, mut db) = (0.0, 0.0);
+                for (dv, xv) in dy[off..off + hw].iter().zip(&x[off..off + hw]) {
+                    ds += dv.to_f64() * xv.to_f64();
+                    db += dv.to_f64();
+                }
+                let w = gamma.map_or(1.0, |w| w[ch].to_f64());
+                sum_ds_g += ds * w;
+                sum_db_g += db * w;
+                dgamma[ch] += (ds - db * mu) * rs;
+                dbeta[ch] += db;
+            }
+            if let Some(out) = dx.as_deref_mut() {
+                let b = (sum_db_g * mu - sum_ds_g) * rs * rs * rs * s;
+                let c = -b * mu - sum_db_g * rs * s;
+                for k in 0..d {
+                    let ch = g * d + k;
+                    let a = rs * gamma.map_or(1.0, |w| w[ch].to_f64());
+                    let off = (n * geo.c + ch) * hw;
+                    for ((o, dv), xv) in out[off..off + hw]
+                        .iter_mut()
+                        .zip(&dy[off..off + hw])
+                        .zip(&x[off..off + hw])
+                    {
+                        *o = T::from_f64(a * dv.to_f64() + b * xv.to_f64() + c);
+                    }
+                }
+            }
+        }
+    }
+    (dgamma, dbeta)
+}

@@ -856,6 +856,106 @@ impl Node for NativeBatchNormBackwardBackward0 {
     }
 }
 
+/// The backward of `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeGroupNormBackward0 {
+    pub base: NodeBase,
+    pub C: i64,
+    pub HxW: i64,
+    pub N: i64,
+    pub group: i64,
+    pub input: SavedVariable,
+    pub weight: SavedVariable,
+    pub result1: SavedVariable,
+    pub result2: SavedVariable,
+}
+
+impl Node for NativeGroupNormBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeGroupNormBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        let result2 = self.result2.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let (input_grad, weight_grad, bias_grad) = if crate::grad_mode::GradMode::is_enabled()
+                || grads[1].is_some()
+                || grads[2].is_some()
+            {
+                native_group_norm_backward_dispatcher(
+                    grads[0].as_ref(),
+                    grads[1].as_ref(),
+                    grads[2].as_ref(),
+                    &input,
+                    &result1,
+                    &result2,
+                    weight.as_ref(),
+                    self.N,
+                    self.C,
+                    self.HxW,
+                    self.group,
+                    &grad_input_mask,
+                )?
+            } else {
+                if grads[0].is_some() {
+                    {
+                        let (t0, t1, t2) = ops::native_group_norm_backward::call(
+                            defined(&grads[0])?,
+                            &input,
+                            &result1,
+                            &result2,
+                            weight.as_ref(),
+                            self.N,
+                            self.C,
+                            self.HxW,
+                            self.group,
+                            &grad_input_mask,
+                        )?;
+                        (Some(t0), Some(t1), Some(t2))
+                    }
+                } else {
+                    (None, None, None)
+                }
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.input.reset_data();
+        self.weight.reset_data();
+        self.result1.reset_data();
+        self.result2.reset_data();
+    }
+}
+
 /// The backward of `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (derivatives.yaml: `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`).
 pub struct NativeDropoutBackward0 {
     pub base: NodeBase,

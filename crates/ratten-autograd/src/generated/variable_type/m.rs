@@ -394,7 +394,7 @@ pub(crate) fn max_dim(
         ops::max_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -499,7 +499,7 @@ pub(crate) fn min_dim(
         ops::min_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }

@@ -964,8 +964,8 @@ pub(crate) fn native_layer_norm(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
-        node.result2 = SavedVariable::new(&result2, true);
+        node.result1 = SavedVariable::new(&result1, false);
+        node.result2 = SavedVariable::new(&result2, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
@@ -1071,8 +1071,8 @@ pub(crate) fn native_batch_norm(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
-        node.result2 = SavedVariable::new(&result2, true);
+        node.result1 = SavedVariable::new(&result1, false);
+        node.result2 = SavedVariable::new(&result2, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
@@ -1184,6 +1184,101 @@ pub(crate) fn native_batch_norm_backward(
     Ok((result0, result1, result2))
 }
 
+/// `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_group_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(input), weight, bias];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(NativeGroupNormBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            C,
+            HxW,
+            N,
+            group,
+            input: SavedVariable::new(input, false),
+            weight: SavedVariable::new_opt(weight, false),
+            result1: Default::default(),
+            result2: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            N,
+            C,
+            HxW,
+            group,
+            eps,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, true);
+        node.result2 = SavedVariable::new(&result2, true);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn native_group_norm_backward(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [Some(grad_out), Some(input), Some(mean), Some(rstd), weight];
+    let requires_grad = compute_requires_grad(&inputs);
+    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
+    let (result0, result1, result2) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
+            output_mask,
+        )?
+    };
+    if let Some(next_edges) = next_edges {
+        let node: Arc<dyn Node> = Arc::new(NotImplemented::new(
+            "aten::native_group_norm_backward",
+            next_edges,
+        ));
+        set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
+    }
+    Ok((result0, result1, result2))
+}
+
 /// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
@@ -1208,7 +1303,7 @@ pub(crate) fn native_dropout(
         ops::native_dropout::redispatch(ks & AFTER_AUTOGRAD_KEYSET, input, p, train)?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
+        node.result1 = SavedVariable::new(&result1, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
@@ -1539,6 +1634,108 @@ pub(crate) fn native_batch_norm_backward_out(
             save_invstd,
             train,
             eps,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_group_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(input),
+        weight,
+        bias,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_group_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            input,
+            weight,
+            bias,
+            N,
+            C,
+            HxW,
+            group,
+            eps,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_group_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(grad_out),
+        Some(input),
+        Some(mean),
+        Some(rstd),
+        weight,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "native_group_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_out,
+            input,
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
             output_mask,
             out0,
             out1,

@@ -192,7 +192,7 @@ pub(crate) fn topk(
         ops::topk::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, k, dim, largest, sorted)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }

@@ -260,6 +260,78 @@ pub(super) fn function_native_dropout_backward(
     }
 }
 
+/// `native_group_norm`: 1 signature(s).
+pub(super) fn function_native_group_norm(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int64_t group, double eps)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.optional_tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_N = r.int(3)?;
+            let a_C = r.int(4)?;
+            let a_HxW = r.int(5)?;
+            let a_group = r.int(6)?;
+            let a_eps = r.double(7)?;
+            let result = r.run(py, move || {
+                functions::native_group_norm(
+                    &a_input,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_N,
+                    a_C,
+                    a_HxW,
+                    a_group,
+                    a_eps,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_group_norm_backward`: 1 signature(s).
+pub(super) fn function_native_group_norm_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int64_t group, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_grad_out = r.tensor(0)?;
+            let a_input = r.tensor(1)?;
+            let a_mean = r.tensor(2)?;
+            let a_rstd = r.tensor(3)?;
+            let a_weight = r.optional_tensor(4)?;
+            let a_N = r.int(5)?;
+            let a_C = r.int(6)?;
+            let a_HxW = r.int(7)?;
+            let a_group = r.int(8)?;
+            let a_output_mask = r.bool_list(9)?;
+            let result = r.run(py, move || {
+                functions::native_group_norm_backward(
+                    &a_grad_out,
+                    &a_input,
+                    &a_mean,
+                    &a_rstd,
+                    a_weight.as_ref(),
+                    a_N,
+                    a_C,
+                    a_HxW,
+                    a_group,
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `native_layer_norm`: 1 signature(s).
 pub(super) fn function_native_layer_norm(
     py: Python<'_>,

@@ -325,6 +325,69 @@ pub fn native_batch_norm_backward_outf(
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_group_norm_outf(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_group_norm::call(input, weight, bias, N, C, HxW, group, eps)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_group_norm_backward_outf(
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_group_norm_backward::call(
+        grad_out,
+        input,
+        mean,
+        rstd,
+        weight,
+        N,
+        C,
+        HxW,
+        group,
+        output_mask,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
 /// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub fn native_dropout_outf(
     input: &Tensor,
