@@ -175,7 +175,11 @@ pub(super) fn function_native_batch_norm(
             })?;
             r.tuple(
                 py,
-                vec![r.tensor_list_object(8, 0), r.tensor_list_object(8, 1), r.tensor_list_object(8, 2)],
+                vec![
+                    r.tensor_list_object(8, 0),
+                    r.tensor_list_object(8, 1),
+                    r.tensor_list_object(8, 2),
+                ],
             )
         }
         _ => Err(r.unknown_signature()),
