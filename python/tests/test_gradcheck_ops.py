@@ -151,6 +151,15 @@ def _nn(m):
     return m.nn.functional if m is ratten else m._C._nn
 
 
+def _nn_ol(name):
+    """A ``python_module: nn`` operator torch binds only as ``torch.ops.aten`` (the backward
+    ops): ratten's ``ratten.nn.functional.<name>``."""
+    def call(m, *a, **k):
+        fn = getattr(ratten.nn.functional, name) if m is ratten else getattr(torch.ops.aten, name).default
+        return fn(*a, **k)
+    return call
+
+
 X34 = T((3, 4))
 M = T((3, 4), layout="t")
 
@@ -399,7 +408,7 @@ SAMPLES = [
       [T((2, 4, 3)), T((4,)), T((4,))]),
     S("native_group_norm", lambda m, x: m.group_norm(x, 2), [T((2, 4, 2, 2))]),
     S("native_dropout", _seeded(lambda m, x: m.native_dropout(x, 0.4, True)[0]), [M]),
-    S("native_dropout_backward", lambda m, g, k: m.native_dropout_backward(g, k, 2.0),
+    S("native_dropout_backward", lambda m, g, k: _ol("native_dropout_backward")(m, g, k, 2.0),
       [M, T((3, 4), values=[[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 0]], grad=False)]),
     S("embedding", lambda m, w, i: m.embedding(w, i), [T((5, 3), layout="t"), I([[0, 2], [4, 2]])]),
     S("embedding", lambda m, w, i: m.embedding(w, i, 2, True), [T((5, 3)), I([0, 2, 4, 4, 1])],
@@ -415,10 +424,10 @@ SAMPLES = [
     S("upsample_bilinear2d", lambda m, x: _nn(m).upsample_bilinear2d(x, [4, 5], True),
       [T((2, 1, 3, 2))]),
     S("upsample_nearest2d_backward",
-      lambda m, g: _nn(m).upsample_nearest2d_backward(g, [5, 3], [1, 2, 3, 2]),
+      lambda m, g: _nn_ol("upsample_nearest2d_backward")(m, g, [5, 3], [1, 2, 3, 2]),
       [T((1, 2, 5, 3))]),
     S("upsample_bilinear2d_backward",
-      lambda m, g: _nn(m).upsample_bilinear2d_backward(g, [5, 3], [1, 2, 3, 2], False),
+      lambda m, g: _nn_ol("upsample_bilinear2d_backward")(m, g, [5, 3], [1, 2, 3, 2], False),
       [T((1, 2, 5, 3))]),
     S("constant_pad_nd", lambda m, x: m.constant_pad_nd(x, [1, 2, -1, 1], 0.5), [M]),
     S("reflection_pad1d", lambda m, x: _nn(m).reflection_pad1d(x, [2, 1]), [T((2, 3, 4), layout="t")]),
@@ -426,16 +435,16 @@ SAMPLES = [
     S("replication_pad1d", lambda m, x: _nn(m).replication_pad1d(x, [3, 1]), [T((3, 4), layout="t")]),
     S("replication_pad2d", lambda m, x: _nn(m).replication_pad2d(x, [1, 2, 2, 0]),
       [T((1, 2, 3, 4))]),
-    S("reflection_pad1d_backward", lambda m, g, x: _nn(m).reflection_pad1d_backward(g, x, [2, 1]),
+    S("reflection_pad1d_backward", lambda m, g, x: _nn_ol("reflection_pad1d_backward")(m, g, x, [2, 1]),
       [T((2, 3, 7)), T((2, 3, 4), grad=False)]),
     S("reflection_pad2d_backward",
-      lambda m, g, x: _nn(m).reflection_pad2d_backward(g, x, [1, 2, 2, 0]),
+      lambda m, g, x: _nn_ol("reflection_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
       [T((2, 5, 7)), T((2, 3, 4), grad=False)]),
     S("replication_pad1d_backward",
-      lambda m, g, x: _nn(m).replication_pad1d_backward(g, x, [3, 1]),
+      lambda m, g, x: _nn_ol("replication_pad1d_backward")(m, g, x, [3, 1]),
       [T((3, 8)), T((3, 4), grad=False)]),
     S("replication_pad2d_backward",
-      lambda m, g, x: _nn(m).replication_pad2d_backward(g, x, [1, 2, 2, 0]),
+      lambda m, g, x: _nn_ol("replication_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
       [T((1, 2, 5, 7)), T((1, 2, 3, 4), grad=False)]),
 
 ]

@@ -8,10 +8,14 @@ use ratten_core::{Device, ScalarType};
 
 /// Deterministic values in [-1, 1) (a small LCG).
 fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         })
         .collect()
@@ -100,7 +104,11 @@ fn layer_norm_matches_reference() {
             let w = tensor(&wv, &norm, dt);
             let b = tensor(&bv, &norm, dt);
             for affine in [false, true] {
-                let (wo, bo) = if affine { (Some(&w), Some(&b)) } else { (None, None) };
+                let (wo, bo) = if affine {
+                    (Some(&w), Some(&b))
+                } else {
+                    (None, None)
+                };
                 let (y, mean, rstd) =
                     operators::native_layer_norm::call(&x, &norm, wo, bo, 1e-5).unwrap();
                 let (ry, rm, rr) = layer_norm_ref(
@@ -129,15 +137,28 @@ fn layer_norm_matches_reference() {
 fn layer_norm_non_contiguous_and_half() {
     // A transposed input: rows are the logical rows.
     let xv = values(12, 4);
-    let xt = tensor(&xv, &[4, 3], ScalarType::Double).transpose(0, 1).unwrap();
+    let xt = tensor(&xv, &[4, 3], ScalarType::Double)
+        .transpose(0, 1)
+        .unwrap();
     let logical = f64v(&xt);
     let (y, _, _) = operators::native_layer_norm::call(&xt, &[4], None, None, 1e-5).unwrap();
-    close(&f64v(&y), &layer_norm_ref(&logical, 4, None, None, 1e-5).0, 1e-12);
+    close(
+        &f64v(&y),
+        &layer_norm_ref(&logical, 4, None, None, 1e-5).0,
+        1e-12,
+    );
     // bfloat16 runs through float32 and comes back in bfloat16.
     let xb = tensor(&xv, &[3, 4], ScalarType::BFloat16);
     let (yb, mb, _) = operators::native_layer_norm::call(&xb, &[4], None, None, 1e-5).unwrap();
-    assert_eq!((yb.dtype(), mb.dtype()), (ScalarType::BFloat16, ScalarType::BFloat16));
-    close(&f64v(&yb), &layer_norm_ref(&f64v(&xb), 4, None, None, 1e-5).0, 1e-2);
+    assert_eq!(
+        (yb.dtype(), mb.dtype()),
+        (ScalarType::BFloat16, ScalarType::BFloat16)
+    );
+    close(
+        &f64v(&yb),
+        &layer_norm_ref(&f64v(&xb), 4, None, None, 1e-5).0,
+        1e-2,
+    );
 }
 
 #[test]
@@ -210,11 +231,23 @@ fn layer_norm_errors_and_meta() {
         msg(operators::native_layer_norm::call(&x, &[5], Some(&w), None, 1e-5)),
         "Expected weight to be of same shape as normalized_shape, but got weight of shape [4] and normalized_shape = [5]"
     );
-    assert!(msg(operators::native_layer_norm::call(&x, &[], None, None, 1e-5))
-        .starts_with("Expected normalized_shape to be at least 1-dimensional"));
+    assert!(msg(operators::native_layer_norm::call(
+        &x,
+        &[],
+        None,
+        None,
+        1e-5
+    ))
+    .starts_with("Expected normalized_shape to be at least 1-dimensional"));
     let xi = Tensor::zeros(&[2, 3], ScalarType::Long).unwrap();
     assert_eq!(
-        msg(operators::native_layer_norm::call(&xi, &[3], None, None, 1e-5)),
+        msg(operators::native_layer_norm::call(
+            &xi,
+            &[3],
+            None,
+            None,
+            1e-5
+        )),
         "\"LayerNormKernelImpl\" not implemented for 'Long'"
     );
     let xm = Tensor::empty(&[2, 3, 5], (ScalarType::Float, Device::META)).unwrap();
@@ -335,7 +368,8 @@ fn batch_norm_backward_matches_reference() {
     let dyl = f64v(&dy);
     let w = tensor(&wv, &[2], ScalarType::Double);
     let (_, sm, si) =
-        operators::native_batch_norm::call(&x, Some(&w), None, None, None, true, 0.1, 1e-5).unwrap();
+        operators::native_batch_norm::call(&x, Some(&w), None, None, None, true, 0.1, 1e-5)
+            .unwrap();
     let (dx, dw, db) = operators::native_batch_norm_backward::call(
         &dy,
         &x,
@@ -399,7 +433,9 @@ fn batch_norm_errors_and_meta() {
         "running_mean should contain 3 elements not 4"
     );
     assert_eq!(
-        msg(operators::batch_norm::call(&x, None, None, None, None, false, 0.1, 1e-5, false)),
+        msg(operators::batch_norm::call(
+            &x, None, None, None, None, false, 0.1, 1e-5, false
+        )),
         "running_mean must be defined in evaluation mode"
     );
     let xm = Tensor::empty(&[2, 3, 4], (ScalarType::Float, Device::META)).unwrap();
@@ -446,8 +482,14 @@ fn dropout_is_bernoulli_scaled_and_seeded() {
     );
 
     // Evaluation, p = 0, p = 1.
-    assert_eq!(f64v(&operators::dropout::call(&x, 0.5, false).unwrap()), f64v(&x));
-    assert_eq!(f64v(&operators::dropout::call(&x, 0.0, true).unwrap()), f64v(&x));
+    assert_eq!(
+        f64v(&operators::dropout::call(&x, 0.5, false).unwrap()),
+        f64v(&x)
+    );
+    assert_eq!(
+        f64v(&operators::dropout::call(&x, 0.0, true).unwrap()),
+        f64v(&x)
+    );
     assert!(f64v(&operators::dropout::call(&x, 1.0, true).unwrap())
         .iter()
         .all(|&v| v == 0.0));
@@ -571,7 +613,10 @@ fn one_hot_values_and_errors() {
         "Class values must be non-negative."
     );
     assert_eq!(
-        msg(operators::one_hot::call(&t.to_dtype(ScalarType::Int).unwrap(), -1)),
+        msg(operators::one_hot::call(
+            &t.to_dtype(ScalarType::Int).unwrap(),
+            -1
+        )),
         "one_hot is only applicable to index tensor of type LongTensor."
     );
     let empty = Tensor::zeros(&[0], ScalarType::Long).unwrap();
@@ -580,7 +625,10 @@ fn one_hot_values_and_errors() {
         "Can not infer total number of classes from empty tensor."
     );
     assert_eq!(
-        operators::one_hot::call(&empty, 3).unwrap().sizes().as_slice(),
+        operators::one_hot::call(&empty, 3)
+            .unwrap()
+            .sizes()
+            .as_slice(),
         &[0, 3]
     );
 }
@@ -689,8 +737,7 @@ fn group_norm_matches_reference() {
          shape [2, 6, 4] and num_groups=4"
     );
     let xm = Tensor::empty(&[2, 6, 4], (ScalarType::Float, Device::META)).unwrap();
-    let (y, m, _) =
-        operators::native_group_norm::call(&xm, None, None, 2, 6, 4, 3, 1e-5).unwrap();
+    let (y, m, _) = operators::native_group_norm::call(&xm, None, None, 2, 6, 4, 3, 1e-5).unwrap();
     assert_eq!(
         (y.sizes().to_vec(), m.sizes().to_vec()),
         (vec![2, 6, 4], vec![2, 3])
@@ -755,7 +802,11 @@ fn padding_modes_match_reference() {
     let replicate = |i: i64, n: i64| Some(i.clamp(0, n - 1));
     let constant = |i: i64, n: i64| (0..n).contains(&i).then_some(i);
     for pad in [vec![2i64, 1], vec![1, 3, 2, 0], vec![0, -1, 1, 2]] {
-        let shown: Vec<i64> = pad_ref(&xv, &shape, &pad, constant).1.iter().map(|&v| v as i64).collect();
+        let shown: Vec<i64> = pad_ref(&xv, &shape, &pad, constant)
+            .1
+            .iter()
+            .map(|&v| v as i64)
+            .collect();
         let c = operators::constant_pad_nd::call(&x, &pad, &0.25.into()).unwrap();
         assert_eq!(c.sizes().to_vec(), shown);
         assert_eq!(f64v(&c), pad_ref(&xv, &shape, &pad, constant).0);
@@ -770,14 +821,22 @@ fn padding_modes_match_reference() {
         }
     }
     // Backward: the adjoint of the forward gather (sum over the positions that read each input).
-    let g = tensor(&values(2 * 3 * 7 * 8, 52), &[2, 3, 7, 8], ScalarType::Double);
+    let g = tensor(
+        &values(2 * 3 * 7 * 8, 52),
+        &[2, 3, 7, 8],
+        ScalarType::Double,
+    );
     let gi = operators::reflection_pad2d_backward::call(&g, &x, &[1, 2, 2, 1]).unwrap();
     let y = operators::reflection_pad2d::call(&x, &[1, 2, 2, 1]).unwrap();
     // <g, pad(x)> == <pad_backward(g), x>
     let lhs: f64 = f64v(&g).iter().zip(f64v(&y)).map(|(a, b)| a * b).sum();
     let rhs: f64 = f64v(&gi).iter().zip(&xv).map(|(a, b)| a * b).sum();
     assert!((lhs - rhs).abs() < 1e-10, "{lhs} {rhs}");
-    let g1 = tensor(&values(2 * 3 * 4 * 9, 53), &[2, 3, 4, 9], ScalarType::Double);
+    let g1 = tensor(
+        &values(2 * 3 * 4 * 9, 53),
+        &[2, 3, 4, 9],
+        ScalarType::Double,
+    );
     let gi1 = operators::replication_pad1d_backward::call(
         &g1.reshape(&[6, 4, 9]).unwrap(),
         &x.reshape(&[6, 4, 5]).unwrap(),
@@ -791,7 +850,10 @@ fn padding_modes_match_reference() {
 
     // Errors and meta.
     assert_eq!(
-        msg(operators::reflection_pad1d::call(&x.reshape(&[6, 4, 5]).unwrap(), &[5, 0])),
+        msg(operators::reflection_pad1d::call(
+            &x.reshape(&[6, 4, 5]).unwrap(),
+            &[5, 0]
+        )),
         "Argument #4: Padding size should be less than the corresponding input dimension, but \
          got: padding (5, 0) at dimension 2 of input [6, 4, 5]"
     );
@@ -875,15 +937,33 @@ fn upsample_matches_reference() {
     for align in [false, true] {
         for (oh, ow) in [(7, 3), (4, 5), (2, 9)] {
             let y = operators::upsample_bilinear2d::call(&x, &[oh, ow], align, None, None).unwrap();
-            close(&f64v(&y), &bilinear_ref(&xv, s, oh as usize, ow as usize, align), 1e-12);
+            close(
+                &f64v(&y),
+                &bilinear_ref(&xv, s, oh as usize, ow as usize, align),
+                1e-12,
+            );
             let xf = x.to_dtype(ScalarType::Float).unwrap();
-            let yf = operators::upsample_bilinear2d::call(&xf, &[oh, ow], align, None, None).unwrap();
+            let yf =
+                operators::upsample_bilinear2d::call(&xf, &[oh, ow], align, None, None).unwrap();
             assert_eq!(yf.dtype(), ScalarType::Float);
-            close(&f64v(&yf), &bilinear_ref(&xv, s, oh as usize, ow as usize, align), 1e-5);
+            close(
+                &f64v(&yf),
+                &bilinear_ref(&xv, s, oh as usize, ow as usize, align),
+                1e-5,
+            );
             // The backward is the forward's adjoint.
-            let g = tensor(&values(6 * (oh * ow) as usize, 62), &[2, 3, oh, ow], ScalarType::Double);
+            let g = tensor(
+                &values(6 * (oh * ow) as usize, 62),
+                &[2, 3, oh, ow],
+                ScalarType::Double,
+            );
             let gi = operators::upsample_bilinear2d_backward::call(
-                &g, &[oh, ow], &[2, 3, 4, 5], align, None, None,
+                &g,
+                &[oh, ow],
+                &[2, 3, 4, 5],
+                align,
+                None,
+                None,
             )
             .unwrap();
             let lhs: f64 = f64v(&g).iter().zip(f64v(&y)).map(|(a, b)| a * b).sum();
@@ -899,7 +979,13 @@ fn upsample_matches_reference() {
     let rhs: f64 = f64v(&gi).iter().zip(&xv).map(|(a, b)| a * b).sum();
     assert!((lhs - rhs).abs() < 1e-10);
     assert_eq!(
-        msg(operators::upsample_bilinear2d::call(&x, &[0, 2], false, None, None)),
+        msg(operators::upsample_bilinear2d::call(
+            &x,
+            &[0, 2],
+            false,
+            None,
+            None
+        )),
         "Input and output sizes should be greater than 0, but got input (H: 4, W: 5) output \
          (H: 0, W: 2)"
     );

@@ -2179,7 +2179,13 @@ fn sum_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
 
 /// A 0-dim or `sizes` tensor of ones with `like`'s dtype and device.
 fn ones_like_options(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
-    F::ones_with(sizes, Some(like.scalar_type()), None, Some(like.device()), None)
+    F::ones_with(
+        sizes,
+        Some(like.scalar_type()),
+        None,
+        Some(like.device()),
+        None,
+    )
 }
 
 /// The gradient of `native_dropout` while grad mode is on (differentiable again):
@@ -2199,7 +2205,8 @@ pub fn native_dropout_double_backward(
     mask: &Tensor,
     scale: f64,
 ) -> Result<Tensor> {
-    ggi.type_as(grad)?.mul(&mask.type_as(grad)?.mul_scalar(scale)?)
+    ggi.type_as(grad)?
+        .mul(&mask.type_as(grad)?.mul_scalar(scale)?)
 }
 
 /// The gradient of `embedding_dense_backward` for its `grad_output`: the rows of `grad` the
@@ -2286,14 +2293,18 @@ pub fn batchnorm_double_backward(
     let m = (sizes[0] * sizes[2..].iter().product::<i64>()) as f64;
     let missing = || Error::runtime("batchnorm_double_backward: missing statistics");
     let mu = if training {
-        save_mean.ok_or_else(missing)?.to_dtype(input.scalar_type())?
+        save_mean
+            .ok_or_else(missing)?
+            .to_dtype(input.scalar_type())?
     } else {
         running_mean.ok_or_else(missing)?.clone()
     };
     let mu = unsqueeze_dim1(&mu, input)?;
     let input_sub_mu = input.sub(&mu)?;
     let invstd = if training {
-        save_invstd.ok_or_else(missing)?.to_dtype(input.scalar_type())?
+        save_invstd
+            .ok_or_else(missing)?
+            .to_dtype(input.scalar_type())?
     } else {
         running_var
             .ok_or_else(missing)?
@@ -2351,14 +2362,11 @@ pub fn batchnorm_double_backward(
     // The first backward's grad_input.
     let first_back_grad_input = |g_o: &Tensor, gamma: &Tensor| -> Result<Tensor> {
         let h0 = gamma.mul(&sigma2_eps_neg_1_2)?.div_scalar(m)?;
-        let h1 = g_o
-            .mul_scalar(m)?
-            .sub(&sum_exclude_dim1(g_o, true)?)?
-            .sub(
-                &input_sub_mu
-                    .mul(&sigma2_eps_neg_1)?
-                    .mul(&sum_exclude_dim1(&g_o.mul(&input_sub_mu)?, true)?)?,
-            )?;
+        let h1 = g_o.mul_scalar(m)?.sub(&sum_exclude_dim1(g_o, true)?)?.sub(
+            &input_sub_mu
+                .mul(&sigma2_eps_neg_1)?
+                .mul(&sum_exclude_dim1(&g_o.mul(&input_sub_mu)?, true)?)?,
+        )?;
         h0.mul(&h1)
     };
 
@@ -2482,11 +2490,11 @@ pub fn layer_norm_double_backward(
         let h1 = g_o_local
             .mul_scalar(n)?
             .sub(&sum_dim(g_o_local, 1, true)?)?
-            .sub(
-                &input_sub_mu
-                    .mul(&sigma2_eps_neg_1)?
-                    .mul(&sum_dim(&g_o_local.mul(&input_sub_mu)?, 1, true)?)?,
-            )?;
+            .sub(&input_sub_mu.mul(&sigma2_eps_neg_1)?.mul(&sum_dim(
+                &g_o_local.mul(&input_sub_mu)?,
+                1,
+                true,
+            )?)?)?;
         h0.mul(&h1)
     };
 
@@ -2517,7 +2525,6 @@ pub fn layer_norm_double_backward(
     );
     Ok((g_i, g_g, gg_o))
 }
-
 
 /// The gradient of `constant_pad_nd`: the gradient cropped by the negated padding.
 #[doc(alias = "constant_pad_nd_backward_symint")]

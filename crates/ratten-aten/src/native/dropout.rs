@@ -43,7 +43,9 @@ fn dropout_noise(input: &Tensor, p: f64, train: bool, feature: bool) -> Result<O
     if p == 1.0 {
         return Ok(Some(Tensor::zeros(
             &[],
-            TensorOptions::new().dtype(input.dtype()).device(input.device()),
+            TensorOptions::new()
+                .dtype(input.dtype())
+                .device(input.device()),
         )?));
     }
     let noise = if feature {
@@ -103,7 +105,9 @@ pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result
         let scale = if p1m == 0.0 { 0.0 } else { 1.0 / p1m };
         let mask = Tensor::empty(
             &input.sizes(),
-            TensorOptions::new().dtype(ScalarType::Bool).device(input.device()),
+            TensorOptions::new()
+                .dtype(ScalarType::Bool)
+                .device(input.device()),
         )?;
         mask.bernoulli_float_with_(p1m, None)?;
         let output = input.mul(&mask)?;

@@ -36,7 +36,9 @@ pub fn embedding_symint(
     }
     let mut size = indices.sizes().to_vec();
     size.extend_from_slice(&weight.sizes()[1..]);
-    weight.index_select(0, &indices.reshape(&[-1])?)?.view(&size)
+    weight
+        .index_select(0, &indices.reshape(&[-1])?)?
+        .view(&size)
 }
 
 /// `embedding_backward` (CompositeImplicitAutograd). ratten has no sparse tensors, so
@@ -110,7 +112,9 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
             "one_hot is only applicable to index tensor of type LongTensor.",
         ));
     }
-    let opts = TensorOptions::new().dtype(ScalarType::Long).device(self_.device());
+    let opts = TensorOptions::new()
+        .dtype(ScalarType::Long)
+        .device(self_.device());
     if self_.is_meta() {
         // torch's functional form for meta tensors.
         let n = if num_classes == -1 {
@@ -118,7 +122,13 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
         } else {
             num_classes
         };
-        let index = ops::arange::call(&Scalar::Int(n), Some(ScalarType::Long), None, Some(self_.device()), None)?;
+        let index = ops::arange::call(
+            &Scalar::Int(n),
+            Some(ScalarType::Long),
+            None,
+            Some(self_.device()),
+            None,
+        )?;
         return self_.unsqueeze(-1)?.eq(&index)?.to_dtype(ScalarType::Long);
     }
     let mut shape = self_.sizes().to_vec();

@@ -330,11 +330,15 @@ pub fn batch_norm(
     let num_features = input.sizes()[1];
     check_features("running_mean", num_features, running_mean)?;
     if running_mean.is_none() && !training {
-        return Err(Error::runtime("running_mean must be defined in evaluation mode"));
+        return Err(Error::runtime(
+            "running_mean must be defined in evaluation mode",
+        ));
     }
     check_features("running_var", num_features, running_var)?;
     if running_var.is_none() && !training {
-        return Err(Error::runtime("running_var must be defined in evaluation mode"));
+        return Err(Error::runtime(
+            "running_var must be defined in evaluation mode",
+        ));
     }
     check_features("weight", num_features, weight)?;
     check_features("bias", num_features, bias)?;
@@ -451,7 +455,10 @@ pub fn batch_norm_cpu(
             })
             .collect::<Vec<_>>();
         if let Some(rm) = running_mean {
-            let old = rm.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()?;
+            let old = rm
+                .to_dtype(ScalarType::Double)?
+                .contiguous()?
+                .to_vec::<f64>()?;
             let new = old
                 .iter()
                 .zip(&mean)
@@ -460,7 +467,10 @@ pub fn batch_norm_cpu(
             rm.copy_(&Tensor::from_vec::<f64>(new, &[c])?.view(&rm.sizes())?)?;
         }
         if let Some(rv) = running_var {
-            let old = rv.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()?;
+            let old = rv
+                .to_dtype(ScalarType::Double)?
+                .contiguous()?
+                .to_vec::<f64>()?;
             let new = old
                 .iter()
                 .zip(&var_sum)
@@ -472,7 +482,10 @@ pub fn batch_norm_cpu(
     } else {
         let rm = running_mean.expect("checked");
         let rv = running_var.expect("checked");
-        let mean = rm.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()?;
+        let mean = rm
+            .to_dtype(ScalarType::Double)?
+            .contiguous()?
+            .to_vec::<f64>()?;
         let invstd = rv
             .to_dtype(ScalarType::Double)?
             .contiguous()?
@@ -582,7 +595,9 @@ pub fn batch_norm_backward_cpu(
         return Ok((dx, dw, db));
     }
     let f64s = |t: &Tensor| -> Result<Vec<f64>> {
-        t.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()
+        t.to_dtype(ScalarType::Double)?
+            .contiguous()?
+            .to_vec::<f64>()
     };
     let (mean, invstd) = if train {
         match (save_mean, save_invstd) {
@@ -792,7 +807,11 @@ pub fn native_group_norm(
     } else {
         y.to_dtype(input.dtype())?
     };
-    Ok((y, from_f64(mean, &[n, group], sdt)?, from_f64(rstd, &[n, group], sdt)?))
+    Ok((
+        y,
+        from_f64(mean, &[n, group], sdt)?,
+        from_f64(rstd, &[n, group], sdt)?,
+    ))
 }
 
 /// `native_group_norm_backward` (CPU and Meta).
@@ -843,7 +862,9 @@ pub fn native_group_norm_backward(
         groups: group as usize,
     };
     let f64s = |t: &Tensor| -> Result<Vec<f64>> {
-        t.to_dtype(ScalarType::Double)?.contiguous()?.to_vec::<f64>()
+        t.to_dtype(ScalarType::Double)?
+            .contiguous()?
+            .to_vec::<f64>()
     };
     let (mu, rs) = (f64s(mean)?, f64s(rstd)?);
     if mu.len() as i64 != n * group || rs.len() as i64 != n * group {

@@ -414,7 +414,13 @@ pub fn reflection_pad1d_backward_meta(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<()> {
-    check_pad_backward("reflection_pad1d_backward", grad_output, self_, padding, PadMode::Reflect)?;
+    check_pad_backward(
+        "reflection_pad1d_backward",
+        grad_output,
+        self_,
+        padding,
+        PadMode::Reflect,
+    )?;
     m.set_output_raw_strided(0, &self_.sizes(), &[], options_like(self_))
 }
 

@@ -112,12 +112,22 @@ fn blend(x: &Tensor, dim: usize, taps: &LinearTaps, wdt: ScalarType) -> Result<T
 }
 
 /// The adjoint of [`blend`]: `g` (of the output's size along `dim`) scattered onto `size`.
-fn blend_backward(g: &Tensor, dim: usize, size: i64, taps: &LinearTaps, wdt: ScalarType) -> Result<Tensor> {
+fn blend_backward(
+    g: &Tensor,
+    dim: usize,
+    size: i64,
+    taps: &LinearTaps,
+    wdt: ScalarType,
+) -> Result<Tensor> {
     let mut shape = g.sizes().to_vec();
     shape[dim] = size;
     let acc = Tensor::zeros(&shape, options_like(g))?;
-    let ga = g.mul(&weights_along(&taps.l0, dim, wdt)?)?.to_dtype(g.dtype())?;
-    let gb = g.mul(&weights_along(&taps.l1, dim, wdt)?)?.to_dtype(g.dtype())?;
+    let ga = g
+        .mul(&weights_along(&taps.l0, dim, wdt)?)?
+        .to_dtype(g.dtype())?;
+    let gb = g
+        .mul(&weights_along(&taps.l1, dim, wdt)?)?
+        .to_dtype(g.dtype())?;
     acc.index_add(dim as i64, &index(taps.i0.clone())?, &ga)?
         .index_add(dim as i64, &index(taps.i1.clone())?, &gb)
 }
@@ -150,7 +160,10 @@ pub fn upsample_nearest2d_out_cpu(
         return Ok(());
     }
     if self_.dtype().is_complex() || self_.dtype() == ScalarType::Bool {
-        return Err(not_implemented("upsample_nearest2d_out_frame", self_.dtype()));
+        return Err(not_implemented(
+            "upsample_nearest2d_out_frame",
+            self_.dtype(),
+        ));
     }
     let s = self_.sizes();
     let ih = index(nearest_indices(s[2], output_size[0], scales_h))?;
@@ -195,8 +208,11 @@ pub fn upsample_nearest2d_backward_out_cpu(
     let ih = index(nearest_indices(input_size[2], output_size[0], scales_h))?;
     let iw = index(nearest_indices(input_size[3], output_size[1], scales_w))?;
     let o = options_like(grad_output);
-    let gw = Tensor::zeros(&[input_size[0], input_size[1], output_size[0], input_size[3]], o)?
-        .index_add(3, &iw, grad_output)?;
+    let gw = Tensor::zeros(
+        &[input_size[0], input_size[1], output_size[0], input_size[3]],
+        o,
+    )?
+    .index_add(3, &iw, grad_output)?;
     let gh = Tensor::zeros(input_size, o)?.index_add(2, &ih, &gw)?;
     grad_input.copy_(&gh)?;
     Ok(())
@@ -240,7 +256,11 @@ pub fn upsample_bilinear2d_out_cpu(
     let s = self_.sizes();
     let th = linear_taps(s[2], output_size[0], align_corners, scales_h, double);
     let tw = linear_taps(s[3], output_size[1], align_corners, scales_w, double);
-    let x = if double { self_.clone() } else { self_.to_dtype(ScalarType::Float)? };
+    let x = if double {
+        self_.clone()
+    } else {
+        self_.to_dtype(ScalarType::Float)?
+    };
     let xw = blend(&x, 3, &tw, wdt)?;
     out.copy_(&blend(&xw, 2, &th, wdt)?)?;
     Ok(())
@@ -272,8 +292,10 @@ pub fn upsample_bilinear2d_backward_out_cpu(
     scales_w: Option<f64>,
     grad_input: &Tensor,
 ) -> Result<()> {
-    let double =
-        linear_compute_double("upsample_bilinear2d_backward_out_frame", grad_output.dtype())?;
+    let double = linear_compute_double(
+        "upsample_bilinear2d_backward_out_frame",
+        grad_output.dtype(),
+    )?;
     if grad_input.is_meta() || grad_output.is_meta() || grad_input.numel() == 0 {
         return Ok(());
     }
@@ -282,8 +304,20 @@ pub fn upsample_bilinear2d_backward_out_cpu(
     } else {
         ScalarType::Float
     };
-    let th = linear_taps(input_size[2], output_size[0], align_corners, scales_h, double);
-    let tw = linear_taps(input_size[3], output_size[1], align_corners, scales_w, double);
+    let th = linear_taps(
+        input_size[2],
+        output_size[0],
+        align_corners,
+        scales_h,
+        double,
+    );
+    let tw = linear_taps(
+        input_size[3],
+        output_size[1],
+        align_corners,
+        scales_w,
+        double,
+    );
     let g = if double {
         grad_output.clone()
     } else {

@@ -49,7 +49,11 @@ pub fn layer_norm_rows<T: NormElem>(
     let m = if n == 0 { 0 } else { x.len() / n };
     let mut means = Vec::with_capacity(m);
     let mut rstds = Vec::with_capacity(m);
-    for (xr, yr) in x.chunks_exact(n.max(1)).zip(y.chunks_exact_mut(n.max(1))).take(m) {
+    for (xr, yr) in x
+        .chunks_exact(n.max(1))
+        .zip(y.chunks_exact_mut(n.max(1)))
+        .take(m)
+    {
         let (mean, var) = moments(xr);
         let rstd = rstd_of(var, eps);
         for (j, (o, v)) in yr.iter_mut().zip(xr).enumerate() {
@@ -143,14 +147,20 @@ impl ChannelGeometry {
 
 /// batch_norm's training statistics per channel (`batch_norm_cpu_collect_stats`): the mean and
 /// the sum of squared deviations from it.
-pub fn batch_norm_collect_stats<T: NormElem>(x: &[T], geo: ChannelGeometry) -> (Vec<f64>, Vec<f64>) {
+pub fn batch_norm_collect_stats<T: NormElem>(
+    x: &[T],
+    geo: ChannelGeometry,
+) -> (Vec<f64>, Vec<f64>) {
     let count = (geo.outer * geo.inner) as f64;
     let mut means = Vec::with_capacity(geo.channels);
     let mut var_sums = Vec::with_capacity(geo.channels);
     for c in 0..geo.channels {
         let mut sum = 0.0;
         geo.runs(c, |off| {
-            sum += x[off..off + geo.inner].iter().map(|v| v.to_f64()).sum::<f64>();
+            sum += x[off..off + geo.inner]
+                .iter()
+                .map(|v| v.to_f64())
+                .sum::<f64>();
         });
         let mean = sum / count;
         let mut var_sum = 0.0;
@@ -187,7 +197,10 @@ pub fn batch_norm_transform<T: NormElem>(
         let alpha = invstd[c] * w;
         let beta = b - mean[c] * alpha;
         geo.runs(c, |off| {
-            for (o, v) in y[off..off + geo.inner].iter_mut().zip(&x[off..off + geo.inner]) {
+            for (o, v) in y[off..off + geo.inner]
+                .iter_mut()
+                .zip(&x[off..off + geo.inner])
+            {
                 *o = T::from_f64(v.to_f64() * alpha + beta);
             }
         });
@@ -219,7 +232,10 @@ pub fn batch_norm_backward_channels<T: NormElem>(
         let mut sum = 0.0;
         let mut dotp = 0.0;
         geo.runs(c, |off| {
-            for (d, v) in dy[off..off + geo.inner].iter().zip(&x[off..off + geo.inner]) {
+            for (d, v) in dy[off..off + geo.inner]
+                .iter()
+                .zip(&x[off..off + geo.inner])
+            {
                 let d = d.to_f64();
                 sum += d;
                 dotp += (v.to_f64() - mu) * d;
@@ -231,7 +247,11 @@ pub fn batch_norm_backward_channels<T: NormElem>(
                 let grad_mean = sum / n;
                 geo.runs(c, |off| {
                     let run = off..off + geo.inner;
-                    for ((o, d), v) in gi[run.clone()].iter_mut().zip(&dy[run.clone()]).zip(&x[run]) {
+                    for ((o, d), v) in gi[run.clone()]
+                        .iter_mut()
+                        .zip(&dy[run.clone()])
+                        .zip(&x[run])
+                    {
                         let proj = (v.to_f64() - mu) * k;
                         *o = T::from_f64((d.to_f64() - grad_mean - proj) * is * w);
                     }

@@ -108,7 +108,11 @@ pub fn linear_taps(
         taps.i0.push(i0);
         taps.i1.push(i1);
         taps.l1.push(l1);
-        taps.l0.push(if double { 1.0 - l1 } else { (1.0f32 - l1 as f32) as f64 });
+        taps.l0.push(if double {
+            1.0 - l1
+        } else {
+            (1.0f32 - l1 as f32) as f64
+        });
     }
     taps
 }
