@@ -383,7 +383,7 @@ pub(crate) fn cumprod(
         ops::cumprod::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -416,7 +416,7 @@ pub(crate) fn cumprod_(
         ops::cumprod_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }

@@ -22,7 +22,7 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::exp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -47,7 +47,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::exp_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -86,7 +86,7 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::expm1::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -111,7 +111,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::expm1_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }

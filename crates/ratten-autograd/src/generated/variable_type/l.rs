@@ -721,7 +721,7 @@ pub(crate) fn logsumexp(
         ops::logsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -784,7 +784,7 @@ pub(crate) fn linalg_vector_norm(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -841,7 +841,7 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
         ops::logcumsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }

@@ -353,7 +353,7 @@ pub(crate) fn norm_ScalarOpt_dtype(
         ops::norm_ScalarOpt_dtype::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -379,7 +379,7 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
         ops::norm_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -421,7 +421,7 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -455,7 +455,7 @@ pub(crate) fn norm_ScalarOpt_dim(
         ops::norm_ScalarOpt_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -1228,8 +1228,8 @@ pub(crate) fn native_group_norm(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
-        node.result2 = SavedVariable::new(&result2, true);
+        node.result1 = SavedVariable::new_output(&result1, 1);
+        node.result2 = SavedVariable::new_output(&result2, 2);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }

@@ -350,11 +350,15 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
     w.block(format!("if let Some({binding}) = grad_fn {{"), "}", |w| {
         for f in spec.fields.iter().filter(|f| f.is_output) {
             let p = place(&f.of);
-            let has_history = diff_names.contains(&&f.of);
+            // Its output number is its place among the outputs given history below (the
+            // history is set after the node is made, so it cannot be read from the tensor).
+            let output_nr = diff_names.iter().position(|n| **n == f.of);
+            let has_history = output_nr.is_some();
             let value = if f.name == f.of {
-                match f.storage {
-                    Storage::Var => format!("SavedVariable::new({p}, {has_history})"),
-                    Storage::VarList => format!("saved_list({p}, {has_history})"),
+                match (&f.storage, output_nr) {
+                    (Storage::Var, Some(nr)) => format!("SavedVariable::new_output({p}, {nr})"),
+                    (Storage::Var, None) => format!("SavedVariable::new({p}, false)"),
+                    (Storage::VarList, _) => format!("saved_list({p}, {has_history})"),
                     _ => owned_from_borrowed(&f.ty, &p),
                 }
             } else {
