@@ -103,12 +103,8 @@ pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result
     if train.unwrap_or(true) {
         let p1m = 1.0 - p;
         let scale = if p1m == 0.0 { 0.0 } else { 1.0 / p1m };
-        let mask = Tensor::empty(
-            &input.sizes(),
-            TensorOptions::new()
-                .dtype(ScalarType::Bool)
-                .device(input.device()),
-        )?;
+        // In the input's layout: the draws fill memory in the order torch's do.
+        let mask = ops::empty_like::call(input, Some(ScalarType::Bool), None, None, None, None)?;
         mask.bernoulli_float_with_(p1m, None)?;
         let output = input.mul(&mask)?;
         output.mul_scalar_(scale)?;
