@@ -129,7 +129,8 @@ mod tests {
         let t = linear_taps(2, 4, false, None, true);
         assert_eq!(t.i0, vec![0, 0, 0, 1]);
         assert_eq!(t.i1, vec![1, 1, 1, 1]);
-        assert_eq!(t.l1, vec![0.0, 0.25, 0.75, 0.0]);
+        // The last position reads index 1 twice (i1 stays at the edge) with weight 0.25.
+        assert_eq!(t.l1, vec![0.0, 0.25, 0.75, 0.25]);
         let a = linear_taps(3, 5, true, None, true);
         assert_eq!(a.l1, vec![0.0, 0.5, 0.0, 0.5, 0.0]);
         assert_eq!(a.i0, vec![0, 0, 1, 1, 2]);
