@@ -146,7 +146,7 @@ def _ol(q):
     return lambda m, *a, **k: _overload(m, q)(*a, **k)
 
 
-def _nn(m, name):
+def _nn_op(m, name):
     """A ``python_module: nn`` operator: ratten.nn.functional's or ``torch.ops.aten.<name>``
     (which also has the backward operators ``torch._C._nn`` leaves out)."""
     if m is ratten:
@@ -157,6 +157,20 @@ def _nn(m, name):
 def _nnf(m, name):
     """The ``python_module: nn`` function ``name`` (torch's ``torch._C._nn``)."""
     return getattr(m.nn.functional, name) if m is ratten else getattr(torch._C._nn, name)
+
+
+def _nn(m):
+    """The module of the ``python_module: nn`` operators (torch's ``torch._C._nn``)."""
+    return m.nn.functional if m is ratten else m._C._nn
+
+
+def _nn_ol(name):
+    """A ``python_module: nn`` operator torch binds only as ``torch.ops.aten`` (the backward
+    ops): ratten's ``ratten.nn.functional.<name>``."""
+    def call(m, *a, **k):
+        fn = getattr(ratten.nn.functional, name) if m is ratten else getattr(torch.ops.aten, name).default
+        return fn(*a, **k)
+    return call
 
 
 X34 = T((3, 4))
@@ -417,28 +431,28 @@ SAMPLES = [
     S("nll_loss_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t), [T((3, 4)), I([0, 3, 1])]),
     S("nll_loss_forward", lambda m, x, t, w: m.nn.functional.nll_loss(x, t, weight=w, reduction="none"),
       [T((3, 4), layout="t"), I([0, 3, -100]), T((4,), lo=0.5, hi=2.0, grad=False)]),
-    S("nll_loss_backward", lambda m, g, x, t: _nn(m, "nll_loss_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+    S("nll_loss_backward", lambda m, g, x, t: _nn_op(m, "nll_loss_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
       [T(()), T((3, 4)), I([0, 3, 1])]),
     S("nll_loss2d_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum"),
       [T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [-100, 1]]])]),
-    S("nll_loss2d_backward", lambda m, g, x, t: _nn(m, "nll_loss2d_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+    S("nll_loss2d_backward", lambda m, g, x, t: _nn_op(m, "nll_loss2d_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
       [T(()), T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [0, 1]]])]),
     S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y), [M, X34]),
     S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none"), [X34, X34]),
-    S("mse_loss_backward", lambda m, g, x, y: _nn(m, "mse_loss_backward")(g, x, y, 1), [T(()), M, X34]),
+    S("mse_loss_backward", lambda m, g, x, y: _nn_op(m, "mse_loss_backward")(g, x, y, 1), [T(()), M, X34]),
     S("smooth_l1_loss", lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, beta=0.5),
       [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
-    S("smooth_l1_loss_backward", lambda m, g, x, y: _nn(m, "smooth_l1_loss_backward")(g, x, y, 0, 0.5),
+    S("smooth_l1_loss_backward", lambda m, g, x, y: _nn_op(m, "smooth_l1_loss_backward")(g, x, y, 0, 0.5),
       [T((3, 4)), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
     S("huber_loss", lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.5),
       [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
-    S("huber_loss_backward", lambda m, g, x, y: _nn(m, "huber_loss_backward")(g, x, y, 2, 0.5),
+    S("huber_loss_backward", lambda m, g, x, y: _nn_op(m, "huber_loss_backward")(g, x, y, 2, 0.5),
       [T(()), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
     S("binary_cross_entropy", lambda m, x, y: m.nn.functional.binary_cross_entropy(x, y),
       [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
     S("binary_cross_entropy", lambda m, x, y, w: m.nn.functional.binary_cross_entropy(x, y, weight=w, reduction="sum"),
       [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0), T((4,), lo=0.5, hi=2.0, grad=False)]),
-    S("binary_cross_entropy_backward", lambda m, g, x, y: _nn(m, "binary_cross_entropy_backward")(g, x, y, None, 1),
+    S("binary_cross_entropy_backward", lambda m, g, x, y: _nn_op(m, "binary_cross_entropy_backward")(g, x, y, None, 1),
       [T(()), T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
     S("binary_cross_entropy_with_logits", lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),
       [M, T((3, 4), lo=0.0, hi=1.0)]),
@@ -497,6 +511,72 @@ SAMPLES = [
       [T((1, 2, 2, 3)), T((1, 2, 5, 7), distinct=True, grad=False)]),
 
     # -- normalization, dropout, embedding, padding, interpolation
+    S("native_layer_norm", lambda m, x, w, b: m.native_layer_norm(x, [4], w, b, 1e-5)[0],
+      [T((2, 3, 4), layout="t"), T((4,)), T((4,))]),
+    S("native_layer_norm", lambda m, x: m.native_layer_norm(x, [3, 4], None, None, 1e-5)[0],
+      [T((2, 3, 4))]),
+    # mean and rstd are constants here (torch's formula raises for them), so the input is too.
+    S("native_layer_norm_backward",
+      (lambda m, g, x, w: _ol("native_layer_norm_backward")(
+          m, g, x, [4], *m.native_layer_norm(x, [4], w.detach(), None, 1e-5)[1:], w, None,
+          [True, True, False])[:2]),
+      [T((3, 4)), T((3, 4), grad=False), T((4,))]),
+    S("native_batch_norm",
+      lambda m, x, w, b: m.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[0],
+      [T((4, 3, 2), layout="t"), T((3,)), T((3,))]),
+    S("native_batch_norm",
+      lambda m, x, w: m.native_batch_norm(x, w, None, m.zeros(3, dtype=m.float64),
+                                          m.ones(3, dtype=m.float64), False, 0.1, 1e-5)[0],
+      [T((4, 3)), T((3,))]),
+    S("native_batch_norm_backward",
+      (lambda m, g, x, w: _ol("native_batch_norm_backward")(
+          m, g, x, w, None, None,
+          *m.native_batch_norm(x, w.detach(), None, None, None, True, 0.1, 1e-5)[1:], True,
+          1e-5, [True, True, False])[:2]),
+      [T((4, 3)), T((4, 3), grad=False), T((3,))]),
+    S("native_group_norm",
+      lambda m, x, w, b: m.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)[0],
+      [T((2, 4, 3)), T((4,)), T((4,))]),
+    S("native_group_norm", lambda m, x: m.group_norm(x, 2), [T((2, 4, 2, 2))]),
+    S("native_dropout", _seeded(lambda m, x: m.native_dropout(x, 0.4, True)[0]), [M]),
+    S("native_dropout_backward", lambda m, g, k: _ol("native_dropout_backward")(m, g, k, 2.0),
+      [M, T((3, 4), values=[[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 0]], grad=False)]),
+    S("embedding", lambda m, w, i: m.embedding(w, i), [T((5, 3), layout="t"), I([[0, 2], [4, 2]])]),
+    S("embedding", lambda m, w, i: m.embedding(w, i, 2, True), [T((5, 3)), I([0, 2, 4, 4, 1])],
+      gc=False),
+    S("embedding_dense_backward",
+      lambda m, g, i: _ol("embedding_dense_backward")(m, g, i, 5, 1, False),
+      [T((2, 2, 3)), I([[0, 1], [4, 4]])]),
+    S("upsample_nearest2d", lambda m, x: _nn(m).upsample_nearest2d(x, [5, 3]), [T((1, 2, 3, 2))]),
+    S("upsample_nearest2d", lambda m, x: _nn(m).upsample_nearest2d(x, [3, 6], 1.5, 2.0),
+      [T((2, 1, 2, 3))]),
+    S("upsample_bilinear2d", lambda m, x: _nn(m).upsample_bilinear2d(x, [5, 3], False),
+      [T((1, 2, 3, 2))]),
+    S("upsample_bilinear2d", lambda m, x: _nn(m).upsample_bilinear2d(x, [4, 5], True),
+      [T((2, 1, 3, 2))]),
+    S("upsample_nearest2d_backward",
+      lambda m, g: _nn_ol("upsample_nearest2d_backward")(m, g, [5, 3], [1, 2, 3, 2]),
+      [T((1, 2, 5, 3))]),
+    S("upsample_bilinear2d_backward",
+      lambda m, g: _nn_ol("upsample_bilinear2d_backward")(m, g, [5, 3], [1, 2, 3, 2], False),
+      [T((1, 2, 5, 3))]),
+    S("constant_pad_nd", lambda m, x: m.constant_pad_nd(x, [1, 2, -1, 1], 0.5), [M]),
+    S("reflection_pad1d", lambda m, x: _nn(m).reflection_pad1d(x, [2, 1]), [T((2, 3, 4), layout="t")]),
+    S("reflection_pad2d", lambda m, x: _nn(m).reflection_pad2d(x, [1, 2, 2, 0]), [T((2, 3, 4))]),
+    S("replication_pad1d", lambda m, x: _nn(m).replication_pad1d(x, [3, 1]), [T((3, 4), layout="t")]),
+    S("replication_pad2d", lambda m, x: _nn(m).replication_pad2d(x, [1, 2, 2, 0]),
+      [T((1, 2, 3, 4))]),
+    S("reflection_pad1d_backward", lambda m, g, x: _nn_ol("reflection_pad1d_backward")(m, g, x, [2, 1]),
+      [T((2, 3, 7)), T((2, 3, 4), grad=False)]),
+    S("reflection_pad2d_backward",
+      lambda m, g, x: _nn_ol("reflection_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
+      [T((2, 5, 7)), T((2, 3, 4), grad=False)]),
+    S("replication_pad1d_backward",
+      lambda m, g, x: _nn_ol("replication_pad1d_backward")(m, g, x, [3, 1]),
+      [T((3, 8)), T((3, 4), grad=False)]),
+    S("replication_pad2d_backward",
+      lambda m, g, x: _nn_ol("replication_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
+      [T((1, 2, 5, 7)), T((1, 2, 3, 4), grad=False)]),
 
 ]
 
@@ -516,6 +596,7 @@ NON_DIFFERENTIABLE = {
     "view.dtype": lambda m, x: x.view(m.float64),
     "multinomial": _seeded(lambda m, x: m.multinomial(x.abs() + 0.1, 2)),
     "nonzero": lambda m, x: m.nonzero(x),
+    "one_hot": lambda m, x: m.nn.functional.one_hot((x.abs() * 3).to(m.int64)),
     **{f"{c}.Scalar": (lambda c: lambda m, x: getattr(m, c)(x, 0.1))(c)
        for c in ("eq", "ne", "ge", "gt", "le", "lt")},
     **{f"{c}.Tensor": (lambda c: lambda m, x: getattr(m, c)(x, x.flip(0)))(c)

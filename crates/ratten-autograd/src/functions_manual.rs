@@ -2664,4 +2664,466 @@ pub fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, dim: i64) -> Re
 // Normalization, dropout, embedding, padding, interpolation
 // ----------------------------------------------------------------------------------------
 
+/// `t.sum(dim, keepdim)`.
+fn sum_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    t.sum_dim_int_list_with(Some(&[dim]), keepdim, None)
+}
+
+/// A 0-dim or `sizes` tensor of ones with `like`'s dtype and device.
+fn ones_like_options(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
+    F::ones_with(
+        sizes,
+        Some(like.scalar_type()),
+        None,
+        Some(like.device()),
+        None,
+    )
+}
+
+/// The gradient of `native_dropout` while grad mode is on (differentiable again):
+/// `grad * (mask * scale)` with the mask in the gradient's dtype.
+pub fn infinitely_differentiable_native_dropout_backward(
+    grad: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    grad.mul(&mask.type_as(grad)?.mul_scalar(scale)?)
+}
+
+/// The gradient of `native_dropout_backward` for its `grad_output`.
+pub fn native_dropout_double_backward(
+    ggi: &Tensor,
+    grad: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    ggi.type_as(grad)?
+        .mul(&mask.type_as(grad)?.mul_scalar(scale)?)
+}
+
+/// The gradient of `embedding_dense_backward` for its `grad_output`: the rows of `grad` the
+/// indices name (padding_idx's rows zero), shaped `indices.shape + [-1]`.
+#[doc(alias = "embedding_dense_double_backward_symint")]
+pub fn embedding_dense_double_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    let flat = indices.reshape(&[-1])?;
+    let mut gg_weight = grad.index_select(0, &flat)?;
+    let mut size = indices.sizes().to_vec();
+    size.push(-1);
+    if padding_idx >= 0 {
+        let pad = flat.eq_scalar(padding_idx)?.reshape(&[-1, 1])?;
+        gg_weight = gg_weight.masked_fill_scalar(&pad, 0)?;
+    }
+    gg_weight.view(&size)
+}
+
+/// `sum_exclude_dim1`: the sum over every dim but 1.
+fn sum_exclude_dim1(to_sum: &Tensor, keepdim: bool) -> Result<Tensor> {
+    let mut r = sum_dim(to_sum, 0, keepdim)?;
+    let start_exclusive = if keepdim { 1 } else { 0 };
+    let mut dim = r.dim() as i64 - 1;
+    while dim > start_exclusive {
+        r = sum_dim(&r, dim, keepdim)?;
+        dim -= 1;
+    }
+    Ok(r)
+}
+
+/// `unsqueeze_dim1`: `src` (per channel) shaped to broadcast along dim 1 of `target`.
+fn unsqueeze_dim1(src: &Tensor, target: &Tensor) -> Result<Tensor> {
+    let mut s = src.clone();
+    while s.dim() + 1 < target.dim() {
+        s = s.unsqueeze(1)?;
+    }
+    if s.dim() + 1 == target.dim() {
+        s = s.unsqueeze(0)?;
+    }
+    Ok(s)
+}
+
+/// `expand_as_dim1`: a per-channel `src` expanded to `target`'s shape along dim 1.
+fn expand_as_dim1(src: &Tensor, target: &Tensor) -> Result<Tensor> {
+    let mut s = src.clone();
+    while s.dim() + 1 < target.dim() {
+        s = s.unsqueeze(1)?;
+    }
+    s.expand_as(target)
+}
+
+/// The gradients of `native_batch_norm_backward` (torch's `batchnorm_double_backward`):
+/// `(grad input, grad gamma, grad grad_out)` from the gradients `ggi`, `ggg`, `ggb` of its
+/// outputs.
+#[allow(clippy::too_many_arguments)]
+pub fn batchnorm_double_backward(
+    input: &Tensor,
+    gamma: Option<&Tensor>,
+    ggi: Option<&Tensor>,
+    ggg: Option<&Tensor>,
+    ggb: Option<&Tensor>,
+    g_o: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    eps: f64,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let affine = gamma.is_some();
+    let (gamma_expanded, ggg_expanded, ggb_expanded) = match gamma {
+        Some(g) => (
+            expand_as_dim1(g, input)?,
+            ggg.map(|t| expand_as_dim1(t, input)).transpose()?,
+            ggb.map(|t| expand_as_dim1(t, input)).transpose()?,
+        ),
+        None => (ones_like_options(&[], input)?, None, None),
+    };
+    let sizes = input.sizes();
+    let m = (sizes[0] * sizes[2..].iter().product::<i64>()) as f64;
+    let missing = || Error::runtime("batchnorm_double_backward: missing statistics");
+    let mu = if training {
+        save_mean
+            .ok_or_else(missing)?
+            .to_dtype(input.scalar_type())?
+    } else {
+        running_mean.ok_or_else(missing)?.clone()
+    };
+    let mu = unsqueeze_dim1(&mu, input)?;
+    let input_sub_mu = input.sub(&mu)?;
+    let invstd = if training {
+        save_invstd
+            .ok_or_else(missing)?
+            .to_dtype(input.scalar_type())?
+    } else {
+        running_var
+            .ok_or_else(missing)?
+            .add_scalar(eps)?
+            .pow_tensor_scalar(-0.5)?
+    };
+    let sigma2_eps_neg_1_2 = unsqueeze_dim1(&invstd, input)?;
+    let sigma2_eps_neg_1 = sigma2_eps_neg_1_2.pow_tensor_scalar(2)?;
+    let sigma2_eps_neg_3_2 = sigma2_eps_neg_1_2.pow_tensor_scalar(3)?;
+
+    let input_mu_sigma2_neg_3_2 = input_sub_mu.mul(&sigma2_eps_neg_3_2)?;
+    let g_oinmu_sum = sum_exclude_dim1(&g_o.mul(&input_sub_mu)?, true)?;
+    let g_o_sum = sum_exclude_dim1(g_o, true)?;
+
+    let mut g_i: Option<Tensor> = None;
+    if let (Some(ggi), true) = (ggi, training) {
+        let ggi_sum = sum_exclude_dim1(ggi, true)?;
+        let ggiinmu_sum = sum_exclude_dim1(&ggi.mul(&input_sub_mu)?, true)?;
+        let all_sub = ggi_sum
+            .mul(&g_o_sum)?
+            .div_scalar(m)?
+            .sub(&sum_exclude_dim1(&g_o.mul(ggi)?, true)?)?
+            .add(
+                &sigma2_eps_neg_1
+                    .mul(&g_oinmu_sum)?
+                    .mul(&ggiinmu_sum)?
+                    .mul_scalar(3.0 / m)?,
+            )?;
+        let g_i_0t = input_mu_sigma2_neg_3_2.mul(&all_sub)?.div_scalar(m)?;
+        let g_i_1t = ggiinmu_sum
+            .mul(&sigma2_eps_neg_3_2)?
+            .div_scalar(m)?
+            .mul(&g_o_sum.div_scalar(m)?.sub(g_o)?)?;
+        let g_i_2t = g_oinmu_sum
+            .mul(&sigma2_eps_neg_3_2)?
+            .div_scalar(m)?
+            .mul(&ggi_sum.div_scalar(m)?.sub(ggi)?)?;
+        g_i = Some(gamma_expanded.mul(&g_i_0t.add(&g_i_1t)?.add(&g_i_2t)?)?);
+    }
+
+    if let (true, Some(ggg_e)) = (affine, ggg_expanded.as_ref()) {
+        let term = if training {
+            let t0 = g_o.mul(&sigma2_eps_neg_1_2)?;
+            let t1 = sigma2_eps_neg_1_2.mul(&g_o_sum)?.div_scalar(-m)?;
+            let t2 = input_mu_sigma2_neg_3_2
+                .mul(&sum_exclude_dim1(&g_o.mul(&input_sub_mu)?, true)?)?
+                .div_scalar(-m)?;
+            ggg_e.mul(&t0.add(&t1)?.add(&t2)?)?
+        } else {
+            ggg_e.mul(&sigma2_eps_neg_1_2)?.mul(g_o)?
+        };
+        g_i = Some(add_defined(g_i, term)?);
+    }
+
+    // The first backward's grad_input.
+    let first_back_grad_input = |g_o: &Tensor, gamma: &Tensor| -> Result<Tensor> {
+        let h0 = gamma.mul(&sigma2_eps_neg_1_2)?.div_scalar(m)?;
+        let h1 = g_o.mul_scalar(m)?.sub(&sum_exclude_dim1(g_o, true)?)?.sub(
+            &input_sub_mu
+                .mul(&sigma2_eps_neg_1)?
+                .mul(&sum_exclude_dim1(&g_o.mul(&input_sub_mu)?, true)?)?,
+        )?;
+        h0.mul(&h1)
+    };
+
+    let mut g_g: Option<Tensor> = None;
+    if let (true, Some(ggi)) = (affine, ggi) {
+        g_g = Some(if training {
+            let one = ones_like_options(&[], &sigma2_eps_neg_1_2)?;
+            sum_exclude_dim1(&ggi.mul(&first_back_grad_input(g_o, &one)?)?, false)?
+        } else {
+            sum_exclude_dim1(&ggi.mul(g_o)?.mul(&sigma2_eps_neg_1_2)?, false)?
+        });
+    }
+
+    let mut gg_o: Option<Tensor> = None;
+    if let Some(ggi) = ggi {
+        gg_o = Some(if training {
+            first_back_grad_input(ggi, &gamma_expanded)?
+        } else {
+            ggi.mul(&sigma2_eps_neg_1_2)?.mul(&gamma_expanded)?
+        });
+    }
+    if let Some(ggg_e) = ggg_expanded.as_ref() {
+        let term = ggg_e.mul(&input_sub_mu)?.mul(&sigma2_eps_neg_1_2)?;
+        gg_o = Some(add_defined(gg_o, term)?);
+    }
+    if let Some(ggb_e) = ggb_expanded {
+        gg_o = Some(add_defined(gg_o, ggb_e)?);
+    }
+    torch_check!(
+        !(output_mask[1] && g_g.is_none()) || affine,
+        "gamma should always be defined when it requires grad"
+    );
+    Ok((g_i, g_g, gg_o))
+}
+
+/// The gradients of `native_layer_norm_backward` (torch's `layer_norm_double_backward`):
+/// `(grad input, grad gamma, grad grad_out)`.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_double_backward(
+    input_t: &Tensor,
+    gamma: Option<&Tensor>,
+    ggi: Option<&Tensor>,
+    ggg: Option<&Tensor>,
+    ggb: Option<&Tensor>,
+    g_o_t: &Tensor,
+    save_mean_t: &Tensor,
+    save_invstd_t: &Tensor,
+    normalized_shape: &[i64],
+    output_mask: &[bool],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let input_shape = input_t.sizes();
+    let axis = input_shape.len() - normalized_shape.len();
+    let m_i = input_shape[..axis].iter().product::<i64>();
+    let n_i = input_shape[axis..].iter().product::<i64>();
+    let n = n_i as f64;
+    let input = input_t.reshape(&[m_i, n_i])?;
+    let g_o = g_o_t.reshape(&[m_i, n_i])?;
+    let save_mean = save_mean_t.reshape(&[m_i, 1])?;
+    let save_invstd = save_invstd_t.reshape(&[m_i, 1])?;
+
+    let affine = gamma.is_some();
+    let (gamma_expanded, ggg_expanded, ggb_expanded) = match gamma {
+        Some(g) => (
+            g.reshape(&[1, n_i])?,
+            ggg.map(|t| t.reshape(&[1, n_i])).transpose()?,
+            ggb.map(|t| t.reshape(&[1, n_i])).transpose()?,
+        ),
+        None => (ones_like_options(&[1], &input)?, None, None),
+    };
+    let ggi_expanded = ggi.map(|t| t.reshape(&[m_i, n_i])).transpose()?;
+
+    let mu = save_mean.to_dtype(input.scalar_type())?;
+    let input_sub_mu = input.sub(&mu)?;
+    let sigma2_eps_neg_1_2 = save_invstd.to_dtype(input.scalar_type())?;
+    let sigma2_eps_neg_1 = sigma2_eps_neg_1_2.pow_tensor_scalar(2)?;
+    let sigma2_eps_neg_3_2 = sigma2_eps_neg_1_2.pow_tensor_scalar(3)?;
+
+    let input_mu_sigma2_neg_3_2 = input_sub_mu.mul(&sigma2_eps_neg_3_2)?;
+    let mut g_i: Option<Tensor> = None;
+    if let Some(ggi_e) = ggi_expanded.as_ref() {
+        let gxhat = g_o.mul(&gamma_expanded)?;
+        let gxhat_mu_sum = sum_dim(&gxhat.mul(&input_sub_mu)?, 1, true)?;
+        let gxhat_sum = sum_dim(&gxhat, 1, true)?;
+        let ggi_sum = sum_dim(ggi_e, 1, true)?;
+        let ggi_mu_sum = sum_dim(&ggi_e.mul(&input_sub_mu)?, 1, true)?;
+        let all_sub = ggi_sum
+            .mul(&gxhat_sum)?
+            .div_scalar(n)?
+            .sub(&sum_dim(&ggi_e.mul(&gxhat)?, 1, true)?)?
+            .add(
+                &sigma2_eps_neg_1
+                    .mul(&gxhat_mu_sum)?
+                    .mul(&ggi_mu_sum)?
+                    .mul_scalar(3.0 / n)?,
+            )?;
+        let g_i_0t = input_mu_sigma2_neg_3_2.mul(&all_sub)?.div_scalar(n)?;
+        let g_i_1t = ggi_mu_sum
+            .mul(&sigma2_eps_neg_3_2)?
+            .div_scalar(n)?
+            .mul(&gxhat_sum.div_scalar(n)?.sub(&gxhat)?)?;
+        let g_i_2t = gxhat_mu_sum
+            .mul(&sigma2_eps_neg_3_2)?
+            .div_scalar(n)?
+            .mul(&ggi_sum.div_scalar(n)?.sub(ggi_e)?)?;
+        g_i = Some(g_i_0t.add(&g_i_1t)?.add(&g_i_2t)?);
+    }
+    if let (true, Some(ggg_e)) = (affine, ggg_expanded.as_ref()) {
+        let t0 = g_o.mul(ggg_e)?.mul(&sigma2_eps_neg_1_2)?;
+        let t1 = sigma2_eps_neg_1_2
+            .mul(&sum_dim(&g_o.mul(ggg_e)?, 1, true)?)?
+            .div_scalar(-n)?;
+        let t2 = input_mu_sigma2_neg_3_2
+            .mul(&sum_dim(&g_o.mul(ggg_e)?.mul(&input_sub_mu)?, 1, true)?)?
+            .div_scalar(-n)?;
+        g_i = Some(add_defined(g_i, t0.add(&t1)?.add(&t2)?)?);
+    }
+    let g_i = g_i.map(|t| t.reshape_as(input_t)).transpose()?;
+
+    let first_bwd_fn_grad_input = |g_o_local: &Tensor, gamma_local: &Tensor| -> Result<Tensor> {
+        let h0 = gamma_local.mul(&sigma2_eps_neg_1_2)?.div_scalar(n)?;
+        let h1 = g_o_local
+            .mul_scalar(n)?
+            .sub(&sum_dim(g_o_local, 1, true)?)?
+            .sub(&input_sub_mu.mul(&sigma2_eps_neg_1)?.mul(&sum_dim(
+                &g_o_local.mul(&input_sub_mu)?,
+                1,
+                true,
+            )?)?)?;
+        h0.mul(&h1)
+    };
+
+    let mut g_g: Option<Tensor> = None;
+    if let (Some(gm), Some(ggi_e)) = (gamma, ggi_expanded.as_ref()) {
+        let one = ones_like_options(&[], &sigma2_eps_neg_1_2)?;
+        let gg = first_bwd_fn_grad_input(ggi_e, &one)?;
+        g_g = Some(sum_dim(&g_o.mul(&gg)?, 0, false)?.reshape_as(gm)?);
+    }
+
+    let mut gg_o: Option<Tensor> = None;
+    if let Some(ggi_e) = ggi_expanded.as_ref() {
+        gg_o = Some(first_bwd_fn_grad_input(ggi_e, &gamma_expanded)?);
+    }
+    if let Some(ggg_e) = ggg_expanded.as_ref() {
+        let term = ggg_e.mul(&input_sub_mu)?.mul(&sigma2_eps_neg_1_2)?;
+        gg_o = Some(add_defined(gg_o, term)?);
+    }
+    if let Some(ggb_e) = ggb_expanded {
+        gg_o = Some(add_defined(gg_o, ggb_e)?);
+    }
+    let gg_o = gg_o
+        .map(|t| t.expand(&[m_i, n_i])?.reshape_as(input_t))
+        .transpose()?;
+    torch_check!(
+        !(output_mask[1] && g_g.is_none()) || affine,
+        "gamma should always be defined when it requires grad"
+    );
+    Ok((g_i, g_g, gg_o))
+}
+
+/// The gradient of `constant_pad_nd`: the gradient cropped by the negated padding.
+#[doc(alias = "constant_pad_nd_backward_symint")]
+pub fn constant_pad_nd_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    let negated: Vec<i64> = pad.iter().map(|p| -p).collect();
+    F::constant_pad_nd(grad, &negated)
+}
+
+/// The gradients of `native_group_norm` (`(input, weight, bias)`) from the gradients of its
+/// three outputs, any of which may be undefined, by differentiable operations (torch's
+/// `infinitely_differentiable_native_group_norm_backward`, which the formula's dispatcher runs
+/// when grad mode is on or the statistics have gradients).
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm_backward_dispatcher(
+    d_y: Option<&Tensor>,
+    dmean: Option<&Tensor>,
+    drstd: Option<&Tensor>,
+    x: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    gamma: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    grad_input_mask: &[bool],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let g = group;
+    let d = c / g;
+    let s = 1.0 / (d * hxw) as f64;
+    let x_tensor = x.reshape(&[n, g, d, hxw])?;
+    let mean_tensor = mean.reshape(&[n, g, 1, 1])?;
+    let rstd_tensor = rstd.reshape(&[n, g, 1, 1])?;
+    let sums = match d_y {
+        Some(dy) => {
+            let dy_t = dy.reshape(&[n, g, d, hxw])?;
+            let ds = sum_dim(&dy_t.mul(&x_tensor)?, 3, false)?.unsqueeze(-1)?;
+            let db = sum_dim(&dy_t, 3, false)?.unsqueeze(-1)?;
+            Some((dy_t, ds, db))
+        }
+        None => None,
+    };
+    let gamma_tensor = gamma.map(|t| t.reshape(&[1, g, d, 1])).transpose()?;
+    let mut d_x = None;
+    if grad_input_mask[0] {
+        let rstd_cube = rstd_tensor.mul(&rstd_tensor)?.mul(&rstd_tensor)?;
+        let dvar = drstd
+            .map(|dr| rstd_cube.mul_scalar(-0.5)?.mul(&dr.view(&[n, g, 1, 1])?))
+            .transpose()?;
+        let stats_part = match (dmean, dvar.as_ref()) {
+            (Some(dm), Some(dv)) => var_mean_backward(
+                Some(dv),
+                Some(&dm.view(&[n, g, 1, 1])?),
+                &x_tensor,
+                Some(&[2, 3]),
+                Some(&Scalar::Int(0)),
+                true,
+            )?,
+            _ => None,
+        };
+        if let Some((dy_t, ds, db)) = sums.as_ref() {
+            let a = match gamma_tensor.as_ref() {
+                Some(gt) => rstd_tensor.mul(gt)?,
+                None => rstd_tensor.clone(),
+            };
+            let (bs, cs) = match gamma_tensor.as_ref() {
+                Some(gt) => (ds.mul(gt)?, db.mul(gt)?),
+                None => (ds.clone(), db.clone()),
+            };
+            let bsum = sum_dim(&bs, 2, false)?.unsqueeze(-2)?;
+            let csum = sum_dim(&cs, 2, false)?.unsqueeze(-2)?;
+            let b = csum
+                .mul(&mean_tensor)?
+                .sub(&bsum)?
+                .mul(&rstd_cube)?
+                .mul_scalar(s)?;
+            let cc = b
+                .neg()?
+                .mul(&mean_tensor)?
+                .sub(&csum.mul(&rstd_tensor)?.mul_scalar(s)?)?;
+            let mut dx = a.mul(dy_t)?.add(&b.mul(&x_tensor)?)?.add(&cc)?;
+            if let Some(sp) = stats_part {
+                dx = dx.add(&sp)?;
+            }
+            d_x = Some(dx.reshape_as(x)?);
+        } else if let Some(sp) = stats_part {
+            d_x = Some(sp.reshape_as(x)?);
+        }
+    }
+    let mut dgamma = None;
+    let mut dbeta = None;
+    if let Some((_, ds, db)) = sums.as_ref() {
+        if grad_input_mask[1] {
+            if let Some(gm) = gamma {
+                let t = ds.sub(&db.mul(&mean_tensor)?)?.mul(&rstd_tensor)?;
+                dgamma = Some(sum_dim(&t, 0, false)?.reshape_as(gm)?);
+            }
+        }
+        if grad_input_mask[2] {
+            if let Some(gm) = gamma {
+                dbeta = Some(sum_dim(db, 0, false)?.reshape_as(gm)?);
+            } else {
+                dbeta = Some(sum_dim(db, 0, false)?.reshape(&[c])?);
+            }
+        }
+    }
+    Ok((d_x, dgamma, dbeta))
+}
+
 // End of normalization and the rest.

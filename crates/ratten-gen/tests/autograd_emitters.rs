@@ -255,7 +255,7 @@ fn max_dim_differentiates_values_only() {
             ") -> Result<(Tensor, Tensor)> {",
             "indices: Default::default(),",
             "let (values, indices) = {",
-            "node.indices = SavedVariable::new(&indices, true);",
+            "node.indices = SavedVariable::new(&indices, false);",
             "set_history(&[Some(&values)], &node)?;",
             "Ok((values, indices))",
         ],

@@ -566,19 +566,16 @@ fn emit_call(
             .collect();
         match (objs.as_slice(), &named) {
             ([one], _) => Expr::call_atoms("Ok", &[one]),
-            (_, Some([name, fields])) => Expr::call_atoms(
+            (_, Some([name, fields])) => Expr::call(
                 "r.named_tuple",
-                &[
-                    "py".to_string(),
-                    name.clone(),
-                    fields.clone(),
-                    format!("vec![{}]", objs.join(", ")),
+                vec![
+                    Expr::atom("py"),
+                    Expr::atom(name.clone()),
+                    Expr::atom(fields.clone()),
+                    vec_of(&objs),
                 ],
             ),
-            _ => Expr::call_atoms(
-                "r.tuple",
-                &["py".to_string(), format!("vec![{}]", objs.join(", "))],
-            ),
+            _ => Expr::call("r.tuple", vec![Expr::atom("py"), vec_of(&objs)]),
         }
     } else {
         run_stmt(w, "let result = ", &call, &[], "?;");
@@ -838,6 +835,14 @@ pub fn emit_dispatch(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<Str
         files.push(GeneratedFile::new(format!("dispatch/{key}.rs"), text));
     }
     Ok(files)
+}
+
+/// `vec![items]`, laid out as rustfmt lays out the macro.
+fn vec_of(items: &[String]) -> Expr {
+    Expr::Macro {
+        name: "vec".to_string(),
+        items: items.iter().map(Expr::atom).collect(),
+    }
 }
 
 #[cfg(test)]

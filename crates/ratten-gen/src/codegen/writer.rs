@@ -148,6 +148,11 @@ pub enum Expr {
     Prefix(String, Box<Expr>),
     /// `e?`: laid out as `e` followed by `?`.
     Try(Box<Expr>),
+    /// `name![items]` (`vec![..]`): laid out as a call with brackets.
+    Macro {
+        name: String,
+        items: Vec<Expr>,
+    },
 }
 
 impl Expr {
@@ -179,7 +184,16 @@ impl Expr {
             Expr::Atom(a) => (a.as_str(), &[]),
             Expr::Prefix(_, e) | Expr::Try(e) => e.parts(),
             Expr::Call { callee, args } => (callee.as_str(), args.as_slice()),
+            Expr::Macro { name, items } => (name.as_str(), items.as_slice()),
             Expr::Tuple(items) => ("", items.as_slice()),
+        }
+    }
+
+    /// The brackets around its items.
+    fn brackets(&self) -> (&'static str, &'static str) {
+        match self {
+            Expr::Macro { .. } => ("![", "]"),
+            _ => ("(", ")"),
         }
     }
 
@@ -193,6 +207,7 @@ impl Expr {
         match self {
             Expr::Atom(a) => a.clone(),
             Expr::Call { callee, .. } => format!("{callee}({})", self.items_flat()),
+            Expr::Macro { name, .. } => format!("{name}![{}]", self.items_flat()),
             Expr::Tuple(items) if items.len() == 1 => format!("({},)", items[0].flat()),
             Expr::Tuple(_) => format!("({})", self.items_flat()),
             Expr::Prefix(p, e) => format!("{p}{}", e.flat()),
@@ -229,10 +244,11 @@ impl Expr {
             return format!("{callee}({inner})");
         }
         let pad = " ".repeat(rel + 4);
+        let (open, close) = self.brackets();
         // rustfmt's mixed layout: arguments that are all simple (names, literals, `&x`) and at
         // most `short_array_element_width_threshold` (10) wide are packed onto full lines.
         if items.len() > 1 && items.iter().all(is_short_simple) {
-            let mut s = format!("{callee}(\n{pad}");
+            let mut s = format!("{callee}{open}\n{pad}");
             let mut col = base + rel + 4;
             for (i, it) in items.iter().enumerate() {
                 let t = it.flat();
@@ -249,15 +265,15 @@ impl Expr {
                 s.push(',');
                 col += t.len() + 1;
             }
-            s.push_str(&format!("\n{})", " ".repeat(rel)));
+            s.push_str(&format!("\n{}{close}", " ".repeat(rel)));
             return s;
         }
-        let mut s = format!("{callee}(");
+        let mut s = format!("{callee}{open}");
         for it in items {
             let t = it.layout(base, rel + 4, base + rel + 4, 1);
             s.push_str(&format!("\n{pad}{t},"));
         }
-        s.push_str(&format!("\n{})", " ".repeat(rel)));
+        s.push_str(&format!("\n{}{close}", " ".repeat(rel)));
         s
     }
 }

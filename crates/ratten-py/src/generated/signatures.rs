@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 310 names.
+/// Module functions (`ratten.add`): 345 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_adaptive_avg_pool2d",
@@ -138,6 +138,26 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::_logcumsumexp(Tensor self, int dim) -> Tensor",
             "aten::_logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "_pad_circular",
+        module: "nn",
+        signatures: &[
+            "_pad_circular(Tensor input, SymIntArrayRef pad)",
+        ],
+        schemas: &[
+            "aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_pad_enum",
+        module: "nn",
+        signatures: &[
+            "_pad_enum(Tensor input, SymIntArrayRef pad, int64_t mode, double? value=None)",
+        ],
+        schemas: &[
+            "aten::_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor",
         ],
     },
     Binding {
@@ -514,6 +534,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "batch_norm",
+        module: "",
+        signatures: &[
+            "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, double momentum, double eps, bool cudnn_enabled)",
+        ],
+        schemas: &[
+            "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+        ],
+    },
+    Binding {
         name: "bernoulli",
         module: "",
         signatures: &[
@@ -808,6 +838,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "constant_pad_nd",
+        module: "",
+        signatures: &[
+            "constant_pad_nd(Tensor input, SymIntArrayRef pad, Scalar value=0)",
+        ],
+        schemas: &[
+            "aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
+        ],
+    },
+    Binding {
         name: "conv1d",
         module: "",
         signatures: &[
@@ -1040,6 +1080,26 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "dropout",
+        module: "",
+        signatures: &[
+            "dropout(Tensor input, double p, bool train)",
+        ],
+        schemas: &[
+            "aten::dropout(Tensor input, float p, bool train) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "dropout_",
+        module: "",
+        signatures: &[
+            "dropout_(Tensor input, double p, bool train)",
+        ],
+        schemas: &[
+            "aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "einsum",
         module: "",
         signatures: &[
@@ -1079,6 +1139,36 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor",
             "aten::elu_backward.grad_input(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "embedding",
+        module: "",
+        signatures: &[
+            "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False)",
+        ],
+        schemas: &[
+            "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "embedding_backward",
+        module: "",
+        signatures: &[
+            "embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse)",
+        ],
+        schemas: &[
+            "aten::embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "embedding_dense_backward",
+        module: "",
+        signatures: &[
+            "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq)",
+        ],
+        schemas: &[
+            "aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
         ],
     },
     Binding {
@@ -1189,6 +1279,26 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)",
             "aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
             "aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "feature_dropout",
+        module: "",
+        signatures: &[
+            "feature_dropout(Tensor input, double p, bool train)",
+        ],
+        schemas: &[
+            "aten::feature_dropout(Tensor input, float p, bool train) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "feature_dropout_",
+        module: "",
+        signatures: &[
+            "feature_dropout_(Tensor input, double p, bool train)",
+        ],
+        schemas: &[
+            "aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -1371,6 +1481,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor",
             "aten::glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "group_norm",
+        module: "",
+        signatures: &[
+            "group_norm(Tensor input, int64_t num_groups, Tensor? weight=None, Tensor? bias=None, double eps=1e-05, bool cudnn_enabled=True)",
+        ],
+        schemas: &[
+            "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
         ],
     },
     Binding {
@@ -1712,6 +1832,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "layer_norm",
+        module: "",
+        signatures: &[
+            "layer_norm(Tensor input, SymIntArrayRef normalized_shape, Tensor? weight=None, Tensor? bias=None, double eps=1e-05, bool cudnn_enable=True)",
+        ],
+        schemas: &[
+            "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
         ],
     },
     Binding {
@@ -2293,6 +2423,87 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "native_batch_norm",
+        module: "",
+        signatures: &[
+            "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, double momentum, double eps, *, TensorList[3] out=None)",
+        ],
+        schemas: &[
+            "aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+            "aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        ],
+    },
+    Binding {
+        name: "native_batch_norm_backward",
+        module: "",
+        signatures: &[
+            "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, double eps, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_dropout",
+        module: "",
+        signatures: &[
+            "native_dropout(Tensor input, double p, bool? train)",
+        ],
+        schemas: &[
+            "aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_dropout_backward",
+        module: "",
+        signatures: &[
+            "native_dropout_backward(Tensor grad_output, Tensor mask, double scale)",
+        ],
+        schemas: &[
+            "aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "native_group_norm",
+        module: "",
+        signatures: &[
+            "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int64_t group, double eps)",
+        ],
+        schemas: &[
+            "aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_group_norm_backward",
+        module: "",
+        signatures: &[
+            "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int64_t group, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_layer_norm",
+        module: "",
+        signatures: &[
+            "native_layer_norm(Tensor input, SymIntArrayRef normalized_shape, Tensor? weight, Tensor? bias, double eps)",
+        ],
+        schemas: &[
+            "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "native_layer_norm_backward",
+        module: "",
+        signatures: &[
+            "native_layer_norm_backward(Tensor grad_out, Tensor input, SymIntArrayRef normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, ArrayRef<bool>[3] output_mask)",
+        ],
+        schemas: &[
+            "aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
         name: "ne",
         module: "",
         signatures: &[
@@ -2454,6 +2665,16 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "one_hot",
+        module: "nn",
+        signatures: &[
+            "one_hot(Tensor input, int64_t num_classes=-1)",
+        ],
+        schemas: &[
+            "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor",
+        ],
+    },
+    Binding {
         name: "ones",
         module: "",
         signatures: &[
@@ -2483,6 +2704,16 @@ pub const FUNCTIONS: &[Binding] = &[
         schemas: &[
             "aten::outer(Tensor self, Tensor vec2) -> Tensor",
             "aten::outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "pad",
+        module: "nn",
+        signatures: &[
+            "pad(Tensor input, SymIntArrayRef pad, c10::string_view mode=\"constant\", double? value=None)",
+        ],
+        schemas: &[
+            "aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor",
         ],
     },
     Binding {
@@ -2652,6 +2883,50 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
     },
     Binding {
+        name: "reflection_pad1d",
+        module: "nn",
+        signatures: &[
+            "reflection_pad1d(Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor",
+            "aten::reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "reflection_pad1d_backward",
+        module: "nn",
+        signatures: &[
+            "reflection_pad1d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor",
+            "aten::reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "reflection_pad2d",
+        module: "nn",
+        signatures: &[
+            "reflection_pad2d(Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor",
+            "aten::reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "reflection_pad2d_backward",
+        module: "nn",
+        signatures: &[
+            "reflection_pad2d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor",
+            "aten::reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
         name: "relu",
         module: "",
         signatures: &[
@@ -2719,6 +2994,50 @@ pub const FUNCTIONS: &[Binding] = &[
             "aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
             "aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
             "aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "replication_pad1d",
+        module: "nn",
+        signatures: &[
+            "replication_pad1d(Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor",
+            "aten::replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "replication_pad1d_backward",
+        module: "nn",
+        signatures: &[
+            "replication_pad1d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor",
+            "aten::replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "replication_pad2d",
+        module: "nn",
+        signatures: &[
+            "replication_pad2d(Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor",
+            "aten::replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "replication_pad2d_backward",
+        module: "nn",
+        signatures: &[
+            "replication_pad2d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor",
+            "aten::replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {
@@ -3384,6 +3703,50 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+        ],
+    },
+    Binding {
+        name: "upsample_bilinear2d",
+        module: "nn",
+        signatures: &[
+            "upsample_bilinear2d(Tensor input, SymIntArrayRef[2] output_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_bilinear2d_backward",
+        module: "nn",
+        signatures: &[
+            "upsample_bilinear2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_nearest2d",
+        module: "nn",
+        signatures: &[
+            "upsample_nearest2d(Tensor input, SymIntArrayRef[2] output_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+        ],
+    },
+    Binding {
+        name: "upsample_nearest2d_backward",
+        module: "nn",
+        signatures: &[
+            "upsample_nearest2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)",
+        ],
+        schemas: &[
+            "aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+            "aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
         ],
     },
     Binding {

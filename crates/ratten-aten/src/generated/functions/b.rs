@@ -497,6 +497,32 @@ pub fn binary_cross_entropy_with_logits_with(
     operators::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
+/// `aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[inline]
+pub fn batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    operators::batch_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn bitwise_and_scalar_tensor_out<'a>(

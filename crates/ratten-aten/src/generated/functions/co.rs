@@ -624,6 +624,28 @@ pub fn convolution_backward(
     )
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Defaults: `value` = `0`.
+#[inline]
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    let value = Scalar::Int(0);
+    operators::constant_pad_nd::call(self_, pad, &value)
+}
+
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn constant_pad_nd_with(
+    self_: &Tensor,
+    pad: &[i64],
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    operators::constant_pad_nd::call(self_, pad, &value)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `non_blocking` = `False`.
@@ -788,4 +810,29 @@ pub fn convolution_backward_out<'a, 'b, 'c>(
         out2,
     )?;
     Ok((out0, out1, out2))
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `value` = `0`.
+#[inline]
+pub fn constant_pad_nd_out<'a>(out: &'a Tensor, self_: &Tensor, pad: &[i64]) -> Result<&'a Tensor> {
+    let value = Scalar::Int(0);
+    operators::constant_pad_nd_out::call(self_, pad, &value, out)?;
+    Ok(out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn constant_pad_nd_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    pad: &[i64],
+    value: impl Into<Scalar>,
+) -> Result<&'a Tensor> {
+    let value: Scalar = value.into();
+    operators::constant_pad_nd_out::call(self_, pad, &value, out)?;
+    Ok(out)
 }

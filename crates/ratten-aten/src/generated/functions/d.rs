@@ -92,6 +92,19 @@ pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     operators::dot::call(self_, tensor)
 }
 
+/// `aten::dropout(Tensor input, float p, bool train) -> Tensor`
+#[inline]
+pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    operators::dropout::call(input, p, train)
+}
+
+/// `aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+#[inline]
+pub fn dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<&'a Tensor> {
+    operators::dropout_::call(self_, p, train)?;
+    Ok(self_)
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn div_scalar_out<'a>(

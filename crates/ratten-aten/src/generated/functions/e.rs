@@ -361,6 +361,66 @@ pub fn elu_with_<'a>(
     Ok(self_)
 }
 
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+///
+/// Defaults: `padding_idx` = `-1`, `scale_grad_by_freq` = `False`, `sparse` = `False`.
+#[inline]
+pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    operators::embedding::call(weight, indices, -1, false, false)
+}
+
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn embedding_with(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    operators::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
+/// `aten::embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor`
+#[inline]
+pub fn embedding_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    operators::embedding_backward::call(
+        grad,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+        sparse,
+    )
+}
+
+/// `aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`
+#[inline]
+pub fn embedding_dense_backward(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    operators::embedding_dense_backward::call(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+    )
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn empty_strided_out<'a>(out: &'a Tensor, size: &[i64], stride: &[i64]) -> Result<&'a Tensor> {
@@ -431,4 +491,57 @@ pub fn exponential_with(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Tensor> {
     operators::exponential::call(self_, lambd, generator)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `padding_idx` = `-1`, `scale_grad_by_freq` = `False`, `sparse` = `False`.
+#[inline]
+pub fn embedding_out<'a>(out: &'a Tensor, weight: &Tensor, indices: &Tensor) -> Result<&'a Tensor> {
+    operators::embedding_out::call(weight, indices, -1, false, false, out)?;
+    Ok(out)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn embedding_out_with<'a>(
+    out: &'a Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<&'a Tensor> {
+    operators::embedding_out::call(
+        weight,
+        indices,
+        padding_idx,
+        scale_grad_by_freq,
+        sparse,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn embedding_dense_backward_out<'a>(
+    out: &'a Tensor,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<&'a Tensor> {
+    operators::embedding_dense_backward_out::call(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+        out,
+    )?;
+    Ok(out)
 }

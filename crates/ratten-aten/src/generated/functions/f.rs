@@ -177,6 +177,19 @@ pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     operators::flip::call(self_, dims)
 }
 
+/// `aten::feature_dropout(Tensor input, float p, bool train) -> Tensor`
+#[inline]
+pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    operators::feature_dropout::call(input, p, train)
+}
+
+/// `aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+#[inline]
+pub fn feature_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<&'a Tensor> {
+    operators::feature_dropout_::call(self_, p, train)?;
+    Ok(self_)
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn floor_divide_scalar_out<'a>(

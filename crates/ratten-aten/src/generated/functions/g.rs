@@ -276,3 +276,26 @@ pub fn glu_backward_grad_input_out<'a>(
 pub fn glu_backward(grad_output: &Tensor, self_: &Tensor, dim: i64) -> Result<Tensor> {
     operators::glu_backward::call(grad_output, self_, dim)
 }
+
+/// `aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `bias` = `None`, `eps` = `1e-05`, `cudnn_enabled` = `True`.
+#[inline]
+pub fn group_norm(input: &Tensor, num_groups: i64) -> Result<Tensor> {
+    operators::group_norm::call(input, num_groups, None, None, 1e-5, true)
+}
+
+/// `aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn group_norm_with(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    operators::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
+}

@@ -702,3 +702,26 @@ pub fn l1_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
 pub fn l1_loss_with(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     operators::l1_loss::call(self_, target, reduction)
 }
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+///
+/// Defaults: `weight` = `None`, `bias` = `None`, `eps` = `1e-05`, `cudnn_enable` = `True`.
+#[inline]
+pub fn layer_norm(input: &Tensor, normalized_shape: &[i64]) -> Result<Tensor> {
+    operators::layer_norm::call(input, normalized_shape, None, None, 1e-5, true)
+}
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn layer_norm_with(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enable: bool,
+) -> Result<Tensor> {
+    operators::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}

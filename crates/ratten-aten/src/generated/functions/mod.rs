@@ -51,8 +51,14 @@ mod shard_k;
 mod shard_l;
 #[path = "m.rs"]
 mod shard_m;
-#[path = "n.rs"]
-mod shard_n;
+#[path = "na.rs"]
+mod shard_na;
+#[path = "ne.rs"]
+mod shard_ne;
+#[path = "nl.rs"]
+mod shard_nl;
+#[path = "no.rs"]
+mod shard_no;
 #[path = "o.rs"]
 mod shard_o;
 #[path = "p.rs"]
@@ -123,7 +129,10 @@ pub use shard_i::*;
 pub use shard_k::*;
 pub use shard_l::*;
 pub use shard_m::*;
-pub use shard_n::*;
+pub use shard_na::*;
+pub use shard_ne::*;
+pub use shard_nl::*;
+pub use shard_no::*;
 pub use shard_o::*;
 pub use shard_p::*;
 pub use shard_ra::*;

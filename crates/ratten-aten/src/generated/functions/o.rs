@@ -69,6 +69,22 @@ pub fn outer_out<'a>(out: &'a Tensor, self_: &Tensor, vec2: &Tensor) -> Result<&
     Ok(out)
 }
 
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+///
+/// Defaults: `num_classes` = `-1`.
+#[inline]
+pub fn one_hot(self_: &Tensor) -> Result<Tensor> {
+    operators::one_hot::call(self_, -1)
+}
+
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn one_hot_with(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    operators::one_hot::call(self_, num_classes)
+}
+
 /// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `memory_format` = `None`.

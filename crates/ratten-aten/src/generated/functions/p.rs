@@ -126,6 +126,49 @@ pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     operators::permute::call(self_, dims)
 }
 
+/// `aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor`
+#[inline]
+pub fn _pad_circular(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    operators::_pad_circular::call(self_, pad)
+}
+
+/// `aten::_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor`
+///
+/// Defaults: `value` = `None`.
+#[inline]
+pub fn _pad_enum(self_: &Tensor, pad: &[i64], mode: i64) -> Result<Tensor> {
+    operators::_pad_enum::call(self_, pad, mode, None)
+}
+
+/// `aten::_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _pad_enum_with(
+    self_: &Tensor,
+    pad: &[i64],
+    mode: i64,
+    value: Option<f64>,
+) -> Result<Tensor> {
+    operators::_pad_enum::call(self_, pad, mode, value)
+}
+
+/// `aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor`
+///
+/// Defaults: `mode` = `"constant"`, `value` = `None`.
+#[inline]
+pub fn pad(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    operators::pad::call(self_, pad, "constant", None)
+}
+
+/// `aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn pad_with(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
+    operators::pad::call(self_, pad, mode, value)
+}
+
 /// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Defaults: `dtype` = `None`.

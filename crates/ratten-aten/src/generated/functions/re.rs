@@ -171,6 +171,172 @@ pub fn relu6_<'a>(self_: &'a Tensor) -> Result<&'a Tensor> {
     Ok(self_)
 }
 
+/// `aten::reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn reflection_pad1d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::reflection_pad1d_out::call(self_, padding, out)?;
+    Ok(out)
+}
+
+/// `aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+#[inline]
+pub fn reflection_pad1d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    operators::reflection_pad1d::call(self_, padding)
+}
+
+/// `aten::reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn reflection_pad1d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::reflection_pad1d_backward_grad_input::call(grad_output, self_, padding, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+#[inline]
+pub fn reflection_pad1d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    operators::reflection_pad1d_backward::call(grad_output, self_, padding)
+}
+
+/// `aten::reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn reflection_pad2d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::reflection_pad2d_out::call(self_, padding, out)?;
+    Ok(out)
+}
+
+/// `aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+#[inline]
+pub fn reflection_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    operators::reflection_pad2d::call(self_, padding)
+}
+
+/// `aten::reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn reflection_pad2d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::reflection_pad2d_backward_grad_input::call(grad_output, self_, padding, grad_input)?;
+    Ok(grad_input)
+}
+
+/// `aten::reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+#[inline]
+pub fn reflection_pad2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    operators::reflection_pad2d_backward::call(grad_output, self_, padding)
+}
+
+/// `aten::replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn replication_pad1d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::replication_pad1d_out::call(self_, padding, out)?;
+    Ok(out)
+}
+
+/// `aten::replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+#[inline]
+pub fn replication_pad1d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    operators::replication_pad1d::call(self_, padding)
+}
+
+/// `aten::replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn replication_pad1d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::replication_pad1d_backward_grad_input::call(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+#[inline]
+pub fn replication_pad1d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    operators::replication_pad1d_backward::call(grad_output, self_, padding)
+}
+
+/// `aten::replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn replication_pad2d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::replication_pad2d_out::call(self_, padding, out)?;
+    Ok(out)
+}
+
+/// `aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+#[inline]
+pub fn replication_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    operators::replication_pad2d::call(self_, padding)
+}
+
+/// `aten::replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+#[inline]
+pub fn replication_pad2d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<&'a Tensor> {
+    operators::replication_pad2d_backward_grad_input::call(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+#[inline]
+pub fn replication_pad2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    operators::replication_pad2d_backward::call(grad_output, self_, padding)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn relu_out<'a>(out: &'a Tensor, self_: &Tensor) -> Result<&'a Tensor> {

@@ -143,6 +143,284 @@ pub fn unique_dim_consecutive_with(
     operators::unique_dim_consecutive::call(self_, dim, return_inverse, return_counts)
 }
 
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_bilinear2d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+) -> Result<&'a Tensor> {
+    operators::upsample_bilinear2d_out::call(self_, output_size, align_corners, None, None, out)?;
+    Ok(out)
+}
+
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_bilinear2d_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::upsample_bilinear2d_out::call(
+        self_,
+        output_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_bilinear2d(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+) -> Result<Tensor> {
+    operators::upsample_bilinear2d::call(self_, output_size, align_corners, None, None)
+}
+
+/// `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_bilinear2d_with(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    operators::upsample_bilinear2d::call(self_, output_size, align_corners, scales_h, scales_w)
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_bilinear2d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+) -> Result<&'a Tensor> {
+    operators::upsample_bilinear2d_backward_grad_input::call(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        None,
+        None,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_bilinear2d_backward_grad_input_out_with<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::upsample_bilinear2d_backward_grad_input::call(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_bilinear2d_backward(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+) -> Result<Tensor> {
+    operators::upsample_bilinear2d_backward::call(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        None,
+        None,
+    )
+}
+
+/// `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_bilinear2d_backward_with(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    operators::upsample_bilinear2d_backward::call(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        scales_h,
+        scales_w,
+    )
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_nearest2d_out<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    output_size: &[i64],
+) -> Result<&'a Tensor> {
+    operators::upsample_nearest2d_out::call(self_, output_size, None, None, out)?;
+    Ok(out)
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_nearest2d_out_with<'a>(
+    out: &'a Tensor,
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::upsample_nearest2d_out::call(self_, output_size, scales_h, scales_w, out)?;
+    Ok(out)
+}
+
+/// `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_nearest2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    operators::upsample_nearest2d::call(self_, output_size, None, None)
+}
+
+/// `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_nearest2d_with(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    operators::upsample_nearest2d::call(self_, output_size, scales_h, scales_w)
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_nearest2d_backward_grad_input_out<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+) -> Result<&'a Tensor> {
+    operators::upsample_nearest2d_backward_grad_input::call(
+        grad_output,
+        output_size,
+        input_size,
+        None,
+        None,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_nearest2d_backward_grad_input_out_with<'a>(
+    grad_input: &'a Tensor,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<&'a Tensor> {
+    operators::upsample_nearest2d_backward_grad_input::call(
+        grad_output,
+        output_size,
+        input_size,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Defaults: `scales_h` = `None`, `scales_w` = `None`.
+#[inline]
+pub fn upsample_nearest2d_backward(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+) -> Result<Tensor> {
+    operators::upsample_nearest2d_backward::call(grad_output, output_size, input_size, None, None)
+}
+
+/// `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn upsample_nearest2d_backward_with(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    operators::upsample_nearest2d_backward::call(
+        grad_output,
+        output_size,
+        input_size,
+        scales_h,
+        scales_w,
+    )
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn _unsafe_view_out<'a>(out: &'a Tensor, self_: &Tensor, size: &[i64]) -> Result<&'a Tensor> {

@@ -1402,6 +1402,87 @@ impl binary_cross_entropy_with_logits {
     }
 }
 
+/// `aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+pub enum batch_norm {}
+
+impl Operator for batch_norm {
+    const NAME: &'static str = "aten::batch_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+    type Args = (
+        Tensor,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        Option<Tensor>,
+        bool,
+        f64,
+        f64,
+        bool,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<batch_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl batch_norm {
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+            cudnn_enabled,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                input,
+                weight,
+                bias,
+                running_mean,
+                running_var,
+                training,
+                momentum,
+                eps,
+                cudnn_enabled,
+            ),
+        )
+    }
+}
+
 /// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum bitwise_and_Scalar_Tensor_out {}
 

@@ -1580,6 +1580,39 @@ impl convolution_backward {
     }
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+pub enum constant_pad_nd {}
+
+impl Operator for constant_pad_nd {
+    const NAME: &'static str = "aten::constant_pad_nd";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor";
+    type Args = (Tensor, Vec<i64>, Arg<Scalar>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<constant_pad_nd> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl constant_pad_nd {
+    pub fn call(self_: &Tensor, pad: &[i64], value: &Scalar) -> Result<Tensor> {
+        Self::call_refs((self_, pad, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        pad: &[i64],
+        value: &Scalar,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, pad, value))
+    }
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum copy_out {}
 
@@ -2006,5 +2039,38 @@ impl convolution_backward_out {
                 out2,
             ),
         )
+    }
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum constant_pad_nd_out {}
+
+impl Operator for constant_pad_nd_out {
+    const NAME: &'static str = "aten::constant_pad_nd";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Arg<Scalar>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<constant_pad_nd_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl constant_pad_nd_out {
+    pub fn call(self_: &Tensor, pad: &[i64], value: &Scalar, out: &Tensor) -> Result<Aliased<3>> {
+        Self::call_refs((self_, pad, value, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        pad: &[i64],
+        value: &Scalar,
+        out: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (self_, pad, value, out))
     }
 }

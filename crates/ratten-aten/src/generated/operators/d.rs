@@ -436,6 +436,65 @@ impl dot {
     }
 }
 
+/// `aten::dropout(Tensor input, float p, bool train) -> Tensor`
+pub enum dropout {}
+
+impl Operator for dropout {
+    const NAME: &'static str = "aten::dropout";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "dropout(Tensor input, float p, bool train) -> Tensor";
+    type Args = (Tensor, f64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<dropout> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl dropout {
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::call_refs((input, p, train))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (input, p, train))
+    }
+}
+
+/// `aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+pub enum dropout_ {}
+
+impl Operator for dropout_ {
+    const NAME: &'static str = "aten::dropout_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    type Args = (Tensor, f64, bool);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<dropout_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl dropout_ {
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Aliased<0>> {
+        Self::call_refs((self_, p, train))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, p, train))
+    }
+}
+
 /// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum div_Scalar_out {}
 

@@ -1044,6 +1044,163 @@ impl elu_ {
     }
 }
 
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+pub enum embedding {}
+
+impl Operator for embedding {
+    const NAME: &'static str = "aten::embedding";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
+    type Args = (Tensor, Tensor, i64, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((weight, indices, padding_idx, scale_grad_by_freq, sparse))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (weight, indices, padding_idx, scale_grad_by_freq, sparse),
+        )
+    }
+}
+
+/// `aten::embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor`
+pub enum embedding_backward {}
+
+impl Operator for embedding_backward {
+    const NAME: &'static str = "aten::embedding_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor";
+    type Args = (Tensor, Tensor, i64, i64, bool, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_backward {
+    pub fn call(
+        grad: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                indices,
+                num_weights,
+                padding_idx,
+                scale_grad_by_freq,
+                sparse,
+            ),
+        )
+    }
+}
+
+/// `aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`
+pub enum embedding_dense_backward {}
+
+impl Operator for embedding_dense_backward {
+    const NAME: &'static str = "aten::embedding_dense_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor";
+    type Args = (Tensor, Tensor, i64, i64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_dense_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_dense_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                indices,
+                num_weights,
+                padding_idx,
+                scale_grad_by_freq,
+            ),
+        )
+    }
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum empty_strided_out {}
 
@@ -1185,5 +1342,123 @@ impl exponential {
         generator: Option<&crate::random::Generator>,
     ) -> Result<Tensor> {
         Self::redispatch_refs(ks, (self_, lambd, generator))
+    }
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum embedding_out {}
+
+impl Operator for embedding_out {
+    const NAME: &'static str = "aten::embedding";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, bool, bool, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_out {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((
+            weight,
+            indices,
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+            out,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                padding_idx,
+                scale_grad_by_freq,
+                sparse,
+                out,
+            ),
+        )
+    }
+}
+
+/// `aten::embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum embedding_dense_backward_out {}
+
+impl Operator for embedding_dense_backward_out {
+    const NAME: &'static str = "aten::embedding_dense_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, i64, i64, bool, Tensor);
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_dense_backward_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_dense_backward_out {
+    pub fn call(
+        grad_output: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+            out,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        indices: &Tensor,
+        num_weights: i64,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                indices,
+                num_weights,
+                padding_idx,
+                scale_grad_by_freq,
+                out,
+            ),
+        )
     }
 }

@@ -642,6 +642,66 @@ impl flip {
     }
 }
 
+/// `aten::feature_dropout(Tensor input, float p, bool train) -> Tensor`
+pub enum feature_dropout {}
+
+impl Operator for feature_dropout {
+    const NAME: &'static str = "aten::feature_dropout";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "feature_dropout(Tensor input, float p, bool train) -> Tensor";
+    type Args = (Tensor, f64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<feature_dropout> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl feature_dropout {
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::call_refs((input, p, train))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (input, p, train))
+    }
+}
+
+/// `aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+pub enum feature_dropout_ {}
+
+impl Operator for feature_dropout_ {
+    const NAME: &'static str = "aten::feature_dropout_";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    type Args = (Tensor, f64, bool);
+    type Return = Aliased<0>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<feature_dropout_> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl feature_dropout_ {
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Aliased<0>> {
+        Self::call_refs((self_, p, train))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Aliased<0>> {
+        Self::redispatch_refs(ks, (self_, p, train))
+    }
+}
+
 /// `aten::floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum floor_divide_Scalar_out {}
 

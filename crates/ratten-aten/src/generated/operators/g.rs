@@ -773,3 +773,45 @@ impl glu_backward {
         Self::redispatch_refs(ks, (grad_output, self_, dim))
     }
 }
+
+/// `aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor`
+pub enum group_norm {}
+
+impl Operator for group_norm {
+    const NAME: &'static str = "aten::group_norm";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor";
+    type Args = (Tensor, i64, Option<Tensor>, Option<Tensor>, f64, bool);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<group_norm> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl group_norm {
+    pub fn call(
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        Self::call_refs((input, num_groups, weight, bias, eps, cudnn_enabled))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (input, num_groups, weight, bias, eps, cudnn_enabled))
+    }
+}

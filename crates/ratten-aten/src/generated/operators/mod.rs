@@ -53,6 +53,8 @@ mod shard_i;
 mod shard_k;
 #[path = "l1.rs"]
 mod shard_l1;
+#[path = "la.rs"]
+mod shard_la;
 #[path = "le.rs"]
 mod shard_le;
 #[path = "li.rs"]
@@ -63,8 +65,14 @@ mod shard_lo;
 mod shard_lt;
 #[path = "m.rs"]
 mod shard_m;
-#[path = "n.rs"]
-mod shard_n;
+#[path = "na.rs"]
+mod shard_na;
+#[path = "ne.rs"]
+mod shard_ne;
+#[path = "nl.rs"]
+mod shard_nl;
+#[path = "no.rs"]
+mod shard_no;
 #[path = "o.rs"]
 mod shard_o;
 #[path = "p.rs"]
@@ -134,12 +142,16 @@ pub use shard_h::*;
 pub use shard_i::*;
 pub use shard_k::*;
 pub use shard_l1::*;
+pub use shard_la::*;
 pub use shard_le::*;
 pub use shard_li::*;
 pub use shard_lo::*;
 pub use shard_lt::*;
 pub use shard_m::*;
-pub use shard_n::*;
+pub use shard_na::*;
+pub use shard_ne::*;
+pub use shard_nl::*;
+pub use shard_no::*;
 pub use shard_o::*;
 pub use shard_p::*;
 pub use shard_ra::*;

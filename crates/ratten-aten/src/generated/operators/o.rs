@@ -189,6 +189,33 @@ impl outer_out {
     }
 }
 
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+pub enum one_hot {}
+
+impl Operator for one_hot {
+    const NAME: &'static str = "aten::one_hot";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "one_hot(Tensor self, int num_classes=-1) -> Tensor";
+    type Args = (Tensor, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<one_hot> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl one_hot {
+    pub fn call(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+        Self::call_refs((self_, num_classes))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, num_classes))
+    }
+}
+
 /// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub enum ones_like_out {}
 

@@ -374,6 +374,101 @@ impl permute {
     }
 }
 
+/// `aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor`
+pub enum _pad_circular {}
+
+impl Operator for _pad_circular {
+    const NAME: &'static str = "aten::_pad_circular";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_pad_circular(Tensor self, SymInt[] pad) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_pad_circular> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _pad_circular {
+    pub fn call(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, pad))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, pad))
+    }
+}
+
+/// `aten::_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor`
+pub enum _pad_enum {}
+
+impl Operator for _pad_enum {
+    const NAME: &'static str = "aten::_pad_enum";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor";
+    type Args = (Tensor, Vec<i64>, i64, Arg<Option<f64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_pad_enum> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _pad_enum {
+    pub fn call(self_: &Tensor, pad: &[i64], mode: i64, value: Option<f64>) -> Result<Tensor> {
+        Self::call_refs((self_, pad, mode, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        pad: &[i64],
+        mode: i64,
+        value: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, pad, mode, value))
+    }
+}
+
+/// `aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor`
+pub enum pad {}
+
+impl Operator for pad {
+    const NAME: &'static str = "aten::pad";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor";
+    type Args = (Tensor, Vec<i64>, String, Arg<Option<f64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<pad> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl pad {
+    pub fn call(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
+        Self::call_refs((self_, pad, mode, value))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        pad: &[i64],
+        mode: &str,
+        value: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, pad, mode, value))
+    }
+}
+
 /// `aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 pub enum prod_out {}
 

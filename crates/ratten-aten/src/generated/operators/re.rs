@@ -664,6 +664,534 @@ impl relu6_ {
     }
 }
 
+/// `aten::reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum reflection_pad1d_out {}
+
+impl Operator for reflection_pad1d_out {
+    const NAME: &'static str = "aten::reflection_pad1d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad1d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad1d_out {
+    pub fn call(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, padding, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        padding: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, padding, out))
+    }
+}
+
+/// `aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+pub enum reflection_pad1d {}
+
+impl Operator for reflection_pad1d {
+    const NAME: &'static str = "aten::reflection_pad1d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad1d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad1d {
+    pub fn call(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, padding))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, padding))
+    }
+}
+
+/// `aten::reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum reflection_pad1d_backward_grad_input {}
+
+impl Operator for reflection_pad1d_backward_grad_input {
+    const NAME: &'static str = "aten::reflection_pad1d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad1d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad1d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, padding, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding, grad_input))
+    }
+}
+
+/// `aten::reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+pub enum reflection_pad1d_backward {}
+
+impl Operator for reflection_pad1d_backward {
+    const NAME: &'static str = "aten::reflection_pad1d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor";
+    type Args = (Tensor, Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad1d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad1d_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, padding))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding))
+    }
+}
+
+/// `aten::reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum reflection_pad2d_out {}
+
+impl Operator for reflection_pad2d_out {
+    const NAME: &'static str = "aten::reflection_pad2d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad2d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad2d_out {
+    pub fn call(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, padding, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        padding: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, padding, out))
+    }
+}
+
+/// `aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+pub enum reflection_pad2d {}
+
+impl Operator for reflection_pad2d {
+    const NAME: &'static str = "aten::reflection_pad2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad2d {
+    pub fn call(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, padding))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, padding))
+    }
+}
+
+/// `aten::reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum reflection_pad2d_backward_grad_input {}
+
+impl Operator for reflection_pad2d_backward_grad_input {
+    const NAME: &'static str = "aten::reflection_pad2d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad2d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad2d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, padding, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding, grad_input))
+    }
+}
+
+/// `aten::reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+pub enum reflection_pad2d_backward {}
+
+impl Operator for reflection_pad2d_backward {
+    const NAME: &'static str = "aten::reflection_pad2d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor";
+    type Args = (Tensor, Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<reflection_pad2d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl reflection_pad2d_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, padding))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding))
+    }
+}
+
+/// `aten::replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum replication_pad1d_out {}
+
+impl Operator for replication_pad1d_out {
+    const NAME: &'static str = "aten::replication_pad1d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad1d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad1d_out {
+    pub fn call(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, padding, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        padding: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, padding, out))
+    }
+}
+
+/// `aten::replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+pub enum replication_pad1d {}
+
+impl Operator for replication_pad1d {
+    const NAME: &'static str = "aten::replication_pad1d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad1d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad1d {
+    pub fn call(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, padding))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, padding))
+    }
+}
+
+/// `aten::replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum replication_pad1d_backward_grad_input {}
+
+impl Operator for replication_pad1d_backward_grad_input {
+    const NAME: &'static str = "aten::replication_pad1d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad1d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad1d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, padding, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding, grad_input))
+    }
+}
+
+/// `aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+pub enum replication_pad1d_backward {}
+
+impl Operator for replication_pad1d_backward {
+    const NAME: &'static str = "aten::replication_pad1d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor";
+    type Args = (Tensor, Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad1d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad1d_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, padding))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding))
+    }
+}
+
+/// `aten::replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum replication_pad2d_out {}
+
+impl Operator for replication_pad2d_out {
+    const NAME: &'static str = "aten::replication_pad2d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str =
+        "replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<2>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad2d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad2d_out {
+    pub fn call(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+        Self::call_refs((self_, padding, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        padding: &[i64],
+        out: &Tensor,
+    ) -> Result<Aliased<2>> {
+        Self::redispatch_refs(ks, (self_, padding, out))
+    }
+}
+
+/// `aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+pub enum replication_pad2d {}
+
+impl Operator for replication_pad2d {
+    const NAME: &'static str = "aten::replication_pad2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor";
+    type Args = (Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad2d {
+    pub fn call(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((self_, padding))
+    }
+
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, padding))
+    }
+}
+
+/// `aten::replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum replication_pad2d_backward_grad_input {}
+
+impl Operator for replication_pad2d_backward_grad_input {
+    const NAME: &'static str = "aten::replication_pad2d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Vec<i64>, Tensor);
+    type Return = Aliased<3>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad2d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad2d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::call_refs((grad_output, self_, padding, grad_input))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+        grad_input: &Tensor,
+    ) -> Result<Aliased<3>> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding, grad_input))
+    }
+}
+
+/// `aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+pub enum replication_pad2d_backward {}
+
+impl Operator for replication_pad2d_backward {
+    const NAME: &'static str = "aten::replication_pad2d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str =
+        "replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor";
+    type Args = (Tensor, Tensor, Vec<i64>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<replication_pad2d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl replication_pad2d_backward {
+    pub fn call(grad_output: &Tensor, self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+        Self::call_refs((grad_output, self_, padding))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (grad_output, self_, padding))
+    }
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum relu_out {}
 

@@ -377,6 +377,430 @@ impl unique_dim_consecutive {
     }
 }
 
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum upsample_bilinear2d_out {}
+
+impl Operator for upsample_bilinear2d_out {
+    const NAME: &'static str = "aten::upsample_bilinear2d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        bool,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+        Tensor,
+    );
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_bilinear2d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_bilinear2d_out {
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((self_, output_size, align_corners, scales_h, scales_w, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (self_, output_size, align_corners, scales_h, scales_w, out),
+        )
+    }
+}
+
+/// `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub enum upsample_bilinear2d {}
+
+impl Operator for upsample_bilinear2d {
+    const NAME: &'static str = "aten::upsample_bilinear2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor";
+    type Args = (Tensor, Vec<i64>, bool, Arg<Option<f64>>, Arg<Option<f64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_bilinear2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_bilinear2d {
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, output_size, align_corners, scales_h, scales_w))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, output_size, align_corners, scales_h, scales_w))
+    }
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum upsample_bilinear2d_backward_grad_input {}
+
+impl Operator for upsample_bilinear2d_backward_grad_input {
+    const NAME: &'static str = "aten::upsample_bilinear2d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        bool,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+        Tensor,
+    );
+    type Return = Aliased<6>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_bilinear2d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_bilinear2d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::call_refs((
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<6>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                output_size,
+                input_size,
+                align_corners,
+                scales_h,
+                scales_w,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub enum upsample_bilinear2d_backward {}
+
+impl Operator for upsample_bilinear2d_backward {
+    const NAME: &'static str = "aten::upsample_bilinear2d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        bool,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_bilinear2d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_bilinear2d_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                output_size,
+                input_size,
+                align_corners,
+                scales_h,
+                scales_w,
+            ),
+        )
+    }
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum upsample_nearest2d_out {}
+
+impl Operator for upsample_nearest2d_out {
+    const NAME: &'static str = "aten::upsample_nearest2d";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Vec<i64>, Arg<Option<f64>>, Arg<Option<f64>>, Tensor);
+    type Return = Aliased<4>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_nearest2d_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_nearest2d_out {
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::call_refs((self_, output_size, scales_h, scales_w, out))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Aliased<4>> {
+        Self::redispatch_refs(ks, (self_, output_size, scales_h, scales_w, out))
+    }
+}
+
+/// `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub enum upsample_nearest2d {}
+
+impl Operator for upsample_nearest2d {
+    const NAME: &'static str = "aten::upsample_nearest2d";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor";
+    type Args = (Tensor, Vec<i64>, Arg<Option<f64>>, Arg<Option<f64>>);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_nearest2d> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_nearest2d {
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((self_, output_size, scales_h, scales_w))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(ks, (self_, output_size, scales_h, scales_w))
+    }
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub enum upsample_nearest2d_backward_grad_input {}
+
+impl Operator for upsample_nearest2d_backward_grad_input {
+    const NAME: &'static str = "aten::upsample_nearest2d_backward";
+    const OVERLOAD_NAME: &'static str = "grad_input";
+    const SCHEMA: &'static str = "upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+        Tensor,
+    );
+    type Return = Aliased<5>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_nearest2d_backward_grad_input> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_nearest2d_backward_grad_input {
+    pub fn call(
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::call_refs((
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+            grad_input,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+        grad_input: &Tensor,
+    ) -> Result<Aliased<5>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad_output,
+                output_size,
+                input_size,
+                scales_h,
+                scales_w,
+                grad_input,
+            ),
+        )
+    }
+}
+
+/// `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub enum upsample_nearest2d_backward {}
+
+impl Operator for upsample_nearest2d_backward {
+    const NAME: &'static str = "aten::upsample_nearest2d_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor";
+    type Args = (
+        Tensor,
+        Vec<i64>,
+        Vec<i64>,
+        Arg<Option<f64>>,
+        Arg<Option<f64>>,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<upsample_nearest2d_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl upsample_nearest2d_backward {
+    pub fn call(
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::call_refs((grad_output, output_size, input_size, scales_h, scales_w))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (grad_output, output_size, input_size, scales_h, scales_w),
+        )
+    }
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum _unsafe_view_out {}
 

@@ -83,6 +83,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor",
     )?;
     m.def(
+        "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    )?;
+    m.def(
         "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def(
@@ -352,6 +355,13 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutogradNonFunctiona
         operators::bernoulli_p::kernel(
             backends::composite_explicit_autograd_non_functional::bernoulli_p,
         ),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "batch_norm",
+        operators::batch_norm::kernel(backends::composite_implicit_autograd::batch_norm),
     )?;
 });
 

@@ -76,6 +76,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
     )?;
+    m.def("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor")?;
     m.def(
         "copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -92,6 +93,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "convolution_backward.out(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    )?;
+    m.def(
+        "constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -145,6 +149,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         ),
     )?;
     m.impl_(
+        "constant_pad_nd",
+        operators::constant_pad_nd::kernel(backends::composite_explicit_autograd::constant_pad_nd),
+    )?;
+    m.impl_(
         "copy.out",
         operators::copy_out::kernel(copy_out_composite_explicit_autograd),
     )?;
@@ -175,6 +183,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::convolution_backward_out::kernel(
             backends::composite_explicit_autograd::convolution_backward_outf,
         ),
+    )?;
+    m.impl_(
+        "constant_pad_nd.out",
+        operators::constant_pad_nd_out::kernel(constant_pad_nd_out_composite_explicit_autograd),
     )?;
 });
 
@@ -415,6 +427,16 @@ fn convolution_out_composite_explicit_autograd(
         groups,
         out,
     )?;
+    Ok(Aliased)
+}
+
+fn constant_pad_nd_out_composite_explicit_autograd(
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::composite_explicit_autograd::constant_pad_nd_outf(self_, pad, value, out)?;
     Ok(Aliased)
 }
 

@@ -27,6 +27,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("detach(Tensor(a) self) -> Tensor(a)")?;
     m.def("dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("dot(Tensor self, Tensor tensor) -> Tensor")?;
+    m.def("dropout(Tensor input, float p, bool train) -> Tensor")?;
+    m.def("dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")?;
     m.def("div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)",
@@ -94,6 +96,17 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "div.Scalar_mode_out",
         operators::div_Scalar_mode_out::kernel(div_Scalar_mode_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "dropout",
+        operators::dropout::kernel(backends::composite_implicit_autograd::dropout),
+    )?;
+    m.impl_(
+        "dropout_",
+        operators::dropout_::kernel(dropout__composite_implicit_autograd),
     )?;
 });
 
@@ -190,6 +203,11 @@ fn div_Scalar_mode_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::div_scalar_mode_outf(self_, other, rounding_mode, out)?;
+    Ok(Aliased)
+}
+
+fn dropout__composite_implicit_autograd(self_: &Tensor, p: f64, train: bool) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::dropout_(self_, p, train)?;
     Ok(Aliased)
 }
 

@@ -60,6 +60,15 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)",
     )?;
+    m.def(
+        "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+    )?;
+    m.def(
+        "embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor",
+    )?;
+    m.def(
+        "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
+    )?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
@@ -68,6 +77,12 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "exponential.out(Tensor self, float lambd=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor")?;
+    m.def(
+        "embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -118,6 +133,10 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         operators::elu_backward::kernel(backends::cpu::elu_backward),
     )?;
     m.impl_("elu_", operators::elu_::kernel(elu__cpu))?;
+    m.impl_(
+        "embedding_dense_backward",
+        operators::embedding_dense_backward::kernel(backends::cpu::embedding_dense_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -138,6 +157,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         operators::eye_m::kernel(backends::composite_explicit_autograd::eye_m),
     )?;
     m.impl_(
+        "embedding",
+        operators::embedding::kernel(backends::composite_explicit_autograd::embedding),
+    )?;
+    m.impl_(
         "empty_strided.out",
         operators::empty_strided_out::kernel(empty_strided_out_composite_explicit_autograd),
     )?;
@@ -153,6 +176,16 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
         "exponential",
         operators::exponential::kernel(backends::composite_explicit_autograd::exponential),
     )?;
+    m.impl_(
+        "embedding.out",
+        operators::embedding_out::kernel(embedding_out_composite_explicit_autograd),
+    )?;
+    m.impl_(
+        "embedding_dense_backward.out",
+        operators::embedding_dense_backward_out::kernel(
+            embedding_dense_backward_out_composite_explicit_autograd,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -163,6 +196,12 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "einsum",
         operators::einsum::kernel(backends::composite_implicit_autograd::einsum),
+    )?;
+    m.impl_(
+        "embedding_backward",
+        operators::embedding_backward::kernel(
+            backends::composite_implicit_autograd::embedding_backward,
+        ),
     )?;
 });
 
@@ -216,6 +255,10 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         operators::elu_backward::kernel(backends::meta::elu_backward),
     )?;
     m.impl_("elu_", operators::elu_::kernel(elu__meta))?;
+    m.impl_(
+        "embedding_dense_backward",
+        operators::embedding_dense_backward::kernel(backends::meta::embedding_dense_backward),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, BackendSelect, |m| {
@@ -412,6 +455,44 @@ fn exponential_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<3>> {
     backends::composite_explicit_autograd::exponential_outf(self_, lambd, generator, out)?;
+    Ok(Aliased)
+}
+
+fn embedding_out_composite_explicit_autograd(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::embedding_outf(
+        weight,
+        indices,
+        padding_idx,
+        scale_grad_by_freq,
+        sparse,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn embedding_dense_backward_out_composite_explicit_autograd(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::composite_explicit_autograd::embedding_dense_backward_outf(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+        out,
+    )?;
     Ok(Aliased)
 }
 

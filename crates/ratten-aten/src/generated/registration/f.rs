@@ -35,6 +35,8 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
     )?;
     m.def("flip(Tensor self, int[] dims) -> Tensor")?;
+    m.def("feature_dropout(Tensor input, float p, bool train) -> Tensor")?;
+    m.def("feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")?;
     m.def("floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -151,6 +153,14 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "flatten.using_ints",
         operators::flatten_using_ints::kernel(backends::composite_implicit_autograd::flatten),
+    )?;
+    m.impl_(
+        "feature_dropout",
+        operators::feature_dropout::kernel(backends::composite_implicit_autograd::feature_dropout),
+    )?;
+    m.impl_(
+        "feature_dropout_",
+        operators::feature_dropout_::kernel(feature_dropout__composite_implicit_autograd),
     )?;
 });
 
@@ -310,6 +320,15 @@ fn flip_out_composite_explicit_autograd(
     out: &Tensor,
 ) -> Result<Aliased<2>> {
     backends::composite_explicit_autograd::flip_outf(self_, dims, out)?;
+    Ok(Aliased)
+}
+
+fn feature_dropout__composite_implicit_autograd(
+    self_: &Tensor,
+    p: f64,
+    train: bool,
+) -> Result<Aliased<0>> {
+    backends::composite_implicit_autograd::feature_dropout_(self_, p, train)?;
     Ok(Aliased)
 }
 

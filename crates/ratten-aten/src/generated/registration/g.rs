@@ -42,6 +42,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "glu_backward.grad_input(Tensor grad_output, Tensor self, int dim, *, Tensor(a!) grad_input) -> Tensor(a!)",
     )?;
     m.def("glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor")?;
+    m.def(
+        "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
@@ -108,6 +111,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "ger.out",
         operators::ger_out::kernel(ger_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "group_norm",
+        operators::group_norm::kernel(backends::composite_implicit_autograd::group_norm),
     )?;
 });
 

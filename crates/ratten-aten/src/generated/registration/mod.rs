@@ -50,6 +50,8 @@ mod shard_i;
 mod shard_k;
 #[path = "l1.rs"]
 mod shard_l1;
+#[path = "la.rs"]
+mod shard_la;
 #[path = "le.rs"]
 mod shard_le;
 #[path = "li.rs"]
@@ -60,8 +62,14 @@ mod shard_lo;
 mod shard_lt;
 #[path = "m.rs"]
 mod shard_m;
-#[path = "n.rs"]
-mod shard_n;
+#[path = "na.rs"]
+mod shard_na;
+#[path = "ne.rs"]
+mod shard_ne;
+#[path = "nl.rs"]
+mod shard_nl;
+#[path = "no.rs"]
+mod shard_no;
 #[path = "o.rs"]
 mod shard_o;
 #[path = "p.rs"]
@@ -135,12 +143,16 @@ pub fn ensure_linked() {
     shard_i::ensure_linked();
     shard_k::ensure_linked();
     shard_l1::ensure_linked();
+    shard_la::ensure_linked();
     shard_le::ensure_linked();
     shard_li::ensure_linked();
     shard_lo::ensure_linked();
     shard_lt::ensure_linked();
     shard_m::ensure_linked();
-    shard_n::ensure_linked();
+    shard_na::ensure_linked();
+    shard_ne::ensure_linked();
+    shard_nl::ensure_linked();
+    shard_no::ensure_linked();
     shard_o::ensure_linked();
     shard_p::ensure_linked();
     shard_ra::ensure_linked();

@@ -20,6 +20,7 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def("outer(Tensor self, Tensor vec2) -> Tensor")?;
     m.def("outer.out(Tensor self, Tensor vec2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("one_hot(Tensor self, int num_classes=-1) -> Tensor")?;
     m.def(
         "ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
@@ -52,6 +53,10 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
     m.impl_(
         "outer.out",
         operators::outer_out::kernel(outer_out_composite_implicit_autograd),
+    )?;
+    m.impl_(
+        "one_hot",
+        operators::one_hot::kernel(backends::composite_implicit_autograd::one_hot),
     )?;
 });
 

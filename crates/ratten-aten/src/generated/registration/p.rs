@@ -27,6 +27,9 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
         "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
     )?;
     m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)")?;
+    m.def("_pad_circular(Tensor self, SymInt[] pad) -> Tensor")?;
+    m.def("_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor")?;
+    m.def("pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor")?;
     m.def("prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
 });
 
@@ -82,6 +85,21 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
     m.impl_(
         "prod.out",
         operators::prod_out::kernel(prod_out_composite_explicit_autograd),
+    )?;
+});
+
+ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
+    m.impl_(
+        "_pad_circular",
+        operators::_pad_circular::kernel(backends::composite_implicit_autograd::_pad_circular),
+    )?;
+    m.impl_(
+        "_pad_enum",
+        operators::_pad_enum::kernel(backends::composite_implicit_autograd::_pad_enum),
+    )?;
+    m.impl_(
+        "pad",
+        operators::pad::kernel(backends::composite_implicit_autograd::pad),
     )?;
 });
 

@@ -38,6 +38,42 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def("resolve_neg(Tensor(a) self) -> Tensor(a)")?;
     m.def("relu6(Tensor self) -> Tensor")?;
     m.def("relu6_(Tensor(a!) self) -> Tensor(a!)")?;
+    m.def("reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor")?;
+    m.def(
+        "reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor",
+    )?;
+    m.def("reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)")?;
+    m.def("reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor")?;
+    m.def(
+        "reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor",
+    )?;
+    m.def(
+        "replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor")?;
+    m.def(
+        "replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor",
+    )?;
+    m.def(
+        "replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def("replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor")?;
+    m.def(
+        "replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor",
+    )?;
     m.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
@@ -82,6 +118,78 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "repeat_interleave.Tensor",
         operators::repeat_interleave_Tensor::kernel(backends::cpu::repeat_interleave),
+    )?;
+    m.impl_(
+        "reflection_pad1d.out",
+        operators::reflection_pad1d_out::kernel(reflection_pad1d_out_cpu),
+    )?;
+    m.impl_(
+        "reflection_pad1d",
+        operators::reflection_pad1d::kernel(backends::cpu::reflection_pad1d),
+    )?;
+    m.impl_(
+        "reflection_pad1d_backward.grad_input",
+        operators::reflection_pad1d_backward_grad_input::kernel(
+            reflection_pad1d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "reflection_pad1d_backward",
+        operators::reflection_pad1d_backward::kernel(backends::cpu::reflection_pad1d_backward),
+    )?;
+    m.impl_(
+        "reflection_pad2d.out",
+        operators::reflection_pad2d_out::kernel(reflection_pad2d_out_cpu),
+    )?;
+    m.impl_(
+        "reflection_pad2d",
+        operators::reflection_pad2d::kernel(backends::cpu::reflection_pad2d),
+    )?;
+    m.impl_(
+        "reflection_pad2d_backward.grad_input",
+        operators::reflection_pad2d_backward_grad_input::kernel(
+            reflection_pad2d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "reflection_pad2d_backward",
+        operators::reflection_pad2d_backward::kernel(backends::cpu::reflection_pad2d_backward),
+    )?;
+    m.impl_(
+        "replication_pad1d.out",
+        operators::replication_pad1d_out::kernel(replication_pad1d_out_cpu),
+    )?;
+    m.impl_(
+        "replication_pad1d",
+        operators::replication_pad1d::kernel(backends::cpu::replication_pad1d),
+    )?;
+    m.impl_(
+        "replication_pad1d_backward.grad_input",
+        operators::replication_pad1d_backward_grad_input::kernel(
+            replication_pad1d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "replication_pad1d_backward",
+        operators::replication_pad1d_backward::kernel(backends::cpu::replication_pad1d_backward),
+    )?;
+    m.impl_(
+        "replication_pad2d.out",
+        operators::replication_pad2d_out::kernel(replication_pad2d_out_cpu),
+    )?;
+    m.impl_(
+        "replication_pad2d",
+        operators::replication_pad2d::kernel(backends::cpu::replication_pad2d),
+    )?;
+    m.impl_(
+        "replication_pad2d_backward.grad_input",
+        operators::replication_pad2d_backward_grad_input::kernel(
+            replication_pad2d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "replication_pad2d_backward",
+        operators::replication_pad2d_backward::kernel(backends::cpu::replication_pad2d_backward),
     )?;
 });
 
@@ -204,6 +312,78 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "repeat_interleave.Tensor",
         operators::repeat_interleave_Tensor::kernel(backends::meta::repeat_interleave),
     )?;
+    m.impl_(
+        "reflection_pad1d.out",
+        operators::reflection_pad1d_out::kernel(reflection_pad1d_out_meta),
+    )?;
+    m.impl_(
+        "reflection_pad1d",
+        operators::reflection_pad1d::kernel(backends::meta::reflection_pad1d),
+    )?;
+    m.impl_(
+        "reflection_pad1d_backward.grad_input",
+        operators::reflection_pad1d_backward_grad_input::kernel(
+            reflection_pad1d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "reflection_pad1d_backward",
+        operators::reflection_pad1d_backward::kernel(backends::meta::reflection_pad1d_backward),
+    )?;
+    m.impl_(
+        "reflection_pad2d.out",
+        operators::reflection_pad2d_out::kernel(reflection_pad2d_out_meta),
+    )?;
+    m.impl_(
+        "reflection_pad2d",
+        operators::reflection_pad2d::kernel(backends::meta::reflection_pad2d),
+    )?;
+    m.impl_(
+        "reflection_pad2d_backward.grad_input",
+        operators::reflection_pad2d_backward_grad_input::kernel(
+            reflection_pad2d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "reflection_pad2d_backward",
+        operators::reflection_pad2d_backward::kernel(backends::meta::reflection_pad2d_backward),
+    )?;
+    m.impl_(
+        "replication_pad1d.out",
+        operators::replication_pad1d_out::kernel(replication_pad1d_out_meta),
+    )?;
+    m.impl_(
+        "replication_pad1d",
+        operators::replication_pad1d::kernel(backends::meta::replication_pad1d),
+    )?;
+    m.impl_(
+        "replication_pad1d_backward.grad_input",
+        operators::replication_pad1d_backward_grad_input::kernel(
+            replication_pad1d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "replication_pad1d_backward",
+        operators::replication_pad1d_backward::kernel(backends::meta::replication_pad1d_backward),
+    )?;
+    m.impl_(
+        "replication_pad2d.out",
+        operators::replication_pad2d_out::kernel(replication_pad2d_out_meta),
+    )?;
+    m.impl_(
+        "replication_pad2d",
+        operators::replication_pad2d::kernel(backends::meta::replication_pad2d),
+    )?;
+    m.impl_(
+        "replication_pad2d_backward.grad_input",
+        operators::replication_pad2d_backward_grad_input::kernel(
+            replication_pad2d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "replication_pad2d_backward",
+        operators::replication_pad2d_backward::kernel(backends::meta::replication_pad2d_backward),
+    )?;
 });
 
 fn relu__cpu(self_: &Tensor) -> Result<Aliased<0>> {
@@ -228,6 +408,86 @@ fn remainder_Tensor_out_cpu(self_: &Tensor, other: &Tensor, out: &Tensor) -> Res
 
 fn remainder__Tensor_cpu(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::cpu::remainder_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad1d_out_cpu(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::reflection_pad1d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad1d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::reflection_pad1d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn reflection_pad2d_out_cpu(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::reflection_pad2d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad2d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::reflection_pad2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn replication_pad1d_out_cpu(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::replication_pad1d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn replication_pad1d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::replication_pad1d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn replication_pad2d_out_cpu(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::cpu::replication_pad2d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn replication_pad2d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::cpu::replication_pad2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 
@@ -307,5 +567,85 @@ fn remainder_Tensor_out_meta(self_: &Tensor, other: &Tensor, out: &Tensor) -> Re
 
 fn remainder__Tensor_meta(self_: &Tensor, other: &Tensor) -> Result<Aliased<0>> {
     backends::meta::remainder_(self_, other)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad1d_out_meta(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::reflection_pad1d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad1d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::reflection_pad1d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn reflection_pad2d_out_meta(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::reflection_pad2d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn reflection_pad2d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::reflection_pad2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn replication_pad1d_out_meta(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::replication_pad1d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn replication_pad1d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::replication_pad1d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn replication_pad2d_out_meta(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Aliased<2>> {
+    backends::meta::replication_pad2d_outf(self_, padding, out)?;
+    Ok(Aliased)
+}
+
+fn replication_pad2d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    backends::meta::replication_pad2d_backward_grad_input_outf(
+        grad_output,
+        self_,
+        padding,
+        grad_input,
+    )?;
     Ok(Aliased)
 }

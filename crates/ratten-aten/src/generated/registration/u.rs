@@ -32,6 +32,30 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
     )?;
+    m.def(
+        "upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+    )?;
+    m.def(
+        "upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor",
+    )?;
+    m.def(
+        "upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+    )?;
+    m.def(
+        "upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)",
+    )?;
+    m.def(
+        "upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+    )?;
     m.def("_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
@@ -78,6 +102,44 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
     m.impl_(
         "unique_dim_consecutive",
         operators::unique_dim_consecutive::kernel(backends::cpu::unique_dim_consecutive),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d.out",
+        operators::upsample_bilinear2d_out::kernel(upsample_bilinear2d_out_cpu),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d",
+        operators::upsample_bilinear2d::kernel(backends::cpu::upsample_bilinear2d),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward.grad_input",
+        operators::upsample_bilinear2d_backward_grad_input::kernel(
+            upsample_bilinear2d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward",
+        operators::upsample_bilinear2d_backward::kernel(
+            backends::cpu::upsample_bilinear2d_backward,
+        ),
+    )?;
+    m.impl_(
+        "upsample_nearest2d.out",
+        operators::upsample_nearest2d_out::kernel(upsample_nearest2d_out_cpu),
+    )?;
+    m.impl_(
+        "upsample_nearest2d",
+        operators::upsample_nearest2d::kernel(backends::cpu::upsample_nearest2d),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward.grad_input",
+        operators::upsample_nearest2d_backward_grad_input::kernel(
+            upsample_nearest2d_backward_grad_input_cpu,
+        ),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward",
+        operators::upsample_nearest2d_backward::kernel(backends::cpu::upsample_nearest2d_backward),
     )?;
 });
 
@@ -162,6 +224,44 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
         "unique_dim_consecutive",
         operators::unique_dim_consecutive::kernel(backends::meta::unique_dim_consecutive),
     )?;
+    m.impl_(
+        "upsample_bilinear2d.out",
+        operators::upsample_bilinear2d_out::kernel(upsample_bilinear2d_out_meta),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d",
+        operators::upsample_bilinear2d::kernel(backends::meta::upsample_bilinear2d),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward.grad_input",
+        operators::upsample_bilinear2d_backward_grad_input::kernel(
+            upsample_bilinear2d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "upsample_bilinear2d_backward",
+        operators::upsample_bilinear2d_backward::kernel(
+            backends::meta::upsample_bilinear2d_backward,
+        ),
+    )?;
+    m.impl_(
+        "upsample_nearest2d.out",
+        operators::upsample_nearest2d_out::kernel(upsample_nearest2d_out_meta),
+    )?;
+    m.impl_(
+        "upsample_nearest2d",
+        operators::upsample_nearest2d::kernel(backends::meta::upsample_nearest2d),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward.grad_input",
+        operators::upsample_nearest2d_backward_grad_input::kernel(
+            upsample_nearest2d_backward_grad_input_meta,
+        ),
+    )?;
+    m.impl_(
+        "upsample_nearest2d_backward",
+        operators::upsample_nearest2d_backward::kernel(backends::meta::upsample_nearest2d_backward),
+    )?;
 });
 
 fn uniform__cpu(
@@ -171,6 +271,76 @@ fn uniform__cpu(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::cpu::uniform_(self_, from, to, generator)?;
+    Ok(Aliased)
+}
+
+fn upsample_bilinear2d_out_cpu(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::upsample_bilinear2d_outf(
+        self_,
+        output_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn upsample_bilinear2d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::cpu::upsample_bilinear2d_backward_grad_input_outf(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn upsample_nearest2d_out_cpu(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::cpu::upsample_nearest2d_outf(self_, output_size, scales_h, scales_w, out)?;
+    Ok(Aliased)
+}
+
+fn upsample_nearest2d_backward_grad_input_cpu(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::cpu::upsample_nearest2d_backward_grad_input_outf(
+        grad_output,
+        output_size,
+        input_size,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
     Ok(Aliased)
 }
 
@@ -201,5 +371,75 @@ fn uniform__meta(
     generator: Option<&crate::random::Generator>,
 ) -> Result<Aliased<0>> {
     backends::meta::uniform_(self_, from, to, generator)?;
+    Ok(Aliased)
+}
+
+fn upsample_bilinear2d_out_meta(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::upsample_bilinear2d_outf(
+        self_,
+        output_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn upsample_bilinear2d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    backends::meta::upsample_bilinear2d_backward_grad_input_outf(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    Ok(Aliased)
+}
+
+fn upsample_nearest2d_out_meta(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    backends::meta::upsample_nearest2d_outf(self_, output_size, scales_h, scales_w, out)?;
+    Ok(Aliased)
+}
+
+fn upsample_nearest2d_backward_grad_input_meta(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    backends::meta::upsample_nearest2d_backward_grad_input_outf(
+        grad_output,
+        output_size,
+        input_size,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
     Ok(Aliased)
 }

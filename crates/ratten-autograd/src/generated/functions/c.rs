@@ -750,3 +750,32 @@ impl Node for ConvolutionBackwardBackward0 {
         self.weight.reset_data();
     }
 }
+
+/// The backward of `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (derivatives.yaml: `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`).
+pub struct ConstantPadNdBackward0 {
+    pub base: NodeBase,
+    pub pad: Vec<i64>,
+}
+
+impl Node for ConstantPadNdBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ConstantPadNdBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = constant_pad_nd_backward(grad, &self.pad)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}

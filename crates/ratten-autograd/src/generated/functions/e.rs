@@ -370,3 +370,85 @@ impl Node for EluBackward1 {
         self.result.reset_data();
     }
 }
+
+/// The backward of `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (derivatives.yaml: `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`).
+pub struct EmbeddingBackward0 {
+    pub base: NodeBase,
+    pub indices: SavedVariable,
+    pub padding_idx: i64,
+    pub scale_grad_by_freq: bool,
+    pub sparse: bool,
+    pub weight_sym_argsize_0: i64,
+}
+
+impl Node for EmbeddingBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EmbeddingBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let weight_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let indices = self.indices.unpack(&this)?;
+        if self.base.should_compute_output(weight_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::embedding_backward::call(
+                grad,
+                &indices,
+                self.weight_sym_argsize_0,
+                self.padding_idx,
+                self.scale_grad_by_freq,
+                self.sparse,
+            )?;
+            copy_range(&mut grad_inputs, weight_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset_data();
+    }
+}
+
+/// The backward of `aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor` (derivatives.yaml: `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`).
+pub struct EmbeddingDenseBackwardBackward0 {
+    pub base: NodeBase,
+    pub indices: SavedVariable,
+    pub padding_idx: i64,
+}
+
+impl Node for EmbeddingDenseBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EmbeddingDenseBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let indices = self.indices.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = embedding_dense_double_backward(grad, &indices, self.padding_idx)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset_data();
+    }
+}

@@ -722,9 +722,13 @@ impl Node for MishBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'mish' is not implemented: the formula `GradMode::is_enabled() ? infinitely_differentiable_mish_backward(grad, self) : mish_backward(grad, self)` for `self` is not translated to Rust (unsupported: the function `GradMode::is_enabled`)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = if crate::grad_mode::GradMode::is_enabled() {
+                infinitely_differentiable_mish_backward(grad, &self_)?
+            } else {
+                ops::mish_backward::call(grad, &self_)?
+            };
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

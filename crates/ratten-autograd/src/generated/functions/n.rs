@@ -726,3 +726,561 @@ impl Node for NllLoss2DBackwardBackward0 {
         self.weight.reset_data();
     }
 }
+
+/// The backward of `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeLayerNormBackward0 {
+    pub base: NodeBase,
+    pub bias: SavedVariable,
+    pub input: SavedVariable,
+    pub normalized_shape: Vec<i64>,
+    pub weight: SavedVariable,
+    pub result1: SavedVariable,
+    pub result2: SavedVariable,
+}
+
+impl Node for NativeLayerNormBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeLayerNormBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let bias = self.bias.unpack_opt(&this)?;
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        let result2 = self.result2.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let grad = grads[0].clone();
+            let (input_grad, weight_grad, bias_grad) = if grad.is_some() {
+                {
+                    let (t0, t1, t2) = ops::native_layer_norm_backward::call(
+                        defined(&grad)?,
+                        &input,
+                        &self.normalized_shape,
+                        &result1,
+                        &result2,
+                        weight.as_ref(),
+                        bias.as_ref(),
+                        &grad_input_mask,
+                    )?;
+                    (Some(t0), Some(t1), Some(t2))
+                }
+            } else {
+                (None, None, None)
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.bias.reset_data();
+        self.input.reset_data();
+        self.weight.reset_data();
+        self.result1.reset_data();
+        self.result2.reset_data();
+    }
+}
+
+/// The backward of `aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeLayerNormBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_out: SavedVariable,
+    pub input: SavedVariable,
+    pub mean: SavedVariable,
+    pub normalized_shape: Vec<i64>,
+    pub rstd: SavedVariable,
+    pub weight: SavedVariable,
+}
+
+impl Node for NativeLayerNormBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeLayerNormBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_out_ix = gen.range(1);
+        let input_ix = gen.range(1);
+        let mean_ix = gen.range(1);
+        let rstd_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_out = self.grad_out.unpack(&this)?;
+        let input = self.input.unpack(&this)?;
+        let mean = self.mean.unpack(&this)?;
+        let rstd = self.rstd.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        if self.base.should_compute_output(bias_ix) && any_grad_defined {
+            let grad_result = None;
+            copy_range(&mut grad_inputs, bias_ix, grad_result);
+        }
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(grad_out_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let (input_grad, weight_grad, grad_out_grad) = layer_norm_double_backward(
+                &input,
+                weight.as_ref(),
+                grads[0].as_ref(),
+                grads[1].as_ref(),
+                grads[2].as_ref(),
+                &grad_out,
+                &mean,
+                &rstd,
+                &self.normalized_shape,
+                &grad_input_mask,
+            )?;
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, grad_out_ix, grad_out_grad);
+            }
+        }
+        if self.base.should_compute_output(mean_ix) && any_grad_defined {
+            return Err(not_implemented("native_layer_norm_backward mean"));
+        }
+        if self.base.should_compute_output(rstd_ix) && any_grad_defined {
+            return Err(not_implemented("native_layer_norm_backward rstd"));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_out.reset_data();
+        self.input.reset_data();
+        self.mean.reset_data();
+        self.rstd.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeBatchNormBackward0 {
+    pub base: NodeBase,
+    pub eps: f64,
+    pub input: SavedVariable,
+    pub running_mean: SavedVariable,
+    pub running_var: SavedVariable,
+    pub training: bool,
+    pub weight: SavedVariable,
+    pub result1: SavedVariable,
+    pub result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeBatchNormBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let input = self.input.unpack(&this)?;
+        let running_mean = self.running_mean.unpack_opt(&this)?;
+        let running_var = self.running_var.unpack_opt(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        let result2 = self.result2.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let grad = grads[0].clone();
+            let (input_grad, weight_grad, bias_grad) = if grad.is_some() {
+                {
+                    let (t0, t1, t2) = ops::native_batch_norm_backward::call(
+                        defined(&grad)?,
+                        &input,
+                        weight.as_ref(),
+                        running_mean.as_ref(),
+                        running_var.as_ref(),
+                        Some(&result1),
+                        Some(&result2),
+                        self.training,
+                        self.eps,
+                        &grad_input_mask,
+                    )?;
+                    (Some(t0), Some(t1), Some(t2))
+                }
+            } else {
+                (None, None, None)
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.input.reset_data();
+        self.running_mean.reset_data();
+        self.running_var.reset_data();
+        self.weight.reset_data();
+        self.result1.reset_data();
+        self.result2.reset_data();
+    }
+}
+
+/// The backward of `aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeBatchNormBackwardBackward0 {
+    pub base: NodeBase,
+    pub eps: f64,
+    pub grad_out: SavedVariable,
+    pub input: SavedVariable,
+    pub running_mean: SavedVariable,
+    pub running_var: SavedVariable,
+    pub save_invstd: SavedVariable,
+    pub save_mean: SavedVariable,
+    pub train: bool,
+    pub weight: SavedVariable,
+}
+
+impl Node for NativeBatchNormBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeBatchNormBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_out_ix = gen.range(1);
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let save_mean_ix = gen.range(1);
+        let save_invstd_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_out = self.grad_out.unpack(&this)?;
+        let input = self.input.unpack(&this)?;
+        let running_mean = self.running_mean.unpack_opt(&this)?;
+        let running_var = self.running_var.unpack_opt(&this)?;
+        let save_invstd = self.save_invstd.unpack_opt(&this)?;
+        let save_mean = self.save_mean.unpack_opt(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(grad_out_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let (input_grad, weight_grad, grad_out_grad) = batchnorm_double_backward(
+                &input,
+                weight.as_ref(),
+                grads[0].as_ref(),
+                grads[1].as_ref(),
+                grads[2].as_ref(),
+                &grad_out,
+                running_mean.as_ref(),
+                running_var.as_ref(),
+                self.train,
+                self.eps,
+                save_mean.as_ref(),
+                save_invstd.as_ref(),
+                &grad_input_mask,
+            )?;
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, grad_out_ix, grad_out_grad);
+            }
+        }
+        if self.base.should_compute_output(save_invstd_ix) && any_grad_defined {
+            return Err(not_implemented("native_batch_norm_backward save_invstd"));
+        }
+        if self.base.should_compute_output(save_mean_ix) && any_grad_defined {
+            return Err(not_implemented("native_batch_norm_backward save_mean"));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_out.reset_data();
+        self.input.reset_data();
+        self.running_mean.reset_data();
+        self.running_var.reset_data();
+        self.save_invstd.reset_data();
+        self.save_mean.reset_data();
+        self.weight.reset_data();
+    }
+}
+
+/// The backward of `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (derivatives.yaml: `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`).
+pub struct NativeGroupNormBackward0 {
+    pub base: NodeBase,
+    pub C: i64,
+    pub HxW: i64,
+    pub N: i64,
+    pub group: i64,
+    pub input: SavedVariable,
+    pub weight: SavedVariable,
+    pub result1: SavedVariable,
+    pub result2: SavedVariable,
+}
+
+impl Node for NativeGroupNormBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeGroupNormBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let weight_ix = gen.range(1);
+        let bias_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let input = self.input.unpack(&this)?;
+        let weight = self.weight.unpack_opt(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        let result2 = self.result2.unpack(&this)?;
+        let grad_input_mask = [
+            self.base.should_compute_output(input_ix),
+            self.base.should_compute_output(weight_ix),
+            self.base.should_compute_output(bias_ix),
+        ];
+        if grad_input_mask.contains(&true) && any_grad_defined {
+            let (input_grad, weight_grad, bias_grad) = if crate::grad_mode::GradMode::is_enabled()
+                || grads[1].is_some()
+                || grads[2].is_some()
+            {
+                native_group_norm_backward_dispatcher(
+                    grads[0].as_ref(),
+                    grads[1].as_ref(),
+                    grads[2].as_ref(),
+                    &input,
+                    &result1,
+                    &result2,
+                    weight.as_ref(),
+                    self.N,
+                    self.C,
+                    self.HxW,
+                    self.group,
+                    &grad_input_mask,
+                )?
+            } else {
+                if grads[0].is_some() {
+                    {
+                        let (t0, t1, t2) = ops::native_group_norm_backward::call(
+                            defined(&grads[0])?,
+                            &input,
+                            &result1,
+                            &result2,
+                            weight.as_ref(),
+                            self.N,
+                            self.C,
+                            self.HxW,
+                            self.group,
+                            &grad_input_mask,
+                        )?;
+                        (Some(t0), Some(t1), Some(t2))
+                    }
+                } else {
+                    (None, None, None)
+                }
+            };
+            if grad_input_mask[0] {
+                copy_range(&mut grad_inputs, input_ix, input_grad);
+            }
+            if grad_input_mask[1] {
+                copy_range(&mut grad_inputs, weight_ix, weight_grad);
+            }
+            if grad_input_mask[2] {
+                copy_range(&mut grad_inputs, bias_ix, bias_grad);
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.input.reset_data();
+        self.weight.reset_data();
+        self.result1.reset_data();
+        self.result2.reset_data();
+    }
+}
+
+/// The backward of `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (derivatives.yaml: `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`).
+pub struct NativeDropoutBackward0 {
+    pub base: NodeBase,
+    pub p: f64,
+    pub train: Option<bool>,
+    pub result1: SavedVariable,
+}
+
+impl Node for NativeDropoutBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeDropoutBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let input_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let result1 = self.result1.unpack(&this)?;
+        if self.base.should_compute_output(input_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = if crate::grad_mode::GradMode::is_enabled() {
+                infinitely_differentiable_native_dropout_backward(
+                    grad,
+                    &result1,
+                    if !self.train.is_some()
+                        || !self
+                            .train
+                            .ok_or_else(|| ratten_core::Error::runtime("bad optional access"))?
+                    {
+                        1.0
+                    } else {
+                        if self.p == 1.0 {
+                            0.0
+                        } else {
+                            1.0 / (1.0 - self.p)
+                        }
+                    },
+                )?
+            } else {
+                ops::native_dropout_backward::call(
+                    grad,
+                    &result1,
+                    if !self.train.is_some()
+                        || !self
+                            .train
+                            .ok_or_else(|| ratten_core::Error::runtime("bad optional access"))?
+                    {
+                        1.0
+                    } else {
+                        if self.p == 1.0 {
+                            0.0
+                        } else {
+                            1.0 / (1.0 - self.p)
+                        }
+                    },
+                )?
+            };
+            copy_range(&mut grad_inputs, input_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.result1.reset_data();
+    }
+}
+
+/// The backward of `aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (derivatives.yaml: `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`).
+pub struct NativeDropoutBackwardBackward0 {
+    pub base: NodeBase,
+    pub grad_output: SavedVariable,
+    pub mask: SavedVariable,
+    pub scale: f64,
+}
+
+impl Node for NativeDropoutBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("NativeDropoutBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let mask_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let grad_output = self.grad_output.unpack(&this)?;
+        let mask = self.mask.unpack(&this)?;
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result =
+                native_dropout_double_backward(grad, &grad_output, &mask, self.scale)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(mask_ix) && any_grad_defined {
+            return Err(not_implemented("native_dropout_backward: mask"));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.grad_output.reset_data();
+        self.mask.reset_data();
+    }
+}

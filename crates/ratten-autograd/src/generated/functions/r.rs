@@ -406,3 +406,311 @@ impl Node for RollBackward0 {
         Ok(grad_inputs)
     }
 }
+
+/// The backward of `aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor` (derivatives.yaml: `reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor`).
+pub struct ReflectionPad1DBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+}
+
+impl Node for ReflectionPad1DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReflectionPad1DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::reflection_pad1d_backward::call(grad, &self_, &self.padding)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor` (derivatives.yaml: `reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`).
+pub struct ReflectionPad1DBackwardBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for ReflectionPad1DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReflectionPad1DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::reflection_pad1d::call(grad, &self.padding)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor` (derivatives.yaml: `reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor`).
+pub struct ReflectionPad2DBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+}
+
+impl Node for ReflectionPad2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReflectionPad2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::reflection_pad2d_backward::call(grad, &self_, &self.padding)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor` (derivatives.yaml: `reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`).
+pub struct ReflectionPad2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for ReflectionPad2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReflectionPad2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::reflection_pad2d::call(grad, &self.padding)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor` (derivatives.yaml: `replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor`).
+pub struct ReplicationPad1DBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+}
+
+impl Node for ReplicationPad1DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReplicationPad1DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::replication_pad1d_backward::call(grad, &self_, &self.padding)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor` (derivatives.yaml: `replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`).
+pub struct ReplicationPad1DBackwardBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for ReplicationPad1DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReplicationPad1DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::replication_pad1d::call(grad, &self.padding)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor` (derivatives.yaml: `replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor`).
+pub struct ReplicationPad2DBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_: SavedVariable,
+}
+
+impl Node for ReplicationPad2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReplicationPad2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let self_ = self.self_.unpack(&this)?;
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::replication_pad2d_backward::call(grad, &self_, &self.padding)?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset_data();
+    }
+}
+
+/// The backward of `aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor` (derivatives.yaml: `replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`).
+pub struct ReplicationPad2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub padding: Vec<i64>,
+    pub self_info: (Vec<i64>, TensorOptions),
+}
+
+impl Node for ReplicationPad2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("ReplicationPad2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::replication_pad2d::call(grad, &self.padding)?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad_result = ops::zeros::call(
+                &self.self_info.0,
+                self.self_info.1.dtype,
+                None,
+                self.self_info.1.device,
+                None,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}

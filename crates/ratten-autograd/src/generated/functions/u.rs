@@ -285,3 +285,155 @@ impl Node for UniqueDimConsecutiveBackward0 {
         Ok(grad_inputs)
     }
 }
+
+/// The backward of `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (derivatives.yaml: `upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`).
+pub struct UpsampleBilinear2DBackward0 {
+    pub base: NodeBase,
+    pub align_corners: bool,
+    pub output_size: Vec<i64>,
+    pub scales_h: Option<f64>,
+    pub scales_w: Option<f64>,
+    pub self_sym_sizes: Vec<i64>,
+}
+
+impl Node for UpsampleBilinear2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("UpsampleBilinear2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::upsample_bilinear2d_backward::call(
+                grad,
+                &self.output_size,
+                &self.self_sym_sizes,
+                self.align_corners,
+                self.scales_h,
+                self.scales_w,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (derivatives.yaml: `upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`).
+pub struct UpsampleBilinear2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub align_corners: bool,
+    pub output_size: Vec<i64>,
+    pub scales_h: Option<f64>,
+    pub scales_w: Option<f64>,
+}
+
+impl Node for UpsampleBilinear2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("UpsampleBilinear2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::upsample_bilinear2d::call(
+                grad,
+                &self.output_size,
+                self.align_corners,
+                self.scales_h,
+                self.scales_w,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (derivatives.yaml: `upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`).
+pub struct UpsampleNearest2DBackward0 {
+    pub base: NodeBase,
+    pub output_size: Vec<i64>,
+    pub scales_h: Option<f64>,
+    pub scales_w: Option<f64>,
+    pub self_sym_sizes: Vec<i64>,
+}
+
+impl Node for UpsampleNearest2DBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("UpsampleNearest2DBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let self_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(self_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::upsample_nearest2d_backward::call(
+                grad,
+                &self.output_size,
+                &self.self_sym_sizes,
+                self.scales_h,
+                self.scales_w,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor` (derivatives.yaml: `upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`).
+pub struct UpsampleNearest2DBackwardBackward0 {
+    pub base: NodeBase,
+    pub output_size: Vec<i64>,
+    pub scales_h: Option<f64>,
+    pub scales_w: Option<f64>,
+}
+
+impl Node for UpsampleNearest2DBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("UpsampleNearest2DBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_output_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_output_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::upsample_nearest2d::call(
+                grad,
+                &self.output_size,
+                self.scales_h,
+                self.scales_w,
+            )?;
+            copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+}

@@ -494,3 +494,25 @@ pub(crate) fn convolution_backward_out(
     increment_version(out2);
     Ok(ret)
 }
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn constant_pad_nd_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::constant_pad_nd_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            pad,
+            value,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}

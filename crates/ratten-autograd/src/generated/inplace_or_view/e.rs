@@ -279,3 +279,55 @@ pub(crate) fn exponential_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn embedding_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            weight,
+            indices,
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn embedding_dense_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding_dense_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}

@@ -434,6 +434,44 @@ pub(crate) fn nll_loss2d_backward_grad_input(
     Ok(ret)
 }
 
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_batch_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    out: &Tensor,
+    save_mean: &Tensor,
+    save_invstd: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+            out,
+            save_mean,
+            save_invstd,
+        )?
+    };
+    increment_version(out);
+    increment_version(save_mean);
+    increment_version(save_invstd);
+    Ok(ret)
+}
+
 /// `aten::norm.ScalarOpt_dtype_out(Tensor self, Scalar? p, *, ScalarType dtype, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn norm_ScalarOpt_dtype_out(
     ks: DispatchKeySet,
@@ -555,6 +593,245 @@ pub(crate) fn new_ones_out(
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::new_ones_out::redispatch(ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET, self_, size, out)?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_layer_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            normalized_shape,
+            weight,
+            bias,
+            eps,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}
+
+/// `aten::native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_layer_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_layer_norm_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_out,
+            input,
+            normalized_shape,
+            mean,
+            rstd,
+            weight,
+            bias,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}
+
+/// `aten::native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_batch_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_batch_norm_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}
+
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_group_norm_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            weight,
+            bias,
+            N,
+            C,
+            HxW,
+            group,
+            eps,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn native_group_norm_backward_out(
+    ks: DispatchKeySet,
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_group_norm_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_out,
+            input,
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
+            output_mask,
+            out0,
+            out1,
+            out2,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    Ok(ret)
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn native_dropout_out(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+    out0: &Tensor,
+    out1: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            input,
+            p,
+            train,
+            out0,
+            out1,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    Ok(ret)
+}
+
+/// `aten::native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn native_dropout_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::native_dropout_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            mask,
+            scale,
+            out,
+        )?
     };
     increment_version(out);
     Ok(ret)

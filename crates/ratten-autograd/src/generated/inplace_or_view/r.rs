@@ -300,6 +300,174 @@ pub(crate) fn random_(
     Ok(ret)
 }
 
+/// `aten::reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn reflection_pad1d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    padding: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::reflection_pad1d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            padding,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn reflection_pad1d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::reflection_pad1d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            padding,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn reflection_pad2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    padding: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::reflection_pad2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            padding,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn reflection_pad2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::reflection_pad2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            padding,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn replication_pad1d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    padding: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::replication_pad1d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            padding,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn replication_pad1d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::replication_pad1d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            padding,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn replication_pad2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    padding: &[i64],
+    out: &Tensor,
+) -> Result<Aliased<2>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::replication_pad2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            padding,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn replication_pad2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Aliased<3>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::replication_pad2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            self_,
+            padding,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn relu_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Aliased<1>> {
     let ret = {

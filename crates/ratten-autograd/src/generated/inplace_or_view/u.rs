@@ -70,6 +70,110 @@ pub(crate) fn uniform_(
     Ok(ret)
 }
 
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn upsample_bilinear2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn upsample_bilinear2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn upsample_nearest2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            self_,
+            output_size,
+            scales_h,
+            scales_w,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn upsample_nearest2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d_backward_grad_input::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+            grad_input,
+        )?
+    };
+    increment_version(grad_input);
+    Ok(ret)
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn _unsafe_view_out(
     ks: DispatchKeySet,

@@ -805,7 +805,7 @@ pub(crate) fn adaptive_max_pool2d(
         ops::adaptive_max_pool2d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, output_size)?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
+        node.result1 = SavedVariable::new(&result1, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }

@@ -30,7 +30,7 @@ pub(crate) fn amax(
         ops::amax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -83,7 +83,7 @@ pub(crate) fn amin(
         ops::amin::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -137,8 +137,8 @@ pub(crate) fn aminmax(
         ops::aminmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.max = SavedVariable::new(&max, true);
-        node.min = SavedVariable::new(&min, true);
+        node.max = SavedVariable::new_output(&max, 1);
+        node.min = SavedVariable::new_output(&min, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&min), Some(&max)], &node)?;
     }

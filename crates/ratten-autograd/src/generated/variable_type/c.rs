@@ -383,7 +383,7 @@ pub(crate) fn cumprod(
         ops::cumprod::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -416,7 +416,7 @@ pub(crate) fn cumprod_(
         ops::cumprod_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -463,7 +463,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         ops::cummax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -510,7 +510,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         ops::cummin::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -742,7 +742,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
         ops::celu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -918,6 +918,34 @@ pub(crate) fn convolution_backward(
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
     Ok((result0, result1, result2))
+}
+
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+pub(crate) fn constant_pad_nd(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(ConstantPadNdBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            pad: pad.to_vec(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::constant_pad_nd::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, pad, value)?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
 }
 
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
@@ -1176,6 +1204,27 @@ pub(crate) fn convolution_backward_out(
             out1,
             out2,
         )?
+    };
+    Ok(ret)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn constant_pad_nd_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &Tensor,
+) -> Result<Aliased<3>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "constant_pad_nd(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::constant_pad_nd_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, pad, value, out)?
     };
     Ok(ret)
 }

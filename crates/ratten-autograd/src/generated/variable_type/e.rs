@@ -22,7 +22,7 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::exp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -47,7 +47,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::exp_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -86,7 +86,7 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::expm1::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -111,7 +111,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::expm1_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -657,11 +657,90 @@ pub(crate) fn elu_(
         ops::elu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, scale, input_scale)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
     Ok(ret)
+}
+
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+pub(crate) fn embedding(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    let inputs = [Some(weight)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EmbeddingBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            indices: SavedVariable::new(indices, false),
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+            weight_sym_argsize_0: weight.size(0)?,
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`
+pub(crate) fn embedding_dense_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EmbeddingDenseBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            indices: SavedVariable::new(indices, false),
+            padding_idx,
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding_dense_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
 }
 
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
@@ -750,4 +829,66 @@ pub(crate) fn exponential(
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn embedding_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [Some(weight), Some(indices), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "embedding(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            padding_idx,
+            scale_grad_by_freq,
+            sparse,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn embedding_dense_backward_out(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [Some(grad_output), Some(indices), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "embedding_dense_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::embedding_dense_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+            out,
+        )?
+    };
+    Ok(ret)
 }

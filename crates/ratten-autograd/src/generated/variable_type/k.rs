@@ -31,7 +31,7 @@ pub(crate) fn kthvalue(
         ops::kthvalue::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, k, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }

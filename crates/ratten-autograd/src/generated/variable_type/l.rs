@@ -721,7 +721,7 @@ pub(crate) fn logsumexp(
         ops::logsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -784,7 +784,7 @@ pub(crate) fn linalg_vector_norm(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -841,7 +841,7 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
         ops::logcumsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -1174,7 +1174,7 @@ pub(crate) fn leaky_relu_(
         ops::leaky_relu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -1224,7 +1224,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
         ops::log_sigmoid_forward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.buffer = SavedVariable::new(&buffer, true);
+        node.buffer = SavedVariable::new(&buffer, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&output)], &node)?;
     }
@@ -1343,7 +1343,7 @@ pub(crate) fn _log_softmax(
         ops::_log_softmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }

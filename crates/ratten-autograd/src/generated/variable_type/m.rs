@@ -343,7 +343,7 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::max::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -394,7 +394,7 @@ pub(crate) fn max_dim(
         ops::max_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -448,7 +448,7 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::min::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -499,7 +499,7 @@ pub(crate) fn min_dim(
         ops::min_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -1155,7 +1155,7 @@ pub(crate) fn max_pool2d_with_indices(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result1 = SavedVariable::new(&result1, true);
+        node.result1 = SavedVariable::new(&result1, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }

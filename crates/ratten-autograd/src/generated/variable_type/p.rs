@@ -48,7 +48,7 @@ pub(crate) fn pow_Tensor_Tensor(
         ops::pow_Tensor_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -94,7 +94,7 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
         ops::pow_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -202,7 +202,7 @@ pub(crate) fn pow__Tensor(
         ops::pow__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -231,7 +231,7 @@ pub(crate) fn prod(
         ops::prod::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -264,7 +264,7 @@ pub(crate) fn prod_dim_int(
         ops::prod_dim_int::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }

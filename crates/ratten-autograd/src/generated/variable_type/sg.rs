@@ -23,7 +23,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::sgn::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -49,7 +49,7 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::sgn_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }

@@ -89,7 +89,7 @@ pub(crate) fn sort(
         ops::sort::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, descending)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -121,7 +121,7 @@ pub(crate) fn sort_stable(
         ops::sort_stable::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, stable, dim, descending)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
@@ -291,7 +291,7 @@ pub(crate) fn _softmax(
         ops::_softmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }

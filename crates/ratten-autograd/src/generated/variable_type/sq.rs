@@ -22,7 +22,7 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::sqrt::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -47,7 +47,7 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::sqrt_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }

@@ -38,7 +38,7 @@ pub(crate) fn std_correction(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -107,7 +107,7 @@ pub(crate) fn std_mean_correction(
         )?
     };
     if let Some(mut node) = grad_fn {
-        node.result0 = SavedVariable::new(&result0, true);
+        node.result0 = SavedVariable::new_output(&result0, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }

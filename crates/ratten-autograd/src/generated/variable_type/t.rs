@@ -22,7 +22,7 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::tan::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -47,7 +47,7 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::tan_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -86,7 +86,7 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::tanh::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(&result, true);
+        node.result = SavedVariable::new_output(&result, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
@@ -111,7 +111,7 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::tanh_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(mut node) = grad_fn {
-        node.result = SavedVariable::new(self_, true);
+        node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
@@ -192,7 +192,7 @@ pub(crate) fn topk(
         ops::topk::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, k, dim, largest, sorted)?
     };
     if let Some(mut node) = grad_fn {
-        node.indices = SavedVariable::new(&indices, true);
+        node.indices = SavedVariable::new(&indices, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }

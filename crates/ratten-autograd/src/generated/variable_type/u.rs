@@ -302,6 +302,290 @@ pub(crate) fn unique_dim_consecutive(
     Ok((result0, result1, result2))
 }
 
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn upsample_bilinear2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "upsample_bilinear2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub(crate) fn upsample_bilinear2d(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(UpsampleBilinear2DBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            align_corners,
+            output_size: output_size.to_vec(),
+            scales_h,
+            scales_w,
+            self_sym_sizes: self_.sizes().to_vec(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn upsample_bilinear2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<6>> {
+    let inputs = [Some(grad_output), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "upsample_bilinear2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub(crate) fn upsample_bilinear2d_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(UpsampleBilinear2DBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            align_corners,
+            output_size: output_size.to_vec(),
+            scales_h,
+            scales_w,
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_bilinear2d_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn upsample_nearest2d_out(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Aliased<4>> {
+    let inputs = [Some(self_), Some(out)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "upsample_nearest2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            output_size,
+            scales_h,
+            scales_w,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub(crate) fn upsample_nearest2d(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let inputs = [Some(self_)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(UpsampleNearest2DBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            output_size: output_size.to_vec(),
+            scales_h,
+            scales_w,
+            self_sym_sizes: self_.sizes().to_vec(),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            self_,
+            output_size,
+            scales_h,
+            scales_w,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub(crate) fn upsample_nearest2d_backward_grad_input(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Aliased<5>> {
+    let inputs = [Some(grad_output), Some(grad_input)];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "upsample_nearest2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d_backward_grad_input::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+            grad_input,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub(crate) fn upsample_nearest2d_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let inputs = [Some(grad_output)];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(UpsampleNearest2DBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            output_size: output_size.to_vec(),
+            scales_h,
+            scales_w,
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::upsample_nearest2d_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn _unsafe_view_out(
     ks: DispatchKeySet,

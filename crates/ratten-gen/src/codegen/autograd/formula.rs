@@ -1148,6 +1148,29 @@ impl Cx<'_, '_> {
             (from, to) if to.unwrapped().as_ref() == Some(from) => {
                 Ok(format!("Some({})", self.own(v)?))
             }
+            (CxxType::Tuple(from), CxxType::Tuple(to)) if from.len() == to.len() => {
+                let names: Vec<String> = (0..from.len()).map(|k| format!("t{k}")).collect();
+                let items = from
+                    .iter()
+                    .zip(to)
+                    .zip(&names)
+                    .map(|((f, t), n)| {
+                        if f == t {
+                            Ok(n.clone())
+                        } else if t.unwrapped().as_ref() == Some(f) {
+                            Ok(format!("Some({n})"))
+                        } else {
+                            mismatch(format!("{} as {ty}", v.describe()))
+                        }
+                    })
+                    .collect::<R<Vec<_>>>()?;
+                Ok(format!(
+                    "{{ let ({}) = {}; ({}) }}",
+                    names.join(", "),
+                    self.own(v)?,
+                    items.join(", ")
+                ))
+            }
             _ => mismatch(format!("{} as {ty}", v.describe())),
         }
     }
@@ -1249,6 +1272,13 @@ impl Cx<'_, '_> {
                 return Ok(Val::owned(
                     format!("{}.{m}()", v.at(Prec::Postfix)),
                     ty,
+                    Prec::Postfix,
+                ));
+            }
+            ("is_enabled", [], []) if ns == Some("GradMode") => {
+                return Ok(Val::owned(
+                    "crate::grad_mode::GradMode::is_enabled()",
+                    CxxType::Bool,
                     Prec::Postfix,
                 ));
             }
@@ -1359,6 +1389,21 @@ impl Cx<'_, '_> {
                     CxxType::Bool,
                     Prec::Postfix,
                 )),
+                ("value", []) => {
+                    // C++'s `.value()` throws `bad_optional_access` on an empty optional.
+                    let inner = t.unwrapped().expect("optional");
+                    if !inner.is_copy() {
+                        return unsupported(format!("`.value()` of a {t}"));
+                    }
+                    Ok(Val::owned(
+                        format!(
+                            "{}.ok_or_else(|| ratten_core::Error::runtime(\"bad optional access\"))?",
+                            recv.at(Prec::Postfix)
+                        ),
+                        inner,
+                        Prec::Postfix,
+                    ))
+                }
                 ("value_or", [d]) => {
                     let inner = t.unwrapped().expect("optional");
                     if !inner.is_copy() {
@@ -1523,6 +1568,13 @@ fn unify(a: &CxxType, b: &CxxType) -> Option<CxxType> {
         (Nullopt, t) | (t, Nullopt) => t.optional().or_else(|| t.is_optional().then(|| t.clone())),
         (Int, Float) | (Float, Int) => Some(Float),
         (x, o) | (o, x) if o.unwrapped().as_ref() == Some(x) => Some(o.clone()),
+        // `cond ? op_backward(..) : std::tuple<Tensor, Tensor, Tensor>()`: element-wise.
+        (Tuple(xs), Tuple(ys)) if xs.len() == ys.len() => xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| unify(x, y))
+            .collect::<Option<Vec<_>>>()
+            .map(Tuple),
         _ => None,
     }
 }

@@ -341,13 +341,24 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
     };
     let saves_outputs = spec.fields.iter().any(|f| f.is_output);
     let binding = if saves_outputs { "mut node" } else { "node" };
+    // An output that gets no history (torchgen's `uses_single_grad` keeps only the first) is
+    // saved as a plain tensor, as torch's SavedVariable saves an output that is a leaf.
+    let diff_names: Vec<&String> = differentiable_outputs(spec.op, Some(info))
+        .into_iter()
+        .map(|i| &out_names[i])
+        .collect();
     w.block(format!("if let Some({binding}) = grad_fn {{"), "}", |w| {
         for f in spec.fields.iter().filter(|f| f.is_output) {
             let p = place(&f.of);
+            // Its output number is its place among the outputs given history below (the
+            // history is set after the node is made, so it cannot be read from the tensor).
+            let output_nr = diff_names.iter().position(|n| **n == f.of);
+            let has_history = output_nr.is_some();
             let value = if f.name == f.of {
-                match f.storage {
-                    Storage::Var => format!("SavedVariable::new({p}, true)"),
-                    Storage::VarList => format!("saved_list({p}, true)"),
+                match (&f.storage, output_nr) {
+                    (Storage::Var, Some(nr)) => format!("SavedVariable::new_output({p}, {nr})"),
+                    (Storage::Var, None) => format!("SavedVariable::new({p}, false)"),
+                    (Storage::VarList, _) => format!("saved_list({p}, {has_history})"),
                     _ => owned_from_borrowed(&f.ty, &p),
                 }
             } else {

@@ -40,6 +40,39 @@ pub(super) fn function_baddbmm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `batch_norm`: 1 signature(s).
+pub(super) fn function_batch_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, double momentum, double eps, bool cudnn_enabled)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.optional_tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_running_mean = r.optional_tensor(3)?;
+            let a_running_var = r.optional_tensor(4)?;
+            let a_training = r.bool(5)?;
+            let a_momentum = r.double(6)?;
+            let a_eps = r.double(7)?;
+            let a_cudnn_enabled = r.bool(8)?;
+            let result = r.run(py, move || {
+                functions::batch_norm(
+                    &a_input,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_running_mean.as_ref(),
+                    a_running_var.as_ref(),
+                    a_training,
+                    a_momentum,
+                    a_eps,
+                    a_cudnn_enabled,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `bernoulli`: 2 signature(s).
 pub(super) fn function_bernoulli(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

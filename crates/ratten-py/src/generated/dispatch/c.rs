@@ -567,6 +567,26 @@ pub(super) fn function_conj_physical_(
     }
 }
 
+/// `constant_pad_nd`: 1 signature(s).
+pub(super) fn function_constant_pad_nd(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // constant_pad_nd(Tensor input, SymIntArrayRef pad, Scalar value=0)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_pad = r.int_list(1)?;
+            let a_value = r.scalar(2)?;
+            let result = r.run(py, move || {
+                functions::constant_pad_nd_with(&a_self, &a_pad, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `conv1d`: 2 signature(s).
 pub(super) fn function_conv1d(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -116,6 +116,39 @@ pub(super) fn function_dot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<P
     }
 }
 
+/// `dropout`: 1 signature(s).
+pub(super) fn function_dropout(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // dropout(Tensor input, double p, bool train)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_train = r.bool(2)?;
+            let result = r.run(py, move || functions::dropout(&a_input, a_p, a_train))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `dropout_`: 1 signature(s).
+pub(super) fn function_dropout_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // dropout_(Tensor input, double p, bool train)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_train = r.bool(2)?;
+            r.run(py, move || {
+                functions::dropout_(&a_self, a_p, a_train)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.detach`: 1 signature(s).
 pub(super) fn method_detach(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -121,6 +121,89 @@ pub(super) fn function_elu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
     }
 }
 
+/// `embedding`: 1 signature(s).
+pub(super) fn function_embedding(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False)
+        0 => {
+            let a_weight = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_padding_idx = r.int(2)?;
+            let a_scale_grad_by_freq = r.bool(3)?;
+            let a_sparse = r.bool(4)?;
+            let result = r.run(py, move || {
+                functions::embedding_with(
+                    &a_weight,
+                    &a_indices,
+                    a_padding_idx,
+                    a_scale_grad_by_freq,
+                    a_sparse,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `embedding_backward`: 1 signature(s).
+pub(super) fn function_embedding_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse)
+        0 => {
+            let a_grad = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_num_weights = r.int(2)?;
+            let a_padding_idx = r.int(3)?;
+            let a_scale_grad_by_freq = r.bool(4)?;
+            let a_sparse = r.bool(5)?;
+            let result = r.run(py, move || {
+                functions::embedding_backward(
+                    &a_grad,
+                    &a_indices,
+                    a_num_weights,
+                    a_padding_idx,
+                    a_scale_grad_by_freq,
+                    a_sparse,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `embedding_dense_backward`: 1 signature(s).
+pub(super) fn function_embedding_dense_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_num_weights = r.int(2)?;
+            let a_padding_idx = r.int(3)?;
+            let a_scale_grad_by_freq = r.bool(4)?;
+            let result = r.run(py, move || {
+                functions::embedding_dense_backward(
+                    &a_grad_output,
+                    &a_indices,
+                    a_num_weights,
+                    a_padding_idx,
+                    a_scale_grad_by_freq,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `empty`: 1 signature(s).
 pub(super) fn function_empty(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

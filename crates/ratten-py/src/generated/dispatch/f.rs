@@ -6,6 +6,47 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `feature_dropout`: 1 signature(s).
+pub(super) fn function_feature_dropout(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // feature_dropout(Tensor input, double p, bool train)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_train = r.bool(2)?;
+            let result = r.run(py, move || {
+                functions::feature_dropout(&a_input, a_p, a_train)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `feature_dropout_`: 1 signature(s).
+pub(super) fn function_feature_dropout_(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // feature_dropout_(Tensor input, double p, bool train)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_train = r.bool(2)?;
+            r.run(py, move || {
+                functions::feature_dropout_(&a_self, a_p, a_train)?;
+                Ok(())
+            })?;
+            Ok(r.object(0))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `fill`: 2 signature(s).
 pub(super) fn function_fill(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

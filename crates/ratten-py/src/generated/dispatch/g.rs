@@ -232,6 +232,33 @@ pub(super) fn function_glu_backward(py: Python<'_>, r: &PythonArgs<'_, '_>) -> P
     }
 }
 
+/// `group_norm`: 1 signature(s).
+pub(super) fn function_group_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // group_norm(Tensor input, int64_t num_groups, Tensor? weight=None, Tensor? bias=None, double eps=1e-05, bool cudnn_enabled=True)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_num_groups = r.int(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_bias = r.optional_tensor(3)?;
+            let a_eps = r.double(4)?;
+            let a_cudnn_enabled = r.bool(5)?;
+            let result = r.run(py, move || {
+                functions::group_norm_with(
+                    &a_input,
+                    a_num_groups,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_eps,
+                    a_cudnn_enabled,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `gt`: 2 signature(s).
 pub(super) fn function_gt(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -125,6 +125,33 @@ pub(super) fn function_l1_loss(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResu
     }
 }
 
+/// `layer_norm`: 1 signature(s).
+pub(super) fn function_layer_norm(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // layer_norm(Tensor input, SymIntArrayRef normalized_shape, Tensor? weight=None, Tensor? bias=None, double eps=1e-05, bool cudnn_enable=True)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_normalized_shape = r.int_list(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_bias = r.optional_tensor(3)?;
+            let a_eps = r.double(4)?;
+            let a_cudnn_enable = r.bool(5)?;
+            let result = r.run(py, move || {
+                functions::layer_norm_with(
+                    &a_input,
+                    &a_normalized_shape,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_eps,
+                    a_cudnn_enable,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `le`: 2 signature(s).
 pub(super) fn function_le(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

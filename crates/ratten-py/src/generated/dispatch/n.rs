@@ -115,6 +115,289 @@ pub(super) fn function_narrow(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResul
     }
 }
 
+/// `native_batch_norm`: 1 signature(s).
+pub(super) fn function_native_batch_norm(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, double momentum, double eps, *, TensorList[3] out=None)
+        0 => {
+            if r.is_none(8) {
+                let a_input = r.tensor(0)?;
+                let a_weight = r.optional_tensor(1)?;
+                let a_bias = r.optional_tensor(2)?;
+                let a_running_mean = r.optional_tensor(3)?;
+                let a_running_var = r.optional_tensor(4)?;
+                let a_training = r.bool(5)?;
+                let a_momentum = r.double(6)?;
+                let a_eps = r.double(7)?;
+                let result = r.run(py, move || {
+                    functions::native_batch_norm(
+                        &a_input,
+                        a_weight.as_ref(),
+                        a_bias.as_ref(),
+                        a_running_mean.as_ref(),
+                        a_running_var.as_ref(),
+                        a_training,
+                        a_momentum,
+                        a_eps,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor_list_item(8, 0, 3)?;
+            let a_save_mean = r.tensor_list_item(8, 1, 3)?;
+            let a_save_invstd = r.tensor_list_item(8, 2, 3)?;
+            let a_input = r.tensor(0)?;
+            let a_weight = r.optional_tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_running_mean = r.optional_tensor(3)?;
+            let a_running_var = r.optional_tensor(4)?;
+            let a_training = r.bool(5)?;
+            let a_momentum = r.double(6)?;
+            let a_eps = r.double(7)?;
+            r.run(py, move || {
+                functions::native_batch_norm_out(
+                    &a_out,
+                    &a_save_mean,
+                    &a_save_invstd,
+                    &a_input,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_running_mean.as_ref(),
+                    a_running_var.as_ref(),
+                    a_training,
+                    a_momentum,
+                    a_eps,
+                )?;
+                Ok(())
+            })?;
+            r.tuple(
+                py,
+                vec![
+                    r.tensor_list_object(8, 0),
+                    r.tensor_list_object(8, 1),
+                    r.tensor_list_object(8, 2),
+                ],
+            )
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_batch_norm_backward`: 1 signature(s).
+pub(super) fn function_native_batch_norm_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, double eps, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_grad_out = r.tensor(0)?;
+            let a_input = r.tensor(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_running_mean = r.optional_tensor(3)?;
+            let a_running_var = r.optional_tensor(4)?;
+            let a_save_mean = r.optional_tensor(5)?;
+            let a_save_invstd = r.optional_tensor(6)?;
+            let a_train = r.bool(7)?;
+            let a_eps = r.double(8)?;
+            let a_output_mask = r.bool_list(9)?;
+            let result = r.run(py, move || {
+                functions::native_batch_norm_backward(
+                    &a_grad_out,
+                    &a_input,
+                    a_weight.as_ref(),
+                    a_running_mean.as_ref(),
+                    a_running_var.as_ref(),
+                    a_save_mean.as_ref(),
+                    a_save_invstd.as_ref(),
+                    a_train,
+                    a_eps,
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_dropout`: 1 signature(s).
+pub(super) fn function_native_dropout(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_dropout(Tensor input, double p, bool? train)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_p = r.double(1)?;
+            let a_train = r.optional_bool(2)?;
+            let result = r.run(py, move || {
+                functions::native_dropout(&a_input, a_p, a_train)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_dropout_backward`: 1 signature(s).
+pub(super) fn function_native_dropout_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_dropout_backward(Tensor grad_output, Tensor mask, double scale)
+        0 => {
+            let a_grad_output = r.tensor(0)?;
+            let a_mask = r.tensor(1)?;
+            let a_scale = r.double(2)?;
+            let result = r.run(py, move || {
+                functions::native_dropout_backward(&a_grad_output, &a_mask, a_scale)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_group_norm`: 1 signature(s).
+pub(super) fn function_native_group_norm(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int64_t group, double eps)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_weight = r.optional_tensor(1)?;
+            let a_bias = r.optional_tensor(2)?;
+            let a_N = r.int(3)?;
+            let a_C = r.int(4)?;
+            let a_HxW = r.int(5)?;
+            let a_group = r.int(6)?;
+            let a_eps = r.double(7)?;
+            let result = r.run(py, move || {
+                functions::native_group_norm(
+                    &a_input,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_N,
+                    a_C,
+                    a_HxW,
+                    a_group,
+                    a_eps,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_group_norm_backward`: 1 signature(s).
+pub(super) fn function_native_group_norm_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int64_t group, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_grad_out = r.tensor(0)?;
+            let a_input = r.tensor(1)?;
+            let a_mean = r.tensor(2)?;
+            let a_rstd = r.tensor(3)?;
+            let a_weight = r.optional_tensor(4)?;
+            let a_N = r.int(5)?;
+            let a_C = r.int(6)?;
+            let a_HxW = r.int(7)?;
+            let a_group = r.int(8)?;
+            let a_output_mask = r.bool_list(9)?;
+            let result = r.run(py, move || {
+                functions::native_group_norm_backward(
+                    &a_grad_out,
+                    &a_input,
+                    &a_mean,
+                    &a_rstd,
+                    a_weight.as_ref(),
+                    a_N,
+                    a_C,
+                    a_HxW,
+                    a_group,
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_layer_norm`: 1 signature(s).
+pub(super) fn function_native_layer_norm(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_layer_norm(Tensor input, SymIntArrayRef normalized_shape, Tensor? weight, Tensor? bias, double eps)
+        0 => {
+            let a_input = r.tensor(0)?;
+            let a_normalized_shape = r.int_list(1)?;
+            let a_weight = r.optional_tensor(2)?;
+            let a_bias = r.optional_tensor(3)?;
+            let a_eps = r.double(4)?;
+            let result = r.run(py, move || {
+                functions::native_layer_norm(
+                    &a_input,
+                    &a_normalized_shape,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    a_eps,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `native_layer_norm_backward`: 1 signature(s).
+pub(super) fn function_native_layer_norm_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // native_layer_norm_backward(Tensor grad_out, Tensor input, SymIntArrayRef normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, ArrayRef<bool>[3] output_mask)
+        0 => {
+            let a_grad_out = r.tensor(0)?;
+            let a_input = r.tensor(1)?;
+            let a_normalized_shape = r.int_list(2)?;
+            let a_mean = r.tensor(3)?;
+            let a_rstd = r.tensor(4)?;
+            let a_weight = r.optional_tensor(5)?;
+            let a_bias = r.optional_tensor(6)?;
+            let a_output_mask = r.bool_list(7)?;
+            let result = r.run(py, move || {
+                functions::native_layer_norm_backward(
+                    &a_grad_out,
+                    &a_input,
+                    &a_normalized_shape,
+                    &a_mean,
+                    &a_rstd,
+                    a_weight.as_ref(),
+                    a_bias.as_ref(),
+                    &a_output_mask,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ne`: 2 signature(s).
 pub(super) fn function_ne(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

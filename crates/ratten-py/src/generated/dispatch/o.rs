@@ -6,6 +6,20 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `one_hot`: 1 signature(s).
+pub(super) fn function_one_hot(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // one_hot(Tensor input, int64_t num_classes=-1)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_num_classes = r.int(1)?;
+            let result = r.run(py, move || functions::one_hot_with(&a_self, a_num_classes))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `ones`: 1 signature(s).
 pub(super) fn function_ones(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -6,6 +6,62 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_pad_circular`: 1 signature(s).
+pub(super) fn function_private_pad_circular(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _pad_circular(Tensor input, SymIntArrayRef pad)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_pad = r.int_list(1)?;
+            let result = r.run(py, move || functions::_pad_circular(&a_self, &a_pad))?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_pad_enum`: 1 signature(s).
+pub(super) fn function_private_pad_enum(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _pad_enum(Tensor input, SymIntArrayRef pad, int64_t mode, double? value=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_pad = r.int_list(1)?;
+            let a_mode = r.int(2)?;
+            let a_value = r.optional_double(3)?;
+            let result = r.run(py, move || {
+                functions::_pad_enum_with(&a_self, &a_pad, a_mode, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `pad`: 1 signature(s).
+pub(super) fn function_pad(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // pad(Tensor input, SymIntArrayRef pad, c10::string_view mode="constant", double? value=None)
+        0 => {
+            let a_self = r.tensor(0)?;
+            let a_pad = r.int_list(1)?;
+            let a_mode = r.string(2)?;
+            let a_value = r.optional_double(3)?;
+            let result = r.run(py, move || {
+                functions::pad_with(&a_self, &a_pad, &a_mode, a_value)
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `permute`: 1 signature(s).
 pub(super) fn function_permute(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -497,6 +497,132 @@ pub(super) fn function_reciprocal_(py: Python<'_>, r: &PythonArgs<'_, '_>) -> Py
     }
 }
 
+/// `reflection_pad1d`: 1 signature(s).
+pub(super) fn function_reflection_pad1d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // reflection_pad1d(Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_padding = r.int_list(1)?;
+                let result = r.run(py, move || functions::reflection_pad1d(&a_self, &a_padding))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_padding = r.int_list(1)?;
+            r.run(py, move || {
+                functions::reflection_pad1d_out(&a_out, &a_self, &a_padding)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `reflection_pad1d_backward`: 1 signature(s).
+pub(super) fn function_reflection_pad1d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // reflection_pad1d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_padding = r.int_list(2)?;
+                let result = r.run(py, move || {
+                    functions::reflection_pad1d_backward(&a_grad_output, &a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_padding = r.int_list(2)?;
+            r.run(py, move || {
+                functions::reflection_pad1d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_padding,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `reflection_pad2d`: 1 signature(s).
+pub(super) fn function_reflection_pad2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // reflection_pad2d(Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_padding = r.int_list(1)?;
+                let result = r.run(py, move || functions::reflection_pad2d(&a_self, &a_padding))?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_padding = r.int_list(1)?;
+            r.run(py, move || {
+                functions::reflection_pad2d_out(&a_out, &a_self, &a_padding)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `reflection_pad2d_backward`: 1 signature(s).
+pub(super) fn function_reflection_pad2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // reflection_pad2d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_padding = r.int_list(2)?;
+                let result = r.run(py, move || {
+                    functions::reflection_pad2d_backward(&a_grad_output, &a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_padding = r.int_list(2)?;
+            r.run(py, move || {
+                functions::reflection_pad2d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_padding,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `relu`: 1 signature(s).
 pub(super) fn function_relu(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -646,6 +772,136 @@ pub(super) fn function_repeat_interleave(
                 functions::repeat_interleave_self_int_with(&a_self, a_repeats, a_dim, a_output_size)
             })?;
             into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `replication_pad1d`: 1 signature(s).
+pub(super) fn function_replication_pad1d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // replication_pad1d(Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_padding = r.int_list(1)?;
+                let result = r.run(py, move || {
+                    functions::replication_pad1d(&a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_padding = r.int_list(1)?;
+            r.run(py, move || {
+                functions::replication_pad1d_out(&a_out, &a_self, &a_padding)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `replication_pad1d_backward`: 1 signature(s).
+pub(super) fn function_replication_pad1d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // replication_pad1d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[2] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_padding = r.int_list(2)?;
+                let result = r.run(py, move || {
+                    functions::replication_pad1d_backward(&a_grad_output, &a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_padding = r.int_list(2)?;
+            r.run(py, move || {
+                functions::replication_pad1d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_padding,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `replication_pad2d`: 1 signature(s).
+pub(super) fn function_replication_pad2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // replication_pad2d(Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(2) {
+                let a_self = r.tensor(0)?;
+                let a_padding = r.int_list(1)?;
+                let result = r.run(py, move || {
+                    functions::replication_pad2d(&a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(2)?;
+            let a_self = r.tensor(0)?;
+            let a_padding = r.int_list(1)?;
+            r.run(py, move || {
+                functions::replication_pad2d_out(&a_out, &a_self, &a_padding)?;
+                Ok(())
+            })?;
+            Ok(r.object(2))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `replication_pad2d_backward`: 1 signature(s).
+pub(super) fn function_replication_pad2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // replication_pad2d_backward(Tensor grad_output, Tensor input, SymIntArrayRef[4] padding, *, Tensor out=None)
+        0 => {
+            if r.is_none(3) {
+                let a_grad_output = r.tensor(0)?;
+                let a_self = r.tensor(1)?;
+                let a_padding = r.int_list(2)?;
+                let result = r.run(py, move || {
+                    functions::replication_pad2d_backward(&a_grad_output, &a_self, &a_padding)
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(3)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_self = r.tensor(1)?;
+            let a_padding = r.int_list(2)?;
+            r.run(py, move || {
+                functions::replication_pad2d_backward_grad_input_out(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_self,
+                    &a_padding,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(3))
         }
         _ => Err(r.unknown_signature()),
     }

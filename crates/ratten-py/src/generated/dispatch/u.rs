@@ -184,6 +184,198 @@ pub(super) fn function_unsqueeze(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyRe
     }
 }
 
+/// `upsample_bilinear2d`: 1 signature(s).
+pub(super) fn function_upsample_bilinear2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // upsample_bilinear2d(Tensor input, SymIntArrayRef[2] output_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_self = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let a_align_corners = r.bool(2)?;
+                let a_scales_h = r.optional_double(3)?;
+                let a_scales_w = r.optional_double(4)?;
+                let result = r.run(py, move || {
+                    functions::upsample_bilinear2d_with(
+                        &a_self,
+                        &a_output_size,
+                        a_align_corners,
+                        a_scales_h,
+                        a_scales_w,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(5)?;
+            let a_self = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            let a_align_corners = r.bool(2)?;
+            let a_scales_h = r.optional_double(3)?;
+            let a_scales_w = r.optional_double(4)?;
+            r.run(py, move || {
+                functions::upsample_bilinear2d_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_output_size,
+                    a_align_corners,
+                    a_scales_h,
+                    a_scales_w,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `upsample_bilinear2d_backward`: 1 signature(s).
+pub(super) fn function_upsample_bilinear2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // upsample_bilinear2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, bool align_corners, double? scales_h=None, double? scales_w=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(6) {
+                let a_grad_output = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let a_input_size = r.int_list(2)?;
+                let a_align_corners = r.bool(3)?;
+                let a_scales_h = r.optional_double(4)?;
+                let a_scales_w = r.optional_double(5)?;
+                let result = r.run(py, move || {
+                    functions::upsample_bilinear2d_backward_with(
+                        &a_grad_output,
+                        &a_output_size,
+                        &a_input_size,
+                        a_align_corners,
+                        a_scales_h,
+                        a_scales_w,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(6)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            let a_input_size = r.int_list(2)?;
+            let a_align_corners = r.bool(3)?;
+            let a_scales_h = r.optional_double(4)?;
+            let a_scales_w = r.optional_double(5)?;
+            r.run(py, move || {
+                functions::upsample_bilinear2d_backward_grad_input_out_with(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_output_size,
+                    &a_input_size,
+                    a_align_corners,
+                    a_scales_h,
+                    a_scales_w,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(6))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `upsample_nearest2d`: 1 signature(s).
+pub(super) fn function_upsample_nearest2d(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // upsample_nearest2d(Tensor input, SymIntArrayRef[2] output_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(4) {
+                let a_self = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let a_scales_h = r.optional_double(2)?;
+                let a_scales_w = r.optional_double(3)?;
+                let result = r.run(py, move || {
+                    functions::upsample_nearest2d_with(
+                        &a_self,
+                        &a_output_size,
+                        a_scales_h,
+                        a_scales_w,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_out = r.tensor(4)?;
+            let a_self = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            let a_scales_h = r.optional_double(2)?;
+            let a_scales_w = r.optional_double(3)?;
+            r.run(py, move || {
+                functions::upsample_nearest2d_out_with(
+                    &a_out,
+                    &a_self,
+                    &a_output_size,
+                    a_scales_h,
+                    a_scales_w,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(4))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `upsample_nearest2d_backward`: 1 signature(s).
+pub(super) fn function_upsample_nearest2d_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // upsample_nearest2d_backward(Tensor grad_output, SymIntArrayRef[2] output_size, SymIntArrayRef[4] input_size, double? scales_h=None, double? scales_w=None, *, Tensor out=None)
+        0 => {
+            if r.is_none(5) {
+                let a_grad_output = r.tensor(0)?;
+                let a_output_size = r.int_list(1)?;
+                let a_input_size = r.int_list(2)?;
+                let a_scales_h = r.optional_double(3)?;
+                let a_scales_w = r.optional_double(4)?;
+                let result = r.run(py, move || {
+                    functions::upsample_nearest2d_backward_with(
+                        &a_grad_output,
+                        &a_output_size,
+                        &a_input_size,
+                        a_scales_h,
+                        a_scales_w,
+                    )
+                })?;
+                return into_py_result(py, result);
+            }
+            let a_grad_input = r.tensor(5)?;
+            let a_grad_output = r.tensor(0)?;
+            let a_output_size = r.int_list(1)?;
+            let a_input_size = r.int_list(2)?;
+            let a_scales_h = r.optional_double(3)?;
+            let a_scales_w = r.optional_double(4)?;
+            r.run(py, move || {
+                functions::upsample_nearest2d_backward_grad_input_out_with(
+                    &a_grad_input,
+                    &a_grad_output,
+                    &a_output_size,
+                    &a_input_size,
+                    a_scales_h,
+                    a_scales_w,
+                )?;
+                Ok(())
+            })?;
+            Ok(r.object(5))
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `Tensor.unbind`: 1 signature(s).
 pub(super) fn method_unbind(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {

@@ -163,6 +163,11 @@ pub fn convolution_backward(
     )
 }
 
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: &Scalar) -> Result<Tensor> {
+    kernels::constant_pad_nd(self_, pad, value)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn copy_outf<'a>(
     self_: &Tensor,
@@ -340,4 +345,18 @@ pub fn convolution_backward_outf(
     structured::resize_output(out2, &result.2.sizes())?;
     structured::copy_same_dtype(out2, &result.2)?;
     Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn constant_pad_nd_outf<'a>(
+    self_: &Tensor,
+    pad: &[i64],
+    value: &Scalar,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::constant_pad_nd::call(self_, pad, value)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
 }

@@ -46,6 +46,17 @@ pub fn eye_m(
     kernels::eye_m(n, m, dtype, layout, device, pin_memory)
 }
 
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+pub fn embedding(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    kernels::embedding_symint(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn empty_strided_outf<'a>(size: &[i64], stride: &[i64], out: &'a Tensor) -> Result<&'a Tensor> {
     // torchgen's generated out= kernel: the functional result, copied into `out`.
@@ -107,4 +118,43 @@ pub fn exponential(
     structured::copy_same_dtype(&copy, self_)?;
     operators::exponential_::call(&copy, lambd, generator)?;
     Ok(copy)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn embedding_outf<'a>(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result =
+        operators::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn embedding_dense_backward_outf<'a>(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::embedding_dense_backward::call(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
 }

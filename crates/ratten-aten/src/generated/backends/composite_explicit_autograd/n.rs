@@ -230,3 +230,191 @@ pub fn new_ones_outf<'a>(self_: &Tensor, size: &[i64], out: &'a Tensor) -> Resul
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_layer_norm_outf(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_layer_norm::call(input, normalized_shape, weight, bias, eps)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_layer_norm_backward.out(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_layer_norm_backward_outf(
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_layer_norm_backward::call(
+        grad_out,
+        input,
+        normalized_shape,
+        mean,
+        rstd,
+        weight,
+        bias,
+        output_mask,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_batch_norm_backward.out(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_batch_norm_backward_outf(
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_batch_norm_backward::call(
+        grad_out,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        output_mask,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_group_norm_outf(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_group_norm::call(input, weight, bias, N, C, HxW, group, eps)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_group_norm_backward.out(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_group_norm_backward_outf(
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_group_norm_backward::call(
+        grad_out,
+        input,
+        mean,
+        rstd,
+        weight,
+        N,
+        C,
+        HxW,
+        group,
+        output_mask,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub fn native_dropout_outf(
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+    out0: &Tensor,
+    out1: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_dropout::call(input, p, train)?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `aten::native_dropout_backward.out(Tensor grad_output, Tensor mask, float scale, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn native_dropout_backward_outf<'a>(
+    grad_output: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::native_dropout_backward::call(grad_output, mask, scale)?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

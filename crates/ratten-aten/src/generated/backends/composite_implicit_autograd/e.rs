@@ -15,3 +15,22 @@ pub fn expand_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     kernels::einsum(equation, tensors, path)
 }
+
+/// `aten::embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor`
+pub fn embedding_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    kernels::embedding_backward_symint(
+        grad,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+        sparse,
+    )
+}

@@ -10,3 +10,13 @@ use crate::native as kernels;
 pub fn flatten(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     kernels::flatten(self_, start_dim, end_dim)
 }
+
+/// `aten::feature_dropout(Tensor input, float p, bool train) -> Tensor`
+pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    kernels::feature_dropout(input, p, train)
+}
+
+/// `aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+pub fn feature_dropout_<'a>(self_: &'a Tensor, p: f64, train: bool) -> Result<&'a Tensor> {
+    kernels::feature_dropout_(self_, p, train)
+}

@@ -15,3 +15,15 @@ pub fn ger(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
 pub fn ger_outf<'a>(self_: &Tensor, vec2: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::ger_out(self_, vec2, out)
 }
+
+/// `aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor`
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    kernels::group_norm(input, num_groups, weight, bias, eps, cudnn_enabled)
+}

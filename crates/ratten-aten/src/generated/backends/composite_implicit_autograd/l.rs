@@ -30,3 +30,15 @@ pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Resul
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     kernels::l1_loss(self_, target, reduction)
 }
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enable: bool,
+) -> Result<Tensor> {
+    kernels::layer_norm_symint(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}

@@ -3,8 +3,12 @@
 
 #[path = "a.rs"]
 mod shard_a;
+#[path = "b.rs"]
+mod shard_b;
 #[path = "c.rs"]
 mod shard_c;
+#[path = "d.rs"]
+mod shard_d;
 #[path = "e.rs"]
 mod shard_e;
 #[path = "f.rs"]
@@ -25,6 +29,8 @@ mod shard_m;
 mod shard_n;
 #[path = "o.rs"]
 mod shard_o;
+#[path = "p.rs"]
+mod shard_p;
 #[path = "r.rs"]
 mod shard_r;
 #[path = "s.rs"]
@@ -39,7 +45,9 @@ mod shard_v;
 mod shard_w;
 
 pub use shard_a::*;
+pub use shard_b::*;
 pub use shard_c::*;
+pub use shard_d::*;
 pub use shard_e::*;
 pub use shard_f::*;
 pub use shard_g::*;
@@ -50,6 +58,7 @@ pub use shard_l::*;
 pub use shard_m::*;
 pub use shard_n::*;
 pub use shard_o::*;
+pub use shard_p::*;
 pub use shard_r::*;
 pub use shard_s::*;
 pub use shard_t::*;

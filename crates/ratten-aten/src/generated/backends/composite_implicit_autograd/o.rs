@@ -15,3 +15,8 @@ pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
 pub fn outer_outf<'a>(self_: &Tensor, vec2: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
     kernels::outer_out(self_, vec2, out)
 }
+
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    kernels::one_hot(self_, num_classes)
+}

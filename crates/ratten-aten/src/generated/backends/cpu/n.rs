@@ -491,3 +491,167 @@ pub fn nll_loss2d_backward_grad_input_outf<'a>(
         grad_input,
     )
 }
+
+/// `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::layer_norm_cpu(input, normalized_shape, weight, bias, eps)
+}
+
+/// `aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub fn native_layer_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::layer_norm_backward_cpu(
+        grad_out,
+        input,
+        normalized_shape,
+        mean,
+        rstd,
+        weight,
+        bias,
+        output_mask,
+    )
+}
+
+/// `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::batch_norm_cpu(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub fn native_batch_norm_outf(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    out: &Tensor,
+    save_mean: &Tensor,
+    save_invstd: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::batch_norm_cpu_out(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        out,
+        save_mean,
+        save_invstd,
+    )
+}
+
+/// `aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub fn native_batch_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: Option<&Tensor>,
+    save_invstd: Option<&Tensor>,
+    train: bool,
+    eps: f64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::batch_norm_backward_cpu(
+        grad_out,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        output_mask,
+    )
+}
+
+/// `aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::native_group_norm(input, weight, bias, N, C, HxW, group, eps)
+}
+
+/// `aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)`
+pub fn native_group_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    N: i64,
+    C: i64,
+    HxW: i64,
+    group: i64,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    kernels::native_group_norm_backward(
+        grad_out,
+        input,
+        mean,
+        rstd,
+        weight,
+        N,
+        C,
+        HxW,
+        group,
+        output_mask,
+    )
+}
+
+/// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    kernels::native_dropout_cpu(input, p, train)
+}
+
+/// `aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`
+pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+    kernels::native_dropout_backward(grad_output, mask, scale)
+}

@@ -176,3 +176,214 @@ pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<T
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     kernels::roll(self_, shifts, dims)
 }
+
+/// `aten::reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn reflection_pad1d_outf<'a>(
+    self_: &Tensor,
+    padding: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::reflection_pad1d_meta(&op, self_, padding)?;
+        kernels::reflection_pad1d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+pub fn reflection_pad1d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::reflection_pad1d_meta(&op, self_, padding)?;
+        kernels::reflection_pad1d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn reflection_pad1d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state = kernels::reflection_pad1d_backward_meta(&op, grad_output, self_, padding)?;
+        kernels::reflection_pad1d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            self_,
+            padding,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+pub fn reflection_pad1d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::reflection_pad1d_backward_meta(&op, grad_output, self_, padding)?;
+        kernels::reflection_pad1d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            self_,
+            padding,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::reflection_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn reflection_pad2d_outf<'a>(
+    self_: &Tensor,
+    padding: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::reflection_pad2d_out_cpu(self_, padding, out)
+}
+
+/// `aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+pub fn reflection_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    kernels::reflection_pad2d_cpu(self_, padding)
+}
+
+/// `aten::reflection_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn reflection_pad2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::reflection_pad2d_backward_out_cpu(grad_output, self_, padding, grad_input)
+}
+
+/// `aten::reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+pub fn reflection_pad2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    kernels::reflection_pad2d_backward_cpu(grad_output, self_, padding)
+}
+
+/// `aten::replication_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn replication_pad1d_outf<'a>(
+    self_: &Tensor,
+    padding: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::replication_pad1d_meta(&op, self_, padding)?;
+        kernels::replication_pad1d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor`
+pub fn replication_pad1d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::replication_pad1d_meta(&op, self_, padding)?;
+        kernels::replication_pad1d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::replication_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn replication_pad1d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state = kernels::replication_pad1d_backward_meta(&op, grad_output, self_, padding)?;
+        kernels::replication_pad1d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            self_,
+            padding,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`
+pub fn replication_pad1d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::replication_pad1d_backward_meta(&op, grad_output, self_, padding)?;
+        kernels::replication_pad1d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            self_,
+            padding,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn replication_pad2d_outf<'a>(
+    self_: &Tensor,
+    padding: &[i64],
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::replication_pad2d_meta(&op, self_, padding)?;
+        kernels::replication_pad2d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor`
+pub fn replication_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::replication_pad2d_meta(&op, self_, padding)?;
+        kernels::replication_pad2d_out_cpu(&mut state, self_, padding, op.output(0)?)?;
+    }
+    op.take(0)
+}
+
+/// `aten::replication_pad2d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[4] padding, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn replication_pad2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    kernels::replication_pad2d_backward_out_cpu(grad_output, self_, padding, grad_input)
+}
+
+/// `aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`
+pub fn replication_pad2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+) -> Result<Tensor> {
+    kernels::replication_pad2d_backward_cpu(grad_output, self_, padding)
+}

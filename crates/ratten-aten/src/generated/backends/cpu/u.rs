@@ -66,3 +66,249 @@ pub fn unique_dim_consecutive(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     kernels::unique_dim_consecutive_cpu(self_, dim, return_inverse, return_counts)
 }
+
+/// `aten::upsample_bilinear2d.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn upsample_bilinear2d_outf<'a>(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state = kernels::upsample_bilinear2d_meta(
+            &op,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_bilinear2d_out_cpu(
+            &mut state,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_bilinear2d(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::upsample_bilinear2d_meta(
+            &op,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_bilinear2d_out_cpu(
+            &mut state,
+            self_,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::upsample_bilinear2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn upsample_bilinear2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state = kernels::upsample_bilinear2d_backward_meta(
+            &op,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_bilinear2d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_bilinear2d_backward(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::upsample_bilinear2d_backward_meta(
+            &op,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_bilinear2d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::upsample_nearest2d.out(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn upsample_nearest2d_outf<'a>(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[out]);
+    {
+        let mut state =
+            kernels::upsample_nearest2d_meta(&op, self_, output_size, scales_h, scales_w)?;
+        kernels::upsample_nearest2d_out_cpu(
+            &mut state,
+            self_,
+            output_size,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(out)
+}
+
+/// `aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_nearest2d(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state =
+            kernels::upsample_nearest2d_meta(&op, self_, output_size, scales_h, scales_w)?;
+        kernels::upsample_nearest2d_out_cpu(
+            &mut state,
+            self_,
+            output_size,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}
+
+/// `aten::upsample_nearest2d_backward.grad_input(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None, *, Tensor(a!) grad_input) -> Tensor(a!)`
+pub fn upsample_nearest2d_backward_grad_input_outf<'a>(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &'a Tensor,
+) -> Result<&'a Tensor> {
+    let mut op = structured::StructuredOut::new(&[grad_input]);
+    {
+        let mut state = kernels::upsample_nearest2d_backward_meta(
+            &op,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_nearest2d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.finish()?;
+    Ok(grad_input)
+}
+
+/// `aten::upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_nearest2d_backward(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let mut op = structured::StructuredFunctional::<1>::new();
+    {
+        let mut state = kernels::upsample_nearest2d_backward_meta(
+            &op,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+        )?;
+        kernels::upsample_nearest2d_backward_out_cpu(
+            &mut state,
+            grad_output,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+            op.output(0)?,
+        )?;
+    }
+    op.take(0)
+}

@@ -263,3 +263,20 @@ pub fn elu_<'a>(
     op.finish()?;
     Ok(self_)
 }
+
+/// `aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`
+pub fn embedding_dense_backward(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    kernels::embedding_dense_backward_cpu(
+        grad_output,
+        indices,
+        num_weights,
+        padding_idx,
+        scale_grad_by_freq,
+    )
+}
