@@ -25,7 +25,7 @@ fn options_like(t: &Tensor) -> TensorOptions {
 /// dim by `pad[0], pad[1]`, the one before by `pad[2], pad[3]`, ...) with `value`; negative
 /// pads crop.
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: &ratten_core::Scalar) -> Result<Tensor> {
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::runtime(format!(
             "Length of pad must be even but instead it equals {}",
             pad.len()
@@ -182,7 +182,7 @@ pub fn _pad_enum_symint(
     value: Option<f64>,
 ) -> Result<Tensor> {
     let input_dim = self_.dim();
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::runtime("Padding length must be divisible by 2"));
     }
     if pad.len() > input_dim * 2 {
@@ -379,12 +379,12 @@ fn check_pad_backward(
         )));
     }
     let labels = ["width", "height"];
-    for k in 0..padding.len() / 2 {
+    for (k, label) in labels.iter().enumerate().take(padding.len() / 2) {
         let d = nd - 1 - k;
         if g[d] != out[d] {
             return Err(Error::runtime(format!(
-                "grad_output {} unexpected. Expected: {}, Got: {}",
-                labels[k], out[d], g[d]
+                "grad_output {label} unexpected. Expected: {}, Got: {}",
+                out[d], g[d]
             )));
         }
     }

@@ -46,7 +46,7 @@ pub fn layer_norm_rows<T: NormElem>(
     eps: f64,
     y: &mut [T],
 ) -> (Vec<f64>, Vec<f64>) {
-    let m = if n == 0 { 0 } else { x.len() / n };
+    let m = x.len().checked_div(n).unwrap_or(0);
     let mut means = Vec::with_capacity(m);
     let mut rstds = Vec::with_capacity(m);
     for (xr, yr) in x
