@@ -548,6 +548,12 @@ fn convolution_errors_have_torchs_texts() {
             "Input type (double) and bias type (float) should be the same",
         ),
         (
+            conv_err(&[1, 3, 5], &[4, 3, 3], |x, w| {
+                functions::conv1d_with(x, w, Some(&tensor(&[4], 0).to_dtype(ScalarType::Float).unwrap()), &[1], &[0], &[1], 1)
+            }),
+            "Input type (double) and bias type (float) should be the same",
+        ),
+        (
             conv_err(&[3, 5], &[4, 3, 3, 3], functions::conv2d),
             "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [3, 5]",
         ),

@@ -265,13 +265,14 @@ fn calc_output_size(input: &Tensor, weight: &Tensor, params: &ConvParams) -> Res
     }
 }
 
-/// `check_input_same_type_as_parameters`.
+/// The dtype checks of the input against its parameters, with the texts torch's CPU path gives
+/// (the weight's from its kernels' `expected scalar type`, the bias's as conv2d's).
 fn check_input_same_type_as_parameters(
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
 ) -> Result<()> {
-    let name = |t: &Tensor| tensor_type_name(t.dtype());
+    let name = |t: &Tensor| crate::structured::type_meta_name(t.dtype());
     torch_check!(
         input.dtype() == weight.dtype(),
         "expected scalar type {} but found {}",
@@ -287,26 +288,6 @@ fn check_input_same_type_as_parameters(
         );
     }
     Ok(())
-}
-
-/// `Tensor::toString()` of a CPU tensor of this dtype (torch's legacy type name).
-fn tensor_type_name(dtype: ScalarType) -> String {
-    let t = match dtype {
-        ScalarType::Byte => "Byte",
-        ScalarType::Char => "Char",
-        ScalarType::Short => "Short",
-        ScalarType::Int => "Int",
-        ScalarType::Long => "Long",
-        ScalarType::Half => "Half",
-        ScalarType::Float => "Float",
-        ScalarType::Double => "Double",
-        ScalarType::BFloat16 => "BFloat16",
-        ScalarType::Bool => "Bool",
-        ScalarType::ComplexFloat => "ComplexFloat",
-        ScalarType::ComplexDouble => "ComplexDouble",
-        _ => "Undefined",
-    };
-    format!("CPU{t}Type")
 }
 
 /// The name of the torch kernel that would run (its `AT_DISPATCH` refusal names it).
