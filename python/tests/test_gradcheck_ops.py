@@ -147,8 +147,9 @@ def _ol(q):
 
 
 def _nnf(m, name):
-    """The ``python_module: nn`` function ``name`` (torch's ``torch._C._nn``)."""
-    return getattr(m.nn.functional, name) if m is ratten else getattr(torch._C._nn, name)
+    """The generated ``python_module: nn`` function ``name`` (not torch.nn.functional's Python
+    wrapper of the same name; torch.ops.aten.<name> for torch)."""
+    return ratten.nn.functional._nn[name] if m is ratten else getattr(torch.ops.aten, name)
 
 
 X34 = T((3, 4))

@@ -426,9 +426,9 @@ fn piecewise_linear_ones() {
         "hardswish_backward",
         |g, x| F::hardswish_backward(g, x),
         |g, x| {
-            if x < -3.0 {
+            if x <= -3.0 {
                 0.0
-            } else if x <= 3.0 {
+            } else if x < 3.0 {
                 g * (x / 3.0 + 0.5)
             } else {
                 g

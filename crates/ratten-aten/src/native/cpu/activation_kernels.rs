@@ -670,9 +670,10 @@ fn hardswish_backward_kernel(iter: &TensorIteratorBase) -> Result<()> {
     float_dispatch!(dt, "hardswish_backward_cpu", T => {
         let (zero, three, half) = (T::k(0.0), T::k(3.0), T::k(0.5));
         cpu_binary::<T, T>(iter, #[inline(always)] move |g: T, x: T| {
+            // PyTorch 2.15: 0 from -3 down, the gradient from 3 up and for NaN.
             let mid = g * (x / three + half);
-            let r = if x <= three { mid } else { g };
-            if x < -three { zero } else { r }
+            let r = if x < three { mid } else { g };
+            if x <= -three { zero } else { r }
         })
     })
 }
