@@ -24,8 +24,7 @@ use crate::native::cpu::activation_kernels::{
 use crate::native::unary_ops::{unary_impl, unary_op_meta};
 use crate::structured::MetaBase;
 use crate::tensor_iterator::{
-    binary_op_config, MaybeOwnedOutput, StandaloneOutputs, TensorIterator, TensorIteratorBase,
-    TensorIteratorConfig,
+    binary_op_config, MaybeOwnedOutput, TensorIterator, TensorIteratorBase, TensorIteratorConfig,
 };
 use crate::Tensor;
 

@@ -197,7 +197,7 @@ pub fn erf_f32(a: f32) -> f32 {
     q = q * s - 3.761_253_4e-1;
     q = q * s + 1.283_791_7e-1;
     let small = q * a + a;
-    if t > 0.927_734_375 {
+    if t > 0.927_734_4 {
         large
     } else {
         small
