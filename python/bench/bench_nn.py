@@ -42,7 +42,7 @@ def worker(lib, threads, rounds):
         import torch as m
         import torch.nn.functional as f
 
-        nn = m._C._nn
+        nn = m.ops.aten
     m.set_num_threads(threads)
     x = m.from_numpy(base)
     g = m.from_numpy(grad)

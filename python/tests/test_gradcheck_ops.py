@@ -155,8 +155,9 @@ def _nn_op(m, name):
 
 
 def _nnf(m, name):
-    """The ``python_module: nn`` function ``name`` (torch's ``torch._C._nn``)."""
-    return getattr(m.nn.functional, name) if m is ratten else getattr(torch._C._nn, name)
+    """The generated ``python_module: nn`` function ``name`` (not torch.nn.functional's Python
+    wrapper of the same name; torch.ops.aten.<name> for torch)."""
+    return ratten.nn.functional._nn[name] if m is ratten else getattr(torch.ops.aten, name)
 
 
 def _nn(m):

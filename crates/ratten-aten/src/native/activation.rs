@@ -29,7 +29,7 @@ use crate::tensor_iterator::{
 use crate::Tensor;
 
 /// `SELU_ALPHA` and `SELU_SCALE` (Activation.cpp).
-const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_4;
 const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 
 /// `build_borrowing_binary_op(maybe_get_output(), a, b)`.

@@ -186,7 +186,7 @@ pub fn erf_f32(a: f32) -> f32 {
     let u = -3.883_964_4e-3 * t + 2.425_462_2e-2;
     r = r * s + u;
     r = r * t - 1.067_778_8e-1;
-    r = r * t - 6.348_466_7e-1;
+    r = r * t - 6.348_467e-1;
     r = r * t - 1.287_175_1e-1;
     r = r * t - t;
     let large = (1.0 - vec_math::exp_f32(r)).copysign(a);
@@ -197,7 +197,7 @@ pub fn erf_f32(a: f32) -> f32 {
     q = q * s - 3.761_253_4e-1;
     q = q * s + 1.283_791_7e-1;
     let small = q * a + a;
-    if t > 0.927_734_375 {
+    if t > 0.927_734_4 {
         large
     } else {
         small
@@ -230,7 +230,7 @@ pub fn erf_f64(x: f64) -> f64 {
         3.183_466_199_011_617_5e-1,
         -1.108_946_942_823_966_8e-1,
         3.547_830_432_561_823_6e-2,
-        -2.166_375_594_868_790_8e-3,
+        -2.166_375_594_868_791e-3,
     ];
     const QA: [f64; 6] = [
         1.064_208_804_008_442_3e-1,
@@ -247,7 +247,7 @@ pub fn erf_f64(x: f64) -> f64 {
         -6.237_533_245_032_601e1,
         -1.623_966_694_625_734_7e2,
         -1.846_050_929_067_110_3e2,
-        -8.128_743_550_630_659e1,
+        -8.128_743_550_630_66e1,
         -9.814_329_344_169_145,
     ];
     const SA: [f64; 8] = [
@@ -276,7 +276,7 @@ pub fn erf_f64(x: f64) -> f64 {
         3.199_858_219_508_595_5e3,
         2.553_050_406_433_164_4e3,
         4.745_285_412_069_554e2,
-        -2.244_095_244_658_581_8e1,
+        -2.244_095_244_658_582e1,
     ];
     // Horner's scheme, highest coefficient last.
     fn poly(c: &[f64], z: f64) -> f64 {
@@ -670,9 +670,10 @@ fn hardswish_backward_kernel(iter: &TensorIteratorBase) -> Result<()> {
     float_dispatch!(dt, "hardswish_backward_cpu", T => {
         let (zero, three, half) = (T::k(0.0), T::k(3.0), T::k(0.5));
         cpu_binary::<T, T>(iter, #[inline(always)] move |g: T, x: T| {
+            // PyTorch 2.15: 0 from -3 down, the gradient from 3 up and for NaN.
             let mid = g * (x / three + half);
-            let r = if x <= three { mid } else { g };
-            if x < -three { zero } else { r }
+            let r = if x < three { mid } else { g };
+            if x <= -three { zero } else { r }
         })
     })
 }
