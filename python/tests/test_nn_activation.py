@@ -213,9 +213,9 @@ def test_inplace_against_torch(name):
 
 # Gradients of the functional forms through autograd (the backward operators' kernels and,
 # with create_graph, their double-backward formulas).
-# Formulas ratten-gen does not translate yet (`GradMode::is_enabled()` in silu's and mish's,
-# the Scalar method `toFloat()` in celu's): backward raises NotImplementedError naming them.
-UNTRANSLATED = {"silu", "mish", "celu"}
+# Formulas ratten-gen does not translate (backward raises NotImplementedError naming them):
+# none of the activations' now.
+UNTRANSLATED = set()
 GRAD_CASES = [
     pytest.param(*c, marks=pytest.mark.xfail(raises=NotImplementedError, reason="formula not translated"))
     if c[0] in UNTRANSLATED else c

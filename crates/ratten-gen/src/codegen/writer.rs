@@ -125,7 +125,19 @@ impl Writer {
             format!("{}\n    {flat}{tail}", lhs.trim_end())
         } else {
             let e = expr.layout(base, 0, base + lhs.len(), tail.len());
-            format!("{lhs}{e}{tail}")
+            let head = e.lines().next().unwrap_or("").len();
+            if lhs.ends_with("= ")
+                && !lhs.starts_with("type ")
+                && !matches!(expr, Expr::Atom(_))
+                && base + lhs.len() + head > MAX_WIDTH
+            {
+                // rustfmt moves a right-hand side whose first line does not fit after the `=`
+                // to the next line, one indent deeper, and lays it out there.
+                let e = expr.layout(base, 4, base + 4, tail.len());
+                format!("{}\n    {e}{tail}", lhs.trim_end())
+            } else {
+                format!("{lhs}{e}{tail}")
+            }
         };
         self.line(text)
     }

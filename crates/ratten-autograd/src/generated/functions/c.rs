@@ -475,9 +475,16 @@ impl Node for CeluBackward0 {
         let any_grad_defined = any_variable_defined(&grads);
         let self_ = self.self_.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'celu' is not implemented: the formula `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), /* is_result */ false, self)` for `self` is not translated to Rust (unsupported: the Scalar method `.toFloat()`)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::elu_backward::call(
+                grad,
+                &self.alpha,
+                &Scalar::Int(1),
+                &Scalar::Double(1.0 / f64::from(self.alpha.to_double()? as f32)),
+                false,
+                &self_,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }
@@ -511,9 +518,16 @@ impl Node for CeluBackward1 {
         let any_grad_defined = any_variable_defined(&grads);
         let result = self.result.unpack(&this)?;
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'celu_' is not implemented: the formula `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), /* is_result */ true, result)` for `self` is not translated to Rust (unsupported: the Scalar method `.toFloat()`)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::elu_backward::call(
+                grad,
+                &self.alpha,
+                &Scalar::Int(1),
+                &Scalar::Double(1.0 / f64::from(self.alpha.to_double()? as f32)),
+                true,
+                &result,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -188,9 +188,25 @@ impl Node for HardswishBackwardBackward0 {
             copy_range(&mut grad_inputs, grad_output_ix, Some(grad_result));
         }
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'hardswish_backward' is not implemented: the formula `at::where(at::logical_and(-3.0 < self, self < 3.0), grad * grad_output / 3.0, at::zeros({}, self.options()))` for `self` is not translated to Rust (type mismatch: double < Tensor)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::where_self::call(
+                &ops::logical_and::call(
+                    &ops::gt_Scalar::call(&self_, &Scalar::Double(-3.0))?,
+                    &ops::lt_Scalar::call(&self_, &Scalar::Double(3.0))?,
+                )?,
+                &ops::div_Scalar::call(
+                    &ops::mul_Tensor::call(grad, &grad_output)?,
+                    &Scalar::Double(3.0),
+                )?,
+                &ops::zeros::call(
+                    &[],
+                    self.self_options.dtype,
+                    None,
+                    self.self_options.device,
+                    None,
+                )?,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

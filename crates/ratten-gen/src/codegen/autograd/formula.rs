@@ -1104,6 +1104,12 @@ impl Cx<'_, '_> {
         match op {
             Add | Mul => self.call_op(name, &[t, a], false),
             Sub => self.call_op("rsub", &[t, a], false),
+            // A comparison with the number first is the mirrored one (`x < t` is `t > x`).
+            Lt => self.call_op("gt", &[t, a], false),
+            Le => self.call_op("ge", &[t, a], false),
+            Gt => self.call_op("lt", &[t, a], false),
+            Ge => self.call_op("le", &[t, a], false),
+            Eq | Ne => self.call_op(name, &[t, a], false),
             Div => {
                 let filled = self.call_op("full_like", &[t.clone(), a], false)?;
                 self.call_op("div", &[filled, t], false)
@@ -1517,6 +1523,11 @@ impl Cx<'_, '_> {
         let (rust, ty) = match (name, args.as_slice()) {
             ("conj", []) => (format!("{r}.conj()"), CxxType::Scalar),
             ("toDouble", []) => (format!("{r}.to_double()?"), CxxType::Float),
+            // C++'s `float`, widened again where a double is used.
+            ("toFloat", []) => (
+                format!("f64::from({r}.to_double()? as f32)"),
+                CxxType::Float,
+            ),
             ("toLong", []) => (format!("{r}.to_long()?"), CxxType::Int),
             ("toComplexDouble", []) => (format!("{r}.to_complex_double()?"), CxxType::Complex),
             ("toBool", []) => (format!("{r}.to_bool()"), CxxType::Bool),

@@ -431,13 +431,14 @@ pub fn leaky_relu_backward_grad_input_outf<'a>(
 ) -> Result<&'a Tensor> {
     let mut op = structured::StructuredOut::new(&[grad_input]);
     {
-        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::leaky_relu_backward_meta(
-            &op,
-            grad_output,
-            self_,
-            negative_slope,
-            self_is_result,
-        )?;
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::leaky_relu_backward_meta(
+                &op,
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+            )?;
         kernels::leaky_relu_backward_out(
             &mut state,
             grad_output,
@@ -460,13 +461,14 @@ pub fn leaky_relu_backward(
 ) -> Result<Tensor> {
     let mut op = structured::StructuredFunctional::<1>::new();
     {
-        let mut state: crate::tensor_iterator::TensorIteratorBase = kernels::leaky_relu_backward_meta(
-            &op,
-            grad_output,
-            self_,
-            negative_slope,
-            self_is_result,
-        )?;
+        let mut state: crate::tensor_iterator::TensorIteratorBase =
+            kernels::leaky_relu_backward_meta(
+                &op,
+                grad_output,
+                self_,
+                negative_slope,
+                self_is_result,
+            )?;
         kernels::leaky_relu_backward_out(
             &mut state,
             grad_output,
