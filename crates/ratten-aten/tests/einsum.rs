@@ -108,13 +108,13 @@ fn einsum_implicit_output_and_ellipsis() {
     let implicit = F::einsum("ij,jk", &[a.clone(), b.clone()]).unwrap();
     assert_eq!(values(&implicit), values(&F::mm(&a, &b).unwrap()));
     // Upper case sorts before lower case in the implicit output.
-    let t = F::einsum("bA", &[a.clone()]).unwrap();
+    let t = F::einsum("bA", std::slice::from_ref(&a)).unwrap();
     assert_eq!(values(&t), values(&a.t().unwrap()));
     let x = tensor(&[5, 2, 3], 3);
     let e = F::einsum("...ij,jk", &[x.clone(), b.clone()]).unwrap();
     assert_eq!(e.sizes().as_slice(), &[5, 2, 4]);
     assert_eq!(values(&e), values(&F::matmul(&x, &b).unwrap()));
-    let s = F::einsum("...ij->...", &[x.clone()]).unwrap();
+    let s = F::einsum("...ij->...", std::slice::from_ref(&x)).unwrap();
     assert_eq!(
         values(&s),
         values(&F::sum_dim_int_list(&x, Some(&[1, 2])).unwrap())
@@ -131,7 +131,7 @@ fn einsum_errors_are_torchs() {
     let b = tensor(&[3, 4], 2);
     let err = |eq: &str, ops: &[Tensor]| F::einsum(eq, ops).unwrap_err().to_string();
     assert_eq!(
-        err("ij,jk", &[a.clone()]),
+        err("ij,jk", std::slice::from_ref(&a)),
         "einsum(): fewer operands were provided than specified in the equation"
     );
     assert_eq!(
@@ -150,10 +150,10 @@ fn einsum_errors_are_torchs() {
     assert_eq!(err("i1,jk", &[a.clone(), b.clone()]), "einsum(): invalid subscript given at index 1 in the equation string, subscripts must be in [a-zA-Z]");
     assert_eq!(err("ijk,jk", &[a.clone(), b.clone()]), "einsum(): the number of subscripts in the equation (3) does not match the number of dimensions (2) for operand 0 and no ellipsis was given");
     assert_eq!(
-        err("i.j", &[a.clone()]),
+        err("i.j", std::slice::from_ref(&a)),
         "einsum(): found '.' for operand 0 that is not part of any ellipsis"
     );
-    assert_eq!(err("ij->j->i", &[a.clone()]), "einsum(): invalid subscript given at index 5 in the equation string, subscripts must be in [a-zA-Z]");
+    assert_eq!(err("ij->j->i", std::slice::from_ref(&a)), "einsum(): invalid subscript given at index 5 in the equation string, subscripts must be in [a-zA-Z]");
     assert_eq!(
         err("ij", &[]),
         "einsum(): must provide at least one operand"

@@ -48,9 +48,12 @@ fn invalid_subscript(index: usize) -> Error {
     ))
 }
 
+/// The subscripts of each operand, and of the output when explicit.
+type Subscripts = (Vec<Vec<usize>>, Option<Vec<usize>>);
+
 /// The subscripts of the operands (`lhs`, starting at byte 0 of the equation) and of the
 /// output when explicit.
-fn parse(equation: &str) -> Result<(Vec<Vec<usize>>, Option<Vec<usize>>)> {
+fn parse(equation: &str) -> Result<Subscripts> {
     let bytes = equation.as_bytes();
     let arrow = equation.find("->");
     let lhs_end = arrow.unwrap_or(bytes.len());
@@ -149,10 +152,10 @@ fn sumproduct_pair(left: &Tensor, right: &Tensor, sum_dims: &[bool]) -> Result<T
     let (mut left, mut right) = (left.clone(), right.clone());
     let (mut lro, mut lo, mut ro, mut sum) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut lro_size, mut lo_size, mut ro_size, mut sum_size) = (1i64, 1i64, 1i64, 1i64);
-    for i in 0..dim {
+    for (i, &summed) in sum_dims.iter().enumerate().take(dim) {
         let (ls, rs) = (left.sizes()[i], right.sizes()[i]);
         let (sl, sr) = (ls != 1, rs != 1);
-        if sum_dims[i] {
+        if summed {
             if sl && sr {
                 sum.push(i);
                 sum_size *= ls;
@@ -341,8 +344,8 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
         }
     }
     let n_out = order.len();
-    for l in 0..TOTAL_LABELS {
-        if label_count[l] > 0 && !out_labels.contains(&l) {
+    for (l, &count) in label_count.iter().enumerate() {
+        if count > 0 && !out_labels.contains(&l) {
             order.push(l);
         }
     }
@@ -405,11 +408,11 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
             result = F::sum_dim_int_list_with(&result, Some(&sum_dims), true, None)?;
         }
     } else {
-        for i in 1..aligned.len() {
+        for (i, operand) in aligned.iter().enumerate().skip(1) {
             let sum_dims: Vec<bool> = (0..order.len())
                 .map(|d| d >= n_out && last_use[d] <= i)
                 .collect();
-            result = sumproduct_pair(&result, &aligned[i], &sum_dims)?;
+            result = sumproduct_pair(&result, operand, &sum_dims)?;
         }
         // A contracted dim only the first operand had was not summed by any pair.
         let rest: Vec<i64> = (n_out..order.len())

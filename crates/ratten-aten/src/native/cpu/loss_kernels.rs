@@ -83,6 +83,7 @@ fn weights<S: Stored>(weight: Option<&Tensor>) -> Result<Option<Vec<S::A>>> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn forward_typed<S: Stored>(
     output: &Tensor,
     total_weight: &Tensor,
