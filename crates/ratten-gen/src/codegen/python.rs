@@ -493,8 +493,9 @@ fn emit_call(
     let mut out_k = 0usize;
     for i in order {
         let a = &op.args[i];
-        // Schema names are identifiers; the prefix keeps them clear of Rust keywords.
-        let var = format!("a_{}", a.name);
+        // Schema names are identifiers, snake-cased (`ggI` -> `a_gg_i`); the prefix keeps them
+        // clear of Rust keywords.
+        let var = format!("a_{}", crate::model::names::snake(&a.name));
         if Some(i) == receiver {
             lets.push("let a_self = r.self_tensor()?;".to_string());
             continue;

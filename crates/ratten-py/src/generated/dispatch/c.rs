@@ -119,10 +119,10 @@ pub(super) fn function_private_convolution_double_backward(
     match r.index() {
         // _convolution_double_backward(Tensor? ggI, Tensor? ggW, Tensor? ggb, Tensor gO, Tensor weight, Tensor input, SymIntArrayRef stride, SymIntArrayRef padding, SymIntArrayRef dilation, bool transposed, SymIntArrayRef output_padding, SymInt groups, ArrayRef<bool>[3] output_mask)
         0 => {
-            let a_ggI = r.optional_tensor(0)?;
-            let a_ggW = r.optional_tensor(1)?;
+            let a_gg_i = r.optional_tensor(0)?;
+            let a_gg_w = r.optional_tensor(1)?;
             let a_ggb = r.optional_tensor(2)?;
-            let a_gO = r.tensor(3)?;
+            let a_g_o = r.tensor(3)?;
             let a_weight = r.tensor(4)?;
             let a_self = r.tensor(5)?;
             let a_stride = r.int_list(6)?;
@@ -134,10 +134,10 @@ pub(super) fn function_private_convolution_double_backward(
             let a_output_mask = r.bool_list(12)?;
             let result = r.run(py, move || {
                 functions::_convolution_double_backward(
-                    a_ggI.as_ref(),
-                    a_ggW.as_ref(),
+                    a_gg_i.as_ref(),
+                    a_gg_w.as_ref(),
                     a_ggb.as_ref(),
-                    &a_gO,
+                    &a_g_o,
                     &a_weight,
                     &a_self,
                     &a_stride,

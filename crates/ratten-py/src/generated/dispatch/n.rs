@@ -275,9 +275,9 @@ pub(super) fn function_native_group_norm(
             let a_input = r.tensor(0)?;
             let a_weight = r.optional_tensor(1)?;
             let a_bias = r.optional_tensor(2)?;
-            let a_N = r.int(3)?;
-            let a_C = r.int(4)?;
-            let a_HxW = r.int(5)?;
+            let a_n = r.int(3)?;
+            let a_c = r.int(4)?;
+            let a_hx_w = r.int(5)?;
             let a_group = r.int(6)?;
             let a_eps = r.double(7)?;
             let result = r.run(py, move || {
@@ -285,9 +285,9 @@ pub(super) fn function_native_group_norm(
                     &a_input,
                     a_weight.as_ref(),
                     a_bias.as_ref(),
-                    a_N,
-                    a_C,
-                    a_HxW,
+                    a_n,
+                    a_c,
+                    a_hx_w,
                     a_group,
                     a_eps,
                 )
@@ -311,9 +311,9 @@ pub(super) fn function_native_group_norm_backward(
             let a_mean = r.tensor(2)?;
             let a_rstd = r.tensor(3)?;
             let a_weight = r.optional_tensor(4)?;
-            let a_N = r.int(5)?;
-            let a_C = r.int(6)?;
-            let a_HxW = r.int(7)?;
+            let a_n = r.int(5)?;
+            let a_c = r.int(6)?;
+            let a_hx_w = r.int(7)?;
             let a_group = r.int(8)?;
             let a_output_mask = r.bool_list(9)?;
             let result = r.run(py, move || {
@@ -323,9 +323,9 @@ pub(super) fn function_native_group_norm_backward(
                     &a_mean,
                     &a_rstd,
                     a_weight.as_ref(),
-                    a_N,
-                    a_C,
-                    a_HxW,
+                    a_n,
+                    a_c,
+                    a_hx_w,
                     a_group,
                     &a_output_mask,
                 )
