@@ -681,6 +681,21 @@ pub fn resize_output_check(output: &Tensor, shape: &[i64]) -> bool {
     true
 }
 
+/// Runs `f` on `output` when it is contiguous, else on a contiguous temporary of its shape
+/// and dtype copied into `output` afterwards: for kernels that write contiguous memory.
+pub fn with_contiguous_output(
+    output: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<()>,
+) -> Result<()> {
+    if output.is_contiguous() {
+        return f(output);
+    }
+    let tmp = Tensor::empty(output.sizes().as_slice(), (output.dtype(), output.device()))?;
+    f(&tmp)?;
+    output.copy_(&tmp)?;
+    Ok(())
+}
+
 /// `at::native::resize_output`: resizes `output` to `shape` when it differs; whether it did.
 pub fn resize_output(output: &Tensor, shape: &[i64]) -> Result<bool> {
     if resize_output_check(output, shape) {

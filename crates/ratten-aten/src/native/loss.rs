@@ -21,7 +21,7 @@ use crate::native::cpu::loss_kernels::{
     REDUCTION_SUM,
 };
 use crate::native::type_properties::result_type;
-use crate::structured::{resize_output, MetaBase};
+use crate::structured::{resize_output, with_contiguous_output, MetaBase};
 use crate::Tensor;
 
 fn options_of(t: &Tensor) -> TensorOptions {
@@ -258,17 +258,6 @@ pub fn nll_loss_backward_out_cpu(
             shape,
         )
     })
-}
-
-/// Runs `f` on `out` when it is contiguous, else on a contiguous temporary copied into `out`.
-fn with_contiguous_output(out: &Tensor, f: impl FnOnce(&Tensor) -> Result<()>) -> Result<()> {
-    if out.is_contiguous() {
-        return f(out);
-    }
-    let tmp = Tensor::empty(out.sizes().as_slice(), (out.dtype(), out.device()))?;
-    f(&tmp)?;
-    out.copy_(&tmp)?;
-    Ok(())
 }
 
 /// `nll_loss` (CompositeImplicitAutograd).

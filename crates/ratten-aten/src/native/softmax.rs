@@ -8,7 +8,7 @@ use ratten_core::{Error, Result, ScalarType, TensorOptions};
 
 use crate::generated::operators as ops;
 use crate::native::cpu::softmax_kernels::{softmax_backward_kernel, softmax_kernel};
-use crate::structured::MetaBase;
+use crate::structured::{with_contiguous_output, MetaBase};
 use crate::Tensor;
 
 const DIM_RANGE: &str = "dim must be non-negative and less than input dimensions";
@@ -121,18 +121,6 @@ fn at_least_1d(t: Tensor) -> Result<Tensor> {
     }
 }
 
-/// Runs `f(out)` on `output` when it is contiguous, else on a contiguous temporary copied
-/// into `output` afterwards (the kernels write contiguous memory).
-fn into_contiguous(output: &Tensor, f: impl FnOnce(&Tensor) -> Result<()>) -> Result<()> {
-    if output.is_contiguous() {
-        return f(output);
-    }
-    let tmp = Tensor::empty(output.sizes().as_slice(), (output.dtype(), output.device()))?;
-    f(&tmp)?;
-    output.copy_(&tmp)?;
-    Ok(())
-}
-
 fn softmax_impl(
     input: &Tensor,
     dim: i64,
@@ -153,7 +141,7 @@ fn softmax_impl(
     if dim_ >= input_.dim() {
         return Err(Error::runtime(DIM_RANGE));
     }
-    into_contiguous(output, |out| {
+    with_contiguous_output(output, |out| {
         let out = at_least_1d(out.clone())?;
         softmax_kernel(&out, &input_, dim_, log)
     })
@@ -203,7 +191,7 @@ fn softmax_backward_impl(
     let dim_ = maybe_wrap_dim(dim, grad.dim(), true)?;
     let grad_ = at_least_1d(grad.contiguous()?)?;
     let output_ = at_least_1d(output.contiguous()?)?;
-    into_contiguous(grad_input, |gi| {
+    with_contiguous_output(grad_input, |gi| {
         let gi = at_least_1d(gi.clone())?;
         softmax_backward_kernel(&gi, &grad_, &output_, dim_, log)
     })
