@@ -6,6 +6,8 @@ from .. import _C
 
 _nn = _C._generated_functions("nn")
 globals().update(_nn)
+# The top-level operators, which torch.nn.functional calls or re-exports (torch.conv2d, ...).
+_top = _C._generated_functions()
 
 __all__ = sorted(_nn)
 
@@ -13,8 +15,6 @@ __all__ = sorted(_nn)
 
 
 # ---- activations -----------------------------------------------------------------------------
-
-_top = _C._generated_functions()
 
 
 def relu(input, inplace=False):
@@ -283,9 +283,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(
             f"Target size ({target.size()}) must be the same as input size ({input.size()})"
         )
-    from .. import binary_cross_entropy_with_logits as _bce_logits
-
-    return _bce_logits(input, target, weight, pos_weight, reduction_enum)
+    return _top["binary_cross_entropy_with_logits"](input, target, weight, pos_weight,
+                                                    reduction_enum)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -302,9 +301,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                 stacklevel=2,
             )
         reduction_enum = _Reduction.get_enum("sum" if reduction == "batchmean" else reduction)
-    from .. import kl_div as _kl_div
-
-    reduced = _kl_div(input, target, reduction_enum, log_target=log_target)
+    reduced = _top["kl_div"](input, target, reduction_enum, log_target=log_target)
     if reduction == "batchmean" and input.dim() != 0:
         reduced = reduced / input.size()[0]
     return reduced
@@ -312,8 +309,6 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 # ---- convolution and pooling -----------------------------------------------------------------
-
-_top = _C._generated_functions()
 
 # torch.nn.functional re-exports the top-level operators (torch.conv2d, ...).
 conv1d = _top["conv1d"]
@@ -396,8 +391,6 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 # ---- normalization, dropout, embedding, padding, interpolation -------------------------------
-
-_top = _C._generated_functions()
 
 
 def _verify_batch_size(size):
