@@ -146,32 +146,11 @@ def _ol(q):
     return lambda m, *a, **k: _overload(m, q)(*a, **k)
 
 
-def _nn_op(m, name):
-    """A ``python_module: nn`` operator: ratten.nn.functional's or ``torch.ops.aten.<name>``
-    (which also has the backward operators ``torch._C._nn`` leaves out)."""
-    if m is ratten:
-        return getattr(ratten.nn.functional, name)
-    return getattr(torch.ops.aten, name)
-
 
 def _nnf(m, name):
     """The generated ``python_module: nn`` function ``name`` (not torch.nn.functional's Python
     wrapper of the same name; torch.ops.aten.<name> for torch)."""
     return ratten.nn.functional._nn[name] if m is ratten else getattr(torch.ops.aten, name)
-
-
-def _nn(m):
-    """The module of the ``python_module: nn`` operators (torch's ``torch._C._nn``)."""
-    return m.nn.functional if m is ratten else m._C._nn
-
-
-def _nn_ol(name):
-    """A ``python_module: nn`` operator torch binds only as ``torch.ops.aten`` (the backward
-    ops): ratten's ``ratten.nn.functional.<name>``."""
-    def call(m, *a, **k):
-        fn = getattr(ratten.nn.functional, name) if m is ratten else getattr(torch.ops.aten, name).default
-        return fn(*a, **k)
-    return call
 
 
 X34 = T((3, 4))
@@ -432,28 +411,28 @@ SAMPLES = [
     S("nll_loss_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t), [T((3, 4)), I([0, 3, 1])]),
     S("nll_loss_forward", lambda m, x, t, w: m.nn.functional.nll_loss(x, t, weight=w, reduction="none"),
       [T((3, 4), layout="t"), I([0, 3, -100]), T((4,), lo=0.5, hi=2.0, grad=False)]),
-    S("nll_loss_backward", lambda m, g, x, t: _nn_op(m, "nll_loss_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+    S("nll_loss_backward", lambda m, g, x, t: _nnf(m, "nll_loss_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
       [T(()), T((3, 4)), I([0, 3, 1])]),
     S("nll_loss2d_forward", lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum"),
       [T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [-100, 1]]])]),
-    S("nll_loss2d_backward", lambda m, g, x, t: _nn_op(m, "nll_loss2d_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
+    S("nll_loss2d_backward", lambda m, g, x, t: _nnf(m, "nll_loss2d_backward")(g, x, t, None, 2, -100, m.ones((), dtype=m.float64)),
       [T(()), T((2, 3, 2, 2)), I([[[0, 2], [1, 1]], [[2, 0], [0, 1]]])]),
     S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y), [M, X34]),
     S("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none"), [X34, X34]),
-    S("mse_loss_backward", lambda m, g, x, y: _nn_op(m, "mse_loss_backward")(g, x, y, 1), [T(()), M, X34]),
+    S("mse_loss_backward", lambda m, g, x, y: _nnf(m, "mse_loss_backward")(g, x, y, 1), [T(()), M, X34]),
     S("smooth_l1_loss", lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, beta=0.5),
       [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
-    S("smooth_l1_loss_backward", lambda m, g, x, y: _nn_op(m, "smooth_l1_loss_backward")(g, x, y, 0, 0.5),
+    S("smooth_l1_loss_backward", lambda m, g, x, y: _nnf(m, "smooth_l1_loss_backward")(g, x, y, 0, 0.5),
       [T((3, 4)), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
     S("huber_loss", lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.5),
       [T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
-    S("huber_loss_backward", lambda m, g, x, y: _nn_op(m, "huber_loss_backward")(g, x, y, 2, 0.5),
+    S("huber_loss_backward", lambda m, g, x, y: _nnf(m, "huber_loss_backward")(g, x, y, 2, 0.5),
       [T(()), T((3, 4), lo=-2, hi=2), T((3, 4), values=np.full((3, 4), 0.1))]),
     S("binary_cross_entropy", lambda m, x, y: m.nn.functional.binary_cross_entropy(x, y),
       [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
     S("binary_cross_entropy", lambda m, x, y, w: m.nn.functional.binary_cross_entropy(x, y, weight=w, reduction="sum"),
       [T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0), T((4,), lo=0.5, hi=2.0, grad=False)]),
-    S("binary_cross_entropy_backward", lambda m, g, x, y: _nn_op(m, "binary_cross_entropy_backward")(g, x, y, None, 1),
+    S("binary_cross_entropy_backward", lambda m, g, x, y: _nnf(m, "binary_cross_entropy_backward")(g, x, y, None, 1),
       [T(()), T((3, 4), lo=0.1, hi=0.9), T((3, 4), lo=0.0, hi=1.0)]),
     S("binary_cross_entropy_with_logits", lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),
       [M, T((3, 4), lo=0.0, hi=1.0)]),
@@ -548,35 +527,35 @@ SAMPLES = [
     S("embedding_dense_backward",
       lambda m, g, i: _ol("embedding_dense_backward")(m, g, i, 5, 1, False),
       [T((2, 2, 3)), I([[0, 1], [4, 4]])]),
-    S("upsample_nearest2d", lambda m, x: _nn(m).upsample_nearest2d(x, [5, 3]), [T((1, 2, 3, 2))]),
-    S("upsample_nearest2d", lambda m, x: _nn(m).upsample_nearest2d(x, [3, 6], 1.5, 2.0),
+    S("upsample_nearest2d", lambda m, x: _nnf(m, "upsample_nearest2d")(x, [5, 3]), [T((1, 2, 3, 2))]),
+    S("upsample_nearest2d", lambda m, x: _nnf(m, "upsample_nearest2d")(x, [3, 6], 1.5, 2.0),
       [T((2, 1, 2, 3))]),
-    S("upsample_bilinear2d", lambda m, x: _nn(m).upsample_bilinear2d(x, [5, 3], False),
+    S("upsample_bilinear2d", lambda m, x: _nnf(m, "upsample_bilinear2d")(x, [5, 3], False),
       [T((1, 2, 3, 2))]),
-    S("upsample_bilinear2d", lambda m, x: _nn(m).upsample_bilinear2d(x, [4, 5], True),
+    S("upsample_bilinear2d", lambda m, x: _nnf(m, "upsample_bilinear2d")(x, [4, 5], True),
       [T((2, 1, 3, 2))]),
     S("upsample_nearest2d_backward",
-      lambda m, g: _nn_ol("upsample_nearest2d_backward")(m, g, [5, 3], [1, 2, 3, 2]),
+      lambda m, g: _nnf(m, "upsample_nearest2d_backward")(g, [5, 3], [1, 2, 3, 2]),
       [T((1, 2, 5, 3))]),
     S("upsample_bilinear2d_backward",
-      lambda m, g: _nn_ol("upsample_bilinear2d_backward")(m, g, [5, 3], [1, 2, 3, 2], False),
+      lambda m, g: _nnf(m, "upsample_bilinear2d_backward")(g, [5, 3], [1, 2, 3, 2], False),
       [T((1, 2, 5, 3))]),
     S("constant_pad_nd", lambda m, x: m.constant_pad_nd(x, [1, 2, -1, 1], 0.5), [M]),
-    S("reflection_pad1d", lambda m, x: _nn(m).reflection_pad1d(x, [2, 1]), [T((2, 3, 4), layout="t")]),
-    S("reflection_pad2d", lambda m, x: _nn(m).reflection_pad2d(x, [1, 2, 2, 0]), [T((2, 3, 4))]),
-    S("replication_pad1d", lambda m, x: _nn(m).replication_pad1d(x, [3, 1]), [T((3, 4), layout="t")]),
-    S("replication_pad2d", lambda m, x: _nn(m).replication_pad2d(x, [1, 2, 2, 0]),
+    S("reflection_pad1d", lambda m, x: _nnf(m, "reflection_pad1d")(x, [2, 1]), [T((2, 3, 4), layout="t")]),
+    S("reflection_pad2d", lambda m, x: _nnf(m, "reflection_pad2d")(x, [1, 2, 2, 0]), [T((2, 3, 4))]),
+    S("replication_pad1d", lambda m, x: _nnf(m, "replication_pad1d")(x, [3, 1]), [T((3, 4), layout="t")]),
+    S("replication_pad2d", lambda m, x: _nnf(m, "replication_pad2d")(x, [1, 2, 2, 0]),
       [T((1, 2, 3, 4))]),
-    S("reflection_pad1d_backward", lambda m, g, x: _nn_ol("reflection_pad1d_backward")(m, g, x, [2, 1]),
+    S("reflection_pad1d_backward", lambda m, g, x: _nnf(m, "reflection_pad1d_backward")(g, x, [2, 1]),
       [T((2, 3, 7)), T((2, 3, 4), grad=False)]),
     S("reflection_pad2d_backward",
-      lambda m, g, x: _nn_ol("reflection_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
+      lambda m, g, x: _nnf(m, "reflection_pad2d_backward")(g, x, [1, 2, 2, 0]),
       [T((2, 5, 7)), T((2, 3, 4), grad=False)]),
     S("replication_pad1d_backward",
-      lambda m, g, x: _nn_ol("replication_pad1d_backward")(m, g, x, [3, 1]),
+      lambda m, g, x: _nnf(m, "replication_pad1d_backward")(g, x, [3, 1]),
       [T((3, 8)), T((3, 4), grad=False)]),
     S("replication_pad2d_backward",
-      lambda m, g, x: _nn_ol("replication_pad2d_backward")(m, g, x, [1, 2, 2, 0]),
+      lambda m, g, x: _nnf(m, "replication_pad2d_backward")(g, x, [1, 2, 2, 0]),
       [T((1, 2, 5, 7)), T((1, 2, 3, 4), grad=False)]),
 
 ]
