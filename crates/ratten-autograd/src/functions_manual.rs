@@ -3127,3 +3127,400 @@ pub fn native_group_norm_backward_dispatcher(
 }
 
 // End of normalization and the rest.
+
+// ---------------------------------------------------------------------------------------------
+// Forward-mode AD: the `*_jvp` helpers of the `result:` formulas. They read the tangents of
+// tensor-list inputs themselves (`forward_grad::fw_grad`), as PyTorch's do.
+
+/// The tangents of `tensors` (zeros for those without one), or None when none has one.
+fn list_tangents(tensors: &[Tensor]) -> Result<Option<Vec<Tensor>>> {
+    if !tensors
+        .iter()
+        .any(|t| crate::forward_grad::fw_grad(t).is_some())
+    {
+        return Ok(None);
+    }
+    tensors
+        .iter()
+        .map(crate::forward_grad::fw_grad_or_zeros)
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// The tangent of `cat(tensors, dim)`.
+pub fn cat_jvp(tensors: &[Tensor], dim: i64) -> Result<Option<Tensor>> {
+    list_tangents(tensors)?
+        .map(|ts| F::cat_with(&ts, dim))
+        .transpose()
+}
+
+/// The tangent of `stack(tensors, dim)`.
+pub fn stack_jvp(tensors: &[Tensor], dim: i64) -> Result<Option<Tensor>> {
+    list_tangents(tensors)?
+        .map(|ts| F::stack_with(&ts, dim))
+        .transpose()
+}
+
+/// The halves `a`, `b` of `x` along `dim` (glu's split).
+fn glu_halves(x: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    let dim = maybe_wrap_dim(dim, x.dim(), true)? as i64;
+    let half = x.size(dim)? / 2;
+    Ok((F::narrow(x, dim, 0, half)?, F::narrow(x, dim, half, half)?))
+}
+
+/// The tangent of `glu(x, dim)` (`a * sigmoid(b)`): `da sigmoid(b) + db glu (1 - sigmoid(b))`.
+pub fn glu_jvp(glu: &Tensor, x: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
+    let (_, b) = glu_halves(x, dim)?;
+    let (da, db) = glu_halves(dx, dim)?;
+    let sig_b = F::sigmoid(&b)?;
+    F::add(
+        &F::mul(&sig_b, &da)?,
+        &F::mul(&F::mul(&db, glu)?, &F::rsub_scalar(&sig_b, 1.0)?)?,
+    )
+}
+
+/// The tangent of `glu_backward(grad_glu, x, dim)` in `grad_glu` (`dgrad_glu`) and `x` (`dx`).
+pub fn glu_backward_jvp(
+    _grad_x: &Tensor,
+    grad_glu: &Tensor,
+    x: &Tensor,
+    dgrad_glu: &Tensor,
+    dx: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    let (a, b) = glu_halves(x, dim)?;
+    let (da, db) = glu_halves(dx, dim)?;
+    let s = F::sigmoid(&b)?;
+    // s' = s (1 - s); s'' = s' (1 - 2 s).
+    let ds = F::mul(&s, &F::rsub_scalar(&s, 1.0)?)?;
+    let dds = F::mul(&ds, &F::rsub_scalar(&F::mul_scalar(&s, 2.0)?, 1.0)?)?;
+    // grad_x = cat(grad_glu s, grad_glu a s').
+    let first = F::add(
+        &F::mul(dgrad_glu, &s)?,
+        &F::mul(&F::mul(grad_glu, &ds)?, &db)?,
+    )?;
+    let second = F::add(
+        &F::mul(
+            &F::add(&F::mul(dgrad_glu, &a)?, &F::mul(grad_glu, &da)?)?,
+            &ds,
+        )?,
+        &F::mul(&F::mul(&F::mul(grad_glu, &a)?, &dds)?, &db)?,
+    )?;
+    F::cat_with(&[first, second], dim)
+}
+
+/// `apply_loss_reduction(unreduced, reduction)`: the mean or sum of a loss's terms.
+pub fn apply_loss_reduction(unreduced: &Tensor, reduction: i64) -> Result<Tensor> {
+    match reduction {
+        REDUCTION_MEAN => F::mean(unreduced),
+        REDUCTION_NONE => Ok(unreduced.clone()),
+        _ => F::sum(unreduced),
+    }
+}
+
+/// The tangent of `convolution`: linear in the input and in the weight and bias together.
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    weight_p: &Tensor,
+    weight_t: &Tensor,
+    _bias_p: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>| {
+        F::convolution(
+            x,
+            w,
+            b,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )
+    };
+    F::add(
+        &conv(input_t, weight_p, None)?,
+        &conv(input_p, weight_t, bias_t)?,
+    )
+}
+
+/// The tangent of `_convolution` (its backend flags change nothing here).
+#[allow(clippy::too_many_arguments)]
+pub fn _convolution_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    weight_p: &Tensor,
+    weight_t: &Tensor,
+    bias_p: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    _benchmark: bool,
+    _deterministic: bool,
+    _cudnn_enabled: bool,
+    _allow_tf32: bool,
+) -> Result<Tensor> {
+    convolution_jvp(
+        input_p,
+        input_t,
+        weight_p,
+        weight_t,
+        bias_p,
+        bias_t,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    )
+}
+
+/// The tangent of `convolution_backward`'s bias gradient: `grad_output`'s tangent summed over
+/// all but the channels. None when the bias gradient was not computed (an empty tensor).
+pub fn convolution_backward_jvp_grad_bias(
+    grad_out_t: &Tensor,
+    grad_bias: &Tensor,
+) -> Result<Option<Tensor>> {
+    let dims: Vec<i64> = std::iter::once(0)
+        .chain(2..grad_out_t.dim() as i64)
+        .collect();
+    if grad_out_t.dim() < 3 || grad_bias.sizes().as_slice() != [grad_out_t.size(1)?] {
+        return Ok(None);
+    }
+    sum_dims(grad_out_t, &dims, false).map(Some)
+}
+
+/// The normalization's tangent over `dims` (the statistics' dims), from the saved mean and
+/// inverse standard deviation viewed to broadcast: `(dx - mean(dx)) invstd + (x - mean)
+/// dinvstd`.
+fn normalized_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    mean_p: &Tensor,
+    invstd_p: &Tensor,
+    dims: &[i64],
+    numel: i64,
+) -> Result<Tensor> {
+    let centered_t = F::sub(input_t, &F::mean_dim_with(input_t, Some(dims), true, None)?)?;
+    let centered_p = F::sub(input_p, mean_p)?;
+    let invstd_t = F::div_scalar(
+        &F::mul(
+            &F::neg(&F::pow_tensor_scalar(invstd_p, 3)?)?,
+            &sum_dims(&F::mul(&centered_t, &centered_p)?, dims, true)?,
+        )?,
+        numel as f64,
+    )?;
+    F::add(
+        &F::mul(&centered_t, invstd_p)?,
+        &F::mul(&centered_p, &invstd_t)?,
+    )
+}
+
+/// The affine part of a normalization's tangent: `out w + (x - mean) invstd dw + db`.
+#[allow(clippy::too_many_arguments)]
+fn affine_jvp(
+    out: Tensor,
+    input_p: &Tensor,
+    mean_p: &Tensor,
+    invstd_p: &Tensor,
+    weight_p: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    affine_shape: &[i64],
+) -> Result<Tensor> {
+    let mut out = out;
+    if let Some(w) = weight_p {
+        out = F::mul(&out, &w.view(affine_shape)?)?;
+    }
+    if let Some(wt) = weight_t {
+        let normalized = F::mul(&F::sub(input_p, mean_p)?, invstd_p)?;
+        out = F::add(&out, &F::mul(&normalized, &wt.view(affine_shape)?)?)?;
+    }
+    if let Some(bt) = bias_t {
+        out = F::add(&out, &bt.view(affine_shape)?)?;
+    }
+    Ok(out)
+}
+
+/// The tangent of `native_layer_norm`'s output.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    weight_p: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    _bias_p: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    saved_mean: &Tensor,
+    saved_invstd: &Tensor,
+    normalized_shape: &[i64],
+) -> Result<Tensor> {
+    let sizes = input_t.sizes();
+    let axis = sizes.len().saturating_sub(normalized_shape.len());
+    let mut view_size = sizes.to_vec();
+    let mut affine = sizes.to_vec();
+    let mut dims = Vec::new();
+    let mut numel = 1;
+    for (i, &s) in sizes.iter().enumerate() {
+        if i < axis {
+            affine[i] = 1;
+        } else {
+            numel *= s;
+            view_size[i] = 1;
+            dims.push(i as i64);
+        }
+    }
+    let mean_p = saved_mean.view(&view_size)?;
+    let invstd_p = saved_invstd.view(&view_size)?;
+    let out = normalized_jvp(input_p, input_t, &mean_p, &invstd_p, &dims, numel)?;
+    affine_jvp(
+        out, input_p, &mean_p, &invstd_p, weight_p, weight_t, bias_t, &affine,
+    )
+}
+
+/// The tangent of `native_batch_norm`'s output (training: through the batch statistics;
+/// evaluation: the running ones are constants).
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    weight_p: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    _bias_p: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    saved_mean: &Tensor,
+    saved_invstd: &Tensor,
+    train: bool,
+    eps: f64,
+) -> Result<Tensor> {
+    let sizes = input_t.sizes();
+    let mut view_size = sizes.to_vec();
+    let mut dims = Vec::new();
+    let mut numel = 1;
+    for (i, &s) in sizes.iter().enumerate() {
+        if i != 1 {
+            numel *= s;
+            view_size[i] = 1;
+            dims.push(i as i64);
+        }
+    }
+    let (mean_p, invstd_p, out) = match (train, running_mean, running_var) {
+        (false, Some(rm), Some(rv)) => {
+            let mean_p = rm.view(&view_size)?;
+            let invstd_p = F::rsqrt(&F::add_scalar(rv, eps)?)?.view(&view_size)?;
+            let out = F::mul(input_t, &invstd_p)?;
+            (mean_p, invstd_p, out)
+        }
+        (false, _, _) => {
+            return Err(Error::runtime(
+                "batch_norm_jvp: evaluation mode needs the running statistics",
+            ))
+        }
+        (true, _, _) => {
+            let mean_p = saved_mean.view(&view_size)?;
+            let invstd_p = saved_invstd.view(&view_size)?;
+            let out = normalized_jvp(input_p, input_t, &mean_p, &invstd_p, &dims, numel)?;
+            (mean_p, invstd_p, out)
+        }
+    };
+    affine_jvp(
+        out, input_p, &mean_p, &invstd_p, weight_p, weight_t, bias_t, &view_size,
+    )
+}
+
+/// The tangent of `native_group_norm`'s output: batch normalization of the `N * group` groups,
+/// then the per-channel affine part.
+#[allow(clippy::too_many_arguments)]
+pub fn group_norm_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    weight_p: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    _bias_p: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    saved_mean: &Tensor,
+    saved_invstd: &Tensor,
+    group: i64,
+) -> Result<Tensor> {
+    let sizes = input_p.sizes().to_vec();
+    let n = input_p.size(0)?;
+    let c = input_p.size(1)?;
+    let grouped = [1, n * group, if n != 0 { -1 } else { 1 }];
+    let input_p_g = input_p.reshape(&grouped)?;
+    let input_t_g = input_t.reshape(&grouped)?;
+    let stats = [1, n * group, 1];
+    let mean_p = saved_mean.reshape(&stats)?;
+    let invstd_p = saved_invstd.reshape(&stats)?;
+    let numel = input_p_g.size(2)?;
+    let out = normalized_jvp(&input_p_g, &input_t_g, &mean_p, &invstd_p, &[0, 2], numel)?
+        .reshape(&sizes)?;
+    let mut affine = vec![1; sizes.len()];
+    if affine.len() > 1 {
+        affine[1] = c;
+    }
+    let mut out = out;
+    if let Some(w) = weight_p {
+        out = F::mul(&out, &w.view(&affine)?)?;
+    }
+    if let Some(wt) = weight_t {
+        let normalized = F::mul(&F::sub(&input_p_g, &mean_p)?, &invstd_p)?.reshape(&sizes)?;
+        out = F::add(&out, &F::mul(&normalized, &wt.view(&affine)?)?)?;
+    }
+    if let Some(bt) = bias_t {
+        out = F::add(&out, &bt.view(&affine)?)?;
+    }
+    Ok(out)
+}
+
+/// The tangent of `native_group_norm`'s mean: the groups' means of the input's tangent.
+pub fn group_norm_mean_jvp(input_t: &Tensor, mean_p: &Tensor, group: i64) -> Result<Tensor> {
+    let n = input_t.size(0)?;
+    let grouped = input_t.reshape(&[1, n * group, if n != 0 { -1 } else { 1 }])?;
+    F::mean_dim_with(&grouped, Some(&[2]), false, None)?.reshape(&mean_p.sizes())
+}
+
+/// The tangent of `native_group_norm`'s inverse standard deviation.
+pub fn group_norm_invstd_jvp(
+    input_p: &Tensor,
+    input_t: &Tensor,
+    mean_p: &Tensor,
+    invstd_p: &Tensor,
+    group: i64,
+) -> Result<Tensor> {
+    let n = input_p.size(0)?;
+    let shape = [1, n * group, if n != 0 { -1 } else { 1 }];
+    let input_p_g = input_p.reshape(&shape)?;
+    let input_t_g = input_t.reshape(&shape)?;
+    let mean_g = mean_p.reshape(&[1, n * group, 1])?;
+    let invstd_g = invstd_p.reshape(&[1, n * group, 1])?;
+    let centered_t = F::sub(
+        &input_t_g,
+        &F::mean_dim_with(&input_t_g, Some(&[2]), true, None)?,
+    )?;
+    let centered_p = F::sub(&input_p_g, &mean_g)?;
+    let numel = input_p_g.size(2)?;
+    F::div_scalar(
+        &F::mul(
+            &F::neg(&F::pow_tensor_scalar(&invstd_g, 3)?)?,
+            &sum_dims(&F::mul(&centered_t, &centered_p)?, &[2], true)?,
+        )?,
+        numel as f64,
+    )?
+    .reshape(&invstd_p.sizes())
+}

@@ -9,6 +9,8 @@ pub mod anomaly_mode;
 pub mod autograd;
 pub mod custom_function;
 pub mod engine;
+pub mod forward_ad;
+pub mod forward_grad;
 pub mod function;
 pub mod functions_manual;
 // Generated from derivatives.yaml by `ratten-gen generate --autograd` (checked in).

@@ -1,6 +1,6 @@
 //! Autograd kernels written by hand (torch/csrc/autograd/VariableTypeManual.cpp): `copy_`,
 //! whose history is `CopyBackwards` (the gradient of `self`'s old values is zero, `src` gets
-//! the gradient cast back to its dtype and summed to its shape). The generator leaves these
+//! the gradient cast back to its dtype and summed to its shape); its tangent is `src`'s. The generator leaves these
 //! operators out (`MANUAL_AUTOGRAD` in ratten-gen's variable_type.rs).
 
 use crate::prelude::*;
@@ -53,6 +53,7 @@ fn copy_(
     let requires_grad = compute_requires_grad(&[Some(self_), Some(src)])
         && is_differentiable_type(self_.scalar_type());
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = requires_grad.then(|| CopyBackwards {
         base: NodeBase::new(collect_next_edges(&[Some(self_), Some(src)])),
         src_dtype: src.scalar_type(),
@@ -64,6 +65,18 @@ fn copy_(
     if let Some(f) = grad_fn {
         let f: Arc<dyn Node> = Arc::new(f);
         rebase_history(self_, &f)?;
+    }
+    if any_fw {
+        // `self`'s new tangent is `src`'s, broadcast and cast as the values were; zeros when
+        // `src` has none (VariableTypeManual's `copy_`).
+        let _formula = ForwardFormulaGuard::new();
+        let new_grad = match fw_grad(src) {
+            Some(g) => ratten_aten::functions::clone(
+                &g.expand(&self_.sizes())?.to_dtype(self_.scalar_type())?,
+            )?,
+            None => ratten_aten::functions::zeros_like(self_)?,
+        };
+        set_fw_grad(self_, &new_grad, true)?;
     }
     Ok(ret)
 }

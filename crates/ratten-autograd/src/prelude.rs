@@ -14,6 +14,11 @@ pub use crate::function::{
     Edge, IndexRange, IndexRangeGenerator, Node, NodeBase, NotImplemented, VariableList,
 };
 // Used by the generated nodes (and empty until FunctionsManual has helpers).
+pub use crate::forward_grad::{
+    any_fw_grad_defined, any_fw_grad_defined_list, any_fw_grad_defined_opt_list,
+    forward_ad_not_implemented, forward_ad_out_refused, fw_grad, fw_grad_or_zeros,
+    opt_fw_grad_or_zeros, set_fw_grad, set_fw_grad_list, set_opt_fw_grad, ForwardFormulaGuard,
+};
 #[allow(unused_imports)]
 pub use crate::functions_manual::*;
 pub use crate::grad_mode::{

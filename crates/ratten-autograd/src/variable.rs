@@ -23,6 +23,7 @@ use ratten_core::autograd_meta::{set_autograd_meta_factory, AutogradMetaFactory}
 use ratten_core::{AutogradMetaInterface, Error, Result, ScalarType, TensorBase, TensorImpl};
 
 use crate::accumulate_grad::AccumulateGrad;
+use crate::forward_grad::{self, ForwardGrad};
 use crate::function::{Edge, Node, TensorPreHook};
 
 /// How a view was made (`CreationMeta`): what an in-place op on it may do.
@@ -45,6 +46,9 @@ pub struct ViewInfo {
     attr_version: u32,
     /// The view op's name for error messages (`UnbindBackward0`).
     pub is_bw_differentiable: bool,
+    /// Whether the view's tangent is the same view of its base's tangent (false for
+    /// `_fw_primal`, whose point is to have none).
+    pub is_fw_differentiable: bool,
 }
 
 /// A hook run after a leaf's gradient was accumulated.
@@ -60,7 +64,8 @@ struct MetaState {
     /// Hooks of a leaf (run by its AccumulateGrad), with their ids.
     leaf_hooks: Vec<(u64, TensorPreHook)>,
     post_accumulate_grad_hooks: Vec<(u64, PostAccumulateGradHook)>,
-    fw_grads: Vec<(u64, TensorBase)>,
+    /// The tangent at the open forward AD level (Note [Forward AD levels]).
+    fw_grad: Option<Arc<ForwardGrad>>,
 }
 
 /// torch's `AutogradMeta` (+ `DifferentiableViewMeta`).
@@ -113,25 +118,108 @@ impl AutogradMetaInterface for AutogradMeta {
         Ok(())
     }
 
-    fn fw_grad(&self, level: u64, _tensor: &TensorBase) -> Option<TensorBase> {
-        self.state
-            .lock()
-            .fw_grads
-            .iter()
-            .find(|(l, _)| *l == level)
-            .map(|(_, t)| t.clone())
+    fn fw_grad(&self, level: u64, tensor: &TensorBase) -> Option<TensorBase> {
+        if level != forward_grad::LEVEL {
+            return None;
+        }
+        let base = {
+            let st = self.state.lock();
+            if let Some(g) = st.fw_grad.as_ref().and_then(|g| g.value()) {
+                return Some(g);
+            }
+            match &st.view {
+                Some(v) if v.is_fw_differentiable => v.base.clone(),
+                _ => return None,
+            }
+        };
+        // A view without a tangent of its own whose base got one (by an in-place operator):
+        // its tangent is the same view of the base's (`AutogradMeta::fw_grad`).
+        let base_grad = base.fw_grad(level)?;
+        let view_grad = view_of_base_grad(&Tensor::from_base(base_grad), &base, tensor).ok()?;
+        let cell = Arc::new(ForwardGrad::default());
+        cell.set_value(view_grad.base().clone());
+        forward_grad::register(level, &cell).ok()?;
+        self.state.lock().fw_grad = Some(cell);
+        Some(view_grad.base().clone())
     }
 
     fn set_fw_grad(
         &self,
         new_grad: &TensorBase,
-        _tensor: &TensorBase,
+        tensor: &TensorBase,
         level: u64,
-        _is_inplace_op: bool,
+        is_inplace_op: bool,
     ) -> Result<()> {
-        let mut st = self.state.lock();
-        st.fw_grads.retain(|(l, _)| *l != level);
-        st.fw_grads.push((level, new_grad.clone()));
+        if new_grad.fw_grad(level).is_some() {
+            return Err(Error::runtime(format!(
+                "Setting a forward grad that itself has a forward gradient at the same level{level} is not supported."
+            )));
+        }
+        let (dt, gdt) = (tensor.scalar_type(), new_grad.scalar_type());
+        if !is_differentiable_type(dt) || !is_differentiable_type(gdt) {
+            return Err(Error::runtime(format!(
+                "Expected both tensor and its forward grad to be floating point or complex, but got {dt} and {gdt}"
+            )));
+        }
+        if tensor.sizes() != new_grad.sizes() {
+            return Err(Error::runtime(format!(
+                "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {:?} while the given forward gradient is of size {:?}.",
+                tensor.sizes(),
+                new_grad.sizes()
+            )));
+        }
+        let _formula = forward_grad::ForwardFormulaGuard::new();
+        let new_grad = Tensor::from_base_ref(new_grad);
+        let (existing, view) = {
+            let st = self.state.lock();
+            (
+                st.fw_grad.as_ref().and_then(|g| g.value()),
+                st.view
+                    .as_ref()
+                    .filter(|v| v.is_fw_differentiable)
+                    .map(|v| v.base.clone()),
+            )
+        };
+        // An in-place operator changes the tangent in place: views sharing it see the change.
+        let existing = existing.or_else(|| {
+            if is_inplace_op {
+                self.fw_grad(level, tensor)
+            } else {
+                None
+            }
+        });
+        if let (true, Some(existing)) = (is_inplace_op, existing) {
+            if !existing.is_same(new_grad) {
+                Tensor::from_base_ref(&existing).copy_(new_grad)?;
+            }
+            return Ok(());
+        }
+        let mut value = new_grad.clone();
+        if let (true, Some(base)) = (is_inplace_op, &view) {
+            // An in-place operator on a view whose base has no tangent: the base gets zeros and
+            // the view's tangent is the view of them (`AutogradMeta::set_fw_grad`).
+            let base_grad = ratten_aten::functions::zeros_like(&base)?;
+            let v = view_of_base_grad(&base_grad, &base, tensor)?;
+            v.copy_(new_grad)?;
+            base.set_fw_grad(&base_grad, level, false)?;
+            value = v;
+        } else if view.is_none() && tensor.strides() != value.strides() {
+            // A base's tangent has its layout, so that its views' tangents are the same views.
+            let laid = ratten_aten::operators::empty_strided::call(
+                &tensor.sizes(),
+                &tensor.strides(),
+                Some(value.scalar_type()),
+                None,
+                Some(value.device()),
+                None,
+            )?;
+            laid.copy_(&value)?;
+            value = laid;
+        }
+        let cell = Arc::new(ForwardGrad::default());
+        cell.set_value(value.base().clone());
+        forward_grad::register(level, &cell)?;
+        self.state.lock().fw_grad = Some(cell);
         Ok(())
     }
 
@@ -312,7 +400,6 @@ pub fn as_view(
     is_fw_differentiable: bool,
     creation_meta: CreationMeta,
 ) -> Result<()> {
-    let _ = is_fw_differentiable;
     // The base recorded is always a non-view; a view of a view also inherits how the first
     // view was made when that is the stricter.
     let (root, creation_meta) = match view_info(base) {
@@ -335,8 +422,29 @@ pub fn as_view(
         creation_meta,
         attr_version: view.version(),
         is_bw_differentiable,
+        is_fw_differentiable,
     });
     Ok(())
+}
+
+/// The view of `base_grad` (the tangent of `base`) that `view` is of `base`, by its geometry.
+fn view_of_base_grad(base_grad: &Tensor, base: &Tensor, view: &TensorBase) -> Result<Tensor> {
+    let offset = base_grad.storage_offset() + view.storage_offset() - base.storage_offset();
+    ratten_aten::operators::as_strided::call(
+        base_grad,
+        &view.sizes(),
+        &view.strides(),
+        Some(offset),
+    )
+}
+
+/// Marks a view as having no tangent of its base's (`_fw_primal`).
+pub fn set_fw_differentiable(t: &TensorBase, is_fw_differentiable: bool) {
+    if let Some(m) = get_autograd_meta(t) {
+        if let Some(v) = &mut m.state.lock().view {
+            v.is_fw_differentiable = is_fw_differentiable;
+        }
+    }
 }
 
 /// Changes a view's creation meta (`handle_view_on_rebase` reads it).

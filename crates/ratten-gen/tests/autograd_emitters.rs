@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use ratten_gen::codegen::autograd::functions::{coverage, Translation};
+use ratten_gen::codegen::autograd::variable_type::forward_coverage;
 use ratten_gen::codegen::{generate_from_path, GenOptions, GeneratedFile, Model};
 use ratten_schema::derivatives::Derivatives;
 use ratten_schema::native::NativeFunctions;
@@ -368,4 +369,38 @@ fn formula_coverage() {
             m.node
         );
     }
+}
+
+/// How many derived kernels propagate tangents from their `result:` formulas; each one that
+/// does not is listed with why (it refuses inputs with tangents).
+#[test]
+fn forward_formula_coverage() {
+    let root = aten();
+    let nf = NativeFunctions::load(&root.join("native_functions.yaml"), None).unwrap();
+    let d = Derivatives::load(&root.join("derivatives.yaml")).unwrap();
+    let model = Model::build(&nf, Some(&d), &GenOptions::autograd(None).model()).unwrap();
+    let tr = Translation::new(&model, Some(&manual()));
+    let all = forward_coverage(&model, &tr);
+    let refused: Vec<_> = all.iter().filter(|(_, r)| r.is_err()).collect();
+    let no_formula = refused
+        .iter()
+        .filter(|(_, r)| r.as_ref().err().is_some_and(|e| e == "no forward formula"))
+        .count();
+    eprintln!(
+        "forward AD: {} derived kernels, {} with translated formulas, {} whose entry has none, {} refused:",
+        all.len(),
+        all.len() - refused.len(),
+        no_formula,
+        refused.len() - no_formula
+    );
+    for (op, r) in &refused {
+        eprintln!("  {op}: {}", r.as_ref().unwrap_err());
+    }
+    // Every entry with a `result:` formula gets it translated.
+    assert!(
+        refused.len() - no_formula <= 12,
+        "{} refused",
+        refused.len() - no_formula
+    );
+    assert!(all.len() - refused.len() > 250);
 }

@@ -14,6 +14,7 @@ pub(crate) fn add_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(AddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -32,6 +33,17 @@ pub(crate) fn add_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &self_t,
+            &crate::functions_manual::maybe_multiply(&other_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -45,6 +57,7 @@ pub(crate) fn add__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(AddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -63,6 +76,17 @@ pub(crate) fn add__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &self_t,
+            &crate::functions_manual::maybe_multiply(&other_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -80,6 +104,9 @@ pub(crate) fn add_out(
             "add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("add_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::add_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha, out)?
@@ -96,6 +123,7 @@ pub(crate) fn add_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AddBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -112,6 +140,12 @@ pub(crate) fn add_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::clone::call(&self_t, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -125,6 +159,7 @@ pub(crate) fn add__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AddBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -140,6 +175,12 @@ pub(crate) fn add__Scalar(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::clone::call(&self_t, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -158,6 +199,9 @@ pub(crate) fn addcmul_out(
         return Err(ratten_core::Error::runtime(
             "addcmul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("addcmul_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -183,6 +227,7 @@ pub(crate) fn addcmul(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(tensor1), Some(tensor2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
         Some(AddcmulBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -204,6 +249,28 @@ pub(crate) fn addcmul(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let tensor1_t = fw_grad_or_zeros(tensor1)?;
+        let tensor2_t = fw_grad_or_zeros(tensor2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &self_t,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::mul_Tensor::call(&tensor1_t, tensor2)?,
+                    value,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::mul_Tensor::call(&tensor2_t, tensor1)?,
+                value,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -218,6 +285,7 @@ pub(crate) fn addcmul_(
     let inputs = [Some(self_), Some(tensor1), Some(tensor2)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
         Some(AddcmulBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -239,6 +307,28 @@ pub(crate) fn addcmul_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let tensor1_t = fw_grad_or_zeros(tensor1)?;
+        let tensor2_t = fw_grad_or_zeros(tensor2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &self_t,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::mul_Tensor::call(&tensor1_t, tensor2)?,
+                    value,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::mul_Tensor::call(&tensor2_t, tensor1)?,
+                value,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -256,6 +346,9 @@ pub(crate) fn addcdiv_out(
         return Err(ratten_core::Error::runtime(
             "addcdiv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("addcdiv_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -281,6 +374,7 @@ pub(crate) fn addcdiv(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(tensor1), Some(tensor2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
         Some(AddcdivBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -302,6 +396,31 @@ pub(crate) fn addcdiv(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let tensor1_t = fw_grad_or_zeros(tensor1)?;
+        let tensor2_t = fw_grad_or_zeros(tensor2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &ops::add_Tensor::call(
+                &self_t,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::div_Tensor::call(&tensor1_t, tensor2)?,
+                    value,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::div_Tensor::call(
+                    &ops::mul_Tensor::call(&tensor2_t, &ops::div_Tensor::call(tensor1, tensor2)?)?,
+                    tensor2,
+                )?,
+                value,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -316,6 +435,7 @@ pub(crate) fn addcdiv_(
     let inputs = [Some(self_), Some(tensor1), Some(tensor2)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
         Some(AddcdivBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -337,6 +457,31 @@ pub(crate) fn addcdiv_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let tensor1_t = fw_grad_or_zeros(tensor1)?;
+        let tensor2_t = fw_grad_or_zeros(tensor2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &ops::add_Tensor::call(
+                &self_t,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::div_Tensor::call(&tensor1_t, tensor2)?,
+                    value,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::div_Tensor::call(
+                    &ops::mul_Tensor::call(&tensor2_t, &ops::div_Tensor::call(tensor1, tensor2)?)?,
+                    tensor2,
+                )?,
+                value,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -351,6 +496,7 @@ pub(crate) fn addmm(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(mat1), Some(mat2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat1), Some(mat2)]);
     let grad_fn = if requires_grad {
         Some(AddmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -376,6 +522,22 @@ pub(crate) fn addmm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat1_t = fw_grad_or_zeros(mat1)?;
+        let mat2_t = fw_grad_or_zeros(mat2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(&ops::mm::call(&mat1_t, mat2)?, alpha)?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::mm::call(mat1, &mat2_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -394,6 +556,9 @@ pub(crate) fn addmm_out(
         return Err(ratten_core::Error::runtime(
             "addmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("addmm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -422,6 +587,7 @@ pub(crate) fn addmm_(
     let inputs = [Some(self_), Some(mat1), Some(mat2)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat1), Some(mat2)]);
     let grad_fn = if requires_grad {
         Some(AddmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -447,6 +613,22 @@ pub(crate) fn addmm_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat1_t = fw_grad_or_zeros(mat1)?;
+        let mat2_t = fw_grad_or_zeros(mat2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(&ops::mm::call(&mat1_t, mat2)?, alpha)?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::mm::call(mat1, &mat2_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -461,6 +643,7 @@ pub(crate) fn addmv(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(mat), Some(vec)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat), Some(vec)]);
     let grad_fn = if requires_grad {
         Some(AddmvBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -480,6 +663,22 @@ pub(crate) fn addmv(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat_t = fw_grad_or_zeros(mat)?;
+        let vec_t = fw_grad_or_zeros(vec)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(&ops::mv::call(&mat_t, vec)?, alpha)?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::mv::call(mat, &vec_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -498,6 +697,9 @@ pub(crate) fn addmv_out(
         return Err(ratten_core::Error::runtime(
             "addmv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("addmv_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -526,6 +728,7 @@ pub(crate) fn addmv_(
     let inputs = [Some(self_), Some(mat), Some(vec)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat), Some(vec)]);
     let grad_fn = if requires_grad {
         Some(AddmvBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -545,6 +748,22 @@ pub(crate) fn addmv_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat_t = fw_grad_or_zeros(mat)?;
+        let vec_t = fw_grad_or_zeros(vec)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(&ops::mv::call(&mat_t, vec)?, alpha)?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::mv::call(mat, &vec_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -560,6 +779,7 @@ pub(crate) fn addbmm_(
     let inputs = [Some(self_), Some(batch1), Some(batch2)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
         Some(AddbmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -589,6 +809,38 @@ pub(crate) fn addbmm_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let batch1_t = fw_grad_or_zeros(batch1)?;
+        let batch2_t = fw_grad_or_zeros(batch2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::sum_dim_IntList::call(
+                        &ops::bmm::call(&batch1_t, batch2)?,
+                        Some(&[0]),
+                        false,
+                        None,
+                    )?,
+                    alpha,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::sum_dim_IntList::call(
+                    &ops::bmm::call(batch1, &batch2_t)?,
+                    Some(&[0]),
+                    false,
+                    None,
+                )?,
+                alpha,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -607,6 +859,9 @@ pub(crate) fn addbmm_out(
         return Err(ratten_core::Error::runtime(
             "addbmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("addbmm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -634,6 +889,7 @@ pub(crate) fn addbmm(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(batch1), Some(batch2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
         Some(AddbmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -663,6 +919,38 @@ pub(crate) fn addbmm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let batch1_t = fw_grad_or_zeros(batch1)?;
+        let batch2_t = fw_grad_or_zeros(batch2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::sum_dim_IntList::call(
+                        &ops::bmm::call(&batch1_t, batch2)?,
+                        Some(&[0]),
+                        false,
+                        None,
+                    )?,
+                    alpha,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(
+                &ops::sum_dim_IntList::call(
+                    &ops::bmm::call(batch1, &batch2_t)?,
+                    Some(&[0]),
+                    false,
+                    None,
+                )?,
+                alpha,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -678,6 +966,9 @@ pub(crate) fn adaptive_avg_pool2d_out(
         return Err(ratten_core::Error::runtime(
             "adaptive_avg_pool2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("adaptive_avg_pool2d_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -699,6 +990,7 @@ pub(crate) fn _adaptive_avg_pool2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AdaptiveAvgPool2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -715,6 +1007,12 @@ pub(crate) fn _adaptive_avg_pool2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::_adaptive_avg_pool2d::call(&self_t, output_size)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -726,6 +1024,7 @@ pub(crate) fn _adaptive_avg_pool2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(AdaptiveAvgPool2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -753,6 +1052,12 @@ pub(crate) fn _adaptive_avg_pool2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::_adaptive_avg_pool2d_backward::call(&grad_output_t, self_)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -769,6 +1074,9 @@ pub(crate) fn adaptive_max_pool2d_out(
         return Err(ratten_core::Error::runtime(
             "adaptive_max_pool2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("adaptive_max_pool2d_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -791,6 +1099,7 @@ pub(crate) fn adaptive_max_pool2d(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AdaptiveMaxPool2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -808,6 +1117,20 @@ pub(crate) fn adaptive_max_pool2d(
         node.result1 = SavedVariable::new(&result1, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = ops::view_as::call(
+            &ops::gather::call(
+                &ops::flatten_using_ints::call(&self_t, -2, -1)?,
+                -1,
+                &ops::flatten_using_ints::call(&result1, -2, -1)?,
+                false,
+            )?,
+            &result1,
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
     }
     Ok((result0, result1))
 }
@@ -831,6 +1154,9 @@ pub(crate) fn adaptive_max_pool2d_backward_grad_input(
             "adaptive_max_pool2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("adaptive_max_pool2d_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::adaptive_max_pool2d_backward_grad_input::redispatch(
@@ -853,6 +1179,7 @@ pub(crate) fn adaptive_max_pool2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AdaptiveMaxPool2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -880,6 +1207,14 @@ pub(crate) fn adaptive_max_pool2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::adaptive_max_pool2d_backward::call(&grad_output_t, &self_t, indices)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -896,6 +1231,9 @@ pub(crate) fn add_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("add_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -916,6 +1254,9 @@ pub(crate) fn _adaptive_avg_pool2d_out(
         return Err(ratten_core::Error::runtime(
             "_adaptive_avg_pool2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_adaptive_avg_pool2d_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -941,6 +1282,9 @@ pub(crate) fn _adaptive_avg_pool2d_backward_out(
         return Err(ratten_core::Error::runtime(
             "_adaptive_avg_pool2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_adaptive_avg_pool2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

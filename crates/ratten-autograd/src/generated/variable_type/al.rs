@@ -47,6 +47,9 @@ pub(crate) fn all_out(
             "all(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("all_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::all_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -67,6 +70,9 @@ pub(crate) fn all_dims_out(
         return Err(ratten_core::Error::runtime(
             "all(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("all_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -91,6 +97,9 @@ pub(crate) fn all_all_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
         return Err(ratten_core::Error::runtime(
             "all(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("all_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -126,6 +135,7 @@ pub(crate) fn allclose(
 pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AliasBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -140,6 +150,12 @@ pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = self_t.clone();
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -14,6 +14,7 @@ pub(crate) fn amax(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AmaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -34,6 +35,13 @@ pub(crate) fn amax(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::amaxamin_jvp(self_, &self_t, &result, dim, keepdim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -51,6 +59,9 @@ pub(crate) fn amax_out(
             "amax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("amax_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::amax_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -67,6 +78,7 @@ pub(crate) fn amin(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AminBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -87,6 +99,13 @@ pub(crate) fn amin(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::amaxamin_jvp(self_, &self_t, &result, dim, keepdim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -104,6 +123,9 @@ pub(crate) fn amin_out(
             "amin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("amin_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::amin_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -120,6 +142,7 @@ pub(crate) fn aminmax(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AminmaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -142,6 +165,16 @@ pub(crate) fn aminmax(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&min), Some(&max)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let max_new_fw_grad =
+            crate::functions_manual::aminmax_jvp(self_, &self_t, &max, dim, keepdim)?;
+        set_fw_grad(&max, &max_new_fw_grad, false)?;
+        let min_new_fw_grad =
+            crate::functions_manual::aminmax_jvp(self_, &self_t, &min, dim, keepdim)?;
+        set_fw_grad(&min, &min_new_fw_grad, false)?;
+    }
     Ok((min, max))
 }
 
@@ -159,6 +192,9 @@ pub(crate) fn aminmax_out(
         return Err(ratten_core::Error::runtime(
             "aminmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("aminmax_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

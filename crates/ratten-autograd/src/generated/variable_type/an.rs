@@ -47,6 +47,9 @@ pub(crate) fn any_out(
             "any(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("any_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::any_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -67,6 +70,9 @@ pub(crate) fn any_dims_out(
         return Err(ratten_core::Error::runtime(
             "any(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("any_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -91,6 +97,9 @@ pub(crate) fn any_all_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
         return Err(ratten_core::Error::runtime(
             "any(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("any_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

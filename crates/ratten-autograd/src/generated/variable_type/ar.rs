@@ -33,6 +33,9 @@ pub(crate) fn argmax_out(
             "argmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("argmax_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::argmax_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -68,6 +71,9 @@ pub(crate) fn argmin_out(
             "argmin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("argmin_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::argmin_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, out)?
@@ -86,6 +92,9 @@ pub(crate) fn arange(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("arange"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -117,6 +126,9 @@ pub(crate) fn arange_start(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("arange"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -150,6 +162,9 @@ pub(crate) fn arange_start_step(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("arange"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -179,6 +194,9 @@ pub(crate) fn arange_out(ks: DispatchKeySet, end: &Scalar, out: &Tensor) -> Resu
             "arange(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("arange_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::arange_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, end, out)?
@@ -199,6 +217,9 @@ pub(crate) fn arange_start_out(
         return Err(ratten_core::Error::runtime(
             "arange(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("arange_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

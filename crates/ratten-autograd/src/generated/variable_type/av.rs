@@ -23,6 +23,9 @@ pub(crate) fn avg_pool2d_out(
             "avg_pool2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("avg_pool2d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::avg_pool2d_out::redispatch(
@@ -53,6 +56,7 @@ pub(crate) fn avg_pool2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(AvgPool2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -84,6 +88,20 @@ pub(crate) fn avg_pool2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::avg_pool2d::call(
+            &self_t,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -105,6 +123,9 @@ pub(crate) fn avg_pool2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "avg_pool2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("avg_pool2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -138,6 +159,7 @@ pub(crate) fn avg_pool2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(AvgPool2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -174,6 +196,21 @@ pub(crate) fn avg_pool2d_backward(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::avg_pool2d_backward::call(
+            &grad_output_t,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -9,6 +9,9 @@ use ratten_aten::operators as ops;
 pub(crate) fn bitwise_not(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_not"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -25,6 +28,9 @@ pub(crate) fn bitwise_not(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
 pub(crate) fn bitwise_not_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_not_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -50,6 +56,9 @@ pub(crate) fn bitwise_not_out(
             "bitwise_not(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_not_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_not_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -69,6 +78,9 @@ pub(crate) fn bitwise_and_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "bitwise_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_and_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -90,6 +102,9 @@ pub(crate) fn bitwise_and_Scalar_out(
             "bitwise_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_and_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_and_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -105,6 +120,9 @@ pub(crate) fn bitwise_and_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_and"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -125,6 +143,9 @@ pub(crate) fn bitwise_and_Scalar_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_and"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -145,6 +166,9 @@ pub(crate) fn bitwise_and_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_and"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -165,6 +189,9 @@ pub(crate) fn bitwise_and__Scalar(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_and_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -186,6 +213,9 @@ pub(crate) fn bitwise_and__Tensor(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_and_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -212,6 +242,9 @@ pub(crate) fn bitwise_or_Tensor_out(
             "bitwise_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_or_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_or_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -232,6 +265,9 @@ pub(crate) fn bitwise_or_Scalar_out(
             "bitwise_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_or_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_or_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -247,6 +283,9 @@ pub(crate) fn bitwise_or_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_or"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -267,6 +306,9 @@ pub(crate) fn bitwise_or_Scalar_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_or"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -287,6 +329,9 @@ pub(crate) fn bitwise_or_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_or"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -307,6 +352,9 @@ pub(crate) fn bitwise_or__Scalar(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_or_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -328,6 +376,9 @@ pub(crate) fn bitwise_or__Tensor(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_or_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -354,6 +405,9 @@ pub(crate) fn bitwise_xor_Tensor_out(
             "bitwise_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_xor_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_xor_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -374,6 +428,9 @@ pub(crate) fn bitwise_xor_Scalar_out(
             "bitwise_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_xor_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_xor_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -389,6 +446,9 @@ pub(crate) fn bitwise_xor_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_xor"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -409,6 +469,9 @@ pub(crate) fn bitwise_xor_Scalar_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_xor"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -429,6 +492,9 @@ pub(crate) fn bitwise_xor_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_xor"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -449,6 +515,9 @@ pub(crate) fn bitwise_xor__Scalar(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_xor_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -470,6 +539,9 @@ pub(crate) fn bitwise_xor__Tensor(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bitwise_xor_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -491,6 +563,7 @@ pub(crate) fn bernoulli(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(BernoulliBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -505,6 +578,19 @@ pub(crate) fn bernoulli(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::zeros_like::call(
+            &ops::conj::call(&self_t)?,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -521,6 +607,9 @@ pub(crate) fn bernoulli_out(
         return Err(ratten_core::Error::runtime(
             "bernoulli(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bernoulli_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -539,6 +628,7 @@ pub(crate) fn bernoulli__Tensor(
     let inputs = [Some(self_), Some(p)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(BernoulliBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -560,6 +650,12 @@ pub(crate) fn bernoulli__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -573,6 +669,7 @@ pub(crate) fn bernoulli__float(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(BernoulliBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -588,6 +685,12 @@ pub(crate) fn bernoulli__float(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -600,6 +703,9 @@ pub(crate) fn bernoulli_p(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bernoulli"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -616,6 +722,7 @@ pub(crate) fn bernoulli_p(
 pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(mat2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat2)]);
     let grad_fn = if requires_grad {
         Some(BmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -633,6 +740,17 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat2_t = fw_grad_or_zeros(mat2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::bmm::call(&self_t, mat2)?,
+            &ops::bmm::call(self_, &mat2_t)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -648,6 +766,9 @@ pub(crate) fn bmm_out(
         return Err(ratten_core::Error::runtime(
             "bmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bmm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -667,6 +788,7 @@ pub(crate) fn baddbmm(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(batch1), Some(batch2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
         Some(BaddbmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -693,6 +815,25 @@ pub(crate) fn baddbmm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let batch1_t = fw_grad_or_zeros(batch1)?;
+        let batch2_t = fw_grad_or_zeros(batch2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::bmm::call(&batch1_t, batch2)?,
+                    alpha,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::bmm::call(batch1, &batch2_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -711,6 +852,9 @@ pub(crate) fn baddbmm_out(
         return Err(ratten_core::Error::runtime(
             "baddbmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("baddbmm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -739,6 +883,7 @@ pub(crate) fn baddbmm_(
     let inputs = [Some(self_), Some(batch1), Some(batch2)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
         Some(BaddbmmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -764,6 +909,25 @@ pub(crate) fn baddbmm_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let batch1_t = fw_grad_or_zeros(batch1)?;
+        let batch2_t = fw_grad_or_zeros(batch2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::maybe_multiply(&self_t, beta)?,
+                &crate::functions_manual::maybe_multiply(
+                    &ops::bmm::call(&batch1_t, batch2)?,
+                    alpha,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::maybe_multiply(&ops::bmm::call(batch1, &batch2_t)?, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -803,6 +967,9 @@ pub(crate) fn bucketize_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "bucketize(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bucketize_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -848,6 +1015,9 @@ pub(crate) fn bincount(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), weights];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("bincount"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -870,6 +1040,7 @@ pub(crate) fn binary_cross_entropy(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(BinaryCrossEntropyBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -895,6 +1066,22 @@ pub(crate) fn binary_cross_entropy(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::apply_loss_reduction(
+            &ops::add_Tensor::call(
+                &ops::binary_cross_entropy_backward::call(&self_t, self_, target, weight, 0)?,
+                &crate::functions_manual::binary_cross_entropy_target_backward(
+                    &target_t, self_, target, weight, 0,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            reduction,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -912,6 +1099,9 @@ pub(crate) fn binary_cross_entropy_out(
         return Err(ratten_core::Error::runtime(
             "binary_cross_entropy(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("binary_cross_entropy_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -938,6 +1128,7 @@ pub(crate) fn binary_cross_entropy_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(BinaryCrossEntropyBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -965,6 +1156,42 @@ pub(crate) fn binary_cross_entropy_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::binary_cross_entropy_double_backward(
+                    grad_output,
+                    &self_t,
+                    self_,
+                    target,
+                    weight,
+                    reduction,
+                )?,
+                &crate::functions_manual::binary_cross_entropy_double_backward_target(
+                    &target_t,
+                    grad_output,
+                    self_,
+                    target,
+                    weight,
+                    reduction,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &crate::functions_manual::binary_cross_entropy_double_backward_grad_output(
+                &grad_output_t,
+                self_,
+                target,
+                weight,
+                reduction,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -989,6 +1216,9 @@ pub(crate) fn binary_cross_entropy_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "binary_cross_entropy_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("binary_cross_entropy_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1016,6 +1246,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(BinaryCrossEntropyWithLogitsBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1043,6 +1274,24 @@ pub(crate) fn binary_cross_entropy_with_logits(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::apply_loss_reduction(
+            &ops::add_Tensor::call(
+                &crate::functions_manual::binary_cross_entropy_with_logits_backward(
+                    &self_t, self_, target, weight, pos_weight, 0,
+                )?,
+                &crate::functions_manual::binary_cross_entropy_with_logits_target_backward(
+                    &target_t, self_, target, weight, pos_weight, 0,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            reduction,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1058,6 +1307,9 @@ pub(crate) fn bitwise_and_Scalar_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "bitwise_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_and_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1084,6 +1336,9 @@ pub(crate) fn bitwise_or_Scalar_Tensor_out(
             "bitwise_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_or_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bitwise_or_Scalar_Tensor_out::redispatch(
@@ -1108,6 +1363,9 @@ pub(crate) fn bitwise_xor_Scalar_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "bitwise_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bitwise_xor_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1135,6 +1393,9 @@ pub(crate) fn bernoulli_Tensor_out(
             "bernoulli(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bernoulli_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bernoulli_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, generator, out)?
@@ -1151,6 +1412,7 @@ pub(crate) fn bernoulli_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(p)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(BernoulliBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1172,6 +1434,12 @@ pub(crate) fn bernoulli_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1188,6 +1456,9 @@ pub(crate) fn bernoulli_float_out(
         return Err(ratten_core::Error::runtime(
             "bernoulli(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bernoulli_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1210,6 +1481,9 @@ pub(crate) fn bucketize_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "bucketize(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bucketize_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1239,6 +1513,9 @@ pub(crate) fn bincount_out(
             "bincount(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("bincount_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::bincount_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, weights, minlength, out)?
@@ -1260,6 +1537,11 @@ pub(crate) fn binary_cross_entropy_with_logits_out(
     if compute_requires_grad(&inputs) {
         return Err(ratten_core::Error::runtime(
             "binary_cross_entropy_with_logits(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused(
+            "binary_cross_entropy_with_logits_out",
         ));
     }
     let ret = {

@@ -14,6 +14,7 @@ pub(crate) fn clamp(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ClampBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -32,6 +33,17 @@ pub(crate) fn clamp(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::clamp_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+            min,
+            max,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -44,6 +56,7 @@ pub(crate) fn clamp_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), min, max];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), min, max]);
     let grad_fn = if requires_grad {
         Some(ClampBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -62,6 +75,21 @@ pub(crate) fn clamp_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let min_t = opt_fw_grad_or_zeros(min)?;
+        let max_t = opt_fw_grad_or_zeros(max)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::clamp_jvp(
+            self_,
+            &self_t,
+            min,
+            min_t.as_ref(),
+            max,
+            max_t.as_ref(),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -75,6 +103,12 @@ pub(crate) fn clamp_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(ClampBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -93,6 +127,17 @@ pub(crate) fn clamp_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::clamp_backward(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+            min,
+            max,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -106,6 +151,12 @@ pub(crate) fn clamp__Tensor(
     let inputs = [Some(self_), min, max];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), min, max]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(ClampBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -124,6 +175,21 @@ pub(crate) fn clamp__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let min_t = opt_fw_grad_or_zeros(min)?;
+        let max_t = opt_fw_grad_or_zeros(max)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::clamp_jvp(
+            original_self_p,
+            &self_t,
+            min,
+            min_t.as_ref(),
+            max,
+            max_t.as_ref(),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -140,6 +206,9 @@ pub(crate) fn clamp_out(
         return Err(ratten_core::Error::runtime(
             "clamp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("clamp_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -162,6 +231,9 @@ pub(crate) fn clamp_Tensor_out(
             "clamp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("clamp_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::clamp_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min, max, out)?
@@ -178,6 +250,9 @@ pub(crate) fn copy(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("copy"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -194,6 +269,7 @@ pub(crate) fn copy(
 pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CosBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -210,6 +286,15 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::neg::call(&ops::conj::call(&ops::sin::call(self_)?)?)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -218,6 +303,12 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(CosBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -234,6 +325,15 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::neg::call(&ops::conj::call(&ops::sin::call(original_self_p)?)?)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -244,6 +344,9 @@ pub(crate) fn cos_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "cos(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cos_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -287,6 +390,7 @@ pub(crate) fn cumsum(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CumsumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -304,6 +408,12 @@ pub(crate) fn cumsum(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::cumsum::call(&self_t, dim, dtype)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -317,6 +427,7 @@ pub(crate) fn cumsum_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CumsumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -333,6 +444,12 @@ pub(crate) fn cumsum_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::cumsum::call(&self_t, dim, dtype)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -351,6 +468,9 @@ pub(crate) fn cumsum_out(
             "cumsum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cumsum_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cumsum_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype, out)?
@@ -367,6 +487,7 @@ pub(crate) fn cumprod(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CumprodBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -387,6 +508,22 @@ pub(crate) fn cumprod(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::to_dtype::call(
+            &crate::functions_manual::cumprod_jvp(&self_t, self_, &result, dim)?,
+            if dtype.is_some() {
+                dtype.ok_or_else(|| ratten_core::Error::runtime("bad optional access"))?
+            } else {
+                self_.scalar_type()
+            },
+            false,
+            false,
+            None,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -400,6 +537,12 @@ pub(crate) fn cumprod_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(CumprodBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -420,6 +563,22 @@ pub(crate) fn cumprod_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::to_dtype::call(
+            &crate::functions_manual::cumprod_jvp(&self_t, original_self_p, self_, dim)?,
+            if dtype.is_some() {
+                dtype.ok_or_else(|| ratten_core::Error::runtime("bad optional access"))?
+            } else {
+                original_self_p.scalar_type()
+            },
+            false,
+            false,
+            None,
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -437,6 +596,9 @@ pub(crate) fn cumprod_out(
             "cumprod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cumprod_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cumprod_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype, out)?
@@ -448,6 +610,7 @@ pub(crate) fn cumprod_out(
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CummaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -467,6 +630,12 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -484,6 +653,9 @@ pub(crate) fn cummax_out(
             "cummax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cummax_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cummax_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, values, indices)?
@@ -495,6 +667,7 @@ pub(crate) fn cummax_out(
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CumminBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -514,6 +687,12 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -531,6 +710,9 @@ pub(crate) fn cummin_out(
             "cummin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cummin_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cummin_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, values, indices)?
@@ -546,6 +728,7 @@ pub(crate) fn clone(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CloneBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -561,6 +744,12 @@ pub(crate) fn clone(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::clone::call(&self_t, memory_format)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -569,6 +758,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
     let mut inputs: Vec<Option<&Tensor>> = Vec::new();
     inputs.extend(tensors.iter().map(Some));
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined_list(tensors);
     let grad_fn = if requires_grad {
         Some(CatBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -588,6 +778,11 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::cat_jvp(tensors, dim)?;
+        set_opt_fw_grad(&result, result_new_fw_grad.as_ref(), false)?;
+    }
     Ok(result)
 }
 
@@ -606,6 +801,9 @@ pub(crate) fn cat_out(
             "cat(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("cat_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cat_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, tensors, dim, out)?
@@ -617,6 +815,7 @@ pub(crate) fn cat_out(
 pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ConjBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -632,6 +831,12 @@ pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -639,6 +844,7 @@ pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
 pub(crate) fn _conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ConjPhysicalBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -653,6 +859,12 @@ pub(crate) fn _conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tenso
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj_physical::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -669,6 +881,9 @@ pub(crate) fn conj_physical_out(
             "conj_physical(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("conj_physical_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::conj_physical_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -681,6 +896,7 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ConjPhysicalBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -696,6 +912,12 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj_physical::call(&self_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -703,6 +925,7 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CeluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -720,6 +943,19 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::elu_backward::call(
+            &ops::conj::call(&self_t)?,
+            alpha,
+            &Scalar::Int(1),
+            &Scalar::Double(1.0 / f64::from(alpha.to_double()? as f32)),
+            false,
+            self_,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -728,6 +964,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(CeluBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -745,6 +982,19 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
         node.result = SavedVariable::new_output(self_, 0);
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::elu_backward::call(
+            &self_t,
+            alpha,
+            &Scalar::Int(1),
+            &Scalar::Double(1.0 / f64::from(alpha.to_double()? as f32)),
+            true,
+            self_,
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -768,6 +1018,7 @@ pub(crate) fn _convolution(
 ) -> Result<Tensor> {
     let inputs = [Some(input), Some(weight), bias];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input), Some(weight), bias]);
     let grad_fn = if requires_grad {
         Some(ConvolutionBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -807,6 +1058,31 @@ pub(crate) fn _convolution(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let bias_t = opt_fw_grad_or_zeros(bias)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::_convolution_jvp(
+            input,
+            &input_t,
+            weight,
+            &weight_t,
+            bias,
+            bias_t.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            benchmark,
+            deterministic,
+            cudnn_enabled,
+            allow_tf32,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -825,6 +1101,7 @@ pub(crate) fn convolution(
 ) -> Result<Tensor> {
     let inputs = [Some(input), Some(weight), bias];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input), Some(weight), bias]);
     let grad_fn = if requires_grad {
         Some(ConvolutionBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -860,6 +1137,27 @@ pub(crate) fn convolution(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let bias_t = opt_fw_grad_or_zeros(bias)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::convolution_jvp(
+            input,
+            &input_t,
+            weight,
+            &weight_t,
+            bias,
+            bias_t.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -880,6 +1178,7 @@ pub(crate) fn convolution_backward(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(grad_output), Some(input), Some(weight)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(input), Some(weight)]);
     let grad_fn = if requires_grad {
         Some(ConvolutionBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -917,6 +1216,87 @@ pub(crate) fn convolution_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let input_t = fw_grad_or_zeros(input)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = ops::add_Tensor::call(
+            defined(
+                &crate::functions_manual::convolution_backward(
+                    grad_output,
+                    input,
+                    &weight_t,
+                    bias_sizes,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    &[true, false, false],
+                )?
+                .0,
+            )?,
+            defined(
+                &crate::functions_manual::convolution_backward(
+                    &grad_output_t,
+                    input,
+                    weight,
+                    bias_sizes,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    &[true, false, false],
+                )?
+                .0,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+        let result1_new_fw_grad = ops::add_Tensor::call(
+            defined(
+                &crate::functions_manual::convolution_backward(
+                    grad_output,
+                    &input_t,
+                    weight,
+                    bias_sizes,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    &[false, true, false],
+                )?
+                .1,
+            )?,
+            defined(
+                &crate::functions_manual::convolution_backward(
+                    &grad_output_t,
+                    input,
+                    weight,
+                    bias_sizes,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    &[false, true, false],
+                )?
+                .1,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result1, &result1_new_fw_grad, false)?;
+        let result2_new_fw_grad =
+            crate::functions_manual::convolution_backward_jvp_grad_bias(&grad_output_t, &result2)?;
+        set_opt_fw_grad(&result2, result2_new_fw_grad.as_ref(), false)?;
+    }
     Ok((result0, result1, result2))
 }
 
@@ -929,6 +1309,7 @@ pub(crate) fn constant_pad_nd(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ConstantPadNdBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -944,6 +1325,12 @@ pub(crate) fn constant_pad_nd(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::constant_pad_nd::call(&self_t, pad, &Scalar::Int(0))?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -961,6 +1348,9 @@ pub(crate) fn copy_out(
         return Err(ratten_core::Error::runtime(
             "copy(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("copy_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -982,6 +1372,9 @@ pub(crate) fn count_nonzero_dim_IntList_out(
             "count_nonzero(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("count_nonzero_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::count_nonzero_dim_IntList_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, out)?
@@ -1001,6 +1394,9 @@ pub(crate) fn count_nonzero_out(
         return Err(ratten_core::Error::runtime(
             "count_nonzero(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("count_nonzero_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1022,6 +1418,9 @@ pub(crate) fn clone_out(
             "clone(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("clone_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::clone_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format, out)?
@@ -1040,6 +1439,9 @@ pub(crate) fn _conj_physical_out(
         return Err(ratten_core::Error::runtime(
             "_conj_physical(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_conj_physical_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1060,6 +1462,9 @@ pub(crate) fn celu_out(
         return Err(ratten_core::Error::runtime(
             "celu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("celu_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1091,6 +1496,9 @@ pub(crate) fn _convolution_out(
         return Err(ratten_core::Error::runtime(
             "_convolution(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_convolution_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1134,6 +1542,9 @@ pub(crate) fn convolution_out(
         return Err(ratten_core::Error::runtime(
             "convolution(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("convolution_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1185,6 +1596,9 @@ pub(crate) fn convolution_backward_out(
             "convolution_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("convolution_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::convolution_backward_out::redispatch(
@@ -1221,6 +1635,9 @@ pub(crate) fn constant_pad_nd_out(
         return Err(ratten_core::Error::runtime(
             "constant_pad_nd(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("constant_pad_nd_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn div_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(DivBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -27,6 +28,20 @@ pub(crate) fn div_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::div_Tensor::call(
+            &ops::sub_Tensor::call(
+                &self_t,
+                &ops::mul_Tensor::call(&other_t, &result)?,
+                &Scalar::Int(1),
+            )?,
+            other,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -39,6 +54,7 @@ pub(crate) fn div__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(DivBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -57,6 +73,20 @@ pub(crate) fn div__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::div_Tensor::call(
+            &ops::sub_Tensor::call(
+                &self_t,
+                &ops::mul_Tensor::call(&other_t, self_)?,
+                &Scalar::Int(1),
+            )?,
+            other,
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -72,6 +102,9 @@ pub(crate) fn div_out(
         return Err(ratten_core::Error::runtime(
             "div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("div_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -89,6 +122,7 @@ pub(crate) fn div_Tensor_mode(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(DivBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -108,6 +142,24 @@ pub(crate) fn div_Tensor_mode(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = if rounding_mode.is_some() {
+            ops::new_zeros::call(&result, &result.sizes().to_vec(), None, None, None, None)?
+        } else {
+            ops::sub_Tensor::call(
+                &ops::div_Tensor::call(&self_t, other)?,
+                &ops::div_Tensor::call(
+                    &ops::mul_Tensor::call(&other_t, &ops::div_Tensor::call(self_, other)?)?,
+                    other,
+                )?,
+                &Scalar::Int(1),
+            )?
+        };
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -121,6 +173,12 @@ pub(crate) fn div__Tensor_mode(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(DivBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -140,6 +198,27 @@ pub(crate) fn div__Tensor_mode(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = if rounding_mode.is_some() {
+            ops::new_zeros::call(self_, &self_.sizes().to_vec(), None, None, None, None)?
+        } else {
+            ops::sub_Tensor::call(
+                &ops::div_Tensor::call(&self_t, other)?,
+                &ops::div_Tensor::call(
+                    &ops::mul_Tensor::call(
+                        &other_t,
+                        &ops::div_Tensor::call(original_self_p, other)?,
+                    )?,
+                    other,
+                )?,
+                &Scalar::Int(1),
+            )?
+        };
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -157,6 +236,9 @@ pub(crate) fn div_out_mode(
             "div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("div_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::div_out_mode::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, rounding_mode, out)?
@@ -168,6 +250,7 @@ pub(crate) fn div_out_mode(
 pub(crate) fn div_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(DivBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -185,6 +268,12 @@ pub(crate) fn div_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::div_Scalar::call(&self_t, other)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -197,6 +286,7 @@ pub(crate) fn div__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(DivBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -214,6 +304,12 @@ pub(crate) fn div__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::div_Scalar::call(&self_t, other)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -226,6 +322,7 @@ pub(crate) fn div_Scalar_mode(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(DivBackward3 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -244,6 +341,16 @@ pub(crate) fn div_Scalar_mode(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = if rounding_mode.is_some() {
+            ops::new_zeros::call(&result, &result.sizes().to_vec(), None, None, None, None)?
+        } else {
+            ops::div_Scalar::call(&self_t, other)?
+        };
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -257,6 +364,7 @@ pub(crate) fn div__Scalar_mode(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(DivBackward3 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -275,6 +383,16 @@ pub(crate) fn div__Scalar_mode(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = if rounding_mode.is_some() {
+            ops::new_zeros::call(self_, &self_.sizes().to_vec(), None, None, None, None)?
+        } else {
+            ops::div_Scalar::call(&self_t, other)?
+        };
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -288,6 +406,7 @@ pub(crate) fn diagonal(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(DiagonalBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -306,6 +425,12 @@ pub(crate) fn diagonal(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::diagonal::call(&self_t, offset, dim1, dim2)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -332,6 +457,9 @@ pub(crate) fn dot_out(
             "dot(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("dot_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::dot_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor, out)?
@@ -343,6 +471,7 @@ pub(crate) fn dot_out(
 pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(tensor)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor)]);
     let grad_fn = if requires_grad {
         Some(DotBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -360,6 +489,17 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let tensor_t = fw_grad_or_zeros(tensor)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::dot::call(&self_t, tensor)?,
+            &ops::dot::call(self_, &tensor_t)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -375,6 +515,9 @@ pub(crate) fn div_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("div_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -396,6 +539,9 @@ pub(crate) fn div_Scalar_mode_out(
         return Err(ratten_core::Error::runtime(
             "div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("div_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ExpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,15 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(&result)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +44,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ExpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +62,15 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(self_)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -61,6 +81,9 @@ pub(crate) fn exp_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "exp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("exp_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -73,6 +96,7 @@ pub(crate) fn exp_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
 pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(Expm1Backward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -90,6 +114,15 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::add_Scalar::call(&ops::conj::call(&result)?, &Scalar::Int(1), &Scalar::Int(1))?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -98,6 +131,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(Expm1Backward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -115,6 +149,15 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::add_Scalar::call(&ops::conj::call(self_)?, &Scalar::Int(1), &Scalar::Int(1))?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -125,6 +168,9 @@ pub(crate) fn expm1_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "expm1(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("expm1_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -138,6 +184,7 @@ pub(crate) fn eq__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(EqBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -159,6 +206,12 @@ pub(crate) fn eq__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -167,6 +220,7 @@ pub(crate) fn eq__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(EqBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -194,6 +248,12 @@ pub(crate) fn eq__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -209,6 +269,9 @@ pub(crate) fn eq_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "eq(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("eq_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -239,6 +302,9 @@ pub(crate) fn eq_Tensor_out(
             "eq(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("eq_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::eq_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -264,6 +330,7 @@ pub(crate) fn expand(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ExpandBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -280,6 +347,12 @@ pub(crate) fn expand(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::expand::call(&self_t, size, implicit)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -295,6 +368,9 @@ pub(crate) fn empty_memory_format(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("empty"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -327,6 +403,9 @@ pub(crate) fn empty_strided(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("empty_strided"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -383,6 +462,9 @@ pub(crate) fn eye(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("eye"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -414,6 +496,9 @@ pub(crate) fn eye_m(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("eye"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -442,6 +527,9 @@ pub(crate) fn eye_out(ks: DispatchKeySet, n: i64, out: &Tensor) -> Result<Aliase
             "eye(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("eye_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::eye_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, n, out)?
@@ -456,6 +544,9 @@ pub(crate) fn eye_m_out(ks: DispatchKeySet, n: i64, m: i64, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "eye(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("eye_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -474,6 +565,7 @@ pub(crate) fn exponential_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ExponentialBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -488,6 +580,12 @@ pub(crate) fn exponential_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -506,6 +604,9 @@ pub(crate) fn elu_out(
         return Err(ratten_core::Error::runtime(
             "elu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("elu_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -531,6 +632,7 @@ pub(crate) fn elu(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(EluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -549,6 +651,19 @@ pub(crate) fn elu(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::elu_backward::call(
+            &ops::conj::call(&self_t)?,
+            alpha,
+            scale,
+            input_scale,
+            false,
+            self_,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -569,6 +684,9 @@ pub(crate) fn elu_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "elu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("elu_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -598,6 +716,7 @@ pub(crate) fn elu_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_or_result)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_or_result)]);
     let grad_fn = if requires_grad {
         Some(EluBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -627,6 +746,32 @@ pub(crate) fn elu_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_or_result_t = fw_grad_or_zeros(self_or_result)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::elu_backward::call(
+                &grad_output_t,
+                alpha,
+                scale,
+                input_scale,
+                is_result,
+                self_or_result,
+            )?,
+            &crate::functions_manual::elu_double_backward(
+                &self_or_result_t,
+                grad_output,
+                alpha,
+                scale,
+                input_scale,
+                is_result,
+                self_or_result,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -641,6 +786,7 @@ pub(crate) fn elu_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(EluBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -661,6 +807,13 @@ pub(crate) fn elu_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::elu_backward::call(&self_t, alpha, scale, input_scale, true, self_)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -675,6 +828,7 @@ pub(crate) fn embedding(
 ) -> Result<Tensor> {
     let inputs = [Some(weight)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(weight)]);
     let grad_fn = if requires_grad {
         Some(EmbeddingBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -702,6 +856,13 @@ pub(crate) fn embedding(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::embedding::call(&weight_t, indices, padding_idx, scale_grad_by_freq, sparse)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -716,6 +877,7 @@ pub(crate) fn embedding_dense_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(EmbeddingDenseBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -740,6 +902,18 @@ pub(crate) fn embedding_dense_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::embedding_dense_backward::call(
+            &grad_output_t,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -755,6 +929,9 @@ pub(crate) fn empty_strided_out(
         return Err(ratten_core::Error::runtime(
             "empty_strided(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("empty_strided_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -775,6 +952,9 @@ pub(crate) fn empty_like_out(
         return Err(ratten_core::Error::runtime(
             "empty_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("empty_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -797,6 +977,9 @@ pub(crate) fn exponential_out(
             "exponential(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("exponential_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::exponential_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, lambd, generator, out)?
@@ -813,6 +996,7 @@ pub(crate) fn exponential(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ExponentialBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -827,6 +1011,12 @@ pub(crate) fn exponential(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -846,6 +1036,9 @@ pub(crate) fn embedding_out(
         return Err(ratten_core::Error::runtime(
             "embedding(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("embedding_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -877,6 +1070,9 @@ pub(crate) fn embedding_dense_backward_out(
         return Err(ratten_core::Error::runtime(
             "embedding_dense_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("embedding_dense_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

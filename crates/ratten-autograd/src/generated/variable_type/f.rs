@@ -9,6 +9,9 @@ use ratten_aten::operators as ops;
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("floor_divide"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -29,6 +32,9 @@ pub(crate) fn floor_divide__Tensor(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("floor_divide_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -55,6 +61,9 @@ pub(crate) fn floor_divide_out(
             "floor_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("floor_divide_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::floor_divide_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -70,6 +79,9 @@ pub(crate) fn floor_divide_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("floor_divide"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -90,6 +102,9 @@ pub(crate) fn floor_divide__Scalar(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("floor_divide_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -107,6 +122,7 @@ pub(crate) fn floor_divide__Scalar(
 pub(crate) fn fill_Scalar(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(FillBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -122,6 +138,12 @@ pub(crate) fn fill_Scalar(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) ->
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::fill_Scalar::call(&self_t, &Scalar::Int(0))?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -129,6 +151,7 @@ pub(crate) fn fill_Scalar(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) ->
 pub(crate) fn fill_Tensor(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(FillBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -144,6 +167,13 @@ pub(crate) fn fill_Tensor(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) ->
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::fill_Tensor::call(&self_t, &value_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -156,6 +186,7 @@ pub(crate) fn fill__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(FillBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -171,6 +202,16 @@ pub(crate) fn fill__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Scalar::call(
+            &ops::zeros_like::call(&self_t, None, None, None, None, None)?,
+            &Scalar::Int(0),
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -183,6 +224,7 @@ pub(crate) fn fill__Tensor(
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(FillBackward3 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -197,6 +239,17 @@ pub(crate) fn fill__Tensor(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::zeros_like::call(&self_t, None, None, None, None, None)?,
+            &value_t,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -214,6 +267,9 @@ pub(crate) fn fmod_Scalar_out(
             "fmod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("fmod_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::fmod_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -225,6 +281,7 @@ pub(crate) fn fmod_Scalar_out(
 pub(crate) fn fmod_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(FmodBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -240,6 +297,12 @@ pub(crate) fn fmod_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) ->
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::conj::call(&self_t)?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -252,6 +315,7 @@ pub(crate) fn fmod__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(FmodBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -266,6 +330,12 @@ pub(crate) fn fmod__Scalar(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::conj::call(&self_t)?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -283,6 +353,9 @@ pub(crate) fn fmod_Tensor_out(
             "fmod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("fmod_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::fmod_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -294,6 +367,7 @@ pub(crate) fn fmod_Tensor_out(
 pub(crate) fn fmod_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(FmodBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -311,6 +385,20 @@ pub(crate) fn fmod_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &ops::mul_Tensor::call(
+                &other_t,
+                &ops::div_Tensor_mode::call(self_, other, Some("trunc"))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -323,6 +411,12 @@ pub(crate) fn fmod__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(FmodBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -340,6 +434,20 @@ pub(crate) fn fmod__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &ops::mul_Tensor::call(
+                &other_t,
+                &ops::div_Tensor_mode::call(original_self_p, other, Some("trunc"))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -355,6 +463,9 @@ pub(crate) fn full(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("full"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -387,6 +498,9 @@ pub(crate) fn full_out(
         return Err(ratten_core::Error::runtime(
             "full(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("full_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -426,6 +540,7 @@ pub(crate) fn full_like(
 pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(FlipBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -442,6 +557,12 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::flip::call(&self_t, dims)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -457,6 +578,9 @@ pub(crate) fn floor_divide_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "floor_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("floor_divide_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -478,6 +602,9 @@ pub(crate) fn fill_Scalar_out(
             "fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("fill_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::fill_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, value, out)?
@@ -497,6 +624,9 @@ pub(crate) fn fill_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("fill_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -518,6 +648,9 @@ pub(crate) fn full_like_out(
         return Err(ratten_core::Error::runtime(
             "full_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("full_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -544,6 +677,9 @@ pub(crate) fn flip_out(
         return Err(ratten_core::Error::runtime(
             "flip(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("flip_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -18,6 +18,9 @@ pub(crate) fn ge_Scalar_out(
             "ge(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ge_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::ge_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -47,6 +50,9 @@ pub(crate) fn ge_Tensor_out(
             "ge(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ge_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::ge_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -68,6 +74,7 @@ pub(crate) fn ge__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -89,6 +96,12 @@ pub(crate) fn ge__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -97,6 +110,7 @@ pub(crate) fn ge__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GeBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -124,6 +138,12 @@ pub(crate) fn ge__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -139,6 +159,9 @@ pub(crate) fn gt_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "gt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("gt_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -169,6 +192,9 @@ pub(crate) fn gt_Tensor_out(
             "gt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("gt_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::gt_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -190,6 +216,7 @@ pub(crate) fn gt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -211,6 +238,12 @@ pub(crate) fn gt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -219,6 +252,7 @@ pub(crate) fn gt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GtBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -246,6 +280,12 @@ pub(crate) fn gt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -263,6 +303,9 @@ pub(crate) fn gather_out(
         return Err(ratten_core::Error::runtime(
             "gather(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("gather_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -288,6 +331,7 @@ pub(crate) fn gather(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GatherBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -307,6 +351,12 @@ pub(crate) fn gather(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::gather::call(&self_t, dim, index, sparse_grad)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -323,6 +373,9 @@ pub(crate) fn gelu_out(
             "gelu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("gelu_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::gelu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate, out)?
@@ -335,6 +388,12 @@ pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Re
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(GeluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -352,6 +411,16 @@ pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Re
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::gelu_backward::call(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+            approximate,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -359,6 +428,7 @@ pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Re
 pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GeluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -376,6 +446,16 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::gelu_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            approximate,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -392,6 +472,9 @@ pub(crate) fn gelu_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "gelu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("gelu_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -415,6 +498,7 @@ pub(crate) fn gelu_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GeluBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -433,6 +517,22 @@ pub(crate) fn gelu_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::gelu_backward::call(&grad_output_t, self_, approximate)?,
+            &crate::functions_manual::gelu_double_backward(
+                &self_t,
+                grad_output,
+                self_,
+                approximate,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -449,6 +549,9 @@ pub(crate) fn glu_out(
             "glu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("glu_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::glu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, out)?
@@ -460,6 +563,7 @@ pub(crate) fn glu_out(
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -477,6 +581,12 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::glu_jvp(&result, self_, &self_t, dim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -493,6 +603,9 @@ pub(crate) fn glu_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "glu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("glu_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -516,6 +629,7 @@ pub(crate) fn glu_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(GluBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -533,6 +647,20 @@ pub(crate) fn glu_backward(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::glu_backward_jvp(
+            &result,
+            grad_output,
+            self_,
+            &grad_output_t,
+            &self_t,
+            dim,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -35,6 +35,9 @@ pub(crate) fn histc_out(
             "histc(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("histc_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::histc_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, bins, min, max, out)?
@@ -54,6 +57,9 @@ pub(crate) fn hardsigmoid_out(
             "hardsigmoid(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardsigmoid_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::hardsigmoid_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -65,6 +71,7 @@ pub(crate) fn hardsigmoid_out(
 pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(HardsigmoidBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -81,6 +88,15 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardsigmoid_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -89,6 +105,12 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(HardsigmoidBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -105,6 +127,15 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardsigmoid_backward::call(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -120,6 +151,9 @@ pub(crate) fn hardsigmoid_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "hardsigmoid_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardsigmoid_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -141,6 +175,9 @@ pub(crate) fn hardsigmoid_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("hardsigmoid_backward"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -170,6 +207,9 @@ pub(crate) fn hardtanh_out(
             "hardtanh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardtanh_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::hardtanh_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val, out)?
@@ -186,6 +226,7 @@ pub(crate) fn hardtanh(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(HardtanhBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -204,6 +245,17 @@ pub(crate) fn hardtanh(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardtanh_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            min_val,
+            max_val,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -221,6 +273,9 @@ pub(crate) fn hardtanh_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "hardtanh_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardtanh_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -246,6 +301,7 @@ pub(crate) fn hardtanh_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(HardtanhBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -270,6 +326,28 @@ pub(crate) fn hardtanh_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::where_self::call(
+            &ops::logical_and::call(
+                &ops::gt_Scalar::call(self_, min_val)?,
+                &ops::lt_Scalar::call(self_, max_val)?,
+            )?,
+            &grad_output_t,
+            &ops::expand_as::call(
+                &ops::zeros::call(
+                    &[],
+                    Some(result.scalar_type()),
+                    None,
+                    Some(result.device()),
+                    None,
+                )?,
+                &result,
+            )?,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -283,6 +361,12 @@ pub(crate) fn hardtanh_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(HardtanhBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -301,6 +385,17 @@ pub(crate) fn hardtanh_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardtanh_backward::call(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+            min_val,
+            max_val,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -316,6 +411,9 @@ pub(crate) fn hardswish_out(
             "hardswish(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardswish_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::hardswish_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -327,6 +425,7 @@ pub(crate) fn hardswish_out(
 pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(HardswishBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -343,6 +442,15 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardswish_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -351,6 +459,12 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(HardswishBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -367,6 +481,15 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::hardswish_backward::call(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -378,6 +501,7 @@ pub(crate) fn hardswish_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(HardswishBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -398,6 +522,33 @@ pub(crate) fn hardswish_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::hardswish_backward::call(&grad_output_t, self_)?,
+            &ops::where_self::call(
+                &ops::logical_and::call(
+                    &ops::gt_Scalar::call(self_, &Scalar::Double(-3.0))?,
+                    &ops::lt_Scalar::call(self_, &Scalar::Double(3.0))?,
+                )?,
+                &ops::div_Scalar::call(
+                    &ops::mul_Tensor::call(&self_t, grad_output)?,
+                    &Scalar::Double(3.0),
+                )?,
+                &ops::zeros::call(
+                    &[],
+                    Some(self_.scalar_type()),
+                    None,
+                    Some(self_.device()),
+                    None,
+                )?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -411,6 +562,7 @@ pub(crate) fn huber_loss(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(HuberLossBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -430,6 +582,32 @@ pub(crate) fn huber_loss(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::apply_loss_reduction(
+            &ops::add_Tensor::call(
+                &ops::conj::call(&ops::huber_loss_backward::call(
+                    &ops::conj::call(&self_t)?,
+                    self_,
+                    target,
+                    0,
+                    delta,
+                )?)?,
+                &ops::conj::call(&ops::huber_loss_backward::call(
+                    &ops::conj::call(&target_t)?,
+                    target,
+                    self_,
+                    0,
+                    delta,
+                )?)?,
+                &Scalar::Int(1),
+            )?,
+            reduction,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -447,6 +625,9 @@ pub(crate) fn huber_loss_out(
         return Err(ratten_core::Error::runtime(
             "huber_loss(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("huber_loss_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -473,6 +654,10 @@ pub(crate) fn huber_loss_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("huber_loss_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(HuberLossBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -524,6 +709,9 @@ pub(crate) fn huber_loss_backward_out(
             "huber_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("huber_loss_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::huber_loss_backward_out::redispatch(
@@ -551,6 +739,9 @@ pub(crate) fn hardswish_backward_out(
         return Err(ratten_core::Error::runtime(
             "hardswish_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("hardswish_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

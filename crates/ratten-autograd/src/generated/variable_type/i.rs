@@ -31,6 +31,7 @@ pub(crate) fn index_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(IndexBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +52,12 @@ pub(crate) fn index_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_Tensor::call(&self_t, indices)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -69,6 +76,9 @@ pub(crate) fn index_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "index(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -92,6 +102,9 @@ pub(crate) fn index_copy_out(
             "index_copy(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_copy_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::index_copy_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, source, out)?
@@ -110,6 +123,7 @@ pub(crate) fn index_copy_(
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(IndexCopyBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -129,6 +143,13 @@ pub(crate) fn index_copy_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_copy::call(&self_t, dim, index, &source_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -142,6 +163,7 @@ pub(crate) fn index_copy(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(IndexCopyBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -161,6 +183,13 @@ pub(crate) fn index_copy(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_copy::call(&self_t, dim, index, &source_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -175,6 +204,7 @@ pub(crate) fn index_put_(
     let inputs = [Some(self_), Some(values)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
         Some(IndexPutBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -204,6 +234,13 @@ pub(crate) fn index_put_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let values_t = fw_grad_or_zeros(values)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_put::call(&self_t, indices, &values_t, accumulate)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -217,6 +254,7 @@ pub(crate) fn index_put(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(values)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
         Some(IndexPutBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -246,6 +284,13 @@ pub(crate) fn index_put(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let values_t = fw_grad_or_zeros(values)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_put::call(&self_t, indices, &values_t, accumulate)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -261,6 +306,7 @@ pub(crate) fn _index_put_impl_(
     let inputs = [Some(self_), Some(values)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
         Some(IndexPutImplBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -291,6 +337,13 @@ pub(crate) fn _index_put_impl_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let values_t = fw_grad_or_zeros(values)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_put::call(&self_t, indices, &values_t, accumulate)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -309,6 +362,9 @@ pub(crate) fn index_add_out(
         return Err(ratten_core::Error::runtime(
             "index_add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_add_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -337,6 +393,7 @@ pub(crate) fn index_add_(
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(IndexAddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -357,6 +414,19 @@ pub(crate) fn index_add_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_add::call(
+            &self_t,
+            dim,
+            index,
+            &crate::functions_manual::maybe_multiply(&source_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -371,6 +441,7 @@ pub(crate) fn index_add(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(IndexAddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -391,6 +462,19 @@ pub(crate) fn index_add(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_add::call(
+            &self_t,
+            dim,
+            index,
+            &crate::functions_manual::maybe_multiply(&source_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -405,6 +489,7 @@ pub(crate) fn index_fill__int_Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(IndexFillBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -428,6 +513,13 @@ pub(crate) fn index_fill__int_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::index_fill_int_Scalar::call(&self_t, dim, index, &Scalar::Int(0))?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -441,6 +533,7 @@ pub(crate) fn index_fill_int_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(IndexFillBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -464,6 +557,13 @@ pub(crate) fn index_fill_int_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::index_fill_int_Scalar::call(&self_t, dim, index, &Scalar::Int(0))?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -478,6 +578,7 @@ pub(crate) fn index_fill__int_Tensor(
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(IndexFillBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -501,6 +602,13 @@ pub(crate) fn index_fill__int_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_fill_int_Tensor::call(&self_t, dim, index, &value_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -514,6 +622,7 @@ pub(crate) fn index_fill_int_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(IndexFillBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -537,6 +646,13 @@ pub(crate) fn index_fill_int_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_fill_int_Tensor::call(&self_t, dim, index, &value_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -554,6 +670,9 @@ pub(crate) fn index_select_out(
             "index_select(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_select_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::index_select_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, out)?
@@ -570,6 +689,7 @@ pub(crate) fn index_select(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(IndexSelectBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -588,6 +708,12 @@ pub(crate) fn index_select(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_select::call(&self_t, dim, index)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -598,6 +724,9 @@ pub(crate) fn isnan_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "isnan(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("isnan_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -613,6 +742,9 @@ pub(crate) fn isinf_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "isinf(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("isinf_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -639,6 +771,9 @@ pub(crate) fn index_put_out(
         return Err(ratten_core::Error::runtime(
             "index_put(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_put_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -674,6 +809,9 @@ pub(crate) fn _index_put_impl_out(
             "_index_put_impl(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_index_put_impl_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_index_put_impl_out::redispatch(
@@ -700,6 +838,7 @@ pub(crate) fn _index_put_impl(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(values)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
         Some(IndexPutImplBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -730,6 +869,13 @@ pub(crate) fn _index_put_impl(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let values_t = fw_grad_or_zeros(values)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::index_put::call(&self_t, indices, &values_t, accumulate)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -747,6 +893,9 @@ pub(crate) fn index_fill_int_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "index_fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_fill_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -776,6 +925,9 @@ pub(crate) fn index_fill_int_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "index_fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("index_fill_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

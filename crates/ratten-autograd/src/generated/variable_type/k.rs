@@ -15,6 +15,7 @@ pub(crate) fn kthvalue(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(KthvalueBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -35,6 +36,14 @@ pub(crate) fn kthvalue(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = crate::functions_manual::gather_with_keepdimed_indices(
+            &self_t, dim, &indices, keepdim,
+        )?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -53,6 +62,9 @@ pub(crate) fn kthvalue_values(
         return Err(ratten_core::Error::runtime(
             "kthvalue(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("kthvalue_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

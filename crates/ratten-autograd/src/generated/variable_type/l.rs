@@ -35,6 +35,9 @@ pub(crate) fn logical_not_out(
             "logical_not(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logical_not_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logical_not_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -76,6 +79,9 @@ pub(crate) fn logical_xor_out(
         return Err(ratten_core::Error::runtime(
             "logical_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logical_xor_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -119,6 +125,9 @@ pub(crate) fn logical_and_out(
             "logical_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logical_and_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logical_and_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -161,6 +170,9 @@ pub(crate) fn logical_or_out(
             "logical_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logical_or_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logical_or_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -172,6 +184,7 @@ pub(crate) fn logical_or_out(
 pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -188,6 +201,15 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::div_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(self_)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -196,6 +218,12 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(LogBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -212,6 +240,15 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::div_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(original_self_p)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -222,6 +259,9 @@ pub(crate) fn log_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "log(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("log_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -234,6 +274,7 @@ pub(crate) fn log_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
 pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(Log1PBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -250,6 +291,15 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::log1p_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -258,6 +308,12 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(Log1PBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -274,6 +330,15 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::log1p_backward(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -284,6 +349,9 @@ pub(crate) fn log1p_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "log1p(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("log1p_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -302,6 +370,7 @@ pub(crate) fn lerp__Scalar(
     let inputs = [Some(self_), Some(end)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(end)]);
     let grad_fn = if requires_grad {
         Some(LerpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -318,6 +387,13 @@ pub(crate) fn lerp__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let end_t = fw_grad_or_zeros(end)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::lerp_Scalar::call(&self_t, &end_t, weight)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -331,6 +407,12 @@ pub(crate) fn lerp__Tensor(
     let inputs = [Some(self_), Some(end), Some(weight)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(end), Some(weight)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(LerpBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -349,6 +431,21 @@ pub(crate) fn lerp__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let end_t = fw_grad_or_zeros(end)?;
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::lerp_Tensor::call(&self_t, &end_t, weight)?,
+            &ops::mul_Tensor::call(
+                &weight_t,
+                &ops::sub_Tensor::call(end, original_self_p, &Scalar::Int(1))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -364,6 +461,9 @@ pub(crate) fn le_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "le(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("le_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -394,6 +494,9 @@ pub(crate) fn le_Tensor_out(
             "le(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("le_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::le_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -415,6 +518,7 @@ pub(crate) fn le__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -436,6 +540,12 @@ pub(crate) fn le__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -444,6 +554,7 @@ pub(crate) fn le__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LeBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -471,6 +582,12 @@ pub(crate) fn le__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -486,6 +603,9 @@ pub(crate) fn lt_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "lt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("lt_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -516,6 +636,9 @@ pub(crate) fn lt_Tensor_out(
             "lt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("lt_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::lt_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -537,6 +660,7 @@ pub(crate) fn lt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -558,6 +682,12 @@ pub(crate) fn lt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -566,6 +696,7 @@ pub(crate) fn lt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LtBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -593,6 +724,12 @@ pub(crate) fn lt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -609,6 +746,9 @@ pub(crate) fn lerp_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "lerp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("lerp_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -631,6 +771,9 @@ pub(crate) fn lerp_Tensor_out(
             "lerp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("lerp_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::lerp_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, end, weight, out)?
@@ -647,6 +790,7 @@ pub(crate) fn lerp_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(end)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(end)]);
     let grad_fn = if requires_grad {
         Some(LerpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -663,6 +807,13 @@ pub(crate) fn lerp_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let end_t = fw_grad_or_zeros(end)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::lerp_Scalar::call(&self_t, &end_t, weight)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -675,6 +826,7 @@ pub(crate) fn lerp_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(end), Some(weight)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(end), Some(weight)]);
     let grad_fn = if requires_grad {
         Some(LerpBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -693,6 +845,21 @@ pub(crate) fn lerp_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let end_t = fw_grad_or_zeros(end)?;
+        let weight_t = fw_grad_or_zeros(weight)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::lerp_Tensor::call(&self_t, &end_t, weight)?,
+            &ops::mul_Tensor::call(
+                &weight_t,
+                &ops::sub_Tensor::call(end, self_, &Scalar::Int(1))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -705,6 +872,7 @@ pub(crate) fn logsumexp(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogsumexpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -725,6 +893,13 @@ pub(crate) fn logsumexp(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::logsumexp_jvp(self_, &self_t, Some(dim), keepdim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -741,6 +916,9 @@ pub(crate) fn logsumexp_out(
         return Err(ratten_core::Error::runtime(
             "logsumexp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logsumexp_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -760,6 +938,7 @@ pub(crate) fn linalg_vector_norm(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LinalgVectorNormBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -788,6 +967,14 @@ pub(crate) fn linalg_vector_norm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::linalg_vector_norm_jvp(
+            self_, &self_t, ord, &result, dim, keepdim,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -806,6 +993,9 @@ pub(crate) fn linalg_vector_norm_out(
         return Err(ratten_core::Error::runtime(
             "linalg_vector_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("linalg_vector_norm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -826,6 +1016,7 @@ pub(crate) fn linalg_vector_norm_out(
 pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogcumsumexpBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -845,6 +1036,12 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::logcumsumexp_jvp(self_, &self_t, dim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -861,6 +1058,9 @@ pub(crate) fn logcumsumexp_out(
             "logcumsumexp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logcumsumexp_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logcumsumexp_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, out)?
@@ -872,6 +1072,9 @@ pub(crate) fn logcumsumexp_out(
 pub(crate) fn _logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("_logcumsumexp"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -897,6 +1100,9 @@ pub(crate) fn _logcumsumexp_out(
             "_logcumsumexp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_logcumsumexp_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_logcumsumexp_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, out)?
@@ -917,6 +1123,9 @@ pub(crate) fn linspace(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("linspace"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -952,6 +1161,9 @@ pub(crate) fn linspace_out(
             "linspace(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("linspace_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::linspace_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, start, end, steps, out)?
@@ -973,6 +1185,9 @@ pub(crate) fn logspace(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("logspace"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1010,6 +1225,9 @@ pub(crate) fn logspace_out(
             "logspace(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("logspace_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logspace_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, start, end, steps, base, out)?
@@ -1031,6 +1249,9 @@ pub(crate) fn linear_out(
             "linear(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("linear_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::linear_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, input, weight, bias, out)?
@@ -1051,6 +1272,9 @@ pub(crate) fn leaky_relu_out(
             "leaky_relu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("leaky_relu_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::leaky_relu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope, out)?
@@ -1066,6 +1290,7 @@ pub(crate) fn leaky_relu(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LeakyReluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1082,6 +1307,17 @@ pub(crate) fn leaky_relu(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::leaky_relu_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            negative_slope,
+            false,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -1100,6 +1336,9 @@ pub(crate) fn leaky_relu_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "leaky_relu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("leaky_relu_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1125,6 +1364,7 @@ pub(crate) fn leaky_relu_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(LeakyReluBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1148,6 +1388,13 @@ pub(crate) fn leaky_relu_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::leaky_relu_backward::call(&grad_output_t, self_, negative_slope, self_is_result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1160,6 +1407,7 @@ pub(crate) fn leaky_relu_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LeakyReluBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1178,6 +1426,17 @@ pub(crate) fn leaky_relu_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::leaky_relu_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            negative_slope,
+            true,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -1193,6 +1452,9 @@ pub(crate) fn log_sigmoid_forward_output(
         return Err(ratten_core::Error::runtime(
             "log_sigmoid_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("log_sigmoid_forward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1210,6 +1472,7 @@ pub(crate) fn log_sigmoid_forward_output(
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogSigmoidBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1227,6 +1490,16 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
         node.buffer = SavedVariable::new(&buffer, false);
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&output)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let output_new_fw_grad = ops::conj::call(&ops::log_sigmoid_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            &buffer,
+        )?)?;
+        set_fw_grad(&output, &output_new_fw_grad, false)?;
     }
     Ok((output, buffer))
 }
@@ -1250,6 +1523,9 @@ pub(crate) fn log_sigmoid_backward_grad_input(
             "log_sigmoid_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("log_sigmoid_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::log_sigmoid_backward_grad_input::redispatch(
@@ -1272,6 +1548,7 @@ pub(crate) fn log_sigmoid_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogSigmoidBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1295,6 +1572,20 @@ pub(crate) fn log_sigmoid_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::log_sigmoid_backward::call(&grad_output_t, self_, buffer)?,
+            &crate::functions_manual::log_sigmoid_double_backward(
+                &ops::mul_Tensor::call(&self_t, grad_output)?,
+                self_,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1312,6 +1603,9 @@ pub(crate) fn log_softmax_int_out(
             "log_softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("log_softmax_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::log_softmax_int_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype, out)?
@@ -1328,6 +1622,7 @@ pub(crate) fn _log_softmax(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(LogSoftmaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1347,6 +1642,16 @@ pub(crate) fn _log_softmax(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &crate::functions_manual::logsumexp_jvp(self_, &self_t, Some(&[dim]), true)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1363,6 +1668,9 @@ pub(crate) fn _log_softmax_out(
         return Err(ratten_core::Error::runtime(
             "_log_softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_log_softmax_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1387,6 +1695,10 @@ pub(crate) fn _log_softmax_backward_data(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(output)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(output)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_log_softmax_backward_data"));
+    }
     let grad_fn = if requires_grad {
         Some(LogSoftmaxBackwardDataBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1428,6 +1740,9 @@ pub(crate) fn _log_softmax_backward_data_out(
         return Err(ratten_core::Error::runtime(
             "_log_softmax_backward_data(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_log_softmax_backward_data_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

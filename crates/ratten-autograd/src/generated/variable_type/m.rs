@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn mul_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(MulBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -28,6 +29,17 @@ pub(crate) fn mul_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::mul_Tensor::call(&other_t, self_)?,
+            &ops::mul_Tensor::call(&self_t, other)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -40,6 +52,12 @@ pub(crate) fn mul__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(MulBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -59,6 +77,17 @@ pub(crate) fn mul__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::mul_Tensor::call(&other_t, original_self_p)?,
+            &ops::mul_Tensor::call(&self_t, other)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -75,6 +104,9 @@ pub(crate) fn mul_out(
             "mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mul_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::mul_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -86,6 +118,7 @@ pub(crate) fn mul_out(
 pub(crate) fn mul_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MulBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -103,6 +136,12 @@ pub(crate) fn mul_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::mul_Scalar::call(&self_t, other)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -115,6 +154,7 @@ pub(crate) fn mul__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MulBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -132,6 +172,12 @@ pub(crate) fn mul__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::mul_Scalar::call(&self_t, other)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -139,6 +185,7 @@ pub(crate) fn mul__Scalar(
 pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(MaximumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -156,6 +203,20 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::where_self::call(
+            &ops::eq_Tensor::call(self_, other)?,
+            &ops::div_Scalar::call(
+                &ops::add_Tensor::call(&self_t, &other_t, &Scalar::Int(1))?,
+                &Scalar::Int(2),
+            )?,
+            &ops::where_self::call(&ops::gt_Tensor::call(self_, other)?, &self_t, &other_t)?,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -172,6 +233,9 @@ pub(crate) fn maximum_out(
             "maximum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("maximum_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::maximum_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -183,6 +247,7 @@ pub(crate) fn maximum_out(
 pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(MinimumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -200,6 +265,20 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::where_self::call(
+            &ops::eq_Tensor::call(self_, other)?,
+            &ops::div_Scalar::call(
+                &ops::add_Tensor::call(&self_t, &other_t, &Scalar::Int(1))?,
+                &Scalar::Int(2),
+            )?,
+            &ops::where_self::call(&ops::lt_Tensor::call(self_, other)?, &self_t, &other_t)?,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -216,6 +295,9 @@ pub(crate) fn minimum_out(
             "minimum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("minimum_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::minimum_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -231,6 +313,7 @@ pub(crate) fn mean(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MeanBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -248,6 +331,12 @@ pub(crate) fn mean(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::mean::call(&self_t, dtype)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -263,6 +352,9 @@ pub(crate) fn mean_dtype_out(
         return Err(ratten_core::Error::runtime(
             "mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mean_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -281,6 +373,7 @@ pub(crate) fn mean_dim(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MeanBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -300,6 +393,12 @@ pub(crate) fn mean_dim(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::mean_dim::call(&self_t, dim, keepdim, dtype)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -318,6 +417,9 @@ pub(crate) fn mean_out(
             "mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mean_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::mean_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype, out)?
@@ -329,6 +431,7 @@ pub(crate) fn mean_out(
 pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaxBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -347,6 +450,12 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::evenly_read_jvp(&self_t, self_, &result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -361,6 +470,9 @@ pub(crate) fn max_unary_out(
         return Err(ratten_core::Error::runtime(
             "max(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("max_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -378,6 +490,7 @@ pub(crate) fn max_dim(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -398,6 +511,14 @@ pub(crate) fn max_dim(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = crate::functions_manual::gather_with_keepdimed_indices(
+            &self_t, dim, &indices, keepdim,
+        )?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -415,6 +536,9 @@ pub(crate) fn max_dim_max(
         return Err(ratten_core::Error::runtime(
             "max(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("max_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -434,6 +558,7 @@ pub(crate) fn max_dim_max(
 pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MinBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -452,6 +577,12 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::evenly_read_jvp(&self_t, self_, &result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -466,6 +597,9 @@ pub(crate) fn min_unary_out(
         return Err(ratten_core::Error::runtime(
             "min(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("min_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -483,6 +617,7 @@ pub(crate) fn min_dim(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MinBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -503,6 +638,14 @@ pub(crate) fn min_dim(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = crate::functions_manual::gather_with_keepdimed_indices(
+            &self_t, dim, &indices, keepdim,
+        )?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -520,6 +663,9 @@ pub(crate) fn min_dim_min(
         return Err(ratten_core::Error::runtime(
             "min(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("min_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -549,6 +695,9 @@ pub(crate) fn multinomial_out(
         return Err(ratten_core::Error::runtime(
             "multinomial(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("multinomial_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -595,6 +744,7 @@ pub(crate) fn masked_fill__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaskedFillBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -611,6 +761,12 @@ pub(crate) fn masked_fill__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_fill_Scalar::call(&self_t, mask, &Scalar::Int(0))?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -623,6 +779,7 @@ pub(crate) fn masked_fill_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaskedFillBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -639,6 +796,12 @@ pub(crate) fn masked_fill_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_fill_Scalar::call(&self_t, mask, &Scalar::Int(0))?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -652,6 +815,7 @@ pub(crate) fn masked_fill__Tensor(
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(MaskedFillBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -668,6 +832,13 @@ pub(crate) fn masked_fill__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_fill_Tensor::call(&self_t, mask, &value_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -680,6 +851,7 @@ pub(crate) fn masked_fill_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(value)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
         Some(MaskedFillBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -696,6 +868,13 @@ pub(crate) fn masked_fill_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let value_t = fw_grad_or_zeros(value)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_fill_Tensor::call(&self_t, mask, &value_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -709,6 +888,7 @@ pub(crate) fn masked_scatter_(
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(MaskedScatterBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -726,6 +906,13 @@ pub(crate) fn masked_scatter_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_scatter::call(&self_t, mask, &source_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -738,6 +925,7 @@ pub(crate) fn masked_scatter(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(source)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
         Some(MaskedScatterBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -755,6 +943,13 @@ pub(crate) fn masked_scatter(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let source_t = fw_grad_or_zeros(source)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_scatter::call(&self_t, mask, &source_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -771,6 +966,9 @@ pub(crate) fn masked_select_out(
             "masked_select(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("masked_select_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::masked_select_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, out)?
@@ -782,6 +980,7 @@ pub(crate) fn masked_select_out(
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaskedSelectBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -799,6 +998,12 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_select::call(&self_t, mask)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -806,6 +1011,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
 pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(mat2)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat2)]);
     let grad_fn = if requires_grad {
         Some(MmBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -829,6 +1035,17 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let mat2_t = fw_grad_or_zeros(mat2)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::mm::call(&self_t, mat2)?,
+            &ops::mm::call(self_, &mat2_t)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -845,6 +1062,9 @@ pub(crate) fn mm_out(
             "mm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::mm_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat2, out)?
@@ -856,6 +1076,7 @@ pub(crate) fn mm_out(
 pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(vec)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(vec)]);
     let grad_fn = if requires_grad {
         Some(MvBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -873,6 +1094,17 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let vec_t = fw_grad_or_zeros(vec)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::mv::call(&self_t, vec)?,
+            &ops::mv::call(self_, &vec_t)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -889,6 +1121,9 @@ pub(crate) fn mv_out(
             "mv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mv_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::mv_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, vec, out)?
@@ -900,6 +1135,7 @@ pub(crate) fn mv_out(
 pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MishBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -916,6 +1152,21 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(
+            &(if crate::grad_mode::GradMode::is_enabled() {
+                crate::functions_manual::infinitely_differentiable_mish_backward(
+                    &ops::conj::call(&self_t)?,
+                    self_,
+                )?
+            } else {
+                ops::mish_backward::call(&ops::conj::call(&self_t)?, self_)?
+            }),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -924,6 +1175,12 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(MishBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -940,6 +1197,21 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(
+            &(if crate::grad_mode::GradMode::is_enabled() {
+                crate::functions_manual::infinitely_differentiable_mish_backward(
+                    &ops::conj::call(&self_t)?,
+                    original_self_p,
+                )?
+            } else {
+                ops::mish_backward::call(&ops::conj::call(&self_t)?, original_self_p)?
+            }),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -950,6 +1222,9 @@ pub(crate) fn mish_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "mish(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mish_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -967,6 +1242,7 @@ pub(crate) fn mse_loss(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(MseLossBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -985,6 +1261,30 @@ pub(crate) fn mse_loss(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::apply_loss_reduction(
+            &ops::add_Tensor::call(
+                &ops::conj::call(&ops::mse_loss_backward::call(
+                    &ops::conj::call(&self_t)?,
+                    self_,
+                    target,
+                    0,
+                )?)?,
+                &ops::conj::call(&ops::mse_loss_backward::call(
+                    &ops::conj::call(&target_t)?,
+                    target,
+                    self_,
+                    0,
+                )?)?,
+                &Scalar::Int(1),
+            )?,
+            reduction,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1001,6 +1301,9 @@ pub(crate) fn mse_loss_out(
         return Err(ratten_core::Error::runtime(
             "mse_loss(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mse_loss_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1019,6 +1322,7 @@ pub(crate) fn mse_loss_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(MseLossBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1044,6 +1348,30 @@ pub(crate) fn mse_loss_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::sub_Tensor::call(
+                &crate::functions_manual::mse_loss_double_backward(
+                    &ops::mul_Tensor::call(&self_t, grad_output)?,
+                    self_,
+                    reduction,
+                )?,
+                &crate::functions_manual::mse_loss_double_backward(
+                    &ops::mul_Tensor::call(&target_t, grad_output)?,
+                    target,
+                    reduction,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &ops::mse_loss_backward::call(&grad_output_t, self_, target, reduction)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1066,6 +1394,9 @@ pub(crate) fn mse_loss_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "mse_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mse_loss_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1099,6 +1430,9 @@ pub(crate) fn max_pool2d_with_indices_out(
             "max_pool2d_with_indices(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("max_pool2d_with_indices_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::max_pool2d_with_indices_out::redispatch(
@@ -1128,6 +1462,7 @@ pub(crate) fn max_pool2d_with_indices(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaxPool2DWithIndicesBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1159,6 +1494,20 @@ pub(crate) fn max_pool2d_with_indices(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = ops::view_as::call(
+            &ops::gather::call(
+                &ops::flatten_using_ints::call(&self_t, -2, -1)?,
+                -1,
+                &ops::flatten_using_ints::call(&result1, -2, -1)?,
+                false,
+            )?,
+            &result1,
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
     Ok((result0, result1))
 }
 
@@ -1184,6 +1533,11 @@ pub(crate) fn max_pool2d_with_indices_backward_grad_input(
     if compute_requires_grad(&inputs) {
         return Err(ratten_core::Error::runtime(
             "max_pool2d_with_indices_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused(
+            "max_pool2d_with_indices_backward_out",
         ));
     }
     let ret = {
@@ -1218,6 +1572,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(MaxPool2DWithIndicesBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1250,6 +1605,22 @@ pub(crate) fn max_pool2d_with_indices_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::max_pool2d_with_indices_backward::call(
+            &grad_output_t,
+            &self_t,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -1265,6 +1636,9 @@ pub(crate) fn mul_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("mul_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1286,6 +1660,9 @@ pub(crate) fn masked_fill_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "masked_fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("masked_fill_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1314,6 +1691,9 @@ pub(crate) fn masked_fill_Tensor_out(
             "masked_fill(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("masked_fill_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::masked_fill_Tensor_out::redispatch(
@@ -1340,6 +1720,9 @@ pub(crate) fn masked_scatter_out(
         return Err(ratten_core::Error::runtime(
             "masked_scatter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("masked_scatter_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

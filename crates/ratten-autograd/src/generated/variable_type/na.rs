@@ -15,6 +15,7 @@ pub(crate) fn nan_to_num(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NanToNumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -31,6 +32,15 @@ pub(crate) fn nan_to_num(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::isfinite::call(self_)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -45,6 +55,12 @@ pub(crate) fn nan_to_num_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(NanToNumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -60,6 +76,15 @@ pub(crate) fn nan_to_num_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::isfinite::call(original_self_p)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -78,6 +103,9 @@ pub(crate) fn nan_to_num_out(
         return Err(ratten_core::Error::runtime(
             "nan_to_num(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nan_to_num_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -103,6 +131,7 @@ pub(crate) fn nansum(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NansumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -122,6 +151,17 @@ pub(crate) fn nansum(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sum_dim_IntList::call(
+            &ops::where_ScalarSelf::call(&ops::isnan::call(self_)?, &Scalar::Int(0), &self_t)?,
+            dim,
+            keepdim,
+            dtype,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -139,6 +179,9 @@ pub(crate) fn nansum_out(
         return Err(ratten_core::Error::runtime(
             "nansum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nansum_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -158,6 +201,7 @@ pub(crate) fn native_layer_norm(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(input), weight, bias];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
         Some(NativeLayerNormBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -188,6 +232,24 @@ pub(crate) fn native_layer_norm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let weight_t = opt_fw_grad_or_zeros(weight)?;
+        let bias_t = opt_fw_grad_or_zeros(bias)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = crate::functions_manual::layer_norm_jvp(
+            input,
+            &input_t,
+            weight,
+            weight_t.as_ref(),
+            bias,
+            bias_t.as_ref(),
+            &result1,
+            &result2,
+            normalized_shape,
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
     Ok((result0, result1, result2))
 }
 
@@ -212,6 +274,17 @@ pub(crate) fn native_layer_norm_backward(
         bias,
     ];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[
+        Some(grad_out),
+        Some(input),
+        Some(mean),
+        Some(rstd),
+        weight,
+        bias,
+    ]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("native_layer_norm_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(NativeLayerNormBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -260,6 +333,7 @@ pub(crate) fn native_batch_norm(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(input), weight, bias];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
         Some(NativeBatchNormBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -295,6 +369,27 @@ pub(crate) fn native_batch_norm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let weight_t = opt_fw_grad_or_zeros(weight)?;
+        let bias_t = opt_fw_grad_or_zeros(bias)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = crate::functions_manual::batch_norm_jvp(
+            input,
+            &input_t,
+            weight,
+            weight_t.as_ref(),
+            bias,
+            bias_t.as_ref(),
+            running_mean,
+            running_var,
+            &result1,
+            &result2,
+            training,
+            eps,
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
     Ok((result0, result1, result2))
 }
 
@@ -327,6 +422,9 @@ pub(crate) fn native_batch_norm_out(
         return Err(ratten_core::Error::runtime(
             "native_batch_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_batch_norm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -364,6 +462,18 @@ pub(crate) fn native_batch_norm_backward(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(grad_out), Some(input), weight, save_mean, save_invstd];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[
+        Some(grad_out),
+        Some(input),
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+    ]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("native_batch_norm_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(NativeBatchNormBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -417,6 +527,7 @@ pub(crate) fn native_group_norm(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(input), weight, bias];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
         Some(NativeGroupNormBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -452,6 +563,31 @@ pub(crate) fn native_group_norm(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let weight_t = opt_fw_grad_or_zeros(weight)?;
+        let bias_t = opt_fw_grad_or_zeros(bias)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = crate::functions_manual::group_norm_jvp(
+            input,
+            &input_t,
+            weight,
+            weight_t.as_ref(),
+            bias,
+            bias_t.as_ref(),
+            &result1,
+            &result2,
+            group,
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+        let result1_new_fw_grad =
+            crate::functions_manual::group_norm_mean_jvp(&input_t, &result1, group)?;
+        set_fw_grad(&result1, &result1_new_fw_grad, false)?;
+        let result2_new_fw_grad = crate::functions_manual::group_norm_invstd_jvp(
+            input, &input_t, &result1, &result2, group,
+        )?;
+        set_fw_grad(&result2, &result2_new_fw_grad, false)?;
+    }
     Ok((result0, result1, result2))
 }
 
@@ -471,6 +607,9 @@ pub(crate) fn native_group_norm_backward(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(grad_out), Some(input), Some(mean), Some(rstd), weight];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("native_group_norm_backward"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let (result0, result1, result2) = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -507,6 +646,7 @@ pub(crate) fn native_dropout(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(input)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(input)]);
     let grad_fn = if requires_grad {
         Some(NativeDropoutBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -526,6 +666,24 @@ pub(crate) fn native_dropout(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0)], &node)?;
     }
+    if any_fw {
+        let input_t = fw_grad_or_zeros(input)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = if !train.is_some()
+            || train.ok_or_else(|| ratten_core::Error::runtime("bad optional access"))?
+        {
+            ops::mul_Tensor::call(
+                &ops::mul_Scalar::call(
+                    &input_t,
+                    &Scalar::Double(if p == 1.0 { 0.0 } else { 1.0 / (1.0 - p) }),
+                )?,
+                &result1,
+            )?
+        } else {
+            input_t.clone()
+        };
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
     Ok((result0, result1))
 }
 
@@ -538,6 +696,10 @@ pub(crate) fn native_dropout_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(mask)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(mask)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("native_dropout_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(NativeDropoutBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -589,6 +751,9 @@ pub(crate) fn native_layer_norm_out(
             "native_layer_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_layer_norm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::native_layer_norm_out::redispatch(
@@ -636,6 +801,9 @@ pub(crate) fn native_layer_norm_backward_out(
         return Err(ratten_core::Error::runtime(
             "native_layer_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_layer_norm_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -691,6 +859,9 @@ pub(crate) fn native_batch_norm_backward_out(
             "native_batch_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_batch_norm_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::native_batch_norm_backward_out::redispatch(
@@ -740,6 +911,9 @@ pub(crate) fn native_group_norm_out(
         return Err(ratten_core::Error::runtime(
             "native_group_norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_group_norm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -793,6 +967,9 @@ pub(crate) fn native_group_norm_backward_out(
             "native_group_norm_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_group_norm_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::native_group_norm_backward_out::redispatch(
@@ -830,6 +1007,9 @@ pub(crate) fn native_dropout_out(
             "native_dropout(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_dropout_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::native_dropout_out::redispatch(
@@ -857,6 +1037,9 @@ pub(crate) fn native_dropout_backward_out(
         return Err(ratten_core::Error::runtime(
             "native_dropout_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("native_dropout_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

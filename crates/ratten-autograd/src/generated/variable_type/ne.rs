@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn neg(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NegBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -24,6 +25,12 @@ pub(crate) fn neg(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::neg::call(&ops::conj::call(&self_t)?)?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -32,6 +39,7 @@ pub(crate) fn neg_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NegBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -47,6 +55,12 @@ pub(crate) fn neg_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::neg::call(&ops::conj::call(&self_t)?)?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -57,6 +71,9 @@ pub(crate) fn neg_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "neg(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("neg_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -77,6 +94,9 @@ pub(crate) fn ne_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "ne(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ne_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -107,6 +127,9 @@ pub(crate) fn ne_Tensor_out(
             "ne(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ne_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::ne_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -128,6 +151,7 @@ pub(crate) fn ne__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -149,6 +173,12 @@ pub(crate) fn ne__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -157,6 +187,7 @@ pub(crate) fn ne__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NeBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -183,6 +214,12 @@ pub(crate) fn ne__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -329,6 +366,9 @@ pub(crate) fn new_empty_out(
             "new_empty(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("new_empty_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::new_empty_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
@@ -349,6 +389,9 @@ pub(crate) fn new_empty_strided_out(
         return Err(ratten_core::Error::runtime(
             "new_empty_strided(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("new_empty_strided_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -377,6 +420,9 @@ pub(crate) fn new_full_out(
             "new_full(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("new_full_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::new_full_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, fill_value, out)?
@@ -397,6 +443,9 @@ pub(crate) fn new_zeros_out(
             "new_zeros(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("new_zeros_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::new_zeros_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, out)?
@@ -416,6 +465,9 @@ pub(crate) fn new_ones_out(
         return Err(ratten_core::Error::runtime(
             "new_ones(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("new_ones_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -16,6 +16,7 @@ pub(crate) fn nll_loss_forward(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NllLossBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -45,6 +46,13 @@ pub(crate) fn nll_loss_forward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&output)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let output_new_fw_grad =
+            ops::nll_loss_forward::call(&self_t, target, weight, reduction, ignore_index)?.0;
+        set_fw_grad(&output, &output_new_fw_grad, false)?;
+    }
     Ok((output, total_weight))
 }
 
@@ -70,6 +78,9 @@ pub(crate) fn nll_loss_forward_output(
         return Err(ratten_core::Error::runtime(
             "nll_loss_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nll_loss_forward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -100,6 +111,10 @@ pub(crate) fn nll_loss_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), weight, Some(total_weight)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("nll_loss_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(NllLossBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -156,6 +171,9 @@ pub(crate) fn nll_loss_backward_grad_input(
             "nll_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nll_loss_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::nll_loss_backward_grad_input::redispatch(
@@ -184,6 +202,7 @@ pub(crate) fn nll_loss2d_forward(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NllLoss2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -213,6 +232,13 @@ pub(crate) fn nll_loss2d_forward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&output)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let output_new_fw_grad =
+            ops::nll_loss2d_forward::call(&self_t, target, weight, reduction, ignore_index)?.0;
+        set_fw_grad(&output, &output_new_fw_grad, false)?;
+    }
     Ok((output, total_weight))
 }
 
@@ -238,6 +264,9 @@ pub(crate) fn nll_loss2d_forward_output(
         return Err(ratten_core::Error::runtime(
             "nll_loss2d_forward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nll_loss2d_forward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -268,6 +297,10 @@ pub(crate) fn nll_loss2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), weight, Some(total_weight)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("nll_loss2d_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(NllLoss2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -323,6 +356,9 @@ pub(crate) fn nll_loss2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "nll_loss2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nll_loss2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

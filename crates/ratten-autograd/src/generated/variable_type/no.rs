@@ -14,6 +14,7 @@ pub(crate) fn norm_ScalarOpt_dtype(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NormBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -33,6 +34,12 @@ pub(crate) fn norm_ScalarOpt_dtype(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::norm_jvp(self_, &self_t, p, &result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -40,6 +47,7 @@ pub(crate) fn norm_ScalarOpt_dtype(
 pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NormBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -59,6 +67,13 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::norm_jvp(self_, &self_t, Some(p), &result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -73,6 +88,7 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NormBackward3 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -101,6 +117,13 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::norm_jvp_dim(self_, &self_t, p, &result, dim, keepdim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -114,6 +137,7 @@ pub(crate) fn norm_ScalarOpt_dim(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NormBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -135,6 +159,13 @@ pub(crate) fn norm_ScalarOpt_dim(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::norm_jvp_dim(self_, &self_t, p, &result, dim, keepdim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -153,6 +184,9 @@ pub(crate) fn norm_dtype_out(
         return Err(ratten_core::Error::runtime(
             "norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("norm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -184,6 +218,9 @@ pub(crate) fn norm_out(
             "norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("norm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dim, keepdim, out)?
@@ -202,6 +239,7 @@ pub(crate) fn normal_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(NormalBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -216,6 +254,12 @@ pub(crate) fn normal_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -233,6 +277,9 @@ pub(crate) fn normal_Tensor_float_out(
         return Err(ratten_core::Error::runtime(
             "normal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("normal_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -256,6 +303,7 @@ pub(crate) fn normal_Tensor_float(
 ) -> Result<Tensor> {
     let inputs = [Some(mean)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(mean)]);
     let grad_fn = if requires_grad {
         Some(NormalBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -271,6 +319,18 @@ pub(crate) fn normal_Tensor_float(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let mean_t = fw_grad_or_zeros(mean)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::zeros::call(
+            &mean.sizes().to_vec(),
+            Some(ops::conj::call(&mean_t)?.scalar_type()),
+            None,
+            Some(ops::conj::call(&mean_t)?.device()),
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -288,6 +348,9 @@ pub(crate) fn normal_float_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "normal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("normal_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -311,6 +374,7 @@ pub(crate) fn normal_float_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(std)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(std)]);
     let grad_fn = if requires_grad {
         Some(NormalBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -326,6 +390,18 @@ pub(crate) fn normal_float_Tensor(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let std_t = fw_grad_or_zeros(std)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::zeros::call(
+            &std.sizes().to_vec(),
+            Some(ops::conj::call(&std_t)?.scalar_type()),
+            None,
+            Some(ops::conj::call(&std_t)?.device()),
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -343,6 +419,9 @@ pub(crate) fn normal_Tensor_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "normal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("normal_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -366,6 +445,7 @@ pub(crate) fn normal_Tensor_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(mean), Some(std)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(mean)]);
     let grad_fn = if requires_grad {
         Some(NormalBackward3 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -382,6 +462,12 @@ pub(crate) fn normal_Tensor_Tensor(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let mean_t = fw_grad_or_zeros(mean)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&mean_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -400,6 +486,9 @@ pub(crate) fn normal_float_float(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("normal"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -437,6 +526,9 @@ pub(crate) fn normal_float_float_out(
             "normal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("normal_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::normal_float_float_out::redispatch(
@@ -458,6 +550,9 @@ pub(crate) fn nonzero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
         return Err(ratten_core::Error::runtime(
             "nonzero(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("nonzero_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -489,6 +584,9 @@ pub(crate) fn norm_ScalarOpt_dtype_out(
             "norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("norm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_ScalarOpt_dtype_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dtype, out)?
@@ -508,6 +606,9 @@ pub(crate) fn norm_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "norm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("norm_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -16,6 +16,9 @@ pub(crate) fn ones(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("ones"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -42,6 +45,9 @@ pub(crate) fn ones_out(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result
         return Err(ratten_core::Error::runtime(
             "ones(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ones_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -87,6 +93,9 @@ pub(crate) fn ones_like_out(
         return Err(ratten_core::Error::runtime(
             "ones_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("ones_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -18,6 +18,9 @@ pub(crate) fn pow_Tensor_Tensor_out(
             "pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("pow_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow_Tensor_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent, out)?
@@ -33,6 +36,7 @@ pub(crate) fn pow_Tensor_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(exponent)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(exponent)]);
     let grad_fn = if requires_grad {
         Some(PowBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -52,6 +56,26 @@ pub(crate) fn pow_Tensor_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let exponent_t = fw_grad_or_zeros(exponent)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::add_Tensor::call(
+            &crate::functions_manual::pow_backward_self(
+                &ops::conj::call(&self_t)?,
+                self_,
+                exponent,
+            )?,
+            &crate::functions_manual::pow_backward_exponent(
+                &ops::conj::call(&exponent_t)?,
+                self_,
+                exponent,
+                &result,
+            )?,
+            &Scalar::Int(1),
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -68,6 +92,9 @@ pub(crate) fn pow_Scalar_out(
             "pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("pow_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent, out)?
@@ -79,6 +106,7 @@ pub(crate) fn pow_Scalar_out(
 pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) -> Result<Tensor> {
     let inputs = [Some(exponent)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(exponent)]);
     let grad_fn = if requires_grad {
         Some(PowBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -98,6 +126,18 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let exponent_t = fw_grad_or_zeros(exponent)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::conj::call(&crate::functions_manual::pow_backward_exponent_scalar(
+                &ops::conj::call(&exponent_t)?,
+                self_,
+                exponent,
+                &result,
+            )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -114,6 +154,9 @@ pub(crate) fn pow_Tensor_Scalar_out(
             "pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("pow_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow_Tensor_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent, out)?
@@ -129,6 +172,7 @@ pub(crate) fn pow_Tensor_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(PowBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -146,6 +190,16 @@ pub(crate) fn pow_Tensor_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::pow_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+            exponent,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -158,6 +212,12 @@ pub(crate) fn pow__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(PowBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -175,6 +235,16 @@ pub(crate) fn pow__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::pow_backward(
+            &ops::conj::call(&self_t)?,
+            original_self_p,
+            exponent,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -187,6 +257,12 @@ pub(crate) fn pow__Tensor(
     let inputs = [Some(self_), Some(exponent)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(exponent)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(PowBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -206,6 +282,26 @@ pub(crate) fn pow__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let exponent_t = fw_grad_or_zeros(exponent)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::add_Tensor::call(
+            &crate::functions_manual::pow_backward_self(
+                &ops::conj::call(&self_t)?,
+                original_self_p,
+                exponent,
+            )?,
+            &crate::functions_manual::pow_backward_exponent(
+                &ops::conj::call(&exponent_t)?,
+                original_self_p,
+                exponent,
+                self_,
+            )?,
+            &Scalar::Int(1),
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -217,6 +313,7 @@ pub(crate) fn prod(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ProdBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -235,6 +332,31 @@ pub(crate) fn prod(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::sum::call(
+            &ops::mul_Tensor::call(
+                &crate::functions_manual::prod_backward(
+                    &ops::expand_as::call(
+                        &ops::ones::call(
+                            &[],
+                            Some(result.scalar_type()),
+                            None,
+                            Some(result.device()),
+                            None,
+                        )?,
+                        &result,
+                    )?,
+                    &ops::to_dtype::call(self_, result.scalar_type(), false, false, None)?,
+                    &result,
+                )?,
+                &ops::conj::call(&self_t)?,
+            )?,
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -248,6 +370,7 @@ pub(crate) fn prod_dim_int(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ProdBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -268,6 +391,35 @@ pub(crate) fn prod_dim_int(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::sum_dim_IntList::call(
+            &ops::mul_Tensor::call(
+                &crate::functions_manual::prod_backward_dim(
+                    &ops::expand_as::call(
+                        &ops::ones::call(
+                            &[],
+                            Some(result.scalar_type()),
+                            None,
+                            Some(result.device()),
+                            None,
+                        )?,
+                        &result,
+                    )?,
+                    &ops::to_dtype::call(self_, result.scalar_type(), false, false, None)?,
+                    &result,
+                    dim,
+                    keepdim,
+                )?,
+                &ops::conj::call(&self_t)?,
+            )?,
+            Some(&[dim]),
+            keepdim,
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -286,6 +438,9 @@ pub(crate) fn prod_int_out(
             "prod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("prod_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::prod_int_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype, out)?
@@ -297,6 +452,7 @@ pub(crate) fn prod_int_out(
 pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(PermuteBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -313,6 +469,12 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::permute::call(&self_t, dims)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -328,6 +490,9 @@ pub(crate) fn prod_out(
         return Err(ratten_core::Error::runtime(
             "prod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("prod_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -16,6 +16,9 @@ pub(crate) fn rand(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("rand"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -47,6 +50,9 @@ pub(crate) fn rand_generator(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("rand"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -74,6 +80,9 @@ pub(crate) fn rand_out(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result
         return Err(ratten_core::Error::runtime(
             "rand(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("rand_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -118,6 +127,9 @@ pub(crate) fn randn(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randn"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -149,6 +161,9 @@ pub(crate) fn randn_generator(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randn"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -206,6 +221,9 @@ pub(crate) fn randint(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randint"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -239,6 +257,9 @@ pub(crate) fn randint_generator(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randint"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -273,6 +294,9 @@ pub(crate) fn randint_low(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randint"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -308,6 +332,9 @@ pub(crate) fn randint_low_generator(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randint"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -343,6 +370,9 @@ pub(crate) fn randint_out(
             "randint(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::randint_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, high, size, out)?
@@ -363,6 +393,9 @@ pub(crate) fn randint_generator_out(
         return Err(ratten_core::Error::runtime(
             "randint(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -391,6 +424,9 @@ pub(crate) fn randint_low_out(
             "randint(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::randint_low_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, low, high, size, out)?
@@ -412,6 +448,9 @@ pub(crate) fn randint_low_generator_out(
         return Err(ratten_core::Error::runtime(
             "randint(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -494,6 +533,9 @@ pub(crate) fn randperm(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randperm"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -525,6 +567,9 @@ pub(crate) fn randperm_generator(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("randperm"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -553,6 +598,9 @@ pub(crate) fn randperm_out(ks: DispatchKeySet, n: i64, out: &Tensor) -> Result<A
             "randperm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randperm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::randperm_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, n, out)?
@@ -573,6 +621,9 @@ pub(crate) fn randperm_generator_out(
             "randperm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randperm_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::randperm_generator_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, n, generator, out)?
@@ -591,6 +642,7 @@ pub(crate) fn random__from(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -606,6 +658,12 @@ pub(crate) fn random__from(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -619,6 +677,7 @@ pub(crate) fn random__to(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -634,6 +693,12 @@ pub(crate) fn random__to(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -646,6 +711,7 @@ pub(crate) fn random_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -660,6 +726,12 @@ pub(crate) fn random_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -676,6 +748,9 @@ pub(crate) fn rand_like_out(
         return Err(ratten_core::Error::runtime(
             "rand_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("rand_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -697,6 +772,9 @@ pub(crate) fn randn_like_out(
             "randn_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randn_like_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::randn_like_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format, out)?
@@ -717,6 +795,9 @@ pub(crate) fn randint_like_out(
         return Err(ratten_core::Error::runtime(
             "randint_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -745,6 +826,9 @@ pub(crate) fn randint_like_low_dtype_out(
         return Err(ratten_core::Error::runtime(
             "randint_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("randint_like_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -775,6 +859,9 @@ pub(crate) fn random_from_out(
             "random(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("random_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::random_from_out::redispatch(
@@ -799,6 +886,7 @@ pub(crate) fn random_from(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -813,6 +901,12 @@ pub(crate) fn random_from(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -831,6 +925,9 @@ pub(crate) fn random_to_out(
             "random(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("random_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::random_to_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, to, generator, out)?
@@ -847,6 +944,7 @@ pub(crate) fn random_to(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -861,6 +959,12 @@ pub(crate) fn random_to(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -878,6 +982,9 @@ pub(crate) fn random_out(
             "random(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("random_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::random_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, generator, out)?
@@ -893,6 +1000,7 @@ pub(crate) fn random(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RandomBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -907,6 +1015,12 @@ pub(crate) fn random(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,16 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::threshold_backward(
+            &ops::conj::call(&self_t)?,
+            &result,
+            &Scalar::Int(0),
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +45,7 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +63,16 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::threshold_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+            &Scalar::Int(0),
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -58,6 +80,7 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
 pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReciprocalBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -75,6 +98,15 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::neg::call(&ops::conj::call(&self_t)?)?,
+            &ops::conj::call(&ops::mul_Tensor::call(&result, &result)?)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -83,6 +115,7 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReciprocalBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -100,6 +133,15 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::neg::call(&ops::conj::call(&self_t)?)?,
+            &ops::conj::call(&ops::mul_Tensor::call(self_, self_)?)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -114,6 +156,9 @@ pub(crate) fn reciprocal_out(
         return Err(ratten_core::Error::runtime(
             "reciprocal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("reciprocal_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -135,6 +180,9 @@ pub(crate) fn remainder_Scalar_out(
             "remainder(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("remainder_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::remainder_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -150,6 +198,7 @@ pub(crate) fn remainder_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RemainderBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -165,6 +214,12 @@ pub(crate) fn remainder_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::conj::call(&self_t)?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -177,6 +232,7 @@ pub(crate) fn remainder__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RemainderBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -191,6 +247,12 @@ pub(crate) fn remainder__Scalar(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::conj::call(&self_t)?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -208,6 +270,9 @@ pub(crate) fn remainder_Tensor_out(
             "remainder(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("remainder_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::remainder_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -223,6 +288,7 @@ pub(crate) fn remainder_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(RemainderBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -240,6 +306,20 @@ pub(crate) fn remainder_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &ops::mul_Tensor::call(
+                &other_t,
+                &ops::div_Tensor_mode::call(self_, other, Some("floor"))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -252,6 +332,12 @@ pub(crate) fn remainder__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(RemainderBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -269,6 +355,20 @@ pub(crate) fn remainder__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &ops::mul_Tensor::call(
+                &other_t,
+                &ops::div_Tensor_mode::call(original_self_p, other, Some("floor"))?,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -280,6 +380,9 @@ pub(crate) fn remainder_Scalar_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("remainder"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -296,6 +399,7 @@ pub(crate) fn remainder_Scalar_Tensor(
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RepeatBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -313,6 +417,12 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::repeat::call(&self_t, repeats)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -324,6 +434,9 @@ pub(crate) fn repeat_interleave_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(repeats)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("repeat_interleave"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -350,6 +463,9 @@ pub(crate) fn reflection_pad1d_out(
             "reflection_pad1d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("reflection_pad1d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::reflection_pad1d_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding, out)?
@@ -365,6 +481,7 @@ pub(crate) fn reflection_pad1d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReflectionPad1DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -382,6 +499,12 @@ pub(crate) fn reflection_pad1d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::reflection_pad1d::call(&self_t, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -398,6 +521,9 @@ pub(crate) fn reflection_pad1d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "reflection_pad1d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("reflection_pad1d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -421,6 +547,7 @@ pub(crate) fn reflection_pad1d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(ReflectionPad1DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -448,6 +575,13 @@ pub(crate) fn reflection_pad1d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::reflection_pad1d_backward::call(&grad_output_t, self_, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -464,6 +598,9 @@ pub(crate) fn reflection_pad2d_out(
             "reflection_pad2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("reflection_pad2d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::reflection_pad2d_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding, out)?
@@ -479,6 +616,7 @@ pub(crate) fn reflection_pad2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReflectionPad2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -496,6 +634,12 @@ pub(crate) fn reflection_pad2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::reflection_pad2d::call(&self_t, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -512,6 +656,9 @@ pub(crate) fn reflection_pad2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "reflection_pad2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("reflection_pad2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -535,6 +682,7 @@ pub(crate) fn reflection_pad2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(ReflectionPad2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -562,6 +710,13 @@ pub(crate) fn reflection_pad2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::reflection_pad2d_backward::call(&grad_output_t, self_, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -578,6 +733,9 @@ pub(crate) fn replication_pad1d_out(
             "replication_pad1d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("replication_pad1d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::replication_pad1d_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding, out)?
@@ -593,6 +751,7 @@ pub(crate) fn replication_pad1d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReplicationPad1DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -610,6 +769,12 @@ pub(crate) fn replication_pad1d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::replication_pad1d::call(&self_t, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -626,6 +791,9 @@ pub(crate) fn replication_pad1d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "replication_pad1d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("replication_pad1d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -649,6 +817,7 @@ pub(crate) fn replication_pad1d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(ReplicationPad1DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -676,6 +845,13 @@ pub(crate) fn replication_pad1d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::replication_pad1d_backward::call(&grad_output_t, self_, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -692,6 +868,9 @@ pub(crate) fn replication_pad2d_out(
             "replication_pad2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("replication_pad2d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::replication_pad2d_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding, out)?
@@ -707,6 +886,7 @@ pub(crate) fn replication_pad2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ReplicationPad2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -724,6 +904,12 @@ pub(crate) fn replication_pad2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::replication_pad2d::call(&self_t, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -740,6 +926,9 @@ pub(crate) fn replication_pad2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "replication_pad2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("replication_pad2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -763,6 +952,7 @@ pub(crate) fn replication_pad2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(ReplicationPad2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -790,6 +980,13 @@ pub(crate) fn replication_pad2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::replication_pad2d_backward::call(&grad_output_t, self_, padding)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -800,6 +997,9 @@ pub(crate) fn relu_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "relu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("relu_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -821,6 +1021,9 @@ pub(crate) fn remainder_Scalar_Tensor_out(
             "remainder(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("remainder_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::remainder_Scalar_Tensor_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -841,6 +1044,9 @@ pub(crate) fn repeat_out(
             "repeat(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("repeat_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::repeat_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, repeats, out)?
@@ -860,6 +1066,9 @@ pub(crate) fn repeat_interleave_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "repeat_interleave(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("repeat_interleave_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

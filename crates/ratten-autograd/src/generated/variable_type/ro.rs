@@ -14,6 +14,7 @@ pub(crate) fn roll(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RollBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -31,6 +32,12 @@ pub(crate) fn roll(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::roll::call(&self_t, shifts, dims)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -47,6 +54,9 @@ pub(crate) fn roll_out(
         return Err(ratten_core::Error::runtime(
             "roll(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("roll_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

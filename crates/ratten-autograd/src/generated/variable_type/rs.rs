@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RsqrtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,15 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::mul_Scalar::call(&ops::conj::call(&self_t)?, &Scalar::Double(-0.5))?,
+            &ops::conj::call(&ops::pow_Tensor_Scalar::call(&result, &Scalar::Int(3))?)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +44,7 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RsqrtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +62,15 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::mul_Scalar::call(&ops::conj::call(&self_t)?, &Scalar::Double(-0.5))?,
+            &ops::conj::call(&ops::pow_Tensor_Scalar::call(self_, &Scalar::Int(3))?)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -61,6 +81,9 @@ pub(crate) fn rsqrt_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Res
         return Err(ratten_core::Error::runtime(
             "rsqrt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("rsqrt_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -78,6 +101,7 @@ pub(crate) fn rsub_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(RsubBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -96,6 +120,17 @@ pub(crate) fn rsub_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::neg::call(&crate::functions_manual::maybe_multiply(&self_t, alpha)?)?,
+            &other_t,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -108,6 +143,7 @@ pub(crate) fn rsub_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(RsubBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -125,6 +161,18 @@ pub(crate) fn rsub_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::handle_r_to_c(
+            self_.scalar_type(),
+            &crate::functions_manual::maybe_multiply(
+                &ops::neg::call(&ops::conj::call(&self_t)?)?,
+                &alpha.conj(),
+            )?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -141,6 +189,9 @@ pub(crate) fn rsub_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "rsub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("rsub_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -162,6 +213,9 @@ pub(crate) fn rsub_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "rsub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("rsub_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -16,6 +16,9 @@ pub(crate) fn scalar_tensor(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("scalar_tensor"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -45,6 +48,7 @@ pub(crate) fn scatter_src(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
         Some(ScatterBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -62,6 +66,13 @@ pub(crate) fn scatter_src(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_src::call(&self_t, dim, index, &src_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -76,6 +87,7 @@ pub(crate) fn scatter__src(
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
         Some(ScatterBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -92,6 +104,13 @@ pub(crate) fn scatter__src(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_src::call(&self_t, dim, index, &src_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -111,6 +130,9 @@ pub(crate) fn scatter_src_out(
             "scatter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::scatter_src_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, src, out)?
@@ -128,6 +150,7 @@ pub(crate) fn scatter_value(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ScatterBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -145,6 +168,12 @@ pub(crate) fn scatter_value(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_value::call(&self_t, dim, index, &Scalar::Int(0))?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -159,6 +188,7 @@ pub(crate) fn scatter__value(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ScatterBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -175,6 +205,12 @@ pub(crate) fn scatter__value(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_value::call(&self_t, dim, index, &Scalar::Int(0))?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -193,6 +229,9 @@ pub(crate) fn scatter_value_out(
         return Err(ratten_core::Error::runtime(
             "scatter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -219,6 +258,9 @@ pub(crate) fn scatter_reduce(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(index), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("scatter"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -242,6 +284,9 @@ pub(crate) fn scatter__reduce(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(index), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("scatter_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -278,6 +323,9 @@ pub(crate) fn scatter_reduce_out(
             "scatter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::scatter_reduce_out::redispatch(
@@ -304,6 +352,9 @@ pub(crate) fn scatter_value_reduce(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(index)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("scatter"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -334,6 +385,9 @@ pub(crate) fn scatter__value_reduce(
 ) -> Result<Aliased<0>> {
     let inputs = [Some(self_), Some(index)];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("scatter_"));
+    }
     check_inplace(self_, requires_grad)?;
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
@@ -370,6 +424,9 @@ pub(crate) fn scatter_value_reduce_out(
             "scatter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::scatter_value_reduce_out::redispatch(
@@ -395,6 +452,7 @@ pub(crate) fn scatter_add(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
         Some(ScatterAddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -412,6 +470,13 @@ pub(crate) fn scatter_add(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_add::call(&self_t, dim, index, &src_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -426,6 +491,7 @@ pub(crate) fn scatter_add_(
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
         Some(ScatterAddBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -442,6 +508,13 @@ pub(crate) fn scatter_add_(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::scatter_add::call(&self_t, dim, index, &src_t)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -460,6 +533,9 @@ pub(crate) fn scatter_add_out(
         return Err(ratten_core::Error::runtime(
             "scatter_add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_add_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -480,6 +556,7 @@ pub(crate) fn scatter_reduce_two(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
         Some(ScatterReduceBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -511,6 +588,23 @@ pub(crate) fn scatter_reduce_two(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::scatter_reduce_jvp(
+            self_,
+            &self_t,
+            dim,
+            index,
+            src,
+            &src_t,
+            reduce,
+            include_self,
+            &result,
+        )?;
+        set_opt_fw_grad(&result, result_new_fw_grad.as_ref(), false)?;
+    }
     Ok(result)
 }
 
@@ -527,6 +621,12 @@ pub(crate) fn scatter_reduce__two(
     let inputs = [Some(self_), Some(src)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(ScatterReduceBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -558,6 +658,23 @@ pub(crate) fn scatter_reduce__two(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let src_t = fw_grad_or_zeros(src)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::scatter_reduce_jvp(
+            original_self_p,
+            &self_t,
+            dim,
+            index,
+            src,
+            &src_t,
+            reduce,
+            include_self,
+            self_,
+        )?;
+        set_opt_fw_grad(self_, result_new_fw_grad.as_ref(), true)?;
+    }
     Ok(ret)
 }
 
@@ -577,6 +694,9 @@ pub(crate) fn scatter_reduce_two_out(
         return Err(ratten_core::Error::runtime(
             "scatter_reduce(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scatter_reduce_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -605,6 +725,9 @@ pub(crate) fn scalar_tensor_out(
         return Err(ratten_core::Error::runtime(
             "scalar_tensor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("scalar_tensor_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -14,6 +14,7 @@ pub(crate) fn select_int(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SelectBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -31,6 +32,12 @@ pub(crate) fn select_int(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::select_int::call(&self_t, dim, index)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -76,6 +83,9 @@ pub(crate) fn searchsorted_Tensor_out(
         return Err(ratten_core::Error::runtime(
             "searchsorted(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("searchsorted_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -134,6 +144,9 @@ pub(crate) fn searchsorted_Scalar_out(
         return Err(ratten_core::Error::runtime(
             "searchsorted(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("searchsorted_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SgnBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -27,6 +28,12 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::sgn_backward(self_, &self_t, &result)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -35,6 +42,12 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(SgnBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -53,6 +66,13 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            crate::functions_manual::sgn_backward(original_self_p, &self_t, self_)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -63,6 +83,9 @@ pub(crate) fn sgn_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "sgn(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sgn_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

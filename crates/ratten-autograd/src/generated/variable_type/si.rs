@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SigmoidBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,15 @@ pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::sigmoid_backward(
+            &ops::conj::call(&self_t)?,
+            &result,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +44,7 @@ pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>>
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SigmoidBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +62,15 @@ pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>>
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::sigmoid_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -61,6 +81,9 @@ pub(crate) fn sigmoid_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
         return Err(ratten_core::Error::runtime(
             "sigmoid(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sigmoid_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -73,6 +96,7 @@ pub(crate) fn sigmoid_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> R
 pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SinBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -89,6 +113,15 @@ pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(&ops::cos::call(self_)?)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -97,6 +130,12 @@ pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(SinBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -113,6 +152,15 @@ pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(&ops::cos::call(original_self_p)?)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -123,6 +171,9 @@ pub(crate) fn sin_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "sin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sin_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -135,6 +186,7 @@ pub(crate) fn sin_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
 pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SignBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -150,6 +202,19 @@ pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::zeros_like::call(
+            &ops::conj::call(&self_t)?,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -158,6 +223,7 @@ pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SignBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -173,6 +239,19 @@ pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::zeros_like::call(
+            &ops::conj::call(&self_t)?,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -183,6 +262,9 @@ pub(crate) fn sign_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "sign(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sign_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -195,6 +277,7 @@ pub(crate) fn sign_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
 pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SiluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -211,6 +294,21 @@ pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(
+            &(if crate::grad_mode::GradMode::is_enabled() {
+                crate::functions_manual::infinitely_differentiable_silu_backward(
+                    &ops::conj::call(&self_t)?,
+                    self_,
+                )?
+            } else {
+                ops::silu_backward::call(&ops::conj::call(&self_t)?, self_)?
+            }),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -219,6 +317,12 @@ pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(SiluBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -235,6 +339,21 @@ pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(
+            &(if crate::grad_mode::GradMode::is_enabled() {
+                crate::functions_manual::infinitely_differentiable_silu_backward(
+                    &ops::conj::call(&self_t)?,
+                    original_self_p,
+                )?
+            } else {
+                ops::silu_backward::call(&ops::conj::call(&self_t)?, original_self_p)?
+            }),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -245,6 +364,9 @@ pub(crate) fn silu_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "silu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("silu_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -265,6 +387,9 @@ pub(crate) fn silu_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "silu_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("silu_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

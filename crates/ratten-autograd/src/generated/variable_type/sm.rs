@@ -15,6 +15,7 @@ pub(crate) fn smooth_l1_loss(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(SmoothL1LossBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -34,6 +35,32 @@ pub(crate) fn smooth_l1_loss(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::apply_loss_reduction(
+            &ops::add_Tensor::call(
+                &ops::conj::call(&ops::smooth_l1_loss_backward::call(
+                    &ops::conj::call(&self_t)?,
+                    self_,
+                    target,
+                    0,
+                    beta,
+                )?)?,
+                &ops::conj::call(&ops::smooth_l1_loss_backward::call(
+                    &ops::conj::call(&target_t)?,
+                    target,
+                    self_,
+                    0,
+                    beta,
+                )?)?,
+                &Scalar::Int(1),
+            )?,
+            reduction,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -51,6 +78,9 @@ pub(crate) fn smooth_l1_loss_out(
         return Err(ratten_core::Error::runtime(
             "smooth_l1_loss(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("smooth_l1_loss_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -77,6 +107,7 @@ pub(crate) fn smooth_l1_loss_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_), Some(target)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
         Some(SmoothL1LossBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -104,6 +135,34 @@ pub(crate) fn smooth_l1_loss_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let target_t = fw_grad_or_zeros(target)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::sub_Tensor::call(
+                &crate::functions_manual::smooth_l1_loss_double_backward(
+                    &ops::mul_Tensor::call(&self_t, grad_output)?,
+                    self_,
+                    target,
+                    reduction,
+                    beta,
+                )?,
+                &crate::functions_manual::smooth_l1_loss_double_backward(
+                    &ops::mul_Tensor::call(&target_t, grad_output)?,
+                    self_,
+                    target,
+                    reduction,
+                    beta,
+                )?,
+                &Scalar::Int(1),
+            )?,
+            &ops::smooth_l1_loss_backward::call(&grad_output_t, self_, target, reduction, beta)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -127,6 +186,9 @@ pub(crate) fn smooth_l1_loss_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "smooth_l1_loss_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("smooth_l1_loss_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -20,6 +20,9 @@ pub(crate) fn sort_values(
             "sort(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sort_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sort_values::redispatch(
@@ -50,6 +53,9 @@ pub(crate) fn sort_values_stable(
             "sort(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sort_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sort_values_stable::redispatch(
@@ -74,6 +80,7 @@ pub(crate) fn sort(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SortBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -93,6 +100,13 @@ pub(crate) fn sort(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad =
+            crate::functions_manual::gather_with_keepdimed_indices(&self_t, dim, &indices, true)?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -106,6 +120,7 @@ pub(crate) fn sort_stable(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SortBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -125,6 +140,13 @@ pub(crate) fn sort_stable(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad =
+            crate::functions_manual::gather_with_keepdimed_indices(&self_t, dim, &indices, true)?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -142,6 +164,9 @@ pub(crate) fn softplus_out(
             "softplus(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("softplus_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::softplus_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, beta, threshold, out)?
@@ -158,6 +183,7 @@ pub(crate) fn softplus(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SoftplusBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -176,6 +202,17 @@ pub(crate) fn softplus(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::softplus_backward::call(
+            &ops::conj::call(&self_t)?,
+            self_,
+            beta,
+            threshold,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -193,6 +230,9 @@ pub(crate) fn softplus_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "softplus_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("softplus_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -218,6 +258,7 @@ pub(crate) fn softplus_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SoftplusBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -243,6 +284,22 @@ pub(crate) fn softplus_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::softplus_backward::call(&grad_output_t, self_, beta, threshold)?,
+            &crate::functions_manual::softplus_double_backward(
+                &ops::mul_Tensor::call(&self_t, grad_output)?,
+                self_,
+                beta,
+                threshold,
+            )?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -260,6 +317,9 @@ pub(crate) fn softmax_int_out(
             "softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("softmax_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::softmax_int_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype, out)?
@@ -276,6 +336,7 @@ pub(crate) fn _softmax(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SoftmaxBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -295,6 +356,19 @@ pub(crate) fn _softmax(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::mul_Tensor::call(
+            &result,
+            &ops::sub_Tensor::call(
+                &self_t,
+                &crate::functions_manual::logsumexp_jvp(self_, &self_t, Some(&[dim]), true)?,
+                &Scalar::Int(1),
+            )?,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -311,6 +385,9 @@ pub(crate) fn _softmax_out(
         return Err(ratten_core::Error::runtime(
             "_softmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_softmax_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -329,6 +406,10 @@ pub(crate) fn _softmax_backward_data(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output), Some(output)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(output)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_softmax_backward_data"));
+    }
     let grad_fn = if requires_grad {
         Some(SoftmaxBackwardDataBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -371,6 +452,9 @@ pub(crate) fn _softmax_backward_data_out(
         return Err(ratten_core::Error::runtime(
             "_softmax_backward_data(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_softmax_backward_data_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -14,6 +14,7 @@ pub(crate) fn split_Tensor(
 ) -> Result<Vec<Tensor>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SplitBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -37,6 +38,12 @@ pub(crate) fn split_Tensor(
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::split_Tensor::call(&self_t, split_size, dim)?;
+        set_fw_grad_list(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -49,6 +56,7 @@ pub(crate) fn split_with_sizes(
 ) -> Result<Vec<Tensor>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SplitWithSizesBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -71,6 +79,12 @@ pub(crate) fn split_with_sizes(
         let mut outputs: Vec<Option<&Tensor>> = Vec::new();
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::split_with_sizes::call(&self_t, split_sizes, dim)?;
+        set_fw_grad_list(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SqrtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,15 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::div_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::mul_Scalar::call(&ops::conj::call(&result)?, &Scalar::Int(2))?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +44,7 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SqrtBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +62,15 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::div_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::mul_Scalar::call(&ops::conj::call(self_)?, &Scalar::Int(2))?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -61,6 +81,9 @@ pub(crate) fn sqrt_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "sqrt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sqrt_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -73,6 +96,7 @@ pub(crate) fn sqrt_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
 pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SqueezeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -89,6 +113,12 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::squeeze::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -96,6 +126,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
 pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SqueezeBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -113,6 +144,12 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::squeeze_dim::call(&self_t, dim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -120,6 +157,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
 pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SqueezeBackward2 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -136,6 +174,12 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::squeeze_dims::call(&self_t, dim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

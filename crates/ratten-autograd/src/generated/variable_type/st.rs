@@ -15,6 +15,7 @@ pub(crate) fn std_correction(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(StdBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -42,6 +43,30 @@ pub(crate) fn std_correction(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::masked_fill_Scalar::call(
+            &ops::div_Tensor::call(
+                &ops::real::call(&ops::sum_dim_IntList::call(
+                    &crate::functions_manual::var_backward(
+                        &ops::conj::call(&self_t)?,
+                        self_,
+                        dim,
+                        correction,
+                        true,
+                    )?,
+                    Some(dim.unwrap_or(&[])),
+                    keepdim,
+                    None,
+                )?)?,
+                &ops::mul_Scalar::call(&result, &Scalar::Double(2.0))?,
+            )?,
+            &ops::eq_Scalar::call(&result, &Scalar::Int(0))?,
+            &Scalar::Int(0),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -59,6 +84,9 @@ pub(crate) fn std_correction_out(
         return Err(ratten_core::Error::runtime(
             "std(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("std_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -84,6 +112,7 @@ pub(crate) fn std_mean_correction(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(StdMeanBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -111,6 +140,33 @@ pub(crate) fn std_mean_correction(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = ops::masked_fill_Scalar::call(
+            &ops::div_Tensor::call(
+                &ops::real::call(&ops::sum_dim_IntList::call(
+                    &crate::functions_manual::var_backward(
+                        &ops::conj::call(&self_t)?,
+                        self_,
+                        dim,
+                        correction,
+                        true,
+                    )?,
+                    Some(dim.unwrap_or(&[])),
+                    keepdim,
+                    None,
+                )?)?,
+                &ops::mul_Scalar::call(&result0, &Scalar::Double(2.0))?,
+            )?,
+            &ops::eq_Scalar::call(&result0, &Scalar::Int(0))?,
+            &Scalar::Int(0),
+        )?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+        let result1_new_fw_grad =
+            ops::mean_dim::call(&self_t, Some(dim.unwrap_or(&[])), keepdim, None)?;
+        set_fw_grad(&result1, &result1_new_fw_grad, false)?;
+    }
     Ok((result0, result1))
 }
 
@@ -119,6 +175,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
     let mut inputs: Vec<Option<&Tensor>> = Vec::new();
     inputs.extend(tensors.iter().map(Some));
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined_list(tensors);
     let grad_fn = if requires_grad {
         Some(StackBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -137,6 +194,11 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = crate::functions_manual::stack_jvp(tensors, dim)?;
+        set_opt_fw_grad(&result, result_new_fw_grad.as_ref(), false)?;
+    }
     Ok(result)
 }
 
@@ -154,6 +216,9 @@ pub(crate) fn stack_out(
         return Err(ratten_core::Error::runtime(
             "stack(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("stack_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -177,6 +242,9 @@ pub(crate) fn std_mean_correction_out(
         return Err(ratten_core::Error::runtime(
             "std_mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("std_mean_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

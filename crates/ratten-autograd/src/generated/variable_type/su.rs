@@ -19,6 +19,9 @@ pub(crate) fn sub_out(
             "sub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sub_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sub_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha, out)?
@@ -35,6 +38,7 @@ pub(crate) fn sub_Tensor(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(SubBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -53,6 +57,17 @@ pub(crate) fn sub_Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &crate::functions_manual::maybe_multiply(&other_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -66,6 +81,7 @@ pub(crate) fn sub__Tensor(
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(SubBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -84,6 +100,17 @@ pub(crate) fn sub__Tensor(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sub_Tensor::call(
+            &self_t,
+            &crate::functions_manual::maybe_multiply(&other_t, alpha)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -96,6 +123,7 @@ pub(crate) fn sub_Scalar(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SubBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -112,6 +140,15 @@ pub(crate) fn sub_Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::handle_r_to_c(
+            self_.scalar_type(),
+            &ops::conj::call(&self_t)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -125,6 +162,12 @@ pub(crate) fn sub__Scalar(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    let original_self_p = if any_fw {
+        Some(ops::clone::call(self_, None)?)
+    } else {
+        None
+    };
     let grad_fn = if requires_grad {
         Some(SubBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -141,6 +184,15 @@ pub(crate) fn sub__Scalar(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if let Some(original_self_p) = original_self_p.as_ref() {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::handle_r_to_c(
+            original_self_p.scalar_type(),
+            &ops::conj::call(&self_t)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -148,6 +200,7 @@ pub(crate) fn sub__Scalar(
 pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SumBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -164,6 +217,12 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sum::call(&self_t, dtype)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -177,6 +236,7 @@ pub(crate) fn sum_dim_IntList(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(SumBackward1 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -195,6 +255,12 @@ pub(crate) fn sum_dim_IntList(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::sum_dim_IntList::call(&self_t, dim, keepdim, dtype)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -212,6 +278,9 @@ pub(crate) fn sum_IntList_out(
         return Err(ratten_core::Error::runtime(
             "sum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sum_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -241,6 +310,9 @@ pub(crate) fn sub_Scalar_out(
             "sub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sub_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sub_Scalar_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha, out)?
@@ -260,6 +332,9 @@ pub(crate) fn sum_out(
         return Err(ratten_core::Error::runtime(
             "sum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("sum_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

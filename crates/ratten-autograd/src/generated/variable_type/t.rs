@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TanBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -26,6 +27,19 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(&ops::add_Scalar::call(
+                &ops::pow_Tensor_Scalar::call(&result, &Scalar::Int(2))?,
+                &Scalar::Int(1),
+                &Scalar::Int(1),
+            )?)?,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -34,6 +48,7 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TanBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -51,6 +66,19 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&ops::mul_Tensor::call(
+            &ops::conj::call(&self_t)?,
+            &ops::conj::call(&ops::add_Scalar::call(
+                &ops::pow_Tensor_Scalar::call(self_, &Scalar::Int(2))?,
+                &Scalar::Int(1),
+                &Scalar::Int(1),
+            )?)?,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -61,6 +89,9 @@ pub(crate) fn tan_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "tan(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("tan_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -73,6 +104,7 @@ pub(crate) fn tan_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resul
 pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TanhBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -90,6 +122,15 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::tanh_backward(
+            &ops::conj::call(&self_t)?,
+            &result,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -98,6 +139,7 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TanhBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -115,6 +157,15 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::conj::call(&crate::functions_manual::tanh_backward(
+            &ops::conj::call(&self_t)?,
+            self_,
+        )?)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -125,6 +176,9 @@ pub(crate) fn tanh_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
         return Err(ratten_core::Error::runtime(
             "tanh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("tanh_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -149,6 +203,9 @@ pub(crate) fn topk_values(
         return Err(ratten_core::Error::runtime(
             "topk(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("topk_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -177,6 +234,7 @@ pub(crate) fn topk(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TopkBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -196,6 +254,12 @@ pub(crate) fn topk(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&values)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
+        set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
     Ok((values, indices))
 }
 
@@ -208,6 +272,7 @@ pub(crate) fn transpose_int(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TransposeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -225,6 +290,12 @@ pub(crate) fn transpose_int(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::transpose_int::call(&self_t, dim0, dim1)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -232,6 +303,7 @@ pub(crate) fn transpose_int(
 pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -246,6 +318,12 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::t::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -263,6 +341,9 @@ pub(crate) fn take_out(
             "take(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("take_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::take_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, index, out)?
@@ -274,6 +355,7 @@ pub(crate) fn take_out(
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TakeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -291,6 +373,12 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::take::call(&self_t, index)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -299,6 +387,7 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TrilBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -315,6 +404,12 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::tril::call(&self_t, diagonal)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -323,6 +418,7 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TriuBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -338,6 +434,12 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::triu::call(&self_t, diagonal)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -355,6 +457,9 @@ pub(crate) fn triu_out(
             "triu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("triu_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::triu_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal, out)?
@@ -366,6 +471,7 @@ pub(crate) fn triu_out(
 pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TriuBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -381,6 +487,12 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::triu::call(&self_t, diagonal)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -398,6 +510,9 @@ pub(crate) fn tril_out(
             "tril(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("tril_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::tril_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal, out)?
@@ -409,6 +524,7 @@ pub(crate) fn tril_out(
 pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(TrilBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -424,6 +540,12 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::tril::call(&self_t, diagonal)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

@@ -9,6 +9,7 @@ use ratten_aten::operators as ops;
 pub(crate) fn _unsafe_view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UnsafeViewBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -25,6 +26,12 @@ pub(crate) fn _unsafe_view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> 
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::_unsafe_view::call(&self_t, size)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -32,6 +39,7 @@ pub(crate) fn _unsafe_view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> 
 pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UnsqueezeBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -48,6 +56,12 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::unsqueeze::call(&self_t, dim)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -61,6 +75,7 @@ pub(crate) fn unfold(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UnfoldBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -80,6 +95,12 @@ pub(crate) fn unfold(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::unfold::call(&self_t, dimension, size, step)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -87,6 +108,7 @@ pub(crate) fn unfold(
 pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UnbindBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -105,6 +127,12 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::unbind_int::call(&self_t, dim)?;
+        set_fw_grad_list(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -119,6 +147,7 @@ pub(crate) fn uniform_(
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UniformBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -134,6 +163,12 @@ pub(crate) fn uniform_(
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
     Ok(ret)
 }
 
@@ -146,6 +181,10 @@ pub(crate) fn _unique(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_unique"));
+    }
     let grad_fn = if requires_grad {
         Some(UniqueBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -174,6 +213,10 @@ pub(crate) fn _unique2(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_unique2"));
+    }
     let grad_fn = if requires_grad {
         Some(Unique2Backward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -209,6 +252,10 @@ pub(crate) fn unique_dim(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("unique_dim"));
+    }
     let grad_fn = if requires_grad {
         Some(UniqueDimBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -244,6 +291,10 @@ pub(crate) fn unique_consecutive(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("unique_consecutive"));
+    }
     let grad_fn = if requires_grad {
         Some(UniqueConsecutiveBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -278,6 +329,10 @@ pub(crate) fn unique_dim_consecutive(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("unique_dim_consecutive"));
+    }
     let grad_fn = if requires_grad {
         Some(UniqueDimConsecutiveBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -318,6 +373,9 @@ pub(crate) fn upsample_bilinear2d_out(
             "upsample_bilinear2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("upsample_bilinear2d_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::upsample_bilinear2d_out::redispatch(
@@ -344,6 +402,7 @@ pub(crate) fn upsample_bilinear2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UpsampleBilinear2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -371,6 +430,18 @@ pub(crate) fn upsample_bilinear2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::upsample_bilinear2d::call(
+            &self_t,
+            output_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -390,6 +461,9 @@ pub(crate) fn upsample_bilinear2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "upsample_bilinear2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("upsample_bilinear2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -419,6 +493,7 @@ pub(crate) fn upsample_bilinear2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(UpsampleBilinear2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -446,6 +521,19 @@ pub(crate) fn upsample_bilinear2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::upsample_bilinear2d_backward::call(
+            &grad_output_t,
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -463,6 +551,9 @@ pub(crate) fn upsample_nearest2d_out(
         return Err(ratten_core::Error::runtime(
             "upsample_nearest2d(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("upsample_nearest2d_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -488,6 +579,7 @@ pub(crate) fn upsample_nearest2d(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UpsampleNearest2DBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -513,6 +605,13 @@ pub(crate) fn upsample_nearest2d(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad =
+            ops::upsample_nearest2d::call(&self_t, output_size, scales_h, scales_w)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -531,6 +630,9 @@ pub(crate) fn upsample_nearest2d_backward_grad_input(
         return Err(ratten_core::Error::runtime(
             "upsample_nearest2d_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("upsample_nearest2d_backward_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -558,6 +660,7 @@ pub(crate) fn upsample_nearest2d_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad_output)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
         Some(UpsampleNearest2DBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -583,6 +686,18 @@ pub(crate) fn upsample_nearest2d_backward(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let grad_output_t = fw_grad_or_zeros(grad_output)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::upsample_nearest2d_backward::call(
+            &grad_output_t,
+            output_size,
+            input_size,
+            scales_h,
+            scales_w,
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -598,6 +713,9 @@ pub(crate) fn _unsafe_view_out(
         return Err(ratten_core::Error::runtime(
             "_unsafe_view(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_unsafe_view_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -621,6 +739,9 @@ pub(crate) fn uniform_out(
             "uniform(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("uniform_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::uniform_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, from, to, generator, out)?
@@ -638,6 +759,7 @@ pub(crate) fn uniform(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(UniformBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -652,6 +774,12 @@ pub(crate) fn uniform(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -670,6 +798,9 @@ pub(crate) fn _unique_out(
         return Err(ratten_core::Error::runtime(
             "_unique(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_unique_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -701,6 +832,9 @@ pub(crate) fn _unique2_out(
         return Err(ratten_core::Error::runtime(
             "_unique2(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_unique2_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -736,6 +870,9 @@ pub(crate) fn unique_dim_out(
             "unique_dim(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("unique_dim_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::unique_dim_out::redispatch(
@@ -770,6 +907,9 @@ pub(crate) fn unique_consecutive_out(
             "unique_consecutive(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("unique_consecutive_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::unique_consecutive_out::redispatch(
@@ -802,6 +942,9 @@ pub(crate) fn unique_dim_consecutive_out(
         return Err(ratten_core::Error::runtime(
             "unique_dim_consecutive(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("unique_dim_consecutive_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -15,6 +15,7 @@ pub(crate) fn var_correction(
 ) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(VarBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -40,6 +41,23 @@ pub(crate) fn var_correction(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::real::call(&ops::sum_dim_IntList::call(
+            &crate::functions_manual::var_backward(
+                &ops::conj::call(&self_t)?,
+                self_,
+                dim,
+                correction,
+                true,
+            )?,
+            Some(dim.unwrap_or(&[])),
+            keepdim,
+            None,
+        )?)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -57,6 +75,9 @@ pub(crate) fn var_correction_out(
         return Err(ratten_core::Error::runtime(
             "var(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("var_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -82,6 +103,7 @@ pub(crate) fn var_mean_correction(
 ) -> Result<(Tensor, Tensor)> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(VarMeanBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -107,6 +129,26 @@ pub(crate) fn var_mean_correction(
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result0_new_fw_grad = ops::real::call(&ops::sum_dim_IntList::call(
+            &crate::functions_manual::var_backward(
+                &ops::conj::call(&self_t)?,
+                self_,
+                dim,
+                correction,
+                true,
+            )?,
+            Some(dim.unwrap_or(&[])),
+            keepdim,
+            None,
+        )?)?;
+        set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+        let result1_new_fw_grad =
+            ops::mean_dim::call(&self_t, Some(dim.unwrap_or(&[])), keepdim, None)?;
+        set_fw_grad(&result1, &result1_new_fw_grad, false)?;
+    }
     Ok((result0, result1))
 }
 
@@ -114,6 +156,7 @@ pub(crate) fn var_mean_correction(
 pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ViewBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -129,6 +172,12 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::view::call(&self_t, size)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -155,6 +204,9 @@ pub(crate) fn vdot_out(
             "vdot(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("vdot_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::vdot_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, out)?
@@ -166,6 +218,7 @@ pub(crate) fn vdot_out(
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(VdotBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -183,6 +236,17 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::add_Tensor::call(
+            &ops::vdot::call(&self_t, other)?,
+            &ops::vdot::call(self_, &other_t)?,
+            &Scalar::Int(1),
+        )?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -190,6 +254,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
 pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ViewAsRealBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -205,6 +270,12 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
     }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::view_as_real::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
     Ok(result)
 }
 
@@ -212,6 +283,7 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
 pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ViewAsComplexBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -226,6 +298,12 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::view_as_complex::call(&self_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -245,6 +323,9 @@ pub(crate) fn var_mean_correction_out(
         return Err(ratten_core::Error::runtime(
             "var_mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("var_mean_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

@@ -14,6 +14,7 @@ pub(crate) fn where_self(
 ) -> Result<Tensor> {
     let inputs = [Some(self_), Some(other)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
         Some(WhereBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -29,6 +30,13 @@ pub(crate) fn where_self(
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let other_t = fw_grad_or_zeros(other)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::where_self::call(condition, &self_t, &other_t)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }
@@ -46,6 +54,9 @@ pub(crate) fn where_self_out(
         return Err(ratten_core::Error::runtime(
             "where(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("where_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();

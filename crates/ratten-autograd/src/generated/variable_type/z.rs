@@ -16,6 +16,9 @@ pub(crate) fn zeros(
 ) -> Result<Tensor> {
     let inputs: [Option<&Tensor>; 0] = [];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("zeros"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -42,6 +45,9 @@ pub(crate) fn zeros_out(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Resul
         return Err(ratten_core::Error::runtime(
             "zeros(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("zeros_out"));
     }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -80,6 +86,7 @@ pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
     check_inplace(self_, requires_grad)?;
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ZeroBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -94,6 +101,12 @@ pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         rebase_history(self_, &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(self_, &result_new_fw_grad, true)?;
     }
     Ok(ret)
 }
@@ -111,6 +124,9 @@ pub(crate) fn zeros_like_out(
             "zeros_like(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("zeros_like_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::zeros_like_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format, out)?
@@ -126,6 +142,9 @@ pub(crate) fn zero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
             "zero(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("zero_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::zero_out::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, out)?
@@ -137,6 +156,7 @@ pub(crate) fn zero_out(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Resu
 pub(crate) fn zero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let inputs = [Some(self_)];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
         Some(ZeroBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -151,6 +171,12 @@ pub(crate) fn zero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(node) = grad_fn {
         let node: Arc<dyn Node> = Arc::new(node);
         set_history(&[Some(&result)], &node)?;
+    }
+    if any_fw {
+        let self_t = fw_grad_or_zeros(self_)?;
+        let _formula = ForwardFormulaGuard::new();
+        let result_new_fw_grad = ops::zeros_like::call(&self_t, None, None, None, None, None)?;
+        set_fw_grad(&result, &result_new_fw_grad, false)?;
     }
     Ok(result)
 }

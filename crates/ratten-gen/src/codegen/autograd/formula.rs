@@ -536,6 +536,14 @@ impl Cx<'_, '_> {
                 }
                 return Some((format!("&[{}]", xs.join(", ")), 1));
             }
+            (Special::Brace(items), BoolList) => {
+                let mut xs = Vec::new();
+                for i in items {
+                    let (r, _) = self.convert(i, &Bool)?;
+                    xs.push(r);
+                }
+                return Some((format!("&[{}]", xs.join(", ")), 1));
+            }
             (Special::Brace(_), _) => return None,
             _ => {}
         }
@@ -789,6 +797,18 @@ impl Cx<'_, '_> {
         }
         let (name, ns) = unqualify(path);
         let aten = &self.env.aten;
+        // `at::Reduction::Reduction`'s values, as `reduction` arguments carry them.
+        if ns.is_some_and(|n| n.ends_with("Reduction")) {
+            let value = match name {
+                "None" => Some(0),
+                "Mean" => Some(1),
+                "Sum" => Some(2),
+                _ => None,
+            };
+            if let Some(value) = value {
+                return Ok(Val::owned(value.to_string(), CxxType::Int, Prec::Postfix));
+            }
+        }
         if matches!(name, "nullopt" | "nullopt_t") {
             return Ok(Val::owned("None", CxxType::Nullopt, Prec::Postfix));
         }
@@ -1235,6 +1255,10 @@ impl Cx<'_, '_> {
                     Prec::Postfix,
                 ));
             }
+            // `IntArrayRef({..})`: the list itself.
+            ("IntArrayRef", [], [list]) if matches!(list, Expr::Brace { ty: None, .. }) => {
+                return self.expr(list);
+            }
             ("Tensor", [], []) => {
                 return Ok(Val::owned("None", CxxType::OptTensor, Prec::Postfix));
             }
@@ -1410,6 +1434,17 @@ impl Cx<'_, '_> {
                         Prec::Postfix,
                     ))
                 }
+                ("value_or", [d]) if *t == CxxType::OptIntList => {
+                    let (d, _) = self.convert(d, &CxxType::IntList).ok_or_else(|| {
+                        Refusal::TypeMismatch(format!("value_or({})", d.describe()))
+                    })?;
+                    Ok(Val::new(
+                        format!("{}.unwrap_or({d})", recv.at(Prec::Postfix)),
+                        CxxType::IntList,
+                        Form::Borrowed,
+                        Prec::Postfix,
+                    ))
+                }
                 ("value_or", [d]) => {
                     let inner = t.unwrapped().expect("optional");
                     if !inner.is_copy() {
@@ -1445,30 +1480,33 @@ impl Cx<'_, '_> {
         let r = t.at(Prec::Postfix);
         let v = |rust: String, ty: CxxType, prec: Prec| Ok(Val::owned(rust, ty, prec));
         match (name, args.as_slice()) {
-            ("sizes", []) => {
+            ("sizes" | "sym_sizes", []) => {
                 return v(
                     format!("{r}.sizes().to_vec()"),
                     CxxType::IntList,
                     Prec::Postfix,
                 )
             }
-            ("strides", []) => {
+            ("strides" | "sym_strides", []) => {
                 return v(
                     format!("{r}.strides().to_vec()"),
                     CxxType::IntList,
                     Prec::Postfix,
                 )
             }
-            ("size" | "stride", [d]) => {
+            ("size" | "stride" | "sym_size" | "sym_stride", [d]) => {
                 let (d, _) = self.convert(d, &CxxType::Int).ok_or_else(|| {
                     Refusal::TypeMismatch(format!("Tensor::{name}({})", d.describe()))
                 })?;
+                let name = name.trim_start_matches("sym_");
                 return v(format!("{r}.{name}({d})?"), CxxType::Int, Prec::Postfix);
             }
             ("dim" | "ndimension", []) => {
                 return v(format!("{r}.dim() as i64"), CxxType::Int, Prec::Cast)
             }
-            ("numel", []) => return v(format!("{r}.numel()"), CxxType::Int, Prec::Postfix),
+            ("numel" | "sym_numel", []) => {
+                return v(format!("{r}.numel()"), CxxType::Int, Prec::Postfix)
+            }
             ("scalar_type" | "dtype", []) => {
                 return v(
                     format!("{r}.scalar_type()"),

@@ -5,6 +5,7 @@
 pub mod coverage;
 pub mod cxx_parser;
 pub mod formula;
+pub mod forward;
 pub mod functions;
 pub mod inplace_or_view;
 pub mod manual;

@@ -28,6 +28,10 @@ use ratten_schema::derivatives::SavedValue;
 
 use super::coverage::saved_value_forward;
 use super::formula::translate;
+use super::forward::{
+    any_fw_grad_cond, differentiable_inputs, emit_forward_formulas, forward_codes,
+    forward_derivatives, ForwardCode,
+};
 use super::functions::{
     array_stmt, cxx_type, default_info, differentiable_outputs, node_for, node_specs, output_names,
     rust_expr, NodeSpec, SavedField, Storage, Translation,
@@ -268,6 +272,26 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
     if inplace {
         w.line(format!("check_inplace({self_ident}, requires_grad)?;"));
     }
+    let forward = forward_plan(op, spec, tr);
+    if let Some((cond, plan)) = &forward {
+        w.line(format!("let any_fw = {cond};"));
+        match plan {
+            Ok(codes) if codes.iter().any(|c| c.original_self) => {
+                w.line(format!(
+                    "let original_self_p = if any_fw {{ Some(ops::clone::call({self_ident}, None)?) }} else {{ None }};"
+                ));
+            }
+            Ok(_) => {}
+            Err(_) => {
+                w.block("if any_fw {", "}", |w| {
+                    w.line(format!(
+                        "return Err(forward_ad_not_implemented({:?}));",
+                        cpp_name(op)
+                    ));
+                });
+            }
+        }
+    }
     // The node, its next edges and saved inputs are taken before the call: an in-place call
     // changes them.
     w.block("let grad_fn = if requires_grad {", "} else {", |w| {
@@ -409,12 +433,87 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
             }
         }
     });
+    if let Some((_, Ok(codes))) = &forward {
+        let place = |name: &str| -> String {
+            outputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_else(|| ident(name))
+        };
+        emit_forward_formulas(w, codes, &place, inplace);
+    }
     if inplace {
         w.line("Ok(ret)");
     } else {
         let (_, pattern) = output_locals(spec.op);
         w.line(format!("Ok({pattern})"));
     }
+}
+
+/// torchgen's `cpp.name(f.func)`, the operator's name in forward AD's errors (`mul_`,
+/// `mul_out`).
+fn cpp_name(op: &OperatorRecord) -> String {
+    let base = op.qualified_name.rsplit("::").next().unwrap_or("");
+    if op.kind == SchemaKind::Out {
+        format!("{}_out", base.strip_suffix('_').unwrap_or(base))
+    } else {
+        base.to_string()
+    }
+}
+
+/// The forward AD of a derived kernel: the condition that some input has a tangent, and the
+/// translated formulas or why there are none. None when no input can have a tangent.
+pub fn forward_plan(
+    op: &OperatorRecord,
+    spec: &NodeSpec<'_>,
+    tr: &Translation,
+) -> Option<(String, Result<Vec<ForwardCode>, String>)> {
+    let info = spec.info;
+    let diff = differentiable_inputs(op, Some(info));
+    if diff.is_empty() {
+        return None;
+    }
+    let plan = forward_codes_of(op, spec, tr);
+    let with_tangent: Vec<_> = match &plan {
+        Ok(codes) => diff
+            .iter()
+            .copied()
+            .filter(|a| {
+                codes
+                    .iter()
+                    .any(|c| c.tangents.iter().any(|(_, input, _)| *input == a.ident))
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let cond = if with_tangent.is_empty() {
+        any_fw_grad_cond(&diff)
+    } else {
+        any_fw_grad_cond(&with_tangent)
+    };
+    Some((cond, plan))
+}
+
+/// The translated forward formulas of a derived kernel, or why it has none.
+pub fn forward_codes_of(
+    op: &OperatorRecord,
+    spec: &NodeSpec<'_>,
+    tr: &Translation,
+) -> Result<Vec<ForwardCode>, String> {
+    let info = spec.info;
+    if info.forward_derivatives.is_empty() {
+        return Err("no forward formula".into());
+    }
+    let exact = op.differentiability.as_ref().is_some_and(|d| d.exact);
+    let fws = forward_derivatives(op, info, exact)?;
+    let outputs: Vec<(String, String)> = if op.kind == SchemaKind::Functional {
+        let (locals, _) = output_locals(spec.op);
+        output_names(spec.op).into_iter().zip(locals).collect()
+    } else {
+        Vec::new()
+    };
+    forward_codes(tr, op, &fws, &outputs)
 }
 
 fn emit_out(w: &mut Writer, op: &OperatorRecord) {
@@ -432,6 +531,12 @@ fn emit_out(w: &mut Writer, op: &OperatorRecord) {
             ");",
         );
     });
+    w.block("if any_fw_grad_defined(&inputs) {", "}", |w| {
+        w.line(format!(
+            "return Err(forward_ad_out_refused({:?}));",
+            cpp_name(op)
+        ));
+    });
     emit_redispatch(w, "let ret = ", op, "AFTER_AUTOGRAD_KEYSET");
     w.line("Ok(ret)");
 }
@@ -442,6 +547,12 @@ fn emit_not_implemented(w: &mut Writer, op: &OperatorRecord) {
     let all: Vec<&str> = op.args.iter().map(|a| a.name.as_str()).collect();
     bind_inputs(w, op, &all);
     w.line("let requires_grad = compute_requires_grad(&inputs);");
+    w.block("if any_fw_grad_defined(&inputs) {", "}", |w| {
+        w.line(format!(
+            "return Err(forward_ad_not_implemented({:?}));",
+            cpp_name(op)
+        ));
+    });
     let written: Vec<&str> = written_args(op)
         .into_iter()
         .filter(|&i| matches!(cxx_type(&op.args[i].schema_type), Some(CxxType::Tensor)))
@@ -641,4 +752,23 @@ pub fn emit_registration(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec
         );
     }
     Ok(vec![GeneratedFile::new("registration.rs", w.finish())])
+}
+
+/// The forward AD of every derived kernel of `model`: `(operator, formulas translated or why
+/// not)`. Operators whose entry has no `result:` formula are listed with
+/// "no forward formula".
+pub fn forward_coverage(
+    model: &crate::model::Model,
+    tr: &Translation,
+) -> Vec<(String, Result<(), String>)> {
+    let specs = node_specs(&model.ops);
+    model
+        .ops
+        .iter()
+        .filter_map(|op| match autograd_kernel(&specs, op) {
+            Some(AutogradKernel::Derived(spec)) => forward_plan(op, spec, tr)
+                .map(|(_, plan)| (op.name_with_overload.clone(), plan.map(|_| ()))),
+            _ => None,
+        })
+        .collect()
 }
