@@ -68,8 +68,29 @@ def test_gradcheck_input_checks():
     with pytest.warns(UserWarning, match="is not a double precision floating point"):
         ratten.autograd.gradcheck(lambda a: a * 2, (ratten.ones(2, requires_grad=True),),
                                   eps=1e-2, atol=1e-2, rtol=1e-2)
-    with pytest.raises(NotImplementedError, match="check_forward_ad=True is not supported"):
-        ratten.autograd.gradcheck(lambda a: a * 2, (leaf([1.0]),), check_forward_ad=True)
+    with pytest.raises(NotImplementedError, match="check_batched_grad=True is not supported"):
+        ratten.autograd.gradcheck(lambda a: a * 2, (leaf([1.0]),), check_batched_grad=True)
+
+
+def test_gradcheck_forward_ad():
+    a, b = leaf([0.5, -1.0, 2.0]), leaf([1.5, 0.25, -0.75])
+    assert ratten.autograd.gradcheck(lambda x, y: (x * y).exp().sum(0), (a, b),
+                                     check_forward_ad=True)
+    assert ratten.autograd.gradcheck(lambda x: x.sin(), (a,), check_forward_ad=True,
+                                     check_backward_ad=False)
+
+    class WrongJvp(ratten.autograd.Function):
+        # ratten's custom Functions have no jvp: a tangent through one is refused.
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        ratten.autograd.gradcheck(WrongJvp.apply, (a,), check_forward_ad=True)
 
 
 def test_gradcheck_backward_not_multiplied_by_grad_output():
@@ -125,8 +146,11 @@ def test_jacobian_and_hessian():
     assert not arr(F.jacobian(lambda a, b: a * 2, (x, z))[1]).any()
     with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
         F.jacobian(lambda a, b: a * 2, (x, z), strict=True)
-    with pytest.raises(NotImplementedError, match="vectorize=True"):
-        F.jacobian(lambda a: a * 2, x, vectorize=True)
+    # vectorize=True computes the same rows (one by one: ratten has no vmap).
+    assert np.allclose(arr(F.jacobian(lambda a: a * a, x, vectorize=True)),
+                       arr(F.jacobian(lambda a: a * a, x)))
+    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True`"):
+        F.jacobian(lambda a: a * 2, x, vectorize=True, strict=True)
     with pytest.raises(RuntimeError, match="should return a single Tensor"):
         F.hessian(lambda a: (a.sum(), a.sum()), x)
     with pytest.raises(RuntimeError, match="should contain a single element"):

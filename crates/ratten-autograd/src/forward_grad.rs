@@ -62,6 +62,19 @@ thread_local! {
     /// How many forward formulas this thread is inside (Note [Forward formulas run without
     /// forward AD]).
     static IN_FORMULA: Cell<u32> = const { Cell::new(0) };
+    /// `c10::AutogradState`'s forward grad mode: off, tensors show no tangent at all.
+    static FW_GRAD_MODE: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Whether forward grad mode is on for this thread (`torch._C._is_fwd_grad_enabled`).
+pub fn fw_grad_mode() -> bool {
+    FW_GRAD_MODE.with(Cell::get)
+}
+
+/// Turns forward grad mode on or off for this thread (`torch._C._set_fwd_grad_enabled`): a
+/// custom Function's forward runs with it off, its `jvp` gives the tangents.
+pub fn set_fw_grad_mode(enabled: bool) {
+    FW_GRAD_MODE.with(|m| m.set(enabled));
 }
 
 /// Opens a level (`ForwardADLevel::get_next_idx`, `torch._C._enter_dual_level`).
@@ -139,7 +152,9 @@ impl Drop for ForwardFormulaGuard {
 /// Whether kernels propagate tangents now: a level is open and no formula is running.
 #[inline]
 pub fn forward_ad_active() -> bool {
-    ANY_LEVEL.load(Ordering::Acquire) && IN_FORMULA.with(|c| c.get() == 0)
+    ANY_LEVEL.load(Ordering::Acquire)
+        && IN_FORMULA.with(|c| c.get() == 0)
+        && FW_GRAD_MODE.with(Cell::get)
 }
 
 /// `isFwGradDefined`.

@@ -40,6 +40,8 @@ struct Saved {
     /// The name of the node whose output it was, for the version error.
     grad_fn_name: Option<String>,
     was_leaf: bool,
+    /// An output's tangent, given back to it on unpack (the alias has no metadata).
+    fw_grad: Option<Tensor>,
 }
 
 pub struct SavedVariable {
@@ -71,6 +73,7 @@ impl SavedVariable {
             requires_grad,
             grad_fn_name: grad_fn.as_ref().map(|f| f.name().into_owned()),
             was_leaf: grad_fn.is_none(),
+            fw_grad: None,
         };
         SavedVariable {
             state: Mutex::new(State::Saved(saved)),
@@ -88,6 +91,7 @@ impl SavedVariable {
             requires_grad: true,
             grad_fn_name: None,
             was_leaf: false,
+            fw_grad: None,
         };
         SavedVariable {
             state: Mutex::new(State::Saved(saved)),
@@ -155,7 +159,23 @@ impl SavedVariable {
         if saved.requires_grad && !saved.was_leaf {
             variable::set_gradient_edge(&t, Edge::new(saved_for.clone(), saved.output_nr))?;
         }
+        if let Some(g) = &saved.fw_grad {
+            if crate::forward_grad::current_level().is_some() {
+                crate::forward_grad::set_fw_grad(&t, g, false)?;
+            }
+        }
         Ok(Some(t))
+    }
+
+    /// Keeps the tangent `output` has now, for an output saved before its tangent was set
+    /// (the generated kernels save outputs, then compute tangents; torch's SavedVariable
+    /// saves `fw_grad` too).
+    pub fn save_fw_grad(&self, output: &Tensor) {
+        if let State::Saved(s) = &mut *self.state.lock() {
+            if s.is_output {
+                s.fw_grad = crate::forward_grad::fw_grad(output);
+            }
+        }
     }
 
     /// Frees the saved tensor (`reset_data`); a later unpack is ERR_BACKWARD_TWICE.

@@ -119,7 +119,7 @@ impl AutogradMetaInterface for AutogradMeta {
     }
 
     fn fw_grad(&self, level: u64, tensor: &TensorBase) -> Option<TensorBase> {
-        if level != forward_grad::LEVEL {
+        if level != forward_grad::LEVEL || !forward_grad::fw_grad_mode() {
             return None;
         }
         let base = {

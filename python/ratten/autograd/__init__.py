@@ -4,7 +4,7 @@ jvp, hvp, vhp). The engine and the graph are ratten-autograd's (crates/ratten-au
 
 from .. import _C
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
-from . import functional
+from . import forward_ad, functional
 from .function import Function, FunctionCtx
 from .grad_mode import (
     enable_grad,

@@ -93,8 +93,48 @@ class Function(metaclass=FunctionMeta):
     vjp = backward
 
     @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it "
+            "with forward mode AD."
+        )
+
+    @staticmethod
     def setup_context(ctx, inputs, output):
         raise NotImplementedError("setup_context is not implemented.")
+
+    @classmethod
+    def _forward_ad(cls, ctx, out_tuple, tangents, tensor_inputs, level):
+        """The outputs' tangents from ``jvp(ctx, *tangents)`` (torch's
+        ``_process_forward_mode_AD``): an output that is an input returned as-is becomes a
+        view of it first, so that the input keeps its own tangent."""
+        _C._set_fwd_grad_enabled(False)
+        try:
+            out_tangents = cls.jvp(ctx, *tangents)
+        finally:
+            _C._set_fwd_grad_enabled(True)
+        if not isinstance(out_tangents, tuple):
+            out_tangents = (out_tangents,)
+        n_out = sum(1 for o in out_tuple if _is_tensor(o))
+        if len(out_tangents) != n_out:
+            raise RuntimeError(
+                f"jvp() returned an incorrect number of tangents: expected {n_out}, got "
+                f"{len(out_tangents)}"
+            )
+        result = []
+        it = iter(out_tangents)
+        for o in out_tuple:
+            if not _is_tensor(o):
+                result.append(o)
+                continue
+            t = next(it)
+            dirty = any(o is d for d in ctx.dirty_tensors)
+            if any(o is i for i in tensor_inputs if i is not None) and not dirty:
+                o = o.view_as(o)
+            if t is not None:
+                _C._set_fw_grad(o, t, level, dirty)
+            result.append(o)
+        return tuple(result)
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -104,14 +144,28 @@ class Function(metaclass=FunctionMeta):
             t is not None and t.requires_grad for t in tensor_inputs
         )
         requires_grad = _C.is_grad_enabled() and any(ctx.needs_input_grad)
-        with no_grad():
-            if cls.setup_context is not Function.setup_context:
-                outputs = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, outputs)
-            else:
-                outputs = cls.forward(ctx, *args, **kwargs)
+        from . import forward_ad
+
+        level = forward_ad._current_level
+        tangents = [forward_ad.unpack_dual(t).tangent if t is not None and level >= 0
+                    else None for t in tensor_inputs]
+        # The forward runs without forward AD: the tangents come from `jvp` (torch does the
+        # same).
+        fwd_enabled = _C._is_fwd_grad_enabled()
+        _C._set_fwd_grad_enabled(False)
+        try:
+            with no_grad():
+                if cls.setup_context is not Function.setup_context:
+                    outputs = cls.forward(*args, **kwargs)
+                    cls.setup_context(ctx, args, outputs)
+                else:
+                    outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _C._set_fwd_grad_enabled(fwd_enabled)
         single = not isinstance(outputs, tuple)
         out_tuple = (outputs,) if single else outputs
+        if fwd_enabled and any(t is not None for t in tangents):
+            out_tuple = cls._forward_ad(ctx, out_tuple, tangents, tensor_inputs, level)
         if requires_grad:
             ctx._saved = [(t, t._version if t is not None else 0) for t in ctx.to_save]
             out_tensors = [o for o in out_tuple if _is_tensor(o)]

@@ -3,8 +3,9 @@
 
 Everything is built from reverse mode (``autograd.grad``): ``jvp`` and ``hvp`` use the
 double-backward trick (differentiate the vector-Jacobian product with respect to its
-``grad_outputs``), as torch does. ``vectorize=True`` (torch's vmap over the basis vectors)
-and ``strategy="forward-mode"`` raise NotImplementedError.
+``grad_outputs``), as torch does. ``jacobian(strategy="forward-mode")`` and ``hessian``'s
+forward-over-reverse use forward-mode AD. ``vectorize=True`` (torch's vmap over the basis
+vectors) gives the same results, computed one basis vector at a time.
 """
 
 from .. import _C
@@ -281,8 +282,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
     For one input and one output a Tensor of shape ``output.shape + input.shape``; for tuples,
     ``result[i][j]`` is the Jacobian of output ``i`` with respect to input ``j``. Computed
-    with one backward per output element. ``vectorize=True`` and
-    ``strategy="forward-mode"`` raise NotImplementedError.
+    with one backward per output element, or with ``strategy="forward-mode"`` (which needs
+    ``vectorize=True``, as torch) one forward-mode evaluation per input element.
+    ``vectorize=True`` computes the same rows one by one (ratten has no vmap).
     """
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
@@ -298,10 +300,21 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 "Please either set `create_graph=False` or "
                 '`strategy="reverse-mode"`.'
             )
-        raise NotImplementedError(
-            'ratten.autograd.functional.jacobian: strategy="forward-mode" needs vmap over '
-            'forward-mode AD, which ratten does not have; use strategy="reverse-mode"'
-        )
+        if strict:
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` "
+                'and `strategy="forward-mode"` are not supported together (yet). '
+                "Please either set `strict=False` or "
+                '`strategy="reverse-mode"`.'
+            )
+        if not vectorize:
+            raise NotImplementedError(
+                "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+                "only implemented for `vectorize=True`."
+            )
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        is_outputs_tuple, jac = _jacfwd(func, inputs)
+        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
     r = _ratten()
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
@@ -319,11 +332,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                     "Please either set `strict=False` or "
                     "`vectorize=False`."
                 )
-            raise NotImplementedError(
-                "ratten.autograd.functional.jacobian: vectorize=True needs vmap "
-                "(autograd.grad with is_grads_batched=True), which ratten does not have; "
-                "use vectorize=False"
-            )
+            # Without vmap the rows are computed one by one, as vectorize=False does: the
+            # same Jacobian, without torch's batching.
         jacobian = []
         for i, out in enumerate(outputs):
             rows = tuple([] for _ in inputs)
@@ -353,6 +363,42 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             ))
         jacobian = _grad_postprocess(tuple(jacobian), create_graph)
         return _tuple_postprocess(jacobian, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacfwd(func, inputs):
+    """The Jacobian by forward-mode AD (torch's ``_jacfwd``, one column at a time instead
+    of vmapped): each input element's one-hot tangent through ``func``."""
+    from . import forward_ad as fwAD
+
+    r = _ratten()
+    columns = None
+    with fwAD.dual_level():
+        for j, inp in enumerate(inputs):
+            for k in range(inp.numel()):
+                duals = []
+                for jj, other in enumerate(inputs):
+                    tangent = r.zeros_like(other)
+                    if jj == j:
+                        tangent.view(-1)[k] = 1.0
+                    duals.append(fwAD.make_dual(other, tangent))
+                is_outputs_tuple, outs = _as_tuple(
+                    func(*duals), "outputs of the user-provided function", "jacobian")
+                if columns is None:
+                    columns = [[[] for _ in inputs] for _ in outs]
+                for i, o in enumerate(outs):
+                    t = fwAD.unpack_dual(o).tangent
+                    columns[i][j].append(r.zeros_like(o) if t is None else t)
+    outs_shapes = [tuple(c[0][0].shape) if c[0] else () for c in columns]
+    jac = tuple(
+        tuple(
+            r.stack(col, dim=-1).reshape(outs_shapes[i] + tuple(inputs[j].shape))
+            if col else r.zeros(outs_shapes[i] + tuple(inputs[j].shape),
+                                dtype=inputs[j].dtype)
+            for j, col in enumerate(columns[i])
+        )
+        for i in range(len(columns))
+    )
+    return is_outputs_tuple, jac
 
 
 def _stack_rows(rows, out, inp):

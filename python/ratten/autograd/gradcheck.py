@@ -16,9 +16,10 @@ Limits (documented rather than approximated):
     and ratten declares neither ``real``/``imag`` nor ``conj``;
   * ``fast_mode=True`` runs the slow (full Jacobian) check: the result is the same, only
     slower;
-  * ``check_batched_grad``, ``check_batched_forward_grad``, ``check_forward_ad`` (and
-    gradgradcheck's ``check_fwd_over_rev``) need vmap / forward-mode AD from Python and
-    raise NotImplementedError when set;
+  * ``check_forward_ad`` compares the Jacobian forward-mode AD gives (one dual evaluation per
+    input element, torch's slow mode) with the numerical one;
+  * ``check_batched_grad``, ``check_batched_forward_grad`` (and gradgradcheck's
+    ``check_fwd_over_rev``) need vmap and raise NotImplementedError when set;
   * ``masked`` concerns sparse inputs, which ratten does not have: accepted and ignored.
 """
 
@@ -349,13 +350,66 @@ def _test_undefined_backward_mode(func, outputs, inputs):
     return all(check(outs) for outs in to_check)
 
 
+def _forward_ad_jacobian(func, inputs, outputs, check_grad_dtypes):
+    """``jac[i][j]`` as the numerical one, from forward-mode AD: the inputs that require grad
+    become dual tensors (detached) whose tangent is each one-hot vector in turn
+    (torch's ``_get_analytical_jacobian_forward_ad``)."""
+    from . import forward_ad as fwAD
+
+    r = _ratten()
+    diff_idx = [k for k, t in enumerate(inputs) if _is_tensor(t) and t.requires_grad]
+    jac = [[np.zeros((inputs[k].numel(), o.numel()), dtype=np.float64) for k in diff_idx]
+           for o in outputs]
+    with fwAD.dual_level():
+        tangents = []
+        dual_inputs = list(inputs)
+        for k in diff_idx:
+            tangent = r.zeros_like(inputs[k].detach())
+            dual_inputs[k] = fwAD.make_dual(inputs[k].detach(), tangent)
+            tangents.append(tangent)
+        for j, tangent in enumerate(tangents):
+            # The tangent's memory, written without a version bump (see the docstring).
+            data = tangent.numpy()
+            for lin, idx in enumerate(itertools.product(*[range(n) for n in tangent.shape])):
+                data[idx] = 1.0
+                raw = [o for o in _as_tuple(func(*dual_inputs))
+                       if _is_tensor(o) and (o.is_floating_point() or o.is_complex())]
+                for i, o in enumerate(raw[:len(outputs)]):
+                    val, res = fwAD.unpack_dual(o)
+                    if res is None:
+                        continue
+                    if check_grad_dtypes and val.dtype != res.dtype:
+                        raise GradcheckError("Forward AD gradient has dtype mismatch.")
+                    jac[i][j][lin] = _as_numpy(res).reshape(-1)
+                data[idx] = 0.0
+    return jac
+
+
+def _forward_ad_check(func, func_out, tupled_inputs, eps, rtol, atol, check_grad_dtypes):
+    """The forward-mode Jacobian of every float output against the numerical one."""
+    outs = [o for o in _as_tuple(func_out)
+            if _is_tensor(o) and (o.is_floating_point() or o.is_complex())]
+    numerical = _numerical_jacobian(func, tupled_inputs, outs, eps)
+    forward = _forward_ad_jacobian(func, tupled_inputs, outs, check_grad_dtypes)
+    for i in range(len(outs)):
+        for j, (a, n) in enumerate(zip(forward[i], numerical[i])):
+            if not _allclose(a, n, rtol, atol):
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output {i} with "
+                    f"respect to input {j},\nnumerical:{_to_tensor(n)}\n"
+                    f"analytical:{_to_tensor(a)}\n"
+                )
+
+
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
-                      check_grad_dtypes, check_backward_ad):
+                      check_grad_dtypes, check_backward_ad, check_forward_ad=False):
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = func(*tupled_inputs)
     outputs = _differentiable_outputs(func_out)
     _refuse_complex(tupled_inputs, _as_tuple(func_out))
+    if check_forward_ad:
+        _forward_ad_check(func, func_out, tupled_inputs, eps, rtol, atol, check_grad_dtypes)
     if not check_backward_ad:
         return True
     _slow_gradcheck(func, func_out, tupled_inputs, outputs, eps, rtol, atol,
@@ -371,8 +425,7 @@ def _refuse_unsupported(**flags):
     for name, value in flags.items():
         if value:
             raise NotImplementedError(
-                f"{name}=True is not supported by ratten's gradcheck: it needs vmap or "
-                "forward-mode AD from Python"
+                f"{name}=True is not supported by ratten's gradcheck: it needs vmap"
             )
 
 
@@ -395,10 +448,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     report ("Jacobian mismatch for output i with respect to input j, numerical:...
     analytical:..."), or returns ``False`` when ``raise_exception=False``.
 
+    With ``check_forward_ad`` the Jacobian forward-mode AD gives is checked the same way.
     Inputs should be float64: other dtypes warn, as torch. ``fast_mode`` runs the full
-    (slow) check. Complex inputs or outputs, ``check_forward_ad``, ``check_batched_grad``
-    and ``check_batched_forward_grad`` raise NotImplementedError (see the module's
-    docstring); ``masked`` applies to sparse tensors only and is ignored.
+    (slow) check. Complex inputs or outputs, ``check_batched_grad`` and
+    ``check_batched_forward_grad`` raise NotImplementedError (see the module's docstring);
+    ``masked`` applies to sparse tensors only and is ignored.
     """
     if not (check_forward_ad or check_backward_ad):
         raise AssertionError(
@@ -413,12 +467,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             "Setting check_batched_forward_grad=True requires check_forward_ad to be True"
         )
     _refuse_unsupported(check_batched_grad=check_batched_grad,
-                        check_batched_forward_grad=check_batched_forward_grad,
-                        check_forward_ad=check_forward_ad)
+                        check_batched_forward_grad=check_batched_forward_grad)
     del fast_mode, masked  # fast_mode: the slow check decides the same; masked: sparse only.
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol,
-                                 check_undefined_grad, check_grad_dtypes, check_backward_ad)
+                                 check_undefined_grad, check_grad_dtypes, check_backward_ad,
+                                 check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise

@@ -14,8 +14,8 @@ use pyo3::types::{PyList, PyTuple};
 use ratten_aten::Tensor;
 use ratten_autograd::anomaly_mode::{set_trace_provider, AnomalyMode};
 use ratten_autograd::function::{Node, NodeBase, VariableList};
-use ratten_autograd::variable;
 use ratten_autograd::variable_type_utils::{collect_next_edges, rebase_history, set_history};
+use ratten_autograd::{forward_ad, variable};
 use ratten_autograd::{GradMode, InferenceMode};
 use ratten_core::{Error, Result};
 
@@ -336,6 +336,71 @@ fn _run_grad<'py>(
 }
 
 #[pyfunction]
+fn _enter_dual_level() -> PyResult<u64> {
+    forward_ad::enter_dual_level().py()
+}
+
+#[pyfunction]
+#[pyo3(signature = (*, level))]
+fn _exit_dual_level(level: u64) -> PyResult<()> {
+    forward_ad::exit_dual_level(level).py()
+}
+
+#[pyfunction]
+#[pyo3(signature = (primal, tangent, *, level))]
+fn _make_dual(
+    py: Python<'_>,
+    primal: &Bound<'_, PyAny>,
+    tangent: &Bound<'_, PyAny>,
+    level: u64,
+) -> PyResult<PyObject> {
+    let d = forward_ad::make_dual(&tensor_of(primal)?, &tensor_of(tangent)?, level).py()?;
+    Ok(wrap(py, d)?.into_any())
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensor, *, level))]
+fn _unpack_dual(
+    py: Python<'_>,
+    tensor: &Bound<'_, PyAny>,
+    level: u64,
+) -> PyResult<(PyObject, PyObject)> {
+    let (p, t) = forward_ad::unpack_dual(&tensor_of(tensor)?, level).py()?;
+    Ok((wrap(py, p)?.into_any(), wrap_opt(py, t)?))
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensor, tangent, level, is_inplace_op = false))]
+fn _set_fw_grad(
+    tensor: &Bound<'_, PyAny>,
+    tangent: &Bound<'_, PyAny>,
+    level: u64,
+    is_inplace_op: bool,
+) -> PyResult<()> {
+    if forward_ad::current_level() != Some(level) {
+        return Err(to_pyerr(Error::runtime(format!(
+            "Trying to set a forward gradient at level {level}, but no such forward AD level exists."
+        ))));
+    }
+    ratten_autograd::forward_grad::set_fw_grad(
+        &tensor_of(tensor)?,
+        &tensor_of(tangent)?,
+        is_inplace_op,
+    )
+    .py()
+}
+
+#[pyfunction]
+fn _set_fwd_grad_enabled(enabled: bool) {
+    ratten_autograd::forward_grad::set_fw_grad_mode(enabled);
+}
+
+#[pyfunction]
+fn _is_fwd_grad_enabled() -> bool {
+    ratten_autograd::forward_grad::fw_grad_mode()
+}
+
+#[pyfunction]
 fn is_grad_enabled() -> bool {
     GradMode::is_enabled()
 }
@@ -509,6 +574,13 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_enter_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_make_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_unpack_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fw_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fwd_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_fwd_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_detect_anomaly, m)?)?;

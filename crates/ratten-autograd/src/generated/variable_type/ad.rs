@@ -1113,9 +1113,12 @@ pub(crate) fn adaptive_max_pool2d(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::adaptive_max_pool2d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, output_size)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
     if any_fw {
@@ -1131,6 +1134,9 @@ pub(crate) fn adaptive_max_pool2d(
             &result1,
         )?;
         set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
     }
     Ok((result0, result1))
 }

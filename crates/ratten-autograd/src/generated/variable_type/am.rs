@@ -30,9 +30,12 @@ pub(crate) fn amax(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::amax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -41,6 +44,9 @@ pub(crate) fn amax(
         let result_new_fw_grad =
             crate::functions_manual::amaxamin_jvp(self_, &self_t, &result, dim, keepdim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -94,9 +100,12 @@ pub(crate) fn amin(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::amin::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -105,6 +114,9 @@ pub(crate) fn amin(
         let result_new_fw_grad =
             crate::functions_manual::amaxamin_jvp(self_, &self_t, &result, dim, keepdim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -159,10 +171,13 @@ pub(crate) fn aminmax(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::aminmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.max = SavedVariable::new_output(&max, 1);
         node.min = SavedVariable::new_output(&min, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&min), Some(&max)], &node)?;
     }
     if any_fw {
@@ -174,6 +189,10 @@ pub(crate) fn aminmax(
         let min_new_fw_grad =
             crate::functions_manual::aminmax_jvp(self_, &self_t, &min, dim, keepdim)?;
         set_fw_grad(&min, &min_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.max.save_fw_grad(&max);
+        node.min.save_fw_grad(&min);
     }
     Ok((min, max))
 }

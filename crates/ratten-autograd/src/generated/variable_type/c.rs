@@ -503,9 +503,12 @@ pub(crate) fn cumprod(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cumprod::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -523,6 +526,9 @@ pub(crate) fn cumprod(
             None,
         )?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -558,9 +564,12 @@ pub(crate) fn cumprod_(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cumprod_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -578,6 +587,9 @@ pub(crate) fn cumprod_(
             None,
         )?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -625,9 +637,12 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cummax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -635,6 +650,9 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let _formula = ForwardFormulaGuard::new();
         let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -682,9 +700,12 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::cummin::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -692,6 +713,9 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
         let _formula = ForwardFormulaGuard::new();
         let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -978,9 +1002,12 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::celu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -995,6 +1022,9 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
             self_,
         )?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }

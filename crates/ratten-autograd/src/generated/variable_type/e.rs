@@ -22,9 +22,12 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::exp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -35,6 +38,9 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &ops::conj::call(&result)?,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -57,9 +63,12 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::exp_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -70,6 +79,9 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             &ops::conj::call(self_)?,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -109,9 +121,12 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::expm1::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -122,6 +137,9 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &ops::add_Scalar::call(&ops::conj::call(&result)?, &Scalar::Int(1), &Scalar::Int(1))?,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -144,9 +162,12 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::expm1_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -157,6 +178,9 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             &ops::add_Scalar::call(&ops::conj::call(self_)?, &Scalar::Int(1), &Scalar::Int(1))?,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -802,9 +826,12 @@ pub(crate) fn elu_(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::elu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, scale, input_scale)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -813,6 +840,9 @@ pub(crate) fn elu_(
         let result_new_fw_grad =
             ops::elu_backward::call(&self_t, alpha, scale, input_scale, true, self_)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }

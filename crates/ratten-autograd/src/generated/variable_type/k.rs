@@ -31,9 +31,12 @@ pub(crate) fn kthvalue(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::kthvalue::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, k, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -43,6 +46,9 @@ pub(crate) fn kthvalue(
             &self_t, dim, &indices, keepdim,
         )?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }

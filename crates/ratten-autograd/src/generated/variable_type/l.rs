@@ -888,9 +888,12 @@ pub(crate) fn logsumexp(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -899,6 +902,9 @@ pub(crate) fn logsumexp(
         let result_new_fw_grad =
             crate::functions_manual::logsumexp_jvp(self_, &self_t, Some(dim), keepdim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -962,9 +968,12 @@ pub(crate) fn linalg_vector_norm(
             dtype,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -974,6 +983,9 @@ pub(crate) fn linalg_vector_norm(
             self_, &self_t, ord, &result, dim, keepdim,
         )?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -1031,9 +1043,12 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::logcumsumexp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1041,6 +1056,9 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
         let _formula = ForwardFormulaGuard::new();
         let result_new_fw_grad = crate::functions_manual::logcumsumexp_jvp(self_, &self_t, dim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -1421,9 +1439,12 @@ pub(crate) fn leaky_relu_(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::leaky_relu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -1436,6 +1457,9 @@ pub(crate) fn leaky_relu_(
             true,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -1486,9 +1510,12 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::log_sigmoid_forward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.buffer = SavedVariable::new(&buffer, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }
     if any_fw {
@@ -1500,6 +1527,9 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
             &buffer,
         )?)?;
         set_fw_grad(&output, &output_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.buffer.save_fw_grad(&buffer);
     }
     Ok((output, buffer))
 }
@@ -1637,9 +1667,12 @@ pub(crate) fn _log_softmax(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_log_softmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1651,6 +1684,9 @@ pub(crate) fn _log_softmax(
             &Scalar::Int(1),
         )?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }

@@ -445,9 +445,12 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::max::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -455,6 +458,9 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _formula = ForwardFormulaGuard::new();
         let result_new_fw_grad = crate::functions_manual::evenly_read_jvp(&self_t, self_, &result)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -506,9 +512,12 @@ pub(crate) fn max_dim(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::max_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -518,6 +527,9 @@ pub(crate) fn max_dim(
             &self_t, dim, &indices, keepdim,
         )?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -572,9 +584,12 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::min::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -582,6 +597,9 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _formula = ForwardFormulaGuard::new();
         let result_new_fw_grad = crate::functions_manual::evenly_read_jvp(&self_t, self_, &result)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -633,9 +651,12 @@ pub(crate) fn min_dim(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::min_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -645,6 +666,9 @@ pub(crate) fn min_dim(
             &self_t, dim, &indices, keepdim,
         )?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -1489,9 +1513,12 @@ pub(crate) fn max_pool2d_with_indices(
             ceil_mode,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
     if any_fw {
@@ -1507,6 +1534,9 @@ pub(crate) fn max_pool2d_with_indices(
             &result1,
         )?;
         set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
     }
     Ok((result0, result1))
 }

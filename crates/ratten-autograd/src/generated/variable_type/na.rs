@@ -226,10 +226,13 @@ pub(crate) fn native_layer_norm(
             eps,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
     if any_fw {
@@ -249,6 +252,10 @@ pub(crate) fn native_layer_norm(
             normalized_shape,
         )?;
         set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
+        node.result2.save_fw_grad(&result2);
     }
     Ok((result0, result1, result2))
 }
@@ -363,10 +370,13 @@ pub(crate) fn native_batch_norm(
             eps,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
     if any_fw {
@@ -389,6 +399,10 @@ pub(crate) fn native_batch_norm(
             eps,
         )?;
         set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
+        node.result2.save_fw_grad(&result2);
     }
     Ok((result0, result1, result2))
 }
@@ -557,10 +571,13 @@ pub(crate) fn native_group_norm(
             eps,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new_output(&result1, 1);
         node.result2 = SavedVariable::new_output(&result2, 2);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
     if any_fw {
@@ -587,6 +604,10 @@ pub(crate) fn native_group_norm(
             input, &input_t, &result1, &result2, group,
         )?;
         set_fw_grad(&result2, &result2_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
+        node.result2.save_fw_grad(&result2);
     }
     Ok((result0, result1, result2))
 }
@@ -661,9 +682,12 @@ pub(crate) fn native_dropout(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::native_dropout::redispatch(ks & AFTER_AUTOGRAD_KEYSET, input, p, train)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
     if any_fw {
@@ -683,6 +707,9 @@ pub(crate) fn native_dropout(
             input_t.clone()
         };
         set_fw_grad(&result0, &result0_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result1.save_fw_grad(&result1);
     }
     Ok((result0, result1))
 }

@@ -41,9 +41,12 @@ pub(crate) fn nll_loss_forward(
             ignore_index,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }
     if any_fw {
@@ -52,6 +55,9 @@ pub(crate) fn nll_loss_forward(
         let output_new_fw_grad =
             ops::nll_loss_forward::call(&self_t, target, weight, reduction, ignore_index)?.0;
         set_fw_grad(&output, &output_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.total_weight.save_fw_grad(&total_weight);
     }
     Ok((output, total_weight))
 }
@@ -227,9 +233,12 @@ pub(crate) fn nll_loss2d_forward(
             ignore_index,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }
     if any_fw {
@@ -238,6 +247,9 @@ pub(crate) fn nll_loss2d_forward(
         let output_new_fw_grad =
             ops::nll_loss2d_forward::call(&self_t, target, weight, reduction, ignore_index)?.0;
         set_fw_grad(&output, &output_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.total_weight.save_fw_grad(&total_weight);
     }
     Ok((output, total_weight))
 }

@@ -29,9 +29,12 @@ pub(crate) fn norm_ScalarOpt_dtype(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_ScalarOpt_dtype::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dtype)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -39,6 +42,9 @@ pub(crate) fn norm_ScalarOpt_dtype(
         let _formula = ForwardFormulaGuard::new();
         let result_new_fw_grad = crate::functions_manual::norm_jvp(self_, &self_t, p, &result)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -62,9 +68,12 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -73,6 +82,9 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
         let result_new_fw_grad =
             crate::functions_manual::norm_jvp(self_, &self_t, Some(p), &result)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -112,9 +124,12 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
             dtype,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -123,6 +138,9 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
         let result_new_fw_grad =
             crate::functions_manual::norm_jvp_dim(self_, &self_t, p, &result, dim, keepdim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -154,9 +172,12 @@ pub(crate) fn norm_ScalarOpt_dim(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::norm_ScalarOpt_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, dim, keepdim)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -165,6 +186,9 @@ pub(crate) fn norm_ScalarOpt_dim(
         let result_new_fw_grad =
             crate::functions_manual::norm_jvp_dim(self_, &self_t, p, &result, dim, keepdim)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }

@@ -51,9 +51,12 @@ pub(crate) fn pow_Tensor_Tensor(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow_Tensor_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -75,6 +78,9 @@ pub(crate) fn pow_Tensor_Tensor(
             &Scalar::Int(1),
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -121,9 +127,12 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -137,6 +146,9 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
                 &result,
             )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -277,9 +289,12 @@ pub(crate) fn pow__Tensor(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::pow__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -301,6 +316,9 @@ pub(crate) fn pow__Tensor(
             &Scalar::Int(1),
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -327,9 +345,12 @@ pub(crate) fn prod(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::prod::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dtype)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -356,6 +377,9 @@ pub(crate) fn prod(
             None,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -386,9 +410,12 @@ pub(crate) fn prod_dim_int(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::prod_dim_int::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -419,6 +446,9 @@ pub(crate) fn prod_dim_int(
             None,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }

@@ -22,9 +22,12 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::relu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -36,6 +39,9 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &Scalar::Int(0),
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -58,9 +64,12 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::relu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -72,6 +81,9 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             &Scalar::Int(0),
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -93,9 +105,12 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::reciprocal::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -106,6 +121,9 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &ops::conj::call(&ops::mul_Tensor::call(&result, &result)?)?,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -128,9 +146,12 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::reciprocal_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -141,6 +162,9 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
             &ops::conj::call(&ops::mul_Tensor::call(self_, self_)?)?,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }

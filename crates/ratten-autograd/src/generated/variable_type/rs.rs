@@ -22,9 +22,12 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::rsqrt::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -35,6 +38,9 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &ops::conj::call(&ops::pow_Tensor_Scalar::call(&result, &Scalar::Int(3))?)?,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -57,9 +63,12 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::rsqrt_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -70,6 +79,9 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             &ops::conj::call(&ops::pow_Tensor_Scalar::call(self_, &Scalar::Int(3))?)?,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }

@@ -583,9 +583,12 @@ pub(crate) fn scatter_reduce_two(
             include_self,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -604,6 +607,9 @@ pub(crate) fn scatter_reduce_two(
             &result,
         )?;
         set_opt_fw_grad(&result, result_new_fw_grad.as_ref(), false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -653,9 +659,12 @@ pub(crate) fn scatter_reduce__two(
             include_self,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -674,6 +683,9 @@ pub(crate) fn scatter_reduce__two(
             self_,
         )?;
         set_opt_fw_grad(self_, result_new_fw_grad.as_ref(), true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }

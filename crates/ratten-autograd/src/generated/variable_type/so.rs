@@ -95,9 +95,12 @@ pub(crate) fn sort(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sort::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, descending)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -106,6 +109,9 @@ pub(crate) fn sort(
         let values_new_fw_grad =
             crate::functions_manual::gather_with_keepdimed_indices(&self_t, dim, &indices, true)?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -135,9 +141,12 @@ pub(crate) fn sort_stable(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::sort_stable::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, stable, dim, descending)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -146,6 +155,9 @@ pub(crate) fn sort_stable(
         let values_new_fw_grad =
             crate::functions_manual::gather_with_keepdimed_indices(&self_t, dim, &indices, true)?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }
@@ -351,9 +363,12 @@ pub(crate) fn _softmax(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_softmax::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, half_to_float)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -368,6 +383,9 @@ pub(crate) fn _softmax(
             )?,
         )?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }

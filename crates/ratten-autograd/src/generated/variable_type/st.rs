@@ -38,9 +38,12 @@ pub(crate) fn std_correction(
             keepdim,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -66,6 +69,9 @@ pub(crate) fn std_correction(
             &Scalar::Int(0),
         )?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -135,9 +141,12 @@ pub(crate) fn std_mean_correction(
             keepdim,
         )?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result0 = SavedVariable::new_output(&result0, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }
     if any_fw {
@@ -166,6 +175,9 @@ pub(crate) fn std_mean_correction(
         let result1_new_fw_grad =
             ops::mean_dim::call(&self_t, Some(dim.unwrap_or(&[])), keepdim, None)?;
         set_fw_grad(&result1, &result1_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result0.save_fw_grad(&result0);
     }
     Ok((result0, result1))
 }

@@ -22,9 +22,12 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::tan::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -39,6 +42,9 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             )?)?,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -61,9 +67,12 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::tan_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -78,6 +87,9 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             )?)?,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -117,9 +129,12 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::tanh::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -130,6 +145,9 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
             &result,
         )?)?;
         set_fw_grad(&result, &result_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(&result);
     }
     Ok(result)
 }
@@ -152,9 +170,12 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::tanh_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -165,6 +186,9 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
             self_,
         )?)?;
         set_fw_grad(self_, &result_new_fw_grad, true)?;
+    }
+    if let Some(node) = &saved_node {
+        node.result.save_fw_grad(self_);
     }
     Ok(ret)
 }
@@ -249,9 +273,12 @@ pub(crate) fn topk(
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::topk::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, k, dim, largest, sorted)?
     };
+    let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node = Arc::new(node);
+        saved_node = Some(Arc::clone(&node));
+        let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
     if any_fw {
@@ -259,6 +286,9 @@ pub(crate) fn topk(
         let _formula = ForwardFormulaGuard::new();
         let values_new_fw_grad = ops::gather::call(&self_t, dim, &indices, false)?;
         set_fw_grad(&values, &values_new_fw_grad, false)?;
+    }
+    if let Some(node) = &saved_node {
+        node.indices.save_fw_grad(&indices);
     }
     Ok((values, indices))
 }

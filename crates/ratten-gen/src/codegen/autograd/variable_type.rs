@@ -365,6 +365,18 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
     };
     let saves_outputs = spec.fields.iter().any(|f| f.is_output);
     let binding = if saves_outputs { "mut node" } else { "node" };
+    // Saved outputs keep the tangents computed below (torch saves outputs after them).
+    let saved_tangents: Vec<&SavedField> = match &forward {
+        Some((_, Ok(_))) => spec
+            .fields
+            .iter()
+            .filter(|f| f.is_output && f.name == f.of && matches!(f.storage, Storage::Var))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !saved_tangents.is_empty() {
+        w.line("let mut saved_node = None;");
+    }
     // An output that gets no history (torchgen's `uses_single_grad` keeps only the first) is
     // saved as a plain tensor, as torch's SavedVariable saves an output that is a leaf.
     let diff_names: Vec<&String> = differentiable_outputs(spec.op, Some(info))
@@ -390,7 +402,13 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
             };
             w.stmt(&format!("node.{} = ", f.ident), &rust_expr(&value), ";");
         }
-        w.line("let node: Arc<dyn Node> = Arc::new(node);");
+        if saved_tangents.is_empty() {
+            w.line("let node: Arc<dyn Node> = Arc::new(node);");
+        } else {
+            w.line("let node = Arc::new(node);");
+            w.line("saved_node = Some(Arc::clone(&node));");
+            w.line("let node: Arc<dyn Node> = node;");
+        }
         if inplace {
             w.line(format!("rebase_history({self_ident}, &node)?;"));
             return;
@@ -442,6 +460,14 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
                 .unwrap_or_else(|| ident(name))
         };
         emit_forward_formulas(w, codes, &place, inplace);
+        if !saved_tangents.is_empty() {
+            w.block("if let Some(node) = &saved_node {", "}", |w| {
+                for f in &saved_tangents {
+                    let p = place(&f.of);
+                    w.line(format!("node.{}.save_fw_grad({p});", f.ident));
+                }
+            });
+        }
     }
     if inplace {
         w.line("Ok(ret)");
