@@ -300,3 +300,16 @@ def test_post_accumulate_grad_hook_runs_and_is_removable():
     y = x * 2
     with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"):
         y.register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_as_strided_backward_overlapping_and_strided_input():
+    # as_strided's formula saves TensorGeometry(self); overlapping windows accumulate.
+    x = ratten.tensor(np.arange(1.0, 9.0), dtype=ratten.float64, requires_grad=True)
+    y = ratten.as_strided(x, (3, 3), (1, 1), 1)
+    (y * ratten.tensor(np.arange(9.0).reshape(3, 3), dtype=ratten.float64)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 4, 12, 12, 8, 0, 0])
+    t = ratten.tensor(np.arange(1.0, 9.0), dtype=ratten.float64).reshape(2, 4).t()
+    t.requires_grad_()
+    y2 = ratten.as_strided(t, (2, 2), (2, 1), 1)
+    (y2 * ratten.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ratten.float64)).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [[0, 4], [1, 0], [2, 0], [3, 0]])

@@ -267,7 +267,7 @@ fn max_dim_differentiates_values_only() {
 }
 
 #[test]
-fn not_implemented_entries_and_untranslated_formulas_raise() {
+fn not_implemented_entries_and_manual_formulas() {
     let fs = files();
     has(
         item(
@@ -279,17 +279,17 @@ fn not_implemented_entries_and_untranslated_formulas_raise() {
             "return Err(not_implemented(\"unique_dim\"));",
         ],
     );
-    // A formula the translator refuses names itself in the error.
+    // `TensorGeometry(self)` is saved as a TensorGeometry for as_strided_backward.
     has(
         item(
             file(&fs, "functions/a.rs"),
             "impl Node for AsStridedBackward0 {",
         ),
-        &[
-            "ratten_core::Error::not_implemented(",
-            "the derivative for 'as_strided' is not implemented: the formula `as_strided_backward(",
-            "is not translated to Rust (saved value not translated",
-        ],
+        &["as_strided_backward(", "&self.self_geometry"],
+    );
+    has(
+        file(&fs, "variable_type/as.rs"),
+        &["self_geometry: TensorGeometry::new(self_)"],
     );
     // A formula listed in MANUAL_FORMULAS (roll's has a C++ lambda) runs its hand-written
     // replacement.

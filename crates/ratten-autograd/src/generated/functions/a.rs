@@ -395,6 +395,7 @@ impl Node for AminmaxBackward0 {
 /// The backward of `aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (derivatives.yaml: `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`).
 pub struct AsStridedBackward0 {
     pub base: NodeBase,
+    pub self_geometry: TensorGeometry,
     pub size: Vec<i64>,
     pub storage_offset: Option<i64>,
     pub stride: Vec<i64>,
@@ -415,9 +416,15 @@ impl Node for AsStridedBackward0 {
         let mut grad_inputs: VariableList = vec![None; gen.size()];
         let any_grad_defined = any_variable_defined(&grads);
         if self.base.should_compute_output(self_ix) && any_grad_defined {
-            return Err(ratten_core::Error::not_implemented(
-                "the derivative for 'as_strided' is not implemented: the formula `as_strided_backward(grad, TensorGeometry(self), size, stride, storage_offset)` for `self` is not translated to Rust (saved value not translated: self_geometry: `TensorGeometry(self)` has no Rust form to save)",
-            ));
+            let grad = defined(&grads[0])?;
+            let grad_result = as_strided_backward(
+                grad,
+                &self.self_geometry,
+                &self.size,
+                &self.stride,
+                self.storage_offset,
+            )?;
+            copy_range(&mut grad_inputs, self_ix, Some(grad_result));
         }
         Ok(grad_inputs)
     }

@@ -19,6 +19,7 @@ pub(crate) fn as_strided(
     let grad_fn = if requires_grad {
         Some(AsStridedBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
+            self_geometry: TensorGeometry::new(self_),
             size: size.to_vec(),
             storage_offset,
             stride: stride.to_vec(),

@@ -17,7 +17,7 @@ use crate::model::{Model, OperatorRecord};
 
 /// The type of a saved value computed from an input or output of type `of` (torchgen's
 /// saved-expression replacements: `self.sym_sizes()` saved as `self_sym_sizes`), or of the
-/// whole value. `None`: no Rust form (`TensorGeometry(self)`).
+/// whole value. `None`: no Rust form.
 pub fn saved_value_type(v: &SavedValue, of: &CxxType) -> Option<CxxType> {
     if v.name == v.of {
         return Some(of.clone());
@@ -37,6 +37,7 @@ pub fn saved_value_type(v: &SavedValue, of: &CxxType) -> Option<CxxType> {
         }
         _ if v.expr.starts_with("to_args_sizes") => CxxType::IntListList,
         _ if v.expr.starts_with("to_args_scalartypes(") => CxxType::ScalarTypeList,
+        _ if v.expr.starts_with("TensorGeometry(") => CxxType::TensorGeometry,
         _ => return None,
     })
 }
@@ -71,6 +72,7 @@ pub fn saved_value_forward(v: &SavedValue, input: &str) -> Option<String> {
         _ if v.expr.starts_with("to_args_scalartypes(") => {
             format!("{input}.iter().map(|t| t.scalar_type()).collect()")
         }
+        _ if v.expr.starts_with("TensorGeometry(") => format!("TensorGeometry::new({input})"),
         _ => return None,
     })
 }

@@ -49,6 +49,8 @@ pub enum CxxType {
     ScalarTypeList,
     /// `std::vector<std::vector<int64_t>>` (`to_args_sizes(tensors)`).
     IntListList,
+    /// `TensorGeometry` (`TensorGeometry(self)`: a tensor's sizes, strides and offset).
+    TensorGeometry,
     /// `std::tuple<...>`.
     Tuple(Vec<CxxType>),
     /// `std::nullopt`, `c10::nullopt`: converts to every optional.
@@ -137,6 +139,7 @@ impl CxxType {
             Generator => format!("{aten}::random::Generator"),
             ScalarTypeList => "Vec<ScalarType>".into(),
             IntListList => "Vec<Vec<i64>>".into(),
+            TensorGeometry => "TensorGeometry".into(),
             Tuple(ts) => format!(
                 "({})",
                 ts.iter()
@@ -170,6 +173,7 @@ impl CxxType {
             OptGenerator => format!("Option<&{aten}::random::Generator>"),
             ScalarTypeList => "&[ScalarType]".into(),
             IntListList => "&[Vec<i64>]".into(),
+            TensorGeometry => "&TensorGeometry".into(),
             t => t.owned_rust(aten),
         }
     }
@@ -242,6 +246,7 @@ impl CxxType {
             "Device" => Device,
             "&[ScalarType]" => ScalarTypeList,
             "&[Vec<i64>]" => IntListList,
+            "&TensorGeometry" => TensorGeometry,
             _ => return None,
         })
     }
@@ -335,6 +340,7 @@ impl fmt::Display for CxxType {
             OptGenerator => "optional<Generator>",
             ScalarTypeList => "vector<ScalarType>",
             IntListList => "vector<vector<int64_t>>",
+            TensorGeometry => "TensorGeometry",
             Nullopt => "nullopt_t",
             Tuple(ts) => {
                 f.write_str("tuple<")?;
