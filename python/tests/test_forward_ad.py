@@ -201,3 +201,15 @@ def test_functional_forward_mode():
     np.testing.assert_allclose(h_fwd.detach().numpy(), h_rev.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(h_rev.detach().numpy(),
                                [[3.0, 2.0, -1.0], [2.0, -6.0, 0.5], [-1.0, 0.5, 12.0]])
+
+
+def test_gradgradcheck_forward_over_reverse():
+    x = f64([0.5, -1.0, 2.0]).requires_grad_()
+    y = f64([1.5, 0.3, -0.7]).requires_grad_()
+    assert ratten.autograd.gradgradcheck(lambda a, b: (a * b).exp() * a.sin(), (x, y),
+                                         check_fwd_over_rev=True)
+    # torch's _softmax_backward_data has no forward formula either.
+    with pytest.raises(NotImplementedError, match="_softmax_backward_data"):
+        ratten.autograd.gradgradcheck(lambda a: ratten.softmax(a * a, 0), (x,),
+                                      check_fwd_over_rev=True, check_rev_over_rev=False,
+                                      check_undefined_grad=False)

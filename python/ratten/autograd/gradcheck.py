@@ -18,8 +18,8 @@ Limits (documented rather than approximated):
     slower;
   * ``check_forward_ad`` compares the Jacobian forward-mode AD gives (one dual evaluation per
     input element, torch's slow mode) with the numerical one;
-  * ``check_batched_grad``, ``check_batched_forward_grad`` (and gradgradcheck's
-    ``check_fwd_over_rev``) need vmap and raise NotImplementedError when set;
+  * ``check_batched_grad`` and ``check_batched_forward_grad`` need vmap and raise
+    NotImplementedError when set;
   * ``masked`` concerns sparse inputs, which ratten does not have: accepted and ignored.
 """
 
@@ -506,7 +506,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     ``grad_outputs`` default to random tensors uniform in [-1, 1) that require grad
     (non-contiguous with ``gen_non_contig_grad_outputs``). Other arguments and limits as
-    ``gradcheck``; ``check_fwd_over_rev`` raises NotImplementedError.
+    ``gradcheck``; ``check_fwd_over_rev`` checks forward-mode AD over the backward.
     """
     if not (check_fwd_over_rev or check_rev_over_rev):
         raise AssertionError(
@@ -520,7 +520,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         raise AssertionError(
             "Setting check_batched_grad=True requires check_rev_over_rev to be True"
         )
-    _refuse_unsupported(check_fwd_over_rev=check_fwd_over_rev)
     r = _ratten()
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
