@@ -42,35 +42,29 @@ use ratten_core::{torch_check, Error, Result, Scalar, ScalarType, TensorOptions}
 // Small tools (not helpers the formulas call)
 // ----------------------------------------------------------------------------------------
 
-/// `t.conj()`. ratten declares no `conj` operator; for a real tensor it is the tensor itself
-/// (PyTorch returns `self`), a complex one is refused.
+/// `t.conj()`: the tensor itself for a real tensor (PyTorch returns `self`).
 fn conj(t: &Tensor) -> Result<Tensor> {
-    torch_check!(
-        !t.scalar_type().is_complex(),
-        "conj(): the gradient of a complex tensor needs the operator 'conj', which ratten does \
-         not declare"
-    );
-    Ok(t.clone())
+    if !t.scalar_type().is_complex() {
+        return Ok(t.clone());
+    }
+    ratten_aten::operators::conj::call(t)
 }
 
-/// `at::real(t)` for a complex `t` (a real one never reaches it): ratten declares no `real`.
+/// `at::real(t)`: the tensor itself for a real tensor.
 fn real(t: &Tensor) -> Result<Tensor> {
     if !t.scalar_type().is_complex() {
         return Ok(t.clone());
     }
-    Err(Error::runtime(
-        "real(): a complex gradient of a real input needs the operator 'real', which ratten \
-         does not declare",
-    ))
+    F::real(t)
 }
 
-/// `t.sgn()`: `sign` for real tensors; ratten declares no `sgn` for complex ones.
+/// `t.sgn()`: `sign` for real tensors, `t / |t|` (0 at 0) for complex ones.
 fn sgn(t: &Tensor) -> Result<Tensor> {
-    torch_check!(
-        !t.scalar_type().is_complex(),
-        "sgn(): complex tensors need the operator 'sgn', which ratten does not declare"
-    );
-    F::sign(t)
+    if t.scalar_type().is_complex() {
+        F::sgn(t)
+    } else {
+        F::sign(t)
+    }
 }
 
 /// `at::zeros(sizes, like.options())`.
@@ -984,6 +978,18 @@ pub fn pow_backward_self(grad: &Tensor, self_: &Tensor, exponent: &Tensor) -> Re
     handle_r_to_c_tensor(self_, &out)
 }
 
+/// Where an exponent is real and non-negative (`exp >= 0`, or for a complex one
+/// `imag(exp) == 0 && real(exp) >= 0`).
+fn non_negative_real(exponent: &Tensor) -> Result<Tensor> {
+    if !exponent.scalar_type().is_complex() {
+        return F::ge_scalar(exponent, 0);
+    }
+    F::logical_and(
+        &F::eq_scalar(&F::imag(exponent)?, 0)?,
+        &F::ge_scalar(&F::real(exponent)?, 0)?,
+    )
+}
+
 /// The gradient of `pow.Tensor_Tensor` for the exponent: `grad * (result * log(self))`,
 /// zero where the base is 0 and the exponent non-negative.
 pub fn pow_backward_exponent(
@@ -992,12 +998,7 @@ pub fn pow_backward_exponent(
     exponent: &Tensor,
     result: &Tensor,
 ) -> Result<Tensor> {
-    torch_check!(
-        !exponent.scalar_type().is_complex(),
-        "pow_backward_exponent: a complex exponent needs the operators 'real' and 'imag', \
-         which ratten does not declare"
-    );
-    let cond = F::logical_and(&F::eq_scalar(self_, 0)?, &F::ge_scalar(exponent, 0)?)?;
+    let cond = F::logical_and(&F::eq_scalar(self_, 0)?, &non_negative_real(exponent)?)?;
     let promoted = ratten_aten::native::type_properties::result_type(self_, exponent);
     let self_p = self_.to_dtype(promoted)?;
     let d = conj(&F::mul(result, &F::log(&self_p)?)?)?;
@@ -1016,15 +1017,15 @@ pub fn pow_backward_exponent_scalar(
     exponent: &Tensor,
     result: &Tensor,
 ) -> Result<Tensor> {
-    torch_check!(
-        !exponent.scalar_type().is_complex() && !base.is_complex(),
-        "pow_backward_exponent: complex values need the operators 'conj' and 'imag', which \
-         ratten does not declare"
-    );
-    let log_base = base.to_double()?.ln();
+    // A complex exponent takes the complex logarithm of a real base too.
+    let log_base = if base.is_complex() || exponent.scalar_type().is_complex() {
+        Scalar::ComplexDouble(base.to_complex_double()?.ln())
+    } else {
+        Scalar::Double(base.to_double()?.ln())
+    };
     let d = conj(&F::mul_scalar(result, log_base)?)?;
     let out = if base.equal(0.0) {
-        let cond = F::ge_scalar(exponent, 0)?;
+        let cond = non_negative_real(exponent)?;
         F::mul(
             grad,
             &F::r#where(&cond, &scalar_tensor_like(0.0, grad)?, &d)?,
@@ -1035,18 +1036,17 @@ pub fn pow_backward_exponent_scalar(
     handle_r_to_c_tensor(exponent, &out)
 }
 
-/// The gradient of `sgn` (`sgn_backward(self, grad, result)`): for a real input `sgn` is
-/// piecewise constant, so its gradient is zero (torch's formula reduces to zero there). The
-/// complex case (the tangential part `(gx - sgn * real(gx * sgn.conj())) / |x|`) is refused
-/// until ratten's gradcheck covers complex functions.
+/// The gradient of `sgn` (`sgn_backward(self, grad, result)`, also its tangent): for a real
+/// input `sgn` is piecewise constant, so zero; for a complex one the part of `gx` tangential
+/// to the unit circle, `(gx - sgn * real(gx * sgn.conj())) / |x|`, zero where `x` is 0.
 pub fn sgn_backward(x: &Tensor, gx: &Tensor, sgn: &Tensor) -> Result<Tensor> {
-    let _ = sgn;
-    if x.scalar_type().is_complex() {
-        return Err(ratten_core::Error::not_implemented(
-            "the derivative of sgn for complex inputs is not implemented in ratten",
-        ));
+    if !x.scalar_type().is_complex() {
+        return ratten_aten::functions::zeros_like(gx);
     }
-    ratten_aten::functions::zeros_like(gx)
+    let abs = F::abs(x)?;
+    let radial = F::mul(sgn, &real(&F::mul(gx, &conj(sgn)?)?)?)?;
+    let out = F::div(&F::sub(gx, &radial)?, &abs)?;
+    F::masked_fill_scalar(&out, &F::eq_scalar(&abs, 0.0)?, 0.0)
 }
 
 /// The gradient of `log1p`: `grad / (self + 1).conj()`.

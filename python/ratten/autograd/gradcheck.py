@@ -10,10 +10,14 @@ version check, and the value is restored bit for bit after each column.
 Jacobians have torch's layout: ``(input.numel(), output.numel())``, column ``j`` of the
 analytical one is the gradient for the one-hot grad_output ``e_j``.
 
+Complex inputs and outputs are checked as torch does: a complex output is checked as two
+real functions (its real part, then its imaginary part); a complex input's numerical column
+is ``ds/dx + 1j * ds/dy`` (the real and the imaginary part perturbed in turn), which is
+what backward gives for a real output (PyTorch's convention, the conjugate Wirtinger
+derivative times two).
+
 Limits (documented rather than approximated):
-  * complex inputs or outputs raise NotImplementedError: torch checks the real and imaginary
-    parts separately through ``torch.real`` / ``torch.imag`` and the Wirtinger derivatives,
-    and ratten declares neither ``real``/``imag`` nor ``conj``;
+  * ``check_forward_ad`` with complex inputs or outputs raises NotImplementedError;
   * ``fast_mode=True`` runs the slow (full Jacobian) check: the result is the same, only
     slower;
   * ``check_forward_ad`` compares the Jacobian forward-mode AD gives (one dual evaluation per
@@ -96,22 +100,38 @@ def _check_inputs(tupled_inputs):
         )
 
 
-def _refuse_complex(inputs, outputs):
+def _refuse_complex_forward_ad(inputs, outputs):
     if any(_is_tensor(t) and t.is_complex() for t in tuple(inputs) + tuple(outputs)):
         raise NotImplementedError(
-            "gradcheck with complex inputs or outputs is not supported by ratten: torch "
-            "checks the real and imaginary parts separately with torch.real / torch.imag "
-            "and conj, which ratten does not declare"
+            "gradcheck(check_forward_ad=True) with complex inputs or outputs is not "
+            "supported by ratten"
         )
 
 
+def _real_and_imag_output(fn):
+    """``fn`` with its complex outputs replaced by their real, then imaginary, parts
+    (torch's ``_real_and_imag_output``)."""
+    def apply(part):
+        def wrapped(*inputs):
+            return tuple(part(o) if _is_tensor(o) and o.is_complex() else o
+                         for o in _as_tuple(fn(*inputs)))
+        return wrapped
+
+    r = _ratten()
+    return apply(r.real), apply(r.imag)
+
+
 def _as_numpy(t):
-    """A float64 copy of ``t``'s values (detached), for comparisons and messages."""
-    return np.array(t.detach().numpy(), dtype=np.float64, copy=True)
+    """A float64 (complex128) copy of ``t``'s values (detached), for comparisons and
+    messages."""
+    dtype = np.complex128 if t.is_complex() else np.float64
+    return np.array(t.detach().numpy(), dtype=dtype, copy=True)
 
 
 def _to_tensor(a):
-    return _ratten().from_numpy(np.ascontiguousarray(a, dtype=np.float64))
+    a = np.asarray(a)
+    dtype = np.complex128 if np.iscomplexobj(a) else np.float64
+    return _ratten().from_numpy(np.ascontiguousarray(a, dtype=dtype))
 
 
 def _snapshot(out):
@@ -131,24 +151,31 @@ def _numerical_jacobian(fn, inputs, outputs, eps):
         inp = inputs[k]
         # Shares the memory, not the version counter (see the module's docstring).
         data = inp.detach().numpy()
-        cols = [np.zeros((inp.numel(), int(np.prod(s, dtype=np.int64))), dtype=np.float64)
+        is_complex = inp.is_complex()
+        cols = [np.zeros((inp.numel(), int(np.prod(s, dtype=np.int64))),
+                         dtype=np.complex128 if is_complex else np.float64)
                 for s in out_shapes]
+        # A complex input is perturbed along its real, then its imaginary, axis.
+        steps = (eps, eps * 1j) if is_complex else (eps,)
         for d_idx, idx in enumerate(itertools.product(*[range(n) for n in inp.shape])):
             orig = data[idx].copy()
-            data[idx] = orig - eps
-            outa = _snapshot(fn(*inputs))
-            data[idx] = orig + eps
-            outb = _snapshot(fn(*inputs))
-            data[idx] = orig
-            for i, ((a, va), (b, vb)) in enumerate(zip(outa, outb)):
-                if i >= len(outputs):
-                    break
-                _check_same_dtype_and_shape(a, b, eps, idx)
-                if tuple(a.shape) != tuple(out_shapes[i]) or a.dtype != out_dtypes[i]:
-                    _check_same_dtype_and_shape(a, outputs[i], eps, idx)
-                # Integer outputs (indices) too: with no differentiable output their
-                # differences must be zero.
-                cols[i][d_idx] = ((vb - va) / (2 * eps)).reshape(-1)
+            for axis, step in enumerate(steps):
+                data[idx] = orig - step
+                outa = _snapshot(fn(*inputs))
+                data[idx] = orig + step
+                outb = _snapshot(fn(*inputs))
+                data[idx] = orig
+                for i, ((a, va), (b, vb)) in enumerate(zip(outa, outb)):
+                    if i >= len(outputs):
+                        break
+                    _check_same_dtype_and_shape(a, b, eps, idx)
+                    if tuple(a.shape) != tuple(out_shapes[i]) or a.dtype != out_dtypes[i]:
+                        _check_same_dtype_and_shape(a, outputs[i], eps, idx)
+                    # Integer outputs (indices) too: with no differentiable output their
+                    # differences must be zero.
+                    d = ((vb - va) / (2 * eps)).reshape(-1)
+                    # ds/dx + 1j ds/dy (the conjugate Wirtinger derivative, times two).
+                    cols[i][d_idx] += d if axis == 0 else 1j * d
         for i in range(len(outputs)):
             jac[i][j] = cols[i]
     return jac
@@ -176,7 +203,8 @@ def _analytical_rows(output, diff_inputs):
     inputs' dtypes and sizes."""
     r = _ratten()
     n_out = output.numel()
-    jac = [np.zeros((t.numel(), n_out), dtype=np.float64) for t in diff_inputs]
+    jac = [np.zeros((t.numel(), n_out), dtype=np.complex128 if t.is_complex() else np.float64)
+           for t in diff_inputs]
     types_ok = True
     sizes_ok = True
     for j in range(n_out):
@@ -231,9 +259,15 @@ def _check_analytical_jacobian_attributes(inputs, output, nondet_tol, check_grad
     return jac1
 
 
-def _notallclose_msg(analytical, numerical, output_idx, input_idx):
+def _notallclose_msg(analytical, numerical, output_idx, input_idx, complex_indices=(),
+                     test_imag=False):
+    prefix = ""
+    if output_idx in complex_indices:
+        part = "imaginary" if test_imag else "real"
+        prefix = f"While considering the {part} part of complex outputs only, "
     return (
-        f"Jacobian mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+        prefix
+        + f"Jacobian mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
         f"numerical:{_to_tensor(numerical)}\nanalytical:{_to_tensor(analytical)}\n"
     )
 
@@ -244,7 +278,7 @@ def _allclose(a, n, rtol, atol):
 
 
 def _slow_gradcheck(func, func_out, tupled_inputs, outputs, eps, rtol, atol,
-                    check_grad_dtypes, nondet_tol):
+                    check_grad_dtypes, nondet_tol, complex_indices=(), test_imag=False):
     func_out = _as_tuple(func_out)
     if not outputs:
         for per_out in _numerical_jacobian(func, tupled_inputs, func_out, eps):
@@ -260,7 +294,7 @@ def _slow_gradcheck(func, func_out, tupled_inputs, outputs, eps, rtol, atol,
         )
         for j, (a, n) in enumerate(zip(analytical, numerical[i])):
             if not _allclose(a, n, rtol, atol):
-                raise GradcheckError(_notallclose_msg(a, n, i, j))
+                raise GradcheckError(_notallclose_msg(a, n, i, j, complex_indices, test_imag))
     return True
 
 
@@ -407,13 +441,23 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     _check_inputs(tupled_inputs)
     func_out = func(*tupled_inputs)
     outputs = _differentiable_outputs(func_out)
-    _refuse_complex(tupled_inputs, _as_tuple(func_out))
     if check_forward_ad:
+        _refuse_complex_forward_ad(tupled_inputs, _as_tuple(func_out))
         _forward_ad_check(func, func_out, tupled_inputs, eps, rtol, atol, check_grad_dtypes)
     if not check_backward_ad:
         return True
-    _slow_gradcheck(func, func_out, tupled_inputs, outputs, eps, rtol, atol,
-                    check_grad_dtypes, nondet_tol)
+    complex_indices = [i for i, o in enumerate(outputs) if o.is_complex()]
+    if any(_is_tensor(o) and o.is_complex() for o in _as_tuple(func_out)):
+        # torch's `_gradcheck_real_imag`: the imaginary parts, then the real parts.
+        real_fn, imag_fn = _real_and_imag_output(func)
+        for part_fn, test_imag in ((imag_fn, True), (real_fn, False)):
+            part_out = part_fn(*tupled_inputs)
+            _slow_gradcheck(part_fn, part_out, tupled_inputs,
+                            _differentiable_outputs(part_out), eps, rtol, atol,
+                            check_grad_dtypes, nondet_tol, complex_indices, test_imag)
+    else:
+        _slow_gradcheck(func, func_out, tupled_inputs, outputs, eps, rtol, atol,
+                        check_grad_dtypes, nondet_tol)
     if outputs:
         _test_backward_mul_by_grad_output(outputs, tupled_inputs)
         if check_undefined_grad:
@@ -450,8 +494,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     With ``check_forward_ad`` the Jacobian forward-mode AD gives is checked the same way.
     Inputs should be float64: other dtypes warn, as torch. ``fast_mode`` runs the full
-    (slow) check. Complex inputs or outputs, ``check_batched_grad`` and
-    ``check_batched_forward_grad`` raise NotImplementedError (see the module's docstring);
+    (slow) check. Complex inputs and outputs are checked as torch does (see the module's
+    docstring). ``check_batched_grad`` and ``check_batched_forward_grad`` raise
+    NotImplementedError;
     ``masked`` applies to sparse tensors only and is ignored.
     """
     if not (check_forward_ad or check_backward_ad):
