@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use ratten_aten::Tensor;
 use ratten_core::{Error, Result};
 
+use crate::forward_grad::{self, AutoFwGradMode};
 use crate::function::{Node, NodeBase, VariableList};
 use crate::grad_mode::{AutoGradMode, GradMode};
 use crate::saved_variable::SavedVariable;
@@ -77,6 +78,19 @@ pub trait Function: Send + Sync + 'static {
         ctx: &mut AutogradContext,
         grad_outputs: Vec<Option<Tensor>>,
     ) -> Result<Vec<Option<Tensor>>>;
+    /// The outputs' tangents from the inputs' (forward-mode AD; `None` for an input or output
+    /// without one). `forward` runs without forward AD, so a function called on dual tensors
+    /// needs this, as PyTorch's `jvp`.
+    fn jvp(
+        ctx: &mut AutogradContext,
+        tangents: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let _ = (ctx, tangents);
+        Err(Error::not_implemented(
+            "You must implement the jvp function for custom autograd.Function to use it with \
+             forward mode AD.",
+        ))
+    }
 }
 
 /// The node of a [`Function`] call (`CppNode<T>`).
@@ -125,27 +139,42 @@ pub fn apply<F: Function>(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         ..Default::default()
     };
     let requires_grad = GradMode::is_enabled() && ctx.needs_input_grad.iter().any(|&b| b);
+    let tangents: Vec<Option<Tensor>> = if forward_grad::forward_ad_active() {
+        inputs.iter().map(forward_grad::fw_grad).collect()
+    } else {
+        Vec::new()
+    };
     let outputs = {
         let _no_grad = AutoGradMode::new(false);
+        let _no_fw_grad = AutoFwGradMode::new(false);
         F::forward(&mut ctx, inputs)?
     };
+    let out_tangents = if tangents.iter().any(Option::is_some) {
+        let _no_fw_grad = AutoFwGradMode::new(false);
+        let t = F::jvp(&mut ctx, tangents)?;
+        if t.len() != outputs.len() {
+            return Err(Error::runtime(format!(
+                "jvp() returned an incorrect number of tangents: expected {}, got {}",
+                outputs.len(),
+                t.len()
+            )));
+        }
+        Some(t)
+    } else {
+        None
+    };
     if !requires_grad {
+        if out_tangents.is_none() {
+            return Ok(outputs);
+        }
+        let outputs = outputs_as_views(inputs, outputs, &ctx.dirty);
+        set_tangents(&outputs, out_tangents, &ctx.dirty)?;
         return Ok(outputs);
     }
     let refs: Vec<Option<&Tensor>> = inputs.iter().map(Some).collect();
     let base = NodeBase::new(collect_next_edges(&refs));
-    // An input returned as it is becomes a new view of itself, so that it keeps its history.
-    let outputs: Vec<Tensor> = outputs
-        .into_iter()
-        .map(|o| {
-            let is_input = inputs.iter().any(|i| i.is_same(&o));
-            if is_input && !ctx.dirty.iter().any(|d| d.is_same(&o)) {
-                Tensor::from_base(ratten_core::TensorBase::alias(&o))
-            } else {
-                o
-            }
-        })
-        .collect();
+    let outputs = outputs_as_views(inputs, outputs, &ctx.dirty);
+    set_tangents(&outputs, out_tangents, &ctx.dirty)?;
     let to_save = std::mem::take(&mut ctx.to_save);
     let dirty = ctx.dirty.clone();
     let non_diff = ctx.non_differentiable.clone();
@@ -175,4 +204,35 @@ pub fn apply<F: Function>(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         ctx.node = Some(Arc::downgrade(&dyn_node));
     }
     Ok(outputs)
+}
+
+/// An input returned as it is becomes a new view of itself, so that it keeps its history and
+/// its tangent.
+fn outputs_as_views(inputs: &[Tensor], outputs: Vec<Tensor>, dirty: &[Tensor]) -> Vec<Tensor> {
+    outputs
+        .into_iter()
+        .map(|o| {
+            let is_input = inputs.iter().any(|i| i.is_same(&o));
+            if is_input && !dirty.iter().any(|d| d.is_same(&o)) {
+                Tensor::from_base(ratten_core::TensorBase::alias(&o))
+            } else {
+                o
+            }
+        })
+        .collect()
+}
+
+/// Gives the outputs the tangents `jvp` computed (in place for a dirty input).
+fn set_tangents(
+    outputs: &[Tensor],
+    tangents: Option<Vec<Option<Tensor>>>,
+    dirty: &[Tensor],
+) -> Result<()> {
+    for (o, t) in outputs.iter().zip(tangents.into_iter().flatten()) {
+        if let Some(t) = t {
+            let in_place = dirty.iter().any(|d| d.is_same(o));
+            forward_grad::set_fw_grad(o, &t, in_place)?;
+        }
+    }
+    Ok(())
 }

@@ -131,6 +131,25 @@ pub(crate) fn register(level: u64, grad: &Arc<ForwardGrad>) -> Result<()> {
     }
 }
 
+/// Sets forward grad mode for its lifetime, then restores it (`c10::AutoFwGradMode`).
+pub struct AutoFwGradMode {
+    prev: bool,
+}
+
+impl AutoFwGradMode {
+    pub fn new(enabled: bool) -> AutoFwGradMode {
+        let prev = fw_grad_mode();
+        set_fw_grad_mode(enabled);
+        AutoFwGradMode { prev }
+    }
+}
+
+impl Drop for AutoFwGradMode {
+    fn drop(&mut self) {
+        set_fw_grad_mode(self.prev);
+    }
+}
+
 /// Turns tangent propagation off for this thread while a forward formula runs
 /// (Note [Forward formulas run without forward AD]).
 pub struct ForwardFormulaGuard(());

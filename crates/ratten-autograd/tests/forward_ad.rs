@@ -179,3 +179,79 @@ fn torch_errors() {
     assert_eq!(e.kind(), ratten_core::ErrorKind::NotImplemented);
     assert_eq!(e.message(), "Trying to use forward AD with mul_out that does not support it because it is an out= function");
 }
+
+struct Cube;
+
+impl ratten_autograd::custom_function::Function for Cube {
+    fn name() -> &'static str {
+        "Cube"
+    }
+    fn forward(
+        ctx: &mut ratten_autograd::custom_function::AutogradContext,
+        inputs: &[Tensor],
+    ) -> ratten_core::Result<Vec<Tensor>> {
+        ctx.save_for_backward(&inputs[..1]);
+        ctx.saved_data
+            .insert("x".into(), Box::new(inputs[0].clone()));
+        Ok(vec![inputs[0].mul(&inputs[0])?.mul(&inputs[0])?])
+    }
+    fn backward(
+        ctx: &mut ratten_autograd::custom_function::AutogradContext,
+        grads: Vec<Option<Tensor>>,
+    ) -> ratten_core::Result<Vec<Option<Tensor>>> {
+        let x = &ctx.get_saved_variables()?[0];
+        let g = grads[0].clone().unwrap();
+        Ok(vec![Some(g.mul(&x.mul(x)?.mul_scalar(3.0)?)?)])
+    }
+    fn jvp(
+        ctx: &mut ratten_autograd::custom_function::AutogradContext,
+        tangents: Vec<Option<Tensor>>,
+    ) -> ratten_core::Result<Vec<Option<Tensor>>> {
+        let x = ctx.saved_data["x"]
+            .downcast_ref::<Tensor>()
+            .unwrap()
+            .clone();
+        let t = tangents[0].clone().unwrap();
+        Ok(vec![Some(t.mul(&x.mul(&x)?.mul_scalar(3.0)?)?)])
+    }
+}
+
+struct NoJvp;
+
+impl ratten_autograd::custom_function::Function for NoJvp {
+    fn name() -> &'static str {
+        "NoJvp"
+    }
+    fn forward(
+        _ctx: &mut ratten_autograd::custom_function::AutogradContext,
+        inputs: &[Tensor],
+    ) -> ratten_core::Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].mul_scalar(2.0)?])
+    }
+    fn backward(
+        _ctx: &mut ratten_autograd::custom_function::AutogradContext,
+        grads: Vec<Option<Tensor>>,
+    ) -> ratten_core::Result<Vec<Option<Tensor>>> {
+        Ok(vec![grads[0]
+            .as_ref()
+            .map(|g| g.mul_scalar(2.0))
+            .transpose()?])
+    }
+}
+
+#[test]
+fn custom_functions_give_tangents_through_jvp() {
+    use ratten_autograd::custom_function::apply;
+    let _g = lock();
+    let level = dual_level().unwrap();
+    let d = make_dual(&t(&[1.0, 2.0], &[2]), &t(&[1.0, 0.5], &[2]), level.level()).unwrap();
+    let y = apply::<Cube>(&[d.clone()]).unwrap();
+    let (_, ty) = unpack_dual(&y[0], 0).unwrap();
+    close(&values(&ty.unwrap()), &[3.0, 6.0]);
+    let e = apply::<NoJvp>(&[d]).unwrap_err();
+    assert!(
+        e.message()
+            .starts_with("You must implement the jvp function"),
+        "{e}"
+    );
+}
