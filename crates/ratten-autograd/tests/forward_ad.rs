@@ -245,7 +245,7 @@ fn custom_functions_give_tangents_through_jvp() {
     let _g = lock();
     let level = dual_level().unwrap();
     let d = make_dual(&t(&[1.0, 2.0], &[2]), &t(&[1.0, 0.5], &[2]), level.level()).unwrap();
-    let y = apply::<Cube>(&[d.clone()]).unwrap();
+    let y = apply::<Cube>(std::slice::from_ref(&d)).unwrap();
     let (_, ty) = unpack_dual(&y[0], 0).unwrap();
     close(&values(&ty.unwrap()), &[3.0, 6.0]);
     let e = apply::<NoJvp>(&[d]).unwrap_err();
