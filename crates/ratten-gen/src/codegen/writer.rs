@@ -360,12 +360,12 @@ mod tests {
         ];
         w.stmt(
             "",
-            &Expr::call_atoms("operators::_embedding_bag::call", &args),
+            &Expr::call_atoms("operators::_embedding_bag_forward_only::call", &args),
             "",
         );
         assert_eq!(
             w.finish(),
-            "operators::_embedding_bag::call(\n    weight, indices, offsets, false, 0, false, None, false, -1,\n)\n"
+            "operators::_embedding_bag_forward_only::call(\n    weight, indices, offsets, false, 0, false, None, false, -1,\n)\n"
         );
     }
 }
