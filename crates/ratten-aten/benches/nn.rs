@@ -80,7 +80,7 @@ fn main() {
     let cx_pad = inner.where_cond(&cx_pad, &pad_value).unwrap();
     let crows = CTensor::from_vec(values(4096 * 1024, 3), (4096, 1024), &dev).unwrap();
 
-    let cases = vec![
+    let cases = [
         Case {
             name: "conv2d 3x3 64-64 8x56x56",
             ratten: Box::new(|| {

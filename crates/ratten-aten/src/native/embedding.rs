@@ -556,16 +556,13 @@ fn embedding_bag_cpu_impl(
     let want_offset2bag = mode != MODE_SUM || !fast_path_sum;
     // A 2-D `indices` (torch.embedding_bag called directly) is read as its flattened values.
     let n_values = indices.numel();
-    let offset2bag = Tensor::zeros(
-        &[if want_offset2bag { n_values } else { 0 }],
-        idx_opts.clone(),
-    )?;
+    let offset2bag = Tensor::zeros(&[if want_offset2bag { n_values } else { 0 }], idx_opts)?;
     let bag_size_len = if requires_grad || mode != MODE_SUM {
         num_bags
     } else {
         n_offsets
     };
-    let bag_size = Tensor::zeros(&[bag_size_len], idx_opts.clone())?;
+    let bag_size = Tensor::zeros(&[bag_size_len], idx_opts)?;
     let max_indices = if mode == MODE_MAX {
         Tensor::zeros(&[num_bags, d], idx_opts)?
     } else {
@@ -1044,7 +1041,7 @@ pub fn _embedding_bag_per_sample_weights_backward_cpu(
                 let (gr, wr) = (&g[bag as usize * d..][..d], &w[word as usize * d..][..d]);
                 let mut s = <T as Stored>::A::ZERO;
                 for (&a, &b) in gr.iter().zip(wr) {
-                    s = s + a * b;
+                    s += a * b;
                 }
                 Ok(T::store(s))
             })
