@@ -3,9 +3,9 @@
     python python/bench/bench_softmax_loss.py [--rounds N]
 
 Cases (float32): softmax and log_softmax over the rows of 4096x1024 and over dim 0 of the
-same matrix; the backward of log_softmax over the rows; cross_entropy of 64x10 logits with
-class indices (one Python call: the per-call cost of a training step's loss), forward and
-forward + backward. numpy computes the same expressions (no fused kernel). Each library runs
+same matrix; the backward of log_softmax and of softmax over the rows; cross_entropy of 64x10
+logits with class indices (one Python call: the per-call cost of a training step's loss),
+forward and forward + backward. numpy computes the same expressions (no fused kernel). Each library runs
 in its own subprocess per thread count; within a process the cases run round-robin. Printed:
 the median time per call and the ratios (below 1: ratten is faster).
 """
@@ -17,6 +17,7 @@ CASES = [
     "log_softmax rows",
     "softmax dim 0",
     "log_sm bwd rows",
+    "sm bwd rows",
     "cross_entropy",
     "ce fwd+bwd",
 ]
@@ -42,11 +43,13 @@ def worker(lib, threads, rounds):
             return -lsm(x, 1)[np.arange(len(t)), t].mean()
 
         y = lsm(base, 1)
+        s = sm(base, 1)
         fns = {
             "softmax rows": lambda: sm(base, 1),
             "log_softmax rows": lambda: lsm(base, 1),
             "softmax dim 0": lambda: sm(base, 0),
             "log_sm bwd rows": lambda: base - np.exp(y) * base.sum(1, keepdims=True),
+            "sm bwd rows": lambda: s * (base - (base * s).sum(1, keepdims=True)),
             "cross_entropy": lambda: ce(logits, target),
             "ce fwd+bwd": lambda: ce(logits, target),
         }
@@ -60,6 +63,7 @@ def worker(lib, threads, rounds):
         m.set_num_threads(threads)
         x = m.from_numpy(base)
         y = F.log_softmax(x, 1)
+        s = F.softmax(x, 1)
         lg = m.from_numpy(logits)
         lgr = m.from_numpy(logits).requires_grad_(True)
         t = m.from_numpy(target)
@@ -72,6 +76,7 @@ def worker(lib, threads, rounds):
             "log_softmax rows": lambda: F.log_softmax(x, 1),
             "softmax dim 0": lambda: F.softmax(x, 0),
             "log_sm bwd rows": lambda: m._log_softmax_backward_data(x, y, 1, m.float32),
+            "sm bwd rows": lambda: m._softmax_backward_data(x, s, 1, m.float32),
             "cross_entropy": lambda: F.cross_entropy(lg, t),
             "ce fwd+bwd": ce_step,
         }

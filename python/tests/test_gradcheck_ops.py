@@ -527,6 +527,18 @@ SAMPLES = [
     S("embedding_dense_backward",
       lambda m, g, i: _ol("embedding_dense_backward")(m, g, i, 5, 1, False),
       [T((2, 2, 3)), I([[0, 1], [4, 4]])]),
+    # embedding_bag's second derivative is torch's not_implemented (_embedding_bag_backward).
+    S("_embedding_bag", lambda m, w, i, o: m.embedding_bag(w, i, o, False, 0)[0],
+      [T((5, 3), layout="t"), I([0, 2, 4, 4, 1]), I([0, 2, 2])], gg=False),
+    S("_embedding_bag", lambda m, w, i, o: m.embedding_bag(w, i, o, True, 1)[0],
+      [T((5, 3)), I([0, 2, 4, 4, 1]), I([0, 3])], gg=False),
+    S("_embedding_bag", lambda m, w, i, o: m.embedding_bag(w, i, o, False, 2)[0],
+      [T((5, 3), distinct=True), I([0, 2, 4, 3, 1]), I([0, 2, 3])], gg=False),
+    S("_embedding_bag", lambda m, w, i, o, p: m.embedding_bag(w, i, o, False, 0, False, p)[0],
+      [T((5, 3)), I([0, 2, 4, 4, 1]), I([0, 2]), T((5,))], gg=False),
+    S("_embedding_bag",
+      lambda m, w, i, o: m.embedding_bag(w, i, o, False, 1, False, None, True, 4)[0],
+      [T((5, 3)), I([0, 2, 4, 4, 1]), I([0, 2, 5])], gg=False),
     S("upsample_nearest2d", lambda m, x: _nnf(m, "upsample_nearest2d")(x, [5, 3]), [T((1, 2, 3, 2))]),
     S("upsample_nearest2d", lambda m, x: _nnf(m, "upsample_nearest2d")(x, [3, 6], 1.5, 2.0),
       [T((2, 1, 2, 3))]),
@@ -590,6 +602,12 @@ NOT_IMPLEMENTED = {
     "unique_dim": lambda m, x: _overload(m, "unique_dim")(x, 0)[0],
     "unique_consecutive": lambda m, x: _overload(m, "unique_consecutive")(x)[0],
     "unique_dim_consecutive": lambda m, x: _overload(m, "unique_dim_consecutive")(x, 0)[0],
+    "_embedding_bag_backward": lambda m, x: _overload(m, "_embedding_bag_backward")(
+        x, m.tensor([0, 1, 2]), m.tensor([0, 2]), m.tensor([0, 0, 1]), m.tensor([2, 1]),
+        m.tensor([2, 1]), 4, False, 0, False, None, -1),
+    "_embedding_bag_dense_backward": lambda m, x: _overload(m, "_embedding_bag_dense_backward")(
+        x, m.tensor([0, 1, 2]), m.tensor([0, 0, 1]), m.tensor([2, 1]), m.tensor([2, 1]), 4,
+        False, 0, None, -1),
 }
 
 # Overloads ratten's Python argument parser never selects (a Python number becomes a

@@ -2347,6 +2347,32 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         ops::embedding_dense_backward::kernel(WithKeySet(variable_type::embedding_dense_backward)),
     )?;
     m.impl_(
+        "_embedding_bag_forward_only",
+        ops::_embedding_bag_forward_only::kernel(WithKeySet(
+            variable_type::_embedding_bag_forward_only,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag",
+        ops::_embedding_bag::kernel(WithKeySet(variable_type::_embedding_bag)),
+    )?;
+    m.impl_(
+        "_embedding_bag_backward",
+        ops::_embedding_bag_backward::kernel(WithKeySet(variable_type::_embedding_bag_backward)),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward",
+        ops::_embedding_bag_dense_backward::kernel(WithKeySet(
+            variable_type::_embedding_bag_dense_backward,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward",
+        ops::_embedding_bag_per_sample_weights_backward::kernel(WithKeySet(
+            variable_type::_embedding_bag_per_sample_weights_backward,
+        )),
+    )?;
+    m.impl_(
         "constant_pad_nd",
         ops::constant_pad_nd::kernel(WithKeySet(variable_type::constant_pad_nd)),
     )?;
@@ -2879,6 +2905,28 @@ ratten_dispatch::torch_library_impl!(aten, Autograd, |m| {
         "embedding_dense_backward.out",
         ops::embedding_dense_backward_out::kernel(WithKeySet(
             variable_type::embedding_dense_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag_forward_only.out",
+        ops::_embedding_bag_forward_only_out::kernel(WithKeySet(
+            variable_type::_embedding_bag_forward_only_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag.out",
+        ops::_embedding_bag_out::kernel(WithKeySet(variable_type::_embedding_bag_out)),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward.out",
+        ops::_embedding_bag_dense_backward_out::kernel(WithKeySet(
+            variable_type::_embedding_bag_dense_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward.out",
+        ops::_embedding_bag_per_sample_weights_backward_out::kernel(WithKeySet(
+            variable_type::_embedding_bag_per_sample_weights_backward_out,
         )),
     )?;
     m.impl_(
@@ -4673,6 +4721,28 @@ ratten_dispatch::torch_library_impl!(aten, ADInplaceOrView, |m| {
         "embedding_dense_backward.out",
         ops::embedding_dense_backward_out::kernel(WithKeySet(
             inplace_or_view::embedding_dense_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag_forward_only.out",
+        ops::_embedding_bag_forward_only_out::kernel(WithKeySet(
+            inplace_or_view::_embedding_bag_forward_only_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag.out",
+        ops::_embedding_bag_out::kernel(WithKeySet(inplace_or_view::_embedding_bag_out)),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward.out",
+        ops::_embedding_bag_dense_backward_out::kernel(WithKeySet(
+            inplace_or_view::_embedding_bag_dense_backward_out,
+        )),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward.out",
+        ops::_embedding_bag_per_sample_weights_backward_out::kernel(WithKeySet(
+            inplace_or_view::_embedding_bag_per_sample_weights_backward_out,
         )),
     )?;
     m.impl_(

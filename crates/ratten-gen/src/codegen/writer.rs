@@ -290,13 +290,16 @@ impl Expr {
     }
 }
 
-/// rustfmt's `is_simple_expr` (a name, a literal, `&x`, `&mut x`) no wider than
+/// rustfmt's `is_simple_expr` (a name, a literal, `&x`, `&mut x`, `-x`) no wider than
 /// `short_array_element_width_threshold`.
 fn is_short_simple(e: &Expr) -> bool {
     let Expr::Atom(a) = e else {
         return false;
     };
-    let name = a.trim_start_matches("&mut ").trim_start_matches('&');
+    let name = a
+        .trim_start_matches("&mut ")
+        .trim_start_matches('&')
+        .trim_start_matches('-');
     a.len() <= 10 && !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -345,6 +348,24 @@ mod tests {
         assert_eq!(
             w.finish(),
             "f(a, b)?;\nlet x = f(\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n)?;\nSelf::g((\n    argument_0, argument_1, argument_2, argument_3, argument_4, argument_5,\n))\n"
+        );
+    }
+
+    #[test]
+    fn negative_literals_are_simple_arguments() {
+        // rustfmt's `is_simple_expr` takes a unary minus of a literal: the mixed layout.
+        let mut w = Writer::new();
+        let args = [
+            "weight", "indices", "offsets", "false", "0", "false", "None", "false", "-1",
+        ];
+        w.stmt(
+            "",
+            &Expr::call_atoms("operators::_embedding_bag_forward_only::call", &args),
+            "",
+        );
+        assert_eq!(
+            w.finish(),
+            "operators::_embedding_bag_forward_only::call(\n    weight, indices, offsets, false, 0, false, None, false, -1,\n)\n"
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::arg_parser::Binding;
 
-/// Module functions (`ratten.add`): 345 names.
+/// Module functions (`ratten.add`): 351 names.
 pub const FUNCTIONS: &[Binding] = &[
     Binding {
         name: "_adaptive_avg_pool2d",
@@ -95,6 +95,56 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::_cummin_helper(Tensor self, Tensor(a!) values, Tensor(b!) indices, int dim) -> ()",
+        ],
+    },
+    Binding {
+        name: "_embedding_bag",
+        module: "",
+        signatures: &[
+            "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int64_t padding_idx=-1)",
+        ],
+        schemas: &[
+            "aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "_embedding_bag_backward",
+        module: "",
+        signatures: &[
+            "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse, Tensor? per_sample_weights, int64_t padding_idx=-1)",
+        ],
+        schemas: &[
+            "aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_embedding_bag_dense_backward",
+        module: "",
+        signatures: &[
+            "_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int64_t mode, Tensor? per_sample_weights, int64_t padding_idx=-1)",
+        ],
+        schemas: &[
+            "aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "_embedding_bag_forward_only",
+        module: "",
+        signatures: &[
+            "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int64_t padding_idx=-1)",
+        ],
+        schemas: &[
+            "aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
+        ],
+    },
+    Binding {
+        name: "_embedding_bag_per_sample_weights_backward",
+        module: "",
+        signatures: &[
+            "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int64_t mode, int64_t padding_idx=-1)",
+        ],
+        schemas: &[
+            "aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor",
         ],
     },
     Binding {
@@ -1159,6 +1209,18 @@ pub const FUNCTIONS: &[Binding] = &[
         ],
         schemas: &[
             "aten::embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor",
+        ],
+    },
+    Binding {
+        name: "embedding_bag",
+        module: "",
+        signatures: &[
+            "embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int64_t mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int64_t? padding_idx)",
+            "embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False)",
+        ],
+        schemas: &[
+            "aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)",
+            "aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)",
         ],
     },
     Binding {

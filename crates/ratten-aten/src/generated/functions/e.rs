@@ -421,6 +421,319 @@ pub fn embedding_dense_backward(
     )
 }
 
+/// `aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Defaults: `scale_grad_by_freq` = `False`, `mode` = `0`, `sparse` = `False`, `per_sample_weights` = `None`, `include_last_offset` = `False`, `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_forward_only(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::_embedding_bag_forward_only::call(
+        weight, indices, offsets, false, 0, false, None, false, -1,
+    )
+}
+
+/// `aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_forward_only_with(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::_embedding_bag_forward_only::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
+/// `aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Defaults: `scale_grad_by_freq` = `False`, `mode` = `0`, `sparse` = `False`, `per_sample_weights` = `None`, `include_last_offset` = `False`.
+#[inline]
+pub fn embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::embedding_bag::call(weight, indices, offsets, false, 0, false, None, false)
+}
+
+/// `aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn embedding_bag_with(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::embedding_bag::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+    )
+}
+
+/// `aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)`
+#[inline]
+pub fn embedding_bag_padding_idx(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::embedding_bag_padding_idx::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Defaults: `scale_grad_by_freq` = `False`, `mode` = `0`, `sparse` = `False`, `per_sample_weights` = `None`, `include_last_offset` = `False`, `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::_embedding_bag::call(weight, indices, offsets, false, 0, false, None, false, -1)
+}
+
+/// `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_with(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    operators::_embedding_bag::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+///
+/// Defaults: `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+) -> Result<Tensor> {
+    operators::_embedding_bag_backward::call(
+        grad,
+        indices,
+        offsets,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        -1,
+    )
+}
+
+/// `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_backward_with(
+    grad: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    operators::_embedding_bag_backward::call(
+        grad,
+        indices,
+        offsets,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+///
+/// Defaults: `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_dense_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+) -> Result<Tensor> {
+    operators::_embedding_bag_dense_backward::call(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        -1,
+    )
+}
+
+/// `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_dense_backward_with(
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    operators::_embedding_bag_dense_backward::call(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor`
+///
+/// Defaults: `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_per_sample_weights_backward(
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+) -> Result<Tensor> {
+    operators::_embedding_bag_per_sample_weights_backward::call(
+        grad, weight, indices, offsets, offset2bag, mode, -1,
+    )
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_per_sample_weights_backward_with(
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    operators::_embedding_bag_per_sample_weights_backward::call(
+        grad,
+        weight,
+        indices,
+        offsets,
+        offset2bag,
+        mode,
+        padding_idx,
+    )
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn empty_strided_out<'a>(out: &'a Tensor, size: &[i64], stride: &[i64]) -> Result<&'a Tensor> {
@@ -541,6 +854,229 @@ pub fn embedding_dense_backward_out<'a>(
         num_weights,
         padding_idx,
         scale_grad_by_freq,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+///
+/// Defaults: `scale_grad_by_freq` = `False`, `mode` = `0`, `sparse` = `False`, `per_sample_weights` = `None`, `include_last_offset` = `False`, `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_forward_only_out<'a, 'b, 'c, 'd>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    out3: &'d Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor, &'d Tensor)> {
+    operators::_embedding_bag_forward_only_out::call(
+        weight, indices, offsets, false, 0, false, None, false, -1, out0, out1, out2, out3,
+    )?;
+    Ok((out0, out1, out2, out3))
+}
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_forward_only_out_with<'a, 'b, 'c, 'd>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    out3: &'d Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor, &'d Tensor)> {
+    operators::_embedding_bag_forward_only_out::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+        out0,
+        out1,
+        out2,
+        out3,
+    )?;
+    Ok((out0, out1, out2, out3))
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+///
+/// Defaults: `scale_grad_by_freq` = `False`, `mode` = `0`, `sparse` = `False`, `per_sample_weights` = `None`, `include_last_offset` = `False`, `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_out<'a, 'b, 'c, 'd>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    out3: &'d Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor, &'d Tensor)> {
+    operators::_embedding_bag_out::call(
+        weight, indices, offsets, false, 0, false, None, false, -1, out0, out1, out2, out3,
+    )?;
+    Ok((out0, out1, out2, out3))
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_out_with<'a, 'b, 'c, 'd>(
+    out0: &'a Tensor,
+    out1: &'b Tensor,
+    out2: &'c Tensor,
+    out3: &'d Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(&'a Tensor, &'b Tensor, &'c Tensor, &'d Tensor)> {
+    operators::_embedding_bag_out::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+        out0,
+        out1,
+        out2,
+        out3,
+    )?;
+    Ok((out0, out1, out2, out3))
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_dense_backward_out<'a>(
+    out: &'a Tensor,
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+) -> Result<&'a Tensor> {
+    operators::_embedding_bag_dense_backward_out::call(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        -1,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_dense_backward_out_with<'a>(
+    out: &'a Tensor,
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<&'a Tensor> {
+    operators::_embedding_bag_dense_backward_out::call(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        padding_idx,
+        out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Defaults: `padding_idx` = `-1`.
+#[inline]
+pub fn _embedding_bag_per_sample_weights_backward_out<'a>(
+    out: &'a Tensor,
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+) -> Result<&'a Tensor> {
+    operators::_embedding_bag_per_sample_weights_backward_out::call(
+        grad, weight, indices, offsets, offset2bag, mode, -1, out,
+    )?;
+    Ok(out)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, those with defaults included.
+#[inline]
+pub fn _embedding_bag_per_sample_weights_backward_out_with<'a>(
+    out: &'a Tensor,
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+) -> Result<&'a Tensor> {
+    operators::_embedding_bag_per_sample_weights_backward_out::call(
+        grad,
+        weight,
+        indices,
+        offsets,
+        offset2bag,
+        mode,
+        padding_idx,
         out,
     )?;
     Ok(out)

@@ -1201,6 +1201,571 @@ impl embedding_dense_backward {
     }
 }
 
+/// `aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub enum _embedding_bag_forward_only {}
+
+impl Operator for _embedding_bag_forward_only {
+    const NAME: &'static str = "aten::_embedding_bag_forward_only";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+        i64,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_forward_only> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_forward_only {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+                padding_idx,
+            ),
+        )
+    }
+}
+
+/// `aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)`
+pub enum embedding_bag {}
+
+impl Operator for embedding_bag {
+    const NAME: &'static str = "aten::embedding_bag";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_bag> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_bag {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+            ),
+        )
+    }
+}
+
+/// `aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)`
+pub enum embedding_bag_padding_idx {}
+
+impl Operator for embedding_bag_padding_idx {
+    const NAME: &'static str = "aten::embedding_bag";
+    const OVERLOAD_NAME: &'static str = "padding_idx";
+    const SCHEMA: &'static str = "embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+        Option<i64>,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<embedding_bag_padding_idx> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl embedding_bag_padding_idx {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+                padding_idx,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub enum _embedding_bag {}
+
+impl Operator for _embedding_bag {
+    const NAME: &'static str = "aten::_embedding_bag";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+        i64,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+                padding_idx,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub enum _embedding_bag_backward {}
+
+impl Operator for _embedding_bag_backward {
+    const NAME: &'static str = "aten::_embedding_bag_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        i64,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        i64,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_backward {
+    pub fn call(
+        grad: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad,
+            indices,
+            offsets,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                indices,
+                offsets,
+                offset2bag,
+                bag_size,
+                maximum_indices,
+                num_weights,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                padding_idx,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub enum _embedding_bag_dense_backward {}
+
+impl Operator for _embedding_bag_dense_backward {
+    const NAME: &'static str = "aten::_embedding_bag_dense_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        i64,
+        bool,
+        i64,
+        Option<Tensor>,
+        i64,
+    );
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_dense_backward> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_dense_backward {
+    pub fn call(
+        grad: &Tensor,
+        indices: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        indices: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                indices,
+                offset2bag,
+                bag_size,
+                maximum_indices,
+                num_weights,
+                scale_grad_by_freq,
+                mode,
+                per_sample_weights,
+                padding_idx,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor`
+pub enum _embedding_bag_per_sample_weights_backward {}
+
+impl Operator for _embedding_bag_per_sample_weights_backward {
+    const NAME: &'static str = "aten::_embedding_bag_per_sample_weights_backward";
+    const OVERLOAD_NAME: &'static str = "";
+    const SCHEMA: &'static str = "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor";
+    type Args = (Tensor, Tensor, Tensor, Tensor, Tensor, i64, i64);
+    type Return = Tensor;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_per_sample_weights_backward> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_per_sample_weights_backward {
+    pub fn call(
+        grad: &Tensor,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        mode: i64,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::call_refs((
+            grad,
+            weight,
+            indices,
+            offsets,
+            offset2bag,
+            mode,
+            padding_idx,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        mode: i64,
+        padding_idx: i64,
+    ) -> Result<Tensor> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                weight,
+                indices,
+                offsets,
+                offset2bag,
+                mode,
+                padding_idx,
+            ),
+        )
+    }
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub enum empty_strided_out {}
 
@@ -1457,6 +2022,369 @@ impl embedding_dense_backward_out {
                 num_weights,
                 padding_idx,
                 scale_grad_by_freq,
+                out,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub enum _embedding_bag_forward_only_out {}
+
+impl Operator for _embedding_bag_forward_only_out {
+    const NAME: &'static str = "aten::_embedding_bag_forward_only";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+        i64,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_forward_only_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_forward_only_out {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+        out3: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+        out3: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+                padding_idx,
+                out0,
+                out1,
+                out2,
+                out3,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub enum _embedding_bag_out {}
+
+impl Operator for _embedding_bag_out {
+    const NAME: &'static str = "aten::_embedding_bag";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        bool,
+        i64,
+        bool,
+        Option<Tensor>,
+        bool,
+        i64,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+    );
+    type Return = (Tensor, Tensor, Tensor, Tensor);
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_out> = OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_out {
+    pub fn call(
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+        out3: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::call_refs((
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        sparse: bool,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: i64,
+        out0: &Tensor,
+        out1: &Tensor,
+        out2: &Tensor,
+        out3: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+        Self::redispatch_refs(
+            ks,
+            (
+                weight,
+                indices,
+                offsets,
+                scale_grad_by_freq,
+                mode,
+                sparse,
+                per_sample_weights,
+                include_last_offset,
+                padding_idx,
+                out0,
+                out1,
+                out2,
+                out3,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _embedding_bag_dense_backward_out {}
+
+impl Operator for _embedding_bag_dense_backward_out {
+    const NAME: &'static str = "aten::_embedding_bag_dense_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        Tensor,
+        i64,
+        bool,
+        i64,
+        Option<Tensor>,
+        i64,
+        Tensor,
+    );
+    type Return = Aliased<10>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_dense_backward_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_dense_backward_out {
+    pub fn call(
+        grad: &Tensor,
+        indices: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<10>> {
+        Self::call_refs((
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+            out,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        indices: &Tensor,
+        offset2bag: &Tensor,
+        bag_size: &Tensor,
+        maximum_indices: &Tensor,
+        num_weights: i64,
+        scale_grad_by_freq: bool,
+        mode: i64,
+        per_sample_weights: Option<&Tensor>,
+        padding_idx: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<10>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                indices,
+                offset2bag,
+                bag_size,
+                maximum_indices,
+                num_weights,
+                scale_grad_by_freq,
+                mode,
+                per_sample_weights,
+                padding_idx,
+                out,
+            ),
+        )
+    }
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub enum _embedding_bag_per_sample_weights_backward_out {}
+
+impl Operator for _embedding_bag_per_sample_weights_backward_out {
+    const NAME: &'static str = "aten::_embedding_bag_per_sample_weights_backward";
+    const OVERLOAD_NAME: &'static str = "out";
+    const SCHEMA: &'static str = "_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)";
+    type Args = (Tensor, Tensor, Tensor, Tensor, Tensor, i64, i64, Tensor);
+    type Return = Aliased<7>;
+
+    #[inline(always)]
+    fn cell() -> &'static OperatorCell<Self> {
+        static CELL: OperatorCell<_embedding_bag_per_sample_weights_backward_out> =
+            OperatorCell::new(ensure_linked);
+        &CELL
+    }
+}
+
+impl _embedding_bag_per_sample_weights_backward_out {
+    pub fn call(
+        grad: &Tensor,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        mode: i64,
+        padding_idx: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::call_refs((
+            grad,
+            weight,
+            indices,
+            offsets,
+            offset2bag,
+            mode,
+            padding_idx,
+            out,
+        ))
+    }
+
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad: &Tensor,
+        weight: &Tensor,
+        indices: &Tensor,
+        offsets: &Tensor,
+        offset2bag: &Tensor,
+        mode: i64,
+        padding_idx: i64,
+        out: &Tensor,
+    ) -> Result<Aliased<7>> {
+        Self::redispatch_refs(
+            ks,
+            (
+                grad,
+                weight,
+                indices,
+                offsets,
+                offset2bag,
+                mode,
+                padding_idx,
                 out,
             ),
         )

@@ -69,6 +69,27 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     m.def(
         "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
     )?;
+    m.def(
+        "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
+    )?;
+    m.def(
+        "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor",
+    )?;
+    m.def(
+        "_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor",
+    )?;
+    m.def(
+        "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor",
+    )?;
     m.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     m.def(
         "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
@@ -82,6 +103,18 @@ ratten_dispatch::torch_library_fragment!(aten, |m| {
     )?;
     m.def(
         "embedding_dense_backward.out(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))",
+    )?;
+    m.def(
+        "_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))",
+    )?;
+    m.def(
+        "_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)",
+    )?;
+    m.def(
+        "_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)",
     )?;
 });
 
@@ -137,6 +170,30 @@ ratten_dispatch::torch_library_impl!(aten, CPU, |m| {
         "embedding_dense_backward",
         operators::embedding_dense_backward::kernel(backends::cpu::embedding_dense_backward),
     )?;
+    m.impl_(
+        "_embedding_bag_forward_only",
+        operators::_embedding_bag_forward_only::kernel(backends::cpu::_embedding_bag_forward_only),
+    )?;
+    m.impl_(
+        "_embedding_bag",
+        operators::_embedding_bag::kernel(backends::cpu::_embedding_bag),
+    )?;
+    m.impl_(
+        "_embedding_bag_backward",
+        operators::_embedding_bag_backward::kernel(backends::cpu::_embedding_bag_backward),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward",
+        operators::_embedding_bag_dense_backward::kernel(
+            backends::cpu::_embedding_bag_dense_backward,
+        ),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward",
+        operators::_embedding_bag_per_sample_weights_backward::kernel(
+            backends::cpu::_embedding_bag_per_sample_weights_backward,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
@@ -186,6 +243,30 @@ ratten_dispatch::torch_library_impl!(aten, CompositeExplicitAutograd, |m| {
             embedding_dense_backward_out_composite_explicit_autograd,
         ),
     )?;
+    m.impl_(
+        "_embedding_bag_forward_only.out",
+        operators::_embedding_bag_forward_only_out::kernel(
+            backends::composite_explicit_autograd::_embedding_bag_forward_only_outf,
+        ),
+    )?;
+    m.impl_(
+        "_embedding_bag.out",
+        operators::_embedding_bag_out::kernel(
+            backends::composite_explicit_autograd::_embedding_bag_outf,
+        ),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward.out",
+        operators::_embedding_bag_dense_backward_out::kernel(
+            _embedding_bag_dense_backward_out_composite_explicit_autograd,
+        ),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward.out",
+        operators::_embedding_bag_per_sample_weights_backward_out::kernel(
+            _embedding_bag_per_sample_weights_backward_out_composite_explicit_autograd,
+        ),
+    )?;
 });
 
 ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
@@ -201,6 +282,16 @@ ratten_dispatch::torch_library_impl!(aten, CompositeImplicitAutograd, |m| {
         "embedding_backward",
         operators::embedding_backward::kernel(
             backends::composite_implicit_autograd::embedding_backward,
+        ),
+    )?;
+    m.impl_(
+        "embedding_bag",
+        operators::embedding_bag::kernel(backends::composite_implicit_autograd::embedding_bag),
+    )?;
+    m.impl_(
+        "embedding_bag.padding_idx",
+        operators::embedding_bag_padding_idx::kernel(
+            backends::composite_implicit_autograd::embedding_bag_padding_idx,
         ),
     )?;
 });
@@ -258,6 +349,30 @@ ratten_dispatch::torch_library_impl!(aten, Meta, |m| {
     m.impl_(
         "embedding_dense_backward",
         operators::embedding_dense_backward::kernel(backends::meta::embedding_dense_backward),
+    )?;
+    m.impl_(
+        "_embedding_bag_forward_only",
+        operators::_embedding_bag_forward_only::kernel(backends::meta::_embedding_bag_forward_only),
+    )?;
+    m.impl_(
+        "_embedding_bag",
+        operators::_embedding_bag::kernel(backends::meta::_embedding_bag),
+    )?;
+    m.impl_(
+        "_embedding_bag_backward",
+        operators::_embedding_bag_backward::kernel(backends::meta::_embedding_bag_backward),
+    )?;
+    m.impl_(
+        "_embedding_bag_dense_backward",
+        operators::_embedding_bag_dense_backward::kernel(
+            backends::meta::_embedding_bag_dense_backward,
+        ),
+    )?;
+    m.impl_(
+        "_embedding_bag_per_sample_weights_backward",
+        operators::_embedding_bag_per_sample_weights_backward::kernel(
+            backends::meta::_embedding_bag_per_sample_weights_backward,
+        ),
     )?;
 });
 
@@ -491,6 +606,58 @@ fn embedding_dense_backward_out_composite_explicit_autograd(
         num_weights,
         padding_idx,
         scale_grad_by_freq,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn _embedding_bag_dense_backward_out_composite_explicit_autograd(
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<10>> {
+    backends::composite_explicit_autograd::_embedding_bag_dense_backward_outf(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        padding_idx,
+        out,
+    )?;
+    Ok(Aliased)
+}
+
+fn _embedding_bag_per_sample_weights_backward_out_composite_explicit_autograd(
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<7>> {
+    backends::composite_explicit_autograd::_embedding_bag_per_sample_weights_backward_outf(
+        grad,
+        weight,
+        indices,
+        offsets,
+        offset2bag,
+        mode,
+        padding_idx,
         out,
     )?;
     Ok(Aliased)

@@ -4,10 +4,13 @@
 //!
 //! Note [Softmax loops]: a line along `dim` takes three passes, as PyTorch's vectorised
 //! kernels do: its maximum, the sum of `exp(x - max)`, then the output. Along the last dim
-//! (`inner == 1`) a line is a contiguous row, reduced in `LANES` independent accumulators (so
-//! the compiler keeps them in vector registers; the sum's order is fixed, so a row's result
-//! does not depend on the thread that computes it), and softmax of float / double stores each
-//! `exp` in the output and scales it in place (one `exp` per element). Along another dim the
+//! (`inner == 1`) a line is a contiguous row, reduced over `chunks_exact(LANES)` in `LANES`
+//! independent accumulators (no index arithmetic or bounds checks in the body, so the compiler
+//! keeps the accumulators in vector registers; the sum's order is fixed, so a row's result
+//! does not depend on the thread that computes it), and softmax and log_softmax of float /
+//! double store each `exp` in the output, sum it there, then scale it (softmax) or overwrite
+//! it with `x - max - log(sum)` (log_softmax): one `exp` per element, in a plain map loop
+//! that vectorises. Along another dim the
 //! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
 //! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
 //! float16 and bfloat16 compute in float (PyTorch's `acc_type`) and round once, at the store.
@@ -207,21 +210,9 @@ fn split_dims(sizes: &[i64], dim: usize) -> (usize, usize, usize) {
     (outer as usize, sizes[dim] as usize, inner as usize)
 }
 
-/// The reduction of a row in `LANES` accumulators, combined pairwise.
+/// Combines the `LANES` accumulators pairwise.
 #[inline(always)]
-fn lanes_reduce<A: Acc>(n: usize, init: A, at: impl Fn(usize) -> A, step: impl Fn(A, A) -> A) -> A {
-    let mut acc = [init; LANES];
-    let body = n / LANES * LANES;
-    let mut i = 0;
-    while i < body {
-        for (l, a) in acc.iter_mut().enumerate() {
-            *a = step(*a, at(i + l));
-        }
-        i += LANES;
-    }
-    for (l, k) in (body..n).enumerate() {
-        acc[l] = step(acc[l], at(k));
-    }
+fn combine_lanes<A: Acc>(mut acc: [A; LANES], step: impl Fn(A, A) -> A) -> A {
     let mut width = LANES;
     while width > 1 {
         width /= 2;
@@ -232,31 +223,87 @@ fn lanes_reduce<A: Acc>(n: usize, init: A, at: impl Fn(usize) -> A, step: impl F
     acc[0]
 }
 
-/// softmax (or log_softmax, `LOG`) of one contiguous row.
+/// The reduction of `map(x[i])` over a row in `LANES` accumulators (element `i` goes to lane
+/// `i % LANES`), combined pairwise. The row is taken in `chunks_exact(LANES)`, so the body
+/// has no bounds checks and each lane is a vector element.
+#[inline(always)]
+fn lanes_reduce<S: Copy, A: Acc>(
+    x: &[S],
+    init: A,
+    map: impl Fn(S) -> A,
+    step: impl Fn(A, A) -> A,
+) -> A {
+    let mut acc = [init; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = step(*a, map(v));
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(tail) {
+        *a = step(*a, map(v));
+    }
+    combine_lanes(acc, step)
+}
+
+/// `lanes_reduce` over two rows of one length, element by element.
+#[inline(always)]
+fn lanes_reduce2<S: Copy, A: Acc>(
+    x: &[S],
+    y: &[S],
+    init: A,
+    map: impl Fn(S, S) -> A,
+    step: impl Fn(A, A) -> A,
+) -> A {
+    let mut acc = [init; LANES];
+    let (cx, cy) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
+    let (tx, ty) = (cx.remainder(), cy.remainder());
+    for (a, b) in cx.zip(cy) {
+        for ((s, &u), &v) in acc.iter_mut().zip(a).zip(b) {
+            *s = step(*s, map(u, v));
+        }
+    }
+    for ((s, &u), &v) in acc.iter_mut().zip(tx).zip(ty) {
+        *s = step(*s, map(u, v));
+    }
+    combine_lanes(acc, step)
+}
+
+/// softmax (or log_softmax, `LOG`) of one contiguous row. float and double store each
+/// `exp(x - max)` in the output and sum it there (the exponential loop is a plain map, which
+/// vectorises); log_softmax then overwrites the row with `x - (max + log(sum))`.
 #[inline(always)]
 fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
-    let n = x.len();
-    let max = lanes_reduce(n, S::A::NEG_INF, |i| x[i].load(), |a, b| a.maximum(b));
-    if LOG {
-        let sum = lanes_reduce(n, S::A::ZERO, |i| (x[i].load() - max).exp(), |a, b| a + b);
-        let shift = max + sum.ln();
-        for (o, &v) in y.iter_mut().zip(x) {
-            *o = S::store(v.load() - shift);
-        }
-    } else if let Some(ya) = S::as_acc_mut(y) {
+    let max = lanes_reduce(x, S::A::NEG_INF, S::load, |a, b| a.maximum(b));
+    if let Some(ya) = S::as_acc_mut(y) {
         for (o, &v) in ya.iter_mut().zip(x) {
             *o = (v.load() - max).exp();
         }
-        let sum = lanes_reduce(n, S::A::ZERO, |i| ya[i], |a, b| a + b);
-        let inv = S::A::ONE / sum;
-        for o in ya.iter_mut() {
-            *o = *o * inv;
+        let sum = lanes_reduce(ya, S::A::ZERO, |v| v, |a, b| a + b);
+        if LOG {
+            let shift = max + sum.ln();
+            for (o, &v) in ya.iter_mut().zip(x) {
+                *o = v.load() - shift;
+            }
+        } else {
+            let inv = S::A::ONE / sum;
+            for o in ya.iter_mut() {
+                *o = *o * inv;
+            }
         }
     } else {
-        let sum = lanes_reduce(n, S::A::ZERO, |i| (x[i].load() - max).exp(), |a, b| a + b);
-        let inv = S::A::ONE / sum;
-        for (o, &v) in y.iter_mut().zip(x) {
-            *o = S::store((v.load() - max).exp() * inv);
+        let sum = lanes_reduce(x, S::A::ZERO, |v| (v.load() - max).exp(), |a, b| a + b);
+        if LOG {
+            let shift = max + sum.ln();
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = S::store(v.load() - shift);
+            }
+        } else {
+            let inv = S::A::ONE / sum;
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = S::store((v.load() - max).exp() * inv);
+            }
         }
     }
 }
@@ -313,14 +360,13 @@ fn block_forward<S: Stored, const LOG: bool>(
 /// `gi = g - exp(y) * sum(g)` for log_softmax.
 #[inline(always)]
 fn row_backward<S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
-    let n = g.len();
     if LOG {
-        let sum = lanes_reduce(n, S::A::ZERO, |i| g[i].load(), |a, b| a + b);
+        let sum = lanes_reduce(g, S::A::ZERO, S::load, |a, b| a + b);
         for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
             *o = S::store(gv.load() - yv.load().exp() * sum);
         }
     } else {
-        let sum = lanes_reduce(n, S::A::ZERO, |i| g[i].load() * y[i].load(), |a, b| a + b);
+        let sum = lanes_reduce2(g, y, S::A::ZERO, |a, b| a.load() * b.load(), |a, b| a + b);
         for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
             *o = S::store(yv.load() * (gv.load() - sum));
         }

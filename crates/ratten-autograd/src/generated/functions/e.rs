@@ -452,3 +452,148 @@ impl Node for EmbeddingDenseBackwardBackward0 {
         self.indices.reset_data();
     }
 }
+
+/// The backward of `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)` (derivatives.yaml: `_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`).
+pub struct EmbeddingBagBackward0 {
+    pub base: NodeBase,
+    pub indices: SavedVariable,
+    pub mode: i64,
+    pub offsets: SavedVariable,
+    pub padding_idx: i64,
+    pub per_sample_weights: SavedVariable,
+    pub scale_grad_by_freq: bool,
+    pub sparse: bool,
+    pub weight: SavedVariable,
+    pub weight_sym_argsize_0: i64,
+    pub result1: SavedVariable,
+    pub result2: SavedVariable,
+    pub result3: SavedVariable,
+}
+
+impl Node for EmbeddingBagBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EmbeddingBagBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let this: Arc<dyn Node> = self.clone();
+        let mut gen = IndexRangeGenerator::new();
+        let weight_ix = gen.range(1);
+        let per_sample_weights_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        let indices = self.indices.unpack(&this)?;
+        let offsets = self.offsets.unpack(&this)?;
+        let per_sample_weights = self.per_sample_weights.unpack_opt(&this)?;
+        let weight = self.weight.unpack(&this)?;
+        let result1 = self.result1.unpack(&this)?;
+        let result2 = self.result2.unpack(&this)?;
+        let result3 = self.result3.unpack(&this)?;
+        if self.base.should_compute_output(per_sample_weights_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_embedding_bag_per_sample_weights_backward::call(
+                grad,
+                &weight,
+                &indices,
+                &offsets,
+                &result1,
+                self.mode,
+                self.padding_idx,
+            )?;
+            copy_range(&mut grad_inputs, per_sample_weights_ix, Some(grad_result));
+        }
+        if self.base.should_compute_output(weight_ix) && any_grad_defined {
+            let grad = defined(&grads[0])?;
+            let grad_result = ops::_embedding_bag_backward::call(
+                grad,
+                &indices,
+                &offsets,
+                &result1,
+                &result2,
+                &result3,
+                self.weight_sym_argsize_0,
+                self.scale_grad_by_freq,
+                self.mode,
+                self.sparse,
+                per_sample_weights.as_ref(),
+                self.padding_idx,
+            )?;
+            copy_range(&mut grad_inputs, weight_ix, Some(grad_result));
+        }
+        Ok(grad_inputs)
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset_data();
+        self.offsets.reset_data();
+        self.per_sample_weights.reset_data();
+        self.weight.reset_data();
+        self.result1.reset_data();
+        self.result2.reset_data();
+        self.result3.reset_data();
+    }
+}
+
+/// The backward of `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor` (derivatives.yaml: `_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`).
+pub struct EmbeddingBagBackwardBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for EmbeddingBagBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EmbeddingBagBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_ix = gen.range(1);
+        let per_sample_weights_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_ix) && any_grad_defined {
+            return Err(not_implemented("_embedding_bag_backward"));
+        }
+        if self.base.should_compute_output(per_sample_weights_ix) && any_grad_defined {
+            return Err(not_implemented("_embedding_bag_backward"));
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor` (derivatives.yaml: `_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`).
+pub struct EmbeddingBagDenseBackwardBackward0 {
+    pub base: NodeBase,
+}
+
+impl Node for EmbeddingBagDenseBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("EmbeddingBagDenseBackwardBackward0")
+    }
+
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+
+    fn apply(self: Arc<Self>, grads: VariableList) -> Result<VariableList> {
+        let mut gen = IndexRangeGenerator::new();
+        let grad_ix = gen.range(1);
+        let per_sample_weights_ix = gen.range(1);
+        let mut grad_inputs: VariableList = vec![None; gen.size()];
+        let any_grad_defined = any_variable_defined(&grads);
+        if self.base.should_compute_output(grad_ix) && any_grad_defined {
+            return Err(not_implemented("_embedding_bag_dense_backward"));
+        }
+        if self.base.should_compute_output(per_sample_weights_ix) && any_grad_defined {
+            return Err(not_implemented("_embedding_bag_dense_backward"));
+        }
+        Ok(grad_inputs)
+    }
+}

@@ -331,3 +331,155 @@ pub(crate) fn embedding_dense_backward_out(
     increment_version(out);
     Ok(ret)
 }
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub(crate) fn _embedding_bag_forward_only_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_forward_only_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    increment_version(out3);
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub(crate) fn _embedding_bag_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        )?
+    };
+    increment_version(out0);
+    increment_version(out1);
+    increment_version(out2);
+    increment_version(out3);
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _embedding_bag_dense_backward_out(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<10>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_dense_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _embedding_bag_per_sample_weights_backward_out(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<7>> {
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_per_sample_weights_backward_out::redispatch(
+            ks & AFTER_AD_INPLACE_OR_VIEW_KEYSET,
+            grad,
+            weight,
+            indices,
+            offsets,
+            offset2bag,
+            mode,
+            padding_idx,
+            out,
+        )?
+    };
+    increment_version(out);
+    Ok(ret)
+}

@@ -947,6 +947,258 @@ pub(crate) fn embedding_dense_backward(
     Ok(result)
 }
 
+/// `aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub(crate) fn _embedding_bag_forward_only(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(weight),
+        Some(indices),
+        Some(offsets),
+        per_sample_weights,
+    ];
+    let requires_grad = compute_requires_grad(&inputs);
+    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
+    let (result0, result1, result2, result3) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_forward_only::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        )?
+    };
+    if let Some(next_edges) = next_edges {
+        let node: Arc<dyn Node> = Arc::new(NotImplemented::new(
+            "aten::_embedding_bag_forward_only",
+            next_edges,
+        ));
+        set_history(
+            &[
+                Some(&result0),
+                Some(&result1),
+                Some(&result2),
+                Some(&result3),
+            ],
+            &node,
+        )?;
+    }
+    Ok((result0, result1, result2, result3))
+}
+
+/// `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub(crate) fn _embedding_bag(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let inputs = [Some(weight), per_sample_weights];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EmbeddingBagBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+            indices: SavedVariable::new(indices, false),
+            mode,
+            offsets: SavedVariable::new(offsets, false),
+            padding_idx,
+            per_sample_weights: SavedVariable::new_opt(per_sample_weights, false),
+            scale_grad_by_freq,
+            sparse,
+            weight: SavedVariable::new(weight, false),
+            weight_sym_argsize_0: weight.size(0)?,
+            result1: Default::default(),
+            result2: Default::default(),
+            result3: Default::default(),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2, result3) = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        )?
+    };
+    if let Some(mut node) = grad_fn {
+        node.result1 = SavedVariable::new(&result1, false);
+        node.result2 = SavedVariable::new(&result2, false);
+        node.result3 = SavedVariable::new(&result3, false);
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result0)], &node)?;
+    }
+    Ok((result0, result1, result2, result3))
+}
+
+/// `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub(crate) fn _embedding_bag_backward(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad), per_sample_weights];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EmbeddingBagBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad,
+            indices,
+            offsets,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            padding_idx,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub(crate) fn _embedding_bag_dense_backward(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    let inputs = [Some(grad), per_sample_weights];
+    let requires_grad = compute_requires_grad(&inputs);
+    let grad_fn = if requires_grad {
+        Some(EmbeddingBagDenseBackwardBackward0 {
+            base: NodeBase::new(collect_next_edges(&inputs)),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_dense_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+        )?
+    };
+    if let Some(node) = grad_fn {
+        let node: Arc<dyn Node> = Arc::new(node);
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor`
+pub(crate) fn _embedding_bag_per_sample_weights_backward(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    let inputs = [
+        Some(grad),
+        Some(weight),
+        Some(indices),
+        Some(offsets),
+        Some(offset2bag),
+    ];
+    let requires_grad = compute_requires_grad(&inputs);
+    let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
+    let result = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_per_sample_weights_backward::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad,
+            weight,
+            indices,
+            offsets,
+            offset2bag,
+            mode,
+            padding_idx,
+        )?
+    };
+    if let Some(next_edges) = next_edges {
+        let node: Arc<dyn Node> = Arc::new(NotImplemented::new(
+            "aten::_embedding_bag_per_sample_weights_backward",
+            next_edges,
+        ));
+        set_history(&[Some(&result)], &node)?;
+    }
+    Ok(result)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn empty_strided_out(
     ks: DispatchKeySet,
@@ -1113,6 +1365,205 @@ pub(crate) fn embedding_dense_backward_out(
             num_weights,
             padding_idx,
             scale_grad_by_freq,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub(crate) fn _embedding_bag_forward_only_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(weight),
+        Some(indices),
+        Some(offsets),
+        per_sample_weights,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+        Some(out3),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_embedding_bag_forward_only(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_forward_only_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub(crate) fn _embedding_bag_out(
+    ks: DispatchKeySet,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let inputs = [
+        Some(weight),
+        Some(indices),
+        Some(offsets),
+        per_sample_weights,
+        Some(out0),
+        Some(out1),
+        Some(out2),
+        Some(out3),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_embedding_bag(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+            out0,
+            out1,
+            out2,
+            out3,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _embedding_bag_dense_backward_out(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<10>> {
+    let inputs = [
+        Some(grad),
+        Some(indices),
+        Some(offset2bag),
+        Some(bag_size),
+        Some(maximum_indices),
+        per_sample_weights,
+        Some(out),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_embedding_bag_dense_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_dense_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+            out,
+        )?
+    };
+    Ok(ret)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn _embedding_bag_per_sample_weights_backward_out(
+    ks: DispatchKeySet,
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+    out: &Tensor,
+) -> Result<Aliased<7>> {
+    let inputs = [
+        Some(grad),
+        Some(weight),
+        Some(indices),
+        Some(offsets),
+        Some(offset2bag),
+        Some(out),
+    ];
+    if compute_requires_grad(&inputs) {
+        return Err(ratten_core::Error::runtime(
+            "_embedding_bag_per_sample_weights_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    let ret = {
+        let _guard = AutoDispatchBelowADInplaceOrView::new();
+        ops::_embedding_bag_per_sample_weights_backward_out::redispatch(
+            ks & AFTER_AUTOGRAD_KEYSET,
+            grad,
+            weight,
+            indices,
+            offsets,
+            offset2bag,
+            mode,
+            padding_idx,
             out,
         )?
     };

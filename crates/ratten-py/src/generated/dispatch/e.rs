@@ -6,6 +6,190 @@ use ratten_aten::functions;
 
 use crate::python::python_args::{into_py_result, PythonArgs};
 
+/// `_embedding_bag`: 1 signature(s).
+pub(super) fn function_private_embedding_bag(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int64_t padding_idx=-1)
+        0 => {
+            let a_weight = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offsets = r.tensor(2)?;
+            let a_scale_grad_by_freq = r.bool(3)?;
+            let a_mode = r.int(4)?;
+            let a_sparse = r.bool(5)?;
+            let a_per_sample_weights = r.optional_tensor(6)?;
+            let a_include_last_offset = r.bool(7)?;
+            let a_padding_idx = r.int(8)?;
+            let result = r.run(py, move || {
+                functions::_embedding_bag_with(
+                    &a_weight,
+                    &a_indices,
+                    &a_offsets,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_sparse,
+                    a_per_sample_weights.as_ref(),
+                    a_include_last_offset,
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_embedding_bag_backward`: 1 signature(s).
+pub(super) fn function_private_embedding_bag_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse, Tensor? per_sample_weights, int64_t padding_idx=-1)
+        0 => {
+            let a_grad = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offsets = r.tensor(2)?;
+            let a_offset2bag = r.tensor(3)?;
+            let a_bag_size = r.tensor(4)?;
+            let a_maximum_indices = r.tensor(5)?;
+            let a_num_weights = r.int(6)?;
+            let a_scale_grad_by_freq = r.bool(7)?;
+            let a_mode = r.int(8)?;
+            let a_sparse = r.bool(9)?;
+            let a_per_sample_weights = r.optional_tensor(10)?;
+            let a_padding_idx = r.int(11)?;
+            let result = r.run(py, move || {
+                functions::_embedding_bag_backward_with(
+                    &a_grad,
+                    &a_indices,
+                    &a_offsets,
+                    &a_offset2bag,
+                    &a_bag_size,
+                    &a_maximum_indices,
+                    a_num_weights,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_sparse,
+                    a_per_sample_weights.as_ref(),
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_embedding_bag_dense_backward`: 1 signature(s).
+pub(super) fn function_private_embedding_bag_dense_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int64_t mode, Tensor? per_sample_weights, int64_t padding_idx=-1)
+        0 => {
+            let a_grad = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offset2bag = r.tensor(2)?;
+            let a_bag_size = r.tensor(3)?;
+            let a_maximum_indices = r.tensor(4)?;
+            let a_num_weights = r.int(5)?;
+            let a_scale_grad_by_freq = r.bool(6)?;
+            let a_mode = r.int(7)?;
+            let a_per_sample_weights = r.optional_tensor(8)?;
+            let a_padding_idx = r.int(9)?;
+            let result = r.run(py, move || {
+                functions::_embedding_bag_dense_backward_with(
+                    &a_grad,
+                    &a_indices,
+                    &a_offset2bag,
+                    &a_bag_size,
+                    &a_maximum_indices,
+                    a_num_weights,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_per_sample_weights.as_ref(),
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_embedding_bag_forward_only`: 1 signature(s).
+pub(super) fn function_private_embedding_bag_forward_only(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int64_t padding_idx=-1)
+        0 => {
+            let a_weight = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offsets = r.tensor(2)?;
+            let a_scale_grad_by_freq = r.bool(3)?;
+            let a_mode = r.int(4)?;
+            let a_sparse = r.bool(5)?;
+            let a_per_sample_weights = r.optional_tensor(6)?;
+            let a_include_last_offset = r.bool(7)?;
+            let a_padding_idx = r.int(8)?;
+            let result = r.run(py, move || {
+                functions::_embedding_bag_forward_only_with(
+                    &a_weight,
+                    &a_indices,
+                    &a_offsets,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_sparse,
+                    a_per_sample_weights.as_ref(),
+                    a_include_last_offset,
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `_embedding_bag_per_sample_weights_backward`: 1 signature(s).
+pub(super) fn function_private_embedding_bag_per_sample_weights_backward(
+    py: Python<'_>,
+    r: &PythonArgs<'_, '_>,
+) -> PyResult<PyObject> {
+    match r.index() {
+        // _embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int64_t mode, int64_t padding_idx=-1)
+        0 => {
+            let a_grad = r.tensor(0)?;
+            let a_weight = r.tensor(1)?;
+            let a_indices = r.tensor(2)?;
+            let a_offsets = r.tensor(3)?;
+            let a_offset2bag = r.tensor(4)?;
+            let a_mode = r.int(5)?;
+            let a_padding_idx = r.int(6)?;
+            let result = r.run(py, move || {
+                functions::_embedding_bag_per_sample_weights_backward_with(
+                    &a_grad,
+                    &a_weight,
+                    &a_indices,
+                    &a_offsets,
+                    &a_offset2bag,
+                    a_mode,
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
 /// `einsum`: 1 signature(s).
 pub(super) fn function_einsum(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
     match r.index() {
@@ -168,6 +352,63 @@ pub(super) fn function_embedding_backward(
                     a_padding_idx,
                     a_scale_grad_by_freq,
                     a_sparse,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        _ => Err(r.unknown_signature()),
+    }
+}
+
+/// `embedding_bag`: 2 signature(s).
+pub(super) fn function_embedding_bag(py: Python<'_>, r: &PythonArgs<'_, '_>) -> PyResult<PyObject> {
+    match r.index() {
+        // embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int64_t mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int64_t? padding_idx)
+        0 => {
+            let a_weight = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offsets = r.tensor(2)?;
+            let a_scale_grad_by_freq = r.bool(3)?;
+            let a_mode = r.int(4)?;
+            let a_sparse = r.bool(5)?;
+            let a_per_sample_weights = r.optional_tensor(6)?;
+            let a_include_last_offset = r.bool(7)?;
+            let a_padding_idx = r.optional_int(8)?;
+            let result = r.run(py, move || {
+                functions::embedding_bag_padding_idx(
+                    &a_weight,
+                    &a_indices,
+                    &a_offsets,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_sparse,
+                    a_per_sample_weights.as_ref(),
+                    a_include_last_offset,
+                    a_padding_idx,
+                )
+            })?;
+            into_py_result(py, result)
+        }
+        // embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int64_t mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False)
+        1 => {
+            let a_weight = r.tensor(0)?;
+            let a_indices = r.tensor(1)?;
+            let a_offsets = r.tensor(2)?;
+            let a_scale_grad_by_freq = r.bool(3)?;
+            let a_mode = r.int(4)?;
+            let a_sparse = r.bool(5)?;
+            let a_per_sample_weights = r.optional_tensor(6)?;
+            let a_include_last_offset = r.bool(7)?;
+            let result = r.run(py, move || {
+                functions::embedding_bag_with(
+                    &a_weight,
+                    &a_indices,
+                    &a_offsets,
+                    a_scale_grad_by_freq,
+                    a_mode,
+                    a_sparse,
+                    a_per_sample_weights.as_ref(),
+                    a_include_last_offset,
                 )
             })?;
             into_py_result(py, result)

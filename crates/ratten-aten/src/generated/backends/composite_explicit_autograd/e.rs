@@ -158,3 +158,139 @@ pub fn embedding_dense_backward_outf<'a>(
     structured::copy_same_dtype(out, &result)?;
     Ok(out)
 }
+
+/// `aten::_embedding_bag_forward_only.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub fn _embedding_bag_forward_only_outf(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_embedding_bag_forward_only::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    structured::resize_output(out3, &result.3.sizes())?;
+    structured::copy_same_dtype(out3, &result.3)?;
+    Ok((out0.clone(), out1.clone(), out2.clone(), out3.clone()))
+}
+
+/// `aten::_embedding_bag.out(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2, Tensor(d!) out3) -> (Tensor(a!), Tensor(b!), Tensor(c!), Tensor(d!))`
+pub fn _embedding_bag_outf(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+    out0: &Tensor,
+    out1: &Tensor,
+    out2: &Tensor,
+    out3: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_embedding_bag::call(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )?;
+    structured::resize_output(out0, &result.0.sizes())?;
+    structured::copy_same_dtype(out0, &result.0)?;
+    structured::resize_output(out1, &result.1.sizes())?;
+    structured::copy_same_dtype(out1, &result.1)?;
+    structured::resize_output(out2, &result.2.sizes())?;
+    structured::copy_same_dtype(out2, &result.2)?;
+    structured::resize_output(out3, &result.3.sizes())?;
+    structured::copy_same_dtype(out3, &result.3)?;
+    Ok((out0.clone(), out1.clone(), out2.clone(), out3.clone()))
+}
+
+/// `aten::_embedding_bag_dense_backward.out(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _embedding_bag_dense_backward_outf<'a>(
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_embedding_bag_dense_backward::call(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        padding_idx,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward.out(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn _embedding_bag_per_sample_weights_backward_outf<'a>(
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+    out: &'a Tensor,
+) -> Result<&'a Tensor> {
+    // torchgen's generated out= kernel: the functional result, copied into `out`.
+    let result = operators::_embedding_bag_per_sample_weights_backward::call(
+        grad,
+        weight,
+        indices,
+        offsets,
+        offset2bag,
+        mode,
+        padding_idx,
+    )?;
+    structured::resize_output(out, &result.sizes())?;
+    structured::copy_same_dtype(out, &result)?;
+    Ok(out)
+}

@@ -34,3 +34,51 @@ pub fn embedding_backward(
         sparse,
     )
 }
+
+/// `aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)`
+pub fn embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    kernels::embedding_bag(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+    )
+}
+
+/// `aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)`
+pub fn embedding_bag_padding_idx(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    kernels::embedding_bag_padding_idx(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}

@@ -280,3 +280,132 @@ pub fn embedding_dense_backward(
         scale_grad_by_freq,
     )
 }
+
+/// `aten::_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub fn _embedding_bag_forward_only(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    kernels::_embedding_bag_forward_only_cpu(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)`
+pub fn _embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: i64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    kernels::_embedding_bag_cpu(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub fn _embedding_bag_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    sparse: bool,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    kernels::_embedding_bag_backward_symint(
+        grad,
+        indices,
+        offsets,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor`
+pub fn _embedding_bag_dense_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    offset2bag: &Tensor,
+    bag_size: &Tensor,
+    maximum_indices: &Tensor,
+    num_weights: i64,
+    scale_grad_by_freq: bool,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    kernels::_embedding_bag_dense_backward_cpu(
+        grad,
+        indices,
+        offset2bag,
+        bag_size,
+        maximum_indices,
+        num_weights,
+        scale_grad_by_freq,
+        mode,
+        per_sample_weights,
+        padding_idx,
+    )
+}
+
+/// `aten::_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor`
+pub fn _embedding_bag_per_sample_weights_backward(
+    grad: &Tensor,
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    offset2bag: &Tensor,
+    mode: i64,
+    padding_idx: i64,
+) -> Result<Tensor> {
+    kernels::_embedding_bag_per_sample_weights_backward_cpu(
+        grad,
+        weight,
+        indices,
+        offsets,
+        offset2bag,
+        mode,
+        padding_idx,
+    )
+}
