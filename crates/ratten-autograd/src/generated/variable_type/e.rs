@@ -967,6 +967,9 @@ pub(crate) fn _embedding_bag_forward_only(
         per_sample_weights,
     ];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented("_embedding_bag_forward_only"));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let (result0, result1, result2, result3) = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1016,6 +1019,10 @@ pub(crate) fn _embedding_bag(
 ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     let inputs = [Some(weight), per_sample_weights];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(weight), per_sample_weights]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_embedding_bag"));
+    }
     let grad_fn = if requires_grad {
         Some(EmbeddingBagBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1078,6 +1085,10 @@ pub(crate) fn _embedding_bag_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad), per_sample_weights];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad), per_sample_weights]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_embedding_bag_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(EmbeddingBagBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1126,6 +1137,10 @@ pub(crate) fn _embedding_bag_dense_backward(
 ) -> Result<Tensor> {
     let inputs = [Some(grad), per_sample_weights];
     let requires_grad = compute_requires_grad(&inputs);
+    let any_fw = any_fw_grad_defined(&[Some(grad), per_sample_weights]);
+    if any_fw {
+        return Err(forward_ad_not_implemented("_embedding_bag_dense_backward"));
+    }
     let grad_fn = if requires_grad {
         Some(EmbeddingBagDenseBackwardBackward0 {
             base: NodeBase::new(collect_next_edges(&inputs)),
@@ -1175,6 +1190,11 @@ pub(crate) fn _embedding_bag_per_sample_weights_backward(
         Some(offset2bag),
     ];
     let requires_grad = compute_requires_grad(&inputs);
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_not_implemented(
+            "_embedding_bag_per_sample_weights_backward",
+        ));
+    }
     let next_edges = requires_grad.then(|| collect_next_edges(&inputs));
     let result = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
@@ -1403,6 +1423,9 @@ pub(crate) fn _embedding_bag_forward_only_out(
             "_embedding_bag_forward_only(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_embedding_bag_forward_only_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_embedding_bag_forward_only_out::redispatch(
@@ -1457,6 +1480,9 @@ pub(crate) fn _embedding_bag_out(
             "_embedding_bag(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_embedding_bag_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_embedding_bag_out::redispatch(
@@ -1508,6 +1534,9 @@ pub(crate) fn _embedding_bag_dense_backward_out(
             "_embedding_bag_dense_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused("_embedding_bag_dense_backward_out"));
+    }
     let ret = {
         let _guard = AutoDispatchBelowADInplaceOrView::new();
         ops::_embedding_bag_dense_backward_out::redispatch(
@@ -1551,6 +1580,11 @@ pub(crate) fn _embedding_bag_per_sample_weights_backward_out(
     if compute_requires_grad(&inputs) {
         return Err(ratten_core::Error::runtime(
             "_embedding_bag_per_sample_weights_backward(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    if any_fw_grad_defined(&inputs) {
+        return Err(forward_ad_out_refused(
+            "_embedding_bag_per_sample_weights_backward_out",
         ));
     }
     let ret = {
