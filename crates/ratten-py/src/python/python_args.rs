@@ -534,6 +534,11 @@ impl IntoPyResult for (Tensor, Tensor, Tensor) {
         vec![self.0, self.1, self.2].into_py_result(py)
     }
 }
+impl IntoPyResult for (Tensor, Tensor, Tensor, Tensor) {
+    fn into_py_result(self, py: Python<'_>) -> PyResult<PyObject> {
+        vec![self.0, self.1, self.2, self.3].into_py_result(py)
+    }
+}
 impl IntoPyResult for () {
     fn into_py_result(self, py: Python<'_>) -> PyResult<PyObject> {
         Ok(py.None())
