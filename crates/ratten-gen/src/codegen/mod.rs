@@ -349,6 +349,13 @@ pub fn generate(
     let model = Model::build(nf, derivatives, &opts.model())
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let aten_model = match &opts.aten_native {
+        None if opts.target == Target::OutOfTreeAutograd => {
+            return Err(vec![
+                "out-of-tree autograd needs ratten-aten's native_functions.yaml, whose operators \
+                 the formulas call (GenOptions::aten_native, --aten-native)"
+                    .to_string(),
+            ]);
+        }
         Some(path) => {
             let (aten_nf, _) = load(path, None, None)?;
             let aten_opts = GenOptions {

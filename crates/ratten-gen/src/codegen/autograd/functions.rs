@@ -31,7 +31,7 @@ use super::formula::{translate, Binding, Env, OpIndex, Translated};
 use super::manual::ManualSignatures;
 use super::types::CxxType;
 use crate::codegen::writer::{Expr, Writer};
-use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile};
+use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile, Target};
 
 /// How a backward node stores one saved value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,9 +156,11 @@ impl Translation {
     /// ratten-autograd.
     pub fn of(cx: &EmitContext<'_>) -> Translation {
         let mut tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
-        if let Some(aten) = cx.aten_model {
+        if cx.opts.target == Target::OutOfTreeAutograd {
             let mut ops = OpIndex::default();
-            ops.extend(aten, "aten");
+            if let Some(aten) = cx.aten_model {
+                ops.extend(aten, "aten");
+            }
             ops.extend(cx.model, "ops");
             tr.ops = ops;
             tr.aten_ops = "aten".into();
