@@ -198,8 +198,8 @@ impl AutogradMetaInterface for AutogradMeta {
         if let (true, Some(base)) = (is_inplace_op, &view) {
             // An in-place operator on a view whose base has no tangent: the base gets zeros and
             // the view's tangent is the view of them (`AutogradMeta::set_fw_grad`).
-            let base_grad = ratten_aten::functions::zeros_like(&base)?;
-            let v = view_of_base_grad(&base_grad, &base, tensor)?;
+            let base_grad = ratten_aten::functions::zeros_like(base)?;
+            let v = view_of_base_grad(&base_grad, base, tensor)?;
             v.copy_(new_grad)?;
             base.set_fw_grad(&base_grad, level, false)?;
             value = v;
