@@ -13,4 +13,9 @@ $GEN generate --python --native "$NATIVE" --out crates/ratten-py/src/generated
 $GEN generate --autograd --native "$NATIVE" --derivatives "$DERIV" --out crates/ratten-autograd/src/generated
 $GEN generate --native examples/myops/native_functions.yaml \
     --out examples/myops/src/generated --kernel-module crate::kernels \
-    --extension-trait TensorMyopsExt --inherits ScaledAddBase=crate::kernels::ScaledAddBase
+    --extension-trait TensorMyopsExt --inherits ScaledAddBase=crate::kernels::ScaledAddBase \
+    --ensure-linked crate::ensure_linked
+$GEN generate --autograd --native examples/myops/native_functions.yaml \
+    --derivatives examples/myops/derivatives.yaml --aten-native "$NATIVE" \
+    --functions-manual crates/ratten-autograd/src/functions_manual.rs \
+    --inherits ScaledAddBase=crate::kernels::ScaledAddBase --out examples/myops/src/generated_autograd

@@ -73,6 +73,19 @@ enum Command {
         /// --out)
         #[arg(long, value_name = "PATH")]
         functions_manual: Option<PathBuf>,
+        /// With --autograd: ratten-aten's native_functions.yaml. Generates an out-of-tree
+        /// library's autograd code (its --native and --derivatives) whose formulas call
+        /// ratten-aten's operators and its own
+        #[arg(long, value_name = "PATH")]
+        aten_native: Option<PathBuf>,
+        /// Out of tree: the module of the library's operator handles
+        #[arg(long, default_value = "crate::generated::operators")]
+        operators: String,
+        /// Out of tree: the function the operator handles call to keep the registrations
+        /// linked (default: the generated registration's), e.g. a library's
+        /// `crate::ensure_linked` that also links its autograd kernels
+        #[arg(long, value_name = "PATH")]
+        ensure_linked: Option<String>,
     },
 }
 
@@ -92,6 +105,9 @@ fn main() -> ExitCode {
             python,
             autograd,
             functions_manual,
+            aten_native,
+            operators,
+            ensure_linked,
         } => generate(GenerateArgs {
             native,
             tags,
@@ -105,6 +121,9 @@ fn main() -> ExitCode {
             python,
             autograd,
             functions_manual,
+            aten_native,
+            operators,
+            ensure_linked,
         }),
         Command::Check {
             native,
@@ -144,27 +163,46 @@ struct GenerateArgs {
     python: bool,
     autograd: bool,
     functions_manual: Option<PathBuf>,
+    aten_native: Option<PathBuf>,
+    operators: String,
+    ensure_linked: Option<String>,
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
     use ratten_gen::codegen::{
         generate_from_path, generate_python_from_path, stale_files, write_files, GenOptions,
     };
-    let mut opts = if a.autograd {
-        // ratten-autograd's FunctionsManual sits beside its generated tree.
-        let manual = a
-            .functions_manual
-            .clone()
-            .unwrap_or_else(|| a.out.join("../functions_manual.rs"));
-        GenOptions::autograd(Some(manual))
-    } else if a.aten {
-        GenOptions::aten()
-    } else {
-        GenOptions::out_of_tree("", &a.kernel_module, &a.extension_trait)
+    let mut opts = match (a.autograd, &a.aten_native) {
+        (true, Some(aten_native)) => {
+            let Some(manual) = a.functions_manual.clone() else {
+                eprintln!("--aten-native needs --functions-manual (ratten-autograd's)");
+                return ExitCode::FAILURE;
+            };
+            let Some(derivatives) = &a.derivatives else {
+                eprintln!("--aten-native needs --derivatives (the library's)");
+                return ExitCode::FAILURE;
+            };
+            let mut o = GenOptions::out_of_tree_autograd("", manual, aten_native.clone());
+            o.operators = a.operators.clone();
+            o.source_label = format!("{} and {}", a.native.display(), derivatives.display());
+            o
+        }
+        (true, None) => {
+            // ratten-autograd's FunctionsManual sits beside its generated tree.
+            let manual = a
+                .functions_manual
+                .clone()
+                .unwrap_or_else(|| a.out.join("../functions_manual.rs"));
+            GenOptions::autograd(Some(manual))
+        }
+        (false, _) if a.aten => GenOptions::aten(),
+        (false, _) => {
+            let mut o = GenOptions::out_of_tree("", &a.kernel_module, &a.extension_trait);
+            o.source_label = a.native.display().to_string();
+            o.ensure_linked = a.ensure_linked.clone();
+            o
+        }
     };
-    if !a.aten && !a.autograd {
-        opts.source_label = a.native.display().to_string();
-    }
     for kv in &a.inherits {
         let Some((k, v)) = kv.split_once('=') else {
             eprintln!("--inherits expects BASE=TYPE, got {kv}");

@@ -128,3 +128,53 @@ fn missing_file_and_usage_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--native"));
 }
+
+/// `generate --autograd --aten-native`: an out-of-tree library's autograd code, checked fresh
+/// against examples/myops' checked-in tree with `--check`; the options it needs are asked for.
+#[test]
+fn out_of_tree_autograd_from_the_command_line() {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let out = bin()
+        .current_dir(&root)
+        .args([
+            "generate",
+            "--autograd",
+            "--native",
+            "examples/myops/native_functions.yaml",
+            "--derivatives",
+            "examples/myops/derivatives.yaml",
+            "--aten-native",
+            "crates/ratten-aten/native_functions.yaml",
+            "--functions-manual",
+            "crates/ratten-autograd/src/functions_manual.rs",
+            "--inherits",
+            "ScaledAddBase=crate::kernels::ScaledAddBase",
+            "--out",
+            "examples/myops/src/generated_autograd",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("files up to date"));
+    let out = bin()
+        .current_dir(&root)
+        .args([
+            "generate",
+            "--autograd",
+            "--native",
+            "examples/myops/native_functions.yaml",
+            "--aten-native",
+            "crates/ratten-aten/native_functions.yaml",
+            "--out",
+            "/nonexistent",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--aten-native needs --functions-manual"));
+}

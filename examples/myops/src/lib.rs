@@ -3,7 +3,9 @@
 //! CPU kernel (src/kernels.rs), and gets from `ratten-gen generate` the operator handles, the
 //! functions, the Tensor methods (the [`TensorMyopsExt`] extension trait, since `Tensor` lives
 //! in ratten-aten), the structured wrappers, Meta support, and the static registration with
-//! ratten's dispatcher.
+//! ratten's dispatcher. From its own `derivatives.yaml`, `ratten-gen generate --autograd` makes
+//! its autograd: the backward node `ScaledAddBackward0`, the Autograd kernels (backward and
+//! forward mode) and the ADInplaceOrView kernels, registered under `myops`.
 //!
 //! ```
 //! use myops::TensorMyopsExt;
@@ -15,7 +17,20 @@
 
 // Generated from native_functions.yaml by `ratten-gen generate` (checked in, rustfmt-clean).
 pub mod generated;
+// Generated from native_functions.yaml and derivatives.yaml by `ratten-gen generate
+// --autograd` (checked in).
+pub mod generated_autograd;
 pub mod kernels;
 
 pub use generated::functions::*;
 pub use generated::TensorMyopsExt;
+
+/// Keeps myops' registrations linked into every binary that calls one of its operators: the
+/// operator handles call it before their first lookup (Note [Static operator handles]). The
+/// Autograd and ADInplaceOrView kernels are referenced by nothing else, so without it a binary
+/// could run the operators without their autograd.
+#[inline(never)]
+pub fn ensure_linked() {
+    generated::registration::ensure_linked();
+    generated_autograd::registration::ensure_linked();
+}

@@ -119,6 +119,7 @@ fn generated_code_is_fresh() {
         "crate::kernels::ScaledAddBase".into(),
     );
     opts.source_label = "examples/myops/native_functions.yaml".into();
+    opts.ensure_linked = Some("crate::ensure_linked".into());
     let files = generate_from_path(&root.join("native_functions.yaml"), None, None, &opts).unwrap();
     let stale = stale_files(&files, &root.join("src/generated"));
     assert!(stale.is_empty(), "examples/myops/src/generated is stale: {stale:?}; see native_functions.yaml for the command");

@@ -23,6 +23,9 @@
 //! | [`autograd::inplace_or_view`] | autograd | `inplace_or_view/` | `ADInplaceOrViewType_*.cpp` |
 //! | [`autograd::variable_type`] (registration) | autograd | `registration.rs` | their `TORCH_LIBRARY_IMPL(aten, Autograd / ADInplaceOrView, m)` blocks |
 //!
+//! The autograd rows write for ratten-autograd and, from a library's own derivatives.yaml,
+//! for an out-of-tree library (`Target::OutOfTreeAutograd`).
+//!
 //! A directory holds a `mod.rs` and one file per shard of operator names (Note [Generated
 //! file shards]). A further layer (the tracer, say) is a further row: an [`Emitter`] with its
 //! targets, its path and a function from the [`EmitContext`] to files, added to [`EMITTERS`].
@@ -65,6 +68,17 @@ pub enum Target {
     /// ratten-autograd's generated code from ratten-aten's operators and derivatives.yaml:
     /// backward nodes, Autograd and ADInplaceOrView kernels, their registration.
     Autograd,
+    /// The same for an operator library outside ratten (examples/myops), from its own
+    /// native_functions.yaml and derivatives.yaml: its formulas call ratten-aten's operators
+    /// and its own, and its kernels register under its namespace.
+    OutOfTreeAutograd,
+}
+
+impl Target {
+    /// Whether the target is autograd code (ratten-autograd's or a library's).
+    pub fn is_autograd(self) -> bool {
+        matches!(self, Target::Autograd | Target::OutOfTreeAutograd)
+    }
 }
 
 /// What differs between the targets.
@@ -85,6 +99,18 @@ pub struct GenOptions {
     pub source_label: String,
     /// The FunctionsManual source whose helpers backward formulas call (autograd).
     pub functions_manual: Option<PathBuf>,
+    /// How autograd code names ratten-autograd: `crate` inside it, `ratten_autograd` elsewhere.
+    pub autograd_crate: String,
+    /// The module of the operator handles autograd code registers and redispatches to
+    /// (`ratten_aten::operators`, a library's `crate::generated::operators`).
+    pub operators: String,
+    /// ratten-aten's native_functions.yaml, whose operators an out-of-tree library's formulas
+    /// call (`grad * scale` is `aten::mul.Scalar`).
+    pub aten_native: Option<PathBuf>,
+    /// The function the operator handles call before their first lookup, to keep the
+    /// registrations linked (default: the generated `registration::ensure_linked`); a library
+    /// with autograd kernels names one that links both (`crate::ensure_linked`).
+    pub ensure_linked: Option<String>,
 }
 
 impl GenOptions {
@@ -104,6 +130,10 @@ impl GenOptions {
             extension_trait: None,
             source_label: "crates/ratten-aten/native_functions.yaml".into(),
             functions_manual: None,
+            autograd_crate: "crate".into(),
+            operators: "ratten_aten::operators".into(),
+            aten_native: None,
+            ensure_linked: None,
         }
     }
 
@@ -118,6 +148,28 @@ impl GenOptions {
             extension_trait: Some(trait_name.into()),
             source_label: format!("native_functions.yaml ({namespace})"),
             functions_manual: None,
+            autograd_crate: "ratten_autograd".into(),
+            operators: "crate::generated::operators".into(),
+            aten_native: None,
+            ensure_linked: None,
+        }
+    }
+
+    /// Options for an out-of-tree library's autograd code (its namespace, its operator
+    /// handles at `crate::generated::operators`): `functions_manual` is ratten-autograd's
+    /// FunctionsManual source and `aten_native` ratten-aten's native_functions.yaml, whose
+    /// helpers and operators the library's formulas call.
+    pub fn out_of_tree_autograd(
+        namespace: &str,
+        functions_manual: PathBuf,
+        aten_native: PathBuf,
+    ) -> GenOptions {
+        GenOptions {
+            target: Target::OutOfTreeAutograd,
+            source_label: format!("native_functions.yaml and derivatives.yaml ({namespace})"),
+            functions_manual: Some(functions_manual),
+            aten_native: Some(aten_native),
+            ..GenOptions::out_of_tree(namespace, "crate::kernels", "TensorExt")
         }
     }
 
@@ -176,6 +228,9 @@ pub struct EmitContext<'a> {
     pub nf: &'a NativeFunctions,
     pub model: &'a Model,
     pub opts: &'a GenOptions,
+    /// ratten-aten's model when the target's operators are another library's
+    /// (`GenOptions::aten_native`): the operators its formulas may call besides its own.
+    pub aten_model: Option<&'a Model>,
 }
 
 /// One emitter: the files it writes for its targets.
@@ -188,6 +243,7 @@ pub struct Emitter {
 }
 
 const NATIVE: &[Target] = &[Target::Aten, Target::OutOfTree];
+const AUTOGRAD: &[Target] = &[Target::Autograd, Target::OutOfTreeAutograd];
 
 /// The registry: every emitter, what it writes where (see the module's table).
 pub const EMITTERS: &[Emitter] = &[
@@ -253,31 +309,31 @@ pub const EMITTERS: &[Emitter] = &[
     },
     Emitter {
         name: "autograd mod",
-        targets: &[Target::Autograd],
+        targets: AUTOGRAD,
         path: "mod.rs",
         emit: autograd::variable_type::emit_mod,
     },
     Emitter {
         name: "backward nodes",
-        targets: &[Target::Autograd],
+        targets: AUTOGRAD,
         path: "functions/",
         emit: autograd::functions::emit,
     },
     Emitter {
         name: "autograd kernels",
-        targets: &[Target::Autograd],
+        targets: AUTOGRAD,
         path: "variable_type/",
         emit: autograd::variable_type::emit,
     },
     Emitter {
         name: "inplace or view kernels",
-        targets: &[Target::Autograd],
+        targets: AUTOGRAD,
         path: "inplace_or_view/",
         emit: autograd::inplace_or_view::emit,
     },
     Emitter {
         name: "autograd registration",
-        targets: &[Target::Autograd],
+        targets: AUTOGRAD,
         path: "registration.rs",
         emit: autograd::variable_type::emit_registration,
     },
@@ -292,10 +348,34 @@ pub fn generate(
 ) -> Result<Vec<GeneratedFile>, Vec<String>> {
     let model = Model::build(nf, derivatives, &opts.model())
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let aten_model = match &opts.aten_native {
+        None if opts.target == Target::OutOfTreeAutograd => {
+            return Err(vec![
+                "out-of-tree autograd needs ratten-aten's native_functions.yaml, whose operators \
+                 the formulas call (GenOptions::aten_native, --aten-native)"
+                    .to_string(),
+            ]);
+        }
+        Some(path) => {
+            let (aten_nf, _) = load(path, None, None)?;
+            let aten_opts = GenOptions {
+                aten: opts.aten.clone(),
+                ..GenOptions::aten()
+            };
+            let m = Model::build(&aten_nf, None, &aten_opts.model()).map_err(|e| {
+                e.iter()
+                    .map(|e| format!("{}: {e}", path.display()))
+                    .collect::<Vec<_>>()
+            })?;
+            Some(m)
+        }
+        None => None,
+    };
     let cx = EmitContext {
         nf,
         model: &model,
         opts,
+        aten_model: aten_model.as_ref(),
     };
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -311,7 +391,7 @@ pub fn generate(
     if !errors.is_empty() {
         return Err(errors);
     }
-    if opts.target == Target::Autograd {
+    if opts.target.is_autograd() {
         // The translated formulas are single expressions of any depth: rustfmt lays them out
         // (the other emitters write rustfmt's layout themselves, Note [Generated code is
         // rustfmt-clean]).
@@ -469,7 +549,7 @@ pub const GENERATED_MARK: &str = "// @generated by `ratten-gen generate";
 pub fn header(opts: &GenOptions, what: &str) -> String {
     let flag = match opts.target {
         Target::Python => " --python",
-        Target::Autograd => " --autograd",
+        Target::Autograd | Target::OutOfTreeAutograd => " --autograd",
         Target::Aten | Target::OutOfTree => "",
     };
     format!(

@@ -101,7 +101,12 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
             opts,
             &format!("Operator handles of the operators in shard `{key}`: see `operators`."),
         ));
-        w.line(prelude(2, &["registration::ensure_linked"]));
+        let imports = match &opts.ensure_linked {
+            // `super::` paths sort before `crate::` ones.
+            Some(f) => format!("{}\nuse {f};", prelude(2, &[])),
+            None => prelude(2, &["registration::ensure_linked"]),
+        };
+        w.line(imports);
         for op in ops {
             w.blank();
             emit_op(&mut w, op, &opts.aten);

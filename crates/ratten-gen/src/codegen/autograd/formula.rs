@@ -16,7 +16,9 @@
 //!   the schema's defaults, then the cheapest conversions: exact, then standard such as
 //!   `int` to `Scalar`, then user-defined such as `int` to `IntArrayRef`). An operator is
 //!   called through its handle, `ops::<handle>::call(<every argument>)?`, so that a backward
-//!   run with create_graph records a graph. Only functional overloads are candidates.
+//!   run with create_graph records a graph (out of tree, ratten-aten's operators are
+//!   `aten::<handle>` and the library's own `ops::<handle>`). Only functional overloads are
+//!   candidates.
 //! - Tensor methods that are not operators (`sizes`, `dim`, `options`, `defined`, ...) map to
 //!   `TensorBase`'s; Tensor operators (`+ - * /`, comparisons, unary `-`) to the operators C++
 //!   defines them as (`add.Tensor`, `mul.Scalar`, `rsub.Scalar`, `eq.Tensor`, ...).
@@ -78,6 +80,8 @@ impl Binding {
 /// One functional overload as the C++ API sees it.
 #[derive(Debug, Clone)]
 struct OpSig {
+    /// The module generated code reaches its handle through (`ops`, `aten`).
+    module: String,
     handle: String,
     function: bool,
     /// The parameter a method's receiver is.
@@ -97,27 +101,35 @@ enum Param {
     Options,
 }
 
-/// The functional overloads of a model by operator name (`add` -> `add.Tensor`, `add.Scalar`).
+/// The functional overloads of one or more models by operator name (`add` -> `add.Tensor`,
+/// `add.Scalar`), each with the module generated code calls it through: an out-of-tree
+/// library's formulas call ratten-aten's operators and the library's own.
 #[derive(Debug, Clone, Default)]
 pub struct OpIndex {
     by_name: BTreeMap<String, Vec<OpSig>>,
 }
 
 impl OpIndex {
+    /// The operators of `model`, called through `ops`.
     pub fn new(model: &Model) -> OpIndex {
-        let mut by_name: BTreeMap<String, Vec<OpSig>> = BTreeMap::new();
+        let mut index = OpIndex::default();
+        index.extend(model, "ops");
+        index
+    }
+
+    /// Adds the operators of `model`, called through `module` (`aten`: `aten::mul_Scalar`).
+    pub fn extend(&mut self, model: &Model, module: &str) {
         for op in &model.ops {
-            if let Some(sig) = op_sig(op) {
+            if let Some(sig) = op_sig(op, module) {
                 let name = op
                     .qualified_name
                     .rsplit("::")
                     .next()
                     .unwrap_or_default()
                     .to_string();
-                by_name.entry(name).or_default().push(sig);
+                self.by_name.entry(name).or_default().push(sig);
             }
         }
-        OpIndex { by_name }
     }
 
     /// Whether the model declares an operator of this name (any overload, any kind).
@@ -126,7 +138,7 @@ impl OpIndex {
     }
 }
 
-fn op_sig(op: &OperatorRecord) -> Option<OpSig> {
+fn op_sig(op: &OperatorRecord, module: &str) -> Option<OpSig> {
     if op.kind != SchemaKind::Functional || op.returns.iter().any(|r| r.written_arg().is_some()) {
         return None;
     }
@@ -167,6 +179,7 @@ fn op_sig(op: &OperatorRecord) -> Option<OpSig> {
         _ => CxxType::Tuple(rets),
     };
     Some(OpSig {
+        module: module.to_string(),
         handle: op.handle.clone(),
         function: op.function,
         self_param: if op.method { self_param } else { None },
@@ -183,8 +196,6 @@ pub struct Env<'a> {
     names: HashMap<String, Binding>,
     /// A saved expression's canonical text (`self.sym_sizes()`) -> the name bound to its value.
     saved: HashMap<String, String>,
-    /// The module of the operator handles (`ops`).
-    pub ops_path: String,
     /// The prefix of a helper call (empty: the helpers are in scope).
     pub manual_path: String,
     /// How generated code names ratten-aten (`ratten_aten`).
@@ -198,7 +209,6 @@ impl<'a> Env<'a> {
             manual,
             names: HashMap::new(),
             saved: HashMap::new(),
-            ops_path: "ops".into(),
             manual_path: String::new(),
             aten: "ratten_aten".into(),
         }
@@ -439,12 +449,8 @@ fn mismatch<T>(s: impl Into<String>) -> R<T> {
 }
 
 impl Cx<'_, '_> {
-    fn op_call(&self, handle: &str, args: &[String]) -> String {
-        format!(
-            "{}::{handle}::call({})?",
-            self.env.ops_path,
-            args.join(", ")
-        )
+    fn op_call(&self, sig: &OpSig, args: &[String]) -> String {
+        format!("{}::{}::call({})?", sig.module, sig.handle, args.join(", "))
     }
 
     /// The borrowed form of `v` (`&x`, `x.as_ref()`, `x` for `Copy` types).
@@ -652,7 +658,7 @@ impl Cx<'_, '_> {
             });
         };
         Ok(Val::owned(
-            self.op_call(&sig.handle, &rendered),
+            self.op_call(sig, &rendered),
             sig.ret.clone(),
             Prec::Postfix,
         ))

@@ -290,7 +290,7 @@ fn forward_formula_env<'t>(
 ) -> (Env<'t>, Vec<(String, String, bool)>) {
     let mut env = tr.forward_env(op, outputs);
     // Qualified: a kernel of the same name (`convolution_backward`) is in scope.
-    env.manual_path = "crate::functions_manual::".into();
+    env.manual_path = format!("{}::", tr.manual_module);
     let mut tangents = Vec::new();
     for a in &op.args {
         let Some(ty) = cxx_type(&a.schema_type) else {

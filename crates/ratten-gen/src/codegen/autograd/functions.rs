@@ -31,7 +31,7 @@ use super::formula::{translate, Binding, Env, OpIndex, Translated};
 use super::manual::ManualSignatures;
 use super::types::CxxType;
 use crate::codegen::writer::{Expr, Writer};
-use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile};
+use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile, Target};
 
 /// How a backward node stores one saved value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,15 +124,21 @@ pub fn output_names(op: &OperatorRecord) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What formulas are translated with: the model's operators and the FunctionsManual helpers.
+/// What formulas are translated with: the operators they may call, the FunctionsManual
+/// helpers, and where generated code finds both.
 pub struct Translation {
     pub ops: OpIndex,
     pub manual: ManualSignatures,
+    /// The module generated code reaches ratten-aten's operator handles through: `ops` in
+    /// ratten-autograd, `aten` out of tree (where `ops` is the library's own).
+    pub aten_ops: String,
+    /// The FunctionsManual module as generated code names it (`crate::functions_manual`).
+    pub manual_module: String,
 }
 
 impl Translation {
     /// The operators of `model` and the helpers of the FunctionsManual source at `manual`
-    /// (none when it cannot be read: every helper call is then refused).
+    /// (none when it cannot be read: every helper call is then refused), for ratten-autograd.
     pub fn new(model: &Model, manual: Option<&std::path::Path>) -> Translation {
         let src = manual
             .and_then(|p| std::fs::read_to_string(p).ok())
@@ -140,7 +146,27 @@ impl Translation {
         Translation {
             ops: OpIndex::new(model),
             manual: ManualSignatures::parse(&src),
+            aten_ops: "ops".into(),
+            manual_module: "crate::functions_manual".into(),
         }
+    }
+
+    /// The translation of an emitter's target: out of tree, formulas call ratten-aten's
+    /// operators (`aten::`) and the library's own (`ops::`), and reach FunctionsManual in
+    /// ratten-autograd.
+    pub fn of(cx: &EmitContext<'_>) -> Translation {
+        let mut tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
+        if cx.opts.target == Target::OutOfTreeAutograd {
+            let mut ops = OpIndex::default();
+            if let Some(aten) = cx.aten_model {
+                ops.extend(aten, "aten");
+            }
+            ops.extend(cx.model, "ops");
+            tr.ops = ops;
+            tr.aten_ops = "aten".into();
+            tr.manual_module = format!("{}::functions_manual", cx.opts.autograd_crate);
+        }
+        tr
     }
 
     /// The forward environment of an operator's kernel: its parameters in their borrowed
@@ -732,7 +758,7 @@ fn emit_apply(w: &mut Writer, spec: &NodeSpec<'_>, codes: &[FormulaCode]) {
 
 /// `functions/`: the backward nodes by shard of their operators.
 pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
-    let tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
+    let tr = Translation::of(cx);
     let specs = node_specs(&cx.model.ops);
     let by_op: BTreeMap<usize, &NodeSpec<'_>> = specs.values().map(|s| (s.op.index, s)).collect();
     let ops: Vec<&OperatorRecord> = cx
@@ -749,8 +775,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
             cx.opts,
             &format!("The backward nodes of the operators in shard `{key}`: see `functions`."),
         ));
-        w.line("use crate::prelude::*;");
-        w.line("use ratten_aten::operators as ops;");
+        w.line(super::imports(cx.opts));
         for op in ops {
             w.blank();
             emit_node(&mut w, by_op[&op.index], &tr, &cx.opts.aten);

@@ -164,8 +164,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
                 "The ADInplaceOrView kernels of the operators in shard `{key}`: see `inplace_or_view`."
             ),
         ));
-        w.line("use crate::prelude::*;");
-        w.line("use ratten_aten::operators as ops;");
+        w.line(super::imports(cx.opts));
         for op in ops {
             let kind = with
                 .iter()

@@ -11,3 +11,21 @@ pub mod inplace_or_view;
 pub mod manual;
 pub mod types;
 pub mod variable_type;
+
+use crate::codegen::{GenOptions, Target};
+
+/// The `use` lines of a generated autograd file: ratten-autograd's prelude and the target's
+/// operator handles as `ops`. Out of tree, `ops` is the library's own handles (shadowing the
+/// prelude's ratten-aten `ops`) and ratten-aten's are `aten`, as the formulas call them.
+pub fn imports(opts: &GenOptions) -> String {
+    match opts.target {
+        Target::OutOfTreeAutograd => format!(
+            "use {}::prelude::*;\nuse {} as ops;\nuse {}::operators as aten;",
+            opts.autograd_crate, opts.operators, opts.aten
+        ),
+        _ => format!(
+            "use {}::prelude::*;\nuse {} as ops;",
+            opts.autograd_crate, opts.operators
+        ),
+    }
+}

@@ -40,7 +40,9 @@ use super::inplace_or_view;
 use super::types::CxxType;
 use crate::codegen::operators::handle_ident;
 use crate::codegen::writer::{Expr, Writer};
-use crate::codegen::{header, shard_mod, shards, EmitContext, GeneratedFile, ALLOWED_LINTS};
+use crate::codegen::{
+    header, shard_mod, shards, EmitContext, GeneratedFile, Target, ALLOWED_LINTS,
+};
 
 /// The Autograd kernel an operator gets.
 pub enum AutogradKernel<'m> {
@@ -278,7 +280,8 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
         match plan {
             Ok(codes) if codes.iter().any(|c| c.original_self) => {
                 w.line(format!(
-                    "let original_self_p = if any_fw {{ Some(ops::clone::call({self_ident}, None)?) }} else {{ None }};"
+                    "let original_self_p = if any_fw {{ Some({}::clone::call({self_ident}, None)?) }} else {{ None }};",
+                    tr.aten_ops
                 ));
             }
             Ok(_) => {}
@@ -305,7 +308,10 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
                         Storage::Var
                             if inplace && a.is_some_and(|a| Some(a.index) == op.self_arg) =>
                         {
-                            format!("SavedVariable::new(&ops::clone::call({arg}, None)?, false)")
+                            format!(
+                                "SavedVariable::new(&{}::clone::call({arg}, None)?, false)",
+                                tr.aten_ops
+                            )
                         }
                         Storage::Var => format!("SavedVariable::new({arg}, false)"),
                         Storage::OptVar => format!("SavedVariable::new_opt({arg}, false)"),
@@ -638,7 +644,7 @@ fn emit_kernel(
 
 /// `variable_type/`: the Autograd kernels by shard.
 pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
-    let tr = Translation::new(cx.model, cx.opts.functions_manual.as_deref());
+    let tr = Translation::of(cx);
     let specs = node_specs(&cx.model.ops);
     let with: Vec<(&OperatorRecord, AutogradKernel<'_>)> = cx
         .model
@@ -659,8 +665,7 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
             ),
         ));
         w.line("use super::super::functions::*;");
-        w.line("use crate::prelude::*;");
-        w.line("use ratten_aten::operators as ops;");
+        w.line(super::imports(cx.opts));
         for op in ops {
             w.blank();
             emit_kernel(&mut w, op, kernels[&op.index], &tr, &cx.opts.aten);
@@ -688,11 +693,17 @@ pub fn emit(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
 
 /// The generated tree's `mod.rs`.
 pub fn emit_mod(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec<String>> {
+    let of = match cx.opts.target {
+        Target::OutOfTreeAutograd => format!("namespace `{}`", cx.model.namespace),
+        _ => "ratten-aten".to_string(),
+    };
     let mut s = header(
         cx.opts,
-        "The generated autograd code of ratten-aten's operators: backward nodes (`functions`),\n\
-         //! Autograd kernels (`variable_type`), ADInplaceOrView kernels (`inplace_or_view`) and\n\
-         //! their registration.",
+        &format!(
+            "The generated autograd code of {of}'s operators: backward nodes (`functions`),\n\
+             //! Autograd kernels (`variable_type`), ADInplaceOrView kernels (`inplace_or_view`) and\n\
+             //! their registration."
+        ),
     );
     s.push('\n');
     // Saved tensors are unpacked at the top of `apply` as torchgen does, also when a formula
@@ -717,19 +728,25 @@ pub fn emit_registration(cx: &EmitContext<'_>) -> Result<Vec<GeneratedFile>, Vec
     let mut w = Writer::new();
     w.line(header(
         cx.opts,
-        "The registration of the Autograd kernels (under the `Autograd` alias key) and of the\n\
-         //! ADInplaceOrView kernels (PyTorch's `TORCH_LIBRARY_IMPL(aten, Autograd, m)` blocks).",
+        &format!(
+            "The registration of the Autograd kernels (under the `Autograd` alias key) and of the\n\
+             //! ADInplaceOrView kernels (PyTorch's `TORCH_LIBRARY_IMPL({ns}, Autograd, m)` blocks)."
+        ),
     ));
     w.line("use super::inplace_or_view;");
     w.line("use super::variable_type;");
-    w.line("use crate::prelude::*;");
-    w.line("use ratten_aten::operators as ops;");
+    w.line(super::imports(cx.opts));
     w.line("use ratten_dispatch::{Operator, WithKeySet};");
     w.blank();
-    w.line(
-        "/// Referenced by the runtime: keeps these registrations linked into every binary that",
-    );
-    w.line("/// uses autograd.");
+    if cx.opts.target == Target::OutOfTreeAutograd {
+        w.line("/// Referenced by the library's `ensure_linked`, which its operator handles call: keeps");
+        w.line("/// these registrations linked into every binary that calls its operators.");
+    } else {
+        w.line(
+            "/// Referenced by the runtime: keeps these registrations linked into every binary that",
+        );
+        w.line("/// uses autograd.");
+    }
     w.line("#[inline(never)]");
     w.block("pub fn ensure_linked() {", "}", |w| {
         w.line("std::hint::black_box(());");

@@ -2,7 +2,7 @@
 //! Operator handles of the operators in shard `s`: see `operators`.
 
 use super::super::prelude::*;
-use super::super::registration::ensure_linked;
+use crate::ensure_linked;
 
 /// `myops::scaled_add(Tensor self, Tensor other, *, float scale=1.0) -> Tensor`
 pub enum scaled_add {}
