@@ -52,7 +52,15 @@ fn backward_gives_both_gradients_summed_to_the_broadcast_inputs() {
     let c = t(&[1.0, 1.0, 1.0], &[3]);
     let z = myops::scaled_add(&c, &b).unwrap();
     assert_eq!(z.grad_fn().unwrap().name(), "ScaledAddBackward0");
-    let g = grad(&[z.sum().unwrap()], &[b.clone()], &[], None, false, false).unwrap();
+    let g = grad(
+        &[z.sum().unwrap()],
+        std::slice::from_ref(&b),
+        &[],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
     close(&values(g[0].as_ref().unwrap()), &[1.0, 1.0, 1.0], 0.0);
 }
 
@@ -111,7 +119,7 @@ fn double_backward_through_the_node() {
     let x = leaf(&[1.0, -2.0, 3.0], &[3]);
     let y = x.scaled_add_with(&x, s).unwrap();
     let z = y.mul(&y).unwrap().sum().unwrap();
-    let g = grad(&[z], &[x.clone()], &[], None, true, false).unwrap();
+    let g = grad(&[z], std::slice::from_ref(&x), &[], None, true, false).unwrap();
     let g = g[0].clone().unwrap();
     assert!(g.requires_grad(), "create_graph records the backward");
     let k = 2.0 * (1.0 + s) * (1.0 + s);
