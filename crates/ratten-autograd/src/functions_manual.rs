@@ -3304,9 +3304,31 @@ pub fn convolution_backward_jvp_grad_bias(
     sum_dims(grad_out_t, &dims, false).map(Some)
 }
 
-/// The normalization's tangent over `dims` (the statistics' dims), from the saved mean and
-/// inverse standard deviation viewed to broadcast: `(dx - mean(dx)) invstd + (x - mean)
-/// dinvstd`.
+/// The tangent of the inverse standard deviation over `dims` (kept):
+/// `-invstd^3 sum((dx - mean(dx)) (x - mean)) / n` (PyTorch's `invstd_jvp`).
+fn invstd_jvp(
+    centered_t: &Tensor,
+    centered_p: &Tensor,
+    invstd_p: &Tensor,
+    dims: &[i64],
+    numel: i64,
+) -> Result<Tensor> {
+    F::div_scalar(
+        &F::mul(
+            &F::neg(&F::pow_tensor_scalar(invstd_p, 3)?)?,
+            &sum_dims(&F::mul(centered_t, centered_p)?, dims, true)?,
+        )?,
+        numel as f64,
+    )
+}
+
+/// `dx - mean(dx)` over `dims` (kept).
+fn centered_tangent(input_t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    F::sub(input_t, &F::mean_dim_with(input_t, Some(dims), true, None)?)
+}
+
+/// The normalization's tangent over `dims`, from the saved mean and inverse standard
+/// deviation viewed to broadcast: `(dx - mean(dx)) invstd + (x - mean) dinvstd`.
 fn normalized_jvp(
     input_p: &Tensor,
     input_t: &Tensor,
@@ -3315,28 +3337,20 @@ fn normalized_jvp(
     dims: &[i64],
     numel: i64,
 ) -> Result<Tensor> {
-    let centered_t = F::sub(input_t, &F::mean_dim_with(input_t, Some(dims), true, None)?)?;
+    let centered_t = centered_tangent(input_t, dims)?;
     let centered_p = F::sub(input_p, mean_p)?;
-    let invstd_t = F::div_scalar(
-        &F::mul(
-            &F::neg(&F::pow_tensor_scalar(invstd_p, 3)?)?,
-            &sum_dims(&F::mul(&centered_t, &centered_p)?, dims, true)?,
-        )?,
-        numel as f64,
-    )?;
+    let invstd_t = invstd_jvp(&centered_t, &centered_p, invstd_p, dims, numel)?;
     F::add(
         &F::mul(&centered_t, invstd_p)?,
         &F::mul(&centered_p, &invstd_t)?,
     )
 }
 
-/// The affine part of a normalization's tangent: `out w + (x - mean) invstd dw + db`.
-#[allow(clippy::too_many_arguments)]
+/// The affine part of a normalization's tangent: `out w + normalized dw + db`, where
+/// `normalized` gives `(x - mean) invstd` in the input's shape (computed only with `dw`).
 fn affine_jvp(
     out: Tensor,
-    input_p: &Tensor,
-    mean_p: &Tensor,
-    invstd_p: &Tensor,
+    normalized: impl FnOnce() -> Result<Tensor>,
     weight_p: Option<&Tensor>,
     weight_t: Option<&Tensor>,
     bias_t: Option<&Tensor>,
@@ -3347,8 +3361,7 @@ fn affine_jvp(
         out = F::mul(&out, &w.view(affine_shape)?)?;
     }
     if let Some(wt) = weight_t {
-        let normalized = F::mul(&F::sub(input_p, mean_p)?, invstd_p)?;
-        out = F::add(&out, &F::mul(&normalized, &wt.view(affine_shape)?)?)?;
+        out = F::add(&out, &F::mul(&normalized()?, &wt.view(affine_shape)?)?)?;
     }
     if let Some(bt) = bias_t {
         out = F::add(&out, &bt.view(affine_shape)?)?;
@@ -3387,9 +3400,8 @@ pub fn layer_norm_jvp(
     let mean_p = saved_mean.view(&view_size)?;
     let invstd_p = saved_invstd.view(&view_size)?;
     let out = normalized_jvp(input_p, input_t, &mean_p, &invstd_p, &dims, numel)?;
-    affine_jvp(
-        out, input_p, &mean_p, &invstd_p, weight_p, weight_t, bias_t, &affine,
-    )
+    let normalized = || F::mul(&F::sub(input_p, &mean_p)?, &invstd_p);
+    affine_jvp(out, normalized, weight_p, weight_t, bias_t, &affine)
 }
 
 /// The tangent of `native_batch_norm`'s output (training: through the batch statistics;
@@ -3439,9 +3451,8 @@ pub fn batch_norm_jvp(
             (mean_p, invstd_p, out)
         }
     };
-    affine_jvp(
-        out, input_p, &mean_p, &invstd_p, weight_p, weight_t, bias_t, &view_size,
-    )
+    let normalized = || F::mul(&F::sub(input_p, &mean_p)?, &invstd_p);
+    affine_jvp(out, normalized, weight_p, weight_t, bias_t, &view_size)
 }
 
 /// The tangent of `native_group_norm`'s output: batch normalization of the `N * group` groups,
@@ -3474,18 +3485,8 @@ pub fn group_norm_jvp(
     if affine.len() > 1 {
         affine[1] = c;
     }
-    let mut out = out;
-    if let Some(w) = weight_p {
-        out = F::mul(&out, &w.view(&affine)?)?;
-    }
-    if let Some(wt) = weight_t {
-        let normalized = F::mul(&F::sub(&input_p_g, &mean_p)?, &invstd_p)?.reshape(&sizes)?;
-        out = F::add(&out, &F::mul(&normalized, &wt.view(&affine)?)?)?;
-    }
-    if let Some(bt) = bias_t {
-        out = F::add(&out, &bt.view(&affine)?)?;
-    }
-    Ok(out)
+    let normalized = || F::mul(&F::sub(&input_p_g, &mean_p)?, &invstd_p)?.reshape(&sizes);
+    affine_jvp(out, normalized, weight_p, weight_t, bias_t, &affine)
 }
 
 /// The tangent of `native_group_norm`'s mean: the groups' means of the input's tangent.
@@ -3509,18 +3510,8 @@ pub fn group_norm_invstd_jvp(
     let input_t_g = input_t.reshape(&shape)?;
     let mean_g = mean_p.reshape(&[1, n * group, 1])?;
     let invstd_g = invstd_p.reshape(&[1, n * group, 1])?;
-    let centered_t = F::sub(
-        &input_t_g,
-        &F::mean_dim_with(&input_t_g, Some(&[2]), true, None)?,
-    )?;
+    let centered_t = centered_tangent(&input_t_g, &[2])?;
     let centered_p = F::sub(&input_p_g, &mean_g)?;
     let numel = input_p_g.size(2)?;
-    F::div_scalar(
-        &F::mul(
-            &F::neg(&F::pow_tensor_scalar(&invstd_g, 3)?)?,
-            &sum_dims(&F::mul(&centered_t, &centered_p)?, &[2], true)?,
-        )?,
-        numel as f64,
-    )?
-    .reshape(&invstd_p.sizes())
+    invstd_jvp(&centered_t, &centered_p, &invstd_g, &[2], numel)?.reshape(&invstd_p.sizes())
 }

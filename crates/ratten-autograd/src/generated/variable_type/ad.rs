@@ -1117,7 +1117,9 @@ pub(crate) fn adaptive_max_pool2d(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }

@@ -34,7 +34,9 @@ pub(crate) fn amax(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -104,7 +106,9 @@ pub(crate) fn amin(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -176,7 +180,9 @@ pub(crate) fn aminmax(
         node.max = SavedVariable::new_output(&max, 1);
         node.min = SavedVariable::new_output(&min, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&min), Some(&max)], &node)?;
     }

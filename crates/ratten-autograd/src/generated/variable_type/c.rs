@@ -507,7 +507,9 @@ pub(crate) fn cumprod(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -568,7 +570,9 @@ pub(crate) fn cumprod_(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -641,7 +645,9 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -704,7 +710,9 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -1006,7 +1014,9 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }

@@ -26,7 +26,9 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -67,7 +69,9 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -125,7 +129,9 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -166,7 +172,9 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -830,7 +838,9 @@ pub(crate) fn elu_(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }

@@ -35,7 +35,9 @@ pub(crate) fn kthvalue(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }

@@ -892,7 +892,9 @@ pub(crate) fn logsumexp(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -972,7 +974,9 @@ pub(crate) fn linalg_vector_norm(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -1047,7 +1051,9 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -1443,7 +1449,9 @@ pub(crate) fn leaky_relu_(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -1514,7 +1522,9 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     if let Some(mut node) = grad_fn {
         node.buffer = SavedVariable::new(&buffer, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }
@@ -1671,7 +1681,9 @@ pub(crate) fn _log_softmax(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }

@@ -449,7 +449,9 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -516,7 +518,9 @@ pub(crate) fn max_dim(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -588,7 +592,9 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -655,7 +661,9 @@ pub(crate) fn min_dim(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -1517,7 +1525,9 @@ pub(crate) fn max_pool2d_with_indices(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }

@@ -231,7 +231,9 @@ pub(crate) fn native_layer_norm(
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
@@ -375,7 +377,9 @@ pub(crate) fn native_batch_norm(
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }
@@ -576,7 +580,9 @@ pub(crate) fn native_group_norm(
         node.result1 = SavedVariable::new_output(&result1, 1);
         node.result2 = SavedVariable::new_output(&result2, 2);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
@@ -686,7 +692,9 @@ pub(crate) fn native_dropout(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0)], &node)?;
     }

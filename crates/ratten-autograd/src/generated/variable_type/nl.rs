@@ -45,7 +45,9 @@ pub(crate) fn nll_loss_forward(
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }
@@ -237,7 +239,9 @@ pub(crate) fn nll_loss2d_forward(
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&output)], &node)?;
     }

@@ -33,7 +33,9 @@ pub(crate) fn norm_ScalarOpt_dtype(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -72,7 +74,9 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -128,7 +132,9 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -176,7 +182,9 @@ pub(crate) fn norm_ScalarOpt_dim(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }

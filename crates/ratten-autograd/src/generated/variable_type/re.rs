@@ -26,7 +26,9 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -68,7 +70,9 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -109,7 +113,9 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -150,7 +156,9 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }

@@ -587,7 +587,9 @@ pub(crate) fn scatter_reduce_two(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -663,7 +665,9 @@ pub(crate) fn scatter_reduce__two(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }

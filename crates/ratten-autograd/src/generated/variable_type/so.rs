@@ -99,7 +99,9 @@ pub(crate) fn sort(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -145,7 +147,9 @@ pub(crate) fn sort_stable(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }
@@ -367,7 +371,9 @@ pub(crate) fn _softmax(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }

@@ -42,7 +42,9 @@ pub(crate) fn std_correction(
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -145,7 +147,9 @@ pub(crate) fn std_mean_correction(
     if let Some(mut node) = grad_fn {
         node.result0 = SavedVariable::new_output(&result0, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }

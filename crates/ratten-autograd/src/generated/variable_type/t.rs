@@ -26,7 +26,9 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -71,7 +73,9 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -133,7 +137,9 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&result)], &node)?;
     }
@@ -174,7 +180,9 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         rebase_history(self_, &node)?;
     }
@@ -277,7 +285,9 @@ pub(crate) fn topk(
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
         let node = Arc::new(node);
-        saved_node = Some(Arc::clone(&node));
+        if any_fw {
+            saved_node = Some(Arc::clone(&node));
+        }
         let node: Arc<dyn Node> = node;
         set_history(&[Some(&values)], &node)?;
     }

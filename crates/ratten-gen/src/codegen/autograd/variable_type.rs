@@ -412,7 +412,10 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
             w.line("let node: Arc<dyn Node> = Arc::new(node);");
         } else {
             w.line("let node = Arc::new(node);");
-            w.line("saved_node = Some(Arc::clone(&node));");
+            // Kept only when tangents are computed below: no extra count on the usual path.
+            w.block("if any_fw {", "}", |w| {
+                w.line("saved_node = Some(Arc::clone(&node));");
+            });
             w.line("let node: Arc<dyn Node> = node;");
         }
         if inplace {
