@@ -1268,7 +1268,7 @@ pub fn linalg_vector_norm_meta(
                 d.name()
             )));
         }
-        if promote_types(self_.dtype(), d) != d {
+        if promote_types(self_.dtype(), d)? != d {
             return Err(Error::runtime(format!(
                 "{name}: the dtype of the input ({}) should be convertible without narrowing \
                  to the specified dtype ({})",

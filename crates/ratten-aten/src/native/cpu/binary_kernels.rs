@@ -49,7 +49,7 @@ macro_rules! arith_int {
         }
     )*};
 }
-arith_int!(u8, i8, i16, i32, i64);
+arith_int!(u8, i8, i16, i32, i64, u16, u32, u64);
 macro_rules! arith_float {
     ($($t:ty),*) => {$(
         impl Arith for $t {
@@ -85,6 +85,8 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
     match *s {
         Scalar::Bool(b) => M::from_bool(b),
         Scalar::Int(i) => M::from_i64(i),
+        // The int64 of the same bits: what c10's `to<opmath_t>` gives an unsigned type.
+        Scalar::UInt64(u) => M::from_i64(u as i64),
         Scalar::Double(d) => M::from_f64(d),
         Scalar::ComplexDouble(z) => M::from_c(z),
     }
@@ -92,7 +94,7 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
 
 fn add_kernel(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    dispatch_opmath!(dt, M => {
+    dispatch_opmath!(dt, unsigned_refused("add_stub"), M => {
         let a: M = scalar_as(alpha);
         // PyTorch computes `a + alpha * b` always; skipping the product for alpha == 1 is
         // exact for reals, not for complex (1 * (nan + 0j) is nan + nanj).
@@ -127,6 +129,7 @@ fn reduced_scalar_other(iter: &TensorIteratorBase) -> Option<f32> {
     Some(match iter.scalar_value(2).ok()? {
         Scalar::Bool(b) => b as u8 as f32,
         Scalar::Int(i) => i as f32,
+        Scalar::UInt64(u) => u as f32,
         Scalar::Double(d) => d as f32,
         Scalar::ComplexDouble(z) => z.re as f32,
     })
