@@ -762,6 +762,13 @@ pub fn eye_out_cpu_m(n: i64, m: i64, out: &Tensor) -> Result<&Tensor> {
         return Ok(out);
     }
     out.zero_()?;
+    // torch's "eye" dispatch list has no barebones unsigned types (zero_ ran before it).
+    if out.dtype().is_barebones_unsigned() {
+        return Err(Error::not_implemented(format!(
+            "\"eye\" not implemented for '{}'",
+            out.dtype()
+        )));
+    }
     out.diagonal()?.fill_(1i64)?;
     Ok(out)
 }

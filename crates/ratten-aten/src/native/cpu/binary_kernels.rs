@@ -359,6 +359,29 @@ macro_rules! int_dispatch {
 }
 pub(crate) use int_dispatch;
 
+/// The barebones unsigned types (`AT_BAREBONES_UNSIGNED_TYPES`), which torch adds to the
+/// dispatch lists of a few kernels (mul, eq, ne, maximum, minimum, the bitwise ops); other
+/// dtypes take `$fallback`.
+macro_rules! unsigned_dispatch {
+    (@or $dt:expr, $M:ident => $body:expr, $rest:ident => $fallback:expr) => {
+        match $dt {
+            ScalarType::UInt16 => {
+                type $M = u16;
+                $body
+            }
+            ScalarType::UInt32 => {
+                type $M = u32;
+                $body
+            }
+            ScalarType::UInt64 => {
+                type $M = u64;
+                $body
+            }
+            $rest => $fallback,
+        }
+    };
+}
+
 fn div_trunc_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
         return cpu_binary::<f32, f32>(iter, move |x, _| (x / b).trunc());
@@ -427,7 +450,8 @@ macro_rules! real {
     )*};
 }
 real!(u8: |_| false, i8: |_| false, i16: |_| false, i32: |_| false, i64: |_| false,
-      bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan());
+      bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan(),
+      u16: |_| false, u32: |_| false, u64: |_| false);
 
 /// `$dt`'s opmath type: integers, bool, float and double (no complex).
 macro_rules! real_dispatch {
@@ -453,17 +477,21 @@ pub(crate) use real_dispatch;
 
 fn maximum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "maximum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
-        if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
-    }))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.max(b)), other => {
+        real_dispatch!(other, "maximum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
+            if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
+        }))
+    })
 }
 stub!(MAXIMUM_STUB, "maximum_stub", BinaryFn, maximum_kernel);
 
 fn minimum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "minimum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
-        if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
-    }))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.min(b)), other => {
+        real_dispatch!(other, "minimum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
+            if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
+        }))
+    })
 }
 stub!(MINIMUM_STUB, "minimum_stub", BinaryFn, minimum_kernel);
 
@@ -486,6 +514,18 @@ fn compare(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<()> {
         return match op {
             CmpOp::Eq => complex(|a, b| a == b),
             CmpOp::Ne => complex(|a, b| a != b),
+            _ => Err(not_implemented(name, dt)),
+        };
+    }
+    // torch compares the unsigned types for equality only.
+    if dt.is_barebones_unsigned() {
+        return match op {
+            CmpOp::Eq => unsigned_dispatch!(@or dt, M => {
+                cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a == b)
+            }, other => Err(not_implemented(name, other))),
+            CmpOp::Ne => unsigned_dispatch!(@or dt, M => {
+                cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a != b)
+            }, other => Err(not_implemented(name, other))),
             _ => Err(not_implemented(name, dt)),
         };
     }
@@ -579,7 +619,7 @@ macro_rules! bits {
         }
     )*};
 }
-bits!(u8, i8, i16, i32, i64, bool);
+bits!(u8, i8, i16, i32, i64, bool, u16, u32, u64);
 
 /// Integers and bool (PyTorch's AT_DISPATCH_INTEGRAL_TYPES_AND(kBool)).
 macro_rules! bits_dispatch {
@@ -597,15 +637,21 @@ pub(crate) use bits_dispatch;
 
 fn bitwise_and_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_and_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.and(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.and(b)), other => {
+        bits_dispatch!(other, "bitwise_and_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.and(b)))
+    })
 }
 fn bitwise_or_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_or_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.or(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.or(b)), other => {
+        bits_dispatch!(other, "bitwise_or_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.or(b)))
+    })
 }
 fn bitwise_xor_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_xor_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)), other => {
+        bits_dispatch!(other, "bitwise_xor_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)))
+    })
 }
 stub!(
     BITWISE_AND_STUB,
