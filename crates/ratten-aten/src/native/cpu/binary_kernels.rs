@@ -571,6 +571,7 @@ stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
 fn logical(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
     if let Some(dt) = iter.common_dtype() {
         refuse_complex32(name, dt)?;
+        super::refuse_unsigned(name, dt)?;
     }
     cpu_binary::<bool, bool>(iter, f)
 }

@@ -511,6 +511,15 @@ pub fn refuse_complex32(kernel: &str, dt: ScalarType) -> Result<()> {
     Ok(())
 }
 
+/// The refusal of a kernel whose torch dispatch list leaves the barebones unsigned types out,
+/// for kernels that do not dispatch through [`dispatch_opmath!`]'s `unsigned_refused` form.
+pub fn refuse_unsigned(kernel: &str, dt: ScalarType) -> Result<()> {
+    if dt.is_barebones_unsigned() {
+        return Err(not_implemented(kernel, dt));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

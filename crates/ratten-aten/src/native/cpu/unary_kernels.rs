@@ -139,6 +139,7 @@ stub!(
 fn logical_not_kernel(iter: &TensorIteratorBase) -> Result<()> {
     // PyTorch dispatches on the input's dtype.
     refuse_complex32("logical_not_cpu", iter.dtype(1))?;
+    super::refuse_unsigned("logical_not_cpu", iter.dtype(1))?;
     cpu_unary::<bool, bool>(iter, |x| !x)
 }
 stub!(
