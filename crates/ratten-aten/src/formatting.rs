@@ -485,7 +485,7 @@ macro_rules! print_int {
         }
     )*};
 }
-print_int!(u8, i8, i16, i32, i64);
+print_int!(u8, i8, i16, i32, i64, u16, u32, u64);
 
 /// A `bool` element, read as its byte: storage bytes are not guaranteed to be 0 or 1.
 #[derive(Clone, Copy)]
@@ -546,6 +546,9 @@ pub fn print_data(t: &TensorBase) -> Result<Option<PrintData>> {
         ScalarType::Short => gather::<i16>(t, text()),
         ScalarType::Int => gather::<i32>(t, text()),
         ScalarType::Long => gather::<i64>(t, text()),
+        ScalarType::UInt16 => gather::<u16>(t, text()),
+        ScalarType::UInt32 => gather::<u32>(t, text()),
+        ScalarType::UInt64 => gather::<u64>(t, text()),
         ScalarType::Bool => gather::<BoolByte>(t, text()),
     }?;
     Ok(Some(d))

@@ -1458,6 +1458,11 @@ pub fn randperm_out_cpu<'a>(
 ) -> Result<&'a Tensor> {
     torch_check!(n >= 0, "n must be non-negative, got{n}");
     let dtype = out.dtype();
+    // torch's "randperm" dispatch list has no barebones unsigned types.
+    if dtype.is_barebones_unsigned() {
+        out.resize_(&[n])?;
+        return Err(not_implemented("randperm", dtype));
+    }
     let bound = random_upper_bound(dtype);
     torch_check!(
         dtype != ScalarType::Bool && (n as u64) <= bound.saturating_add(1),

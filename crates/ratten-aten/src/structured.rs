@@ -628,6 +628,9 @@ pub fn type_meta_name(t: ScalarType) -> &'static str {
         ScalarType::ComplexDouble => "c10::complex<double>",
         ScalarType::Bool => "bool",
         ScalarType::BFloat16 => "c10::BFloat16",
+        ScalarType::UInt16 => "unsigned short",
+        ScalarType::UInt32 => "unsigned int",
+        ScalarType::UInt64 => "unsigned long",
     }
 }
 
@@ -848,6 +851,8 @@ fn scalar_to_ivalue(s: &Scalar) -> IValue {
     match *s {
         Scalar::Bool(b) => IValue::Bool(b),
         Scalar::Int(i) => IValue::Int(i),
+        // As `KernelValue for Scalar`: the int64 of the same bits.
+        Scalar::UInt64(u) => IValue::Int(u as i64),
         Scalar::Double(d) => IValue::Double(d),
         Scalar::ComplexDouble(z) => IValue::ComplexDouble(z),
     }

@@ -76,7 +76,17 @@ fn close(dtype: ScalarType, got: f64, want: f64) -> bool {
     got == want || (got - want).abs() <= tol * want.abs().max(1.0)
 }
 
-const DTYPES: [ScalarType; 13] = ScalarType::ALL;
+// The barebones unsigned types (uint16/32/64) support only a few ops; their own tests are in
+// `unsigned_dtypes.rs`.
+const DTYPES: [ScalarType; 13] = {
+    let mut d = [ScalarType::Byte; 13];
+    let mut i = 0;
+    while i < 13 {
+        d[i] = ScalarType::ALL[i];
+        i += 1;
+    }
+    d
+};
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -195,7 +205,7 @@ proptest! {
         let vb = vals(nb, dtb);
         let a = make(dta, &sa, &va, la);
         let b = make(dtb, &sb, &vb, lb);
-        let common = result_type(&a, &b);
+        let common = result_type(&a, &b).unwrap();
         let out_shape = match ratten_aten::tensor_iterator::infer_size(&sa, &sb) {
             Ok(s) => s.to_vec(),
             Err(_) => return Ok(()),

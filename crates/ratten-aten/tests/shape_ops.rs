@@ -255,7 +255,7 @@ fn check_cat(s: &[i64], dim: usize, parts: &[(i64, Layout, ScalarType)], negativ
     let (want, want_sizes) = cat_ref(&refs, dim);
     assert_eq!(got.sizes().to_vec(), want_sizes);
     let dt = tensors[1..].iter().fold(tensors[0].dtype(), |a, t| {
-        ratten_aten::native::type_properties::promote_types(a, t.dtype())
+        ratten_aten::native::type_properties::promote_types(a, t.dtype()).unwrap()
     });
     assert_eq!(got.dtype(), dt);
     assert_eq!(f64v(&got), want);

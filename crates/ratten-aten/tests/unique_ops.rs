@@ -1036,7 +1036,7 @@ proptest! {
         let v = if transpose && vshape.len() == 2 && one_row { v.t().unwrap() } else { v };
         let vs = v.sizes();
         // The comparison happens in the promoted dtype.
-        let common = ratten_aten::native::type_properties::result_type(bd.base(), v.base());
+        let common = ratten_aten::native::type_properties::result_type(bd.base(), v.base()).unwrap();
         let bdc = f64v(&bd.to_dtype(common).unwrap());
         let vc = f64v(&v.to_dtype(common).unwrap());
         let row_len = *bd_shape.last().unwrap() as usize;

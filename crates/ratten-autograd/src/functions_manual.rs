@@ -999,7 +999,7 @@ pub fn pow_backward_exponent(
     result: &Tensor,
 ) -> Result<Tensor> {
     let cond = F::logical_and(&F::eq_scalar(self_, 0)?, &non_negative_real(exponent)?)?;
-    let promoted = ratten_aten::native::type_properties::result_type(self_, exponent);
+    let promoted = ratten_aten::native::type_properties::result_type(self_, exponent)?;
     let self_p = self_.to_dtype(promoted)?;
     let d = conj(&F::mul(result, &F::log(&self_p)?)?)?;
     let out = F::mul(

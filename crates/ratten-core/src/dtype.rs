@@ -1,4 +1,4 @@
-//! The 13 dtypes (c10::ScalarType) and the map between a dtype and its Rust element type.
+//! The 16 dtypes (c10::ScalarType) and the map between a dtype and its Rust element type.
 //!
 //! Names follow PyTorch: `ScalarType::Float` prints as `Float` (the c10 name used in error
 //! texts such as "result type Float can't be cast ..."), and `python_name()` gives `float32`.
@@ -8,8 +8,12 @@ use std::fmt;
 use half::{bf16, f16};
 use num_complex::Complex;
 
-/// c10::ScalarType, restricted to the 13 dtypes ratten supports. The discriminants are
+/// c10::ScalarType, restricted to the 16 dtypes ratten supports. The discriminants are
 /// PyTorch's, so an enum value means the same thing on both sides.
+///
+/// UInt16, UInt32 and UInt64 are c10's "barebones" unsigned types: they have no promotion
+/// with other integral types and only the kernels torch's CPU build dispatches them to
+/// (`AT_BAREBONES_UNSIGNED_TYPES`: copy, fill, comparisons for equality, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum ScalarType {
@@ -26,11 +30,14 @@ pub enum ScalarType {
     ComplexDouble = 10,
     Bool = 11,
     BFloat16 = 15,
+    UInt16 = 27,
+    UInt32 = 28,
+    UInt64 = 29,
 }
 
 impl ScalarType {
     /// Every dtype, in PyTorch's enum order.
-    pub const ALL: [ScalarType; 13] = [
+    pub const ALL: [ScalarType; 16] = [
         ScalarType::Byte,
         ScalarType::Char,
         ScalarType::Short,
@@ -44,15 +51,25 @@ impl ScalarType {
         ScalarType::ComplexDouble,
         ScalarType::Bool,
         ScalarType::BFloat16,
+        ScalarType::UInt16,
+        ScalarType::UInt32,
+        ScalarType::UInt64,
     ];
+
+    /// The barebones unsigned types (`AT_BAREBONES_UNSIGNED_TYPES`).
+    pub const BAREBONES_UNSIGNED: [ScalarType; 3] =
+        [ScalarType::UInt16, ScalarType::UInt32, ScalarType::UInt64];
 
     /// Size of one element in bytes (`c10::elementSize`).
     pub const fn element_size(self) -> usize {
         match self {
             ScalarType::Bool | ScalarType::Byte | ScalarType::Char => 1,
-            ScalarType::Short | ScalarType::Half | ScalarType::BFloat16 => 2,
-            ScalarType::Int | ScalarType::Float | ScalarType::ComplexHalf => 4,
-            ScalarType::Long | ScalarType::Double | ScalarType::ComplexFloat => 8,
+            ScalarType::Short | ScalarType::Half | ScalarType::BFloat16 | ScalarType::UInt16 => 2,
+            ScalarType::Int | ScalarType::Float | ScalarType::ComplexHalf | ScalarType::UInt32 => 4,
+            ScalarType::Long
+            | ScalarType::Double
+            | ScalarType::ComplexFloat
+            | ScalarType::UInt64 => 8,
             ScalarType::ComplexDouble => 16,
         }
     }
@@ -80,15 +97,33 @@ impl ScalarType {
             | ScalarType::Char
             | ScalarType::Short
             | ScalarType::Int
-            | ScalarType::Long => true,
+            | ScalarType::Long
+            | ScalarType::UInt16
+            | ScalarType::UInt32
+            | ScalarType::UInt64 => true,
             ScalarType::Bool => include_bool,
             _ => false,
         }
     }
 
-    /// `c10::isSignedType` (`torch.dtype.is_signed`): false for Bool and Byte.
+    /// `c10::isSignedType` (`torch.dtype.is_signed`): false for Bool and the unsigned types.
     pub const fn is_signed(self) -> bool {
-        !matches!(self, ScalarType::Bool | ScalarType::Byte)
+        !matches!(
+            self,
+            ScalarType::Bool
+                | ScalarType::Byte
+                | ScalarType::UInt16
+                | ScalarType::UInt32
+                | ScalarType::UInt64
+        )
+    }
+
+    /// `c10::isBarebonesUnsignedType`: UInt16, UInt32, UInt64.
+    pub const fn is_barebones_unsigned(self) -> bool {
+        matches!(
+            self,
+            ScalarType::UInt16 | ScalarType::UInt32 | ScalarType::UInt64
+        )
     }
 
     /// `c10::isReducedFloatingType`: Half and BFloat16.
@@ -137,6 +172,9 @@ impl ScalarType {
             ScalarType::ComplexDouble => "ComplexDouble",
             ScalarType::Bool => "Bool",
             ScalarType::BFloat16 => "BFloat16",
+            ScalarType::UInt16 => "UInt16",
+            ScalarType::UInt32 => "UInt32",
+            ScalarType::UInt64 => "UInt64",
         }
     }
 
@@ -156,6 +194,9 @@ impl ScalarType {
             ScalarType::ComplexDouble => "complex128",
             ScalarType::Bool => "bool",
             ScalarType::BFloat16 => "bfloat16",
+            ScalarType::UInt16 => "uint16",
+            ScalarType::UInt32 => "uint32",
+            ScalarType::UInt64 => "uint64",
         }
     }
 
@@ -177,6 +218,9 @@ impl ScalarType {
             "complex128" | "cdouble" | "ComplexDouble" => ScalarType::ComplexDouble,
             "bool" | "Bool" => ScalarType::Bool,
             "bfloat16" | "BFloat16" => ScalarType::BFloat16,
+            "uint16" | "UInt16" => ScalarType::UInt16,
+            "uint32" | "UInt32" => ScalarType::UInt32,
+            "uint64" | "UInt64" => ScalarType::UInt64,
             _ => return None,
         };
         Some(t)
@@ -222,6 +266,7 @@ impl_element!(
     f16 => Half, f32 => Float, f64 => Double,
     c32 => ComplexHalf, c64 => ComplexFloat, c128 => ComplexDouble,
     bool => Bool, bf16 => BFloat16,
+    u16 => UInt16, u32 => UInt32, u64 => UInt64,
 );
 
 /// An element type for which every bit pattern is a valid value (all but `bool`). Only these
@@ -237,11 +282,12 @@ macro_rules! impl_pod {
         unsafe impl PodElement for $t {}
     )* };
 }
-impl_pod!(u8, i8, i16, i32, i64, f16, f32, f64, c32, c64, c128, bf16);
+impl_pod!(u8, i8, i16, i32, i64, f16, f32, f64, c32, c64, c128, bf16, u16, u32, u64);
 
-/// Runs `$body` with the type alias `$T` bound to the element type of `$dtype`, for all 13
-/// dtypes (the analogue of `AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(Bool, Half, BFloat16, ...)`
-/// with ComplexHalf added).
+/// Runs `$body` with the type alias `$T` bound to the element type of `$dtype`, for all 16
+/// dtypes (the analogue of `AT_DISPATCH_V2(..., AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX),
+/// kComplexHalf, kHalf, kBool, kBFloat16, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES))`, the set
+/// of copy and fill).
 ///
 /// ```
 /// use ratten_core::{dispatch_all_types, ScalarType};
@@ -304,6 +350,18 @@ macro_rules! dispatch_all_types {
                 type $T = $crate::half::bf16;
                 $body
             }
+            $crate::ScalarType::UInt16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::ScalarType::UInt32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::ScalarType::UInt64 => {
+                type $T = u64;
+                $body
+            }
         }
     }};
 }
@@ -334,6 +392,22 @@ mod tests {
         assert!(!Half.is_integral(true));
         assert!(!Byte.is_signed() && !Bool.is_signed() && Char.is_signed());
         assert!(Half.is_signed() && ComplexFloat.is_signed());
+        for u in ScalarType::BAREBONES_UNSIGNED {
+            assert!(!u.is_signed() && u.is_integral(false) && u.is_barebones_unsigned());
+            assert!(!u.is_floating_point() && !u.is_complex());
+            assert_eq!(u.to_real(), u);
+            assert_eq!(u.to_complex(), None);
+        }
+        assert!(!Byte.is_barebones_unsigned() && !Long.is_barebones_unsigned());
+        assert_eq!(
+            (
+                UInt16.element_size(),
+                UInt32.element_size(),
+                UInt64.element_size()
+            ),
+            (2, 4, 8)
+        );
+        assert_eq!((UInt16 as u8, UInt32 as u8, UInt64 as u8), (27, 28, 29));
         assert_eq!(ComplexFloat.to_real(), Float);
         assert_eq!(Half.to_complex(), Some(ComplexHalf));
         assert_eq!(Long.to_complex(), None);
@@ -355,5 +429,10 @@ mod tests {
         );
         assert_eq!(ScalarType::from_name("float128"), None);
         assert_eq!(ScalarType::Float.to_string(), "Float");
+        assert_eq!(ScalarType::UInt32.to_string(), "UInt32");
+        assert_eq!(
+            ScalarType::from_name("torch.uint64"),
+            Some(ScalarType::UInt64)
+        );
     }
 }

@@ -16,6 +16,9 @@ pub enum ErrorKind {
     Index,
     /// `c10::NotImplementedError` -> NotImplementedError (TORCH_CHECK_NOT_IMPLEMENTED).
     NotImplemented,
+    /// Python's OverflowError, which torch's bindings let through from the interpreter's
+    /// own integer conversions (`PyLong_AsUnsignedLongLong`).
+    Overflow,
 }
 
 impl ErrorKind {
@@ -27,6 +30,7 @@ impl ErrorKind {
             ErrorKind::Value => "ValueError",
             ErrorKind::Index => "IndexError",
             ErrorKind::NotImplemented => "NotImplementedError",
+            ErrorKind::Overflow => "OverflowError",
         }
     }
 }
@@ -59,6 +63,9 @@ impl Error {
     }
     pub fn not_implemented(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotImplemented, message)
+    }
+    pub fn overflow(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Overflow, message)
     }
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -1,5 +1,5 @@
-//! Scalar (c10::Scalar): a number that is a bool, an int64, a double or a complex double,
-//! with c10's checked conversions (`checked_convert` and its overflow rules from
+//! Scalar (c10::Scalar): a number that is a bool, an int64, a uint64 above int64's range, a
+//! double or a complex double, with c10's checked conversions (`checked_convert` and its overflow rules from
 //! c10/util/TypeCast.h and c10/util/overflows.h) and c10's printing.
 
 use std::fmt;
@@ -10,11 +10,14 @@ use num_complex::Complex;
 use crate::dtype::{c128, c32, c64, ScalarType};
 use crate::error::{Error, Result};
 
-/// c10::Scalar, for the four kinds ratten has.
+/// c10::Scalar, for the kinds ratten has.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
     Bool(bool),
     Int(i64),
+    /// c10's `HAS_u`: a uint64 greater than `i64::MAX` (smaller ones are `Int`, as c10's
+    /// `Scalar(uint64_t)` makes them; [`Scalar::from_u64`] keeps that rule).
+    UInt64(u64),
     Double(f64),
     ComplexDouble(c128),
 }
@@ -35,11 +38,20 @@ fn overflow(cpp_name: &str) -> Error {
 }
 
 impl Scalar {
-    /// `Scalar::type()`: Bool, Long, Double or ComplexDouble.
+    /// `Scalar(uint64_t)`: an `Int` when the value fits int64, else a `UInt64`.
+    pub fn from_u64(v: u64) -> Scalar {
+        match i64::try_from(v) {
+            Ok(i) => Scalar::Int(i),
+            Err(_) => Scalar::UInt64(v),
+        }
+    }
+
+    /// `Scalar::type()`: Bool, Long, UInt64, Double or ComplexDouble.
     pub fn scalar_type(&self) -> ScalarType {
         match self {
             Scalar::Bool(_) => ScalarType::Bool,
             Scalar::Int(_) => ScalarType::Long,
+            Scalar::UInt64(_) => ScalarType::UInt64,
             Scalar::Double(_) => ScalarType::Double,
             Scalar::ComplexDouble(_) => ScalarType::ComplexDouble,
         }
@@ -50,7 +62,7 @@ impl Scalar {
     /// `isIntegral(include_bool)`.
     pub fn is_integral(&self, include_bool: bool) -> bool {
         match self {
-            Scalar::Int(_) => true,
+            Scalar::Int(_) | Scalar::UInt64(_) => true,
             Scalar::Bool(_) => include_bool,
             _ => false,
         }
@@ -93,6 +105,8 @@ impl Scalar {
                 "torch boolean negative, the `-` operator, is not supported.",
             )),
             Scalar::Int(i) => Ok(Scalar::Int(i.wrapping_neg())),
+            // c10 negates the int64 that holds the same bits.
+            Scalar::UInt64(u) => Ok(Scalar::Int((u as i64).wrapping_neg())),
             Scalar::Double(d) => Ok(Scalar::Double(-d)),
             Scalar::ComplexDouble(z) => Ok(Scalar::ComplexDouble(-z)),
         }
@@ -112,6 +126,7 @@ impl Scalar {
             Scalar::ComplexDouble(z) => z.re == num && z.im == 0.0,
             Scalar::Double(d) => d == num,
             Scalar::Int(i) => i as f64 == num,
+            Scalar::UInt64(u) => u as f64 == num,
             Scalar::Bool(_) => false,
         }
     }
@@ -132,7 +147,9 @@ scalar_from!(
     i16 => |v| Scalar::Int(v as i64),
     i32 => |v| Scalar::Int(v as i64),
     i64 => |v| Scalar::Int(v),
+    u16 => |v| Scalar::Int(v as i64),
     u32 => |v| Scalar::Int(v as i64),
+    u64 => |v| Scalar::from_u64(v),
     f16 => |v| Scalar::Double(v.to_f64()),
     bf16 => |v| Scalar::Double(v.to_f64()),
     f32 => |v| Scalar::Double(v as f64),
@@ -146,7 +163,7 @@ scalar_from!(
 #[derive(Clone, Copy)]
 enum Limits {
     /// Integers: [min, max] and whether the type is unsigned.
-    Int { min: i64, max: i64, unsigned: bool },
+    Int { min: i64, max: u64, unsigned: bool },
     /// Floating types: the largest finite value (lowest is its negative); they have
     /// infinity and NaN.
     Float { max: f64 },
@@ -157,10 +174,17 @@ impl Limits {
     fn overflows_i64(self, v: i64) -> bool {
         match self {
             Limits::Int { max, unsigned, .. } if unsigned => {
-                v > max || (v < 0 && v.unsigned_abs() > max as u64)
+                (v >= 0 && v as u64 > max) || (v < 0 && v.unsigned_abs() > max)
             }
-            Limits::Int { min, max, .. } => v < min || v > max,
+            Limits::Int { min, max, .. } => v < min || (v >= 0 && v as u64 > max),
             Limits::Float { max } => (v as f64) < -max || (v as f64) > max,
+        }
+    }
+    /// `overflows<To, uint64_t>(v)`: only the maximum can be passed.
+    fn overflows_u64(self, v: u64) -> bool {
+        match self {
+            Limits::Int { max, .. } => v > max,
+            Limits::Float { max } => (v as f64) > max,
         }
     }
     /// `overflows<To, double>(v)`.
@@ -189,6 +213,7 @@ fn bool_convert(s: &Scalar) -> bool {
     match *s {
         Scalar::Bool(b) => b,
         Scalar::Int(i) => i != 0,
+        Scalar::UInt64(u) => u != 0,
         Scalar::Double(d) => d != 0.0,
         // c10 casts a complex to bool as `z != 0`: a purely imaginary value is true.
         Scalar::ComplexDouble(z) => z.re != 0.0 || z.im != 0.0,
@@ -208,6 +233,7 @@ impl ScalarConvert for bool {
 /// Converts a real value after the checks, the way c10's `static_cast` does.
 trait RealCast: Sized {
     fn from_i64(v: i64) -> Self;
+    fn from_u64(v: u64) -> Self;
     fn from_f64(v: f64) -> Self;
     fn to_f64_lossy(self) -> f64;
 }
@@ -216,6 +242,7 @@ macro_rules! real_cast_int {
     ($($t:ty),*) => {$(
         impl RealCast for $t {
             fn from_i64(v: i64) -> $t { v as $t }
+            fn from_u64(v: u64) -> $t { v as $t }
             fn from_f64(v: f64) -> $t {
                 // c10 goes through int64 for unsigned targets; values are in range here.
                 (v as i64) as $t
@@ -224,10 +251,29 @@ macro_rules! real_cast_int {
         }
     )*};
 }
-real_cast_int!(u8, i8, i16, i32, i64);
+real_cast_int!(u8, i8, i16, i32, i64, u16, u32);
+
+impl RealCast for u64 {
+    fn from_i64(v: i64) -> u64 {
+        v as u64
+    }
+    fn from_u64(v: u64) -> u64 {
+        v
+    }
+    fn from_f64(v: f64) -> u64 {
+        // In range here, [0, 2^64): through int64 would saturate above 2^63.
+        v as u64
+    }
+    fn to_f64_lossy(self) -> f64 {
+        self as f64
+    }
+}
 
 impl RealCast for f32 {
     fn from_i64(v: i64) -> f32 {
+        v as f32
+    }
+    fn from_u64(v: u64) -> f32 {
         v as f32
     }
     fn from_f64(v: f64) -> f32 {
@@ -241,6 +287,9 @@ impl RealCast for f64 {
     fn from_i64(v: i64) -> f64 {
         v as f64
     }
+    fn from_u64(v: u64) -> f64 {
+        v as f64
+    }
     fn from_f64(v: f64) -> f64 {
         v
     }
@@ -252,6 +301,9 @@ impl RealCast for f16 {
     fn from_i64(v: i64) -> f16 {
         f16::from_f32(v as f32)
     }
+    fn from_u64(v: u64) -> f16 {
+        f16::from_f32(v as f32)
+    }
     fn from_f64(v: f64) -> f16 {
         f16::from_f64(v)
     }
@@ -261,6 +313,9 @@ impl RealCast for f16 {
 }
 impl RealCast for bf16 {
     fn from_i64(v: i64) -> bf16 {
+        bf16::from_f32(v as f32)
+    }
+    fn from_u64(v: u64) -> bf16 {
         bf16::from_f32(v as f32)
     }
     fn from_f64(v: f64) -> bf16 {
@@ -280,6 +335,12 @@ fn checked_real<R: RealCast>(s: &Scalar, lim: Limits, name: &str) -> Result<R> {
                 return Err(overflow(name));
             }
             Ok(R::from_i64(i))
+        }
+        Scalar::UInt64(u) => {
+            if lim.overflows_u64(u) {
+                return Err(overflow(name));
+            }
+            Ok(R::from_u64(u))
         }
         Scalar::Double(d) => {
             if lim.overflows_f64(d) {
@@ -307,6 +368,12 @@ fn checked_complex<R: RealCast>(s: &Scalar, lim: Limits, name: &str) -> Result<C
             }
             Ok(Complex::new(R::from_i64(i), R::from_i64(0)))
         }
+        Scalar::UInt64(u) => {
+            if lim.overflows_u64(u) {
+                return Err(overflow(name));
+            }
+            Ok(Complex::new(R::from_u64(u), R::from_i64(0)))
+        }
         Scalar::Double(d) => {
             if lim.overflows_f64(d) {
                 return Err(overflow(name));
@@ -327,19 +394,37 @@ macro_rules! scalar_convert_int {
         impl ScalarConvert for $t {
             const CPP_NAME: &'static str = $name;
             fn from_scalar(s: &Scalar) -> Result<$t> {
-                let lim = Limits::Int { min: <$t>::MIN as i64, max: <$t>::MAX as i64, unsigned: $unsigned };
+                let lim = Limits::Int { min: <$t>::MIN as i64, max: <$t>::MAX as u64, unsigned: $unsigned };
+                checked_real(s, lim, $name)
+            }
+            fn to_scalar(self) -> Scalar { Scalar::from_u64(self as u64) }
+        }
+    )*};
+}
+scalar_convert_int!(
+    u8 => "uint8_t", true;
+    u16 => "uint16_t", true;
+    u32 => "uint32_t", true;
+    u64 => "uint64_t", true;
+);
+
+macro_rules! scalar_convert_signed {
+    ($($t:ty => $name:literal);* $(;)?) => {$(
+        impl ScalarConvert for $t {
+            const CPP_NAME: &'static str = $name;
+            fn from_scalar(s: &Scalar) -> Result<$t> {
+                let lim = Limits::Int { min: <$t>::MIN as i64, max: <$t>::MAX as u64, unsigned: false };
                 checked_real(s, lim, $name)
             }
             fn to_scalar(self) -> Scalar { Scalar::Int(self as i64) }
         }
     )*};
 }
-scalar_convert_int!(
-    u8 => "uint8_t", true;
-    i8 => "int8_t", false;
-    i16 => "int16_t", false;
-    i32 => "int", false;
-    i64 => "int64_t", false;
+scalar_convert_signed!(
+    i8 => "int8_t";
+    i16 => "int16_t";
+    i32 => "int";
+    i64 => "int64_t";
 );
 
 macro_rules! scalar_convert_float {
@@ -427,6 +512,7 @@ impl fmt::Display for Scalar {
             Scalar::ComplexDouble(z) => write!(f, "({},{})", format_g(z.re), format_g(z.im)),
             Scalar::Bool(b) => f.write_str(if b { "true" } else { "false" }),
             Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::UInt64(u) => write!(f, "{u}"),
         }
     }
 }
@@ -508,6 +594,58 @@ mod tests {
         );
         assert_eq!(Scalar::from(Complex::new(2.0, 0.0)).to::<i64>().unwrap(), 2);
         assert_eq!(Scalar::from(0.5).to::<f16>().unwrap(), f16::from_f32(0.5));
+    }
+
+    #[test]
+    fn unsigned_conversions_follow_c10() {
+        // Negatives wrap into uint16 / uint32 down to -max; any int64 wraps into uint64.
+        assert_eq!(Scalar::from(-1i64).to::<u16>().unwrap(), u16::MAX);
+        assert_eq!(Scalar::from(-1i64).to::<u32>().unwrap(), u32::MAX);
+        assert_eq!(Scalar::from(-1i64).to::<u64>().unwrap(), u64::MAX);
+        assert_eq!(
+            Scalar::from(-(1i64 << 40)).to::<u64>().unwrap(),
+            18446742974197923840
+        );
+        assert_eq!(
+            err::<u32>(1i64 << 40),
+            "value cannot be converted to type uint32_t without overflow"
+        );
+        assert_eq!(
+            err::<u16>(-65536i64),
+            "value cannot be converted to type uint16_t without overflow"
+        );
+        assert_eq!(
+            err::<u64>(-1.5),
+            "value cannot be converted to type uint64_t without overflow"
+        );
+        assert_eq!(
+            err::<u32>(f64::NAN),
+            "value cannot be converted to type uint32_t without overflow"
+        );
+        // uint64 values above int64's range are c10's HAS_u scalars.
+        let big = Scalar::from(u64::MAX);
+        assert_eq!(big, Scalar::UInt64(u64::MAX));
+        assert_eq!(Scalar::from(5u64), Scalar::Int(5));
+        assert_eq!(big.scalar_type(), ScalarType::UInt64);
+        assert!(big.is_integral(false) && big.to_bool());
+        assert_eq!(big.to::<u64>().unwrap(), u64::MAX);
+        assert_eq!(
+            err::<u32>(big),
+            "value cannot be converted to type uint32_t without overflow"
+        );
+        assert_eq!(
+            err::<i64>(big),
+            "value cannot be converted to type int64_t without overflow"
+        );
+        assert_eq!(big.to::<f64>().unwrap(), 18446744073709551615.0);
+        assert_eq!(
+            Scalar::from(1e19).to::<u64>().unwrap(),
+            10_000_000_000_000_000_000
+        );
+        assert_eq!(u64::MAX.to_scalar(), big);
+        assert_eq!(7u32.to_scalar(), Scalar::Int(7));
+        assert_eq!(big.to_string(), "18446744073709551615");
+        assert_eq!(big.neg().unwrap(), Scalar::Int(1));
     }
 
     #[test]

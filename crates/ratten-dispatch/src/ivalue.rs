@@ -412,6 +412,10 @@ impl KernelValue for Scalar {
         match self {
             Scalar::Bool(b) => IValue::Bool(b),
             Scalar::Int(i) => IValue::Int(i),
+            // IValue has no unsigned tag (c10's boxing refuses a uint64 above int64's range with
+            // its overflow error, which this infallible conversion cannot return): the value
+            // travels as the int64 of the same bits, which a uint64 kernel reads back unchanged.
+            Scalar::UInt64(u) => IValue::Int(u as i64),
             Scalar::Double(d) => IValue::Double(d),
             Scalar::ComplexDouble(c) => IValue::ComplexDouble(Complex64::new(c.re, c.im)),
         }

@@ -29,6 +29,8 @@ pub enum Leaf {
     /// A Python int outside int64 (its value as a float): fine for a floating or complex
     /// dtype, torch's "Overflow when unpacking long long" for an integral one.
     BigInt(f64),
+    /// A Python int in [2**63, 2**64): a big int, except for a uint64 dtype, which holds it.
+    BigUnsigned(u64),
 }
 
 /// Nested data as [`flatten`] walks it (`ratten.tensor`'s Python objects, or a test's tree).
@@ -69,6 +71,8 @@ pub struct Walked {
     /// (position in `flat.values`, the int's value as a float); the value there is a
     /// placeholder `Int(0)`, so dtype inference sees an int, as torch's does.
     pub big_ints: Vec<(usize, f64)>,
+    /// (position in `flat.values`, value) of the big ints that fit uint64.
+    pub big_unsigned: Vec<(usize, u64)>,
     /// For data with no elements: one leaf of each kind found in it, for dtype inference.
     pub inferred: Vec<Scalar>,
 }
@@ -86,12 +90,38 @@ impl Walked {
     /// The values for `dtype`: big ints become floats for a floating or complex dtype; for
     /// an integral one they are torch's ValueError.
     pub fn values_for(mut self, dtype: ScalarType) -> Result<Vec<Scalar>> {
+        if dtype == ScalarType::UInt64 {
+            return self.uint64_values();
+        }
         if !self.big_ints.is_empty() {
             if !(dtype.is_floating_point() || dtype.is_complex()) {
                 return Err(Error::value("Overflow when unpacking long long"));
             }
             for &(i, v) in &self.big_ints {
                 self.flat.values[i] = Scalar::Double(v);
+            }
+        }
+        Ok(self.flat.values)
+    }
+
+    /// The values for uint64: torch reads each leaf as `PyLong_AsUnsignedLongLong` does, so
+    /// only ints (bools included) in [0, 2**64) are taken, with Python's errors for the rest.
+    fn uint64_values(mut self) -> Result<Vec<Scalar>> {
+        for &(i, u) in &self.big_unsigned {
+            self.flat.values[i] = Scalar::UInt64(u);
+        }
+        if !self.big_ints.is_empty() && self.big_ints.len() > self.big_unsigned.len() {
+            return Err(Error::overflow("int too big to convert"));
+        }
+        for v in &self.flat.values {
+            match v {
+                Scalar::Int(i) if *i < 0 => {
+                    return Err(Error::overflow("can't convert negative int to unsigned"))
+                }
+                Scalar::Double(_) | Scalar::ComplexDouble(_) => {
+                    return Err(Error::type_error("an integer is required"))
+                }
+                _ => {}
             }
         }
         Ok(self.flat.values)
@@ -179,7 +209,7 @@ fn infer_leaves<D: NestedData>(
     if let Some(leaf) = leaf {
         let kind = match leaf {
             Leaf::Scalar(s) => s,
-            Leaf::BigInt(_) => Scalar::Int(0),
+            Leaf::BigInt(_) | Leaf::BigUnsigned(_) => Scalar::Int(0),
         };
         // One value of each kind is all inference needs.
         if !kinds
@@ -224,6 +254,11 @@ fn store<D: NestedData>(
                 out.big_ints.push((out.flat.values.len(), v));
                 out.flat.values.push(Scalar::Int(0));
             }
+            Leaf::BigUnsigned(u) => {
+                out.big_ints.push((out.flat.values.len(), u as f64));
+                out.big_unsigned.push((out.flat.values.len(), u));
+                out.flat.values.push(Scalar::Int(0));
+            }
         }
         return Ok(());
     }
@@ -256,7 +291,7 @@ pub fn infer_dtype(values: &[Scalar]) -> ScalarType {
         match v {
             Scalar::ComplexDouble(_) => return get_default_complex_dtype(),
             Scalar::Double(_) => seen_float = true,
-            Scalar::Int(_) => seen_int = true,
+            Scalar::Int(_) | Scalar::UInt64(_) => seen_int = true,
             Scalar::Bool(_) => {}
         }
         all_bool &= matches!(v, Scalar::Bool(_));
@@ -274,6 +309,24 @@ pub fn infer_dtype(values: &[Scalar]) -> ScalarType {
 /// Builds a tensor of `dtype` from row-major values, converting each with c10's checked
 /// conversion (an overflow is the ValueError torch raises).
 pub fn tensor_from_scalars(values: &[Scalar], sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    // torch's `store_scalar` names uint16 and uint32 by their Python names in its overflow
+    // error ("value cannot be converted to type uint32 without overflow").
+    macro_rules! build_unsigned {
+        ($t:ty) => {{
+            let v: Vec<$t> = values
+                .iter()
+                .map(|s| {
+                    s.to::<$t>().map_err(|_| {
+                        Error::runtime(format!(
+                            "value cannot be converted to type {} without overflow",
+                            dtype.python_name()
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?;
+            Tensor::from_vec(v, sizes)
+        }};
+    }
     macro_rules! build {
         ($t:ty) => {{
             let v: Vec<$t> = values.iter().map(|s| s.to::<$t>()).collect::<Result<_>>()?;
@@ -297,6 +350,9 @@ pub fn tensor_from_scalars(values: &[Scalar], sizes: &[i64], dtype: ScalarType) 
         ScalarType::ComplexHalf => build!(c32),
         ScalarType::ComplexFloat => build!(c64),
         ScalarType::ComplexDouble => build!(c128),
+        ScalarType::UInt16 => build_unsigned!(u16),
+        ScalarType::UInt32 => build_unsigned!(u32),
+        ScalarType::UInt64 => build_unsigned!(u64),
     }
 }
 
@@ -324,6 +380,9 @@ pub fn tensor_to_scalars(t: &Tensor) -> Result<Vec<Scalar>> {
             Scalar::ComplexDouble(Complex::new(x.re.into(), x.im.into()))
         }),
         ScalarType::ComplexDouble => widen(t.to_vec::<c128>()?, Scalar::ComplexDouble),
+        ScalarType::UInt16 => widen(t.to_vec::<u16>()?, |x| Scalar::Int(x.into())),
+        ScalarType::UInt32 => widen(t.to_vec::<u32>()?, |x| Scalar::Int(x.into())),
+        ScalarType::UInt64 => widen(t.to_vec::<u64>()?, Scalar::from_u64),
     })
 }
 
@@ -337,6 +396,9 @@ pub fn numpy_typestr(dtype: ScalarType) -> Result<&'static str> {
         ScalarType::Short => "<i2",
         ScalarType::Int => "<i4",
         ScalarType::Long => "<i8",
+        ScalarType::UInt16 => "<u2",
+        ScalarType::UInt32 => "<u4",
+        ScalarType::UInt64 => "<u8",
         ScalarType::Half => "<f2",
         ScalarType::Float => "<f4",
         ScalarType::Double => "<f8",
@@ -368,6 +430,9 @@ pub fn dtype_from_typestr(typestr: &str, numpy_name: &str) -> Result<ScalarType>
         "i2" => ScalarType::Short,
         "i4" => ScalarType::Int,
         "i8" => ScalarType::Long,
+        "u2" => ScalarType::UInt16,
+        "u4" => ScalarType::UInt32,
+        "u8" => ScalarType::UInt64,
         "f2" => ScalarType::Half,
         "f4" => ScalarType::Float,
         "f8" => ScalarType::Double,
@@ -377,7 +442,7 @@ pub fn dtype_from_typestr(typestr: &str, numpy_name: &str) -> Result<ScalarType>
             return Err(Error::type_error(format!(
                 "can't convert np.ndarray of type {numpy_name}. The only supported types are: \
                  float64, float32, float16, complex64, complex128, int64, int32, int16, int8, \
-                 uint8, and bool."
+                 uint64, uint32, uint16, uint8, and bool."
             )))
         }
     })

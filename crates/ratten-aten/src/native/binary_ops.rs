@@ -527,7 +527,7 @@ pub fn pow_tensor_scalar_out(
 pub fn pow_scalar_meta(m: &dyn MetaBase, self_: &Scalar, exponent: &Tensor) -> Result<()> {
     let dtype = match m.maybe_get_output(0) {
         Some(out) => out.dtype(),
-        None => crate::native::type_properties::result_type_scalar(exponent, self_),
+        None => crate::native::type_properties::result_type_scalar(exponent, self_)?,
     };
     let options = ratten_core::TensorOptions::new()
         .dtype(dtype)

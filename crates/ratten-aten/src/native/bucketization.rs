@@ -191,9 +191,9 @@ fn trim_inputs(
     }
     if input.dtype() != boundaries.dtype() {
         let mut state = ResultTypeState::default();
-        update_result_type_state(boundaries.base(), &mut state);
-        update_result_type_state(input.base(), &mut state);
-        let common = result_type_of_state(&state).unwrap_or(boundaries.dtype());
+        update_result_type_state(boundaries.base(), &mut state)?;
+        update_result_type_state(input.base(), &mut state)?;
+        let common = result_type_of_state(&state)?.unwrap_or(boundaries.dtype());
         if common != input.dtype() {
             input_t = input_t.to_dtype(common)?;
         }

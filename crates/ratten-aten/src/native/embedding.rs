@@ -280,7 +280,7 @@ fn check_index_types(indices: &Tensor, offsets: &Tensor) -> Result<()> {
 
 /// torch's `promoteIndicesAndOffsets`: both as their promoted type.
 fn promote_indices_and_offsets(indices: &Tensor, offsets: &Tensor) -> Result<(Tensor, Tensor)> {
-    let common = ratten_core::promote_types(offsets.dtype(), indices.dtype());
+    let common = ratten_core::promote_types(offsets.dtype(), indices.dtype())?;
     let cast = |t: &Tensor| {
         if t.dtype() == common {
             Ok(t.clone())

@@ -265,7 +265,8 @@ pub fn ones_like(
 fn full_dtype(value: &Scalar) -> ScalarType {
     match value {
         Scalar::Bool(_) => ScalarType::Bool,
-        Scalar::Int(_) => ScalarType::Long,
+        // c10's `isIntegral`: a uint64 above int64's range asks for int64 too (and overflows).
+        Scalar::Int(_) | Scalar::UInt64(_) => ScalarType::Long,
         Scalar::ComplexDouble(_) => get_default_complex_dtype(),
         Scalar::Double(_) => get_default_dtype(),
     }
@@ -761,6 +762,13 @@ pub fn eye_out_cpu_m(n: i64, m: i64, out: &Tensor) -> Result<&Tensor> {
         return Ok(out);
     }
     out.zero_()?;
+    // torch's "eye" dispatch list has no barebones unsigned types (zero_ ran before it).
+    if out.dtype().is_barebones_unsigned() {
+        return Err(Error::not_implemented(format!(
+            "\"eye\" not implemented for '{}'",
+            out.dtype()
+        )));
+    }
     out.diagonal()?.fill_(1i64)?;
     Ok(out)
 }
@@ -919,6 +927,7 @@ fn unchecked_reduced_value(dtype: ScalarType, value: Scalar) -> Scalar {
     let re = match value {
         Scalar::Bool(b) => b as u8 as f64,
         Scalar::Int(i) => i as f64,
+        Scalar::UInt64(u) => u as f64,
         Scalar::Double(d) => d,
         Scalar::ComplexDouble(z) => z.re,
     };

@@ -17,6 +17,7 @@ use ratten_core::{Error, Result, Scalar, ScalarType, TensorAccess};
 
 use crate::generated::operators as ops;
 use crate::native::cpu::index_kernels::{index_kernel, index_select_kernel, IndexMode};
+use crate::native::cpu::refuse_unsigned;
 use crate::native::cpu::scatter_gather_kernels::{
     copy_elem, scalar_bytes, scatter_fill_kernel, scatter_kernel, scatter_oob,
     scatter_reduce_kernel, with_elem_bytes, ScatterReduce,
@@ -101,6 +102,7 @@ fn nonzero_columns(self_: &Tensor) -> Result<(Vec<i64>, i64)> {
 /// order (NaN counts as non-zero), with PyTorch's column-major strides. Refused on meta (the
 /// size depends on the data).
 pub fn nonzero_cpu(self_: &Tensor) -> Result<Tensor> {
+    refuse_unsigned("nonzero_count_cpu", self_.dtype())?;
     let (cols, n) = nonzero_columns(self_)?;
     let ndim = self_.dim() as i64;
     Tensor::from_vec(cols, &[ndim, n])?.t()
@@ -108,6 +110,7 @@ pub fn nonzero_cpu(self_: &Tensor) -> Result<Tensor> {
 
 /// `nonzero_out_cpu`.
 pub fn nonzero_out_cpu<'a>(self_: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    refuse_unsigned("nonzero_count_cpu", self_.dtype())?;
     if out.dtype() != ScalarType::Long {
         return Err(Error::runtime(format!(
             "nonzero: Expected out tensor to have scalar type Long but got scalar type{}",
@@ -431,6 +434,7 @@ pub fn _index_put_impl_<'a>(
     accumulate: bool,
     _unsafe: bool,
 ) -> Result<&'a Tensor> {
+    refuse_unsigned("index_put", self_.dtype())?;
     if indices.len() > self_.dim() {
         return Err(Error::index(format!(
             "too many indices for tensor of dimension {} (got {})",
@@ -537,6 +541,7 @@ pub fn index_put(
 /// `take_out`: `out = self.flatten()[index]` in the index's shape; negative indices count
 /// from the end.
 pub fn take_out<'a>(self_: &Tensor, index: &Tensor, out: &'a Tensor) -> Result<&'a Tensor> {
+    refuse_unsigned("take_cpu", self_.dtype())?;
     if index.dtype() != ScalarType::Long {
         return Err(Error::runtime(format!(
             "take(): Expected a long tensor for index, but got {}",
@@ -1049,6 +1054,7 @@ pub fn index_add_cpu_out(
     alpha: &Scalar,
     out: &Tensor,
 ) -> Result<()> {
+    refuse_unsigned("index_add_", self_.dtype())?;
     let dim = *state;
     if !out.is_same(self_) {
         ops::copy_::call(out, self_, false)?;
@@ -1161,6 +1167,7 @@ pub fn index_copy_out(
     source: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
+    refuse_unsigned("index_copy_cpu", self_.dtype())?;
     let dim = *state;
     if !out.is_same(self_) {
         ops::copy_::call(out, self_, false)?;
@@ -1186,6 +1193,7 @@ pub fn index_fill_int_scalar_<'a>(
     index: &Tensor,
     value: &Scalar,
 ) -> Result<&'a Tensor> {
+    refuse_unsigned("index_fill_cpu", self_.dtype())?;
     if index.dtype() != ScalarType::Long {
         return Err(Error::index(
             "index_fill_(): Expected dtype int64 for index.",

@@ -743,7 +743,7 @@ pub fn cross_entropy_loss_symint(
 /// The dtype a pointwise loss computes in, refused with torch's text unless floating
 /// (`name` is the CPU kernel torch names).
 fn floating_result(name: &str, self_: &Tensor, target: &Tensor) -> Result<ScalarType> {
-    let dt = result_type(self_.base(), target.base());
+    let dt = result_type(self_.base(), target.base())?;
     if dt.is_floating_point() {
         Ok(dt)
     } else {

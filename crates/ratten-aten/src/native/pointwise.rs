@@ -44,7 +44,7 @@ pub fn where_self_out<'a>(
     other: &Tensor,
     out: &'a Tensor,
 ) -> Result<&'a Tensor> {
-    let dtype = result_type(self_, other);
+    let dtype = result_type(self_, other)?;
     if out.dtype() != dtype {
         return Err(Error::runtime(format!(
             "Expected out type to be {dtype} but got {}",
@@ -67,7 +67,7 @@ pub fn where_self_out<'a>(
 
 /// `where.self` (CPU and Meta).
 pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    let dtype = result_type(self_, other);
+    let dtype = result_type(self_, other)?;
     let device = if self_.dim() == 0 && !other.is_meta() {
         other.device()
     } else {
@@ -85,7 +85,7 @@ pub fn where_scalar_self(condition: &Tensor, self_: &Scalar, other: &Tensor) -> 
     // (`where(c, int8_tensor, 1000)` is an overflow error).
     self_.check_fits(crate::native::type_properties::result_type_scalar(
         other, self_,
-    ))?;
+    )?)?;
     let s = Tensor::wrapped_scalar_tensor(*self_, other.device())?;
     ops::where_self::call(condition, &s, other)
 }
@@ -94,7 +94,7 @@ pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: &Scalar) ->
     // As in `where_scalar_self`.
     other.check_fits(crate::native::type_properties::result_type_scalar(
         self_, other,
-    ))?;
+    )?)?;
     let o = Tensor::wrapped_scalar_tensor(*other, self_.device())?;
     ops::where_self::call(condition, self_, &o)
 }

@@ -286,6 +286,8 @@ pub fn amax_out(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<()> {
+    // torch's amax kernel is "max_values_cpu" (the all-reduce one "max_all").
+    crate::native::cpu::refuse_unsigned("max_values_cpu", self_.dtype())?;
     let iter = make_reduction(self_, &[out], *mask, keepdim, self_.dtype(), false)?;
     run(&AMAX_STUB, &iter)
 }
@@ -298,6 +300,7 @@ pub fn amin_out(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<()> {
+    crate::native::cpu::refuse_unsigned("min_values_cpu", self_.dtype())?;
     let iter = make_reduction(self_, &[out], *mask, keepdim, self_.dtype(), false)?;
     run(&AMIN_STUB, &iter)
 }
@@ -1268,7 +1271,7 @@ pub fn linalg_vector_norm_meta(
                 d.name()
             )));
         }
-        if promote_types(self_.dtype(), d) != d {
+        if promote_types(self_.dtype(), d)? != d {
             return Err(Error::runtime(format!(
                 "{name}: the dtype of the input ({}) should be convertible without narrowing \
                  to the specified dtype ({})",

@@ -232,9 +232,9 @@ pub fn cat_meta(m: &dyn MetaBase, tensors: &[Tensor], dim: i64) -> Result<CatSta
 
     let mut state = ResultTypeState::default();
     for t in tensors {
-        update_result_type_state(t, &mut state);
+        update_result_type_state(t, &mut state)?;
     }
-    let mut out_dtype = result_type_of_state(&state).unwrap_or(first.dtype());
+    let mut out_dtype = result_type_of_state(&state)?.unwrap_or(first.dtype());
     let given = m.maybe_get_output(0).cloned();
     let mut all_contiguous = true;
     if let Some(out) = &given {

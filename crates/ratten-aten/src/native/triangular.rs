@@ -32,10 +32,12 @@ pub fn triu_meta(m: &dyn MetaBase, self_: &Tensor, _diagonal: i64) -> Result<()>
 /// TORCH_IMPL_FUNC(tril_cpu): element `(i, j)` of each matrix kept where `j <= i + diagonal`,
 /// zeroed elsewhere.
 pub fn tril_cpu(_state: &mut (), self_: &Tensor, diagonal: i64, result: &Tensor) -> Result<()> {
+    crate::native::cpu::refuse_unsigned("tril", self_.dtype())?;
     triangular_kernel(result, self_, diagonal, false)
 }
 
 /// TORCH_IMPL_FUNC(triu_cpu): element `(i, j)` kept where `j >= i + diagonal`.
 pub fn triu_cpu(_state: &mut (), self_: &Tensor, diagonal: i64, result: &Tensor) -> Result<()> {
+    crate::native::cpu::refuse_unsigned("triu", self_.dtype())?;
     triangular_kernel(result, self_, diagonal, true)
 }

@@ -57,60 +57,66 @@ fn wrapped_dtype(t: ScalarType) -> ScalarType {
 }
 
 /// `update_result_type_state(tensor, state)`. Wrapped numbers (0-dim tensors made from
-/// numbers) count as numbers.
-pub fn update_result_type_state(tensor: &TensorBase, state: &mut ResultTypeState) {
+/// numbers) count as numbers. Fails as `promote_types` does (a barebones unsigned type with
+/// another integral type of the same category).
+pub fn update_result_type_state(tensor: &TensorBase, state: &mut ResultTypeState) -> Result<()> {
     let mut current = tensor.dtype();
     if tensor.is_wrapped_number() {
         current = wrapped_dtype(current);
     }
     if tensor.dim() > 0 {
-        state.dim_result = promote_skip_undefined(state.dim_result, Some(current));
+        state.dim_result = promote_skip_undefined(state.dim_result, Some(current))?;
     } else if tensor.is_wrapped_number() {
-        state.wrapped_result = promote_skip_undefined(state.wrapped_result, Some(current));
+        state.wrapped_result = promote_skip_undefined(state.wrapped_result, Some(current))?;
     } else {
-        state.zero_result = promote_skip_undefined(state.zero_result, Some(current));
+        state.zero_result = promote_skip_undefined(state.zero_result, Some(current))?;
     }
+    Ok(())
 }
 
 /// `update_result_type_state(scalar, state)`: numbers always go to the wrapped category.
-pub fn update_result_type_state_scalar(scalar: &Scalar, state: &mut ResultTypeState) {
+pub fn update_result_type_state_scalar(scalar: &Scalar, state: &mut ResultTypeState) -> Result<()> {
     let current = wrapped_dtype(scalar.scalar_type());
-    state.wrapped_result = promote_skip_undefined(state.wrapped_result, Some(current));
+    state.wrapped_result = promote_skip_undefined(state.wrapped_result, Some(current))?;
+    Ok(())
 }
 
 /// `combine_categories(higher, lower)`: a lower category changes the result only when it is
 /// of a higher kind (bool < integral < floating < complex).
-fn combine_categories(higher: Option<ScalarType>, lower: Option<ScalarType>) -> Option<ScalarType> {
+fn combine_categories(
+    higher: Option<ScalarType>,
+    lower: Option<ScalarType>,
+) -> Result<Option<ScalarType>> {
     let is_complex = |t: Option<ScalarType>| t.is_some_and(|t| t.is_complex());
     let is_float = |t: Option<ScalarType>| t.is_some_and(|t| t.is_floating_point());
     if is_complex(higher) {
-        return higher;
+        return Ok(higher);
     }
     if is_complex(lower) {
         // Preserve the value type of higher if it is floating.
         if let Some(h) = higher.filter(|h| h.is_floating_point()) {
-            return h.to_complex();
+            return Ok(h.to_complex());
         }
         // Integral higher: the lower complex takes precedence.
-        return lower;
+        return Ok(lower);
     }
     if is_float(higher) {
-        return higher;
+        return Ok(higher);
     }
     if higher == Some(ScalarType::Bool) || is_float(lower) {
         return promote_skip_undefined(higher, lower);
     }
     if higher.is_some() {
-        return higher;
+        return Ok(higher);
     }
-    lower
+    Ok(lower)
 }
 
 /// `result_type(state)`: None when no operand was recorded.
-pub fn result_type_of_state(state: &ResultTypeState) -> Option<ScalarType> {
+pub fn result_type_of_state(state: &ResultTypeState) -> Result<Option<ScalarType>> {
     combine_categories(
         state.dim_result,
-        combine_categories(state.zero_result, state.wrapped_result),
+        combine_categories(state.zero_result, state.wrapped_result)?,
     )
 }
 
@@ -119,37 +125,40 @@ pub fn result_type_of(args: &[ResultTypeArg<'_>]) -> Result<ScalarType> {
     let mut state = ResultTypeState::default();
     for a in args {
         match a {
-            ResultTypeArg::Tensor(t) => update_result_type_state(t, &mut state),
-            ResultTypeArg::Scalar(s) => update_result_type_state_scalar(s, &mut state),
+            ResultTypeArg::Tensor(t) => update_result_type_state(t, &mut state)?,
+            ResultTypeArg::Scalar(s) => update_result_type_state_scalar(s, &mut state)?,
         }
     }
-    result_type_of_state(&state)
+    result_type_of_state(&state)?
         .ok_or_else(|| Error::runtime("result_type: expected at least one tensor or scalar"))
 }
 
 /// `torch.result_type(tensor, other)`.
-pub fn result_type(tensor: &TensorBase, other: &TensorBase) -> ScalarType {
+pub fn result_type(tensor: &TensorBase, other: &TensorBase) -> Result<ScalarType> {
     let mut state = ResultTypeState::default();
-    update_result_type_state(tensor, &mut state);
-    update_result_type_state(other, &mut state);
+    update_result_type_state(tensor, &mut state)?;
+    update_result_type_state(other, &mut state)?;
     // Both operands are defined tensors, so a category is always set.
-    result_type_of_state(&state).unwrap_or_else(|| tensor.dtype())
+    Ok(result_type_of_state(&state)?.unwrap_or_else(|| tensor.dtype()))
 }
 
 /// `torch.result_type(tensor, scalar)`.
-pub fn result_type_scalar(tensor: &TensorBase, other: &Scalar) -> ScalarType {
+pub fn result_type_scalar(tensor: &TensorBase, other: &Scalar) -> Result<ScalarType> {
     let mut state = ResultTypeState::default();
-    update_result_type_state(tensor, &mut state);
-    update_result_type_state_scalar(other, &mut state);
-    result_type_of_state(&state).unwrap_or_else(|| tensor.dtype())
+    update_result_type_state(tensor, &mut state)?;
+    update_result_type_state_scalar(other, &mut state)?;
+    Ok(result_type_of_state(&state)?.unwrap_or_else(|| tensor.dtype()))
 }
 
 /// `torch.result_type(scalar, scalar)`.
-pub fn result_type_scalars(a: &Scalar, b: &Scalar) -> ScalarType {
+pub fn result_type_scalars(a: &Scalar, b: &Scalar) -> Result<ScalarType> {
     let mut state = ResultTypeState::default();
-    update_result_type_state_scalar(a, &mut state);
-    update_result_type_state_scalar(b, &mut state);
-    result_type_of_state(&state).unwrap_or_else(|| promote_types(a.scalar_type(), b.scalar_type()))
+    update_result_type_state_scalar(a, &mut state)?;
+    update_result_type_state_scalar(b, &mut state)?;
+    match result_type_of_state(&state)? {
+        Some(t) => Ok(t),
+        None => promote_types(a.scalar_type(), b.scalar_type()),
+    }
 }
 
 #[cfg(test)]
@@ -164,37 +173,104 @@ mod tests {
 
     #[test]
     fn categories() {
-        assert_eq!(result_type_scalar(&t(&[3], Byte), &Scalar::Int(1000)), Byte);
         assert_eq!(
-            result_type_scalar(&t(&[3], Byte), &Scalar::Double(5.5)),
-            Float
+            result_type_scalar(&t(&[3], Byte), &Scalar::Int(1000)).unwrap(),
+            Byte
         );
-        assert_eq!(result_type(&t(&[3], Byte), &t(&[], Double)), Double);
-        assert_eq!(result_type(&t(&[3], Float), &t(&[], Double)), Float);
-        assert_eq!(result_type(&t(&[2], Char), &t(&[], Long)), Char);
-        assert_eq!(result_type(&t(&[2], Int), &t(&[], Half)), Half);
-        assert_eq!(result_type_scalar(&t(&[2], Bool), &Scalar::Int(5)), Long);
         assert_eq!(
-            result_type_scalar(&t(&[2], Bool), &Scalar::Bool(true)),
-            Bool
-        );
-        assert_eq!(result_type_scalar(&t(&[], Bool), &Scalar::Int(5)), Long);
-        let j = Scalar::ComplexDouble(num_complex::Complex::new(0.0, 1.0));
-        assert_eq!(result_type_scalar(&t(&[2], Int), &j), ComplexFloat);
-        assert_eq!(result_type_scalar(&t(&[2], Double), &j), ComplexDouble);
-        assert_eq!(result_type_scalar(&t(&[2], Half), &j), ComplexHalf);
-        // The pre-2.15 rule (no BComplex32).
-        assert_eq!(result_type_scalar(&t(&[2], BFloat16), &j), ComplexFloat);
-        assert_eq!(result_type(&t(&[], BFloat16), &t(&[], Half)), Float);
-        assert_eq!(
-            result_type_scalars(&Scalar::Int(5), &Scalar::Double(2.5)),
+            result_type_scalar(&t(&[3], Byte), &Scalar::Double(5.5)).unwrap(),
             Float
         );
         assert_eq!(
-            result_type_scalars(&Scalar::Bool(true), &Scalar::Int(5)),
+            result_type(&t(&[3], Byte), &t(&[], Double)).unwrap(),
+            Double
+        );
+        assert_eq!(
+            result_type(&t(&[3], Float), &t(&[], Double)).unwrap(),
+            Float
+        );
+        assert_eq!(result_type(&t(&[2], Char), &t(&[], Long)).unwrap(), Char);
+        assert_eq!(result_type(&t(&[2], Int), &t(&[], Half)).unwrap(), Half);
+        assert_eq!(
+            result_type_scalar(&t(&[2], Bool), &Scalar::Int(5)).unwrap(),
             Long
         );
-        assert_eq!(result_type_scalars(&Scalar::Int(5), &j), ComplexFloat);
+        assert_eq!(
+            result_type_scalar(&t(&[2], Bool), &Scalar::Bool(true)).unwrap(),
+            Bool
+        );
+        assert_eq!(
+            result_type_scalar(&t(&[], Bool), &Scalar::Int(5)).unwrap(),
+            Long
+        );
+        let j = Scalar::ComplexDouble(num_complex::Complex::new(0.0, 1.0));
+        assert_eq!(result_type_scalar(&t(&[2], Int), &j).unwrap(), ComplexFloat);
+        assert_eq!(
+            result_type_scalar(&t(&[2], Double), &j).unwrap(),
+            ComplexDouble
+        );
+        assert_eq!(result_type_scalar(&t(&[2], Half), &j).unwrap(), ComplexHalf);
+        // The pre-2.15 rule (no BComplex32).
+        assert_eq!(
+            result_type_scalar(&t(&[2], BFloat16), &j).unwrap(),
+            ComplexFloat
+        );
+        assert_eq!(
+            result_type(&t(&[], BFloat16), &t(&[], Half)).unwrap(),
+            Float
+        );
+        assert_eq!(
+            result_type_scalars(&Scalar::Int(5), &Scalar::Double(2.5)).unwrap(),
+            Float
+        );
+        assert_eq!(
+            result_type_scalars(&Scalar::Bool(true), &Scalar::Int(5)).unwrap(),
+            Long
+        );
+        assert_eq!(
+            result_type_scalars(&Scalar::Int(5), &j).unwrap(),
+            ComplexFloat
+        );
         assert!(result_type_of(&[]).is_err());
+    }
+
+    #[test]
+    fn barebones_unsigned_categories() {
+        // Other integral types in a lower category leave a uint32 tensor's dtype alone, as
+        // numbers do; in the same category they are c10's promotion error.
+        assert_eq!(
+            result_type(&t(&[3], UInt32), &t(&[], Long)).unwrap(),
+            UInt32
+        );
+        assert_eq!(
+            result_type(&t(&[], Byte), &t(&[3], UInt16)).unwrap(),
+            UInt16
+        );
+        assert_eq!(
+            result_type_scalar(&t(&[3], UInt64), &Scalar::Int(-1)).unwrap(),
+            UInt64
+        );
+        assert_eq!(
+            result_type_scalar(&t(&[3], UInt64), &Scalar::Bool(true)).unwrap(),
+            UInt64
+        );
+        assert_eq!(
+            result_type_scalar(&t(&[3], UInt32), &Scalar::Double(1.5)).unwrap(),
+            Float
+        );
+        assert_eq!(
+            result_type(&t(&[3], UInt32), &t(&[3], Double)).unwrap(),
+            Double
+        );
+        assert_eq!(
+            result_type(&t(&[3], UInt32), &t(&[3], Long))
+                .unwrap_err()
+                .message(),
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to \
+             promote UInt32 and Long"
+        );
+        assert!(result_type(&t(&[3], Bool), &t(&[], UInt16)).is_err());
+        assert!(result_type_scalar(&t(&[3], Int), &Scalar::UInt64(u64::MAX)).is_ok());
+        assert!(result_type_scalar(&t(&[3], Bool), &Scalar::UInt64(u64::MAX)).is_err());
     }
 }

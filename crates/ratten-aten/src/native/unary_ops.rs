@@ -266,11 +266,11 @@ pub fn clamp_meta<'a>(
     }
     if !result_type.is_floating_point() {
         let mut state = ResultTypeState::default();
-        update_result_type_state(self_, &mut state);
+        update_result_type_state(self_, &mut state)?;
         for s in [min, max].into_iter().flatten() {
-            update_result_type_state_scalar(s, &mut state);
+            update_result_type_state_scalar(s, &mut state)?;
         }
-        result_type = result_type_of_state(&state).unwrap_or(result_type);
+        result_type = result_type_of_state(&state)?.unwrap_or(result_type);
         let inplace = m.maybe_get_output(0).is_some_and(|o| o.is_same(self_));
         if result_type != self_.dtype() && inplace {
             // PyTorch prints `self.dtype()`, a caffe2::TypeMeta ("int", not "Int").

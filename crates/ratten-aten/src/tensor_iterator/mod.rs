@@ -1138,11 +1138,11 @@ impl<'a> General<'a> {
         Ok(())
     }
 
-    fn compute_common_dtype(&self) -> Option<ScalarType> {
+    fn compute_common_dtype(&self) -> Result<Option<ScalarType>> {
         let mut state = ResultTypeState::default();
         for op in &self.s.operands[self.s.num_outputs..] {
             if let Some(t) = &op.tensor {
-                update_result_type_state(t, &mut state);
+                update_result_type_state(t, &mut state)?;
             }
         }
         result_type_of_state(&state)
@@ -1230,7 +1230,7 @@ impl<'a> General<'a> {
         if (has_different_input_dtypes || self.s.all_ops_are_scalars)
             && config.promote_inputs_to_common_dtype
         {
-            common_dtype = self.compute_common_dtype();
+            common_dtype = self.compute_common_dtype()?;
         }
         if config.promote_integer_inputs_to_float
             && common_dtype.is_some_and(|d| d.is_integral(true))

@@ -27,9 +27,13 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         return Ok(Scalar::Bool(b.is_true()));
     }
     if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Scalar::Int(i));
+        }
+        // torch tries `PyLong_AsUnsignedLongLong` next: [2**63, 2**64) is a uint64 Scalar.
         return obj
-            .extract::<i64>()
-            .map(Scalar::Int)
+            .extract::<u64>()
+            .map(Scalar::from_u64)
             .map_err(|_| int_overflow(obj));
     }
     if let Ok(c) = obj.downcast::<PyComplex>() {
@@ -44,18 +48,11 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     )))
 }
 
-/// torch's error for a Python int outside int64 where a Scalar is read: Python's own
-/// OverflowError of `PyLong_AsUnsignedLongLong`, which torch tries next. torch takes an int
-/// in [2**63, 2**64) as a uint64 Scalar; ratten has no uint64 scalar, so that range is an
-/// OverflowError here too, saying so.
+/// torch's error for a Python int outside both int64 and uint64 where a Scalar is read:
+/// Python's own OverflowError of `PyLong_AsUnsignedLongLong`, which torch tries last.
 pub fn int_overflow(obj: &Bound<'_, PyAny>) -> PyErr {
     if obj.lt(0).unwrap_or(false) {
         return PyOverflowError::new_err("can't convert negative int to unsigned");
-    }
-    if obj.extract::<u64>().is_ok() {
-        return PyOverflowError::new_err(format!(
-            "int too big to convert: ratten has no uint64 scalars, and {obj} is outside int64"
-        ));
     }
     PyOverflowError::new_err("int too big to convert")
 }
@@ -65,6 +62,7 @@ pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<PyObject> {
     match s {
         Scalar::Bool(b) => b.into_py_any(py),
         Scalar::Int(i) => i.into_py_any(py),
+        Scalar::UInt64(u) => u.into_py_any(py),
         Scalar::Double(d) => d.into_py_any(py),
         Scalar::ComplexDouble(c) => PyComplex::from_doubles(py, c.re, c.im).into_py_any(py),
     }
@@ -75,6 +73,8 @@ pub fn scalar_ivalue(s: Scalar) -> IValue {
     match s {
         Scalar::Bool(b) => IValue::Bool(b),
         Scalar::Int(i) => IValue::Int(i),
+        // IValue has no unsigned tag: the int64 of the same bits (see `KernelValue for Scalar`).
+        Scalar::UInt64(u) => IValue::Int(u as i64),
         Scalar::Double(d) => IValue::Double(d),
         Scalar::ComplexDouble(c) => IValue::ComplexDouble(c),
     }

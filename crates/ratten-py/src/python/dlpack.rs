@@ -85,7 +85,7 @@ const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 fn dl_dtype(st: ScalarType) -> DLDataType {
     let code = match st {
         ScalarType::Bool => 6,
-        ScalarType::Byte => 1,
+        ScalarType::Byte | ScalarType::UInt16 | ScalarType::UInt32 | ScalarType::UInt64 => 1,
         ScalarType::Char | ScalarType::Short | ScalarType::Int | ScalarType::Long => 0,
         ScalarType::Half | ScalarType::Float | ScalarType::Double => 2,
         ScalarType::BFloat16 => 4,

@@ -61,6 +61,7 @@ pub fn to_pyerr(e: ratten_core::Error) -> PyErr {
         ErrorKind::Value => PyValueError::new_err(msg),
         ErrorKind::Index => PyIndexError::new_err(msg),
         ErrorKind::NotImplemented => PyNotImplementedError::new_err(msg),
+        ErrorKind::Overflow => pyo3::exceptions::PyOverflowError::new_err(msg),
     }
 }
 

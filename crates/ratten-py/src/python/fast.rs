@@ -147,6 +147,8 @@ pub fn wrapped_number(s: Scalar) -> Result<Tensor> {
         Scalar::Int(_) => 1,
         Scalar::Double(_) => 2,
         Scalar::ComplexDouble(_) => 3,
+        // Rare enough to go uncached.
+        Scalar::UInt64(_) => return Tensor::wrapped_scalar_tensor(s, Device::CPU),
     };
     if !gil_serialises() {
         return Tensor::wrapped_scalar_tensor(s, Device::CPU);

@@ -59,10 +59,14 @@ fn result_type(
         kwargs,
         |r| {
             Ok(match r.index() {
-                0 => type_properties::result_type(r.tensor(0)?.base(), r.tensor(1)?.base()),
-                1 => type_properties::result_type_scalar(r.tensor(1)?.base(), &r.scalar(0)?),
-                2 => type_properties::result_type_scalar(r.tensor(0)?.base(), &r.scalar(1)?),
-                3 => type_properties::result_type_scalars(&r.scalar(0)?, &r.scalar(1)?),
+                0 => type_properties::result_type(r.tensor(0)?.base(), r.tensor(1)?.base()).py()?,
+                1 => {
+                    type_properties::result_type_scalar(r.tensor(1)?.base(), &r.scalar(0)?).py()?
+                }
+                2 => {
+                    type_properties::result_type_scalar(r.tensor(0)?.base(), &r.scalar(1)?).py()?
+                }
+                3 => type_properties::result_type_scalars(&r.scalar(0)?, &r.scalar(1)?).py()?,
                 _ => return Err(r.unknown_signature()),
             })
         },
@@ -85,12 +89,7 @@ fn promote_types(
         &["promote_types(ScalarType type1, ScalarType type2)"],
         args,
         kwargs,
-        |r| {
-            Ok(type_properties::promote_types(
-                r.scalar_type(0)?,
-                r.scalar_type(1)?,
-            ))
-        },
+        |r| type_properties::promote_types(r.scalar_type(0)?, r.scalar_type(1)?).py(),
     )?;
     dtype_object(py, st)
 }

@@ -406,6 +406,7 @@ impl<'py> data::NestedData for PyData<'py> {
 fn int_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
     match obj.extract::<i64>() {
         Ok(i) => Ok(data::Leaf::Scalar(Scalar::Int(i))),
+        Err(_) if obj.extract::<u64>().is_ok() => Ok(data::Leaf::BigUnsigned(obj.extract()?)),
         // Python's own OverflowError when it is beyond even a double.
         Err(_) => Ok(data::Leaf::BigInt(obj.extract::<f64>()?)),
     }

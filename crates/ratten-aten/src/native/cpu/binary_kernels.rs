@@ -49,7 +49,7 @@ macro_rules! arith_int {
         }
     )*};
 }
-arith_int!(u8, i8, i16, i32, i64);
+arith_int!(u8, i8, i16, i32, i64, u16, u32, u64);
 macro_rules! arith_float {
     ($($t:ty),*) => {$(
         impl Arith for $t {
@@ -85,6 +85,8 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
     match *s {
         Scalar::Bool(b) => M::from_bool(b),
         Scalar::Int(i) => M::from_i64(i),
+        // The int64 of the same bits: what c10's `to<opmath_t>` gives an unsigned type.
+        Scalar::UInt64(u) => M::from_i64(u as i64),
         Scalar::Double(d) => M::from_f64(d),
         Scalar::ComplexDouble(z) => M::from_c(z),
     }
@@ -92,7 +94,7 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
 
 fn add_kernel(iter: &TensorIteratorBase, alpha: &Scalar) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    dispatch_opmath!(dt, M => {
+    dispatch_opmath!(dt, unsigned_refused("add_stub"), M => {
         let a: M = scalar_as(alpha);
         // PyTorch computes `a + alpha * b` always; skipping the product for alpha == 1 is
         // exact for reals, not for complex (1 * (nan + 0j) is nan + nanj).
@@ -127,6 +129,7 @@ fn reduced_scalar_other(iter: &TensorIteratorBase) -> Option<f32> {
     Some(match iter.scalar_value(2).ok()? {
         Scalar::Bool(b) => b as u8 as f32,
         Scalar::Int(i) => i as f32,
+        Scalar::UInt64(u) => u as f32,
         Scalar::Double(d) => d as f32,
         Scalar::ComplexDouble(z) => z.re as f32,
     })
@@ -356,6 +359,29 @@ macro_rules! int_dispatch {
 }
 pub(crate) use int_dispatch;
 
+/// The barebones unsigned types (`AT_BAREBONES_UNSIGNED_TYPES`), which torch adds to the
+/// dispatch lists of a few kernels (mul, eq, ne, maximum, minimum, the bitwise ops); other
+/// dtypes take `$fallback`.
+macro_rules! unsigned_dispatch {
+    (@or $dt:expr, $M:ident => $body:expr, $rest:ident => $fallback:expr) => {
+        match $dt {
+            ScalarType::UInt16 => {
+                type $M = u16;
+                $body
+            }
+            ScalarType::UInt32 => {
+                type $M = u32;
+                $body
+            }
+            ScalarType::UInt64 => {
+                type $M = u64;
+                $body
+            }
+            $rest => $fallback,
+        }
+    };
+}
+
 fn div_trunc_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {
         return cpu_binary::<f32, f32>(iter, move |x, _| (x / b).trunc());
@@ -424,7 +450,8 @@ macro_rules! real {
     )*};
 }
 real!(u8: |_| false, i8: |_| false, i16: |_| false, i32: |_| false, i64: |_| false,
-      bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan());
+      bool: |_| false, f32: |x| x.is_nan(), f64: |x| x.is_nan(),
+      u16: |_| false, u32: |_| false, u64: |_| false);
 
 /// `$dt`'s opmath type: integers, bool, float and double (no complex).
 macro_rules! real_dispatch {
@@ -450,17 +477,21 @@ pub(crate) use real_dispatch;
 
 fn maximum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "maximum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
-        if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
-    }))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.max(b)), other => {
+        real_dispatch!(other, "maximum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
+            if a.is_nan() { a } else if b.is_nan() { b } else if a > b { a } else { b }
+        }))
+    })
 }
 stub!(MAXIMUM_STUB, "maximum_stub", BinaryFn, maximum_kernel);
 
 fn minimum_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    real_dispatch!(dt, "minimum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
-        if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
-    }))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.min(b)), other => {
+        real_dispatch!(other, "minimum_cpu", M => cpu_binary::<M, M>(iter, |a, b| {
+            if a.is_nan() { a } else if b.is_nan() { b } else if a < b { a } else { b }
+        }))
+    })
 }
 stub!(MINIMUM_STUB, "minimum_stub", BinaryFn, minimum_kernel);
 
@@ -483,6 +514,18 @@ fn compare(iter: &TensorIteratorBase, op: CmpOp, name: &str) -> Result<()> {
         return match op {
             CmpOp::Eq => complex(|a, b| a == b),
             CmpOp::Ne => complex(|a, b| a != b),
+            _ => Err(not_implemented(name, dt)),
+        };
+    }
+    // torch compares the unsigned types for equality only.
+    if dt.is_barebones_unsigned() {
+        return match op {
+            CmpOp::Eq => unsigned_dispatch!(@or dt, M => {
+                cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a == b)
+            }, other => Err(not_implemented(name, other))),
+            CmpOp::Ne => unsigned_dispatch!(@or dt, M => {
+                cpu_binary::<M, bool>(iter, #[inline(always)] |a, b| a != b)
+            }, other => Err(not_implemented(name, other))),
             _ => Err(not_implemented(name, dt)),
         };
     }
@@ -528,6 +571,7 @@ stub!(GE_STUB, "ge_stub", BinaryFn, ge_kernel);
 fn logical(iter: &TensorIteratorBase, name: &str, f: fn(bool, bool) -> bool) -> Result<()> {
     if let Some(dt) = iter.common_dtype() {
         refuse_complex32(name, dt)?;
+        super::refuse_unsigned(name, dt)?;
     }
     cpu_binary::<bool, bool>(iter, f)
 }
@@ -576,7 +620,7 @@ macro_rules! bits {
         }
     )*};
 }
-bits!(u8, i8, i16, i32, i64, bool);
+bits!(u8, i8, i16, i32, i64, bool, u16, u32, u64);
 
 /// Integers and bool (PyTorch's AT_DISPATCH_INTEGRAL_TYPES_AND(kBool)).
 macro_rules! bits_dispatch {
@@ -594,15 +638,21 @@ pub(crate) use bits_dispatch;
 
 fn bitwise_and_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_and_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.and(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.and(b)), other => {
+        bits_dispatch!(other, "bitwise_and_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.and(b)))
+    })
 }
 fn bitwise_or_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_or_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.or(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.or(b)), other => {
+        bits_dispatch!(other, "bitwise_or_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.or(b)))
+    })
 }
 fn bitwise_xor_kernel(iter: &TensorIteratorBase) -> Result<()> {
     let dt = iter.computation_dtype()?;
-    bits_dispatch!(dt, "bitwise_xor_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)))
+    unsigned_dispatch!(@or dt, M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)), other => {
+        bits_dispatch!(other, "bitwise_xor_cpu", M => cpu_binary::<M, M>(iter, |a, b| a.xor(b)))
+    })
 }
 stub!(
     BITWISE_AND_STUB,

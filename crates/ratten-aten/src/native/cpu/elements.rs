@@ -3,6 +3,8 @@
 //! computation ("opmath") type of a dtype with its dispatch macro; and the `AT_DISPATCH`
 //! errors of the kernels.
 
+use std::any::TypeId;
+
 use half::{bf16, f16};
 use num_complex::Complex;
 use ratten_core::dtype::{c128, c32, c64};
@@ -56,27 +58,49 @@ pub trait Elem: Copy + Send + Sync + Default + PartialEq + 'static {
 /// and keeps its low bits; NaN and values out of the conversion's range give its "integer
 /// indefinite" value, the minimum (`torch.tensor([inf, nan]).to(torch.int32)` is
 /// `[-2147483648, -2147483648]`, `torch.tensor([1e10]).to(torch.int16)` is `[0]`). In range
-/// this is plain truncation (300.0 as uint8 is 44).
+/// this is plain truncation (300.0 as uint8 is 44). uint32 takes the 64-bit conversion, as
+/// compilers emit for `static_cast<uint32_t>` (`1e10` is `1410065408`, its low 32 bits).
 #[inline(always)]
 fn x86_float_to_int<T: Copy + 'static>(v: f64) -> T
 where
     i64: AsPrimitive<T>,
 {
-    // 2^63, exactly representable.
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    let wide = std::mem::size_of::<T>() == 8;
+    let wide = std::mem::size_of::<T>() >= 4 && std::any::TypeId::of::<T>() != TypeId::of::<i32>();
     let r = if wide {
-        if (-TWO_63..TWO_63).contains(&v) {
-            v as i64
-        } else {
-            i64::MIN
-        }
+        x86_cvtt_i64(v)
     } else if v > -2_147_483_649.0 && v < 2_147_483_648.0 {
         v as i32 as i64
     } else {
         i32::MIN as i64
     };
     r.as_()
+}
+
+// 2^63, exactly representable.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// x86's 64-bit truncating conversion (cvttsd2si): the integer indefinite `i64::MIN` for NaN
+/// and values out of range.
+#[inline(always)]
+fn x86_cvtt_i64(v: f64) -> i64 {
+    if (-TWO_63..TWO_63).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// `static_cast<uint64_t>(double)` as x86-64 compilers emit it without AVX-512: below 2^63
+/// (and NaN) the signed conversion, from 2^63 up the signed conversion of `v - 2^63` with the
+/// top bit flipped (`1.5e19` is exact, `-1.0` wraps to `2^64 - 1`, NaN and `-inf` give
+/// `2^63`, `inf` gives 0), as torch computes.
+#[inline(always)]
+fn x86_float_to_u64(v: f64) -> u64 {
+    if v >= TWO_63 {
+        (x86_cvtt_i64(v - TWO_63) as u64) ^ (1 << 63)
+    } else {
+        x86_cvtt_i64(v) as u64
+    }
 }
 
 /// `i64 as T` for the integer element types (wrapping to the low bits).
@@ -95,10 +119,10 @@ macro_rules! as_primitive {
     )*};
 }
 
-as_primitive!(u8, i8, i16, i32, i64);
+as_primitive!(u8, i8, i16, i32, i64, u16, u32);
 
 macro_rules! elem_int {
-    ($($t:ty => $d:ident),*) => {$(
+    ($($t:ty => $d:ident, $from_float:path),*) => {$(
         impl Elem for $t {
             const KIND: Kind = Kind::Int;
             const DTYPE: ScalarType = ScalarType::$d;
@@ -110,15 +134,24 @@ macro_rules! elem_int {
             #[inline(always)] fn from_i64(v: i64) -> Self { v as $t }
             // C++'s `static_cast` as x86 compiles it (see `x86_float_to_int`); Rust's `as`
             // saturates instead.
-            #[inline(always)] fn from_f32(v: f32) -> Self { x86_float_to_int::<$t>(v as f64) }
-            #[inline(always)] fn from_f64(v: f64) -> Self { x86_float_to_int::<$t>(v) }
-            #[inline(always)] fn from_c(v: c128) -> Self { x86_float_to_int::<$t>(v.re) }
+            #[inline(always)] fn from_f32(v: f32) -> Self { $from_float(v as f64) }
+            #[inline(always)] fn from_f64(v: f64) -> Self { $from_float(v) }
+            #[inline(always)] fn from_c(v: c128) -> Self { $from_float(v.re) }
             #[inline(always)] fn from_bool(v: bool) -> Self { v as $t }
         }
     )*};
 }
 
-elem_int!(u8 => Byte, i8 => Char, i16 => Short, i32 => Int, i64 => Long);
+elem_int!(
+    u8 => Byte, x86_float_to_int::<u8>,
+    i8 => Char, x86_float_to_int::<i8>,
+    i16 => Short, x86_float_to_int::<i16>,
+    i32 => Int, x86_float_to_int::<i32>,
+    i64 => Long, x86_float_to_int::<i64>,
+    u16 => UInt16, x86_float_to_int::<u16>,
+    u32 => UInt32, x86_float_to_int::<u32>,
+    u64 => UInt64, x86_float_to_u64
+);
 
 macro_rules! elem_float {
     ($($t:ty => $d:ident),*) => {$(
@@ -347,6 +380,14 @@ pub fn cast<S: Elem, D: Elem>(s: S) -> D {
                     D::from_f32(s.to_f32())
                 } else if std::mem::size_of::<S>() <= 4 {
                     D::from_f64(s.to_f64())
+                } else if is_dtype::<S>(ScalarType::UInt64) {
+                    // `static_cast<float>(uint64_t)` rounds once; the narrower floats are
+                    // made from that float, as c10's Half and BFloat16 constructors take one.
+                    if is_dtype::<D>(ScalarType::Double) {
+                        D::from_f64(s.to_f64())
+                    } else {
+                        D::from_f32(s.to_f32())
+                    }
                 } else {
                     D::from_i64(s.to_i64())
                 }
@@ -371,10 +412,38 @@ pub fn opmath_dtype(dt: ScalarType) -> ScalarType {
     }
 }
 
-/// Runs `$body` with `$M` bound to the opmath type of `$dt` (see [`opmath_dtype`]).
+/// Runs `$body` with `$M` bound to the opmath type of `$dt` (see [`opmath_dtype`]), for all 16
+/// dtypes. The form with `unsigned_refused("kernel")` leaves the barebones unsigned types out,
+/// as torch's `AT_DISPATCH` lists do for most kernels: for them it returns `"kernel" not
+/// implemented for 'UInt32'` from the enclosing function, and `$body` is not compiled for them.
 #[macro_export]
 macro_rules! dispatch_opmath {
-    ($dt:expr, $M:ident => $body:expr) => {{
+    ($dt:expr, $M:ident => $body:expr) => {
+        $crate::dispatch_opmath!(@arms $dt, $M, $body, {
+            ratten_core::ScalarType::UInt16 => {
+                type $M = u16;
+                $body
+            }
+            ratten_core::ScalarType::UInt32 => {
+                type $M = u32;
+                $body
+            }
+            ratten_core::ScalarType::UInt64 => {
+                type $M = u64;
+                $body
+            }
+        })
+    };
+    ($dt:expr, unsigned_refused($kernel:expr), $M:ident => $body:expr) => {
+        $crate::dispatch_opmath!(@arms $dt, $M, $body, {
+            d @ (ratten_core::ScalarType::UInt16
+            | ratten_core::ScalarType::UInt32
+            | ratten_core::ScalarType::UInt64) => {
+                return Err($crate::native::cpu::not_implemented($kernel, d));
+            }
+        })
+    };
+    (@arms $dt:expr, $M:ident, $body:expr, { $($unsigned:tt)* }) => {{
         use $crate::native::cpu::opmath_dtype;
         match opmath_dtype($dt) {
             ratten_core::ScalarType::Byte => {
@@ -421,6 +490,7 @@ macro_rules! dispatch_opmath {
             ratten_core::ScalarType::Half
             | ratten_core::ScalarType::BFloat16
             | ratten_core::ScalarType::ComplexHalf => unreachable!("opmath of a reduced type"),
+            $($unsigned)*
         }
     }};
 }
@@ -436,6 +506,15 @@ pub fn not_implemented(kernel: &str, dt: ScalarType) -> Error {
 /// where complex32 would otherwise run as complex64.
 pub fn refuse_complex32(kernel: &str, dt: ScalarType) -> Result<()> {
     if dt == ScalarType::ComplexHalf {
+        return Err(not_implemented(kernel, dt));
+    }
+    Ok(())
+}
+
+/// The refusal of a kernel whose torch dispatch list leaves the barebones unsigned types out,
+/// for kernels that do not dispatch through [`dispatch_opmath!`]'s `unsigned_refused` form.
+pub fn refuse_unsigned(kernel: &str, dt: ScalarType) -> Result<()> {
+    if dt.is_barebones_unsigned() {
         return Err(not_implemented(kernel, dt));
     }
     Ok(())
@@ -477,5 +556,57 @@ mod tests {
         }
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
         assert_eq!(cast::<f16, f32>(f16::from_f32(1.5)), 1.5);
+    }
+
+    #[test]
+    fn unsigned_casts_follow_torch() {
+        // Values torch 2.15 gives (its scalar copy loop) for float -> uint16 / uint32 / uint64.
+        let vals = [
+            1.5,
+            -1.0,
+            3e10,
+            2f64.powi(63),
+            1.5e19,
+            1e20,
+            -1e20,
+            f64::INFINITY,
+        ];
+        let u16s: Vec<u16> = vals.iter().map(|&v| cast::<f64, u16>(v)).collect();
+        assert_eq!(u16s, [1, 65535, 0, 0, 0, 0, 0, 0]);
+        let u32s: Vec<u32> = vals.iter().map(|&v| cast::<f64, u32>(v)).collect();
+        assert_eq!(u32s, [1, 4294967295, 4230196224, 0, 0, 0, 0, 0]);
+        let u64s: Vec<u64> = vals.iter().map(|&v| cast::<f64, u64>(v)).collect();
+        assert_eq!(
+            u64s,
+            [
+                1,
+                u64::MAX,
+                30000000000,
+                1 << 63,
+                15000000000000000000,
+                0,
+                1 << 63,
+                0
+            ]
+        );
+        assert_eq!(cast::<f64, u64>(f64::NAN), 1 << 63);
+        assert_eq!(cast::<f64, u64>(-(2f64.powi(31))), 18446744071562067968);
+        assert_eq!(cast::<f32, u64>(1.5e19), 15000000520515485696);
+        assert_eq!(cast::<f64, u16>(-70000.5), 61072);
+        // Integers wrap to the low bits both ways.
+        assert_eq!(cast::<i64, u32>(-1), u32::MAX);
+        assert_eq!(cast::<u64, i64>(u64::MAX), -1);
+        assert_eq!(cast::<u64, u16>(70000), 4464);
+        assert_eq!(cast::<u32, i32>(1 << 31), i32::MIN);
+        assert_eq!(cast::<u16, i8>(300), 44);
+        assert_eq!(cast::<i8, u64>(-1), u64::MAX);
+        // uint64 -> floats rounds once from the integer.
+        assert_eq!(cast::<u64, f64>(u64::MAX), 18446744073709551615.0);
+        assert_eq!(cast::<u64, f32>(4294967303), 4294967296.0);
+        assert_eq!(cast::<u64, bf16>(70000), bf16::from_f32(70144.0));
+        assert!(cast::<u64, f16>(70000).is_infinite());
+        assert_eq!(cast::<u32, f32>(u32::MAX), 4294967296.0);
+        assert!(cast::<u64, bool>(1 << 63));
+        assert_eq!(cast::<u64, c64>(u64::MAX).re, 18446744073709551615.0);
     }
 }

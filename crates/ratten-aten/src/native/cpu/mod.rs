@@ -47,7 +47,8 @@ pub mod vec_math;
 
 // The kernel author's names, at `native::cpu`.
 pub use elements::{
-    bf16_to_f32, cast, f32_to_bf16, not_implemented, opmath_dtype, refuse_complex32, Elem, Kind,
+    bf16_to_f32, cast, f32_to_bf16, not_implemented, opmath_dtype, refuse_complex32,
+    refuse_unsigned, Elem, Kind,
 };
 pub use loops::block::{load_block, round_via, store_block};
 pub use loops::short::SHORT_RUN;

@@ -645,6 +645,8 @@ impl<T: Elem> ReduceOp for CountNonzero<T> {
     }
 }
 fn count_nonzero_kernel(iter: &TensorIteratorBase) -> Result<()> {
+    // torch counts through its nonzero kernel for these.
+    super::refuse_unsigned("nonzero_count_cpu", input_dtype(iter))?;
     dispatch_with_opmath!(input_dtype(iter), "count_nonzero_cpu", T, _M =>
         reduce_kernel(iter, CountNonzero::<T>(PhantomData)))
 }

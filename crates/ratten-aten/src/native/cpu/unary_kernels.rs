@@ -28,6 +28,8 @@ fn scalar_as<M: Elem>(s: &Scalar) -> M {
     match *s {
         Scalar::Bool(b) => M::from_bool(b),
         Scalar::Int(i) => M::from_i64(i),
+        // The int64 of the same bits: what c10's `to<opmath_t>` gives an unsigned type.
+        Scalar::UInt64(u) => M::from_i64(u as i64),
         Scalar::Double(d) => M::from_f64(d),
         Scalar::ComplexDouble(z) => M::from_c(z),
     }
@@ -61,10 +63,10 @@ fn opmath_rank(d: ScalarType) -> u8 {
     match d {
         ScalarType::Bool => 0,
         ScalarType::Byte | ScalarType::Char => 1,
-        ScalarType::Short => 2,
-        ScalarType::Int => 3,
+        ScalarType::Short | ScalarType::UInt16 => 2,
+        ScalarType::Int | ScalarType::UInt32 => 3,
         ScalarType::Half | ScalarType::BFloat16 | ScalarType::Float => 4,
-        ScalarType::Long => 5,
+        ScalarType::Long | ScalarType::UInt64 => 5,
         ScalarType::Double => 6,
         ScalarType::ComplexHalf | ScalarType::ComplexFloat => 7,
         ScalarType::ComplexDouble => 8,
@@ -77,7 +79,9 @@ fn neg_kernel(iter: &TensorIteratorBase) -> Result<()> {
         return Err(not_implemented("neg_cpu", dt));
     }
     // `-x`, not `0 - x`: the negation of 0.0 is -0.0, as PyTorch's `-a` gives.
-    dispatch_opmath!(dt, M => cpu_unary::<M, M>(iter, #[inline(always)] |x: M| x.neg()))
+    dispatch_opmath!(dt, unsigned_refused("neg_cpu"), M => {
+        cpu_unary::<M, M>(iter, #[inline(always)] |x: M| x.neg())
+    })
 }
 stub!(NEG_STUB, "neg_stub", UnaryFn, neg_kernel);
 
@@ -135,6 +139,7 @@ stub!(
 fn logical_not_kernel(iter: &TensorIteratorBase) -> Result<()> {
     // PyTorch dispatches on the input's dtype.
     refuse_complex32("logical_not_cpu", iter.dtype(1))?;
+    super::refuse_unsigned("logical_not_cpu", iter.dtype(1))?;
     cpu_unary::<bool, bool>(iter, |x| !x)
 }
 stub!(
@@ -645,7 +650,7 @@ fn addcmul_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     }
     // `value.to<opmath_t>()`: c10's checked conversion (a complex value for a real tensor is
     // an overflow error; 1e10 for a half tensor is fine, its opmath being float).
-    dispatch_opmath!(dt, M => {
+    dispatch_opmath!(dt, unsigned_refused("addcmul_cpu_out"), M => {
         let v = <M as ratten_core::ScalarConvert>::from_scalar(value)?;
         cpu_ternary::<M, M>(iter, move |s: M, a: M, b: M| s.add(v.mul(a).mul(b)))
     })
