@@ -206,7 +206,8 @@ def test_pointwise_match_torch(dtype):
     r2, t2 = r.clone(), t.clone()
     if dtype != "bool":
         same(r2.sgn_(), t2.sgn_(), tol)
-    same(r2.conj_physical_(), t2.conj_physical_())
+    # After sgn_ (equal within tol) the values may differ in the last bit.
+    same(r2.conj_physical_(), t2.conj_physical_(), tol if dtype != "bool" else 0.0)
     same(r2.zero_(), t2.zero_())
     same(ratten.zero_(r2.fill_(1)), torch.zero_(t2.fill_(1)))
 

@@ -431,9 +431,12 @@ fn fill_range<T: PodElement>(out: &Tensor, f: impl Fn(i64) -> T + Sync) -> Resul
 /// The vector loop of `cpu_serial_kernel_vec` as the range kernels run it: over the first
 /// `n - n % (2 * lanes)` elements, each vector of `lanes` elements is computed from a base
 /// value at its first element plus multiples of the step; the rest element by element.
-/// `lanes` is the width of PyTorch's `Vectorized<T>` for this CPU's capability. Computing
-/// values the same way gives torch's roundings (a single-threaded kernel's: torch splits
-/// ranges of more than 32768 elements across threads, each starting its own vector loop).
+/// `lanes` is the width of PyTorch's AVX2 `Vectorized<T>` (32 bytes): the range kernels are
+/// registered with `REGISTER_DISPATCH`, which gives AVX512 CPUs the AVX2 kernel (only
+/// `ALSO_REGISTER_AVX512_DISPATCH` kernels are compiled for AVX512), and the scalar build's
+/// `Vectorized` is 32 bytes too. Computing values the same way gives torch's roundings (a
+/// single-threaded kernel's: torch splits ranges of more than 32768 elements across threads,
+/// each starting its own vector loop).
 #[derive(Clone, Copy)]
 struct VectorLanes {
     lanes: i64,
@@ -442,11 +445,7 @@ struct VectorLanes {
 
 impl VectorLanes {
     fn of<T>(n: i64) -> VectorLanes {
-        let bytes = match crate::dispatch_stub::get_cpu_capability() {
-            crate::dispatch_stub::CpuCapability::Avx512 => 64,
-            _ => 32,
-        };
-        let lanes = (bytes / std::mem::size_of::<T>()) as i64;
+        let lanes = (32 / std::mem::size_of::<T>()) as i64;
         VectorLanes {
             lanes,
             vectorized: n - n % (2 * lanes),
