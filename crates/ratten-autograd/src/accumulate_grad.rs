@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ratten_aten::Tensor;
 use ratten_core::Result;
 
-use crate::function::{Node, NodeBase, VariableList, MAX_SEQUENCE_NR};
+use crate::function::{EdgeList, Node, NodeBase, VariableList, MAX_SEQUENCE_NR};
 use crate::grad_mode::GradMode;
 use crate::variable;
 
@@ -17,10 +17,15 @@ pub struct AccumulateGrad {
 }
 
 impl AccumulateGrad {
-    pub fn new(variable: Tensor) -> AccumulateGrad {
-        let base = NodeBase::with_sequence_nr(MAX_SEQUENCE_NR, Vec::new());
-        base.add_input_metadata(&variable);
-        AccumulateGrad { base, variable }
+    /// The node of the leaf `variable`, made in place in its `Arc` (a node is a few hundred
+    /// bytes; one is made for a leaf in each graph that uses it).
+    pub fn new(variable: Tensor) -> Arc<AccumulateGrad> {
+        let node = Arc::new(AccumulateGrad {
+            base: NodeBase::with_sequence_nr(MAX_SEQUENCE_NR, EdgeList::new()),
+            variable,
+        });
+        node.base.add_input_metadata(&node.variable);
+        node
     }
 }
 

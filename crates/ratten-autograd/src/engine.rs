@@ -41,7 +41,7 @@ struct GraphRoot {
 
 impl Node for GraphRoot {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("GraphRoot")
+        Cow::Borrowed("torch::autograd::GraphRoot")
     }
     fn base(&self) -> &NodeBase {
         &self.base

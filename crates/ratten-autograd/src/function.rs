@@ -16,6 +16,7 @@ use ratten_aten::Tensor;
 use ratten_core::{Error, Result};
 
 use crate::input_metadata::InputMetadata;
+use smallvec::SmallVec;
 
 /// `variable_list`: gradients, `None` where a gradient is undefined.
 pub type VariableList = Vec<Option<Tensor>>;
@@ -49,6 +50,10 @@ impl std::fmt::Debug for Edge {
     }
 }
 
+/// A node's edges to its inputs' nodes: inline up to two (most operators take one or two
+/// tensors), so recording a node allocates no list for them.
+pub type EdgeList = SmallVec<[Edge; 2]>;
+
 /// A hook on one input gradient of a node (a tensor's `register_hook`): may replace it.
 pub type TensorPreHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 /// A hook run on a node's gradients after it ran (`register_hook` on a Node).
@@ -57,15 +62,22 @@ pub type PostHook = Arc<dyn Fn(&VariableList, &VariableList) -> Result<()> + Sen
 /// The state every node has (the data members of `torch::autograd::Node`).
 pub struct NodeBase {
     sequence_nr: u64,
-    next_edges: Vec<Edge>,
-    input_metadata: Mutex<Vec<InputMetadata>>,
-    /// Hooks per input (output of the forward op), in registration order, with their ids.
-    tensor_pre_hooks: Mutex<Vec<(u32, u64, TensorPreHook)>>,
-    /// `retain_grad` hooks per input: run after the others, one per input.
-    retains_grad_hooks: Mutex<Vec<(u32, TensorPreHook)>>,
-    post_hooks: Mutex<Vec<PostHook>>,
+    next_edges: EdgeList,
+    input_metadata: Mutex<SmallVec<[InputMetadata; 1]>>,
+    /// The node's hooks, boxed on the first one registered: most nodes have none, and a
+    /// small node is cheap to make and move.
+    hooks: Mutex<Option<Box<NodeHooks>>>,
     /// The forward operator's trace in anomaly mode.
-    anomaly_trace: Option<String>,
+    anomaly_trace: Option<Box<str>>,
+}
+
+#[derive(Default)]
+struct NodeHooks {
+    /// Hooks per input (output of the forward op), in registration order, with their ids.
+    tensor_pre: Vec<(u32, u64, TensorPreHook)>,
+    /// `retain_grad` hooks per input: run after the others, one per input.
+    retains_grad: Vec<(u32, TensorPreHook)>,
+    post: Vec<PostHook>,
 }
 
 thread_local! {
@@ -86,20 +98,18 @@ pub const MAX_SEQUENCE_NR: u64 = u64::MAX;
 
 impl NodeBase {
     /// A node taking the next sequence number, with the edges to its inputs' nodes.
-    pub fn new(next_edges: Vec<Edge>) -> NodeBase {
+    pub fn new(next_edges: impl Into<EdgeList>) -> NodeBase {
         Self::with_sequence_nr(next_sequence_nr(), next_edges)
     }
 
-    pub fn with_sequence_nr(sequence_nr: u64, next_edges: Vec<Edge>) -> NodeBase {
+    pub fn with_sequence_nr(sequence_nr: u64, next_edges: impl Into<EdgeList>) -> NodeBase {
         NodeBase {
             sequence_nr,
-            next_edges,
-            input_metadata: Mutex::new(Vec::new()),
-            tensor_pre_hooks: Mutex::new(Vec::new()),
-            retains_grad_hooks: Mutex::new(Vec::new()),
-            post_hooks: Mutex::new(Vec::new()),
+            next_edges: next_edges.into(),
+            input_metadata: Mutex::new(SmallVec::new()),
+            hooks: Mutex::new(None),
             anomaly_trace: crate::anomaly_mode::AnomalyMode::is_enabled()
-                .then(crate::anomaly_mode::current_forward_trace),
+                .then(|| crate::anomaly_mode::current_forward_trace().into_boxed_str()),
         }
     }
 
@@ -150,47 +160,61 @@ impl NodeBase {
         })
     }
 
+    /// Runs `f` on the node's hooks, made empty first if it had none.
+    fn with_hooks<R>(&self, f: impl FnOnce(&mut NodeHooks) -> R) -> R {
+        f(self.hooks.lock().get_or_insert_with(Box::default))
+    }
+
     /// Adds a hook on input `input_nr`'s gradient; returns its id.
     pub fn add_tensor_pre_hook(&self, input_nr: u32, hook: TensorPreHook) -> u64 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.tensor_pre_hooks.lock().push((input_nr, id, hook));
+        self.with_hooks(|h| h.tensor_pre.push((input_nr, id, hook)));
         id
     }
 
     pub fn remove_tensor_pre_hook(&self, id: u64) -> bool {
-        let mut h = self.tensor_pre_hooks.lock();
-        let before = h.len();
-        h.retain(|(_, i, _)| *i != id);
-        h.len() != before
+        let mut h = self.hooks.lock();
+        let Some(h) = h.as_mut() else {
+            return false;
+        };
+        let before = h.tensor_pre.len();
+        h.tensor_pre.retain(|(_, i, _)| *i != id);
+        h.tensor_pre.len() != before
     }
 
     /// Sets the `retain_grad` hook of input `input_nr` (one per input, replaced).
     pub fn set_retains_grad_hook(&self, input_nr: u32, hook: TensorPreHook) {
-        let mut h = self.retains_grad_hooks.lock();
-        h.retain(|(i, _)| *i != input_nr);
-        h.push((input_nr, hook));
+        self.with_hooks(|h| {
+            h.retains_grad.retain(|(i, _)| *i != input_nr);
+            h.retains_grad.push((input_nr, hook));
+        })
     }
 
     pub fn has_retains_grad_hook(&self, input_nr: u32) -> bool {
-        self.retains_grad_hooks
+        self.hooks
             .lock()
-            .iter()
-            .any(|(i, _)| *i == input_nr)
+            .as_ref()
+            .is_some_and(|h| h.retains_grad.iter().any(|(i, _)| *i == input_nr))
     }
 
     pub fn add_post_hook(&self, hook: PostHook) {
-        self.post_hooks.lock().push(hook);
+        self.with_hooks(|h| h.post.push(hook));
     }
 
     /// Runs the tensor hooks, then the retain_grad hooks, on the incoming gradients.
     pub(crate) fn call_pre_hooks(&self, grads: &mut VariableList) -> Result<()> {
-        let hooks: Vec<(u32, TensorPreHook)> = self
-            .tensor_pre_hooks
-            .lock()
-            .iter()
-            .map(|(i, _, h)| (*i, h.clone()))
-            .collect();
+        // The hooks are copied out before they run: a hook may register others on this node
+        // (the retain_grad hooks are read after the tensor hooks ran, as they are run).
+        let copy_out = |pick: fn(&NodeHooks) -> Vec<(u32, TensorPreHook)>| {
+            self.hooks.lock().as_deref().map(pick).unwrap_or_default()
+        };
+        let hooks = copy_out(|h| {
+            h.tensor_pre
+                .iter()
+                .map(|(i, _, f)| (*i, f.clone()))
+                .collect()
+        });
         for (i, h) in hooks {
             if let Some(Some(g)) = grads.get(i as usize) {
                 if let Some(new) = h(g)? {
@@ -198,8 +222,7 @@ impl NodeBase {
                 }
             }
         }
-        let retains: Vec<(u32, TensorPreHook)> = self.retains_grad_hooks.lock().clone();
-        for (i, h) in retains {
+        for (i, h) in copy_out(|h| h.retains_grad.clone()) {
             if let Some(Some(g)) = grads.get(i as usize) {
                 h(g)?;
             }
@@ -210,7 +233,10 @@ impl NodeBase {
     /// Whether post hooks are registered (the engine keeps a node's incoming gradients past
     /// its `apply` only for them).
     pub(crate) fn has_post_hooks(&self) -> bool {
-        !self.post_hooks.lock().is_empty()
+        self.hooks
+            .lock()
+            .as_ref()
+            .is_some_and(|h| !h.post.is_empty())
     }
 
     pub(crate) fn call_post_hooks(
@@ -218,7 +244,10 @@ impl NodeBase {
         outputs: &VariableList,
         inputs: &VariableList,
     ) -> Result<()> {
-        let hooks: Vec<PostHook> = self.post_hooks.lock().clone();
+        let hooks: Vec<PostHook> = match self.hooks.lock().as_ref() {
+            None => return Ok(()),
+            Some(h) => h.post.clone(),
+        };
         for h in hooks {
             h(outputs, inputs)?;
         }
@@ -242,6 +271,27 @@ pub trait Node: Send + Sync + 'static {
     /// The leaf tensor of an `AccumulateGrad` (its `variable`).
     fn accumulate_grad_variable(&self) -> Option<Tensor> {
         None
+    }
+    /// The forward op's name (`Node::forward_op_name`): `name()` without its `Backward<N>`
+    /// suffix, keeping a number other than 0 (`AddBackward1` -> `Add1`).
+    fn forward_op_name(&self) -> String {
+        forward_op_name(&self.name())
+    }
+}
+
+/// `Node::forward_op_name` of a node called `name`.
+pub fn forward_op_name(name: &str) -> String {
+    let Some(pos) = name.rfind("Backward") else {
+        return name.to_string();
+    };
+    let suffix = &name[pos + "Backward".len()..];
+    if !suffix.bytes().all(|b| b.is_ascii_digit()) {
+        return name.to_string();
+    }
+    if suffix.is_empty() || suffix == "0" {
+        name[..pos].to_string()
+    } else {
+        format!("{}{suffix}", &name[..pos])
     }
 }
 
@@ -327,7 +377,7 @@ pub struct NotImplemented {
 }
 
 impl NotImplemented {
-    pub fn new(forward_fn: &str, next_edges: Vec<Edge>) -> NotImplemented {
+    pub fn new(forward_fn: &str, next_edges: impl Into<EdgeList>) -> NotImplemented {
         NotImplemented {
             base: NodeBase::new(next_edges),
             forward_fn: forward_fn.to_string(),
@@ -337,7 +387,7 @@ impl NotImplemented {
 
 impl Node for NotImplemented {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("NotImplemented")
+        Cow::Borrowed("torch::autograd::NotImplemented")
     }
 
     fn base(&self) -> &NodeBase {

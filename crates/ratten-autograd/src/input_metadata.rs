@@ -2,14 +2,15 @@
 //! gradient of each of its inputs, checked by the engine on every incoming gradient.
 
 use ratten_aten::Tensor;
-use ratten_core::{Device, Error, Result, ScalarType};
+use ratten_core::{Device, DimVec, Error, Result, ScalarType};
 
 use crate::function::Node;
 use crate::functions_manual::sum_to;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct InputMetadata {
-    shape: Vec<i64>,
+    /// Inline up to 6 dims: recording a node allocates no shape.
+    shape: DimVec,
     dtype: ScalarType,
     device: Device,
     /// An output that never gets a gradient (an undefined tensor in the forward).
@@ -19,7 +20,7 @@ pub struct InputMetadata {
 impl InputMetadata {
     pub fn of(t: &Tensor) -> InputMetadata {
         InputMetadata {
-            shape: t.sizes().to_vec(),
+            shape: t.sizes(),
             dtype: t.scalar_type(),
             device: t.device(),
             undefined: false,
@@ -28,7 +29,7 @@ impl InputMetadata {
 
     pub fn undefined() -> InputMetadata {
         InputMetadata {
-            shape: Vec::new(),
+            shape: DimVec::new(),
             dtype: ScalarType::Float,
             device: Device::CPU,
             undefined: true,
@@ -97,8 +98,8 @@ pub fn validate_outputs(
             continue;
         }
         let mut g = g.clone();
-        let gs = g.sizes().to_vec();
-        if gs != meta.shape {
+        let gs = g.sizes();
+        if gs.as_slice() != meta.shape.as_slice() {
             if !meta.is_expandable_to(&gs) {
                 return Err(Error::runtime(format!(
                     "Function {} returned an invalid gradient at index {} - got {} but expected \

@@ -14,7 +14,7 @@ struct CopyBackwards {
 
 impl Node for CopyBackwards {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("CopyBackwards")
+        Cow::Borrowed("torch::autograd::CopyBackwards")
     }
 
     fn base(&self) -> &NodeBase {

@@ -36,10 +36,6 @@ struct Saved {
     version: u32,
     is_output: bool,
     output_nr: u32,
-    requires_grad: bool,
-    /// The name of the node whose output it was, for the version error.
-    grad_fn_name: Option<String>,
-    was_leaf: bool,
     /// An output's tangent, given back to it on unpack (the alias has no metadata).
     fw_grad: Option<Tensor>,
 }
@@ -63,16 +59,11 @@ impl SavedVariable {
         if is_output {
             return Self::new_output(t, variable::output_nr(t));
         }
-        let requires_grad = t.requires_grad();
-        let grad_fn = variable::grad_fn(t);
         let saved = Saved {
             data: t.clone(),
             version: t.version(),
             is_output: false,
             output_nr: variable::output_nr(t),
-            requires_grad,
-            grad_fn_name: grad_fn.as_ref().map(|f| f.name().into_owned()),
-            was_leaf: grad_fn.is_none(),
             fw_grad: None,
         };
         SavedVariable {
@@ -88,9 +79,6 @@ impl SavedVariable {
             version: t.version(),
             is_output: true,
             output_nr,
-            requires_grad: true,
-            grad_fn_name: None,
-            was_leaf: false,
             fw_grad: None,
         };
         SavedVariable {
@@ -131,23 +119,33 @@ impl SavedVariable {
                 .map(i64::to_string)
                 .collect::<Vec<_>>()
                 .join(", ");
-            let whose = if saved.is_output {
-                format!(
+            // torch names the node whose output the tensor is now: an input's current
+            // grad_fn (an in-place op since made it the output of another), an output's node.
+            let grad_fn = if saved.is_output {
+                Some(saved_for.clone())
+            } else {
+                variable::grad_fn(&saved.data)
+            };
+            let whose = match grad_fn {
+                Some(f) => format!(
                     ", which is output {} of {},",
                     saved.output_nr,
-                    saved_for.name()
-                )
-            } else if let Some(n) = &saved.grad_fn_name {
-                format!(", which is output {} of {},", saved.output_nr, n)
+                    f.forward_op_name()
+                ),
+                None => String::new(),
+            };
+            let hint = if crate::anomaly_mode::AnomalyMode::is_enabled() {
+                "Hint: the backtrace further above shows the operation that failed to compute \
+                 its gradient. The variable in question was changed in there or anywhere later. \
+                 Good luck!"
             } else {
-                String::new()
+                "Hint: enable anomaly detection to find the operation that failed to compute its \
+                 gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
             };
             return Err(Error::runtime(format!(
                 "one of the variables needed for gradient computation has been modified by an \
                  inplace operation: [{type_str} [{sizes}]]{whose} is at version {current}; \
-                 expected version {} instead. Hint: enable anomaly detection to find the \
-                 operation that failed to compute its gradient, with \
-                 torch.autograd.set_detect_anomaly(True).",
+                 expected version {} instead. {hint}",
                 saved.version
             )));
         }
@@ -156,9 +154,7 @@ impl SavedVariable {
         }
         // An output: a fresh alias whose history is the node that saved it.
         let t = Tensor::from_base(ratten_core::TensorBase::alias(&saved.data));
-        if saved.requires_grad && !saved.was_leaf {
-            variable::set_gradient_edge(&t, Edge::new(saved_for.clone(), saved.output_nr))?;
-        }
+        variable::set_gradient_edge(&t, Edge::new(saved_for.clone(), saved.output_nr))?;
         if let Some(g) = &saved.fw_grad {
             if crate::forward_grad::current_level().is_some() {
                 crate::forward_grad::set_fw_grad(&t, g, false)?;

@@ -68,6 +68,9 @@ struct MetaState {
     fw_grad: Option<Arc<ForwardGrad>>,
 }
 
+/// The shared cell of a tensor's `.grad`.
+type GradCell = Arc<Mutex<Option<TensorBase>>>;
+
 /// torch's `AutogradMeta` (+ `DifferentiableViewMeta`).
 #[derive(Default)]
 pub struct AutogradMeta {
@@ -79,8 +82,16 @@ pub struct AutogradMeta {
     /// The rest, behind the metadata's own lock (torch's AutogradMeta has its mutex too).
     state: Mutex<MetaState>,
     /// `.grad`, in a cell of its own that a `retain_grad` hook can fill without holding the
-    /// tensor (which owns the node that holds the hook).
-    grad: Arc<Mutex<Option<TensorBase>>>,
+    /// tensor (which owns the node that holds the hook); made on first use, so that recording
+    /// an op's output allocates no cell.
+    grad: OnceLock<GradCell>,
+}
+
+impl AutogradMeta {
+    /// The `.grad` cell, made on first use.
+    fn grad_cell(&self) -> GradCell {
+        self.grad.get_or_init(GradCell::default).clone()
+    }
 }
 
 impl AutogradMetaInterface for AutogradMeta {
@@ -110,11 +121,15 @@ impl AutogradMetaInterface for AutogradMeta {
     }
 
     fn grad(&self) -> Option<TensorBase> {
-        self.grad.lock().clone()
+        self.grad.get().and_then(|cell| cell.lock().clone())
     }
 
     fn set_grad(&self, grad: Option<TensorBase>) -> Result<()> {
-        *self.grad.lock() = grad;
+        match (self.grad.get(), grad) {
+            (Some(cell), grad) => *cell.lock() = grad,
+            (None, None) => {}
+            (None, grad) => *self.grad_cell().lock() = grad,
+        }
         Ok(())
     }
 
@@ -317,6 +332,24 @@ pub fn is_leaf(t: &TensorBase) -> bool {
 
 /// `impl::gradient_edge`: where `t`'s gradient goes.
 pub fn gradient_edge(t: &TensorBase) -> Edge {
+    let Some(meta) = get_autograd_meta(t) else {
+        return Edge::default();
+    };
+    // Not a view (whose grad_fn may need rebuilding): one look under the lock.
+    {
+        let st = meta.state.lock();
+        if st.view.is_none() {
+            if let Some(f) = &st.grad_fn {
+                return Edge::new(f.clone(), st.output_nr);
+            }
+            if !meta.requires_grad.load(Ordering::Acquire) {
+                return Edge::default();
+            }
+            if let Some(acc) = st.grad_accumulator.as_ref().and_then(Weak::upgrade) {
+                return Edge::new(acc, 0);
+            }
+        }
+    }
     if let Some(f) = grad_fn(t) {
         return Edge::new(f, output_nr(t));
     }
@@ -340,7 +373,7 @@ pub fn grad_accumulator(t: &TensorBase) -> Option<Arc<dyn Node>> {
     if let Some(acc) = st.grad_accumulator.as_ref().and_then(Weak::upgrade) {
         return Some(acc);
     }
-    let acc = Arc::new(AccumulateGrad::new(Tensor::from_base(t.clone())));
+    let acc = AccumulateGrad::new(Tensor::from_base(t.clone()));
     st.grad_accumulator = Some(Arc::downgrade(&acc));
     Some(acc)
 }
@@ -562,7 +595,7 @@ pub fn retain_grad(t: &TensorBase) -> Result<()> {
     if meta.state.lock().retains_grad {
         return Ok(());
     }
-    let cell = meta.grad.clone();
+    let cell = meta.grad_cell();
     f.base().set_retains_grad_hook(
         output_nr(t),
         Arc::new(move |g: &Tensor| {

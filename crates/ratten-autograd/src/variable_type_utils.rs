@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ratten_aten::Tensor;
 use ratten_core::{Error, Result};
 
-use crate::function::{Edge, Node};
+use crate::function::{Edge, EdgeList, Node};
 use crate::grad_mode::GradMode;
 use crate::variable::{self, CreationMeta};
 use crate::view_backward::CopySlices;
@@ -24,14 +24,14 @@ pub fn any_requires_grad(ts: &[Tensor]) -> bool {
 }
 
 /// `collect_next_edges`: the gradient edge of each input (an invalid edge for None).
-pub fn collect_next_edges(ts: &[Option<&Tensor>]) -> Vec<Edge> {
+pub fn collect_next_edges(ts: &[Option<&Tensor>]) -> EdgeList {
     ts.iter()
         .map(|t| t.map_or_else(Edge::default, |t| variable::gradient_edge(t)))
         .collect()
 }
 
 /// The gradient edges of a list argument, one per element.
-pub fn collect_next_edges_list(ts: &[Tensor]) -> Vec<Edge> {
+pub fn collect_next_edges_list(ts: &[Tensor]) -> EdgeList {
     ts.iter().map(|t| variable::gradient_edge(t)).collect()
 }
 

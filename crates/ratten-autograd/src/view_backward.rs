@@ -56,7 +56,7 @@ impl CopySlices {
 
 impl Node for CopySlices {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed("CopySlices")
+        Cow::Borrowed("torch::autograd::CopySlices")
     }
 
     fn base(&self) -> &NodeBase {
