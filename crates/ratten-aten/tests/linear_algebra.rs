@@ -174,6 +174,50 @@ fn integer_complex_and_reduced_dtypes() {
     );
 }
 
+/// baddbmm's reference: `beta * c + alpha * a[i] @ b[i]` per batch, from naive products.
+fn naive_baddbmm(c: &Tensor, a: &Tensor, b: &Tensor, beta: f64, alpha: f64) -> Vec<f64> {
+    let (_, prod) = naive_matmul(a, b);
+    values(c)
+        .iter()
+        .zip(prod)
+        .map(|(&c, p)| beta * c + alpha * p)
+        .collect()
+}
+
+#[test]
+fn batched_products_side_by_side_match_the_reference() {
+    // Small products (side by side on the threads, one guard) with transposed batches and
+    // operands, and large ones (each on all threads), for float64, float32 and complex.
+    for threads in [1, 2] {
+        ratten_aten::tensor_iterator::parallel::set_num_threads(threads).unwrap();
+        for (batches, m, k, n) in [(33, 4, 6, 5), (3, 70, 64, 80), (1, 2, 3, 4)] {
+            let a = tensor(&[m, batches, k], 1).transpose(0, 1).unwrap();
+            let b = tensor(&[batches, n, k], 2).transpose(1, 2).unwrap();
+            let (_, want) = naive_matmul(&a, &b);
+            assert_eq!(values(&a.bmm(&b).unwrap()), want, "{batches}x{m}x{k}x{n}");
+            let a32 = a.to_dtype(ScalarType::Float).unwrap();
+            let b32 = b.to_dtype(ScalarType::Float).unwrap();
+            assert_eq!(values(&a32.bmm(&b32).unwrap()), want);
+            let ac = a.to_dtype(ScalarType::ComplexDouble).unwrap();
+            let bc = b.to_dtype(ScalarType::ComplexDouble).unwrap();
+            let got = ac.bmm(&bc).unwrap().to_dtype(ScalarType::Double).unwrap();
+            assert_eq!(values(&got), want);
+            // baddbmm reads `self`; an output that is a transposed view takes the
+            // batch-by-batch path and must give the same values.
+            let c = tensor(&[batches, m, n], 3);
+            let got = functions::baddbmm_with(&c, &a, &b, 2, 3).unwrap();
+            assert_eq!(values(&got), naive_baddbmm(&c, &a, &b, 2.0, 3.0));
+            let out = Tensor::empty(&[batches, n, m], ScalarType::Double)
+                .unwrap()
+                .transpose(1, 2)
+                .unwrap();
+            functions::bmm_out(&out, &a, &b).unwrap();
+            assert_eq!(values(&out), want);
+        }
+    }
+    ratten_aten::tensor_iterator::parallel::set_num_threads(2).unwrap();
+}
+
 #[test]
 fn bmm_of_many_small_products_and_shapes_on_meta() {
     // Many small products, one after the other.

@@ -302,19 +302,7 @@ fn bmm_out_or_baddbmm(
         return Ok(());
     }
     let beta = if is_bmm { Scalar::Int(0) } else { *beta };
-    // One product per batch, each on the gemm crate's threads when large enough. (Batches in
-    // parallel would need one access guard over the whole batch: a guard per product takes
-    // the output's storage exclusively and would serialise the threads.)
-    let run = |b: i64| -> Result<()> {
-        blas::gemm(
-            &result.select(0, b)?,
-            &batch1.select(0, b)?,
-            &batch2.select(0, b)?,
-            alpha,
-            &beta,
-        )
-    };
-    (0..batch1.size(0)?).try_for_each(run)
+    blas::gemm_batched(result, batch1, batch2, alpha, &beta)
 }
 
 /// `addbmm_impl_`: `result = beta * self + alpha * sum_b batch1[b] @ batch2[b]`.

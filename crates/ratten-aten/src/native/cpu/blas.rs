@@ -17,9 +17,10 @@ use ratten_core::access::TensorAccess;
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
+use crate::native::cpu::scatter_gather_kernels::SyncPtr;
 use crate::tensor_iterator::get_num_threads;
 use crate::tensor_iterator::overlap::is_non_overlapping_and_dense;
-use crate::tensor_iterator::parallel::in_parallel_region;
+use crate::tensor_iterator::parallel::{in_parallel_region, parallel_for};
 use crate::Tensor;
 
 /// Products below this many multiply-adds stay on the calling thread: waking workers costs
@@ -118,50 +119,204 @@ fn gemm_crate<T: GemmElement>(
 ) -> Result<()> {
     let g = TensorAccess::new(&[a.base(), b.base()], &[c.base()])?;
     let (ga, gb, gc) = (g.input(0)?, g.input(1)?, g.output(0)?);
-    let (ap, bp, cp) = (
-        ga.data_ptr::<T>()?,
-        gb.data_ptr::<T>()?,
-        gc.data_ptr_mut::<T>()?,
-    );
-    let (ast, bst, cst) = (ga.strides(), gb.strides(), gc.strides());
+    let operands = Operands {
+        a: (ga.data_ptr::<T>()?, ga.strides()[0], ga.strides()[1]),
+        b: (gb.data_ptr::<T>()?, gb.strides()[0], gb.strides()[1]),
+        c: (gc.data_ptr_mut::<T>()?, gc.strides()[0], gc.strides()[1]),
+    };
     let threads = if in_parallel_region() || m * n * k < PARALLEL_MIN_FLOPS {
         1
     } else {
         get_num_threads()
     };
-    let parallelism = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
     // SAFETY: the guard holds `a` and `b` shared and `c` exclusively for the call; the three
     // views were bounds-checked for their sizes and strides when made and the sizes were
     // checked against (m, n, k) by the caller, which also made sure `c` neither shares
-    // storage with `a` or `b` nor overlaps itself, so the crate's writes touch only `c`'s
-    // elements, each once. The crate computes `dst = alpha * dst + beta * lhs @ rhs`: torch's
-    // beta is its alpha and torch's alpha its beta; `read_dst` false leaves `dst` unread.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            cp,
-            cst[1] as isize,
-            cst[0] as isize,
-            read_c,
-            ap,
-            ast[1] as isize,
-            ast[0] as isize,
-            bp,
-            bst[1] as isize,
-            bst[0] as isize,
-            beta,
-            alpha,
-            false,
-            false,
-            false,
-            parallelism,
-        );
+    // storage with `a` or `b` nor overlaps itself.
+    unsafe { operands.run((m, n, k), alpha, beta, read_c, threads) };
+    Ok(())
+}
+
+/// The base pointers and (row, column) strides of one product's operands.
+struct Operands<T> {
+    a: (*const T, i64, i64),
+    b: (*const T, i64, i64),
+    c: (*mut T, i64, i64),
+}
+
+impl<T: GemmElement> Operands<T> {
+    /// `c = beta * c + alpha * a @ b` (`c` unread unless `read_c`) on `threads` of rayon's
+    /// threads.
+    ///
+    /// # Safety
+    /// The pointers must address live (m x k), (k x n) and (m x n) matrices with these
+    /// strides, `c`'s elements distinct from each other and from `a`'s and `b`'s, and no
+    /// other access to `c` may run during the call.
+    unsafe fn run(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        alpha: T,
+        beta: T,
+        read_c: bool,
+        threads: usize,
+    ) {
+        let parallelism = if threads > 1 {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        let ((ap, ars, acs), (bp, brs, bcs), (cp, crs, ccs)) = (self.a, self.b, self.c);
+        // SAFETY: the caller's contract. The crate computes `dst = alpha * dst + beta * lhs @
+        // rhs`: torch's beta is its alpha and torch's alpha its beta; `read_dst` false leaves
+        // `dst` unread; the crate writes each element of `dst` once.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                cp,
+                ccs as isize,
+                crs as isize,
+                read_c,
+                ap,
+                acs as isize,
+                ars as isize,
+                bp,
+                bcs as isize,
+                brs as isize,
+                beta,
+                alpha,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    }
+}
+
+/// `c[i] = beta * c[i] + alpha * (a[i] @ b[i])` for 3-D `a` (B x m x k), `b` (B x k x n) and
+/// `c` (B x m x n) of one dtype, any strides (bmm and baddbmm). Small products on the `gemm`
+/// crate run side by side, one batch per thread, under one access guard; large ones one
+/// after another, each on all threads. Other cases (integers, bfloat16, an output that
+/// overlaps itself or an input) take [`gemm`] batch by batch.
+pub fn gemm_batched(
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    alpha: &Scalar,
+    beta: &Scalar,
+) -> Result<()> {
+    let (batches, m, k, n) = (a.size(0)?, a.size(1)?, a.size(2)?, b.size(2)?);
+    let shapes_ok = a.dim() == 3
+        && b.dim() == 3
+        && c.dim() == 3
+        && b.size(0)? == batches
+        && c.size(0)? == batches
+        && b.size(1)? == k
+        && c.size(1)? == m
+        && c.size(2)? == n
+        && a.dtype() == c.dtype()
+        && b.dtype() == c.dtype();
+    if !shapes_ok {
+        return Err(Error::runtime(format!(
+            "gemm_batched: operands do not fit: {:?} @ {:?} into {:?}",
+            a.sizes(),
+            b.sizes(),
+            c.sizes()
+        )));
+    }
+    if c.numel() == 0 || c.is_meta() {
+        return Ok(());
+    }
+    let storage = c.storage();
+    let separate = !storage.is_alias_of(&a.storage())
+        && !storage.is_alias_of(&b.storage())
+        && is_non_overlapping_and_dense(&c.sizes(), &c.strides());
+    let dims = (m as usize, n as usize, k as usize);
+    let read_c = beta.to_complex_double()? != c128::new(0.0, 0.0);
+    macro_rules! batched {
+        ($t:ty) => {
+            gemm_crate_batched::<$t>(c, a, b, dims, alpha.to()?, beta.to()?, read_c)
+        };
+    }
+    match c.dtype() {
+        ScalarType::Float if separate => batched!(f32),
+        ScalarType::Double if separate => batched!(f64),
+        ScalarType::Half if separate => batched!(f16),
+        ScalarType::ComplexFloat if separate => batched!(c64),
+        ScalarType::ComplexDouble if separate => batched!(c128),
+        _ => (0..batches).try_for_each(|i| {
+            gemm(
+                &c.select(0, i)?,
+                &a.select(0, i)?,
+                &b.select(0, i)?,
+                alpha,
+                beta,
+            )
+        }),
+    }
+}
+
+/// [`gemm_batched`] on the `gemm` crate.
+fn gemm_crate_batched<T: GemmElement>(
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+    beta: T,
+    read_c: bool,
+) -> Result<()> {
+    let g = TensorAccess::new(&[a.base(), b.base()], &[c.base()])?;
+    let (ga, gb, gc) = (g.input(0)?, g.input(1)?, g.output(0)?);
+    let (ast, bst, cst) = (ga.strides(), gb.strides(), gc.strides());
+    let (ap, bp) = (
+        SyncPtr(ga.data_ptr::<T>()?.cast_mut().cast()),
+        SyncPtr(gb.data_ptr::<T>()?.cast_mut().cast()),
+    );
+    let cp = SyncPtr(gc.data_ptr_mut::<T>()?.cast());
+    let batches = c.size(0)?;
+    let operands = move |i: i64| Operands::<T> {
+        // Offsets within the guarded views: batch `i` of each operand.
+        a: (
+            ap.get().cast::<T>().wrapping_offset((i * ast[0]) as isize),
+            ast[1],
+            ast[2],
+        ),
+        b: (
+            bp.get().cast::<T>().wrapping_offset((i * bst[0]) as isize),
+            bst[1],
+            bst[2],
+        ),
+        c: (
+            cp.get().cast::<T>().wrapping_offset((i * cst[0]) as isize),
+            cst[1],
+            cst[2],
+        ),
+    };
+    let small = m * n * k < PARALLEL_MIN_FLOPS;
+    if small && batches > 1 && !in_parallel_region() {
+        // Enough batches per task that waking a thread pays off.
+        let grain = (PARALLEL_MIN_FLOPS / (m * n * k).max(1)).max(1) as i64;
+        return parallel_for(0, batches, grain, |lo, hi| {
+            for i in lo..hi {
+                // SAFETY: batch `i` of each guarded view lies inside it (bounds-checked with
+                // its sizes and strides when the view was made); `c` overlaps neither itself
+                // nor `a` / `b` (checked by the caller), so its batches are disjoint and each
+                // task writes only its own.
+                unsafe { operands(i).run((m, n, k), alpha, beta, read_c, 1) };
+            }
+        });
+    }
+    let threads = if small || in_parallel_region() {
+        1
+    } else {
+        get_num_threads()
+    };
+    for i in 0..batches {
+        // SAFETY: as above; one batch at a time.
+        unsafe { operands(i).run((m, n, k), alpha, beta, read_c, threads) };
     }
     Ok(())
 }

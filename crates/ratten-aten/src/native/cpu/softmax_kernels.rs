@@ -24,7 +24,7 @@ use ratten_core::{Error, PodElement, Result, ScalarType};
 use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability};
 use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::scatter_gather_kernels::SyncPtr;
-use crate::native::cpu::vec_math::{exp_f32, exp_f64, log_f32, log_f64};
+use crate::native::cpu::vec_math::{exp_f32, exp_f64, exp_u20_f32, log_f32, log_f64};
 use crate::tensor_iterator::parallel::{parallel_for, GRAIN_SIZE};
 use crate::Tensor;
 
@@ -49,6 +49,9 @@ pub trait Acc:
     const ONE: Self;
     const NEG_INF: Self;
     fn exp(self) -> Self;
+    /// `exp` of the forward loops' `x - max`: f32's division-free polynomial (within 2 ulp,
+    /// PyTorch's softmax `exp_u20`), f64's `exp`.
+    fn exp_u20(self) -> Self;
     fn ln(self) -> Self;
     /// The larger of the two, NaN if either is (`vec::maximum`).
     fn maximum(self, other: Self) -> Self;
@@ -61,6 +64,10 @@ impl Acc for f32 {
     #[inline(always)]
     fn exp(self) -> f32 {
         exp_f32(self)
+    }
+    #[inline(always)]
+    fn exp_u20(self) -> f32 {
+        exp_u20_f32(self)
     }
     #[inline(always)]
     fn ln(self) -> f32 {
@@ -82,6 +89,10 @@ impl Acc for f64 {
     const NEG_INF: f64 = f64::NEG_INFINITY;
     #[inline(always)]
     fn exp(self) -> f64 {
+        exp_f64(self)
+    }
+    #[inline(always)]
+    fn exp_u20(self) -> f64 {
         exp_f64(self)
     }
     #[inline(always)]
@@ -278,7 +289,7 @@ fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
     let max = lanes_reduce(x, S::A::NEG_INF, S::load, |a, b| a.maximum(b));
     if let Some(ya) = S::as_acc_mut(y) {
         for (o, &v) in ya.iter_mut().zip(x) {
-            *o = (v.load() - max).exp();
+            *o = (v.load() - max).exp_u20();
         }
         let sum = lanes_reduce(ya, S::A::ZERO, |v| v, |a, b| a + b);
         if LOG {
@@ -293,7 +304,7 @@ fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
             }
         }
     } else {
-        let sum = lanes_reduce(x, S::A::ZERO, |v| (v.load() - max).exp(), |a, b| a + b);
+        let sum = lanes_reduce(x, S::A::ZERO, |v| (v.load() - max).exp_u20(), |a, b| a + b);
         if LOG {
             let shift = max + sum.ln();
             for (o, &v) in y.iter_mut().zip(x) {
@@ -302,7 +313,7 @@ fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
         } else {
             let inv = S::A::ONE / sum;
             for (o, &v) in y.iter_mut().zip(x) {
-                *o = S::store((v.load() - max).exp() * inv);
+                *o = S::store((v.load() - max).exp_u20() * inv);
             }
         }
     }
@@ -331,7 +342,7 @@ fn block_forward<S: Stored, const LOG: bool>(
     for d in 0..dim {
         let row = &x[d * inner + j0..][..w];
         for ((s, &m), &v) in sum.iter_mut().zip(max.iter()).zip(row) {
-            *s = *s + (v.load() - m).exp();
+            *s = *s + (v.load() - m).exp_u20();
         }
     }
     if LOG {
@@ -350,7 +361,7 @@ fn block_forward<S: Stored, const LOG: bool>(
             *o = if LOG {
                 S::store(v.load() - s)
             } else {
-                S::store((v.load() - m).exp() * s)
+                S::store((v.load() - m).exp_u20() * s)
             };
         }
     }
