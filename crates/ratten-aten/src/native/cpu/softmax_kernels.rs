@@ -14,8 +14,9 @@
 //! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
 //! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
 //! float16 and bfloat16 compute in float (PyTorch's `acc_type`) and round once, at the store.
-//! The exponential and logarithm are `vec_math`'s branch-free forms; every loop runs inside
-//! `run_isa` for the CPU capability.
+//! The exponential and logarithm are `vec_math`'s branch-free forms (the forward's `exp` is
+//! `exp_u20_f32`, a division-free polynomial within 2 ulp, as PyTorch's softmax takes
+//! `Vectorized::exp_u20`); every loop runs inside `run_isa` for the CPU capability.
 
 use half::{bf16, f16};
 use ratten_core::access::TensorAccess;
