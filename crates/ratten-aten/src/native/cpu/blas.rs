@@ -129,12 +129,84 @@ fn gemm_crate<T: GemmElement>(
     } else {
         get_num_threads()
     };
+    if threads > 1 && m * n * k < SPLIT_MAX_FLOPS {
+        // SAFETY: as below.
+        return unsafe { split_product(&operands, (m, n, k), alpha, beta, read_c, threads) };
+    }
     // SAFETY: the guard holds `a` and `b` shared and `c` exclusively for the call; the three
     // views were bounds-checked for their sizes and strides when made and the sizes were
     // checked against (m, n, k) by the caller, which also made sure `c` neither shares
     // storage with `a` or `b` nor overlaps itself.
     unsafe { operands.run((m, n, k), alpha, beta, read_c, threads) };
     Ok(())
+}
+
+/// Below this many multiply-adds a product on several threads is split by us, into one block
+/// of rows (or columns) of `c` per thread: the crate's own split works in cache-sized blocks
+/// and leaves a thread idle when the product fits in one (measured by
+/// python/bench/bench_matmul.py: mm 256 and the 64x784x256 layer ran no faster on 2 threads).
+const SPLIT_MAX_FLOPS: usize = 1 << 26;
+
+/// `c = beta * c + alpha * a @ b` as `threads` products over the blocks of the longer of c's
+/// rows and columns, side by side.
+///
+/// # Safety
+/// `operands` must satisfy [`Operands::run`]'s contract for the (m, n, k) product.
+unsafe fn split_product<T: GemmElement>(
+    operands: &Operands<T>,
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+    beta: T,
+    read_c: bool,
+    threads: usize,
+) -> Result<()> {
+    let by_rows = m >= n;
+    let len = if by_rows { m } else { n };
+    // Blocks of whole micro-tiles (a multiple of 16 rows or columns) where the length allows.
+    let block = len.div_ceil(threads).next_multiple_of(16).min(len).max(1);
+    let parts = len.div_ceil(block);
+    let (ap, bp, cp) = (
+        SyncPtr(operands.a.0.cast_mut().cast()),
+        SyncPtr(operands.b.0.cast_mut().cast()),
+        SyncPtr(operands.c.0.cast()),
+    );
+    let (a, b, c) = (operands.a, operands.b, operands.c);
+    parallel_for(0, parts as i64, 1, |lo, hi| {
+        for part in lo as usize..hi as usize {
+            let start = part * block;
+            let size = block.min(len - start);
+            let (ap, bp, cp) = (
+                ap.get().cast::<T>().cast_const(),
+                bp.get().cast::<T>().cast_const(),
+                cp.get().cast::<T>(),
+            );
+            let (sub, dims) = if by_rows {
+                let off = start as isize;
+                (
+                    Operands {
+                        a: (ap.wrapping_offset(off * a.1 as isize), a.1, a.2),
+                        b: (bp, b.1, b.2),
+                        c: (cp.wrapping_offset(off * c.1 as isize), c.1, c.2),
+                    },
+                    (size, n, k),
+                )
+            } else {
+                let off = start as isize;
+                (
+                    Operands {
+                        a: (ap, a.1, a.2),
+                        b: (bp.wrapping_offset(off * b.2 as isize), b.1, b.2),
+                        c: (cp.wrapping_offset(off * c.2 as isize), c.1, c.2),
+                    },
+                    (m, size, k),
+                )
+            };
+            // SAFETY: `operands` satisfies `run`'s contract for the whole product (this
+            // function's contract); a block of rows of `a` and `c` (or columns of `b` and `c`) lies
+            // inside those matrices, and the blocks of `c` are disjoint, one per task.
+            unsafe { sub.run(dims, alpha, beta, read_c, 1) };
+        }
+    })
 }
 
 /// The base pointers and (row, column) strides of one product's operands.
