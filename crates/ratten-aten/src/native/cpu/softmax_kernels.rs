@@ -8,9 +8,10 @@
 //! independent accumulators (no index arithmetic or bounds checks in the body, so the compiler
 //! keeps the accumulators in vector registers; the sum's order is fixed, so a row's result
 //! does not depend on the thread that computes it), and softmax and log_softmax of float /
-//! double store each `exp` in the output, sum it there, then scale it (softmax) or overwrite
-//! it with `x - max - log(sum)` (log_softmax): one `exp` per element, in a plain map loop
-//! that vectorises. Along another dim the
+//! double store each `exp` in the output while summing it (one pass, `LANES` accumulators),
+//! then scale it (softmax) or overwrite it with `x - max - log(sum)` (log_softmax): one `exp`
+//! per element. A row's maximum is a plain `max`, one instruction per vector: a NaN it
+//! skips still gives the row's NaNs through `exp(NaN)` in the sum. Along another dim the
 //! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
 //! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
 //! float16 and bfloat16 compute in float (PyTorch's `acc_type`) and round once, at the store.
@@ -282,17 +283,41 @@ fn lanes_reduce2<S: Copy, A: Acc>(
     combine_lanes(acc, step)
 }
 
+/// Stores `exp(x - max)` in `y` and returns its sum, in one pass: `LANES` at a time, each
+/// lane's sum in its own accumulator (the order of `lanes_reduce`).
+#[inline(always)]
+fn exp_store_sum<S: Stored>(x: &[S], y: &mut [S::A], max: S::A) -> S::A {
+    let mut acc = [S::A::ZERO; LANES];
+    let xc = x.chunks_exact(LANES);
+    let xt = xc.remainder();
+    let (yh, yt) = y.split_at_mut(x.len() - xt.len());
+    for (xs, ys) in xc.zip(yh.chunks_exact_mut(LANES)) {
+        // Indexed, so the fixed-length body unrolls into whole vectors.
+        #[allow(clippy::needless_range_loop)]
+        for l in 0..LANES {
+            let e = (xs[l].load() - max).exp_u20();
+            ys[l] = e;
+            acc[l] = acc[l] + e;
+        }
+    }
+    for ((a, o), &v) in acc.iter_mut().zip(yt.iter_mut()).zip(xt) {
+        let e = (v.load() - max).exp_u20();
+        *o = e;
+        *a = *a + e;
+    }
+    combine_lanes(acc, |a, b| a + b)
+}
+
 /// softmax (or log_softmax, `LOG`) of one contiguous row. float and double store each
 /// `exp(x - max)` in the output and sum it there (the exponential loop is a plain map, which
 /// vectorises); log_softmax then overwrites the row with `x - (max + log(sum))`.
 #[inline(always)]
 fn row_forward<S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
-    let max = lanes_reduce(x, S::A::NEG_INF, S::load, |a, b| a.maximum(b));
+    // A plain `max` (one instruction per vector): a NaN it skips still makes the row NaN,
+    // through `exp(NaN)` in the sum.
+    let max = lanes_reduce(x, S::A::NEG_INF, S::load, |a, b| if a > b { a } else { b });
     if let Some(ya) = S::as_acc_mut(y) {
-        for (o, &v) in ya.iter_mut().zip(x) {
-            *o = (v.load() - max).exp_u20();
-        }
-        let sum = lanes_reduce(ya, S::A::ZERO, |v| v, |a, b| a + b);
+        let sum = exp_store_sum(x, ya, max);
         if LOG {
             let shift = max + sum.ln();
             for (o, &v) in ya.iter_mut().zip(x) {
