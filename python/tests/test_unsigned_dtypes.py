@@ -76,6 +76,24 @@ def test_uint64_extremes_without_torch():
     assert ratten.full((1,), 2**63, dtype=ratten.uint64).tolist() == [2**63]
 
 
+def test_reductions_sort_clamp_without_torch():
+    t = ratten.tensor([3, 1, 2, 0], dtype=ratten.uint32)
+    assert t.any().item() is True and t.all().item() is False
+    assert t.sort().values.tolist() == [0, 1, 2, 3] and t.argsort().tolist() == [3, 1, 2, 0]
+    assert ratten.unique(t).tolist() == [0, 1, 2, 3]
+    assert t.clamp(1, 2).tolist() == [2, 1, 2, 1] and t.clamp(min=2).dtype == ratten.uint32
+    # The difference is computed in float: 1 vs 3 is 2 apart, not 2**32 - 2.
+    a, b = ratten.tensor([1, 200], dtype=ratten.uint8), ratten.tensor([3, 190], dtype=ratten.uint8)
+    assert ratten.isclose(a, b, atol=2.0).tolist() == [True, False]
+    r = ratten.zeros(100, dtype=ratten.uint16).random_(3, 7)
+    assert r.dtype == ratten.uint16 and 3 <= r.min().to(ratten.int64).item() and r.to(ratten.int64).max().item() < 7
+    assert ratten.tensor(np.uint32(5)).dtype == ratten.uint32
+    assert ratten.tensor([np.int16(1), np.int8(2)]).dtype == ratten.int16
+    assert ratten.tensor(np.float64(2.0)).dtype == ratten.float64
+    with pytest.raises(RuntimeError, match="attempted to promote UInt32 and Long"):
+        ratten.tensor([np.uint32(5), 1])
+
+
 def test_promotion_errors_without_torch():
     with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64 types"):
         ratten.promote_types(ratten.uint32, ratten.int64)
@@ -232,6 +250,36 @@ CASES = {
     "bitwise_and -1": lambda L, d: _a(L, d) & -1,
     "bitwise_not": lambda L, d: ~_a(L, d),
     "where": lambda L, d: L.where(L.tensor([True, False, True]), _a(L, d), _a(L, d) * 0),
+    # reductions, sorting, clamping, comparisons and random ranges torch's CPU build has
+    "any": lambda L, d: L.tensor([0, 0, 3], dtype=d).any(),
+    "all": lambda L, d: L.tensor([1, 0, 3], dtype=d).all(),
+    "any dim": lambda L, d: L.tensor([[0, 1], [0, 0]], dtype=d).any(1),
+    "all dim": lambda L, d: L.tensor([[2, 1], [0, 7]], dtype=d).all(0),
+    "sort": lambda L, d: L.tensor([3, 1, MAX[str(d).split(".")[-1]], 0], dtype=d).sort(),
+    "sort descending": lambda L, d: L.tensor([3, 1, 2, 0], dtype=d).sort(descending=True),
+    "argsort": lambda L, d: L.tensor([3, 1, 2, 0], dtype=d).argsort(),
+    "msort": lambda L, d: L.msort(L.tensor([[3, 1], [2, 0]], dtype=d)),
+    "unique": lambda L, d: L.unique(L.tensor([3, 1, 3, 0], dtype=d)),
+    "unique counts": lambda L, d: L.unique(L.tensor([3, 1, 3, 0], dtype=d), return_inverse=True, return_counts=True),
+    "unique_consecutive": lambda L, d: L.unique_consecutive(L.tensor([3, 3, 1, 1, 0], dtype=d)),
+    "unique dim": lambda L, d: L.unique(L.tensor([[3, 0], [3, 1], [3, 0]], dtype=d), dim=0),
+    "topk": lambda L, d: _a(L, d).topk(2),
+    "kthvalue": lambda L, d: _a(L, d).kthvalue(1),
+    "clamp": lambda L, d: L.tensor([3, 1, 2, 0], dtype=d).clamp(1, 2),
+    "clamp min": lambda L, d: _a(L, d).clamp(min=2),
+    "clamp_max": lambda L, d: _a(L, d).clamp(max=2),
+    "clamp tensor": lambda L, d: _a(L, d).clamp(min=L.tensor([2, 2, 2], dtype=d)),
+    "isclose": lambda L, d: L.isclose(L.tensor([3, 1, 2, 10], dtype=d), L.tensor([1, 3, 2, 11], dtype=d), atol=2.0),
+    "isclose rtol": lambda L, d: L.isclose(L.tensor([3, 1, 2, 10], dtype=d), L.tensor([1, 3, 2, 11], dtype=d), rtol=0.5, atol=0.5),
+    "isclose exact": lambda L, d: L.isclose(_a(L, d), _a(L, d), rtol=0, atol=0),
+    "randint dtype": lambda L, d: L.randint(0, 5, (3,), dtype=d).dtype,
+    "random_ range": lambda L, d: bool(((lambda t: t.random_(2, 9))(L.zeros(50, dtype=d)) >= 2).all()),
+    "random_ full": lambda L, d: L.zeros(2, dtype=d).random_(),
+    # numpy scalars keep their dtype
+    # (torch refuses np.uint64 scalars with "an integer is required"; ratten takes them)
+    "numpy scalar": lambda L, d: L.tensor(NUMPY[str(d).split(".")[-1]](5)) if d != L.uint64 else None,
+    "numpy scalars": lambda L, d: L.tensor([NUMPY[str(d).split(".")[-1]](5)] * 2) if d != L.uint64 else None,
+    "numpy scalar and int": lambda L, d: L.tensor([NUMPY[str(d).split(".")[-1]](5), 1]),
     # promotion
     "promote int64": lambda L, d: L.promote_types(d, L.int64),
     "promote bool": lambda L, d: L.promote_types(L.bool, d),

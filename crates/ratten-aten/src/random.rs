@@ -678,7 +678,7 @@ macro_rules! from_i64_as {
         }
     })*};
 }
-from_i64_as!(u8, i8, i16, i32, i64, f32, f64);
+from_i64_as!(u8, i8, i16, i32, i64, u16, u32, u64, f32, f64);
 
 impl FromI64 for f16 {
     fn from_i64(v: i64) -> Self {
@@ -702,6 +702,8 @@ fn random_upper_bound(dtype: ScalarType) -> u64 {
         ScalarType::Short => i16::MAX as u64,
         ScalarType::Int => i32::MAX as u64,
         ScalarType::Long => i64::MAX as u64,
+        ScalarType::UInt16 => u16::MAX as u64,
+        ScalarType::UInt32 => u32::MAX as u64,
         ScalarType::Float => 1 << 24,
         ScalarType::Double => 1 << 53,
         ScalarType::Half => 1 << 11,
@@ -799,16 +801,29 @@ pub fn random_from_<'a>(
     // The range is the tensor's dtype's; a bool tensor is drawn into bytes of its layout.
     let bytes = bool_as_bytes(self_)?;
     let target = bytes.as_ref().unwrap_or(self_);
-    dispatch_real_and_bool!(target.dtype(), "random_from_to_kernel_cpu", T => fill_serial::<T>(
-        target.base(),
-        generator,
-        |g, _| match range {
-            // `uniform_int_from_to`: a 64-bit word for ranges of 2^32 and more.
-            Some(r) if r >= 1u64 << 32 => T::from_i64((g.random64() % r) as i64 + from),
-            Some(r) => T::from_i64((g.random() as u64 % r) as i64 + from),
-            None => T::from_i64(g.random64() as i64),
-        },
-    ))?;
+    macro_rules! fill {
+        ($t:ty) => {
+            fill_serial::<$t>(target.base(), generator, |g, _| match range {
+                // `uniform_int_from_to`: a 64-bit word for ranges of 2^32 and more.
+                Some(r) if r >= 1u64 << 32 => <$t>::from_i64((g.random64() % r) as i64 + from),
+                Some(r) => <$t>::from_i64((g.random() as u64 % r) as i64 + from),
+                None => <$t>::from_i64(g.random64() as i64),
+            })
+        };
+    }
+    // torch draws the barebones unsigned types from a range, not over all 64 bits.
+    match (target.dtype(), range) {
+        (d, None) if d.is_barebones_unsigned() => {
+            return Err(crate::native::cpu::elements::not_implemented(
+                "random_full_64_bits_range_kernel_cpu",
+                d,
+            ));
+        }
+        (ScalarType::UInt16, _) => fill!(u16),
+        (ScalarType::UInt32, _) => fill!(u32),
+        (ScalarType::UInt64, _) => fill!(u64),
+        (d, _) => dispatch_real_and_bool!(d, "random_from_to_kernel_cpu", T => fill!(T)),
+    }?;
     if let Some(bytes) = &bytes {
         self_.copy_(bytes)?;
     }

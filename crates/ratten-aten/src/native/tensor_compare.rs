@@ -47,16 +47,20 @@ pub fn isclose(
     if rtol == 0.0 && atol == 0.0 {
         return Ok(close);
     }
-    // Bool operands are compared as the default float dtype (PyTorch's note [closeness error
-    // computation]).
-    let as_number = |t: &Tensor| -> Result<Tensor> {
-        if t.dtype() == ScalarType::Bool {
-            t.to_dtype(ratten_core::default_dtype::get_default_dtype())
-        } else {
-            Ok(t.clone())
-        }
+    // PyTorch's note [closeness error computation]: a bool `self` and an integral `other` are
+    // taken as the default float dtype, so the difference is computed in float (a uint8
+    // difference would wrap).
+    let default = ratten_core::default_dtype::get_default_dtype();
+    let s = if self_.dtype() == ScalarType::Bool {
+        self_.to_dtype(default)?
+    } else {
+        self_.clone()
     };
-    let (s, o) = (as_number(self_)?, as_number(other)?);
+    let o = if self_.dtype().is_integral(true) {
+        other.to_dtype(default)?
+    } else {
+        other.clone()
+    };
     let one = Scalar::from(1);
     let allowed = ops::add_Scalar::call(
         &ops::abs::call(&ops::mul_Scalar::call(&o, &Scalar::from(rtol))?)?,

@@ -381,6 +381,7 @@ macro_rules! unsigned_dispatch {
         }
     };
 }
+pub(crate) use unsigned_dispatch;
 
 fn div_trunc_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if let Some(b) = reduced_scalar_other(iter) {

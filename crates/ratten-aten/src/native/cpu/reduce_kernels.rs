@@ -597,6 +597,18 @@ impl<T: Elem, O: Elem, const ALL: bool> ReduceOp for Truth<T, O, ALL> {
 
 fn truth_kernel<const ALL: bool>(iter: &TensorIteratorBase) -> Result<()> {
     let name = if ALL { "all_cpu" } else { "any_cpu" };
+    // torch's any / all take the barebones unsigned types too (into bool).
+    macro_rules! unsigned {
+        ($t:ty) => {
+            reduce_kernel(iter, Truth::<$t, bool, ALL>(PhantomData))
+        };
+    }
+    match (iter.dtype(0), input_dtype(iter)) {
+        (ScalarType::Bool, ScalarType::UInt16) => return unsigned!(u16),
+        (ScalarType::Bool, ScalarType::UInt32) => return unsigned!(u32),
+        (ScalarType::Bool, ScalarType::UInt64) => return unsigned!(u64),
+        _ => {}
+    }
     match iter.dtype(0) {
         ScalarType::Byte => dispatch_with_opmath!(input_dtype(iter), name, T, _M =>
             reduce_kernel(iter, Truth::<T, u8, ALL>(PhantomData))),

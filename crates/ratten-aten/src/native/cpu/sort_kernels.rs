@@ -62,7 +62,7 @@ macro_rules! int_keys {
     )*};
 }
 int_keys!(u8 => u8, 0; i8 => u8, 0x80; i16 => u16, 0x8000; i32 => u32, 0x8000_0000;
-    i64 => u64, 0x8000_0000_0000_0000);
+    i64 => u64, 0x8000_0000_0000_0000; u16 => u16, 0; u32 => u32, 0; u64 => u64, 0);
 
 impl SortElem for bool {
     type Bits = u8;
@@ -557,7 +557,12 @@ macro_rules! dispatch_sort {
             }};
         }
         match $dt {
+            // sort takes bool and the barebones unsigned types; topk and kthvalue do not
+            // (torch's dispatch lists).
             ScalarType::Bool if $bool => with_packing!(bool),
+            ScalarType::UInt16 if $bool => with_packing!(u16),
+            ScalarType::UInt32 if $bool => with_packing!(u32),
+            ScalarType::UInt64 if $bool => with_packing!(u64),
             ScalarType::Byte => with_packing!(u8),
             ScalarType::Char => with_packing!(i8),
             ScalarType::Short => with_packing!(i16),

@@ -8,7 +8,9 @@
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Result, Scalar, ScalarType};
 
-use super::binary_kernels::{bits_dispatch, real_dispatch, stub, Arith, Bits, Real};
+use super::binary_kernels::{
+    bits_dispatch, real_dispatch, stub, unsigned_dispatch, Arith, Bits, Real,
+};
 use super::{
     cast, cpu_binary, cpu_kernel_n, cpu_ternary, cpu_unary, not_implemented, refuse_complex32,
     vec_math, Elem, OpN,
@@ -508,18 +510,32 @@ fn clamp_scalar_kernel(
         };
         return Err(not_implemented(name, dt));
     }
-    real_dispatch!(dt, "clamp_scalar_cpu", M => {
-        let lo: Option<M> = min.map(scalar_as);
-        let hi: Option<M> = max.map(scalar_as);
-        cpu_unary::<M, M>(iter, move |x: M| {
-            if x.is_nan() {
-                return x;
-            }
-            let mut r = x;
-            if let Some(l) = lo { if r < l || l.is_nan() { r = l; } }
-            if let Some(h) = hi { if r > h || h.is_nan() { r = h; } }
-            r
-        })
+    // torch's clamp takes the barebones unsigned types too.
+    macro_rules! clamp {
+        ($M:ty) => {{
+            let lo: Option<$M> = min.map(scalar_as);
+            let hi: Option<$M> = max.map(scalar_as);
+            cpu_unary::<$M, $M>(iter, move |x: $M| {
+                if x.is_nan() {
+                    return x;
+                }
+                let mut r = x;
+                if let Some(l) = lo {
+                    if r < l || l.is_nan() {
+                        r = l;
+                    }
+                }
+                if let Some(h) = hi {
+                    if r > h || h.is_nan() {
+                        r = h;
+                    }
+                }
+                r
+            })
+        }};
+    }
+    unsigned_dispatch!(@or dt, M => clamp!(M), other => {
+        real_dispatch!(other, "clamp_scalar_cpu", M => clamp!(M))
     })
 }
 stub!(
@@ -535,11 +551,24 @@ fn clamp_kernel(iter: &TensorIteratorBase) -> Result<()> {
     if dt == ScalarType::Bool {
         return Err(not_implemented("clamp_cpu", dt));
     }
-    real_dispatch!(dt, "clamp_cpu", M => cpu_ternary::<M, M>(iter, |x: M, l: M, h: M| {
-        if x.is_nan() { return x; }
-        let lo = if x < l || l.is_nan() { l } else { x };
-        if lo > h || h.is_nan() { h } else { lo }
-    }))
+    macro_rules! clamp {
+        ($M:ty) => {
+            cpu_ternary::<$M, $M>(iter, |x: $M, l: $M, h: $M| {
+                if x.is_nan() {
+                    return x;
+                }
+                let lo = if x < l || l.is_nan() { l } else { x };
+                if lo > h || h.is_nan() {
+                    h
+                } else {
+                    lo
+                }
+            })
+        };
+    }
+    unsigned_dispatch!(@or dt, M => clamp!(M), other => {
+        real_dispatch!(other, "clamp_cpu", M => clamp!(M))
+    })
 }
 stub!(CLAMP_STUB, "clamp_stub", UnaryFn, clamp_kernel);
 

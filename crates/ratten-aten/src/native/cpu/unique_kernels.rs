@@ -43,7 +43,7 @@ macro_rules! unique_elem_int {
         }
     )*};
 }
-unique_elem_int!(i8 => u8, i16 => u16, i32 => u32, i64 => u64);
+unique_elem_int!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, u16 => u16, u32 => u32, u64 => u64);
 
 impl UniqueElem for u8 {
     #[inline(always)]
@@ -95,6 +95,7 @@ macro_rules! dispatch_unique {
         $crate::native::cpu::unique_kernels::dispatch_types!($dt, $name, [
             Bool => u8, Byte => u8, Char => i8, Short => i16, Int => i32, Long => i64,
             Half => half::f16, BFloat16 => half::bf16, Float => f32, Double => f64,
+            UInt16 => u16, UInt32 => u32, UInt64 => u64,
         ], $T => $body)
     };
 }
