@@ -624,6 +624,22 @@ def test_forged_pickles_cannot_reach_outside_the_storage():
 # ---- torch's error classes ----------------------------------------------------------------
 
 
+def test_tensor_data_out_of_range():
+    # torch's store_scalar: float dtypes take out-of-range values as +-inf (C++ casts), the
+    # integer ones are checked and named by their Python names.
+    inf = float("inf")
+    assert ratten.tensor([1e20, -1e20], dtype=ratten.float16).tolist() == [inf, -inf]
+    assert ratten.tensor([1e300], dtype=ratten.float32).tolist() == [inf]
+    assert ratten.tensor([1e300], dtype=ratten.bfloat16).tolist() == [inf]
+    assert ratten.tensor([1e300], dtype=ratten.complex64).tolist() == [complex(inf, 0)]
+    assert ratten.as_tensor([1e20], dtype=ratten.float16).tolist() == [inf]
+    for dtype, value in [(ratten.int8, 300), (ratten.uint8, 300), (ratten.int16, 70000), (ratten.int32, 2**40)]:
+        name = str(dtype).split(".")[-1]
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {name} without overflow"):
+            ratten.tensor([value], dtype=dtype)
+    assert ratten.tensor([-1], dtype=ratten.uint8).tolist() == [255]
+
+
 def test_int_overflow_errors():
     t = ratten.ones(3)
     raises(OverflowError, "int too big to convert", lambda: t + 2**70)

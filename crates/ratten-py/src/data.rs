@@ -31,6 +31,9 @@ pub enum Leaf {
     BigInt(f64),
     /// A Python int in [2**63, 2**64): a big int, except for a uint64 dtype, which holds it.
     BigUnsigned(u64),
+    /// A value with a dtype of its own (a numpy scalar, a one-element tensor): torch's
+    /// inference takes that dtype.
+    Typed(Scalar, ScalarType),
 }
 
 /// Nested data as [`flatten`] walks it (`ratten.tensor`'s Python objects, or a test's tree).
@@ -75,16 +78,45 @@ pub struct Walked {
     pub big_unsigned: Vec<(usize, u64)>,
     /// For data with no elements: one leaf of each kind found in it, for dtype inference.
     pub inferred: Vec<Scalar>,
+    /// (position in `flat.values`, dtype) of the leaves with a dtype of their own.
+    pub typed: Vec<(usize, ScalarType)>,
 }
 
 impl Walked {
-    /// The dtype torch infers for the data (`infer_scalar_type`).
-    pub fn infer_dtype(&self) -> ScalarType {
-        if self.flat.values.is_empty() && !self.inferred.is_empty() {
-            infer_dtype(&self.inferred)
-        } else {
-            infer_dtype(&self.flat.values)
+    /// The dtype torch infers for the data (`infer_scalar_type`). With leaves of their own
+    /// dtype (numpy scalars, tensors), the leaves' dtypes are promoted in order, a Python
+    /// leaf counting as bool, int64, the default float or the default complex dtype, with
+    /// `promote_types`' error for the unsigned types it refuses.
+    pub fn infer_dtype(&self) -> Result<ScalarType> {
+        if self.typed.is_empty() {
+            return Ok(
+                if self.flat.values.is_empty() && !self.inferred.is_empty() {
+                    infer_dtype(&self.inferred)
+                } else {
+                    infer_dtype(&self.flat.values)
+                },
+            );
         }
+        let mut typed = self.typed.iter().peekable();
+        let mut acc: Option<ScalarType> = None;
+        for (i, v) in self.flat.values.iter().enumerate() {
+            let dt = match typed.peek() {
+                Some(&&(at, dt)) if at == i => {
+                    typed.next();
+                    dt
+                }
+                _ => infer_dtype(std::slice::from_ref(v)),
+            };
+            let next = match acc {
+                None => dt,
+                Some(a) => ratten_core::promote_types(a, dt)?,
+            };
+            if next == ScalarType::ComplexDouble {
+                return Ok(next);
+            }
+            acc = Some(next);
+        }
+        Ok(acc.unwrap_or_else(get_default_dtype))
     }
 
     /// The values for `dtype`: big ints become floats for a floating or complex dtype; for
@@ -208,7 +240,7 @@ fn infer_leaves<D: NestedData>(
     };
     if let Some(leaf) = leaf {
         let kind = match leaf {
-            Leaf::Scalar(s) => s,
+            Leaf::Scalar(s) | Leaf::Typed(s, _) => s,
             Leaf::BigInt(_) | Leaf::BigUnsigned(_) => Scalar::Int(0),
         };
         // One value of each kind is all inference needs.
@@ -250,6 +282,10 @@ fn store<D: NestedData>(
         }
         match leaf {
             Leaf::Scalar(s) => out.flat.values.push(s),
+            Leaf::Typed(s, dt) => {
+                out.typed.push((out.flat.values.len(), dt));
+                out.flat.values.push(s);
+            }
             Leaf::BigInt(v) => {
                 out.big_ints.push((out.flat.values.len(), v));
                 out.flat.values.push(Scalar::Int(0));
@@ -309,9 +345,9 @@ pub fn infer_dtype(values: &[Scalar]) -> ScalarType {
 /// Builds a tensor of `dtype` from row-major values, converting each with c10's checked
 /// conversion (an overflow is the ValueError torch raises).
 pub fn tensor_from_scalars(values: &[Scalar], sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
-    // torch's `store_scalar` names uint16 and uint32 by their Python names in its overflow
-    // error ("value cannot be converted to type uint32 without overflow").
-    macro_rules! build_unsigned {
+    // torch's `store_scalar` checks the integer conversions, naming the dtype by its Python
+    // name in the error ("value cannot be converted to type uint32 without overflow").
+    macro_rules! build_checked {
         ($t:ty) => {{
             let v: Vec<$t> = values
                 .iter()
@@ -333,26 +369,53 @@ pub fn tensor_from_scalars(values: &[Scalar], sizes: &[i64], dtype: ScalarType) 
             Tensor::from_vec(v, sizes)
         }};
     }
+    // The float conversions are C++'s casts: out of range is +-inf, not an error. A real
+    // value is rounded to float first (c10's Half and BFloat16 are made from a float).
+    macro_rules! build_float {
+        ($t:ty, $from:expr) => {{
+            if values.iter().any(|s| s.is_complex()) {
+                build!($t)
+            } else {
+                let v: Vec<$t> = values
+                    .iter()
+                    .map(|s| s.to_double().map($from))
+                    .collect::<Result<_>>()?;
+                Tensor::from_vec(v, sizes)
+            }
+        }};
+    }
+    macro_rules! build_complex {
+        ($t:ty, $part:expr) => {{
+            let v: Vec<$t> = values
+                .iter()
+                .map(|s| {
+                    s.to_complex_double()
+                        .map(|z| <$t>::new($part(z.re as f32), $part(z.im as f32)))
+                })
+                .collect::<Result<_>>()?;
+            Tensor::from_vec(v, sizes)
+        }};
+    }
     match dtype {
         ScalarType::Bool => {
             let v: Vec<bool> = values.iter().map(|s| s.to_bool()).collect();
             Tensor::from_vec(v, sizes)
         }
-        ScalarType::Byte => build!(u8),
-        ScalarType::Char => build!(i8),
-        ScalarType::Short => build!(i16),
-        ScalarType::Int => build!(i32),
+        ScalarType::Byte => build_checked!(u8),
+        ScalarType::Char => build_checked!(i8),
+        ScalarType::Short => build_checked!(i16),
+        ScalarType::Int => build_checked!(i32),
         ScalarType::Long => build!(i64),
-        ScalarType::Half => build!(f16),
-        ScalarType::BFloat16 => build!(bf16),
-        ScalarType::Float => build!(f32),
+        ScalarType::Half => build_float!(f16, |v| f16::from_f32(v as f32)),
+        ScalarType::BFloat16 => build_float!(bf16, |v| bf16::from_f32(v as f32)),
+        ScalarType::Float => build_float!(f32, |v| v as f32),
         ScalarType::Double => build!(f64),
-        ScalarType::ComplexHalf => build!(c32),
-        ScalarType::ComplexFloat => build!(c64),
+        ScalarType::ComplexHalf => build_complex!(c32, f16::from_f32),
+        ScalarType::ComplexFloat => build_complex!(c64, |x: f32| x),
         ScalarType::ComplexDouble => build!(c128),
-        ScalarType::UInt16 => build_unsigned!(u16),
-        ScalarType::UInt32 => build_unsigned!(u32),
-        ScalarType::UInt64 => build_unsigned!(u64),
+        ScalarType::UInt16 => build_checked!(u16),
+        ScalarType::UInt32 => build_checked!(u32),
+        ScalarType::UInt64 => build_checked!(u64),
     }
 }
 
@@ -651,7 +714,7 @@ mod tests {
             let w = flatten(&mut t, &Node::List(0)).unwrap();
             assert_eq!(w.flat.sizes, vec![2, 0]);
             // The empty list counts as a float, as in torch.
-            assert_eq!(w.infer_dtype(), ScalarType::Float);
+            assert_eq!(w.infer_dtype().unwrap(), ScalarType::Float);
         }
         // ... but its leaves are still read: [[], ["a"]] is the leaf's error.
         let mut t = tree(vec![

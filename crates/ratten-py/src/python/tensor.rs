@@ -356,7 +356,7 @@ impl<'py> data::NestedData for PyData<'py> {
                     "only integer tensors of a single element can be converted to an index",
                 ));
             }
-            return Ok(Leaf::Scalar(t.item().py()?));
+            return Ok(Leaf::Typed(t.item().py()?, t.dtype()));
         }
         if let Ok(b) = obj.downcast::<PyBool>() {
             return Ok(Leaf::Scalar(Scalar::Bool(b.is_true())));
@@ -414,10 +414,15 @@ fn int_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
 
 /// A numpy scalar (`np.float32(1.5)`, `np.int64(3)`, `np.bool_(True)`) by its kind.
 fn numpy_scalar_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
-    let kind: String = obj.getattr("dtype")?.getattr("kind")?.extract()?;
-    Ok(data::Leaf::Scalar(match kind.as_str() {
+    let np_dtype = obj.getattr("dtype")?;
+    let kind: String = np_dtype.getattr("kind")?.extract()?;
+    let value = match kind.as_str() {
         "b" => Scalar::Bool(obj.is_truthy()?),
-        "i" | "u" => return int_leaf(&obj.call_method0("__index__")?),
+        "i" | "u" => match int_leaf(&obj.call_method0("__index__")?)? {
+            data::Leaf::Scalar(s) => s,
+            data::Leaf::BigUnsigned(u) => Scalar::UInt64(u),
+            other => return Ok(other),
+        },
         "f" => Scalar::Double(obj.extract()?),
         "c" => {
             let c = obj
@@ -426,7 +431,14 @@ fn numpy_scalar_leaf(obj: &Bound<'_, PyAny>) -> PyResult<data::Leaf> {
             Scalar::ComplexDouble(Complex64::new(c.real(), c.imag()))
         }
         _ => return Err(invalid_data_type(obj)),
-    }))
+    };
+    // The scalar's own dtype, as torch infers it (np.uint32(5) makes a uint32 tensor).
+    let typestr: String = np_dtype.getattr("str")?.extract()?;
+    let name: String = np_dtype.getattr("name")?.extract()?;
+    Ok(match data::dtype_from_typestr(&typestr, &name) {
+        Ok(dt) => data::Leaf::Typed(value, dt),
+        Err(_) => data::Leaf::Scalar(value),
+    })
 }
 
 fn invalid_data_type(obj: &Bound<'_, PyAny>) -> PyErr {
@@ -479,7 +491,10 @@ pub(crate) fn tensor(
         }
     }
     let walked = flatten_data(py, data)?;
-    let st = dtype.unwrap_or_else(|| walked.infer_dtype());
+    let st = match dtype {
+        Some(st) => st,
+        None => walked.infer_dtype().py()?,
+    };
     let sizes = walked.flat.sizes.clone();
     let values = walked.values_for(st).py()?;
     let t = data::tensor_from_scalars(&values, &sizes, st).py()?;
