@@ -364,6 +364,15 @@ impl<'py> data::NestedData for PyData<'py> {
         if obj.is_instance_of::<PyInt>() {
             return int_leaf(obj);
         }
+        // np.float64 and np.complex128 subclass float and complex: a subclass may be a numpy
+        // scalar, which keeps its dtype.
+        if !(obj.is_exact_instance_of::<PyFloat>() || obj.is_exact_instance_of::<PyComplex>()) {
+            if let Some(g) = &self.np_generic {
+                if obj.is_instance(g)? {
+                    return numpy_scalar_leaf(obj);
+                }
+            }
+        }
         if let Ok(c) = obj.downcast::<PyComplex>() {
             let c = Complex64::new(c.real(), c.imag());
             return Ok(Leaf::Scalar(Scalar::ComplexDouble(c)));
