@@ -36,21 +36,7 @@ fn not_implemented(name: &str, dtype: ScalarType) -> Error {
 /// dtype, any strides. `c` is not read when `beta` is 0 (its NaNs do not propagate); `k` may
 /// be 0. `c` may share storage with `a` or `b`: the product is then formed aside first.
 pub fn gemm(c: &Tensor, a: &Tensor, b: &Tensor, alpha: &Scalar, beta: &Scalar) -> Result<()> {
-    let (m, k, n) = (a.size(0)?, a.size(1)?, b.size(1)?);
-    let shapes_ok = c.dim() == 2
-        && b.size(0)? == k
-        && c.size(0)? == m
-        && c.size(1)? == n
-        && a.dtype() == c.dtype()
-        && b.dtype() == c.dtype();
-    if !shapes_ok {
-        return Err(Error::runtime(format!(
-            "gemm: operands do not fit: {:?} @ {:?} into {:?}",
-            a.sizes(),
-            b.sizes(),
-            c.sizes()
-        )));
-    }
+    let (_, m, k, n) = product_dims("gemm", c, a, b, 2)?;
     if c.numel() == 0 || c.is_meta() {
         return Ok(());
     }
@@ -105,6 +91,40 @@ impl GemmElement for f64 {}
 impl GemmElement for f16 {}
 impl GemmElement for c64 {}
 impl GemmElement for c128 {}
+
+/// The (batches, m, k, n) of `c = a @ b` over operands of `dim` dims (2, or 3 with the batch
+/// first; batches is 1 for 2) and one dtype, or the error naming the seam.
+fn product_dims(
+    seam: &str,
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    dim: usize,
+) -> Result<(i64, i64, i64, i64)> {
+    let fits = [a, b, c].iter().all(|t| t.dim() == dim)
+        && {
+            let (sa, sb, sc) = (a.sizes(), b.sizes(), c.sizes());
+            let batch = dim - 2;
+            sa[..batch] == sb[..batch]
+                && sa[..batch] == sc[..batch]
+                && sa[batch + 1] == sb[batch]
+                && sc[batch] == sa[batch]
+                && sc[batch + 1] == sb[batch + 1]
+        }
+        && a.dtype() == c.dtype()
+        && b.dtype() == c.dtype();
+    if !fits {
+        return Err(Error::runtime(format!(
+            "{seam}: operands do not fit: {:?} @ {:?} into {:?}",
+            a.sizes(),
+            b.sizes(),
+            c.sizes()
+        )));
+    }
+    let sa = a.sizes();
+    let batches = if dim == 3 { sa[0] } else { 1 };
+    Ok((batches, sa[dim - 2], sa[dim - 1], b.sizes()[dim - 1]))
+}
 
 /// One product on the `gemm` crate (Note [GEMM backend]).
 #[allow(clippy::too_many_arguments)]
@@ -279,25 +299,7 @@ pub fn gemm_batched(
     alpha: &Scalar,
     beta: &Scalar,
 ) -> Result<()> {
-    let (batches, m, k, n) = (a.size(0)?, a.size(1)?, a.size(2)?, b.size(2)?);
-    let shapes_ok = a.dim() == 3
-        && b.dim() == 3
-        && c.dim() == 3
-        && b.size(0)? == batches
-        && c.size(0)? == batches
-        && b.size(1)? == k
-        && c.size(1)? == m
-        && c.size(2)? == n
-        && a.dtype() == c.dtype()
-        && b.dtype() == c.dtype();
-    if !shapes_ok {
-        return Err(Error::runtime(format!(
-            "gemm_batched: operands do not fit: {:?} @ {:?} into {:?}",
-            a.sizes(),
-            b.sizes(),
-            c.sizes()
-        )));
-    }
+    let (batches, m, k, n) = product_dims("gemm_batched", c, a, b, 3)?;
     if c.numel() == 0 || c.is_meta() {
         return Ok(());
     }
