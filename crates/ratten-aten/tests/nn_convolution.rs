@@ -1068,3 +1068,16 @@ fn forward_in_column_tiles_with_groups_and_bias() {
     let bv = values(&b);
     assert_eq!(values(&y), c.forward(&values(&x), &values(&w), Some(&bv)));
 }
+
+#[test]
+fn transposed_one_by_one_kernel_with_output_padding() {
+    // The image is larger than the columns (output_padding): its extra elements are 0, not
+    // whatever the memory held, and each channel lands at its own offset.
+    let x = Tensor::from_vec(vec![3.0f64, 1.0], &[1, 1, 2]).unwrap();
+    let w = Tensor::from_vec(vec![2.0f64, -1.0], &[1, 2, 1]).unwrap();
+    for _ in 0..4 {
+        let y = functions::convolution(&x, &w, None, &[1], &[0], &[2], true, &[1], 1).unwrap();
+        assert_eq!(y.sizes().to_vec(), vec![1i64, 2, 3]);
+        assert_eq!(values(&y), vec![6.0, 2.0, 0.0, -3.0, -1.0, 0.0]);
+    }
+}

@@ -68,9 +68,14 @@ impl ConvShape {
     fn kd(&self) -> usize {
         self.img_cg() * self.kernel_numel()
     }
-    /// Whether im2col is the identity (the columns are the image).
+    /// Whether im2col is the identity (the columns are the image): a 1x1 kernel at stride 1
+    /// without padding, and an image of the columns' size (a transposed convolution's
+    /// `output_padding` makes the image larger; its extra elements take no column).
     fn is_pointwise(&self) -> bool {
-        self.kernel == [1, 1, 1] && self.stride == [1, 1, 1] && self.pad == [0, 0, 0]
+        self.kernel == [1, 1, 1]
+            && self.stride == [1, 1, 1]
+            && self.pad == [0, 0, 0]
+            && self.img == self.col
     }
 }
 
