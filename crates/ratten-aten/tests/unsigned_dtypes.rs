@@ -76,3 +76,30 @@ fn printing() {
         "tensor([18446744073709551615,                    1], dtype=torch.uint64)"
     );
 }
+
+#[test]
+fn reduced_floats_to_unsigned_wrap_as_torch() {
+    // static_cast<uint64_t>(float(h)): a negative value wraps (torch gives 2^64 - 1 for -1),
+    // on the short path and the vector loop alike.
+    for n in [3usize, 1000] {
+        let data: Vec<f64> = (0..n).map(|i| [-1.0, -3.7, 2.0][i % 3]).collect();
+        for src in [ScalarType::Half, ScalarType::BFloat16, ScalarType::Float] {
+            let t = Tensor::from_vec(data.clone(), &[n as i64])
+                .unwrap()
+                .to_dtype(src)
+                .unwrap();
+            let u = t
+                .to_dtype(ScalarType::UInt64)
+                .unwrap()
+                .to_vec::<u64>()
+                .unwrap();
+            assert_eq!(&u[..3], &[u64::MAX, u64::MAX - 2, 2], "{src:?} n={n}");
+            let u32s = t
+                .to_dtype(ScalarType::UInt32)
+                .unwrap()
+                .to_vec::<u32>()
+                .unwrap();
+            assert_eq!(&u32s[..3], &[u32::MAX, u32::MAX - 2, 2], "{src:?} n={n}");
+        }
+    }
+}

@@ -398,6 +398,10 @@ pub(crate) unsafe fn loop_2d<I: Isa, M: Elem, R: Elem, const N: usize>(
     f: &impl OpN<M, R, N>,
     stream: bool,
 ) {
+    // Values round through the reduced common dtype only when they are computed in its
+    // opmath type; a kernel computing in another type (copy's destination type: a negative
+    // half into uint64 wraps above half's range) keeps its values.
+    let via = via.filter(|_| matches!(M::DTYPE, ScalarType::Float | ScalarType::ComplexFloat));
     let nt = N + 1;
     let mut s0 = [0isize; MAX_OPERANDS];
     let mut s1 = [0isize; MAX_OPERANDS];
