@@ -20,12 +20,14 @@ impl AccumulateGrad {
     /// The node of the leaf `variable`, made in place in its `Arc` (a node is a few hundred
     /// bytes; one is made for a leaf in each graph that uses it).
     pub fn new(variable: Tensor) -> Arc<AccumulateGrad> {
-        let node = Arc::new(AccumulateGrad {
-            base: NodeBase::with_sequence_nr(MAX_SEQUENCE_NR, EdgeList::new()),
+        let mut node = crate::new_node!(AccumulateGrad {
+            sequence_nr: MAX_SEQUENCE_NR,
+            next_edges: EdgeList::new(),
             variable,
         });
-        node.base.add_input_metadata(&node.variable);
-        node
+        let AccumulateGrad { base, variable } = &mut *node;
+        base.add_input_metadata_mut(variable);
+        node.into_arc()
     }
 }
 

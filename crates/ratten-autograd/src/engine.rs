@@ -22,7 +22,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use ratten_aten::Tensor;
@@ -32,6 +32,11 @@ use crate::anomaly_mode::AnomalyMode;
 use crate::function::{node_key, Edge, Node, NodeBase, VariableList};
 use crate::grad_mode::AutoGradMode;
 use crate::input_metadata::validate_outputs;
+
+/// The engine's maps are keyed by node addresses (`node_key`) and looked up a few times per
+/// node and backward: foldhash's fast hasher, not SipHash (a few percent of a backward).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// The node that hands the root gradients to the roots (`GraphRoot`).
 struct GraphRoot {
@@ -89,8 +94,8 @@ impl Drop for ExecInfoGuard {
 fn compute_dependencies(
     root: &Arc<dyn Node>,
 ) -> (HashMap<usize, Arc<dyn Node>>, HashMap<usize, usize>) {
-    let mut nodes: HashMap<usize, Arc<dyn Node>> = HashMap::new();
-    let mut deps: HashMap<usize, usize> = HashMap::new();
+    let mut nodes: HashMap<usize, Arc<dyn Node>> = HashMap::default();
+    let mut deps: HashMap<usize, usize> = HashMap::default();
     let mut stack = vec![root.clone()];
     nodes.insert(node_key(root), root.clone());
     while let Some(n) = stack.pop() {
@@ -118,8 +123,8 @@ fn nodes_to_execute(
 ) -> HashSet<usize> {
     // Post-order over the graph: a node is needed when one of its children is a target or
     // needed.
-    let mut needed: HashSet<usize> = HashSet::new();
-    let mut visited: HashSet<usize> = HashSet::new();
+    let mut needed: HashSet<usize> = HashSet::default();
+    let mut visited: HashSet<usize> = HashSet::default();
     let mut stack: Vec<(usize, bool)> = vec![(node_key(root), false)];
     while let Some((k, children_done)) = stack.pop() {
         let n = &nodes[&k];
@@ -239,12 +244,12 @@ pub fn execute(
     let (nodes, mut deps) = compute_dependencies(&root);
 
     // Captures: (node key, input_nr) -> output index.
-    let mut captures: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
+    let mut captures: HashMap<(usize, u32), Vec<usize>> = HashMap::default();
     let mut captured: VariableList = vec![None; outputs.len()];
     let exec_info = if outputs.is_empty() {
         None
     } else {
-        let mut targets = HashSet::new();
+        let mut targets = HashSet::default();
         for (i, e) in outputs.iter().enumerate() {
             let Some(f) = &e.function else { continue };
             let k = node_key(f);
@@ -263,7 +268,7 @@ pub fn execute(
     };
     let _exec = ExecInfoGuard::push(exec_info.as_ref().map(|(_, c)| c.clone()));
 
-    let mut buffers: HashMap<usize, VariableList> = HashMap::new();
+    let mut buffers: HashMap<usize, VariableList> = HashMap::default();
     let mut ready = BinaryHeap::new();
     ready.push(Ready {
         sequence_nr: root.base().sequence_nr(),

@@ -278,7 +278,10 @@ pub fn materialize_autograd_meta(t: &TensorBase) -> Result<&AutogradMeta> {
     ensure_initialized();
     if t.autograd_meta().is_none() {
         // Two threads may race here: the loser's box is refused and dropped.
-        let _ = t.set_autograd_meta(Box::new(AutogradMeta::default()));
+        // Allocated first and filled in place (Note [Nodes made in place]).
+        let meta = Box::<AutogradMeta>::new_uninit();
+        let meta: Box<AutogradMeta> = Box::write(meta, AutogradMeta::default());
+        let _ = t.set_autograd_meta(meta);
     }
     get_autograd_meta(t).ok_or_else(|| {
         Error::runtime("this tensor's autograd metadata belongs to another autograd implementation")

@@ -88,8 +88,8 @@ fn mul_tensor_node_kernel_and_registration() {
         &[
             "let inputs = [Some(self_), Some(other)];",
             "let requires_grad = compute_requires_grad(&inputs);",
-            "Some(MulBackward0 {",
-            "base: NodeBase::new(collect_next_edges(&inputs)),",
+            "Some(new_node!(MulBackward0 {",
+            "next_edges: collect_next_edges(&inputs),",
             "self_: SavedVariable::new(self_, false),",
             "other_scalar_type: other.scalar_type(),",
             "let _guard = AutoDispatchBelowADInplaceOrView::new();",
@@ -164,7 +164,7 @@ fn transpose_is_a_view_with_history() {
             "pub(crate) fn transpose_int(",
         ),
         &[
-            "Some(TransposeBackward0 {",
+            "Some(new_node!(TransposeBackward0 {",
             "dim0,",
             "set_history(&[Some(&result)], &node)?;",
         ],
@@ -194,7 +194,7 @@ fn inplace_mul_checks_saves_a_clone_and_rebases() {
         &[
             ") -> Result<Aliased<0>> {",
             "check_inplace(self_, requires_grad)?;",
-            "Some(MulBackward0 {",
+            "Some(new_node!(MulBackward0 {",
             "self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),",
             "ops::mul__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?",
             "rebase_history(self_, &node)?;",

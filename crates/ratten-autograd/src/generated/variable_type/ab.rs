@@ -11,10 +11,10 @@ pub(crate) fn abs(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AbsBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AbsBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -23,7 +23,7 @@ pub(crate) fn abs(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::abs::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -50,10 +50,10 @@ pub(crate) fn abs_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(AbsBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AbsBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -62,7 +62,7 @@ pub(crate) fn abs_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::abs_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {

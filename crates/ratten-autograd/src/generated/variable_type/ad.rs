@@ -16,12 +16,12 @@ pub(crate) fn add_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(AddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             other_scalar_type: other.scalar_type(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -30,7 +30,7 @@ pub(crate) fn add_Tensor(
         ops::add_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -59,12 +59,12 @@ pub(crate) fn add__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(AddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             other_scalar_type: other.scalar_type(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -73,7 +73,7 @@ pub(crate) fn add__Tensor(
         ops::add__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -125,10 +125,10 @@ pub(crate) fn add_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AddBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -137,7 +137,7 @@ pub(crate) fn add_Scalar(
         ops::add_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -161,10 +161,10 @@ pub(crate) fn add__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AddBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -173,7 +173,7 @@ pub(crate) fn add__Scalar(
         ops::add__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -229,15 +229,15 @@ pub(crate) fn addcmul(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
-        Some(AddcmulBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddcmulBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
             tensor1: SavedVariable::new(tensor1, false),
             tensor1_scalar_type: tensor1.scalar_type(),
             tensor2: SavedVariable::new(tensor2, false),
             tensor2_scalar_type: tensor2.scalar_type(),
             value: value.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -246,7 +246,7 @@ pub(crate) fn addcmul(
         ops::addcmul::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor1, tensor2, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -287,15 +287,15 @@ pub(crate) fn addcmul_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
-        Some(AddcmulBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddcmulBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
             tensor1: SavedVariable::new(tensor1, false),
             tensor1_scalar_type: tensor1.scalar_type(),
             tensor2: SavedVariable::new(tensor2, false),
             tensor2_scalar_type: tensor2.scalar_type(),
             value: value.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -304,7 +304,7 @@ pub(crate) fn addcmul_(
         ops::addcmul_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor1, tensor2, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -376,15 +376,15 @@ pub(crate) fn addcdiv(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
-        Some(AddcdivBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddcdivBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
             tensor1: SavedVariable::new(tensor1, false),
             tensor1_scalar_type: tensor1.scalar_type(),
             tensor2: SavedVariable::new(tensor2, false),
             tensor2_scalar_type: tensor2.scalar_type(),
             value: value.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -393,7 +393,7 @@ pub(crate) fn addcdiv(
         ops::addcdiv::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor1, tensor2, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -437,15 +437,15 @@ pub(crate) fn addcdiv_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor1), Some(tensor2)]);
     let grad_fn = if requires_grad {
-        Some(AddcdivBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddcdivBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
             tensor1: SavedVariable::new(tensor1, false),
             tensor1_scalar_type: tensor1.scalar_type(),
             tensor2: SavedVariable::new(tensor2, false),
             tensor2_scalar_type: tensor2.scalar_type(),
             value: value.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -454,7 +454,7 @@ pub(crate) fn addcdiv_(
         ops::addcdiv_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor1, tensor2, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -498,8 +498,8 @@ pub(crate) fn addmm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat1), Some(mat2)]);
     let grad_fn = if requires_grad {
-        Some(AddmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             beta: beta.clone(),
             mat1: SavedVariable::new(mat1, false),
@@ -510,7 +510,7 @@ pub(crate) fn addmm(
             mat2_layout: ratten_aten::native::Layout::Strided,
             mat2_sym_sizes: mat2.sizes().to_vec(),
             mat2_sym_strides: mat2.strides().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -519,7 +519,7 @@ pub(crate) fn addmm(
         ops::addmm::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat1, mat2, beta, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -589,8 +589,8 @@ pub(crate) fn addmm_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat1), Some(mat2)]);
     let grad_fn = if requires_grad {
-        Some(AddmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             beta: beta.clone(),
             mat1: SavedVariable::new(mat1, false),
@@ -601,7 +601,7 @@ pub(crate) fn addmm_(
             mat2_layout: ratten_aten::native::Layout::Strided,
             mat2_sym_sizes: mat2.sizes().to_vec(),
             mat2_sym_strides: mat2.strides().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -610,7 +610,7 @@ pub(crate) fn addmm_(
         ops::addmm_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat1, mat2, beta, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -645,13 +645,13 @@ pub(crate) fn addmv(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat), Some(vec)]);
     let grad_fn = if requires_grad {
-        Some(AddmvBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddmvBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             beta: beta.clone(),
             mat: SavedVariable::new(mat, false),
             vec: SavedVariable::new(vec, false),
-        })
+        }))
     } else {
         None
     };
@@ -660,7 +660,7 @@ pub(crate) fn addmv(
         ops::addmv::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat, vec, beta, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -730,13 +730,13 @@ pub(crate) fn addmv_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat), Some(vec)]);
     let grad_fn = if requires_grad {
-        Some(AddmvBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddmvBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             beta: beta.clone(),
             mat: SavedVariable::new(mat, false),
             vec: SavedVariable::new(vec, false),
-        })
+        }))
     } else {
         None
     };
@@ -745,7 +745,7 @@ pub(crate) fn addmv_(
         ops::addmv_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat, vec, beta, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -781,8 +781,8 @@ pub(crate) fn addbmm_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
-        Some(AddbmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddbmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             batch1: SavedVariable::new(batch1, false),
             batch1_sym_argsize_0: batch1.size(0)?,
@@ -790,7 +790,7 @@ pub(crate) fn addbmm_(
             batch2: SavedVariable::new(batch2, false),
             batch2_sym_argsize_2: batch2.size(2)?,
             beta: beta.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -806,7 +806,7 @@ pub(crate) fn addbmm_(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -891,8 +891,8 @@ pub(crate) fn addbmm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
-        Some(AddbmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AddbmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             batch1: SavedVariable::new(batch1, false),
             batch1_sym_argsize_0: batch1.size(0)?,
@@ -900,7 +900,7 @@ pub(crate) fn addbmm(
             batch2: SavedVariable::new(batch2, false),
             batch2_sym_argsize_2: batch2.size(2)?,
             beta: beta.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -916,7 +916,7 @@ pub(crate) fn addbmm(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -992,10 +992,10 @@ pub(crate) fn _adaptive_avg_pool2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AdaptiveAvgPool2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AdaptiveAvgPool2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1004,7 +1004,7 @@ pub(crate) fn _adaptive_avg_pool2d(
         ops::_adaptive_avg_pool2d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, output_size)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1026,17 +1026,17 @@ pub(crate) fn _adaptive_avg_pool2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(AdaptiveAvgPool2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AdaptiveAvgPool2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_output_sym_argsize_minus_1: grad_output.size(-1)?,
             grad_output_sym_argsize_minus_2: grad_output.size(-2)?,
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -1049,7 +1049,7 @@ pub(crate) fn _adaptive_avg_pool2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1101,11 +1101,11 @@ pub(crate) fn adaptive_max_pool2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AdaptiveMaxPool2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AdaptiveMaxPool2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             result1: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1116,7 +1116,7 @@ pub(crate) fn adaptive_max_pool2d(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1189,16 +1189,16 @@ pub(crate) fn adaptive_max_pool2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AdaptiveMaxPool2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AdaptiveMaxPool2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: SavedVariable::new(indices, false),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -1212,7 +1212,7 @@ pub(crate) fn adaptive_max_pool2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

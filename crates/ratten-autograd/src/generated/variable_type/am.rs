@@ -16,13 +16,13 @@ pub(crate) fn amax(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AmaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AmaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             keepdim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -33,7 +33,7 @@ pub(crate) fn amax(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -88,13 +88,13 @@ pub(crate) fn amin(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AminBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AminBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             keepdim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -105,7 +105,7 @@ pub(crate) fn amin(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -160,14 +160,14 @@ pub(crate) fn aminmax(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AminmaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AminmaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             keepdim,
             self_: SavedVariable::new(self_, false),
             max: Default::default(),
             min: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -179,7 +179,7 @@ pub(crate) fn aminmax(
     if let Some(mut node) = grad_fn {
         node.max = SavedVariable::new_output(&max, 1);
         node.min = SavedVariable::new_output(&min, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }

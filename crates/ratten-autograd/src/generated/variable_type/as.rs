@@ -17,13 +17,13 @@ pub(crate) fn as_strided(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AsStridedBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AsStridedBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_geometry: TensorGeometry::new(self_),
             size: size.to_vec(),
             storage_offset,
             stride: stride.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -38,7 +38,7 @@ pub(crate) fn as_strided(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -58,8 +58,8 @@ pub(crate) fn avg_pool2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(AvgPool2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AvgPool2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ceil_mode,
             count_include_pad,
             divisor_override,
@@ -67,7 +67,7 @@ pub(crate) fn avg_pool2d(
             padding: padding.to_vec(),
             self_: SavedVariable::new(self_, false),
             stride: stride.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -85,7 +85,7 @@ pub(crate) fn avg_pool2d(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -161,8 +161,8 @@ pub(crate) fn avg_pool2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(AvgPool2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(AvgPool2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ceil_mode,
             count_include_pad,
             divisor_override,
@@ -172,10 +172,10 @@ pub(crate) fn avg_pool2d_backward(
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
             stride: stride.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -194,7 +194,7 @@ pub(crate) fn avg_pool2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

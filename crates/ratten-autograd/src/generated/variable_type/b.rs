@@ -565,9 +565,9 @@ pub(crate) fn bernoulli(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(BernoulliBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(BernoulliBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -576,7 +576,7 @@ pub(crate) fn bernoulli(
         ops::bernoulli::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -630,15 +630,15 @@ pub(crate) fn bernoulli__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(BernoulliBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BernoulliBackward1 {
+            next_edges: collect_next_edges(&inputs),
             p_info: (
                 p.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(p.scalar_type())
-                    .device(p.device()),
+                    .device(p.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -647,7 +647,7 @@ pub(crate) fn bernoulli__Tensor(
         ops::bernoulli__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -671,9 +671,9 @@ pub(crate) fn bernoulli__float(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(BernoulliBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(BernoulliBackward2 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -682,7 +682,7 @@ pub(crate) fn bernoulli__float(
         ops::bernoulli__float::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -724,11 +724,11 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat2)]);
     let grad_fn = if requires_grad {
-        Some(BmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mat2: SavedVariable::new(mat2, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -737,7 +737,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
         ops::bmm::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat2)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -790,13 +790,13 @@ pub(crate) fn baddbmm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
-        Some(BaddbmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BaddbmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             batch1: SavedVariable::new(batch1, false),
             batch2: SavedVariable::new(batch2, false),
             beta: beta.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -812,7 +812,7 @@ pub(crate) fn baddbmm(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -885,13 +885,13 @@ pub(crate) fn baddbmm_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(batch1), Some(batch2)]);
     let grad_fn = if requires_grad {
-        Some(BaddbmmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BaddbmmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             batch1: SavedVariable::new(batch1, false),
             batch2: SavedVariable::new(batch2, false),
             beta: beta.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -907,7 +907,7 @@ pub(crate) fn baddbmm_(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -1042,13 +1042,13 @@ pub(crate) fn binary_cross_entropy(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(BinaryCrossEntropyBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BinaryCrossEntropyBackward0 {
+            next_edges: collect_next_edges(&inputs),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1063,7 +1063,7 @@ pub(crate) fn binary_cross_entropy(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1130,14 +1130,14 @@ pub(crate) fn binary_cross_entropy_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(BinaryCrossEntropyBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BinaryCrossEntropyBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_output: SavedVariable::new(grad_output, false),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1153,7 +1153,7 @@ pub(crate) fn binary_cross_entropy_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1248,14 +1248,14 @@ pub(crate) fn binary_cross_entropy_with_logits(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(BinaryCrossEntropyWithLogitsBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BinaryCrossEntropyWithLogitsBackward0 {
+            next_edges: collect_next_edges(&inputs),
             pos_weight: SavedVariable::new_opt(pos_weight, false),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1271,7 +1271,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1414,15 +1414,15 @@ pub(crate) fn bernoulli_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(BernoulliBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(BernoulliBackward1 {
+            next_edges: collect_next_edges(&inputs),
             p_info: (
                 p.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(p.scalar_type())
-                    .device(p.device()),
+                    .device(p.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -1431,7 +1431,7 @@ pub(crate) fn bernoulli_Tensor(
         ops::bernoulli_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, p, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -16,12 +16,12 @@ pub(crate) fn clamp(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ClampBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ClampBackward1 {
+            next_edges: collect_next_edges(&inputs),
             max: max.cloned(),
             min: min.cloned(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -30,7 +30,7 @@ pub(crate) fn clamp(
         ops::clamp::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min, max)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -58,12 +58,12 @@ pub(crate) fn clamp_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), min, max]);
     let grad_fn = if requires_grad {
-        Some(ClampBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ClampBackward0 {
+            next_edges: collect_next_edges(&inputs),
             max: SavedVariable::new_opt(max, false),
             min: SavedVariable::new_opt(min, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -72,7 +72,7 @@ pub(crate) fn clamp_Tensor(
         ops::clamp_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min, max)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -110,12 +110,12 @@ pub(crate) fn clamp_(
         None
     };
     let grad_fn = if requires_grad {
-        Some(ClampBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ClampBackward1 {
+            next_edges: collect_next_edges(&inputs),
             max: max.cloned(),
             min: min.cloned(),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -124,7 +124,7 @@ pub(crate) fn clamp_(
         ops::clamp_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min, max)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -158,12 +158,12 @@ pub(crate) fn clamp__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(ClampBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ClampBackward0 {
+            next_edges: collect_next_edges(&inputs),
             max: SavedVariable::new_opt(max, false),
             min: SavedVariable::new_opt(min, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -172,7 +172,7 @@ pub(crate) fn clamp__Tensor(
         ops::clamp__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min, max)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -271,10 +271,10 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CosBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CosBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -283,7 +283,7 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::cos::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -310,10 +310,10 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(CosBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CosBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -322,7 +322,7 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::cos_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -392,11 +392,11 @@ pub(crate) fn cumsum(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CumsumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CumsumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -405,7 +405,7 @@ pub(crate) fn cumsum(
         ops::cumsum::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -429,11 +429,11 @@ pub(crate) fn cumsum_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CumsumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CumsumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -442,7 +442,7 @@ pub(crate) fn cumsum_(
         ops::cumsum_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -489,13 +489,13 @@ pub(crate) fn cumprod(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CumprodBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CumprodBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(self_, false),
             self_scalar_type: self_.scalar_type(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -506,7 +506,7 @@ pub(crate) fn cumprod(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -552,13 +552,13 @@ pub(crate) fn cumprod_(
         None
     };
     let grad_fn = if requires_grad {
-        Some(CumprodBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CumprodBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             self_scalar_type: self_.scalar_type(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -569,7 +569,7 @@ pub(crate) fn cumprod_(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -628,12 +628,12 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CummaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CummaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(self_, false),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -644,7 +644,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -693,12 +693,12 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CumminBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CumminBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(self_, false),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -709,7 +709,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -762,9 +762,9 @@ pub(crate) fn clone(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CloneBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(CloneBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -773,7 +773,7 @@ pub(crate) fn clone(
         ops::clone::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, memory_format)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -792,13 +792,13 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined_list(tensors);
     let grad_fn = if requires_grad {
-        Some(CatBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CatBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             tensors_args_scalartypes: tensors.iter().map(|t| t.scalar_type()).collect(),
             tensors_args_sizes_symint: tensors.iter().map(|t| t.sizes().to_vec()).collect(),
             tensors_size_: tensors.len(),
-        })
+        }))
     } else {
         None
     };
@@ -807,7 +807,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
         ops::cat::redispatch(ks & AFTER_AUTOGRAD_KEYSET, tensors, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -849,9 +849,9 @@ pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ConjBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ConjBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -860,7 +860,7 @@ pub(crate) fn _conj(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::_conj::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -878,9 +878,9 @@ pub(crate) fn _conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tenso
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ConjPhysicalBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ConjPhysicalBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -889,7 +889,7 @@ pub(crate) fn _conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tenso
         ops::_conj_physical::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -930,9 +930,9 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ConjPhysicalBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ConjPhysicalBackward1 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -941,7 +941,7 @@ pub(crate) fn conj_physical_(ks: DispatchKeySet, self_: &Tensor) -> Result<Alias
         ops::conj_physical_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -959,11 +959,11 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CeluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CeluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -972,7 +972,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Result
         ops::celu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -998,11 +998,11 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(CeluBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(CeluBackward1 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1013,7 +1013,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: &Scalar) -> Resul
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1060,8 +1060,8 @@ pub(crate) fn _convolution(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input), Some(weight), bias]);
     let grad_fn = if requires_grad {
-        Some(ConvolutionBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ConvolutionBackward1 {
+            next_edges: collect_next_edges(&inputs),
             bias_sym_sizes_opt: bias.map(|t| t.sizes().to_vec()),
             dilation: dilation.to_vec(),
             groups,
@@ -1071,7 +1071,7 @@ pub(crate) fn _convolution(
             stride: stride.to_vec(),
             transposed,
             weight: SavedVariable::new(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1095,7 +1095,7 @@ pub(crate) fn _convolution(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1143,8 +1143,8 @@ pub(crate) fn convolution(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input), Some(weight), bias]);
     let grad_fn = if requires_grad {
-        Some(ConvolutionBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ConvolutionBackward0 {
+            next_edges: collect_next_edges(&inputs),
             bias_sym_sizes_opt: bias.map(|t| t.sizes().to_vec()),
             dilation: dilation.to_vec(),
             groups,
@@ -1154,7 +1154,7 @@ pub(crate) fn convolution(
             stride: stride.to_vec(),
             transposed,
             weight: SavedVariable::new(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1174,7 +1174,7 @@ pub(crate) fn convolution(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1220,8 +1220,8 @@ pub(crate) fn convolution_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(input), Some(weight)]);
     let grad_fn = if requires_grad {
-        Some(ConvolutionBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ConvolutionBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dilation: dilation.to_vec(),
             grad_output: SavedVariable::new(grad_output, false),
             groups,
@@ -1231,7 +1231,7 @@ pub(crate) fn convolution_backward(
             stride: stride.to_vec(),
             transposed,
             weight: SavedVariable::new(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -1253,7 +1253,7 @@ pub(crate) fn convolution_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
     if any_fw {
@@ -1351,10 +1351,10 @@ pub(crate) fn constant_pad_nd(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ConstantPadNdBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ConstantPadNdBackward0 {
+            next_edges: collect_next_edges(&inputs),
             pad: pad.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -1363,7 +1363,7 @@ pub(crate) fn constant_pad_nd(
         ops::constant_pad_nd::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, pad, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -11,12 +11,12 @@ pub(crate) fn div_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn div_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::div_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -56,12 +56,12 @@ pub(crate) fn div__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -70,7 +70,7 @@ pub(crate) fn div__Tensor(
         ops::div__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -124,13 +124,13 @@ pub(crate) fn div_Tensor_mode(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward2 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             rounding_mode: rounding_mode.map(str::to_string),
             self_: SavedVariable::new(self_, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -139,7 +139,7 @@ pub(crate) fn div_Tensor_mode(
         ops::div_Tensor_mode::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, rounding_mode)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -180,13 +180,13 @@ pub(crate) fn div__Tensor_mode(
         None
     };
     let grad_fn = if requires_grad {
-        Some(DivBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward2 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             rounding_mode: rounding_mode.map(str::to_string),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -195,7 +195,7 @@ pub(crate) fn div__Tensor_mode(
         ops::div__Tensor_mode::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, rounding_mode)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -252,11 +252,11 @@ pub(crate) fn div_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -265,7 +265,7 @@ pub(crate) fn div_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::div_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -288,11 +288,11 @@ pub(crate) fn div__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -301,7 +301,7 @@ pub(crate) fn div__Scalar(
         ops::div__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -324,12 +324,12 @@ pub(crate) fn div_Scalar_mode(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward3 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward3 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             rounding_mode: rounding_mode.map(str::to_string),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -338,7 +338,7 @@ pub(crate) fn div_Scalar_mode(
         ops::div_Scalar_mode::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, rounding_mode)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -366,12 +366,12 @@ pub(crate) fn div__Scalar_mode(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(DivBackward3 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DivBackward3 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             rounding_mode: rounding_mode.map(str::to_string),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -380,7 +380,7 @@ pub(crate) fn div__Scalar_mode(
         ops::div__Scalar_mode::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, rounding_mode)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -408,13 +408,13 @@ pub(crate) fn diagonal(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(DiagonalBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DiagonalBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim1,
             dim2,
             offset,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -423,7 +423,7 @@ pub(crate) fn diagonal(
         ops::diagonal::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, offset, dim1, dim2)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -473,11 +473,11 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(tensor)]);
     let grad_fn = if requires_grad {
-        Some(DotBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(DotBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             tensor: SavedVariable::new(tensor, false),
-        })
+        }))
     } else {
         None
     };
@@ -486,7 +486,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
         ops::dot::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, tensor)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

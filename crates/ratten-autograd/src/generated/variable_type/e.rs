@@ -11,10 +11,10 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ExpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ExpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -54,10 +54,10 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ExpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ExpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -68,7 +68,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -114,10 +114,10 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(Expm1Backward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(Expm1Backward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -128,7 +128,7 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -157,10 +157,10 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(Expm1Backward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(Expm1Backward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -171,7 +171,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -218,15 +218,15 @@ pub(crate) fn eq__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(EqBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EqBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -235,7 +235,7 @@ pub(crate) fn eq__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::eq__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -254,21 +254,21 @@ pub(crate) fn eq__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(EqBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EqBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -277,7 +277,7 @@ pub(crate) fn eq__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::eq__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -364,10 +364,10 @@ pub(crate) fn expand(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ExpandBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ExpandBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -376,7 +376,7 @@ pub(crate) fn expand(
         ops::expand::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size, implicit)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -599,9 +599,9 @@ pub(crate) fn exponential_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ExponentialBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ExponentialBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -610,7 +610,7 @@ pub(crate) fn exponential_(
         ops::exponential_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, lambd, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -666,13 +666,13 @@ pub(crate) fn elu(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(EluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             input_scale: input_scale.clone(),
             scale: scale.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -681,7 +681,7 @@ pub(crate) fn elu(
         ops::elu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, alpha, scale, input_scale)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -750,15 +750,15 @@ pub(crate) fn elu_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_or_result)]);
     let grad_fn = if requires_grad {
-        Some(EluBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EluBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             grad_output: SavedVariable::new(grad_output, false),
             input_scale: input_scale.clone(),
             is_result,
             scale: scale.clone(),
             self_or_result: SavedVariable::new(self_or_result, false),
-        })
+        }))
     } else {
         None
     };
@@ -775,7 +775,7 @@ pub(crate) fn elu_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -820,13 +820,13 @@ pub(crate) fn elu_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(EluBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EluBackward1 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             input_scale: input_scale.clone(),
             scale: scale.clone(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -837,7 +837,7 @@ pub(crate) fn elu_(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -870,14 +870,14 @@ pub(crate) fn embedding(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(weight)]);
     let grad_fn = if requires_grad {
-        Some(EmbeddingBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EmbeddingBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: SavedVariable::new(indices, false),
             padding_idx,
             scale_grad_by_freq,
             sparse,
             weight_sym_argsize_0: weight.size(0)?,
-        })
+        }))
     } else {
         None
     };
@@ -893,7 +893,7 @@ pub(crate) fn embedding(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -919,11 +919,11 @@ pub(crate) fn embedding_dense_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(EmbeddingDenseBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EmbeddingDenseBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: SavedVariable::new(indices, false),
             padding_idx,
-        })
+        }))
     } else {
         None
     };
@@ -939,7 +939,7 @@ pub(crate) fn embedding_dense_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1034,8 +1034,8 @@ pub(crate) fn _embedding_bag(
         return Err(forward_ad_not_implemented("_embedding_bag"));
     }
     let grad_fn = if requires_grad {
-        Some(EmbeddingBagBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(EmbeddingBagBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: SavedVariable::new(indices, false),
             mode,
             offsets: SavedVariable::new(offsets, false),
@@ -1048,7 +1048,7 @@ pub(crate) fn _embedding_bag(
             result1: Default::default(),
             result2: Default::default(),
             result3: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1071,7 +1071,7 @@ pub(crate) fn _embedding_bag(
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
         node.result3 = SavedVariable::new(&result3, false);
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1, result2, result3))
@@ -1100,9 +1100,9 @@ pub(crate) fn _embedding_bag_backward(
         return Err(forward_ad_not_implemented("_embedding_bag_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(EmbeddingBagBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(EmbeddingBagBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -1125,7 +1125,7 @@ pub(crate) fn _embedding_bag_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)
@@ -1152,9 +1152,9 @@ pub(crate) fn _embedding_bag_dense_backward(
         return Err(forward_ad_not_implemented("_embedding_bag_dense_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(EmbeddingBagDenseBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(EmbeddingBagDenseBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -1175,7 +1175,7 @@ pub(crate) fn _embedding_bag_dense_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)
@@ -1310,9 +1310,9 @@ pub(crate) fn exponential(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ExponentialBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ExponentialBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -1321,7 +1321,7 @@ pub(crate) fn exponential(
         ops::exponential::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, lambd, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

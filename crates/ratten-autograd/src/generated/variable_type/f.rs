@@ -124,9 +124,9 @@ pub(crate) fn fill_Scalar(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) ->
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(FillBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FillBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -135,7 +135,7 @@ pub(crate) fn fill_Scalar(ks: DispatchKeySet, self_: &Tensor, value: &Scalar) ->
         ops::fill_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -153,9 +153,9 @@ pub(crate) fn fill_Tensor(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) ->
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(FillBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FillBackward1 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -164,7 +164,7 @@ pub(crate) fn fill_Tensor(ks: DispatchKeySet, self_: &Tensor, value: &Tensor) ->
         ops::fill_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -188,9 +188,9 @@ pub(crate) fn fill__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(FillBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FillBackward2 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -199,7 +199,7 @@ pub(crate) fn fill__Scalar(
         ops::fill__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -226,9 +226,9 @@ pub(crate) fn fill__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(FillBackward3 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FillBackward3 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -237,7 +237,7 @@ pub(crate) fn fill__Tensor(
         ops::fill__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -283,9 +283,9 @@ pub(crate) fn fmod_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) ->
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(FmodBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FmodBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -294,7 +294,7 @@ pub(crate) fn fmod_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) ->
         ops::fmod_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -317,9 +317,9 @@ pub(crate) fn fmod__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(FmodBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(FmodBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -328,7 +328,7 @@ pub(crate) fn fmod__Scalar(
         ops::fmod__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -369,11 +369,11 @@ pub(crate) fn fmod_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(FmodBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(FmodBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -382,7 +382,7 @@ pub(crate) fn fmod_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
         ops::fmod_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -418,11 +418,11 @@ pub(crate) fn fmod__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(FmodBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(FmodBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -431,7 +431,7 @@ pub(crate) fn fmod__Tensor(
         ops::fmod__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -542,10 +542,10 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(FlipBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(FlipBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dims: dims.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -554,7 +554,7 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
         ops::flip::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dims)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -76,15 +76,15 @@ pub(crate) fn ge__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -93,7 +93,7 @@ pub(crate) fn ge__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::ge__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -112,21 +112,21 @@ pub(crate) fn ge__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GeBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GeBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -135,7 +135,7 @@ pub(crate) fn ge__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::ge__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -218,15 +218,15 @@ pub(crate) fn gt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -235,7 +235,7 @@ pub(crate) fn gt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::gt__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -254,21 +254,21 @@ pub(crate) fn gt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GtBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GtBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -277,7 +277,7 @@ pub(crate) fn gt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::gt__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -333,13 +333,13 @@ pub(crate) fn gather(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GatherBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GatherBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
             self_: SavedVariable::new(self_, false),
             sparse_grad,
-        })
+        }))
     } else {
         None
     };
@@ -348,7 +348,7 @@ pub(crate) fn gather(
         ops::gather::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, sparse_grad)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -395,11 +395,11 @@ pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Re
         None
     };
     let grad_fn = if requires_grad {
-        Some(GeluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GeluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             approximate: approximate.to_string(),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -408,7 +408,7 @@ pub(crate) fn gelu_(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Re
         ops::gelu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -430,11 +430,11 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GeluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GeluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             approximate: approximate.to_string(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -443,7 +443,7 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
         ops::gelu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, approximate)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -500,12 +500,12 @@ pub(crate) fn gelu_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GeluBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GeluBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             approximate: approximate.to_string(),
             grad_output: SavedVariable::new(grad_output, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -514,7 +514,7 @@ pub(crate) fn gelu_backward(
         ops::gelu_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_, approximate)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -565,11 +565,11 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -578,7 +578,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
         ops::glu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -631,12 +631,12 @@ pub(crate) fn glu_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(GluBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(GluBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             grad_output: SavedVariable::new(grad_output, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -645,7 +645,7 @@ pub(crate) fn glu_backward(
         ops::glu_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -73,10 +73,10 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(HardsigmoidBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardsigmoidBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -85,7 +85,7 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
         ops::hardsigmoid::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -112,10 +112,10 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased
         None
     };
     let grad_fn = if requires_grad {
-        Some(HardsigmoidBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardsigmoidBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -124,7 +124,7 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased
         ops::hardsigmoid_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -228,12 +228,12 @@ pub(crate) fn hardtanh(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(HardtanhBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardtanhBackward0 {
+            next_edges: collect_next_edges(&inputs),
             max_val: max_val.clone(),
             min_val: min_val.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -242,7 +242,7 @@ pub(crate) fn hardtanh(
         ops::hardtanh::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -303,12 +303,12 @@ pub(crate) fn hardtanh_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(HardtanhBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardtanhBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             max_val: max_val.clone(),
             min_val: min_val.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -323,7 +323,7 @@ pub(crate) fn hardtanh_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -368,12 +368,12 @@ pub(crate) fn hardtanh_(
         None
     };
     let grad_fn = if requires_grad {
-        Some(HardtanhBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardtanhBackward0 {
+            next_edges: collect_next_edges(&inputs),
             max_val: max_val.clone(),
             min_val: min_val.clone(),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -382,7 +382,7 @@ pub(crate) fn hardtanh_(
         ops::hardtanh_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, min_val, max_val)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -427,10 +427,10 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(HardswishBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardswishBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -439,7 +439,7 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::hardswish::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -466,10 +466,10 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0
         None
     };
     let grad_fn = if requires_grad {
-        Some(HardswishBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardswishBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -478,7 +478,7 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0
         ops::hardswish_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -503,14 +503,14 @@ pub(crate) fn hardswish_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(HardswishBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HardswishBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_output: SavedVariable::new(grad_output, false),
             self_: SavedVariable::new(self_, false),
             self_options: TensorOptions::new()
                 .dtype(self_.scalar_type())
                 .device(self_.device()),
-        })
+        }))
     } else {
         None
     };
@@ -519,7 +519,7 @@ pub(crate) fn hardswish_backward(
         ops::hardswish_backward::redispatch(ks & AFTER_AUTOGRAD_KEYSET, grad_output, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -564,13 +564,13 @@ pub(crate) fn huber_loss(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(HuberLossBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HuberLossBackward0 {
+            next_edges: collect_next_edges(&inputs),
             delta,
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -579,7 +579,7 @@ pub(crate) fn huber_loss(
         ops::huber_loss::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction, delta)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -659,14 +659,14 @@ pub(crate) fn huber_loss_backward(
         return Err(forward_ad_not_implemented("huber_loss_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(HuberLossBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(HuberLossBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             delta,
             grad_output: SavedVariable::new(grad_output, false),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -682,7 +682,7 @@ pub(crate) fn huber_loss_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)

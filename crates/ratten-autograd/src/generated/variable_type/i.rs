@@ -33,14 +33,14 @@ pub(crate) fn index_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(IndexBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: saved_opt_list(indices, false),
             self_options: TensorOptions::new()
                 .dtype(self_.scalar_type())
                 .device(self_.device()),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -49,7 +49,7 @@ pub(crate) fn index_Tensor(
         ops::index_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, indices)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -125,13 +125,13 @@ pub(crate) fn index_copy_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(IndexCopyBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexCopyBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
             source: SavedVariable::new(source, false),
             source_dim: source.dim() as i64,
-        })
+        }))
     } else {
         None
     };
@@ -140,7 +140,7 @@ pub(crate) fn index_copy_(
         ops::index_copy_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, source)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -165,13 +165,13 @@ pub(crate) fn index_copy(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(IndexCopyBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexCopyBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
             source: SavedVariable::new(source, false),
             source_dim: source.dim() as i64,
-        })
+        }))
     } else {
         None
     };
@@ -180,7 +180,7 @@ pub(crate) fn index_copy(
         ops::index_copy::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, source)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -206,17 +206,17 @@ pub(crate) fn index_put_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
-        Some(IndexPutBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexPutBackward0 {
+            next_edges: collect_next_edges(&inputs),
             accumulate,
             indices: saved_opt_list(indices, false),
             values_info: (
                 values.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(values.scalar_type())
-                    .device(values.device()),
+                    .device(values.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -231,7 +231,7 @@ pub(crate) fn index_put_(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -256,17 +256,17 @@ pub(crate) fn index_put(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
-        Some(IndexPutBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexPutBackward0 {
+            next_edges: collect_next_edges(&inputs),
             accumulate,
             indices: saved_opt_list(indices, false),
             values_info: (
                 values.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(values.scalar_type())
-                    .device(values.device()),
+                    .device(values.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -281,7 +281,7 @@ pub(crate) fn index_put(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -308,17 +308,17 @@ pub(crate) fn _index_put_impl_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
-        Some(IndexPutImplBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexPutImplBackward0 {
+            next_edges: collect_next_edges(&inputs),
             accumulate,
             indices: saved_opt_list(indices, false),
             values_info: (
                 values.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(values.scalar_type())
-                    .device(values.device()),
+                    .device(values.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -334,7 +334,7 @@ pub(crate) fn _index_put_impl_(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -395,14 +395,14 @@ pub(crate) fn index_add_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(IndexAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             dim,
             index: SavedVariable::new(index, false),
             source: SavedVariable::new(source, false),
             source_dim: source.dim() as i64,
-        })
+        }))
     } else {
         None
     };
@@ -411,7 +411,7 @@ pub(crate) fn index_add_(
         ops::index_add_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, source, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -443,14 +443,14 @@ pub(crate) fn index_add(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(IndexAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             dim,
             index: SavedVariable::new(index, false),
             source: SavedVariable::new(source, false),
             source_dim: source.dim() as i64,
-        })
+        }))
     } else {
         None
     };
@@ -459,7 +459,7 @@ pub(crate) fn index_add(
         ops::index_add::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, source, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -491,11 +491,11 @@ pub(crate) fn index_fill__int_Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(IndexFillBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexFillBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -510,7 +510,7 @@ pub(crate) fn index_fill__int_Scalar(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -535,11 +535,11 @@ pub(crate) fn index_fill_int_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(IndexFillBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexFillBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -554,7 +554,7 @@ pub(crate) fn index_fill_int_Scalar(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -580,11 +580,11 @@ pub(crate) fn index_fill__int_Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(IndexFillBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexFillBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -599,7 +599,7 @@ pub(crate) fn index_fill__int_Tensor(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -624,11 +624,11 @@ pub(crate) fn index_fill_int_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(IndexFillBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexFillBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -643,7 +643,7 @@ pub(crate) fn index_fill_int_Tensor(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -691,12 +691,12 @@ pub(crate) fn index_select(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(IndexSelectBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexSelectBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -705,7 +705,7 @@ pub(crate) fn index_select(
         ops::index_select::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -840,17 +840,17 @@ pub(crate) fn _index_put_impl(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(values)]);
     let grad_fn = if requires_grad {
-        Some(IndexPutImplBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(IndexPutImplBackward0 {
+            next_edges: collect_next_edges(&inputs),
             accumulate,
             indices: saved_opt_list(indices, false),
             values_info: (
                 values.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(values.scalar_type())
-                    .device(values.device()),
+                    .device(values.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -866,7 +866,7 @@ pub(crate) fn _index_put_impl(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -17,13 +17,13 @@ pub(crate) fn kthvalue(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(KthvalueBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(KthvalueBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             keepdim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -34,7 +34,7 @@ pub(crate) fn kthvalue(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }

@@ -186,10 +186,10 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -198,7 +198,7 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::log::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -225,10 +225,10 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(LogBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -237,7 +237,7 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::log_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -276,10 +276,10 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(Log1PBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(Log1PBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -288,7 +288,7 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::log1p::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -315,10 +315,10 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(Log1PBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(Log1PBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -327,7 +327,7 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::log1p_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -372,10 +372,10 @@ pub(crate) fn lerp__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(end)]);
     let grad_fn = if requires_grad {
-        Some(LerpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LerpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             weight: weight.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -384,7 +384,7 @@ pub(crate) fn lerp__Scalar(
         ops::lerp__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, end, weight)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -414,12 +414,12 @@ pub(crate) fn lerp__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(LerpBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LerpBackward1 {
+            next_edges: collect_next_edges(&inputs),
             end: SavedVariable::new(end, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             weight: SavedVariable::new(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -428,7 +428,7 @@ pub(crate) fn lerp__Tensor(
         ops::lerp__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, end, weight)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -520,15 +520,15 @@ pub(crate) fn le__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -537,7 +537,7 @@ pub(crate) fn le__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::le__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -556,21 +556,21 @@ pub(crate) fn le__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LeBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LeBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -579,7 +579,7 @@ pub(crate) fn le__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::le__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -662,15 +662,15 @@ pub(crate) fn lt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -679,7 +679,7 @@ pub(crate) fn lt__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::lt__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -698,21 +698,21 @@ pub(crate) fn lt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LtBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LtBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -721,7 +721,7 @@ pub(crate) fn lt__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::lt__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -792,10 +792,10 @@ pub(crate) fn lerp_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(end)]);
     let grad_fn = if requires_grad {
-        Some(LerpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LerpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             weight: weight.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -804,7 +804,7 @@ pub(crate) fn lerp_Scalar(
         ops::lerp_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, end, weight)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -828,12 +828,12 @@ pub(crate) fn lerp_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(end), Some(weight)]);
     let grad_fn = if requires_grad {
-        Some(LerpBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LerpBackward1 {
+            next_edges: collect_next_edges(&inputs),
             end: SavedVariable::new(end, false),
             self_: SavedVariable::new(self_, false),
             weight: SavedVariable::new(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -842,7 +842,7 @@ pub(crate) fn lerp_Tensor(
         ops::lerp_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, end, weight)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -874,13 +874,13 @@ pub(crate) fn logsumexp(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogsumexpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogsumexpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             keepdim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -891,7 +891,7 @@ pub(crate) fn logsumexp(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -948,14 +948,14 @@ pub(crate) fn linalg_vector_norm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LinalgVectorNormBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LinalgVectorNormBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             ord: ord.clone(),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -973,7 +973,7 @@ pub(crate) fn linalg_vector_norm(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1034,12 +1034,12 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogcumsumexpBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogcumsumexpBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1050,7 +1050,7 @@ pub(crate) fn logcumsumexp(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resu
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1316,11 +1316,11 @@ pub(crate) fn leaky_relu(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LeakyReluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LeakyReluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             negative_slope: negative_slope.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1329,7 +1329,7 @@ pub(crate) fn leaky_relu(
         ops::leaky_relu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, negative_slope)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1390,11 +1390,11 @@ pub(crate) fn leaky_relu_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(LeakyReluBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LeakyReluBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             negative_slope: negative_slope.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1409,7 +1409,7 @@ pub(crate) fn leaky_relu_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1433,11 +1433,11 @@ pub(crate) fn leaky_relu_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LeakyReluBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LeakyReluBackward1 {
+            next_edges: collect_next_edges(&inputs),
             negative_slope: negative_slope.clone(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1448,7 +1448,7 @@ pub(crate) fn leaky_relu_(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1506,11 +1506,11 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogSigmoidBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogSigmoidBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             buffer: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1521,7 +1521,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.buffer = SavedVariable::new(&buffer, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1590,12 +1590,12 @@ pub(crate) fn log_sigmoid_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogSigmoidBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogSigmoidBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             buffer: SavedVariable::new(buffer, false),
             grad_output: SavedVariable::new(grad_output, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1609,7 +1609,7 @@ pub(crate) fn log_sigmoid_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1664,12 +1664,12 @@ pub(crate) fn _log_softmax(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(LogSoftmaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogSoftmaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_scalar_type: self_.scalar_type(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1680,7 +1680,7 @@ pub(crate) fn _log_softmax(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1748,12 +1748,12 @@ pub(crate) fn _log_softmax_backward_data(
         return Err(forward_ad_not_implemented("_log_softmax_backward_data"));
     }
     let grad_fn = if requires_grad {
-        Some(LogSoftmaxBackwardDataBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(LogSoftmaxBackwardDataBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             grad_output: SavedVariable::new(grad_output, false),
             output: SavedVariable::new(output, false),
-        })
+        }))
     } else {
         None
     };
@@ -1768,7 +1768,7 @@ pub(crate) fn _log_softmax_backward_data(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)

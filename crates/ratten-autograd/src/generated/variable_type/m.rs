@@ -11,13 +11,13 @@ pub(crate) fn mul_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(MulBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MulBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             other_scalar_type: other.scalar_type(),
             self_: SavedVariable::new(self_, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -26,7 +26,7 @@ pub(crate) fn mul_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::mul_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -59,13 +59,13 @@ pub(crate) fn mul__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(MulBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MulBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             other_scalar_type: other.scalar_type(),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -74,7 +74,7 @@ pub(crate) fn mul__Tensor(
         ops::mul__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -120,11 +120,11 @@ pub(crate) fn mul_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MulBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MulBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -133,7 +133,7 @@ pub(crate) fn mul_Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::mul_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -156,11 +156,11 @@ pub(crate) fn mul__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MulBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MulBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: other.clone(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -169,7 +169,7 @@ pub(crate) fn mul__Scalar(
         ops::mul__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -187,11 +187,11 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(MaximumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaximumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -200,7 +200,7 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         ops::maximum::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -249,11 +249,11 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(MinimumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MinimumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -262,7 +262,7 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         ops::minimum::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -315,11 +315,11 @@ pub(crate) fn mean(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MeanBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MeanBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_numel: self_.numel(),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -328,7 +328,7 @@ pub(crate) fn mean(
         ops::mean::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -375,13 +375,13 @@ pub(crate) fn mean_dim(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MeanBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MeanBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_sym_numel: self_.numel(),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -390,7 +390,7 @@ pub(crate) fn mean_dim(
         ops::mean_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -433,11 +433,11 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaxBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaxBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -448,7 +448,7 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -500,13 +500,13 @@ pub(crate) fn max_dim(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             keepdim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -517,7 +517,7 @@ pub(crate) fn max_dim(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -576,11 +576,11 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MinBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MinBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -591,7 +591,7 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -643,13 +643,13 @@ pub(crate) fn min_dim(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MinBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MinBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             keepdim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -660,7 +660,7 @@ pub(crate) fn min_dim(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -778,10 +778,10 @@ pub(crate) fn masked_fill__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaskedFillBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedFillBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
-        })
+        }))
     } else {
         None
     };
@@ -790,7 +790,7 @@ pub(crate) fn masked_fill__Scalar(
         ops::masked_fill__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -813,10 +813,10 @@ pub(crate) fn masked_fill_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaskedFillBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedFillBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
-        })
+        }))
     } else {
         None
     };
@@ -825,7 +825,7 @@ pub(crate) fn masked_fill_Scalar(
         ops::masked_fill_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -849,10 +849,10 @@ pub(crate) fn masked_fill__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(MaskedFillBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedFillBackward1 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
-        })
+        }))
     } else {
         None
     };
@@ -861,7 +861,7 @@ pub(crate) fn masked_fill__Tensor(
         ops::masked_fill__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -885,10 +885,10 @@ pub(crate) fn masked_fill_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(value)]);
     let grad_fn = if requires_grad {
-        Some(MaskedFillBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedFillBackward1 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
-        })
+        }))
     } else {
         None
     };
@@ -897,7 +897,7 @@ pub(crate) fn masked_fill_Tensor(
         ops::masked_fill_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -922,11 +922,11 @@ pub(crate) fn masked_scatter_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(MaskedScatterBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedScatterBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
             source_sym_sizes: source.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -935,7 +935,7 @@ pub(crate) fn masked_scatter_(
         ops::masked_scatter_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, source)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -959,11 +959,11 @@ pub(crate) fn masked_scatter(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(source)]);
     let grad_fn = if requires_grad {
-        Some(MaskedScatterBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedScatterBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
             source_sym_sizes: source.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -972,7 +972,7 @@ pub(crate) fn masked_scatter(
         ops::masked_scatter::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask, source)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1014,11 +1014,11 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaskedSelectBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaskedSelectBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mask: SavedVariable::new(mask, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1027,7 +1027,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
         ops::masked_select::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mask)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1045,8 +1045,8 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(mat2)]);
     let grad_fn = if requires_grad {
-        Some(MmBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MmBackward0 {
+            next_edges: collect_next_edges(&inputs),
             mat2: SavedVariable::new(mat2, false),
             mat2_layout: ratten_aten::native::Layout::Strided,
             mat2_sym_sizes: mat2.sizes().to_vec(),
@@ -1055,7 +1055,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
             self_layout: ratten_aten::native::Layout::Strided,
             self_sym_sizes: self_.sizes().to_vec(),
             self_sym_strides: self_.strides().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -1064,7 +1064,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
         ops::mm::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mat2)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1110,11 +1110,11 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(vec)]);
     let grad_fn = if requires_grad {
-        Some(MvBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MvBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             vec: SavedVariable::new(vec, false),
-        })
+        }))
     } else {
         None
     };
@@ -1123,7 +1123,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
         ops::mv::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, vec)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1169,10 +1169,10 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MishBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MishBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -1181,7 +1181,7 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::mish::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1214,10 +1214,10 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(MishBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MishBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -1226,7 +1226,7 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::mish_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -1276,12 +1276,12 @@ pub(crate) fn mse_loss(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(MseLossBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MseLossBackward0 {
+            next_edges: collect_next_edges(&inputs),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -1290,7 +1290,7 @@ pub(crate) fn mse_loss(
         ops::mse_loss::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1356,13 +1356,13 @@ pub(crate) fn mse_loss_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(MseLossBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MseLossBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_output: SavedVariable::new(grad_output, false),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -1377,7 +1377,7 @@ pub(crate) fn mse_loss_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1496,8 +1496,8 @@ pub(crate) fn max_pool2d_with_indices(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaxPool2DWithIndicesBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaxPool2DWithIndicesBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ceil_mode,
             dilation: dilation.to_vec(),
             kernel_size: kernel_size.to_vec(),
@@ -1505,7 +1505,7 @@ pub(crate) fn max_pool2d_with_indices(
             self_: SavedVariable::new(self_, false),
             stride: stride.to_vec(),
             result1: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -1524,7 +1524,7 @@ pub(crate) fn max_pool2d_with_indices(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -1614,16 +1614,16 @@ pub(crate) fn max_pool2d_with_indices_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(MaxPool2DWithIndicesBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(MaxPool2DWithIndicesBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             indices: SavedVariable::new(indices, false),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -1642,7 +1642,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -17,10 +17,10 @@ pub(crate) fn nan_to_num(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NanToNumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NanToNumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -29,7 +29,7 @@ pub(crate) fn nan_to_num(
         ops::nan_to_num::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, nan, posinf, neginf)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -62,10 +62,10 @@ pub(crate) fn nan_to_num_(
         None
     };
     let grad_fn = if requires_grad {
-        Some(NanToNumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NanToNumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -74,7 +74,7 @@ pub(crate) fn nan_to_num_(
         ops::nan_to_num_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, nan, posinf, neginf)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -133,13 +133,13 @@ pub(crate) fn nansum(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NansumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NansumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_: SavedVariable::new(self_, false),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -148,7 +148,7 @@ pub(crate) fn nansum(
         ops::nansum::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -203,15 +203,15 @@ pub(crate) fn native_layer_norm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
-        Some(NativeLayerNormBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeLayerNormBackward0 {
+            next_edges: collect_next_edges(&inputs),
             bias: SavedVariable::new_opt(bias, false),
             input: SavedVariable::new(input, false),
             normalized_shape: normalized_shape.to_vec(),
             weight: SavedVariable::new_opt(weight, false),
             result1: Default::default(),
             result2: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -230,7 +230,7 @@ pub(crate) fn native_layer_norm(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -295,15 +295,15 @@ pub(crate) fn native_layer_norm_backward(
         return Err(forward_ad_not_implemented("native_layer_norm_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(NativeLayerNormBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeLayerNormBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_out: SavedVariable::new(grad_out, false),
             input: SavedVariable::new(input, false),
             mean: SavedVariable::new(mean, false),
             normalized_shape: normalized_shape.to_vec(),
             rstd: SavedVariable::new(rstd, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -322,7 +322,7 @@ pub(crate) fn native_layer_norm_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -344,8 +344,8 @@ pub(crate) fn native_batch_norm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
-        Some(NativeBatchNormBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeBatchNormBackward0 {
+            next_edges: collect_next_edges(&inputs),
             eps,
             input: SavedVariable::new(input, false),
             running_mean: SavedVariable::new_opt(running_mean, false),
@@ -354,7 +354,7 @@ pub(crate) fn native_batch_norm(
             weight: SavedVariable::new_opt(weight, false),
             result1: Default::default(),
             result2: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -376,7 +376,7 @@ pub(crate) fn native_batch_norm(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
         node.result2 = SavedVariable::new(&result2, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -493,8 +493,8 @@ pub(crate) fn native_batch_norm_backward(
         return Err(forward_ad_not_implemented("native_batch_norm_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(NativeBatchNormBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeBatchNormBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             eps,
             grad_out: SavedVariable::new(grad_out, false),
             input: SavedVariable::new(input, false),
@@ -504,7 +504,7 @@ pub(crate) fn native_batch_norm_backward(
             save_mean: SavedVariable::new_opt(save_mean, false),
             train,
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -525,7 +525,7 @@ pub(crate) fn native_batch_norm_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0), Some(&result1), Some(&result2)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -547,8 +547,8 @@ pub(crate) fn native_group_norm(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input), weight, bias]);
     let grad_fn = if requires_grad {
-        Some(NativeGroupNormBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeGroupNormBackward0 {
+            next_edges: collect_next_edges(&inputs),
             C,
             HxW,
             N,
@@ -557,7 +557,7 @@ pub(crate) fn native_group_norm(
             weight: SavedVariable::new_opt(weight, false),
             result1: Default::default(),
             result2: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -579,7 +579,7 @@ pub(crate) fn native_group_norm(
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new_output(&result1, 1);
         node.result2 = SavedVariable::new_output(&result2, 2);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -675,12 +675,12 @@ pub(crate) fn native_dropout(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(input)]);
     let grad_fn = if requires_grad {
-        Some(NativeDropoutBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeDropoutBackward0 {
+            next_edges: collect_next_edges(&inputs),
             p,
             train,
             result1: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -691,7 +691,7 @@ pub(crate) fn native_dropout(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result1 = SavedVariable::new(&result1, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -736,12 +736,12 @@ pub(crate) fn native_dropout_backward(
         return Err(forward_ad_not_implemented("native_dropout_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(NativeDropoutBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NativeDropoutBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             grad_output: SavedVariable::new(grad_output, false),
             mask: SavedVariable::new(mask, false),
             scale,
-        })
+        }))
     } else {
         None
     };
@@ -755,7 +755,7 @@ pub(crate) fn native_dropout_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)

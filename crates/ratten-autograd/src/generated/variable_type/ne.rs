@@ -11,9 +11,9 @@ pub(crate) fn neg(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NegBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(NegBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -22,7 +22,7 @@ pub(crate) fn neg(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::neg::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -41,9 +41,9 @@ pub(crate) fn neg_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NegBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(NegBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -52,7 +52,7 @@ pub(crate) fn neg_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::neg_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -153,15 +153,15 @@ pub(crate) fn ne__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -170,7 +170,7 @@ pub(crate) fn ne__Scalar(ks: DispatchKeySet, self_: &Tensor, other: &Scalar) -> 
         ops::ne__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -189,21 +189,21 @@ pub(crate) fn ne__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NeBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NeBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other_info: (
                 other.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(other.scalar_type())
-                    .device(other.device()),
+                    .device(other.device())
             ),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -212,7 +212,7 @@ pub(crate) fn ne__Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         ops::ne__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {

@@ -18,15 +18,15 @@ pub(crate) fn nll_loss_forward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NllLossBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NllLossBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ignore_index,
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
             total_weight: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -44,7 +44,7 @@ pub(crate) fn nll_loss_forward(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -124,13 +124,13 @@ pub(crate) fn nll_loss_backward(
         return Err(forward_ad_not_implemented("nll_loss_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(NllLossBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NllLossBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ignore_index,
             reduction,
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -148,7 +148,7 @@ pub(crate) fn nll_loss_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)
@@ -212,15 +212,15 @@ pub(crate) fn nll_loss2d_forward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NllLoss2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NllLoss2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ignore_index,
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
             total_weight: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -238,7 +238,7 @@ pub(crate) fn nll_loss2d_forward(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.total_weight = SavedVariable::new(&total_weight, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -318,13 +318,13 @@ pub(crate) fn nll_loss2d_backward(
         return Err(forward_ad_not_implemented("nll_loss2d_backward"));
     }
     let grad_fn = if requires_grad {
-        Some(NllLoss2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NllLoss2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             ignore_index,
             reduction,
             target: SavedVariable::new(target, false),
             weight: SavedVariable::new_opt(weight, false),
-        })
+        }))
     } else {
         None
     };
@@ -342,7 +342,7 @@ pub(crate) fn nll_loss2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)

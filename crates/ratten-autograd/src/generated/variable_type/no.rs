@@ -16,12 +16,12 @@ pub(crate) fn norm_ScalarOpt_dtype(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NormBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormBackward2 {
+            next_edges: collect_next_edges(&inputs),
             p: p.cloned(),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -32,7 +32,7 @@ pub(crate) fn norm_ScalarOpt_dtype(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -57,12 +57,12 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NormBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormBackward0 {
+            next_edges: collect_next_edges(&inputs),
             p: p.clone(),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -73,7 +73,7 @@ pub(crate) fn norm_Scalar(ks: DispatchKeySet, self_: &Tensor, p: &Scalar) -> Res
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -106,14 +106,14 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NormBackward3 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormBackward3 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             keepdim,
             p: p.cloned(),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -131,7 +131,7 @@ pub(crate) fn norm_ScalarOpt_dim_dtype(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -163,14 +163,14 @@ pub(crate) fn norm_ScalarOpt_dim(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NormBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             keepdim,
             p: p.cloned(),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -181,7 +181,7 @@ pub(crate) fn norm_ScalarOpt_dim(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -273,9 +273,9 @@ pub(crate) fn normal_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(NormalBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(NormalBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -284,7 +284,7 @@ pub(crate) fn normal_(
         ops::normal_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, mean, std, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -337,10 +337,10 @@ pub(crate) fn normal_Tensor_float(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(mean)]);
     let grad_fn = if requires_grad {
-        Some(NormalBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormalBackward1 {
+            next_edges: collect_next_edges(&inputs),
             mean_sym_sizes: mean.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -349,7 +349,7 @@ pub(crate) fn normal_Tensor_float(
         ops::normal_Tensor_float::redispatch(ks & AFTER_AUTOGRAD_KEYSET, mean, std, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -408,10 +408,10 @@ pub(crate) fn normal_float_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(std)]);
     let grad_fn = if requires_grad {
-        Some(NormalBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormalBackward2 {
+            next_edges: collect_next_edges(&inputs),
             std_sym_sizes: std.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -420,7 +420,7 @@ pub(crate) fn normal_float_Tensor(
         ops::normal_float_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, mean, std, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -479,11 +479,11 @@ pub(crate) fn normal_Tensor_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(mean)]);
     let grad_fn = if requires_grad {
-        Some(NormalBackward3 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(NormalBackward3 {
+            next_edges: collect_next_edges(&inputs),
             mean_sym_sizes: mean.sizes().to_vec(),
             std_sym_sizes: std.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -492,7 +492,7 @@ pub(crate) fn normal_Tensor_Tensor(
         ops::normal_Tensor_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, mean, std, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

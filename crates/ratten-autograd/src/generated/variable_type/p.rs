@@ -38,12 +38,12 @@ pub(crate) fn pow_Tensor_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(exponent)]);
     let grad_fn = if requires_grad {
-        Some(PowBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PowBackward1 {
+            next_edges: collect_next_edges(&inputs),
             exponent: SavedVariable::new(exponent, false),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -54,7 +54,7 @@ pub(crate) fn pow_Tensor_Tensor(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -116,12 +116,12 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(exponent)]);
     let grad_fn = if requires_grad {
-        Some(PowBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PowBackward2 {
+            next_edges: collect_next_edges(&inputs),
             exponent: SavedVariable::new(exponent, false),
             self_: self_.clone(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -132,7 +132,7 @@ pub(crate) fn pow_Scalar(ks: DispatchKeySet, self_: &Scalar, exponent: &Tensor) 
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -190,11 +190,11 @@ pub(crate) fn pow_Tensor_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(PowBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PowBackward0 {
+            next_edges: collect_next_edges(&inputs),
             exponent: exponent.clone(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -203,7 +203,7 @@ pub(crate) fn pow_Tensor_Scalar(
         ops::pow_Tensor_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -235,11 +235,11 @@ pub(crate) fn pow__Scalar(
         None
     };
     let grad_fn = if requires_grad {
-        Some(PowBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PowBackward0 {
+            next_edges: collect_next_edges(&inputs),
             exponent: exponent.clone(),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -248,7 +248,7 @@ pub(crate) fn pow__Scalar(
         ops::pow__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, exponent)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -280,12 +280,12 @@ pub(crate) fn pow__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(PowBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PowBackward1 {
+            next_edges: collect_next_edges(&inputs),
             exponent: SavedVariable::new(exponent, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -296,7 +296,7 @@ pub(crate) fn pow__Tensor(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -339,11 +339,11 @@ pub(crate) fn prod(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ProdBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ProdBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -354,7 +354,7 @@ pub(crate) fn prod(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -404,13 +404,13 @@ pub(crate) fn prod_dim_int(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ProdBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ProdBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             keepdim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -421,7 +421,7 @@ pub(crate) fn prod_dim_int(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -494,10 +494,10 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(PermuteBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(PermuteBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dims: dims.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -506,7 +506,7 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
         ops::permute::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dims)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -644,9 +644,9 @@ pub(crate) fn random__from(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -655,7 +655,7 @@ pub(crate) fn random__from(
         ops::random__from::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, from, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -679,9 +679,9 @@ pub(crate) fn random__to(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward1 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -690,7 +690,7 @@ pub(crate) fn random__to(
         ops::random__to::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -713,9 +713,9 @@ pub(crate) fn random_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward2 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -724,7 +724,7 @@ pub(crate) fn random_(
         ops::random_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -888,9 +888,9 @@ pub(crate) fn random_from(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -899,7 +899,7 @@ pub(crate) fn random_from(
         ops::random_from::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, from, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -946,9 +946,9 @@ pub(crate) fn random_to(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward1 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -957,7 +957,7 @@ pub(crate) fn random_to(
         ops::random_to::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -1002,9 +1002,9 @@ pub(crate) fn random(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RandomBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RandomBackward2 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -1013,7 +1013,7 @@ pub(crate) fn random(
         ops::random::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

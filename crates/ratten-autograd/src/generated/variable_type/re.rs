@@ -11,10 +11,10 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -55,10 +55,10 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReluBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReluBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -69,7 +69,7 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -98,10 +98,10 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReciprocalBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReciprocalBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -112,7 +112,7 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -141,10 +141,10 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReciprocalBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReciprocalBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -155,7 +155,7 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -232,9 +232,9 @@ pub(crate) fn remainder_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RemainderBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RemainderBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -243,7 +243,7 @@ pub(crate) fn remainder_Scalar(
         ops::remainder_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -266,9 +266,9 @@ pub(crate) fn remainder__Scalar(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RemainderBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(RemainderBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -277,7 +277,7 @@ pub(crate) fn remainder__Scalar(
         ops::remainder__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -322,11 +322,11 @@ pub(crate) fn remainder_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(RemainderBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RemainderBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -335,7 +335,7 @@ pub(crate) fn remainder_Tensor(
         ops::remainder_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -371,11 +371,11 @@ pub(crate) fn remainder__Tensor(
         None
     };
     let grad_fn = if requires_grad {
-        Some(RemainderBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RemainderBackward1 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
-        })
+        }))
     } else {
         None
     };
@@ -384,7 +384,7 @@ pub(crate) fn remainder__Tensor(
         ops::remainder__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -433,11 +433,11 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RepeatBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RepeatBackward0 {
+            next_edges: collect_next_edges(&inputs),
             repeats: repeats.to_vec(),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -446,7 +446,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
         ops::repeat::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, repeats)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -515,11 +515,11 @@ pub(crate) fn reflection_pad1d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReflectionPad1DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReflectionPad1DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -528,7 +528,7 @@ pub(crate) fn reflection_pad1d(
         ops::reflection_pad1d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -581,16 +581,16 @@ pub(crate) fn reflection_pad1d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(ReflectionPad1DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReflectionPad1DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -604,7 +604,7 @@ pub(crate) fn reflection_pad1d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -650,11 +650,11 @@ pub(crate) fn reflection_pad2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReflectionPad2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReflectionPad2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -663,7 +663,7 @@ pub(crate) fn reflection_pad2d(
         ops::reflection_pad2d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -716,16 +716,16 @@ pub(crate) fn reflection_pad2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(ReflectionPad2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReflectionPad2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -739,7 +739,7 @@ pub(crate) fn reflection_pad2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -785,11 +785,11 @@ pub(crate) fn replication_pad1d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReplicationPad1DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReplicationPad1DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -798,7 +798,7 @@ pub(crate) fn replication_pad1d(
         ops::replication_pad1d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -851,16 +851,16 @@ pub(crate) fn replication_pad1d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(ReplicationPad1DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReplicationPad1DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -874,7 +874,7 @@ pub(crate) fn replication_pad1d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -920,11 +920,11 @@ pub(crate) fn replication_pad2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ReplicationPad2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReplicationPad2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -933,7 +933,7 @@ pub(crate) fn replication_pad2d(
         ops::replication_pad2d::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, padding)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -986,16 +986,16 @@ pub(crate) fn replication_pad2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(ReplicationPad2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ReplicationPad2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             padding: padding.to_vec(),
             self_info: (
                 self_.sizes().to_vec(),
                 TensorOptions::new()
                     .dtype(self_.scalar_type())
-                    .device(self_.device()),
+                    .device(self_.device())
             ),
-        })
+        }))
     } else {
         None
     };
@@ -1009,7 +1009,7 @@ pub(crate) fn replication_pad2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -16,11 +16,11 @@ pub(crate) fn roll(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RollBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RollBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dims: dims.to_vec(),
             shifts: shifts.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -29,7 +29,7 @@ pub(crate) fn roll(
         ops::roll::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, shifts, dims)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

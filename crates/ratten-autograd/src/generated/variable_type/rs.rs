@@ -11,10 +11,10 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RsqrtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RsqrtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -54,10 +54,10 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RsqrtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RsqrtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -68,7 +68,7 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -119,12 +119,12 @@ pub(crate) fn rsub_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(RsubBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RsubBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             other_scalar_type: other.scalar_type(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -133,7 +133,7 @@ pub(crate) fn rsub_Tensor(
         ops::rsub_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -161,11 +161,11 @@ pub(crate) fn rsub_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(RsubBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(RsubBackward1 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -174,7 +174,7 @@ pub(crate) fn rsub_Scalar(
         ops::rsub_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -50,11 +50,11 @@ pub(crate) fn scatter_src(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
-        Some(ScatterBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -63,7 +63,7 @@ pub(crate) fn scatter_src(
         ops::scatter_src::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, src)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -89,11 +89,11 @@ pub(crate) fn scatter__src(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
-        Some(ScatterBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -102,7 +102,7 @@ pub(crate) fn scatter__src(
         ops::scatter__src::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, src)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -152,11 +152,11 @@ pub(crate) fn scatter_value(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ScatterBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -165,7 +165,7 @@ pub(crate) fn scatter_value(
         ops::scatter_value::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -190,11 +190,11 @@ pub(crate) fn scatter__value(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ScatterBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -203,7 +203,7 @@ pub(crate) fn scatter__value(
         ops::scatter__value::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, value)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -454,11 +454,11 @@ pub(crate) fn scatter_add(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
-        Some(ScatterAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -467,7 +467,7 @@ pub(crate) fn scatter_add(
         ops::scatter_add::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, src)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -493,11 +493,11 @@ pub(crate) fn scatter_add_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
-        Some(ScatterAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index: SavedVariable::new(index, false),
-        })
+        }))
     } else {
         None
     };
@@ -506,7 +506,7 @@ pub(crate) fn scatter_add_(
         ops::scatter_add_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index, src)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -558,8 +558,8 @@ pub(crate) fn scatter_reduce_two(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(src)]);
     let grad_fn = if requires_grad {
-        Some(ScatterReduceBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterReduceBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             include_self,
             index: SavedVariable::new(index, false),
@@ -567,7 +567,7 @@ pub(crate) fn scatter_reduce_two(
             self_: SavedVariable::new(self_, false),
             src: SavedVariable::new(src, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -586,7 +586,7 @@ pub(crate) fn scatter_reduce_two(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -636,8 +636,8 @@ pub(crate) fn scatter_reduce__two(
         None
     };
     let grad_fn = if requires_grad {
-        Some(ScatterReduceBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScatterReduceBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             include_self,
             index: SavedVariable::new(index, false),
@@ -645,7 +645,7 @@ pub(crate) fn scatter_reduce__two(
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             src: SavedVariable::new(src, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -664,7 +664,7 @@ pub(crate) fn scatter_reduce__two(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }

@@ -16,12 +16,12 @@ pub(crate) fn select_int(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SelectBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SelectBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             index,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -30,7 +30,7 @@ pub(crate) fn select_int(
         ops::select_int::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, index)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

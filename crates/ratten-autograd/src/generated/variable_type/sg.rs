@@ -11,11 +11,11 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SgnBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SgnBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -26,7 +26,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -57,11 +57,11 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         None
     };
     let grad_fn = if requires_grad {
-        Some(SgnBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SgnBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_: SavedVariable::new(&ops::clone::call(self_, None)?, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -72,7 +72,7 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }

@@ -18,14 +18,14 @@ pub(crate) fn slice_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SliceBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SliceBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             end,
             self_sym_sizes: self_.sizes().to_vec(),
             start,
             step,
-        })
+        }))
     } else {
         None
     };
@@ -34,7 +34,7 @@ pub(crate) fn slice_Tensor(
         ops::slice_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, start, end, step)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -17,13 +17,13 @@ pub(crate) fn smooth_l1_loss(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(SmoothL1LossBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SmoothL1LossBackward0 {
+            next_edges: collect_next_edges(&inputs),
             beta,
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -32,7 +32,7 @@ pub(crate) fn smooth_l1_loss(
         ops::smooth_l1_loss::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, target, reduction, beta)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -109,14 +109,14 @@ pub(crate) fn smooth_l1_loss_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_), Some(target)]);
     let grad_fn = if requires_grad {
-        Some(SmoothL1LossBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SmoothL1LossBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             beta,
             grad_output: SavedVariable::new(grad_output, false),
             reduction,
             self_: SavedVariable::new(self_, false),
             target: SavedVariable::new(target, false),
-        })
+        }))
     } else {
         None
     };
@@ -132,7 +132,7 @@ pub(crate) fn smooth_l1_loss_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

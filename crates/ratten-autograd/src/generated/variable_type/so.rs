@@ -82,12 +82,12 @@ pub(crate) fn sort(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SortBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SortBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -98,7 +98,7 @@ pub(crate) fn sort(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -130,12 +130,12 @@ pub(crate) fn sort_stable(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SortBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SortBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -146,7 +146,7 @@ pub(crate) fn sort_stable(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -201,12 +201,12 @@ pub(crate) fn softplus(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SoftplusBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SoftplusBackward0 {
+            next_edges: collect_next_edges(&inputs),
             beta: beta.clone(),
             self_: SavedVariable::new(self_, false),
             threshold: threshold.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -215,7 +215,7 @@ pub(crate) fn softplus(
         ops::softplus::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, beta, threshold)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -276,13 +276,13 @@ pub(crate) fn softplus_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output), Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SoftplusBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SoftplusBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             beta: beta.clone(),
             grad_output: SavedVariable::new(grad_output, false),
             self_: SavedVariable::new(self_, false),
             threshold: threshold.clone(),
-        })
+        }))
     } else {
         None
     };
@@ -297,7 +297,7 @@ pub(crate) fn softplus_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -354,12 +354,12 @@ pub(crate) fn _softmax(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SoftmaxBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SoftmaxBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_scalar_type: self_.scalar_type(),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -370,7 +370,7 @@ pub(crate) fn _softmax(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -435,13 +435,13 @@ pub(crate) fn _softmax_backward_data(
         return Err(forward_ad_not_implemented("_softmax_backward_data"));
     }
     let grad_fn = if requires_grad {
-        Some(SoftmaxBackwardDataBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SoftmaxBackwardDataBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             grad_output: SavedVariable::new(grad_output, false),
             input_dtype,
             output: SavedVariable::new(output, false),
-        })
+        }))
     } else {
         None
     };
@@ -456,7 +456,7 @@ pub(crate) fn _softmax_backward_data(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     Ok(result)

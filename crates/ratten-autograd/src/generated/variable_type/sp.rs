@@ -16,15 +16,15 @@ pub(crate) fn split_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SplitBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SplitBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_options: TensorOptions::new()
                 .dtype(self_.scalar_type())
                 .device(self_.device()),
             self_sym_sizes: self_.sizes().to_vec(),
             split_size,
-        })
+        }))
     } else {
         None
     };
@@ -33,7 +33,7 @@ pub(crate) fn split_Tensor(
         ops::split_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, split_size, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         let mut outputs: Vec<Option<&Tensor>> = Vec::new();
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;
@@ -58,15 +58,15 @@ pub(crate) fn split_with_sizes(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SplitWithSizesBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SplitWithSizesBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_options: TensorOptions::new()
                 .dtype(self_.scalar_type())
                 .device(self_.device()),
             self_sym_sizes: self_.sizes().to_vec(),
             split_sizes: split_sizes.to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -75,7 +75,7 @@ pub(crate) fn split_with_sizes(
         ops::split_with_sizes::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, split_sizes, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         let mut outputs: Vec<Option<&Tensor>> = Vec::new();
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;

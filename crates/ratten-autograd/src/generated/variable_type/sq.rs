@@ -11,10 +11,10 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SqrtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SqrtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -54,10 +54,10 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SqrtBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SqrtBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -68,7 +68,7 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -114,10 +114,10 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SqueezeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SqueezeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -126,7 +126,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::squeeze::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -144,11 +144,11 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SqueezeBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SqueezeBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -157,7 +157,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
         ops::squeeze_dim::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -175,11 +175,11 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SqueezeBackward2 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SqueezeBackward2 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.to_vec(),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -188,7 +188,7 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
         ops::squeeze_dims::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

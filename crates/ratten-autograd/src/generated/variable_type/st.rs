@@ -17,14 +17,14 @@ pub(crate) fn std_correction(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(StdBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(StdBackward0 {
+            next_edges: collect_next_edges(&inputs),
             correction: correction.cloned(),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_: SavedVariable::new(self_, false),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -41,7 +41,7 @@ pub(crate) fn std_correction(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -122,14 +122,14 @@ pub(crate) fn std_mean_correction(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(StdMeanBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(StdMeanBackward0 {
+            next_edges: collect_next_edges(&inputs),
             correction: correction.cloned(),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_: SavedVariable::new(self_, false),
             result0: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -146,7 +146,7 @@ pub(crate) fn std_mean_correction(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result0 = SavedVariable::new_output(&result0, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -193,12 +193,12 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined_list(tensors);
     let grad_fn = if requires_grad {
-        Some(StackBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(StackBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             tensors_args_scalartypes: tensors.iter().map(|t| t.scalar_type()).collect(),
             tensors_size_: tensors.len(),
-        })
+        }))
     } else {
         None
     };
@@ -207,7 +207,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
         ops::stack::redispatch(ks & AFTER_AUTOGRAD_KEYSET, tensors, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

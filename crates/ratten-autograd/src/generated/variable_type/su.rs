@@ -40,12 +40,12 @@ pub(crate) fn sub_Tensor(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(SubBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SubBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             other_scalar_type: other.scalar_type(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -54,7 +54,7 @@ pub(crate) fn sub_Tensor(
         ops::sub_Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -83,12 +83,12 @@ pub(crate) fn sub__Tensor(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(SubBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SubBackward0 {
+            next_edges: collect_next_edges(&inputs),
             alpha: alpha.clone(),
             other_scalar_type: other.scalar_type(),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -97,7 +97,7 @@ pub(crate) fn sub__Tensor(
         ops::sub__Tensor::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -125,10 +125,10 @@ pub(crate) fn sub_Scalar(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SubBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SubBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -137,7 +137,7 @@ pub(crate) fn sub_Scalar(
         ops::sub_Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -169,10 +169,10 @@ pub(crate) fn sub__Scalar(
         None
     };
     let grad_fn = if requires_grad {
-        Some(SubBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SubBackward1 {
+            next_edges: collect_next_edges(&inputs),
             self_scalar_type: self_.scalar_type(),
-        })
+        }))
     } else {
         None
     };
@@ -181,7 +181,7 @@ pub(crate) fn sub__Scalar(
         ops::sub__Scalar::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, alpha)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if let Some(original_self_p) = original_self_p.as_ref() {
@@ -202,10 +202,10 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SumBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SumBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -214,7 +214,7 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
         ops::sum::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -238,12 +238,12 @@ pub(crate) fn sum_dim_IntList(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(SumBackward1 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(SumBackward1 {
+            next_edges: collect_next_edges(&inputs),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -252,7 +252,7 @@ pub(crate) fn sum_dim_IntList(
         ops::sum_dim_IntList::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim, keepdim, dtype)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

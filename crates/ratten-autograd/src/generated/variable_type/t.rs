@@ -11,10 +11,10 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TanBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TanBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -25,7 +25,7 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -58,10 +58,10 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TanBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TanBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -72,7 +72,7 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -122,10 +122,10 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TanhBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TanhBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -136,7 +136,7 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(&result, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -165,10 +165,10 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TanhBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TanhBackward0 {
+            next_edges: collect_next_edges(&inputs),
             result: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -179,7 +179,7 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.result = SavedVariable::new_output(self_, 0);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -268,12 +268,12 @@ pub(crate) fn topk(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TopkBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TopkBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
             self_sym_sizes: self_.sizes().to_vec(),
             indices: Default::default(),
-        })
+        }))
     } else {
         None
     };
@@ -284,7 +284,7 @@ pub(crate) fn topk(
     let mut saved_node = None;
     if let Some(mut node) = grad_fn {
         node.indices = SavedVariable::new(&indices, false);
-        let node = Arc::new(node);
+        let node = node.into_arc();
         if any_fw {
             saved_node = Some(Arc::clone(&node));
         }
@@ -314,11 +314,11 @@ pub(crate) fn transpose_int(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TransposeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TransposeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim0,
             dim1,
-        })
+        }))
     } else {
         None
     };
@@ -327,7 +327,7 @@ pub(crate) fn transpose_int(
         ops::transpose_int::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim0, dim1)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -345,9 +345,9 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(TBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -356,7 +356,7 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::t::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -397,11 +397,11 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TakeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TakeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             index: SavedVariable::new(index, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -410,7 +410,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
         ops::take::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, index)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -429,10 +429,10 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TrilBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TrilBackward0 {
+            next_edges: collect_next_edges(&inputs),
             diagonal,
-        })
+        }))
     } else {
         None
     };
@@ -441,7 +441,7 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
         ops::tril_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -460,10 +460,10 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TriuBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TriuBackward0 {
+            next_edges: collect_next_edges(&inputs),
             diagonal,
-        })
+        }))
     } else {
         None
     };
@@ -472,7 +472,7 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
         ops::triu_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -513,10 +513,10 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TriuBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TriuBackward0 {
+            next_edges: collect_next_edges(&inputs),
             diagonal,
-        })
+        }))
     } else {
         None
     };
@@ -525,7 +525,7 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
         ops::triu::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -566,10 +566,10 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(TrilBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(TrilBackward0 {
+            next_edges: collect_next_edges(&inputs),
             diagonal,
-        })
+        }))
     } else {
         None
     };
@@ -578,7 +578,7 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
         ops::tril::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, diagonal)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

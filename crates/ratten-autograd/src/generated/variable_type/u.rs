@@ -11,10 +11,10 @@ pub(crate) fn _unsafe_view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> 
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UnsafeViewBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UnsafeViewBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -23,7 +23,7 @@ pub(crate) fn _unsafe_view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> 
         ops::_unsafe_view::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -41,10 +41,10 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UnsqueezeBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UnsqueezeBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
-        })
+        }))
     } else {
         None
     };
@@ -53,7 +53,7 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
         ops::unsqueeze::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -77,13 +77,13 @@ pub(crate) fn unfold(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UnfoldBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UnfoldBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dimension,
             self_sym_sizes: self_.sizes().to_vec(),
             size,
             step,
-        })
+        }))
     } else {
         None
     };
@@ -92,7 +92,7 @@ pub(crate) fn unfold(
         ops::unfold::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dimension, size, step)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -110,10 +110,10 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UnbindBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UnbindBackward0 {
+            next_edges: collect_next_edges(&inputs),
             dim,
-        })
+        }))
     } else {
         None
     };
@@ -122,7 +122,7 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
         ops::unbind_int::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, dim)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         let mut outputs: Vec<Option<&Tensor>> = Vec::new();
         outputs.extend((&result).iter().map(Some));
         set_history(&outputs, &node)?;
@@ -149,9 +149,9 @@ pub(crate) fn uniform_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UniformBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniformBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -160,7 +160,7 @@ pub(crate) fn uniform_(
         ops::uniform_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, from, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -186,9 +186,9 @@ pub(crate) fn _unique(
         return Err(forward_ad_not_implemented("_unique"));
     }
     let grad_fn = if requires_grad {
-        Some(UniqueBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniqueBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -197,7 +197,7 @@ pub(crate) fn _unique(
         ops::_unique::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, sorted, return_inverse)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1))
@@ -218,9 +218,9 @@ pub(crate) fn _unique2(
         return Err(forward_ad_not_implemented("_unique2"));
     }
     let grad_fn = if requires_grad {
-        Some(Unique2Backward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(Unique2Backward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -235,7 +235,7 @@ pub(crate) fn _unique2(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -257,9 +257,9 @@ pub(crate) fn unique_dim(
         return Err(forward_ad_not_implemented("unique_dim"));
     }
     let grad_fn = if requires_grad {
-        Some(UniqueDimBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniqueDimBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -275,7 +275,7 @@ pub(crate) fn unique_dim(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -296,9 +296,9 @@ pub(crate) fn unique_consecutive(
         return Err(forward_ad_not_implemented("unique_consecutive"));
     }
     let grad_fn = if requires_grad {
-        Some(UniqueConsecutiveBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniqueConsecutiveBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -313,7 +313,7 @@ pub(crate) fn unique_consecutive(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -334,9 +334,9 @@ pub(crate) fn unique_dim_consecutive(
         return Err(forward_ad_not_implemented("unique_dim_consecutive"));
     }
     let grad_fn = if requires_grad {
-        Some(UniqueDimConsecutiveBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniqueDimConsecutiveBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -351,7 +351,7 @@ pub(crate) fn unique_dim_consecutive(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0)], &node)?;
     }
     Ok((result0, result1, result2))
@@ -404,14 +404,14 @@ pub(crate) fn upsample_bilinear2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UpsampleBilinear2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UpsampleBilinear2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             align_corners,
             output_size: output_size.to_vec(),
             scales_h,
             scales_w,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -427,7 +427,7 @@ pub(crate) fn upsample_bilinear2d(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -495,13 +495,13 @@ pub(crate) fn upsample_bilinear2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(UpsampleBilinear2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UpsampleBilinear2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             align_corners,
             output_size: output_size.to_vec(),
             scales_h,
             scales_w,
-        })
+        }))
     } else {
         None
     };
@@ -518,7 +518,7 @@ pub(crate) fn upsample_bilinear2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -581,13 +581,13 @@ pub(crate) fn upsample_nearest2d(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UpsampleNearest2DBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UpsampleNearest2DBackward0 {
+            next_edges: collect_next_edges(&inputs),
             output_size: output_size.to_vec(),
             scales_h,
             scales_w,
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -602,7 +602,7 @@ pub(crate) fn upsample_nearest2d(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -662,12 +662,12 @@ pub(crate) fn upsample_nearest2d_backward(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(grad_output)]);
     let grad_fn = if requires_grad {
-        Some(UpsampleNearest2DBackwardBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(UpsampleNearest2DBackwardBackward0 {
+            next_edges: collect_next_edges(&inputs),
             output_size: output_size.to_vec(),
             scales_h,
             scales_w,
-        })
+        }))
     } else {
         None
     };
@@ -683,7 +683,7 @@ pub(crate) fn upsample_nearest2d_backward(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -761,9 +761,9 @@ pub(crate) fn uniform(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(UniformBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(UniformBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -772,7 +772,7 @@ pub(crate) fn uniform(
         ops::uniform::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, from, to, generator)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

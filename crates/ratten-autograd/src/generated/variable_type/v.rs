@@ -17,13 +17,13 @@ pub(crate) fn var_correction(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(VarBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(VarBackward0 {
+            next_edges: collect_next_edges(&inputs),
             correction: correction.cloned(),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -38,7 +38,7 @@ pub(crate) fn var_correction(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -105,13 +105,13 @@ pub(crate) fn var_mean_correction(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(VarMeanBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(VarMeanBackward0 {
+            next_edges: collect_next_edges(&inputs),
             correction: correction.cloned(),
             dim: dim.map(|v| v.to_vec()),
             keepdim,
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -126,7 +126,7 @@ pub(crate) fn var_mean_correction(
         )?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result0), Some(&result1)], &node)?;
     }
     if any_fw {
@@ -158,10 +158,10 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ViewBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ViewBackward0 {
+            next_edges: collect_next_edges(&inputs),
             self_sym_sizes: self_.sizes().to_vec(),
-        })
+        }))
     } else {
         None
     };
@@ -170,7 +170,7 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
         ops::view::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, size)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -220,11 +220,11 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(VdotBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(VdotBackward0 {
+            next_edges: collect_next_edges(&inputs),
             other: SavedVariable::new(other, false),
             self_: SavedVariable::new(self_, false),
-        })
+        }))
     } else {
         None
     };
@@ -233,7 +233,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
         ops::vdot::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -256,9 +256,9 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ViewAsRealBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ViewAsRealBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -267,7 +267,7 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
         ops::view_as_real::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -285,9 +285,9 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ViewAsComplexBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ViewAsComplexBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -296,7 +296,7 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
         ops::view_as_complex::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

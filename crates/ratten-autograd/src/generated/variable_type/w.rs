@@ -16,10 +16,10 @@ pub(crate) fn where_self(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(WhereBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(WhereBackward0 {
+            next_edges: collect_next_edges(&inputs),
             condition: SavedVariable::new(condition, false),
-        })
+        }))
     } else {
         None
     };
@@ -28,7 +28,7 @@ pub(crate) fn where_self(
         ops::where_self::redispatch(ks & AFTER_AUTOGRAD_KEYSET, condition, self_, other)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

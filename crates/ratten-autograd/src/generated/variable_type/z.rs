@@ -88,9 +88,9 @@ pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ZeroBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ZeroBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -99,7 +99,7 @@ pub(crate) fn zero_(ks: DispatchKeySet, self_: &Tensor) -> Result<Aliased<0>> {
         ops::zero_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
@@ -158,9 +158,9 @@ pub(crate) fn zero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_)]);
     let grad_fn = if requires_grad {
-        Some(ZeroBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
-        })
+        Some(new_node!(ZeroBackward0 {
+            next_edges: collect_next_edges(&inputs),
+        }))
     } else {
         None
     };
@@ -169,7 +169,7 @@ pub(crate) fn zero(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         ops::zero::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {

@@ -298,8 +298,9 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
     // The node, its next edges and saved inputs are taken before the call: an in-place call
     // changes them.
     w.block("let grad_fn = if requires_grad {", "} else {", |w| {
-        w.block(format!("Some({} {{", spec.name), "})", |w| {
-            w.line("base: NodeBase::new(collect_next_edges(&inputs)),");
+        // Made in its allocation (Note [Nodes made in place]).
+        w.block(format!("Some(new_node!({} {{", spec.name), "}))", |w| {
+            w.line("next_edges: collect_next_edges(&inputs),");
             for f in spec.fields.iter().filter(|f| !f.is_output) {
                 let a = op.args.iter().find(|a| a.name == f.of);
                 let arg = a.map(|a| a.ident.clone()).unwrap_or_else(|| ident(&f.of));
@@ -409,9 +410,9 @@ fn emit_derived(w: &mut Writer, op: &OperatorRecord, spec: &NodeSpec<'_>, tr: &T
             w.stmt(&format!("node.{} = ", f.ident), &rust_expr(&value), ";");
         }
         if saved_tangents.is_empty() {
-            w.line("let node: Arc<dyn Node> = Arc::new(node);");
+            w.line("let node: Arc<dyn Node> = node.into_arc();");
         } else {
-            w.line("let node = Arc::new(node);");
+            w.line("let node = node.into_arc();");
             // Kept only when tangents are computed below: no extra count on the usual path.
             w.block("if any_fw {", "}", |w| {
                 w.line("saved_node = Some(Arc::clone(&node));");

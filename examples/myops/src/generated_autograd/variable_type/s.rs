@@ -17,10 +17,10 @@ pub(crate) fn scaled_add(
     let requires_grad = compute_requires_grad(&inputs);
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(ScaledAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScaledAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             scale,
-        })
+        }))
     } else {
         None
     };
@@ -29,7 +29,7 @@ pub(crate) fn scaled_add(
         ops::scaled_add::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, scale)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         set_history(&[Some(&result)], &node)?;
     }
     if any_fw {
@@ -54,10 +54,10 @@ pub(crate) fn scaled_add_(
     check_inplace(self_, requires_grad)?;
     let any_fw = any_fw_grad_defined(&[Some(self_), Some(other)]);
     let grad_fn = if requires_grad {
-        Some(ScaledAddBackward0 {
-            base: NodeBase::new(collect_next_edges(&inputs)),
+        Some(new_node!(ScaledAddBackward0 {
+            next_edges: collect_next_edges(&inputs),
             scale,
-        })
+        }))
     } else {
         None
     };
@@ -66,7 +66,7 @@ pub(crate) fn scaled_add_(
         ops::scaled_add_::redispatch(ks & AFTER_AUTOGRAD_KEYSET, self_, other, scale)?
     };
     if let Some(node) = grad_fn {
-        let node: Arc<dyn Node> = Arc::new(node);
+        let node: Arc<dyn Node> = node.into_arc();
         rebase_history(self_, &node)?;
     }
     if any_fw {
