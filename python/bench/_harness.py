@@ -1,8 +1,11 @@
 """The harness the Python benches share: each library runs in its own subprocess per thread
 count (torch's OpenMP workers keep spinning after its calls and would hold the second core
 through the others' turns); within a process the cases run round-robin, one call each per
-round. Printed: the median time per call and the ratios ratten/torch and ratten/numpy (below
-1: ratten is faster). numpy has no threads: its 2-thread column is its 1-thread run."""
+round. Each library's worker runs `--repeats` times, interleaved with the others' (ratten,
+torch, numpy, ratten, ...), so that a slow spell of a shared machine falls on every library
+alike. Printed: the median over those runs of each run's median time per call, and the ratios
+ratten/torch and ratten/numpy (below 1: ratten is faster). numpy has no threads: its 2-thread
+column is its 1-thread run."""
 
 import argparse
 import json
@@ -41,6 +44,7 @@ def main(script, title, cases, worker, width=12):
     table of every library at 1 and 2 threads."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved worker runs per library")
     ap.add_argument("--worker", nargs=3)
     a = ap.parse_args()
     if a.worker:
@@ -63,10 +67,20 @@ def main(script, title, cases, worker, width=12):
         libs.insert(1, "torch")
     except ImportError:
         pass
-    print(f"{title}, {a.rounds} rounds, CPU: {cpu_model()}")
-    numpy_times = run("numpy", 1)
+    def interleaved(names, threads):
+        runs = {lib: [] for lib in names}
+        for _ in range(max(1, a.repeats)):
+            for lib in names:
+                runs[lib].append(run(lib, threads))
+        return {
+            lib: {c: statistics.median(r[c] for r in rs) for c in cases} for lib, rs in runs.items()
+        }
+
+    print(f"{title}, {a.rounds} rounds x {a.repeats} runs, CPU: {cpu_model()}")
+    numpy_times = interleaved(["numpy"], 1)["numpy"]
     for threads in (1, 2):
-        res = {lib: (numpy_times if lib == "numpy" else run(lib, threads)) for lib in libs}
+        res = interleaved([lib for lib in libs if lib != "numpy"], threads)
+        res["numpy"] = numpy_times
         print(f"\n{threads} thread(s)")
         head = f"{'case':<{width}}" + "".join(f"{lib:>12}" for lib in libs)
         head += "".join(f"{'/' + lib:>10}" for lib in libs[1:])
