@@ -574,7 +574,8 @@ mod tests {
         assert_eq!(b.base.sequence_nr(), a.base.sequence_nr() + 1);
         let mut b = b;
         b.name.push('!');
-        b.base.add_input_metadata_mut(&Tensor::from_slice(&[1.0f32], &[1]).unwrap());
+        b.base
+            .add_input_metadata_mut(&Tensor::from_slice(&[1.0f32], &[1]).unwrap());
         let shared = b.into_arc();
         assert_eq!(shared.name, "q-node!");
         assert_eq!(Arc::strong_count(&shared), 1);

@@ -9,11 +9,11 @@ pub use ratten_core::dispatch_key_set::{AFTER_AD_INPLACE_OR_VIEW_KEYSET, AFTER_A
 pub use ratten_core::{Device, DispatchKeySet, Error, Result, Scalar, ScalarType, TensorOptions};
 pub use ratten_dispatch::Aliased;
 
-pub use crate::new_node;
 pub use crate::function::{
     any_variable_defined, copy_range, copy_range_list, defined, not_implemented, not_translated,
     Edge, IndexRange, IndexRangeGenerator, Node, NodeBase, NotImplemented, VariableList,
 };
+pub use crate::new_node;
 // Used by the generated nodes (and empty until FunctionsManual has helpers).
 pub use crate::forward_grad::{
     any_fw_grad_defined, any_fw_grad_defined_list, any_fw_grad_defined_opt_list,
