@@ -636,6 +636,60 @@ fn fill_of_every_dtype_and_layout() {
 }
 
 #[test]
+fn fill_of_one_element_writes_that_element_only() {
+    // A 1-element CPU tensor is written directly (PyTorch's `scalar_fill`): 0-dim, at an
+    // offset inside a larger storage, with any strides.
+    for dtype in [
+        ScalarType::Bool,
+        ScalarType::Byte,
+        ScalarType::Char,
+        ScalarType::UInt16,
+        ScalarType::Int,
+        ScalarType::UInt64,
+        ScalarType::Half,
+        ScalarType::BFloat16,
+        ScalarType::Float,
+        ScalarType::Double,
+        ScalarType::ComplexHalf,
+        ScalarType::ComplexDouble,
+    ] {
+        let base = Tensor::zeros(&[3, 4], dtype).unwrap();
+        let one = base.select(0, 1).unwrap().narrow(0, 2, 1).unwrap();
+        let scalar = base.select(0, 2).unwrap().select(0, 3).unwrap();
+        one.fill_(1i64).unwrap();
+        scalar.fill_(true).unwrap();
+        let got = base.to_dtype(ScalarType::Double).unwrap_or_else(|_| {
+            F::real(&base)
+                .unwrap()
+                .to_dtype(ScalarType::Double)
+                .unwrap()
+        });
+        let mut want = vec![0.0; 12];
+        want[6] = 1.0;
+        want[11] = 1.0;
+        assert_eq!(vals::<f64>(&got), want, "{dtype}");
+    }
+    let t = Tensor::zeros(&[], ScalarType::Float).unwrap();
+    t.fill_(2.5).unwrap();
+    assert_eq!(vals::<f32>(&t), vec![2.5]);
+    // complex32: one element is checked as complex<Half> (70000 is refused), more are
+    // rounded through complex<float> (70000 becomes inf + 0j), as in PyTorch.
+    let z = Tensor::zeros(&[1], ScalarType::ComplexHalf).unwrap();
+    assert!(z.fill_(70000.0).is_err());
+    let z2 = Tensor::zeros(&[2], ScalarType::ComplexHalf).unwrap();
+    z2.fill_(70000.0).unwrap();
+    for t in [&z, &z2] {
+        let re = F::real(t).unwrap().to_dtype(ScalarType::Float).unwrap();
+        let want = if t.numel() == 1 { 0.0 } else { f32::INFINITY };
+        assert_eq!(vals::<f32>(&re), vec![want; t.numel() as usize]);
+    }
+    // A value out of the dtype's range is refused and the tensor keeps its value.
+    let b = Tensor::zeros(&[1], ScalarType::Byte).unwrap();
+    assert!(b.fill_(300i64).is_err());
+    assert_eq!(vals::<u8>(&b), vec![0]);
+}
+
+#[test]
 fn fill_of_a_large_tensor_streams_and_stays_in_bounds() {
     // Above the streaming threshold (2 x STREAM_MIN_BYTES), at an offset that is not
     // line-aligned, with neighbours that must stay untouched.

@@ -6,7 +6,7 @@ use ratten_core::{Device, DeviceType, Error, Result, Scalar, ScalarType, TensorO
 use ratten_dispatch::{IValue, KernelValue};
 use ratten_schema::Type;
 
-use crate::native::cpu::fill_kernels::FILL_STUB;
+use crate::native::cpu::fill_kernels::{scalar_fill, FILL_STUB};
 use crate::native::cpu::unary_kernels::COPY_STUB;
 use crate::structured::Arg;
 use crate::tensor_iterator::{nullary_op_config, TensorIteratorConfig};
@@ -327,6 +327,11 @@ pub fn to_dtype_layout(
 /// `self.fill_(value)` through TensorIterator's nullary loop (any strides, in parallel above
 /// the grain size); `Tensor::fill_` converts the value with c10's checks first.
 pub fn fill_(self_: &Tensor, value: &Scalar) -> Result<Tensor> {
+    if self_.numel() == 1 && self_.device() == Device::CPU {
+        // PyTorch's fill_out writes a 1-element CPU tensor directly (`scalar_fill`).
+        scalar_fill(self_.base(), value)?;
+        return Ok(self_.clone());
+    }
     // PyTorch's fill_out: "Fill is idempotent, so overlap is okay" (an expanded tensor fills).
     let iter = nullary_op_config(self_)?
         .set_check_mem_overlap(false)

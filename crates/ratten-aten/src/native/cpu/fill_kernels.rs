@@ -1,8 +1,9 @@
 //! `fill_stub` (FillKernel.cpp): the nullary loop behind `fill_` and `zero_`, at the memory's
 //! speed (Note [fill at bandwidth]).
 
+use ratten_core::access::TensorAccess;
 use ratten_core::dtype::{c128, c64};
-use ratten_core::{Result, Scalar, ScalarType};
+use ratten_core::{Result, Scalar, ScalarType, TensorBase};
 
 use super::binary_kernels::stub;
 use super::pointwise::STREAM_MIN_BYTES;
@@ -157,20 +158,41 @@ fn fill_typed<T: Copy + Send + Sync>(iter: &TensorIteratorBase, v: T) -> Result<
 /// `fill_stub`: writes one value (converted by c10's checked conversion in the front end).
 fn fill_kernel(iter: &TensorIteratorBase, value: &Scalar) -> Result<()> {
     let dt = iter.dtype(0);
-    // PyTorch converts a complex32 fill value to complex<float> with the overflow check and
-    // then casts it without one (70000 becomes inf + 0j; 1e300 is refused as complex<float>).
-    let rounded;
-    let value = if dt == ScalarType::ComplexHalf {
-        let z: c64 = ratten_core::ScalarConvert::from_scalar(value)?;
-        let h = |x: f32| half::f16::from_f32(x).to_f64();
-        rounded = Scalar::ComplexDouble(c128::new(h(z.re), h(z.im)));
-        &rounded
-    } else {
-        value
-    };
+    let value = fill_value(dt, value)?;
     ratten_core::dispatch_all_types!(dt, T => {
-        let v: T = ratten_core::ScalarConvert::from_scalar(value)?;
+        let v: T = ratten_core::ScalarConvert::from_scalar(&value)?;
         fill_typed::<T>(iter, v)
+    })
+}
+
+/// The value a fill of `dt` converts: PyTorch converts a complex32 fill value to
+/// complex<float> with the overflow check and then casts it without one (70000 becomes
+/// inf + 0j; 1e300 is refused as complex<float>).
+fn fill_value(dt: ScalarType, value: &Scalar) -> Result<Scalar> {
+    if dt != ScalarType::ComplexHalf {
+        return Ok(*value);
+    }
+    let z: c64 = ratten_core::ScalarConvert::from_scalar(value)?;
+    let h = |x: f32| half::f16::from_f32(x).to_f64();
+    Ok(Scalar::ComplexDouble(c128::new(h(z.re), h(z.im))))
+}
+
+/// `at::detail::scalar_fill`: the one element of a 1-element CPU tensor written directly, as
+/// PyTorch's `fill_out` does for it (no TensorIterator; `scalar_tensor` and every wrapped
+/// number of a `Tensor op Scalar` call go through here).
+pub fn scalar_fill(self_: &TensorBase, value: &Scalar) -> Result<()> {
+    let dt = self_.dtype();
+    let value = fill_value(dt, value)?;
+    let g = TensorAccess::write(self_)?;
+    let out = g.output(0)?;
+    ratten_core::dispatch_all_types!(dt, T => {
+        let v: T = ratten_core::ScalarConvert::from_scalar(&value)?;
+        let p = out.data_ptr_mut::<T>()?;
+        // SAFETY: the guard holds the tensor's storage exclusively, and `data_ptr_mut`
+        // checked T against its dtype and the element at the storage offset against the
+        // storage's bounds (the tensor has one element, at that offset).
+        unsafe { p.write(v) };
+        Ok(())
     })
 }
 stub!(FILL_STUB, "fill_stub", ScalarFn, fill_kernel);
