@@ -219,6 +219,37 @@ fn batched_products_side_by_side_match_the_reference() {
 }
 
 #[test]
+fn products_split_across_threads_match_the_reference() {
+    // Between the parallel threshold and the split limit, a product on two threads is split
+    // into blocks of rows (m >= n) or of columns; with transposed operands and `addmm`
+    // reading `self`.
+    ratten_aten::tensor_iterator::parallel::set_num_threads(2).unwrap();
+    for (m, k, n) in [(100, 64, 50), (70, 64, 80), (33, 100, 97)] {
+        let a = tensor(&[k, m], 1).t().unwrap();
+        let b = tensor(&[n, k], 2).t().unwrap();
+        let (_, want) = naive_matmul(&a, &b);
+        assert_eq!(values(&a.mm(&b).unwrap()), want, "{m}x{k}x{n}");
+        let (a32, b32) = (
+            a.to_dtype(ScalarType::Float).unwrap(),
+            b.to_dtype(ScalarType::Float).unwrap(),
+        );
+        let got32 = values(&a32.mm(&b32).unwrap());
+        assert!(got32
+            .iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-3 * w.abs().max(1.0)));
+        let c = tensor(&[m, n], 3);
+        let got = functions::addmm_with(&c, &a, &b, 2, 3).unwrap();
+        let want_addmm: Vec<f64> = values(&c)
+            .iter()
+            .zip(&want)
+            .map(|(c, p)| 2.0 * c + 3.0 * p)
+            .collect();
+        assert_eq!(values(&got), want_addmm);
+    }
+}
+
+#[test]
 fn bmm_of_many_small_products_and_shapes_on_meta() {
     // Many small products, one after the other.
     let (a, b) = (tensor(&[64, 3, 5], 7), tensor(&[64, 5, 2], 8));

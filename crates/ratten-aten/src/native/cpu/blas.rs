@@ -17,7 +17,6 @@ use ratten_core::access::TensorAccess;
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
-use crate::native::cpu::scatter_gather_kernels::SyncPtr;
 use crate::tensor_iterator::get_num_threads;
 use crate::tensor_iterator::overlap::is_non_overlapping_and_dense;
 use crate::tensor_iterator::parallel::{in_parallel_region, parallel_for};
@@ -185,41 +184,16 @@ unsafe fn split_product<T: GemmElement>(
     // Blocks of whole micro-tiles (a multiple of 16 rows or columns) where the length allows.
     let block = len.div_ceil(threads).next_multiple_of(16).min(len).max(1);
     let parts = len.div_ceil(block);
-    let (ap, bp, cp) = (
-        SyncPtr(operands.a.0.cast_mut().cast()),
-        SyncPtr(operands.b.0.cast_mut().cast()),
-        SyncPtr(operands.c.0.cast()),
-    );
     let (a, b, c) = (operands.a, operands.b, operands.c);
     parallel_for(0, parts as i64, 1, |lo, hi| {
         for part in lo as usize..hi as usize {
             let start = part * block;
             let size = block.min(len - start);
-            let (ap, bp, cp) = (
-                ap.get().cast::<T>().cast_const(),
-                bp.get().cast::<T>().cast_const(),
-                cp.get().cast::<T>(),
-            );
+            let off = start as i64;
             let (sub, dims) = if by_rows {
-                let off = start as isize;
-                (
-                    Operands {
-                        a: (ap.wrapping_offset(off * a.1 as isize), a.1, a.2),
-                        b: (bp, b.1, b.2),
-                        c: (cp.wrapping_offset(off * c.1 as isize), c.1, c.2),
-                    },
-                    (size, n, k),
-                )
+                (operands.offset(off * a.1, 0, off * c.1), (size, n, k))
             } else {
-                let off = start as isize;
-                (
-                    Operands {
-                        a: (ap, a.1, a.2),
-                        b: (bp.wrapping_offset(off * b.2 as isize), b.1, b.2),
-                        c: (cp.wrapping_offset(off * c.2 as isize), c.1, c.2),
-                    },
-                    (m, size, k),
-                )
+                (operands.offset(0, off * b.2, off * c.2), (m, size, k))
             };
             // SAFETY: `operands` satisfies `run`'s contract for the whole product (this
             // function's contract); a block of rows of `a` and `c` (or columns of `b` and `c`) lies
@@ -234,6 +208,25 @@ struct Operands<T> {
     a: (*const T, i64, i64),
     b: (*const T, i64, i64),
     c: (*mut T, i64, i64),
+}
+
+// SAFETY: `Operands` is addresses and strides; what may be read or written through them, and
+// from which thread, is the contract of `run`, which its callers uphold.
+unsafe impl<T> Send for Operands<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Operands<T> {}
+
+impl<T> Operands<T> {
+    /// The operands of a sub-product (a block of rows or columns, or one batch): each base
+    /// moved by its own number of elements, the strides kept. The addresses are computed with
+    /// wrapping arithmetic; they are used only under `run`'s contract.
+    fn offset(&self, a: i64, b: i64, c: i64) -> Operands<T> {
+        Operands {
+            a: (self.a.0.wrapping_offset(a as isize), self.a.1, self.a.2),
+            b: (self.b.0.wrapping_offset(b as isize), self.b.1, self.b.2),
+            c: (self.c.0.wrapping_offset(c as isize), self.c.1, self.c.2),
+        }
+    }
 }
 
 impl<T: GemmElement> Operands<T> {
@@ -345,30 +338,14 @@ fn gemm_crate_batched<T: GemmElement>(
     let g = TensorAccess::new(&[a.base(), b.base()], &[c.base()])?;
     let (ga, gb, gc) = (g.input(0)?, g.input(1)?, g.output(0)?);
     let (ast, bst, cst) = (ga.strides(), gb.strides(), gc.strides());
-    let (ap, bp) = (
-        SyncPtr(ga.data_ptr::<T>()?.cast_mut().cast()),
-        SyncPtr(gb.data_ptr::<T>()?.cast_mut().cast()),
-    );
-    let cp = SyncPtr(gc.data_ptr_mut::<T>()?.cast());
-    let batches = c.size(0)?;
-    let operands = move |i: i64| Operands::<T> {
-        // Offsets within the guarded views: batch `i` of each operand.
-        a: (
-            ap.get().cast::<T>().wrapping_offset((i * ast[0]) as isize),
-            ast[1],
-            ast[2],
-        ),
-        b: (
-            bp.get().cast::<T>().wrapping_offset((i * bst[0]) as isize),
-            bst[1],
-            bst[2],
-        ),
-        c: (
-            cp.get().cast::<T>().wrapping_offset((i * cst[0]) as isize),
-            cst[1],
-            cst[2],
-        ),
+    let first = Operands {
+        a: (ga.data_ptr::<T>()?, ast[1], ast[2]),
+        b: (gb.data_ptr::<T>()?, bst[1], bst[2]),
+        c: (gc.data_ptr_mut::<T>()?, cst[1], cst[2]),
     };
+    let batches = c.size(0)?;
+    // Batch `i` of each operand, within the guarded views.
+    let operands = |i: i64| first.offset(i * ast[0], i * bst[0], i * cst[0]);
     let small = m * n * k < PARALLEL_MIN_FLOPS;
     if small && batches > 1 && !in_parallel_region() {
         // Enough batches per task that waking a thread pays off.

@@ -48,27 +48,26 @@ fn scale_f64(y: f64, k: i64) -> f64 {
     y * pow2_f64(k1) * pow2_f64(k - k1)
 }
 
-/// `expf` (FreeBSD e_expf.c): `x = k ln2 + r`, `|r| <= ln2 / 2`, `e^r` by a rational form.
+/// The argument reduction of the f32 exponentials: `x = k ln2 + (hi - lo)`, `|hi - lo| <=
+/// ln2 / 2`, with `x` clamped so that `k` stays in `scale_f32`'s range (NaN passes through and
+/// stays NaN). Returns `(k, hi, lo)`.
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
-    const O_THRESHOLD: f32 = 8.872_168e1; // 0x42b17180: above, +inf
-    const U_THRESHOLD: f32 = -1.039_720_8e2; // below, +0
+fn exp_reduce_f32(x: f32) -> (i32, f32, f32) {
     const LN2_HI: f32 = 6.931_457_5e-1;
     const LN2_LO: f32 = 1.428_606_8e-6;
     const INV_LN2: f32 = std::f32::consts::LOG2_E;
-    const P1: f32 = 1.666_662_5e-1;
-    const P2: f32 = -2.766_733_3e-3;
-    // Clamped so that `k` stays in scale's range; NaN passes through (and stays NaN).
     let xc = x.clamp(-105.0, 89.0);
     let kf = xc * INV_LN2 + ROUND_F32;
     let k = kf.to_bits() as i32 - ROUND_F32.to_bits() as i32;
     let kf = kf - ROUND_F32;
-    let hi = xc - kf * LN2_HI;
-    let lo = kf * LN2_LO;
-    let r = hi - lo;
-    let t = r * r;
-    let c = r - t * (P1 + t * P2);
-    let y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    (k, xc - kf * LN2_HI, kf * LN2_LO)
+}
+
+/// `y * 2^k`, the f32 exponentials' result: +inf above 88.72 (0x42b17180), +0 below -103.97.
+#[inline(always)]
+fn exp_finish_f32(x: f32, y: f32, k: i32) -> f32 {
+    const O_THRESHOLD: f32 = 8.872_168e1;
+    const U_THRESHOLD: f32 = -1.039_720_8e2;
     let e = scale_f32(y, k);
     if x > O_THRESHOLD {
         f32::INFINITY
@@ -79,22 +78,27 @@ pub fn exp_f32(x: f32) -> f32 {
     }
 }
 
+/// `expf` (FreeBSD e_expf.c): `x = k ln2 + r`, `|r| <= ln2 / 2`, `e^r` by a rational form.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const P1: f32 = 1.666_662_5e-1;
+    const P2: f32 = -2.766_733_3e-3;
+    let (k, hi, lo) = exp_reduce_f32(x);
+    let r = hi - lo;
+    let t = r * r;
+    let c = r - t * (P1 + t * P2);
+    let y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    exp_finish_f32(x, y, k)
+}
+
 /// `exp` of f32 by a polynomial, for the softmax loops (PyTorch's `Vectorized::exp_u20`,
 /// which its softmax kernels use instead of the 1-ulp `exp`): the reduction of [`exp_f32`],
 /// then Cephes' degree-7 form of `e^r` with no division, within 2 ulp of `e^x`. Below
 /// -103.97 the result is +0 and NaN stays NaN; above 88.72, +inf.
 #[inline(always)]
 pub fn exp_u20_f32(x: f32) -> f32 {
-    const O_THRESHOLD: f32 = 8.872_168e1;
-    const U_THRESHOLD: f32 = -1.039_720_8e2;
-    const LN2_HI: f32 = 6.931_457_5e-1;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    const INV_LN2: f32 = std::f32::consts::LOG2_E;
-    let xc = x.clamp(-105.0, 89.0);
-    let kf = xc * INV_LN2 + ROUND_F32;
-    let k = kf.to_bits() as i32 - ROUND_F32.to_bits() as i32;
-    let kf = kf - ROUND_F32;
-    let r = (xc - kf * LN2_HI) - kf * LN2_LO;
+    let (k, hi, lo) = exp_reduce_f32(x);
+    let r = hi - lo;
     let p = 1.987_569_2e-4_f32;
     let p = p * r + 1.398_199_9e-3;
     let p = p * r + 8.333_452e-3;
@@ -102,14 +106,7 @@ pub fn exp_u20_f32(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let y = p * (r * r) + r + 1.0;
-    let e = scale_f32(y, k);
-    if x > O_THRESHOLD {
-        f32::INFINITY
-    } else if x < U_THRESHOLD {
-        0.0
-    } else {
-        e
-    }
+    exp_finish_f32(x, y, k)
 }
 
 /// `exp` (FreeBSD e_exp.c).
