@@ -248,7 +248,10 @@ impl CpuAllocator {
                 }
                 (addr, k, zeroed_needed)
             }
-            None => (map_huge(size).ok_or_else(|| oom(nbytes))?, size, true),
+            None => {
+                release_cached_below(size);
+                (map_huge(size).ok_or_else(|| oom(nbytes))?, size, true)
+            }
         };
         Ok(DataPtr {
             // SAFETY: mappings are never at address 0.
@@ -500,6 +503,29 @@ fn release_large(p: NonNull<u8>, size: usize) {
     drop(cache);
     // SAFETY: `p` is a mapping of `size` bytes made by `map_huge` that nobody uses any more.
     unsafe { libc::munmap(p.as_ptr().cast(), size) };
+}
+
+/// On a cache miss for a block of `size` bytes: the cached blocks smaller than it go back to
+/// the OS before more is mapped. They cannot serve this request, and they are typically left
+/// from an earlier phase (a forward's activations, while the backward makes larger weight
+/// gradients): keeping them would hold both phases' memory at once, above the peak of the
+/// memory in use. Once every size a loop asks for is cached, nothing misses and nothing is
+/// released.
+fn release_cached_below(size: usize) {
+    let released: Vec<(usize, Vec<usize>)> = {
+        let mut cache = CPU_CACHE.lock();
+        let keep = cache.free.split_off(&size);
+        let below = std::mem::replace(&mut cache.free, keep);
+        let bytes: usize = below.iter().map(|(k, v)| k * v.len()).sum();
+        cache.cached_bytes -= bytes;
+        below.into_iter().collect()
+    };
+    for (size, addrs) in released {
+        for addr in addrs {
+            // SAFETY: a cached block is a mapping of `size` bytes that nobody uses.
+            unsafe { libc::munmap(addr as *mut libc::c_void, size) };
+        }
+    }
 }
 
 /// Bytes currently held by the CPU block cache.
@@ -768,6 +794,19 @@ mod tests {
         assert!(cpu_cache_bytes() <= 6 << 20);
         empty_cpu_cache();
         set_cpu_cache_limit(DEFAULT_CACHE_LIMIT);
+        // A miss releases the cached blocks smaller than the request (sizes no other test
+        // uses, so no other test's misses release them).
+        let cached = |size: usize| CPU_CACHE.lock().free.get(&size).map_or(0, Vec::len);
+        let blocks: Vec<_> = (0..2)
+            .map(|_| CpuAllocator.allocate(34 << 20).unwrap())
+            .collect();
+        drop(blocks);
+        assert_eq!(cached(34 << 20), 2);
+        let big = CpuAllocator.allocate(60 << 20).unwrap();
+        assert_eq!(cached(34 << 20), 0);
+        drop(big);
+        assert_eq!(cached(60 << 20), 1);
+        empty_cpu_cache();
     }
 
     #[test]
