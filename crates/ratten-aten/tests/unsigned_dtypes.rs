@@ -77,6 +77,11 @@ fn printing() {
     );
 }
 
+/// `t.to(dtype)`'s elements.
+fn converted<T: ratten_core::Element>(t: &Tensor, dtype: ScalarType) -> Vec<T> {
+    t.to_dtype(dtype).unwrap().to_vec::<T>().unwrap()
+}
+
 #[test]
 fn reduced_floats_to_unsigned_wrap_as_torch() {
     // static_cast<uint64_t>(float(h)): a negative value wraps (torch gives 2^64 - 1 for -1),
@@ -88,17 +93,9 @@ fn reduced_floats_to_unsigned_wrap_as_torch() {
                 .unwrap()
                 .to_dtype(src)
                 .unwrap();
-            let u = t
-                .to_dtype(ScalarType::UInt64)
-                .unwrap()
-                .to_vec::<u64>()
-                .unwrap();
-            assert_eq!(&u[..3], &[u64::MAX, u64::MAX - 2, 2], "{src:?} n={n}");
-            let u32s = t
-                .to_dtype(ScalarType::UInt32)
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap();
+            let u64s: Vec<u64> = converted(&t, ScalarType::UInt64);
+            assert_eq!(&u64s[..3], &[u64::MAX, u64::MAX - 2, 2], "{src:?} n={n}");
+            let u32s: Vec<u32> = converted(&t, ScalarType::UInt32);
             assert_eq!(&u32s[..3], &[u32::MAX, u32::MAX - 2, 2], "{src:?} n={n}");
         }
     }
