@@ -1,7 +1,7 @@
 """Differential tester: ratten against torch 2.15 over the pointwise operator family (issue 6).
 
 It covers every op, dtype pair, layout, scalar kind and call form (~200k cases);
-crates/ratten-aten/tests/torch_parity.rs and python/tests/test_torch_parity.py keep the
+crates/ratten-aten/tests/it/torch_parity.rs and python/tests/test_torch_parity.py keep the
 cases where ratten differed. Not part of the test suite (it needs torch).
 
 Usage (ratten built and importable, torch installed):

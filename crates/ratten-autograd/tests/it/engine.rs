@@ -1,5 +1,5 @@
 //! The engine, saved variables, hooks and grad mode on hand-built nodes (the generated nodes
-//! are tested in tests/autograd.rs).
+//! are tested in autograd.rs).
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
