@@ -30,6 +30,11 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
     Computes the gradient of this tensor with respect to the graph leaves and accumulates it
     into their ``.grad`` (torch.Tensor.backward)."""
+    if inputs is None and (gradient is None or isinstance(gradient, _C.Tensor)):
+        # What ratten.autograd.backward does with one tensor and no inputs, without its
+        # argument handling: this is backward's fixed cost from Python.
+        _C._backward([self], [gradient], retain_graph, create_graph, [])
+        return
     from . import autograd
 
     autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)

@@ -1,5 +1,5 @@
 use super::*;
-use ratten_core::Device;
+use ratten_core::{Device, Scalar};
 use std::cell::Cell;
 
 thread_local! {
@@ -300,6 +300,123 @@ fn trivial_build_matches_the_general_pipeline() {
     build_both("binary out= wrong shape", &|| {
         sum(TensorIterator::binary_op(Some(&t(&[3], f)), &a, &b))
     });
+
+    // One wrapped number beside the tensors (Note [Wrapped numbers in a compact build]).
+    let wrap = |s: Scalar| {
+        Tensor::wrapped_scalar_tensor(s, Device::CPU)
+            .unwrap()
+            .base()
+            .clone()
+    };
+    let (wi, wb, wc) = (
+        wrap(Scalar::Int(3)),
+        wrap(Scalar::Bool(true)),
+        wrap(Scalar::ComplexDouble(ratten_core::dtype::c128::new(
+            1.0, 2.0,
+        ))),
+    );
+    let bools = t(&[4], ScalarType::Bool);
+    type Case<'x> = (&'x str, bool, Box<dyn Fn() -> Result<String> + 'x>);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "tensor * wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &a, &wrapped))),
+        ),
+        (
+            "wrapped * tensor",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &wrapped, &a))),
+        ),
+        (
+            "0-dim * wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &s0, &wrapped))),
+        ),
+        (
+            "int * wrapped int",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &i0, &wi))),
+        ),
+        (
+            "int * wrapped bool",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &i0, &wb))),
+        ),
+        (
+            "bool * wrapped bool",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &bools, &wb))),
+        ),
+        (
+            "half * wrapped double",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &h0, &wrapped))),
+        ),
+        (
+            "empty * wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(None, &e0, &wrapped))),
+        ),
+        (
+            "out= * wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(Some(&out), &a, &wrapped))),
+        ),
+        (
+            "in-place * wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::binary_op(Some(&a), &a, &wrapped))),
+        ),
+        (
+            "comparison with wrapped",
+            true,
+            Box::new(|| sum(TensorIterator::comparison_op(None, &a, &wrapped))),
+        ),
+        (
+            "int * wrapped float",
+            false,
+            Box::new(|| sum(TensorIterator::binary_op(None, &i0, &wrapped))),
+        ),
+        (
+            "bool * wrapped int",
+            false,
+            Box::new(|| sum(TensorIterator::binary_op(None, &bools, &wi))),
+        ),
+        (
+            "float * wrapped complex",
+            false,
+            Box::new(|| sum(TensorIterator::binary_op(None, &a, &wc))),
+        ),
+        (
+            "int / wrapped int",
+            false,
+            Box::new(|| sum(TensorIterator::binary_float_op(None, &i0, &wi))),
+        ),
+        (
+            "in-place int * wrapped float",
+            false,
+            Box::new(|| sum(TensorIterator::binary_op(Some(&i0), &i0, &wrapped))),
+        ),
+        (
+            "two wrapped beside a tensor",
+            false,
+            Box::new(|| sum(TensorIterator::ternary_op(None, &a, &wrapped, &w2))),
+        ),
+        (
+            "a broadcast beside a wrapped",
+            false,
+            Box::new(|| sum(TensorIterator::ternary_op(None, &a, &s0, &wrapped))),
+        ),
+        (
+            "a tensor, a wrapped, a tensor",
+            true,
+            Box::new(|| sum(TensorIterator::ternary_op(None, &a, &wrapped, &b))),
+        ),
+    ];
+    for (name, compact, case) in &cases {
+        assert_eq!(build_both(name, case.as_ref()), *compact, "{name}");
+    }
 }
 
 #[test]
@@ -468,6 +585,7 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
     let s = Tensor::from_slice(&[3.0f32], &[]).unwrap();
     let w = Tensor::wrapped_scalar_tensor(2.5f64, Device::CPU).unwrap();
     let w2 = Tensor::wrapped_scalar_tensor(1.5f64, Device::CPU).unwrap();
+    let wi = Tensor::wrapped_scalar_tensor(2i64, Device::CPU).unwrap();
     let show = |r: Result<Tensor>| match r {
         Ok(t) => {
             let values = match t.dtype() {
@@ -490,6 +608,29 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
         ("div int", Box::new(|| functions::div(&i, &j))),
         ("div float", Box::new(|| functions::div(&a, &b))),
         ("mul broadcast", Box::new(|| functions::mul(&a, &s))),
+        ("mul wrapped", Box::new(|| functions::mul(&a, &w))),
+        ("sub from wrapped", Box::new(|| functions::sub(&w, &a))),
+        ("div by wrapped", Box::new(|| functions::div(&a, &w))),
+        ("int add wrapped int", Box::new(|| functions::add(&i, &wi))),
+        ("int mul wrapped float", Box::new(|| functions::mul(&i, &w))),
+        ("int div wrapped int", Box::new(|| functions::div(&i, &wi))),
+        ("0-dim mul wrapped", Box::new(|| functions::mul(&s, &w))),
+        (
+            "mul_ wrapped",
+            Box::new(|| {
+                let x = fa();
+                x.mul_(&w)?;
+                Ok(x)
+            }),
+        ),
+        (
+            "int mul_ wrapped float",
+            Box::new(|| {
+                let x = ints(&[7, -3]);
+                x.mul_(&w)?;
+                Ok(x)
+            }),
+        ),
         (
             "add out=",
             Box::new(|| {
@@ -657,5 +798,6 @@ fn borrowed_binary_build_matches_the_general_pipeline() {
     functions::add(&a, &b).unwrap();
     functions::exp(&a).unwrap();
     functions::neg(&i).unwrap();
-    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before + 3);
+    functions::mul(&a, &w).unwrap();
+    assert_eq!(TRIVIAL_BUILDS.with(|c| c.get()), before + 4);
 }

@@ -1,9 +1,9 @@
 //! The compact form of a trivially built TensorIterator.
 //!
 //! Note [TensorIterator trivial build]: the common case of a small op is one output and CPU
-//! inputs of one dtype and one shape, all contiguous, with the output either undefined or of
-//! that shape and dtype and not sharing memory with an input (other than being the same
-//! tensor, as in-place ops are). For it, every step of the general pipeline has a known
+//! inputs of one dtype and one shape, all contiguous (beside at most one wrapped number, see
+//! below), with the output either undefined or of that shape and dtype and not sharing memory
+//! with an input (other than being the same tensor, as in-place ops are). For it, every step of the general pipeline has a known
 //! answer: no overlap can exist (a contiguous tensor has no internal overlap; distinct
 //! storages cannot overlap), the shape is the common shape, nothing is resized, the common
 //! dtype is the inputs' dtype (PyTorch's result_type of equal dtypes, unless every operand is
@@ -17,6 +17,16 @@
 //! drops them, and its loop reads its data pointers from the operands directly (see Note [Small-op latency] in structured.rs). What
 //! a kernel asks of the iterator (dtypes, shape, strides, `for_each`) is answered the same by
 //! both forms; `tensor_iterator::tests` builds every trivial case both ways and compares them.
+//!
+//! Note [Wrapped numbers in a compact build]: `x * 2.0` reaches the iterator as `x` and a
+//! wrapped number (the 0-dim double tensor the binding made of `2.0`). The general pipeline
+//! would broadcast it to `x`'s shape at stride 0, keep it in its own dtype (the kernels cast
+//! while they stream) and compute in `x`'s dtype whenever the wrapped number's category (bool,
+//! integer, floating, complex) is not above `x`'s. The compact build gives exactly that
+//! answer for one such operand beside inputs that are trivial among themselves, when the op
+//! promotes its inputs: the operand keeps its dtype, its stride is 0, and nothing else
+//! changes. Every scalar op of a small-op loop (an autograd chain's `y * 1.001`, a backward's
+//! `grad * 3`) is then built without the general pipeline.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -190,34 +200,55 @@ impl<'a> TrivialIter<'a> {
         if !(2..=MAX_TRIVIAL).contains(&n) {
             return Ok(Err([None, None, None, None]));
         }
-        // The inputs: one dtype, CPU, contiguous, the first one's sizes.
-        let Some(first_t) = src.get(1) else {
+        // At most one wrapped number beside the tensor inputs (`x * 2.0`, Note [Wrapped numbers
+        // in a compact build]); the first other input is the reference for dtype and shape.
+        let scalar = if n >= 3 && flags.promote_inputs_to_common_dtype {
+            (1..n).find(|&k| src.get(k).is_some_and(TensorBase::is_wrapped_number))
+        } else {
+            None
+        };
+        let r = if scalar == Some(1) { 2 } else { 1 };
+        // The inputs: one dtype, CPU, contiguous, the reference's sizes.
+        let Some(first_t) = src.get(r) else {
             return Ok(Err([None, None, None, None]));
         };
         let dtype = first_t.dtype();
+        let mut scalar_dtype = dtype;
         let mut it = TrivialBox::take();
         for k in 1..n {
             let Some(t) = src.get(k) else {
                 return Ok(Err(it.into_pins()));
             };
-            if t.dtype() != dtype || t.device() != Device::CPU {
+            if t.device() != Device::CPU {
+                return Ok(Err(it.into_pins()));
+            }
+            if Some(k) == scalar {
+                scalar_dtype = t.dtype();
+                fill_empty(&mut it.metas[k], src.pin(k));
+                if !wrapped_number_keeps(scalar_dtype, dtype) || it.meta(k).dim() != 0 {
+                    return Ok(Err(it.into_pins()));
+                }
+                continue;
+            }
+            if t.dtype() != dtype {
                 return Ok(Err(it.into_pins()));
             }
             fill_empty(&mut it.metas[k], src.pin(k));
             let m = it.meta(k);
-            let same_shape = k == 1 || {
-                let first = it.meta(1);
+            let same_shape = k == r || {
+                let first = it.meta(r);
                 std::ptr::eq(m, first) || same_dims(m.sizes(), first.sizes())
             };
             if !same_shape || !m.is_contiguous() {
                 return Ok(Err(it.into_pins()));
             }
         }
-        let sizes = it.meta(1).sizes();
+        let sizes = it.meta(r).sizes();
         // Only all-0-dim operands can be all wrapped numbers (whose result type is not theirs).
         if (sizes.is_empty()
             && flags.promote_inputs_to_common_dtype
-            && (1..n).any(|k| src.get(k).is_some_and(|t| t.is_wrapped_number())))
+            && (1..n)
+                .any(|k| Some(k) != scalar && src.get(k).is_some_and(|t| t.is_wrapped_number())))
             || (flags.promote_integer_inputs_to_float && dtype.is_integral(true))
         {
             return Ok(Err(it.into_pins()));
@@ -230,7 +261,7 @@ impl<'a> TrivialIter<'a> {
             }
             fill_empty(&mut it.metas[0], src.pin(0));
             let om = it.meta(0);
-            if !same_dims(om.sizes(), it.meta(1).sizes()) || !om.is_contiguous() {
+            if !same_dims(om.sizes(), it.meta(r).sizes()) || !om.is_contiguous() {
                 return Ok(Err(it.into_pins()));
             }
             if flags.check_mem_overlap {
@@ -247,11 +278,11 @@ impl<'a> TrivialIter<'a> {
         }
 
         // Trivial: from here on the operands are taken out of `src`.
-        let first = it.meta(1);
+        let first = it.meta(r);
         let ndim = first.sizes().len();
         let numel = first.numel();
-        announce_output(&mut it, src, sink, flags.static_dtype.unwrap_or(dtype))?;
-        let (om, first) = (it.meta(0), it.meta(1));
+        announce_output(&mut it, src, sink, r, flags.static_dtype.unwrap_or(dtype))?;
+        let (om, first) = (it.meta(0), it.meta(r));
         // The loop writes `numel` contiguous elements of the output's dtype: a sink that made
         // (or substituted) an output of another shape or layout cannot be iterated like this.
         if !same_dims(om.sizes(), first.sizes()) || !om.is_contiguous() {
@@ -273,6 +304,12 @@ impl<'a> TrivialIter<'a> {
         it.common_dtype = dtype;
         it.dtypes[0] = it.tensors[0].as_deref().expect("the output is set").dtype();
         it.stride_bytes[0] = it.dtypes[0].element_size() as i64;
+        if let Some(k) = scalar {
+            // The wrapped number: one value at stride 0, read in its own dtype (the kernels cast
+            // while they stream, as for any input of another dtype).
+            it.dtypes[k] = scalar_dtype;
+            it.stride_bytes[k] = 0;
+        }
         for k in 1..n {
             fill_empty(&mut it.tensors[k], src.take(k).expect("inputs are defined"));
         }
@@ -443,6 +480,24 @@ impl<'a> TrivialIter<'a> {
     }
 }
 
+/// Whether a wrapped number of dtype `wrapped` beside tensors of dtype `tensors` leaves the
+/// result type at `tensors` (PyTorch's `result_type`: a wrapped number counts only by its
+/// category, bool < integer < floating < complex, and only when that category is higher).
+fn wrapped_number_keeps(wrapped: ScalarType, tensors: ScalarType) -> bool {
+    let category = |d: ScalarType| {
+        if d.is_complex() {
+            3
+        } else if d.is_floating_point() {
+            2
+        } else if d == ScalarType::Bool {
+            0
+        } else {
+            1
+        }
+    };
+    category(wrapped) <= category(tensors)
+}
+
 /// Puts `op` into a slot of a box just taken (all slots empty), without the drop of the old
 /// value an assignment would check for.
 #[inline(always)]
@@ -472,18 +527,20 @@ unsafe fn run_range(
 
 /// Announces output 0 to the sink and puts the tensor the sink then holds, with its pinned
 /// snapshot, in the box's slot 0: a given output (pinned by the build) keeps its sizes, dtype
-/// and device; a new one has the inputs' sizes and `out_dtype`.
+/// and device; a new one has the sizes of input `reference` and `out_dtype`.
 #[inline(always)]
 fn announce_output<'a, S: TrivialSource<'a> + ?Sized>(
     it: &mut TrivialIter<'a>,
     src: &mut S,
     sink: OutputSink<'_, 'a>,
+    reference: usize,
     out_dtype: ScalarType,
 ) -> Result<()> {
     let Some(given) = src.get(0) else {
-        // A new output, of the inputs' sizes (the box holds the pin they are read from).
+        // A new output, of the reference input's sizes (the box holds the pin they are read
+        // from).
         let options = TensorOptions::new().dtype(out_dtype).device(Device::CPU);
-        let sizes = it.meta(1).sizes();
+        let sizes = it.meta(reference).sizes();
         let fetched = match sink {
             OutputSink::Borrowed(m) => {
                 Fetched::Borrowed(m.set_output_raw_strided_and_get(0, sizes, &[], options)?)
