@@ -207,13 +207,11 @@ impl NodeBase {
     }
 
     pub fn with_sequence_nr(sequence_nr: u64, next_edges: impl Into<EdgeList>) -> NodeBase {
-        NodeBase {
-            sequence_nr,
-            next_edges: next_edges.into(),
-            input_metadata: Mutex::new(SmallVec::new()),
-            hooks: Mutex::new(None),
-            anomaly_trace: crate::anomaly_mode::AnomalyMode::is_enabled()
-                .then(|| crate::anomaly_mode::current_forward_trace().into_boxed_str()),
+        let mut base = std::mem::MaybeUninit::<NodeBase>::uninit();
+        // SAFETY: the slot is valid and aligned, and `write_to` initialises every field.
+        unsafe {
+            Self::write_to(base.as_mut_ptr(), sequence_nr, next_edges.into());
+            base.assume_init()
         }
     }
 
@@ -224,6 +222,18 @@ impl NodeBase {
     #[doc(hidden)]
     #[inline(always)]
     pub unsafe fn write_to(slot: *mut NodeBase, sequence_nr: u64, next_edges: EdgeList) {
+        // Every field is written below: this exhaustive pattern stops compiling when one is
+        // added.
+        #[allow(dead_code)]
+        fn every_field_is_written(base: NodeBase) {
+            let NodeBase {
+                sequence_nr: _,
+                next_edges: _,
+                input_metadata: _,
+                hooks: _,
+                anomaly_trace: _,
+            } = base;
+        }
         let anomaly_trace = crate::anomaly_mode::AnomalyMode::is_enabled()
             .then(|| crate::anomaly_mode::current_forward_trace().into_boxed_str());
         // SAFETY: the caller's; each field is written once.

@@ -512,20 +512,25 @@ fn release_large(p: NonNull<u8>, size: usize) {
 /// memory in use. Once every size a loop asks for is cached, nothing misses and nothing is
 /// released.
 fn release_cached_below(size: usize) {
-    let released: Vec<(usize, Vec<usize>)> = {
+    let released = {
         let mut cache = CPU_CACHE.lock();
         let keep = cache.free.split_off(&size);
         let below = std::mem::replace(&mut cache.free, keep);
-        let bytes: usize = below.iter().map(|(k, v)| k * v.len()).sum();
-        cache.cached_bytes -= bytes;
-        below.into_iter().collect()
+        cache.cached_bytes -= below.iter().map(|(k, v)| k * v.len()).sum::<usize>();
+        below
     };
     for (size, addrs) in released {
         for addr in addrs {
-            // SAFETY: a cached block is a mapping of `size` bytes that nobody uses.
-            unsafe { libc::munmap(addr as *mut libc::c_void, size) };
+            unmap_cached_block(addr, size);
         }
     }
+}
+
+/// Returns a block taken out of the cache to the OS.
+fn unmap_cached_block(addr: usize, size: usize) {
+    // SAFETY: a cached block is a mapping of `size` bytes that nobody uses; the caller has
+    // taken it out of the cache, so nothing hands it out again.
+    unsafe { libc::munmap(addr as *mut libc::c_void, size) };
 }
 
 /// Bytes currently held by the CPU block cache.
@@ -550,8 +555,7 @@ pub fn set_cpu_cache_limit(limit: usize) {
             entry.remove();
         }
         cache.cached_bytes -= size;
-        // SAFETY: a cached block is a mapping of `size` bytes that nobody uses.
-        unsafe { libc::munmap(addr as *mut libc::c_void, size) };
+        unmap_cached_block(addr, size);
     }
 }
 

@@ -184,16 +184,17 @@ unsafe fn split_product<T: GemmElement>(
     // Blocks of whole micro-tiles (a multiple of 16 rows or columns) where the length allows.
     let block = len.div_ceil(threads).next_multiple_of(16).min(len).max(1);
     let parts = len.div_ceil(block);
-    let (a, b, c) = (operands.a, operands.b, operands.c);
+    // The row strides of `a` and `c`, the column strides of `b` and `c`.
+    let (a_row, c_row, b_col, c_col) = (operands.a.1, operands.c.1, operands.b.2, operands.c.2);
     parallel_for(0, parts as i64, 1, |lo, hi| {
         for part in lo as usize..hi as usize {
             let start = part * block;
             let size = block.min(len - start);
             let off = start as i64;
             let (sub, dims) = if by_rows {
-                (operands.offset(off * a.1, 0, off * c.1), (size, n, k))
+                (operands.offset(off * a_row, 0, off * c_row), (size, n, k))
             } else {
-                (operands.offset(0, off * b.2, off * c.2), (m, size, k))
+                (operands.offset(0, off * b_col, off * c_col), (m, size, k))
             };
             // SAFETY: `operands` satisfies `run`'s contract for the whole product (this
             // function's contract); a block of rows of `a` and `c` (or columns of `b` and `c`) lies
