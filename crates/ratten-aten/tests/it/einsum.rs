@@ -4,18 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::values;
 use proptest::prelude::*;
 use ratten_aten::{functions as F, Tensor};
 use ratten_core::ScalarType;
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
 
 fn tensor(shape: &[i64], seed: u64) -> Tensor {
     let n: i64 = shape.iter().product();

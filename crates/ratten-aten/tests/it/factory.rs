@@ -4,10 +4,6 @@ use ratten_aten::Tensor;
 use ratten_core::num_complex::Complex;
 use ratten_core::{Device, ErrorKind, Scalar, ScalarType, TensorOptions};
 
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
-}
-
 #[test]
 fn empty_zeros_ones_default_to_float32_on_cpu() {
     let t = Tensor::empty(&[2, 3], ()).unwrap();
@@ -219,6 +215,7 @@ fn scalar_tensors_and_wrapped_numbers() {
 
 // ---- the factories as declared operators --------------------------------------------------
 
+use crate::common::msg;
 use ratten_aten::functions as f;
 use ratten_aten::native::MemoryFormat;
 

@@ -1,6 +1,7 @@
 //! The generated operator API, form by form: functions, methods, in-place, out= (resize with
 //! its warning, proxy), Meta, backend direct functions, handles, std::ops, error paths.
 
+use crate::common::msg;
 use ratten_aten::operators::Operator;
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::{backends, functions, operators, Tensor};
@@ -12,10 +13,6 @@ fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
 
 fn i64s(v: &[i64], sizes: &[i64]) -> Tensor {
     Tensor::from_slice(v, sizes).unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 #[test]

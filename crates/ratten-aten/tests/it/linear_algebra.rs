@@ -2,18 +2,10 @@
 //! broadcast batch dims and transposed operands (a property test), the addmm family's beta /
 //! alpha rules, integer and complex dtypes, batches of small products, aliased outputs, meta.
 
+use crate::common::values;
 use proptest::prelude::*;
 use ratten_aten::{functions, Tensor};
 use ratten_core::{Device, ScalarType};
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
 
 /// A float64 tensor of `shape` with small integer values (products are exact).
 fn tensor(shape: &[i64], seed: u64) -> Tensor {

@@ -6,6 +6,7 @@
 //! own: `tests/promotion.rs` (the default dtype) and `tests/random.rs` (the default
 //! generator's sequence).
 
+mod common;
 mod complex_ops;
 mod derivatives;
 mod einsum;

@@ -3,22 +3,10 @@
 //! instruction set, float32 / float64 / float16 / bfloat16, the in-place and out= forms, the
 //! `*_backward` operators, PyTorch's error texts and dtype refusals, and meta shapes.
 
+use crate::common::{msg, values as f64v};
 use ratten_aten::dispatch_stub::{detected_cpu_capability, with_cpu_capability, CpuCapability};
 use ratten_aten::{functions as F, Tensor};
 use ratten_core::{Device, Result, ScalarType};
-
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: Result<T>) -> String {
-    r.unwrap_err().message().to_string()
-}
 
 /// `erf` by its Taylor series (|x| <= 4 here: the terms stay below 1e6, so the sum keeps
 /// about 1e-10 absolute).

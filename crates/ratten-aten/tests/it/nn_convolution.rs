@@ -4,18 +4,10 @@
 //! avg with ceil_mode / count_include_pad / divisor_override, adaptive avg and max) forward
 //! and backward, 3-D (unbatched) inputs, dtypes, Meta shapes and torch's error texts.
 
+use crate::common::values;
 use proptest::prelude::*;
 use ratten_aten::{functions, Tensor};
 use ratten_core::{Device, ScalarType};
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
 
 /// A float64 tensor of `shape` with small integer values (sums of products are exact).
 fn tensor(shape: &[i64], seed: u64) -> Tensor {

@@ -3,6 +3,7 @@
 //! weights and int64 / int32 indices; torch's outputs beside the result (offset2bag, bag_size,
 //! max_indices), its errors, and meta shapes.
 
+use crate::common::{msg, values as f64v};
 use ratten_aten::{operators, Tensor};
 use ratten_core::{Device, ScalarType};
 
@@ -27,15 +28,6 @@ fn longs(v: &[i64]) -> Tensor {
     Tensor::from_slice(v, &[v.len() as i64]).unwrap()
 }
 
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
 fn i64v(t: &Tensor) -> Vec<i64> {
     t.to_dtype(ScalarType::Long)
         .unwrap()
@@ -43,10 +35,6 @@ fn i64v(t: &Tensor) -> Vec<i64> {
         .unwrap()
         .to_vec::<i64>()
         .unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 fn close(got: &[f64], want: &[f64], tol: f64) {

@@ -2,6 +2,7 @@
 //! here (loops over the logical indices), with float32 / float64, non-contiguous inputs,
 //! torch's error texts and meta shapes.
 
+use crate::common::{msg, values as f64v};
 use ratten_aten::random::Generator;
 use ratten_aten::{operators, Tensor};
 use ratten_core::{Device, ScalarType};
@@ -23,19 +24,6 @@ fn values(n: usize, seed: u64) -> Vec<f64> {
 
 fn tensor(v: &[f64], sizes: &[i64], dt: ScalarType) -> Tensor {
     Tensor::from_slice(v, sizes).unwrap().to_dtype(dt).unwrap()
-}
-
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 fn close(got: &[f64], want: &[f64], tol: f64) {

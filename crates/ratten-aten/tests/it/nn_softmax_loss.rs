@@ -4,6 +4,7 @@
 //! (weights, ignore_index, every reduction, probability targets, label smoothing); the
 //! pointwise losses against their formulas.
 
+use crate::common::values;
 use proptest::prelude::*;
 use ratten_aten::{functions as F, Tensor};
 use ratten_core::{Device, ScalarType};
@@ -11,15 +12,6 @@ use ratten_core::{Device, ScalarType};
 const NONE: i64 = 0;
 const MEAN: i64 = 1;
 const SUM: i64 = 2;
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
 
 /// A float64 tensor of `shape` with values spread over about [-4, 4].
 fn tensor(shape: &[i64], seed: u64) -> Tensor {

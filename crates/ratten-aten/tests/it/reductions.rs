@@ -3,6 +3,7 @@
 //! instruction set), PyTorch's dtype rules, empty and 0-dim inputs, error texts, meta, the
 //! cascade's accuracy and the parallel split.
 
+use crate::common::{msg, values as f64v};
 use proptest::prelude::*;
 use ratten_aten::dispatch_stub::{detected_cpu_capability, with_cpu_capability, CpuCapability};
 use ratten_aten::tensor_iterator::parallel::{get_num_threads, set_num_threads};
@@ -11,19 +12,6 @@ use ratten_core::{Device, Scalar, ScalarType};
 
 fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
     Tensor::from_slice(v, sizes).unwrap()
-}
-
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 #[test]

@@ -7,6 +7,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use crate::common::values as f64v;
+use crate::common::{err, numel, ravel, unravel};
 use proptest::prelude::*;
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::tensor_iterator::parallel::{get_num_threads, set_num_threads};
@@ -16,41 +18,8 @@ use ratten_core::{Device, ErrorKind, ScalarType};
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
 fn f64t(v: &[f64], sizes: &[i64]) -> Tensor {
     Tensor::from_slice(v, sizes).unwrap()
-}
-
-fn err<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> (ErrorKind, String) {
-    let e = r.unwrap_err();
-    (e.kind(), e.message().to_string())
-}
-
-fn numel(s: &[i64]) -> usize {
-    s.iter().product::<i64>() as usize
-}
-
-fn unravel(mut lin: usize, sizes: &[i64]) -> Vec<i64> {
-    let mut c = vec![0i64; sizes.len()];
-    for d in (0..sizes.len()).rev() {
-        c[d] = (lin % sizes[d] as usize) as i64;
-        lin /= sizes[d] as usize;
-    }
-    c
-}
-
-fn ravel(c: &[i64], sizes: &[i64]) -> usize {
-    c.iter()
-        .zip(sizes)
-        .fold(0usize, |a, (&i, &s)| a * s as usize + i as usize)
 }
 
 /// How a test tensor is laid out in memory: its logical values are the same.

@@ -2,6 +2,7 @@
 //! (`python/tools/torch_difftest.py`); each expected value or message is what torch 2.15 gives
 //! for the same call.
 
+use crate::common::msg;
 use ratten_aten::structured::capture_warnings;
 use ratten_aten::{functions, Tensor};
 use ratten_core::num_complex::Complex;
@@ -9,10 +10,6 @@ use ratten_core::{Scalar, ScalarType};
 
 fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
     Tensor::from_slice(v, sizes).unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {

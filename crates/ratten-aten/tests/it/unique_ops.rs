@@ -7,6 +7,8 @@
 
 use std::cmp::Ordering;
 
+use crate::common::{assert_same, torch_cmp};
+use crate::common::{msg, values as f64v};
 use proptest::prelude::*;
 use ratten_aten::structured::with_warning_handler;
 use ratten_aten::tensor_iterator::parallel::{get_num_threads, set_num_threads};
@@ -33,22 +35,9 @@ const INTEGRAL: [ScalarType; 5] = [
     ScalarType::Long,
 ];
 
-fn f64v(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-}
-
 fn i64v(t: &Tensor) -> Vec<i64> {
     assert_eq!(t.dtype(), ScalarType::Long);
     t.contiguous().unwrap().to_vec::<i64>().unwrap()
-}
-
-fn msg<T: std::fmt::Debug>(r: ratten_core::Result<T>) -> String {
-    r.unwrap_err().message().to_string()
 }
 
 fn t64(v: &[f64], sizes: &[i64]) -> Tensor {
@@ -61,31 +50,6 @@ fn longs(v: &[i64]) -> Tensor {
 
 fn meta(sizes: &[i64], dtype: ScalarType) -> Tensor {
     Tensor::empty(sizes, (dtype, Device::META)).unwrap()
-}
-
-/// torch's order: NaN above everything, -0.0 equal to 0.0.
-fn torch_cmp(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        _ => a.partial_cmp(&b).unwrap(),
-    }
-}
-
-/// The same value, bit for bit (NaN equal to NaN, -0.0 not equal to 0.0).
-fn same(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
-}
-
-fn assert_same(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            same(g, w),
-            "{what}: element {i}: got {g}, want {w}\n{got:?}\n{want:?}"
-        );
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! The generated autograd kernels and nodes through the dispatcher: gradients of real
 //! operators, views and in-place ops, double backward, torch's errors.
 
+use crate::common::{close, values};
 use ratten_aten::{functions as F, Tensor};
 use ratten_autograd::{ensure_initialized, grad, NoGradGuard, TensorAutogradExt};
 use ratten_core::TensorBase;
@@ -14,27 +15,6 @@ fn leaf(v: &[f64], sizes: &[i64]) -> Tensor {
     let x = t(v, sizes);
     x.requires_grad_(true).unwrap();
     x
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    let flat = t.contiguous().unwrap().reshape(&[-1]).unwrap();
-    (0..flat.numel())
-        .map(|i| {
-            flat.select(0, i)
-                .unwrap()
-                .item()
-                .unwrap()
-                .to_double()
-                .unwrap()
-        })
-        .collect()
-}
-
-fn close(a: &[f64], b: &[f64]) {
-    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
-    for (x, y) in a.iter().zip(b) {
-        assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{a:?} vs {b:?}");
-    }
 }
 
 #[test]

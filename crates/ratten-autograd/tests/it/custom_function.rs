@@ -1,6 +1,7 @@
 //! User-defined functions (`custom_function::Function`): forward, backward, saved tensors,
 //! needs_input_grad, mark_dirty, mark_non_differentiable.
 
+use crate::common::values;
 use ratten_aten::Tensor;
 use ratten_autograd::custom_function::{apply, AutogradContext, Function};
 use ratten_autograd::{ensure_initialized, TensorAutogradExt};
@@ -9,12 +10,6 @@ use ratten_core::{Result, TensorBase};
 fn t(v: &[f64]) -> Tensor {
     ensure_initialized();
     Tensor::from_base(TensorBase::from_slice(v, &[v.len() as i64]).unwrap())
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    (0..t.numel())
-        .map(|i| t.select(0, i).unwrap().item().unwrap().to_double().unwrap())
-        .collect()
 }
 
 /// `exp` with its derivative from the saved output, as PyTorch's custom-function example.

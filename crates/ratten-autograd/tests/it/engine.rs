@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::common::values;
 use ratten_aten::Tensor;
 use ratten_autograd::function::{copy_range, defined, IndexRangeGenerator};
 use ratten_autograd::variable_type_utils::{collect_next_edges, set_history};
@@ -16,12 +17,6 @@ use ratten_core::{Result, TensorBase};
 
 fn t(v: &[f64]) -> Tensor {
     Tensor::from_base(TensorBase::from_slice(v, &[v.len() as i64]).unwrap())
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    (0..t.numel())
-        .map(|i| t.select(0, i).unwrap().item().unwrap().to_double().unwrap())
-        .collect()
 }
 
 /// `a * b` with its gradient, written as a generated node would be.

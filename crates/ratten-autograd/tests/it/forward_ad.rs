@@ -1,6 +1,7 @@
 //! Forward-mode AD: dual tensors, tangents propagated by the generated kernels from
 //! derivatives.yaml's `result:` formulas, views and in-place operators, and torch's errors.
 
+use crate::common::{close, values};
 use ratten_aten::Tensor;
 use ratten_autograd::forward_ad::{
     dual_level, enter_dual_level, exit_dual_level, make_dual, unpack_dual,
@@ -11,27 +12,6 @@ fn t(v: &[f64], sizes: &[i64]) -> Tensor {
     ratten_autograd::ensure_initialized();
     ratten_autograd::ensure_linked();
     Tensor::from_base(TensorBase::from_slice(v, sizes).unwrap())
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    let flat = t.reshape(&[-1]).unwrap();
-    (0..flat.numel())
-        .map(|i| {
-            flat.select(0, i)
-                .unwrap()
-                .item()
-                .unwrap()
-                .to_double()
-                .unwrap()
-        })
-        .collect()
-}
-
-fn close(a: &[f64], b: &[f64]) {
-    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
-    for (x, y) in a.iter().zip(b) {
-        assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{a:?} vs {b:?}");
-    }
 }
 
 /// Forward AD is process-wide: the tests that open a level run one at a time.

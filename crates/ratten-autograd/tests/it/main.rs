@@ -4,6 +4,7 @@
 //! opt-level), so one binary for all of them keeps the build's link time and disk down.
 
 mod autograd;
+mod common;
 mod custom_function;
 mod engine;
 mod forward_ad;
