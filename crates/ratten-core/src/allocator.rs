@@ -521,15 +521,19 @@ fn release_cached_below(size: usize) {
     };
     for (size, addrs) in released {
         for addr in addrs {
-            unmap_cached_block(addr, size);
+            // SAFETY: a block of the cache, just taken out of it.
+            unsafe { unmap_cached_block(addr, size) };
         }
     }
 }
 
 /// Returns a block taken out of the cache to the OS.
-fn unmap_cached_block(addr: usize, size: usize) {
-    // SAFETY: a cached block is a mapping of `size` bytes that nobody uses; the caller has
-    // taken it out of the cache, so nothing hands it out again.
+///
+/// # Safety
+/// `addr` is a block of `size` bytes that was in the cache and that the caller has taken out
+/// of it (so nothing uses it or hands it out again).
+unsafe fn unmap_cached_block(addr: usize, size: usize) {
+    // SAFETY: a cached block is a mapping of `size` bytes that nobody uses (the contract).
     unsafe { libc::munmap(addr as *mut libc::c_void, size) };
 }
 
@@ -555,7 +559,8 @@ pub fn set_cpu_cache_limit(limit: usize) {
             entry.remove();
         }
         cache.cached_bytes -= size;
-        unmap_cached_block(addr, size);
+        // SAFETY: a block of the cache, just taken out of it.
+        unsafe { unmap_cached_block(addr, size) };
     }
 }
 

@@ -112,6 +112,16 @@ fn combine_categories(
     Ok(lower)
 }
 
+/// Whether a wrapped number of dtype `wrapped` beside tensors of dtype `tensors` leaves the
+/// result type at `tensors`: the compact TensorIterator build's test (Note [Wrapped numbers in
+/// a compact build]).
+pub(crate) fn wrapped_number_keeps(wrapped: ScalarType, tensors: ScalarType) -> bool {
+    matches!(
+        combine_categories(Some(tensors), Some(wrapped_dtype(wrapped))),
+        Ok(Some(d)) if d == tensors
+    )
+}
+
 /// `result_type(state)`: None when no operand was recorded.
 pub fn result_type_of_state(state: &ResultTypeState) -> Result<Option<ScalarType>> {
     combine_categories(

@@ -3,8 +3,8 @@
 //! Note [TensorIterator trivial build]: the common case of a small op is one output and CPU
 //! inputs of one dtype and one shape, all contiguous (beside at most one wrapped number, see
 //! below), with the output either undefined or of that shape and dtype and not sharing memory
-//! with an input (other than being the same tensor, as in-place ops are). For it, every step of the general pipeline has a known
-//! answer: no overlap can exist (a contiguous tensor has no internal overlap; distinct
+//! with an input (other than being the same tensor, as in-place ops are). For it, every step
+//! of the general pipeline has a known answer: no overlap can exist (a contiguous tensor has no internal overlap; distinct
 //! storages cannot overlap), the shape is the common shape, nothing is resized, the common
 //! dtype is the inputs' dtype (PyTorch's result_type of equal dtypes, unless every operand is
 //! 0-dim and one is a wrapped number, or integers are promoted to float: those take the
@@ -22,7 +22,8 @@
 //! wrapped number (the 0-dim double tensor the binding made of `2.0`). The general pipeline
 //! would broadcast it to `x`'s shape at stride 0, keep it in its own dtype (the kernels cast
 //! while they stream) and compute in `x`'s dtype whenever the wrapped number's category (bool,
-//! integer, floating, complex) is not above `x`'s. The compact build gives exactly that
+//! integer, floating, complex) is not above `x`'s (`type_properties::wrapped_number_keeps`,
+//! PyTorch's `combine_categories`). The compact build gives exactly that
 //! answer for one such operand beside inputs that are trivial among themselves, when the op
 //! promotes its inputs: the operand keeps its dtype, its stride is 0, and nothing else
 //! changes. Every scalar op of a small-op loop (an autograd chain's `y * 1.001`, a backward's
@@ -42,6 +43,7 @@ use super::{
     adopt_fetched, pin_operand, same_dims, with_guard, Fetched, Loop2d, OutputSink, PinnedOperand,
     SharedPtrs, TensorIteratorConfig,
 };
+use crate::native::type_properties::wrapped_number_keeps;
 
 /// The most operands a compact iterator holds (one output and up to three inputs: every
 /// pointwise op of issue 6).
@@ -478,24 +480,6 @@ impl<'a> TrivialIter<'a> {
             unsafe { run_range(ptrs, &strides[..2 * n], loop2d, begin, end) };
         })
     }
-}
-
-/// Whether a wrapped number of dtype `wrapped` beside tensors of dtype `tensors` leaves the
-/// result type at `tensors` (PyTorch's `result_type`: a wrapped number counts only by its
-/// category, bool < integer < floating < complex, and only when that category is higher).
-fn wrapped_number_keeps(wrapped: ScalarType, tensors: ScalarType) -> bool {
-    let category = |d: ScalarType| {
-        if d.is_complex() {
-            3
-        } else if d.is_floating_point() {
-            2
-        } else if d == ScalarType::Bool {
-            0
-        } else {
-            1
-        }
-    };
-    category(wrapped) <= category(tensors)
 }
 
 /// Puts `op` into a slot of a box just taken (all slots empty), without the drop of the old
