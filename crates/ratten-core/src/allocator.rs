@@ -9,7 +9,7 @@
 
 use std::alloc::Layout;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -178,24 +178,100 @@ const HUGE_PAGE: usize = 2 << 20;
 /// Default bound on the bytes the CPU cache keeps for reuse.
 pub const DEFAULT_CACHE_LIMIT: usize = 1 << 30;
 
+/// Free ranges of mapped memory that large allocations reuse (Note [The large-block cache]).
+///
+/// Every range is a multiple of 2 MiB at a 2 MiB boundary. Ranges are coalesced: no two are
+/// adjacent. Each is listed twice, by address (to merge a freed block with its neighbours)
+/// and by (length, address) (for best fit).
 struct BlockCache {
-    /// Free blocks by size; the addresses are of 2 MiB-aligned mappings of exactly that size.
-    free: BTreeMap<usize, Vec<usize>>,
+    by_addr: BTreeMap<usize, usize>,
+    by_size: BTreeSet<(usize, usize)>,
     cached_bytes: usize,
     limit: usize,
 }
 
-static CPU_CACHE: Mutex<BlockCache> = Mutex::new(BlockCache {
-    free: BTreeMap::new(),
-    cached_bytes: 0,
-    limit: DEFAULT_CACHE_LIMIT,
-});
+// Note [The large-block cache]
+// A freed large block stays mapped, in the cache, so that the next large allocation reuses
+// pages that are already faulted in. The cache behaves like a heap, not like lists of exact
+// sizes:
+// - An allocation takes the smallest cached range that holds it, and its tail stays cached.
+// - A freed block merges with the cached ranges beside it.
+// So a training step's two phases share memory: the forward's activations are carved from
+// the ranges the last step's weight gradients left, and they merge back into ranges a weight
+// gradient fits in as the backward frees them. Exact-size lists kept both phases' blocks at
+// once, above the peak of the memory in use.
+// A miss means no cached range holds the request. Every cached range then goes back to the
+// OS before more is mapped: what is cached cannot serve the request, and keeping it would
+// hold two phases' memory at once.
+// The cache is bounded by `limit`; a block freed beyond it is unmapped at once.
+impl BlockCache {
+    const fn new() -> Self {
+        BlockCache {
+            by_addr: BTreeMap::new(),
+            by_size: BTreeSet::new(),
+            cached_bytes: 0,
+            limit: DEFAULT_CACHE_LIMIT,
+        }
+    }
+
+    /// Takes `size` bytes from the smallest range that holds them, leaving its tail cached.
+    fn take(&mut self, size: usize) -> Option<usize> {
+        let &(len, addr) = self.by_size.range((size, 0)..).next()?;
+        self.remove(addr, len);
+        if len > size {
+            self.link(addr + size, len - size);
+        }
+        self.cached_bytes -= size;
+        Some(addr)
+    }
+
+    /// Caches the block at `addr` of `size` bytes, merged with the ranges beside it.
+    fn put(&mut self, mut addr: usize, mut size: usize) {
+        self.cached_bytes += size;
+        let before = self
+            .by_addr
+            .range(..addr)
+            .next_back()
+            .map(|(&a, &l)| (a, l));
+        if let Some((a, l)) = before.filter(|&(a, l)| a + l == addr) {
+            self.remove(a, l);
+            addr = a;
+            size += l;
+        }
+        if let Some(l) = self.by_addr.get(&(addr + size)).copied() {
+            self.remove(addr + size, l);
+            size += l;
+        }
+        self.link(addr, size);
+    }
+
+    /// Takes the largest cached range out (to trim the cache).
+    fn pop_largest(&mut self) -> Option<(usize, usize)> {
+        let (len, addr) = self.by_size.pop_last()?;
+        self.by_addr.remove(&addr);
+        self.cached_bytes -= len;
+        Some((addr, len))
+    }
+
+    fn link(&mut self, addr: usize, len: usize) {
+        self.by_addr.insert(addr, len);
+        self.by_size.insert((len, addr));
+    }
+
+    fn remove(&mut self, addr: usize, len: usize) {
+        self.by_addr.remove(&addr);
+        self.by_size.remove(&(len, addr));
+    }
+}
+
+static CPU_CACHE: Mutex<BlockCache> = Mutex::new(BlockCache::new());
 
 /// The CPU allocator. Small allocations use the global allocator (`alloc_zeroed`, 64-byte
 /// aligned). Large ones are 2 MiB-aligned anonymous mappings advised for transparent huge
 /// pages (one page fault per 2 MiB instead of per 4 KiB), and freed large blocks are kept in a
-/// bounded, thread-safe cache so that the next allocation of a similar size reuses memory
-/// whose pages are already mapped: no mmap, no page faults.
+/// bounded, thread-safe cache that later large allocations are carved from, so that they reuse
+/// memory whose pages are already mapped: no mmap, no page faults (Note [The large-block
+/// cache]).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CpuAllocator;
 
@@ -222,34 +298,17 @@ impl CpuAllocator {
             .checked_add(HUGE_PAGE - 1)
             .ok_or_else(|| oom(nbytes))?
             & !(HUGE_PAGE - 1);
-        let reused = {
-            let mut cache = CPU_CACHE.lock();
-            // Best fit, wasting at most a quarter of the request.
-            let hit = cache
-                .free
-                .range(size..=size + size / 4)
-                .next()
-                .map(|(&k, _)| k);
-            hit.map(|k| {
-                let list = cache.free.get_mut(&k).expect("key found above");
-                let addr = list.pop().expect("lists in the map are non-empty");
-                if list.is_empty() {
-                    cache.free.remove(&k);
-                }
-                cache.cached_bytes -= k;
-                (addr, k)
-            })
-        };
+        let reused = CPU_CACHE.lock().take(size);
         let (addr, capacity, zeroed) = match reused {
-            Some((addr, k)) => {
+            Some(addr) => {
                 if zeroed_needed {
-                    // SAFETY: the cached block is a live mapping of `k` bytes owned by no one.
+                    // SAFETY: the range taken is mapped memory of `size` bytes owned by no one.
                     unsafe { std::ptr::write_bytes(addr as *mut u8, 0, nbytes) };
                 }
-                (addr, k, zeroed_needed)
+                (addr, size, zeroed_needed)
             }
             None => {
-                release_cached_below(size);
+                release_all_cached();
                 (map_huge(size).ok_or_else(|| oom(nbytes))?, size, true)
             }
         };
@@ -492,48 +551,37 @@ fn map_huge(size: usize) -> Option<usize> {
 fn release_large(p: NonNull<u8>, size: usize) {
     let mut cache = CPU_CACHE.lock();
     if cache.cached_bytes + size <= cache.limit {
-        cache.cached_bytes += size;
-        cache
-            .free
-            .entry(size)
-            .or_default()
-            .push(p.as_ptr() as usize);
+        cache.put(p.as_ptr() as usize, size);
         return;
     }
     drop(cache);
-    // SAFETY: `p` is a mapping of `size` bytes made by `map_huge` that nobody uses any more.
+    // SAFETY: `p` is mapped memory of `size` bytes (a block `large` handed out) that nobody
+    // uses any more.
     unsafe { libc::munmap(p.as_ptr().cast(), size) };
 }
 
-/// On a cache miss for a block of `size` bytes: the cached blocks smaller than it go back to
-/// the OS before more is mapped. They cannot serve this request, and they are typically left
-/// from an earlier phase (a forward's activations, while the backward makes larger weight
-/// gradients): keeping them would hold both phases' memory at once, above the peak of the
-/// memory in use. Once every size a loop asks for is cached, nothing misses and nothing is
-/// released.
-fn release_cached_below(size: usize) {
+/// Returns every cached range to the OS (on a miss; see Note [The large-block cache]).
+fn release_all_cached() {
     let released = {
         let mut cache = CPU_CACHE.lock();
-        let keep = cache.free.split_off(&size);
-        let below = std::mem::replace(&mut cache.free, keep);
-        cache.cached_bytes -= below.iter().map(|(k, v)| k * v.len()).sum::<usize>();
-        below
+        cache.by_size.clear();
+        cache.cached_bytes = 0;
+        std::mem::take(&mut cache.by_addr)
     };
-    for (size, addrs) in released {
-        for addr in addrs {
-            // SAFETY: a block of the cache, just taken out of it.
-            unsafe { unmap_cached_block(addr, size) };
-        }
+    for (addr, len) in released {
+        // SAFETY: a range of the cache, just taken out of it.
+        unsafe { unmap_cached_block(addr, len) };
     }
 }
 
-/// Returns a block taken out of the cache to the OS.
+/// Returns a range taken out of the cache to the OS.
 ///
 /// # Safety
-/// `addr` is a block of `size` bytes that was in the cache and that the caller has taken out
+/// `addr` is a range of `size` bytes that was in the cache and that the caller has taken out
 /// of it (so nothing uses it or hands it out again).
 unsafe fn unmap_cached_block(addr: usize, size: usize) {
-    // SAFETY: a cached block is a mapping of `size` bytes that nobody uses (the contract).
+    // SAFETY: a cached range is mapped memory of `size` bytes that nobody uses (the
+    // contract).
     unsafe { libc::munmap(addr as *mut libc::c_void, size) };
 }
 
@@ -542,33 +590,23 @@ pub fn cpu_cache_bytes() -> usize {
     CPU_CACHE.lock().cached_bytes
 }
 
-/// Sets the bound on the CPU block cache (0 disables caching) and trims it to fit.
+/// Sets the bound on the CPU block cache (0 disables caching) and trims it to fit, largest
+/// ranges first.
 pub fn set_cpu_cache_limit(limit: usize) {
     let mut cache = CPU_CACHE.lock();
     cache.limit = limit;
     while cache.cached_bytes > limit {
-        let Some(mut entry) = cache.free.last_entry() else {
+        let Some((addr, len)) = cache.pop_largest() else {
             break;
         };
-        let size = *entry.key();
-        let addr = entry
-            .get_mut()
-            .pop()
-            .expect("lists in the map are non-empty");
-        if entry.get().is_empty() {
-            entry.remove();
-        }
-        cache.cached_bytes -= size;
-        // SAFETY: a block of the cache, just taken out of it.
-        unsafe { unmap_cached_block(addr, size) };
+        // SAFETY: a range of the cache, just taken out of it.
+        unsafe { unmap_cached_block(addr, len) };
     }
 }
 
 /// Returns every cached CPU block to the OS (like `torch.cuda.empty_cache` for the CPU).
 pub fn empty_cpu_cache() {
-    let limit = CPU_CACHE.lock().limit;
-    set_cpu_cache_limit(0);
-    CPU_CACHE.lock().limit = limit;
+    release_all_cached();
 }
 
 impl Allocator for CpuAllocator {
@@ -803,19 +841,123 @@ mod tests {
         assert!(cpu_cache_bytes() <= 6 << 20);
         empty_cpu_cache();
         set_cpu_cache_limit(DEFAULT_CACHE_LIMIT);
-        // A miss releases the cached blocks smaller than the request (sizes no other test
-        // uses, so no other test's misses release them).
-        let cached = |size: usize| CPU_CACHE.lock().free.get(&size).map_or(0, Vec::len);
-        let blocks: Vec<_> = (0..2)
-            .map(|_| CpuAllocator.allocate(34 << 20).unwrap())
-            .collect();
-        drop(blocks);
-        assert_eq!(cached(34 << 20), 2);
-        let big = CpuAllocator.allocate(60 << 20).unwrap();
-        assert_eq!(cached(34 << 20), 0);
-        drop(big);
-        assert_eq!(cached(60 << 20), 1);
-        empty_cpu_cache();
+    }
+
+    const MB2: usize = HUGE_PAGE;
+
+    /// The cache's ranges in address order, after checking that both indexes list the same
+    /// ranges, that none are adjacent or overlap, and that `cached_bytes` is their sum.
+    fn ranges(c: &BlockCache) -> Vec<(usize, usize)> {
+        let by_addr: Vec<_> = c.by_addr.iter().map(|(&a, &l)| (a, l)).collect();
+        let mut by_size: Vec<_> = c.by_size.iter().map(|&(l, a)| (a, l)).collect();
+        by_size.sort();
+        assert_eq!(by_addr, by_size);
+        for w in by_addr.windows(2) {
+            assert!(w[0].0 + w[0].1 < w[1].0, "adjacent or overlapping: {w:?}");
+        }
+        assert_eq!(c.cached_bytes, by_addr.iter().map(|r| r.1).sum::<usize>());
+        by_addr
+    }
+
+    #[test]
+    fn freed_blocks_merge_with_their_neighbours() {
+        let mut c = BlockCache::new();
+        let base = 1 << 40;
+        c.put(base + 2 * MB2, MB2);
+        c.put(base + 6 * MB2, 2 * MB2);
+        assert_eq!(
+            ranges(&c),
+            [(base + 2 * MB2, MB2), (base + 6 * MB2, 2 * MB2)]
+        );
+        // Between the two, touching both: one range.
+        c.put(base + 3 * MB2, 3 * MB2);
+        assert_eq!(ranges(&c), [(base + 2 * MB2, 6 * MB2)]);
+        // Before it, touching it.
+        c.put(base, 2 * MB2);
+        assert_eq!(ranges(&c), [(base, 8 * MB2)]);
+        // Apart from it.
+        c.put(base + 9 * MB2, MB2);
+        assert_eq!(ranges(&c), [(base, 8 * MB2), (base + 9 * MB2, MB2)]);
+    }
+
+    #[test]
+    fn allocations_take_the_smallest_range_that_holds_them_and_leave_its_tail() {
+        let mut c = BlockCache::new();
+        let base = 1 << 40;
+        c.put(base, 8 * MB2);
+        c.put(base + 10 * MB2, 2 * MB2);
+        c.put(base + 20 * MB2, 3 * MB2);
+        // Two pages: the exact range, not a piece of a larger one.
+        assert_eq!(c.take(2 * MB2), Some(base + 10 * MB2));
+        // One page: the smallest range holding it (3 pages); its tail stays.
+        assert_eq!(c.take(MB2), Some(base + 20 * MB2));
+        assert_eq!(ranges(&c), [(base, 8 * MB2), (base + 21 * MB2, 2 * MB2)]);
+        // Larger than every range: a miss.
+        assert_eq!(c.take(9 * MB2), None);
+        // A weight gradient's block serves four activations, and takes them back whole.
+        let pieces: Vec<_> = (0..4).map(|_| c.take(2 * MB2).unwrap()).collect();
+        assert_eq!(pieces[0], base + 21 * MB2);
+        assert_eq!(&pieces[1..], [base, base + 2 * MB2, base + 4 * MB2]);
+        assert_eq!(ranges(&c), [(base + 6 * MB2, 2 * MB2)]);
+        for &p in pieces[1..].iter().rev() {
+            c.put(p, 2 * MB2);
+        }
+        assert_eq!(ranges(&c), [(base, 8 * MB2)]);
+        assert_eq!(c.take(8 * MB2), Some(base));
+        assert_eq!(c.pop_largest(), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Against a reference that tracks each page: a taken range is free pages and becomes
+        /// used; the cache always holds exactly the free pages, coalesced.
+        #[test]
+        fn the_cache_holds_exactly_the_free_pages(
+            ops in proptest::collection::vec((proptest::bool::ANY, 1usize..6), 1..80)
+        ) {
+            const PAGES: usize = 64;
+            let base = 1 << 40;
+            let mut c = BlockCache::new();
+            let mut free = [true; PAGES];
+            c.put(base, PAGES * MB2);
+            let mut used: Vec<(usize, usize)> = Vec::new();
+            for (i, &(alloc, pages)) in ops.iter().enumerate() {
+                if alloc || used.is_empty() {
+                    let best = ranges(&c).into_iter().filter(|r| r.1 >= pages * MB2)
+                        .min_by_key(|&(a, l)| (l, a));
+                    let got = c.take(pages * MB2);
+                    proptest::prop_assert_eq!(got, best.map(|r| r.0));
+                    if let Some(a) = got {
+                        let first = (a - base) / MB2;
+                        for f in &mut free[first..first + pages] {
+                            proptest::prop_assert!(*f, "handed out a used page");
+                            *f = false;
+                        }
+                        used.push((a, pages));
+                    }
+                } else {
+                    let (a, pages) = used.swap_remove(i % used.len());
+                    let first = (a - base) / MB2;
+                    free[first..first + pages].fill(true);
+                    c.put(a, pages * MB2);
+                }
+                // The reference's free pages, as maximal runs.
+                let mut runs = Vec::new();
+                let mut p = 0;
+                while p < PAGES {
+                    if free[p] {
+                        let start = p;
+                        while p < PAGES && free[p] {
+                            p += 1;
+                        }
+                        runs.push((base + start * MB2, (p - start) * MB2));
+                    } else {
+                        p += 1;
+                    }
+                }
+                proptest::prop_assert_eq!(ranges(&c), runs);
+            }
+        }
     }
 
     #[test]
