@@ -262,3 +262,44 @@ fn bmm_of_many_small_products_and_shapes_on_meta() {
         "{err}"
     );
 }
+
+#[test]
+fn products_of_a_transposed_weight_match_the_reference() {
+    // linear's layout: `x @ w.t()`, both operands contiguous along k and fewer rows than
+    // columns. The product is formed column-major aside and transposed into the output
+    // (Note [Operand layouts in the gemm crate]), on one thread and split across two, for
+    // mm, addmm reading `self` with beta and alpha, and every dtype on the gemm crate.
+    for threads in [1, 2] {
+        ratten_aten::tensor_iterator::parallel::set_num_threads(threads).unwrap();
+        for (m, k, n) in [(8, 200, 300), (17, 300, 130), (64, 70, 90)] {
+            let x = tensor(&[m, k], 1);
+            let w = tensor(&[n, k], 2);
+            let wt = w.t().unwrap();
+            let (_, want) = naive_matmul(&x, &wt);
+            assert_eq!(values(&x.mm(&wt).unwrap()), want, "{m}x{k}x{n}");
+            let c = tensor(&[m, n], 3);
+            let got = functions::addmm_with(&c, &x, &wt, 0.5, 2).unwrap();
+            let want_addmm: Vec<f64> = values(&c)
+                .iter()
+                .zip(&want)
+                .map(|(c, p)| 0.5 * c + 2.0 * p)
+                .collect();
+            assert_eq!(values(&got), want_addmm);
+            for dtype in [
+                ScalarType::Float,
+                ScalarType::Half,
+                ScalarType::ComplexFloat,
+                ScalarType::ComplexDouble,
+            ] {
+                let (xd, wd) = (x.to_dtype(dtype).unwrap(), wt.to_dtype(dtype).unwrap());
+                let got = xd.mm(&wd).unwrap().to_dtype(ScalarType::Double).unwrap();
+                // Half rounds each sum of up to 300 products of values in [-3, 3].
+                let tol = if dtype == ScalarType::Half { 4.0 } else { 1e-3 };
+                for (g, w) in values(&got).iter().zip(&want) {
+                    assert!((g - w).abs() <= tol, "{dtype}: {g} against {w}");
+                }
+            }
+        }
+    }
+    ratten_aten::tensor_iterator::parallel::set_num_threads(2).unwrap();
+}

@@ -14,6 +14,7 @@
 
 use half::f16;
 use ratten_core::access::TensorAccess;
+use ratten_core::allocator::{Allocator, CpuAllocator};
 use ratten_core::dtype::{c128, c64};
 use ratten_core::{Error, Result, Scalar, ScalarType};
 
@@ -84,7 +85,14 @@ pub fn gemm(c: &Tensor, a: &Tensor, b: &Tensor, alpha: &Scalar, beta: &Scalar) -
 }
 
 /// The element types the `gemm` crate multiplies.
-trait GemmElement: ratten_core::dtype::Element + Copy + 'static {}
+trait GemmElement:
+    ratten_core::dtype::Element
+    + Copy
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + 'static
+{
+}
 impl GemmElement for f32 {}
 impl GemmElement for f64 {}
 impl GemmElement for f16 {}
@@ -230,6 +238,24 @@ impl<T> Operands<T> {
     }
 }
 
+// Note [Operand layouts in the gemm crate]
+// The crate computes column-major: given a row-major `c` it multiplies the transposes
+// instead (c^T = b^T a^T), so its left operand is then b^T. It packs its left operand
+// cheaply when that operand is contiguous down its columns, and otherwise gathers it
+// element by element; its right operand is read in place when contiguous along k, and
+// gathered into panels otherwise. A weight used transposed (linear: `x @ w.t()`) is
+// contiguous along k in both operands. The crate's route then gathers all of `w` (n x k),
+// costing 10% at the 64x784x256 layer on one thread and more on two. Formed column-major
+// in a scratch block instead, the product gathers only `x` (m x k) and then transposes the
+// m x n result into `c`. For products of few rows (SCRATCH_MAX_ROWS) `Operands::run` takes
+// whichever route moves fewer elements.
+
+/// The crate's gather of its left operand (n x k) weighs against a product of m x n x k only
+/// for few rows m: on float32 with k = 784 and n = 256 (python/bench/bench_matmul.py's
+/// layer), forming the product aside was 10-40% faster up to 128 rows and tied at 256; it was
+/// slower at 512 rows (512 x 2048 x 2048), where the crate packs for more rows per gather.
+const SCRATCH_MAX_ROWS: usize = 128;
+
 impl<T: GemmElement> Operands<T> {
     /// `c = beta * c + alpha * a @ b` (`c` unread unless `read_c`) on `threads` of rayon's
     /// threads.
@@ -239,6 +265,95 @@ impl<T: GemmElement> Operands<T> {
     /// strides, `c`'s elements distinct from each other and from `a`'s and `b`'s, and no
     /// other access to `c` may run during the call.
     unsafe fn run(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        alpha: T,
+        beta: T,
+        read_c: bool,
+        threads: usize,
+    ) {
+        if self.moves_less_through_scratch((m, n, k), read_c) {
+            // Without memory for the scratch block the crate's own route still works.
+            if let Ok(scratch) = CpuAllocator.allocate(m * n * std::mem::size_of::<T>()) {
+                let tmp = scratch
+                    .get()
+                    .expect("a non-empty block has memory")
+                    .as_ptr();
+                let tmp = tmp.cast::<T>();
+                let column_major = Operands {
+                    a: self.a,
+                    b: self.b,
+                    c: (tmp, 1, m as i64),
+                };
+                // SAFETY: the scratch block holds m x n elements (allocated above, aligned
+                // for any element type), distinct from `a` and `b`, and owned by this call.
+                unsafe { column_major.run_crate((m, n, k), alpha, beta, false, threads) };
+                // SAFETY: the crate wrote every element of the scratch block (`read_dst`
+                // false); `c`'s elements are distinct and this call's alone (the contract).
+                unsafe { self.transpose_into_c(tmp, (m, n), beta, read_c) };
+                return;
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.run_crate((m, n, k), alpha, beta, read_c, threads) };
+    }
+
+    /// Whether forming the product column-major in a scratch block, then transposing it into
+    /// `c`, gathers fewer elements than the crate's route for this `c` (Note [Operand
+    /// layouts in the gemm crate]).
+    fn moves_less_through_scratch(&self, (m, n, k): (usize, usize, usize), read_c: bool) -> bool {
+        let ((_, a_rs, a_cs), (_, b_rs, b_cs), (_, c_rs, c_cs)) = (self.a, self.b, self.c);
+        // A column-oriented `c` is the crate's own layout: no transposes are multiplied.
+        // Small products take the crate's kernels that pack nothing (vector products, dot
+        // products of a few rows), which this count does not describe.
+        if c_cs.abs() >= c_rs.abs() || m * n * k < PARALLEL_MIN_FLOPS || m > SCRATCH_MAX_ROWS {
+            return false;
+        }
+        let gathered = |strided: bool, elements: usize| if strided { elements } else { 0 };
+        // Row-major `c`: the crate's left operand is b^T, its right a^T.
+        let crate_route = gathered(b_cs != 1, n * k) + gathered(a_cs != 1, m * k);
+        let scratch_route = gathered(a_rs != 1, m * k)
+            + gathered(b_rs != 1, n * k)
+            + m * n * if read_c { 2 } else { 1 };
+        scratch_route < crate_route
+    }
+
+    /// `c = beta * c + tmp^T` (`c` unread unless `read_c`), `tmp` column-major m x n.
+    ///
+    /// # Safety
+    /// `tmp` must address m x n initialised elements that nothing writes meanwhile; `c` as in
+    /// [`Operands::run`].
+    unsafe fn transpose_into_c(
+        &self,
+        tmp: *const T,
+        (m, n): (usize, usize),
+        beta: T,
+        read_c: bool,
+    ) {
+        let (c, c_rs, c_cs) = self.c;
+        // Blocks of rows, so that the columns of `tmp` they read stay in cache.
+        const BLOCK: usize = 16;
+        for i0 in (0..m).step_by(BLOCK) {
+            for j in 0..n {
+                for i in i0..(i0 + BLOCK).min(m) {
+                    // SAFETY: i < m and j < n index inside both matrices (the contract).
+                    unsafe {
+                        let value = *tmp.add(j * m + i);
+                        let out = c.wrapping_offset(
+                            i as isize * c_rs as isize + j as isize * c_cs as isize,
+                        );
+                        *out = if read_c { beta * *out + value } else { value };
+                    }
+                }
+            }
+        }
+    }
+
+    /// The product on the crate, operands as they are.
+    ///
+    /// # Safety
+    /// As [`Operands::run`].
+    unsafe fn run_crate(
         &self,
         (m, n, k): (usize, usize, usize),
         alpha: T,
@@ -508,4 +623,39 @@ fn dot_integer<T: IntElement>(x: &[T], y: &[T]) -> T {
     x.iter()
         .zip(y)
         .fold(T::zero(), |s, (&p, &q)| s.mul_add(p, q))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The operands of a product with these (row, column) strides; the addresses are never
+    /// read.
+    fn layout(a: (i64, i64), b: (i64, i64), c: (i64, i64)) -> Operands<f32> {
+        Operands {
+            a: (std::ptr::null(), a.0, a.1),
+            b: (std::ptr::null(), b.0, b.1),
+            c: (std::ptr::null_mut(), c.0, c.1),
+        }
+    }
+
+    #[test]
+    fn only_a_product_of_few_rows_with_a_transposed_weight_goes_through_scratch() {
+        let (m, k, n) = (64, 784, 256);
+        let linear = layout((k as i64, 1), (1, k as i64), (n as i64, 1));
+        assert!(linear.moves_less_through_scratch((m, n, k), false));
+        assert!(linear.moves_less_through_scratch((m, n, k), true));
+        // A row-major weight is read by the crate without a gather.
+        let row_major = layout((k as i64, 1), (n as i64, 1), (n as i64, 1));
+        assert!(!row_major.moves_less_through_scratch((m, n, k), false));
+        // Many rows amortise the gather; a small product packs nothing.
+        assert!(!linear.moves_less_through_scratch((512, n, k), false));
+        assert!(!linear.moves_less_through_scratch((4, 8, 16), false));
+        // A column-major output is the crate's own layout.
+        let column_major_c = layout((k as i64, 1), (1, k as i64), (1, m as i64));
+        assert!(!column_major_c.moves_less_through_scratch((m, n, k), false));
+        // The weight gradient of linear (`g.t() @ x`): the crate's route gathers less.
+        let grad_w = layout((1, 128), (2048, 1), (2048, 1));
+        assert!(!grad_w.moves_less_through_scratch((128, 2048, 512), false));
+    }
 }
