@@ -52,11 +52,17 @@ def main(script, title, cases, worker, width=12):
         return
 
     def run(lib, threads):
+        # ratten's and torch's workers import numpy only to make data: its OpenBLAS threads
+        # would otherwise spin after the import, on the cores the 2-thread runs use.
+        env = dict(os.environ)
+        if lib != "numpy":
+            env.setdefault("OPENBLAS_NUM_THREADS", "1")
         out = subprocess.run(
             [sys.executable, script, "--worker", lib, str(threads), str(a.rounds)],
             capture_output=True,
             text=True,
             check=True,
+            env=env,
         )
         return json.loads(out.stdout.strip().splitlines()[-1])
 

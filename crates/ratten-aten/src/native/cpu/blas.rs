@@ -274,12 +274,9 @@ impl<T: GemmElement> Operands<T> {
     ) {
         if self.moves_less_through_scratch((m, n, k), read_c) {
             // Without memory for the scratch block the crate's own route still works.
-            if let Ok(scratch) = CpuAllocator.allocate(m * n * std::mem::size_of::<T>()) {
-                let tmp = scratch
-                    .get()
-                    .expect("a non-empty block has memory")
-                    .as_ptr();
-                let tmp = tmp.cast::<T>();
+            let scratch = CpuAllocator.allocate(m * n * std::mem::size_of::<T>()).ok();
+            if let Some(tmp) = scratch.as_ref().and_then(|block| block.get()) {
+                let tmp = tmp.as_ptr().cast::<T>();
                 let column_major = Operands {
                     a: self.a,
                     b: self.b,
