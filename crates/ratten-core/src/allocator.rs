@@ -245,6 +245,19 @@ impl BlockCache {
         self.link(addr, size);
     }
 
+    /// `size` bytes from the cache, or on a miss every cached range (all are then smaller
+    /// than `size`), taken out for the caller to unmap before it maps more.
+    fn take_or_drain(&mut self, size: usize) -> std::result::Result<usize, BTreeMap<usize, usize>> {
+        self.take(size).ok_or_else(|| self.drain())
+    }
+
+    /// Takes every cached range out, by address.
+    fn drain(&mut self) -> BTreeMap<usize, usize> {
+        self.by_size.clear();
+        self.cached_bytes = 0;
+        std::mem::take(&mut self.by_addr)
+    }
+
     /// Takes the largest cached range out (to trim the cache).
     fn pop_largest(&mut self) -> Option<(usize, usize)> {
         let (len, addr) = self.by_size.pop_last()?;
@@ -298,17 +311,17 @@ impl CpuAllocator {
             .checked_add(HUGE_PAGE - 1)
             .ok_or_else(|| oom(nbytes))?
             & !(HUGE_PAGE - 1);
-        let reused = CPU_CACHE.lock().take(size);
+        let reused = CPU_CACHE.lock().take_or_drain(size);
         let (addr, capacity, zeroed) = match reused {
-            Some(addr) => {
+            Ok(addr) => {
                 if zeroed_needed {
                     // SAFETY: the range taken is mapped memory of `size` bytes owned by no one.
                     unsafe { std::ptr::write_bytes(addr as *mut u8, 0, nbytes) };
                 }
                 (addr, size, zeroed_needed)
             }
-            None => {
-                release_all_cached();
+            Err(released) => {
+                unmap_cached_ranges(released);
                 (map_huge(size).ok_or_else(|| oom(nbytes))?, size, true)
             }
         };
@@ -560,16 +573,10 @@ fn release_large(p: NonNull<u8>, size: usize) {
     unsafe { libc::munmap(p.as_ptr().cast(), size) };
 }
 
-/// Returns every cached range to the OS (on a miss; see Note [The large-block cache]).
-fn release_all_cached() {
-    let released = {
-        let mut cache = CPU_CACHE.lock();
-        cache.by_size.clear();
-        cache.cached_bytes = 0;
-        std::mem::take(&mut cache.by_addr)
-    };
+/// Returns ranges taken out of the cache to the OS.
+fn unmap_cached_ranges(released: BTreeMap<usize, usize>) {
     for (addr, len) in released {
-        // SAFETY: a range of the cache, just taken out of it.
+        // SAFETY: a range of the cache, taken out of it by the caller.
         unsafe { unmap_cached_block(addr, len) };
     }
 }
@@ -606,7 +613,8 @@ pub fn set_cpu_cache_limit(limit: usize) {
 
 /// Returns every cached CPU block to the OS (like `torch.cuda.empty_cache` for the CPU).
 pub fn empty_cpu_cache() {
-    release_all_cached();
+    let released = CPU_CACHE.lock().drain();
+    unmap_cached_ranges(released);
 }
 
 impl Allocator for CpuAllocator {
@@ -905,6 +913,24 @@ mod tests {
         assert_eq!(ranges(&c), [(base, 8 * MB2)]);
         assert_eq!(c.take(8 * MB2), Some(base));
         assert_eq!(c.pop_largest(), None);
+    }
+
+    #[test]
+    fn a_miss_takes_every_cached_range_out() {
+        let mut c = BlockCache::new();
+        let base = 1 << 40;
+        c.put(base, 2 * MB2);
+        c.put(base + 4 * MB2, 3 * MB2);
+        assert_eq!(c.take_or_drain(2 * MB2), Ok(base));
+        c.put(base, 2 * MB2);
+        // Larger than every range: all of them come out, for the caller to unmap.
+        let released = c.take_or_drain(4 * MB2).unwrap_err();
+        assert_eq!(
+            released.into_iter().collect::<Vec<_>>(),
+            [(base, 2 * MB2), (base + 4 * MB2, 3 * MB2)]
+        );
+        assert_eq!(ranges(&c), []);
+        assert_eq!(c.cached_bytes, 0);
     }
 
     proptest::proptest! {

@@ -2,6 +2,7 @@
 //! the forward operator each helper differentiates (a vector-Jacobian product for backward
 //! helpers, a Jacobian-vector product for `_jvp` ones), or values computed by hand.
 
+use crate::common::values;
 use ratten_aten::functions as F;
 use ratten_aten::native::Layout;
 use ratten_aten::Tensor;
@@ -12,15 +13,6 @@ const EPS: f64 = 1e-6;
 
 fn t(data: &[f64], sizes: &[i64]) -> Tensor {
     Tensor::from_vec(data.to_vec(), sizes).unwrap()
-}
-
-fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_dtype(ScalarType::Double)
-        .unwrap()
-        .contiguous()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
 }
 
 /// Deterministic values in [-1, 1) away from 0 (|v| >= 0.1), for inputs where a zero would
@@ -58,7 +50,7 @@ fn assert_close(actual: &Tensor, expected: &Tensor, tol: f64) {
         expected.sizes().to_vec(),
         "shapes differ"
     );
-    let (a, e) = (vals(actual), vals(expected));
+    let (a, e) = (values(actual), values(expected));
     for (i, (x, y)) in a.iter().zip(&e).enumerate() {
         let same = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
         assert!(
@@ -70,8 +62,8 @@ fn assert_close(actual: &Tensor, expected: &Tensor, tol: f64) {
 
 /// `grad . d f(x) / dx` by central differences, one input element at a time.
 fn numeric_vjp(f: &dyn Fn(&Tensor) -> Result<Tensor>, x: &Tensor, grad: &Tensor) -> Tensor {
-    let base = vals(x);
-    let g = vals(grad);
+    let base = values(x);
+    let g = values(grad);
     let sizes = x.sizes().to_vec();
     let mut out = vec![0.0; base.len()];
     for i in 0..base.len() {
@@ -79,8 +71,8 @@ fn numeric_vjp(f: &dyn Fn(&Tensor) -> Result<Tensor>, x: &Tensor, grad: &Tensor)
         p[i] += EPS;
         let mut m = base.clone();
         m[i] -= EPS;
-        let fp = vals(&f(&t(&p, &sizes)).unwrap());
-        let fm_ = vals(&f(&t(&m, &sizes)).unwrap());
+        let fp = values(&f(&t(&p, &sizes)).unwrap());
+        let fm_ = values(&f(&t(&m, &sizes)).unwrap());
         assert_eq!(fp.len(), g.len(), "grad must have the output's numel");
         out[i] = fp
             .iter()
@@ -290,10 +282,10 @@ fn var_backward_without_degrees_of_freedom() {
     let x = t(&[3.0], &[1]);
     let grad = t(&[1.0], &[]);
     let r = fm::var_backward(&grad, &x, None, None, false).unwrap();
-    assert!(vals(&r)[0].is_nan()); // x equals its mean: inf * 0
+    assert!(values(&r)[0].is_nan()); // x equals its mean: inf * 0
     let x = t(&[1.0, 2.0], &[2]);
     let r = fm::var_backward(&grad, &x, None, Some(&Scalar::from(2)), false).unwrap();
-    assert_eq!(vals(&r), vec![f64::INFINITY, f64::INFINITY]);
+    assert_eq!(values(&r), vec![f64::INFINITY, f64::INFINITY]);
 }
 
 #[test]
@@ -1303,7 +1295,7 @@ fn as_strided_backward_matches_differences() {
     let grad = rand(&[3], 103);
     let r = fm::as_strided_backward(&grad, &geometry, &[3], &[2], Some(3)).unwrap();
     // output elements at storage 3, 5, 7: input (0, 1), none, (1, 1)
-    let g = vals(&grad);
+    let g = values(&grad);
     assert_close(&r, &t(&[0.0, g[0], 0.0, 0.0, g[2], 0.0], &[2, 3]), 0.0);
     // an input reading one element twice shares that element's gradient
     let geometry = fm::TensorGeometry {

@@ -284,15 +284,47 @@ impl<T: GemmElement> Operands<T> {
                 };
                 // SAFETY: the scratch block holds m x n elements (allocated above, aligned
                 // for any element type), distinct from `a` and `b`, and owned by this call.
-                unsafe { column_major.run_crate((m, n, k), alpha, beta, false, threads) };
+                // Its column-major layout is the crate's own: this call takes the crate's
+                // route.
+                unsafe { column_major.run((m, n, k), alpha, beta, false, threads) };
                 // SAFETY: the crate wrote every element of the scratch block (`read_dst`
                 // false); `c`'s elements are distinct and this call's alone (the contract).
                 unsafe { self.transpose_into_c(tmp, (m, n), beta, read_c) };
                 return;
             }
         }
-        // SAFETY: the caller's contract.
-        unsafe { self.run_crate((m, n, k), alpha, beta, read_c, threads) };
+        let parallelism = if threads > 1 {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        let ((ap, ars, acs), (bp, brs, bcs), (cp, crs, ccs)) = (self.a, self.b, self.c);
+        // SAFETY: the caller's contract. The crate computes `dst = alpha * dst + beta * lhs @
+        // rhs`: torch's beta is its alpha and torch's alpha its beta; `read_dst` false leaves
+        // `dst` unread; the crate writes each element of `dst` once.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                cp,
+                ccs as isize,
+                crs as isize,
+                read_c,
+                ap,
+                acs as isize,
+                ars as isize,
+                bp,
+                bcs as isize,
+                brs as isize,
+                beta,
+                alpha,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
     }
 
     /// Whether forming the product column-major in a scratch block, then transposing it into
@@ -343,52 +375,6 @@ impl<T: GemmElement> Operands<T> {
                     }
                 }
             }
-        }
-    }
-
-    /// The product on the crate, operands as they are.
-    ///
-    /// # Safety
-    /// As [`Operands::run`].
-    unsafe fn run_crate(
-        &self,
-        (m, n, k): (usize, usize, usize),
-        alpha: T,
-        beta: T,
-        read_c: bool,
-        threads: usize,
-    ) {
-        let parallelism = if threads > 1 {
-            gemm::Parallelism::Rayon(threads)
-        } else {
-            gemm::Parallelism::None
-        };
-        let ((ap, ars, acs), (bp, brs, bcs), (cp, crs, ccs)) = (self.a, self.b, self.c);
-        // SAFETY: the caller's contract. The crate computes `dst = alpha * dst + beta * lhs @
-        // rhs`: torch's beta is its alpha and torch's alpha its beta; `read_dst` false leaves
-        // `dst` unread; the crate writes each element of `dst` once.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                cp,
-                ccs as isize,
-                crs as isize,
-                read_c,
-                ap,
-                acs as isize,
-                ars as isize,
-                bp,
-                bcs as isize,
-                brs as isize,
-                beta,
-                alpha,
-                false,
-                false,
-                false,
-                parallelism,
-            );
         }
     }
 }

@@ -53,14 +53,27 @@ fn scale_f64(y: f64, k: i64) -> f64 {
 /// stays NaN). Returns `(k, hi, lo)`.
 #[inline(always)]
 fn exp_reduce_f32(x: f32) -> (i32, f32, f32) {
+    exp_reduce_f32_with(x, unfused)
+}
+
+/// `a * b + c` rounded twice, as the expression reads.
+#[inline(always)]
+fn unfused(a: f32, b: f32, c: f32) -> f32 {
+    a * b + c
+}
+
+/// [`exp_reduce_f32`] with its multiply-adds done by `madd`.
+#[inline(always)]
+fn exp_reduce_f32_with(x: f32, madd: impl Fn(f32, f32, f32) -> f32) -> (i32, f32, f32) {
     const LN2_HI: f32 = 6.931_457_5e-1;
     const LN2_LO: f32 = 1.428_606_8e-6;
     const INV_LN2: f32 = std::f32::consts::LOG2_E;
     let xc = x.clamp(-105.0, 89.0);
-    let kf = xc * INV_LN2 + ROUND_F32;
+    let kf = madd(xc, INV_LN2, ROUND_F32);
     let k = kf.to_bits() as i32 - ROUND_F32.to_bits() as i32;
     let kf = kf - ROUND_F32;
-    (k, xc - kf * LN2_HI, kf * LN2_LO)
+    // `xc - kf * LN2_HI`, exactly so when unfused.
+    (k, madd(kf, -LN2_HI, xc), kf * LN2_LO)
 }
 
 /// `y * 2^k`, the f32 exponentials' result: +inf above 88.72 (0x42b17180), +0 below -103.97.
@@ -97,40 +110,31 @@ pub fn exp_f32(x: f32) -> f32 {
 /// -103.97 the result is +0 and NaN stays NaN; above 88.72, +inf.
 #[inline(always)]
 pub fn exp_u20_f32(x: f32) -> f32 {
-    let (k, hi, lo) = exp_reduce_f32(x);
-    let r = hi - lo;
-    let p = 1.987_569_2e-4_f32;
-    let p = p * r + 1.398_199_9e-3;
-    let p = p * r + 8.333_452e-3;
-    let p = p * r + 4.166_579_6e-2;
-    let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 0.5;
-    let y = p * (r * r) + r + 1.0;
-    exp_finish_f32(x, y, k)
+    exp_u20_f32_with(x, unfused)
 }
 
-/// [`exp_u20_f32`] with its multiply-adds fused: the same reduction and polynomial, each
-/// `a * b + c` rounded once. For loops compiled with FMA (the AVX2 and AVX-512 kernels, where
-/// it is a third fewer instructions); elsewhere `mul_add` is a libm call. Its values may
-/// differ from `exp_u20_f32`'s in the last bit, as PyTorch's vector `exp_u20` (which fuses)
-/// differs from its scalar one.
+/// [`exp_u20_f32`] with its multiply-adds fused: each `a * b + c` rounded once. For loops
+/// compiled with FMA (the AVX2 and AVX-512 kernels, where it is a third fewer instructions);
+/// elsewhere `mul_add` is a software call, and the loops must be inlined into their ISA's
+/// trampoline for it to be one instruction. Its values may differ from `exp_u20_f32`'s in the
+/// last bit, as PyTorch's vector `exp_u20` (which fuses) differs from its scalar one.
 #[inline(always)]
 pub fn exp_u20_fused_f32(x: f32) -> f32 {
-    const LN2_HI: f32 = 6.931_457_5e-1;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    const INV_LN2: f32 = std::f32::consts::LOG2_E;
-    let xc = x.clamp(-105.0, 89.0);
-    let kf = xc.mul_add(INV_LN2, ROUND_F32);
-    let k = kf.to_bits() as i32 - ROUND_F32.to_bits() as i32;
-    let kf = kf - ROUND_F32;
-    let r = kf.mul_add(-LN2_HI, xc) - kf * LN2_LO;
+    exp_u20_f32_with(x, f32::mul_add)
+}
+
+/// The reduction and polynomial of [`exp_u20_f32`], multiply-adds done by `madd`.
+#[inline(always)]
+fn exp_u20_f32_with(x: f32, madd: impl Fn(f32, f32, f32) -> f32) -> f32 {
+    let (k, hi, lo) = exp_reduce_f32_with(x, &madd);
+    let r = hi - lo;
     let p = 1.987_569_2e-4_f32;
-    let p = p.mul_add(r, 1.398_199_9e-3);
-    let p = p.mul_add(r, 8.333_452e-3);
-    let p = p.mul_add(r, 4.166_579_6e-2);
-    let p = p.mul_add(r, 1.666_666_5e-1);
-    let p = p.mul_add(r, 0.5);
-    let y = p.mul_add(r * r, r) + 1.0;
+    let p = madd(p, r, 1.398_199_9e-3);
+    let p = madd(p, r, 8.333_452e-3);
+    let p = madd(p, r, 4.166_579_6e-2);
+    let p = madd(p, r, 1.666_666_5e-1);
+    let p = madd(p, r, 0.5);
+    let y = madd(p, r * r, r) + 1.0;
     exp_finish_f32(x, y, k)
 }
 
