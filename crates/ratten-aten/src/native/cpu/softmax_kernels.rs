@@ -292,27 +292,43 @@ fn lanes_reduce2<S: Copy, A: Acc>(
     combine_lanes(acc, step)
 }
 
+/// `exp(x[l] - max)` into `y[l]` and onto `acc[l]`, for each lane `l`.
+#[inline(always)]
+fn exp_store_lanes<I: Isa, S: Stored>(
+    x: &[S; LANES],
+    y: &mut [S::A; LANES],
+    acc: &mut [S::A; LANES],
+    max: S::A,
+) {
+    for l in 0..LANES {
+        let e = (x[l].load() - max).exp_u20::<I>();
+        y[l] = e;
+        acc[l] = acc[l] + e;
+    }
+}
+
 /// Stores `exp(x - max)` in `y` and returns its sum, in one pass: `LANES` at a time, each
 /// lane's sum in its own accumulator (the order of `lanes_reduce`).
+///
+/// The tail goes through the same lanes, padded with `-inf` (whose `exp` adds an exact 0 to
+/// the lanes past the row's end): `acc` is then only ever read and written whole, which lets
+/// the compiler keep it in a register. A tail loop indexing `acc` by its length kept it in
+/// memory, and the loop's sum then went through a store and a load per vector.
 #[inline(always)]
 fn exp_store_sum<I: Isa, S: Stored>(x: &[S], y: &mut [S::A], max: S::A) -> S::A {
     let mut acc = [S::A::ZERO; LANES];
-    let xc = x.chunks_exact(LANES);
-    let xt = xc.remainder();
-    let (yh, yt) = y.split_at_mut(x.len() - xt.len());
-    for (xs, ys) in xc.zip(yh.chunks_exact_mut(LANES)) {
-        // Indexed, so the fixed-length body unrolls into whole vectors.
-        #[allow(clippy::needless_range_loop)]
-        for l in 0..LANES {
-            let e = (xs[l].load() - max).exp_u20::<I>();
-            ys[l] = e;
-            acc[l] = acc[l] + e;
-        }
+    let (xc, xt) = x.as_chunks::<LANES>();
+    let (yc, yt) = y.as_chunks_mut::<LANES>();
+    for (xs, ys) in xc.iter().zip(yc) {
+        exp_store_lanes::<I, S>(xs, ys, &mut acc, max);
     }
-    for ((a, o), &v) in acc.iter_mut().zip(yt.iter_mut()).zip(xt) {
-        let e = (v.load() - max).exp_u20::<I>();
-        *o = e;
-        *a = *a + e;
+    if !xt.is_empty() {
+        let mut xp = [S::store(S::A::NEG_INF); LANES];
+        xp[..xt.len()].copy_from_slice(xt);
+        let mut yp = [S::A::ZERO; LANES];
+        exp_store_lanes::<I, S>(&xp, &mut yp, &mut acc, max);
+        let n = yt.len().min(xt.len());
+        yt[..n].copy_from_slice(&yp[..n]);
     }
     combine_lanes(acc, |a, b| a + b)
 }
@@ -609,4 +625,60 @@ pub fn softmax_backward_kernel(
     } else {
         backward_typed::<T, false>(grad_input, grad, output, dim)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch_stub::{IsaAvx2, IsaDefault};
+
+    /// The same bits, or NaN both (a NaN's sign and payload are not part of the contract).
+    fn same(a: f32, b: f32) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    /// `exp_store_sum`'s padded tail: for every tail length, each stored `exp` and the sum are
+    /// bit-identical to the element-wise `exp` and to `lanes_reduce`'s lane order, with `-inf`,
+    /// `inf` and NaN among the elements (a NaN sum must stay NaN).
+    fn check_exp_store_sum<I: Isa>() {
+        let specials = [
+            f32::NEG_INFINITY,
+            f32::INFINITY,
+            f32::NAN,
+            -0.0,
+            88.0,
+            -104.0,
+        ];
+        for len in 0..=3 * LANES + 5 {
+            for special in std::iter::once(None).chain(specials.iter().copied().map(Some)) {
+                let mut x: Vec<f32> = (0..len)
+                    .map(|i| ((i * 37 % 23) as f32 - 11.0) / 3.0)
+                    .collect();
+                if let (Some(s), true) = (special, len > 0) {
+                    x[len - 1] = s;
+                }
+                let max = lanes_reduce(
+                    &x,
+                    f32::NEG_INFINITY,
+                    |v| v,
+                    |a, b| if a > b { a } else { b },
+                );
+                let mut y = vec![7.0f32; len];
+                let sum = exp_store_sum::<I, f32>(&x, &mut y, max);
+                let want = lanes_reduce(&x, 0.0, |v| (v - max).exp_u20::<I>(), |a, b| a + b);
+                assert!(same(sum, want), "sum, len {len}, special {special:?}");
+                for (i, (&o, &v)) in y.iter().zip(&x).enumerate() {
+                    let e = (v - max).exp_u20::<I>();
+                    assert!(same(o, e), "y[{i}], len {len}, special {special:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exp_store_sum_pads_its_tail_without_changing_a_bit() {
+        check_exp_store_sum::<IsaDefault>();
+        // The fused form outside its target features is a slower `mul_add`, not another result.
+        check_exp_store_sum::<IsaAvx2>();
+    }
 }
