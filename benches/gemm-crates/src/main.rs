@@ -4,7 +4,8 @@
 //! figure is GFLOPS (median of 7 timed batches) and its fraction of the FMA peak measured
 //! first in the same run (12 independent AVX2 FMA chains per thread); the last column is
 //! ratten's GFLOPS over torch's (above 1: ratten is faster). matrixmultiply reads its thread
-//! count once per process from MATMUL_NUM_THREADS (run with 2 for its 2-thread figures).
+//! count once per process, from MATMUL_NUM_THREADS (its default is every core): each thread
+//! count runs in a child process of its own, with that variable set.
 
 use std::process::Command;
 use std::time::Instant;
@@ -120,6 +121,10 @@ fn torch_gflops(threads: usize, (m, k, n): (usize, usize, usize)) -> Option<f64>
 }
 
 fn main() {
+    if let Ok(threads) = std::env::var(CHILD_THREADS) {
+        run(threads.parse().expect("a thread count"));
+        return;
+    }
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -129,123 +134,137 @@ fn main() {
         })
         .unwrap_or_default();
     println!("float32 GEMM, GFLOPS (fraction of the FMA peak); CPU: {cpu}");
-    for threads in [1usize, 2] {
-        set_num_threads(threads as i64).unwrap();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let peak = fma_peak(threads);
-        println!("\n{threads} thread(s): FMA peak {peak:.1} GFLOPS");
-        println!(
-            "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
-            "m x k x n", "ratten", "gemm", "faer", "matrixmultiply", "torch", "GFLOPS ratten/torch"
+    for threads in ["1", "2"] {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let status = Command::new(exe)
+            .env(CHILD_THREADS, threads)
+            .env("MATMUL_NUM_THREADS", threads)
+            .status()
+            .expect("the bench's child process");
+        assert!(status.success(), "the {threads}-thread run failed");
+    }
+}
+
+/// Set in the child process that measures one thread count.
+const CHILD_THREADS: &str = "RATTEN_GEMM_BENCH_THREADS";
+
+/// Every library at `threads` threads.
+fn run(threads: usize) {
+    set_num_threads(threads as i64).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let peak = fma_peak(threads);
+    println!("\n{threads} thread(s): FMA peak {peak:.1} GFLOPS");
+    println!(
+        "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
+        "m x k x n", "ratten", "gemm", "faer", "matrixmultiply", "torch", "GFLOPS ratten/torch"
+    );
+    for (m, k, n) in SHAPES {
+        let flops = 2.0 * (m * k * n) as f64;
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.1).collect();
+        let mut c = vec![0f32; m * n];
+        let (ta, tb) = (
+            Tensor::from_vec(a.clone(), &[m as i64, k as i64]).unwrap(),
+            Tensor::from_vec(b.clone(), &[k as i64, n as i64]).unwrap(),
         );
-        for (m, k, n) in SHAPES {
-            let flops = 2.0 * (m * k * n) as f64;
-            let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.1).collect();
-            let mut c = vec![0f32; m * n];
-            let (ta, tb) = (
-                Tensor::from_vec(a.clone(), &[m as i64, k as i64]).unwrap(),
-                Tensor::from_vec(b.clone(), &[k as i64, n as i64]).unwrap(),
-            );
-            let tc = Tensor::empty(&[m as i64, n as i64], ScalarType::Float).unwrap();
-            let ratten = gflops(
-                || {
-                    functions::mm_out(&tc, &ta, &tb).unwrap();
-                },
-                flops,
-            );
-            let par = if threads == 1 {
-                gemm::Parallelism::None
-            } else {
-                gemm::Parallelism::Rayon(threads)
-            };
-            let gemm_crate = pool.install(|| {
-                gflops(
-                    || unsafe {
-                        // SAFETY: the three buffers hold m*k, k*n and m*n elements, row-major.
-                        gemm::gemm(
-                            m,
-                            n,
-                            k,
-                            c.as_mut_ptr(),
-                            1,
-                            n as isize,
-                            false,
-                            a.as_ptr(),
-                            1,
-                            k as isize,
-                            b.as_ptr(),
-                            1,
-                            n as isize,
-                            0.0f32,
-                            1.0f32,
-                            false,
-                            false,
-                            false,
-                            par,
-                        )
-                    },
-                    flops,
-                )
-            });
-            let fpar = if threads == 1 {
-                faer::Par::Seq
-            } else {
-                faer::Par::rayon(threads)
-            };
-            let faer = pool.install(|| {
-                gflops(
-                    || {
-                        faer::linalg::matmul::matmul(
-                            faer::MatMut::from_row_major_slice_mut(&mut c, m, n),
-                            faer::Accum::Replace,
-                            faer::MatRef::from_row_major_slice(&a, m, k),
-                            faer::MatRef::from_row_major_slice(&b, k, n),
-                            1.0f32,
-                            fpar,
-                        )
-                    },
-                    flops,
-                )
-            });
-            // matrixmultiply reads its thread count once, from MATMUL_NUM_THREADS.
-            let mm = gflops(
+        let tc = Tensor::empty(&[m as i64, n as i64], ScalarType::Float).unwrap();
+        let ratten = gflops(
+            || {
+                functions::mm_out(&tc, &ta, &tb).unwrap();
+            },
+            flops,
+        );
+        let par = if threads == 1 {
+            gemm::Parallelism::None
+        } else {
+            gemm::Parallelism::Rayon(threads)
+        };
+        let gemm_crate = pool.install(|| {
+            gflops(
                 || unsafe {
-                    // SAFETY: as for gemm above.
-                    matrixmultiply::sgemm(
+                    // SAFETY: the three buffers hold m*k, k*n and m*n elements, row-major.
+                    gemm::gemm(
                         m,
-                        k,
                         n,
-                        1.0,
-                        a.as_ptr(),
-                        k as isize,
-                        1,
-                        b.as_ptr(),
-                        n as isize,
-                        1,
-                        0.0,
+                        k,
                         c.as_mut_ptr(),
-                        n as isize,
                         1,
+                        n as isize,
+                        false,
+                        a.as_ptr(),
+                        1,
+                        k as isize,
+                        b.as_ptr(),
+                        1,
+                        n as isize,
+                        0.0f32,
+                        1.0f32,
+                        false,
+                        false,
+                        false,
+                        par,
                     )
                 },
                 flops,
-            );
-            let torch = torch_gflops(threads, (m, k, n));
-            let cell = |g: f64| format!("{g:.1} ({:.2})", g / peak);
-            println!(
-                "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
-                format!("{m}x{k}x{n}"),
-                cell(ratten),
-                cell(gemm_crate),
-                cell(faer),
-                cell(mm),
-                torch.map_or("-".into(), cell),
-                torch.map_or("-".into(), |t| format!("{:.2}x", ratten / t)),
-            );
-        }
+            )
+        });
+        let fpar = if threads == 1 {
+            faer::Par::Seq
+        } else {
+            faer::Par::rayon(threads)
+        };
+        let faer = pool.install(|| {
+            gflops(
+                || {
+                    faer::linalg::matmul::matmul(
+                        faer::MatMut::from_row_major_slice_mut(&mut c, m, n),
+                        faer::Accum::Replace,
+                        faer::MatRef::from_row_major_slice(&a, m, k),
+                        faer::MatRef::from_row_major_slice(&b, k, n),
+                        1.0f32,
+                        fpar,
+                    )
+                },
+                flops,
+            )
+        });
+        // Its thread count is this process's MATMUL_NUM_THREADS (see `main`).
+        let mm = gflops(
+            || unsafe {
+                // SAFETY: as for gemm above.
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    k as isize,
+                    1,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    c.as_mut_ptr(),
+                    n as isize,
+                    1,
+                )
+            },
+            flops,
+        );
+        let torch = torch_gflops(threads, (m, k, n));
+        let cell = |g: f64| format!("{g:.1} ({:.2})", g / peak);
+        println!(
+            "{:<16}{:>16}{:>16}{:>16}{:>16}{:>16}{:>21}",
+            format!("{m}x{k}x{n}"),
+            cell(ratten),
+            cell(gemm_crate),
+            cell(faer),
+            cell(mm),
+            torch.map_or("-".into(), cell),
+            torch.map_or("-".into(), |t| format!("{:.2}x", ratten / t)),
+        );
     }
 }
