@@ -10,7 +10,8 @@
 //! does not depend on the thread that computes it), and softmax and log_softmax of float /
 //! double store each `exp` in the output while summing it (one pass, `LANES` accumulators),
 //! then scale it (softmax) or overwrite it with `x - max - log(sum)` (log_softmax): one `exp`
-//! per element. A row's maximum is a plain `max`, one instruction per vector: a NaN it
+//! per element. That pass's tail runs through the same lanes, padded with `-inf`: a tail loop
+//! indexing the accumulators by its length would keep them in memory for the whole row. A row's maximum is a plain `max`, one instruction per vector: a NaN it
 //! skips still gives the row's NaNs through `exp(NaN)` in the sum. Along another dim the
 //! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
 //! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
