@@ -2,25 +2,26 @@
 //! `host_softmax`): softmax, log_softmax and their backward over contiguous tensors viewed as
 //! `[outer, dim, inner]`.
 //!
-//! Note [Softmax loops]: a line along `dim` takes three passes, as PyTorch's vectorised
-//! kernels do: its maximum, the sum of `exp(x - max)`, then the output. Along the last dim
-//! (`inner == 1`) a line is a contiguous row, reduced over `chunks_exact(LANES)` in `LANES`
-//! independent accumulators (no index arithmetic or bounds checks in the body, so the compiler
-//! keeps the accumulators in vector registers; the sum's order is fixed, so a row's result
-//! does not depend on the thread that computes it), and softmax and log_softmax of float /
-//! double store each `exp` in the output while summing it (one pass, `LANES` accumulators),
-//! then scale it (softmax) or overwrite it with `x - max - log(sum)` (log_softmax): one `exp`
-//! per element. That pass's tail runs through the same lanes, padded with `-inf`: a tail loop
-//! indexing the accumulators by its length would keep them in memory for the whole row. A row's maximum is a plain `max`, one instruction per vector: a NaN it
-//! skips still gives the row's NaNs through `exp(NaN)` in the sum. Along another dim the
-//! `inner` lines of one outer index are computed side by side in blocks of `BLOCK` lines, each
-//! pass a loop over `dim` whose body runs over the contiguous block (vectorised across lines).
-//! float16 and bfloat16 compute in float (PyTorch's `acc_type`) and round once, at the store.
-//! The exponential and logarithm are `vec_math`'s branch-free forms (the forward's `exp` is
-//! `exp_u20_f32`, a division-free polynomial within 2 ulp, as PyTorch's softmax takes
-//! `Vectorized::exp_u20`; its multiply-adds are fused in the AVX2 and AVX-512 loops, as
-//! PyTorch's vector form fuses them: the exponential pass of a row runs 20% faster); every
-//! loop runs inside `run_isa` for the CPU capability.
+//! Note [Softmax loops]: a line along `dim` takes three passes, as PyTorch's vectorised kernels
+//! do: its maximum, the sum of `exp(x - max)`, then the output. Along the last dim (`inner == 1`)
+//! a line is a contiguous row, reduced over `chunks_exact(LANES)` in `LANES` independent
+//! accumulators (no index arithmetic or bounds checks in the body, so the compiler keeps the
+//! accumulators in vector registers; the sum's order is fixed, so a row's result does not depend
+//! on the thread that computes it), and softmax and log_softmax of float / double store each `exp`
+//! in the output while summing it (one pass, `LANES` accumulators), then scale it (softmax) or
+//! overwrite it with `x - max - log(sum)` (log_softmax): one `exp` per element. That pass's tail
+//! runs through the same lanes, padded with `-inf`: a tail loop indexing the accumulators by its
+//! length would keep them in memory for the whole row. A row's maximum is a plain `max`, one
+//! instruction per vector: a NaN it skips still gives the row's NaNs through `exp(NaN)` in the
+//! sum. Along another dim the `inner` lines of one outer index are computed side by side in blocks
+//! of `BLOCK` lines, each pass a loop over `dim` whose body runs over the contiguous block
+//! (vectorised across lines). float16 and bfloat16 compute in float (PyTorch's `acc_type`) and
+//! round once, at the store. The exponential and logarithm are `vec_math`'s branch-free forms (the
+//! `exp` of the forward and of log_softmax's backward is `exp_u20_f32`, a division-free polynomial
+//! within 2 ulp, as PyTorch's softmax forward takes `Vectorized::exp_u20` (its backward takes the
+//! 1-ulp `exp`; `exp_f32`'s division made that loop compute-bound); its multiply-adds are fused in
+//! the AVX2 and AVX-512 loops, as PyTorch's vector form fuses them: the exponential pass of a row
+//! runs 20% faster); every loop runs inside `run_isa` for the CPU capability.
 
 use half::{bf16, f16};
 use ratten_core::access::TensorAccess;
@@ -29,9 +30,7 @@ use ratten_core::{Error, PodElement, Result, ScalarType};
 use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability, Isa};
 use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::scatter_gather_kernels::SyncPtr;
-use crate::native::cpu::vec_math::{
-    exp_f32, exp_f64, exp_u20_f32, exp_u20_fused_f32, log_f32, log_f64,
-};
+use crate::native::cpu::vec_math::{exp_f64, exp_u20_f32, exp_u20_fused_f32, log_f32, log_f64};
 use crate::tensor_iterator::parallel::{parallel_for, GRAIN_SIZE};
 use crate::Tensor;
 
@@ -55,10 +54,9 @@ pub trait Acc:
     const ZERO: Self;
     const ONE: Self;
     const NEG_INF: Self;
-    fn exp(self) -> Self;
-    /// `exp` of the forward loops' `x - max` in loops compiled for `I`: f32's division-free
-    /// polynomial (within 2 ulp, PyTorch's softmax `exp_u20`), its multiply-adds fused where
-    /// `I` has FMA; f64's `exp`.
+    /// `exp` in loops compiled for `I` (the forward's `exp(x - max)`, log_softmax's backward
+    /// `exp(y)`): f32's division-free polynomial (within 2 ulp, PyTorch's softmax `exp_u20`),
+    /// its multiply-adds fused where `I` has FMA; f64's `exp`.
     fn exp_u20<I: Isa>(self) -> Self;
     fn ln(self) -> Self;
     /// The larger of the two, NaN if either is (`vec::maximum`).
@@ -69,10 +67,6 @@ impl Acc for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
     const NEG_INF: f32 = f32::NEG_INFINITY;
-    #[inline(always)]
-    fn exp(self) -> f32 {
-        exp_f32(self)
-    }
     #[inline(always)]
     fn exp_u20<I: Isa>(self) -> f32 {
         if I::CAP as u8 >= CpuCapability::Avx2 as u8 {
@@ -99,10 +93,6 @@ impl Acc for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
     const NEG_INF: f64 = f64::NEG_INFINITY;
-    #[inline(always)]
-    fn exp(self) -> f64 {
-        exp_f64(self)
-    }
     #[inline(always)]
     fn exp_u20<I: Isa>(self) -> f64 {
         exp_f64(self)
@@ -427,11 +417,11 @@ fn block_forward<I: Isa, S: Stored, const LOG: bool>(
 /// The backward of one contiguous row: `gi = y * (g - sum(g * y))` for softmax,
 /// `gi = g - exp(y) * sum(g)` for log_softmax.
 #[inline(always)]
-fn row_backward<S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
+fn row_backward<I: Isa, S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
     if LOG {
         let sum = lanes_reduce(g, S::A::ZERO, S::load, |a, b| a + b);
         for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
-            *o = S::store(gv.load() - yv.load().exp() * sum);
+            *o = S::store(gv.load() - yv.load().exp_u20::<I>() * sum);
         }
     } else {
         let sum = lanes_reduce2(g, y, S::A::ZERO, |a, b| a.load() * b.load(), |a, b| a + b);
@@ -444,7 +434,7 @@ fn row_backward<S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
 /// The backward of the `w` lines `j0..j0 + w` of one outer block, side by side.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn block_backward<S: Stored, const LOG: bool>(
+fn block_backward<I: Isa, S: Stored, const LOG: bool>(
     g: &[S],
     y: &[S],
     gi: &mut [S],
@@ -470,7 +460,7 @@ fn block_backward<S: Stored, const LOG: bool>(
         let out = &mut gi[d * inner + j0..][..w];
         for (((o, &gv), &yv), &s) in out.iter_mut().zip(gr).zip(yr).zip(sum.iter()) {
             *o = if LOG {
-                S::store(gv.load() - yv.load().exp() * s)
+                S::store(gv.load() - yv.load().exp_u20::<I>() * s)
             } else {
                 S::store(yv.load() * (gv.load() - s))
             };
@@ -575,10 +565,11 @@ fn backward_typed<S: Stored, const LOG: bool>(
                     };
                     let (gr, yr) = (&gs[base..base + len], &ys[base..base + len]);
                     if inner == 1 {
-                        row_backward::<S, LOG>(gr, yr, gi);
+                        row_backward::<I, S, LOG>(gr, yr, gi);
                     } else {
                         let j0 = blk * BLOCK;
-                        block_backward::<S, LOG>(gr, yr, gi, d, inner, j0, (inner - j0).min(BLOCK));
+                        let w = (inner - j0).min(BLOCK);
+                        block_backward::<I, S, LOG>(gr, yr, gi, d, inner, j0, w);
                     }
                 }
             }
