@@ -147,6 +147,54 @@ fn softmax_reduced_precision() {
     check_softmax(&[3, 37], 0, false, ScalarType::Half, 2e-3);
 }
 
+/// float16 and bfloat16 compute in float and round once, at the store: each result is the
+/// float computation on the widened operands, rounded, bit for bit. Rows with a tail, and
+/// lines along dim 0 in more than one block of 256.
+#[test]
+fn reduced_softmax_is_the_float_result_rounded_once() {
+    let float = |t: &Tensor| t.to_dtype(ScalarType::Float).unwrap();
+    for dtype in [ScalarType::Half, ScalarType::BFloat16] {
+        for (sizes, dim) in [(vec![3, 37], 1), (vec![2, 1100], 1), (vec![5, 300], 0)] {
+            let x = tensor(&sizes, 7).to_dtype(dtype).unwrap();
+            let g = tensor(&sizes, 9).to_dtype(dtype).unwrap();
+            for log in [false, true] {
+                let forward = |t: &Tensor| {
+                    if log {
+                        F::log_softmax(t, dim)
+                    } else {
+                        F::softmax(t, dim)
+                    }
+                    .unwrap()
+                };
+                let backward = |g: &Tensor, y: &Tensor, dt: ScalarType| {
+                    if log {
+                        F::_log_softmax_backward_data(g, y, dim, dt)
+                    } else {
+                        F::_softmax_backward_data(g, y, dim, dt)
+                    }
+                    .unwrap()
+                };
+                let y = forward(&x);
+                let want = forward(&float(&x)).to_dtype(dtype).unwrap();
+                assert_eq!(
+                    values(&y),
+                    values(&want),
+                    "{dtype:?} {sizes:?} dim {dim} log {log}"
+                );
+                let gi = backward(&g, &y, dtype);
+                let want = backward(&float(&g), &float(&y), ScalarType::Float)
+                    .to_dtype(dtype)
+                    .unwrap();
+                assert_eq!(
+                    values(&gi),
+                    values(&want),
+                    "backward {dtype:?} {sizes:?} {log}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn softmax_scalar_empty_and_dtype() {
     let s = Tensor::from_vec(vec![3.0f32], &[]).unwrap();

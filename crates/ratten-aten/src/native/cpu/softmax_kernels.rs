@@ -16,12 +16,16 @@
 //! sum. Along another dim the `inner` lines of one outer index are computed side by side in blocks
 //! of `BLOCK` lines, each pass a loop over `dim` whose body runs over the contiguous block
 //! (vectorised across lines). float16 and bfloat16 compute in float (PyTorch's `acc_type`) and
-//! round once, at the store. The exponential and logarithm are `vec_math`'s branch-free forms (the
-//! `exp` of the forward and of log_softmax's backward is `exp_u20_f32`, a division-free polynomial
-//! within 2 ulp, as PyTorch's softmax forward takes `Vectorized::exp_u20` (its backward takes the
-//! 1-ulp `exp`; `exp_f32`'s division made that loop compute-bound); its multiply-adds are fused in
-//! the AVX2 and AVX-512 loops, as PyTorch's vector form fuses them: the exponential pass of a row
-//! runs 20% faster); every loop runs inside `run_isa` for the CPU capability.
+//! round once, at the store: a work item's lines are widened side by side into a float buffer with
+//! the vector conversions of `simd::Reduced`, the float loops run on it, and the result is rounded
+//! back (PyTorch's reduced kernels also keep a float buffer; converting element by element with
+//! `half`'s scalar functions left float16 softmax at 20x torch's time). The exponential and
+//! logarithm are `vec_math`'s branch-free forms (the `exp` of the forward and of log_softmax's
+//! backward is `exp_u20_f32`, a division-free polynomial within 2 ulp, as PyTorch's softmax
+//! forward takes `Vectorized::exp_u20` (its backward takes the 1-ulp `exp`; `exp_f32`'s division
+//! made that loop compute-bound); its multiply-adds are fused in the AVX2 and AVX-512 loops, as
+//! PyTorch's vector form fuses them: the exponential pass of a row runs 20% faster); every loop
+//! runs inside `run_isa` for the CPU capability.
 
 use half::{bf16, f16};
 use ratten_core::access::TensorAccess;
@@ -30,6 +34,7 @@ use ratten_core::{Error, PodElement, Result, ScalarType};
 use crate::dispatch_stub::{kernel_capability, run_isa, with_isa, CpuCapability, Isa};
 use crate::native::cpu::elements::not_implemented;
 use crate::native::cpu::scatter_gather_kernels::SyncPtr;
+use crate::native::cpu::simd::Reduced;
 use crate::native::cpu::vec_math::{exp_f64, exp_u20_f32, exp_u20_fused_f32, log_f32, log_f64};
 use crate::tensor_iterator::parallel::{parallel_for, GRAIN_SIZE};
 use crate::Tensor;
@@ -114,81 +119,96 @@ impl Acc for f64 {
 /// An element type the softmax family stores, and the type it computes in.
 pub trait Stored: PodElement + Copy + Send + Sync {
     type A: Acc;
-    /// The widest instruction set the loops are compiled for.
-    const ISA: CpuCapability;
     fn load(self) -> Self::A;
     fn store(a: Self::A) -> Self;
-    /// The slice as computation-type elements, when they are the same type.
+    /// The slice as computation-type elements, when they are the same type (float, double).
+    fn as_acc(s: &[Self]) -> Option<&[Self::A]>;
     fn as_acc_mut(s: &mut [Self]) -> Option<&mut [Self::A]>;
+    /// `src` widened into `dst` (as many elements as the shorter holds).
+    ///
+    /// # Safety
+    /// The CPU supports `I` (as inside `run_isa::<I, _>`).
+    unsafe fn widen<I: Isa>(src: &[Self], dst: &mut [Self::A]);
+    /// `src` rounded into `dst` (as many elements as the shorter holds).
+    ///
+    /// # Safety
+    /// As [`Stored::widen`].
+    unsafe fn narrow<I: Isa>(src: &[Self::A], dst: &mut [Self]);
 }
 
-impl Stored for f32 {
-    type A = f32;
-    const ISA: CpuCapability = CpuCapability::Avx512;
-    #[inline(always)]
-    fn load(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn store(a: f32) -> f32 {
-        a
-    }
-    #[inline(always)]
-    fn as_acc_mut(s: &mut [f32]) -> Option<&mut [f32]> {
-        Some(s)
-    }
+macro_rules! impl_stored_as_itself {
+    ($t:ty) => {
+        impl Stored for $t {
+            type A = $t;
+            #[inline(always)]
+            fn load(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn store(a: $t) -> $t {
+                a
+            }
+            #[inline(always)]
+            fn as_acc(s: &[$t]) -> Option<&[$t]> {
+                Some(s)
+            }
+            #[inline(always)]
+            fn as_acc_mut(s: &mut [$t]) -> Option<&mut [$t]> {
+                Some(s)
+            }
+            #[inline(always)]
+            unsafe fn widen<I: Isa>(src: &[$t], dst: &mut [$t]) {
+                let n = src.len().min(dst.len());
+                dst[..n].copy_from_slice(&src[..n]);
+            }
+            #[inline(always)]
+            unsafe fn narrow<I: Isa>(src: &[$t], dst: &mut [$t]) {
+                let n = src.len().min(dst.len());
+                dst[..n].copy_from_slice(&src[..n]);
+            }
+        }
+    };
 }
+impl_stored_as_itself!(f32);
+impl_stored_as_itself!(f64);
 
-impl Stored for f64 {
-    type A = f64;
-    const ISA: CpuCapability = CpuCapability::Avx512;
-    #[inline(always)]
-    fn load(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn store(a: f64) -> f64 {
-        a
-    }
-    #[inline(always)]
-    fn as_acc_mut(s: &mut [f64]) -> Option<&mut [f64]> {
-        Some(s)
-    }
+macro_rules! impl_stored_reduced {
+    ($t:ty) => {
+        impl Stored for $t {
+            type A = f32;
+            #[inline(always)]
+            fn load(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn store(a: f32) -> $t {
+                <$t>::from_f32(a)
+            }
+            #[inline(always)]
+            fn as_acc(_: &[$t]) -> Option<&[f32]> {
+                None
+            }
+            #[inline(always)]
+            fn as_acc_mut(_: &mut [$t]) -> Option<&mut [f32]> {
+                None
+            }
+            #[inline(always)]
+            unsafe fn widen<I: Isa>(src: &[$t], dst: &mut [f32]) {
+                let n = src.len().min(dst.len());
+                // SAFETY: both slices hold `n` elements; the caller vouches for `I`.
+                unsafe { <$t as Reduced>::to_f32_run::<I>(src.as_ptr(), dst.as_mut_ptr(), n) }
+            }
+            #[inline(always)]
+            unsafe fn narrow<I: Isa>(src: &[f32], dst: &mut [$t]) {
+                let n = src.len().min(dst.len());
+                // SAFETY: as in `widen`.
+                unsafe { <$t as Reduced>::from_f32_run::<I>(src.as_ptr(), dst.as_mut_ptr(), n) }
+            }
+        }
+    };
 }
-
-impl Stored for f16 {
-    type A = f32;
-    const ISA: CpuCapability = CpuCapability::Default;
-    #[inline(always)]
-    fn load(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn store(a: f32) -> f16 {
-        f16::from_f32(a)
-    }
-    #[inline(always)]
-    fn as_acc_mut(_: &mut [f16]) -> Option<&mut [f32]> {
-        None
-    }
-}
-
-impl Stored for bf16 {
-    type A = f32;
-    const ISA: CpuCapability = CpuCapability::Default;
-    #[inline(always)]
-    fn load(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn store(a: f32) -> bf16 {
-        bf16::from_f32(a)
-    }
-    #[inline(always)]
-    fn as_acc_mut(_: &mut [bf16]) -> Option<&mut [f32]> {
-        None
-    }
-}
+impl_stored_reduced!(f16);
+impl_stored_reduced!(bf16);
 
 /// Runs `$body` with `$T` bound to the element type of `$dt` (float, double, half, bfloat16),
 /// or refuses with torch's text naming `$name`.
@@ -285,14 +305,14 @@ fn lanes_reduce2<S: Copy, A: Acc>(
 
 /// `exp(x[l] - max)` into `y[l]` and onto `acc[l]`, for each lane `l`.
 #[inline(always)]
-fn exp_store_lanes<I: Isa, S: Stored>(
-    x: &[S; LANES],
-    y: &mut [S::A; LANES],
-    acc: &mut [S::A; LANES],
-    max: S::A,
+fn exp_store_lanes<I: Isa, A: Acc>(
+    x: &[A; LANES],
+    y: &mut [A; LANES],
+    acc: &mut [A; LANES],
+    max: A,
 ) {
     for l in 0..LANES {
-        let e = (x[l].load() - max).exp_u20::<I>();
+        let e = (x[l] - max).exp_u20::<I>();
         y[l] = e;
         acc[l] = acc[l] + e;
     }
@@ -306,62 +326,42 @@ fn exp_store_lanes<I: Isa, S: Stored>(
 /// the compiler keep it in a register. A tail loop indexing `acc` by its length kept it in
 /// memory, and the loop's sum then went through a store and a load per vector.
 #[inline(always)]
-fn exp_store_sum<I: Isa, S: Stored>(x: &[S], y: &mut [S::A], max: S::A) -> S::A {
-    let mut acc = [S::A::ZERO; LANES];
+fn exp_store_sum<I: Isa, A: Acc>(x: &[A], y: &mut [A], max: A) -> A {
+    let mut acc = [A::ZERO; LANES];
     let (xc, xt) = x.as_chunks::<LANES>();
     let (yc, yt) = y.as_chunks_mut::<LANES>();
     for (xs, ys) in xc.iter().zip(yc) {
-        exp_store_lanes::<I, S>(xs, ys, &mut acc, max);
+        exp_store_lanes::<I, A>(xs, ys, &mut acc, max);
     }
     if !xt.is_empty() {
-        let mut xp = [S::store(S::A::NEG_INF); LANES];
+        let mut xp = [A::NEG_INF; LANES];
         xp[..xt.len()].copy_from_slice(xt);
-        let mut yp = [S::A::ZERO; LANES];
-        exp_store_lanes::<I, S>(&xp, &mut yp, &mut acc, max);
+        let mut yp = [A::ZERO; LANES];
+        exp_store_lanes::<I, A>(&xp, &mut yp, &mut acc, max);
         let n = yt.len().min(xt.len());
         yt[..n].copy_from_slice(&yp[..n]);
     }
     combine_lanes(acc, |a, b| a + b)
 }
 
-/// softmax (or log_softmax, `LOG`) of one contiguous row. float and double store each
-/// `exp(x - max)` in the output and sum it there (the exponential loop is a plain map, which
-/// vectorises); log_softmax then overwrites the row with `x - (max + log(sum))`.
+/// softmax (or log_softmax, `LOG`) of one contiguous row: each `exp(x - max)` is stored in the
+/// output and summed there (the exponential loop is a plain map, which vectorises); log_softmax
+/// then overwrites the row with `x - (max + log(sum))`.
 #[inline(always)]
-fn row_forward<I: Isa, S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
+fn row_forward<I: Isa, A: Acc, const LOG: bool>(x: &[A], y: &mut [A]) {
     // A plain `max` (one instruction per vector): a NaN it skips still makes the row NaN,
     // through `exp(NaN)` in the sum.
-    let max = lanes_reduce(x, S::A::NEG_INF, S::load, |a, b| if a > b { a } else { b });
-    if let Some(ya) = S::as_acc_mut(y) {
-        let sum = exp_store_sum::<I, S>(x, ya, max);
-        if LOG {
-            let shift = max + sum.ln();
-            for (o, &v) in ya.iter_mut().zip(x) {
-                *o = v.load() - shift;
-            }
-        } else {
-            let inv = S::A::ONE / sum;
-            for o in ya.iter_mut() {
-                *o = *o * inv;
-            }
+    let max = lanes_reduce(x, A::NEG_INF, |v| v, |a, b| if a > b { a } else { b });
+    let sum = exp_store_sum::<I, A>(x, y, max);
+    if LOG {
+        let shift = max + sum.ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = v - shift;
         }
     } else {
-        let sum = lanes_reduce(
-            x,
-            S::A::ZERO,
-            |v| (v.load() - max).exp_u20::<I>(),
-            |a, b| a + b,
-        );
-        if LOG {
-            let shift = max + sum.ln();
-            for (o, &v) in y.iter_mut().zip(x) {
-                *o = S::store(v.load() - shift);
-            }
-        } else {
-            let inv = S::A::ONE / sum;
-            for (o, &v) in y.iter_mut().zip(x) {
-                *o = S::store((v.load() - max).exp_u20::<I>() * inv);
-            }
+        let inv = A::ONE / sum;
+        for o in y.iter_mut() {
+            *o = *o * inv;
         }
     }
 }
@@ -369,27 +369,27 @@ fn row_forward<I: Isa, S: Stored, const LOG: bool>(x: &[S], y: &mut [S]) {
 /// softmax (or log_softmax) of the `w` lines `j0..j0 + w` of one outer block
 /// (`x[d * inner + j]`), side by side.
 #[inline(always)]
-fn block_forward<I: Isa, S: Stored, const LOG: bool>(
-    x: &[S],
-    y: &mut [S],
+fn block_forward<I: Isa, A: Acc, const LOG: bool>(
+    x: &[A],
+    y: &mut [A],
     dim: usize,
     inner: usize,
     j0: usize,
     w: usize,
 ) {
-    let mut max = [S::A::NEG_INF; BLOCK];
-    let mut sum = [S::A::ZERO; BLOCK];
+    let mut max = [A::NEG_INF; BLOCK];
+    let mut sum = [A::ZERO; BLOCK];
     let (max, sum) = (&mut max[..w], &mut sum[..w]);
     for d in 0..dim {
         let row = &x[d * inner + j0..][..w];
         for (m, &v) in max.iter_mut().zip(row) {
-            *m = m.maximum(v.load());
+            *m = m.maximum(v);
         }
     }
     for d in 0..dim {
         let row = &x[d * inner + j0..][..w];
         for ((s, &m), &v) in sum.iter_mut().zip(max.iter()).zip(row) {
-            *s = *s + (v.load() - m).exp_u20::<I>();
+            *s = *s + (v - m).exp_u20::<I>();
         }
     }
     if LOG {
@@ -398,7 +398,7 @@ fn block_forward<I: Isa, S: Stored, const LOG: bool>(
         }
     } else {
         for s in sum.iter_mut() {
-            *s = S::A::ONE / *s;
+            *s = A::ONE / *s;
         }
     }
     for d in 0..dim {
@@ -406,9 +406,9 @@ fn block_forward<I: Isa, S: Stored, const LOG: bool>(
         let out = &mut y[d * inner + j0..][..w];
         for (((o, &v), &m), &s) in out.iter_mut().zip(row).zip(max.iter()).zip(sum.iter()) {
             *o = if LOG {
-                S::store(v.load() - s)
+                v - s
             } else {
-                S::store((v.load() - m).exp_u20::<I>() * s)
+                (v - m).exp_u20::<I>() * s
             };
         }
     }
@@ -417,16 +417,16 @@ fn block_forward<I: Isa, S: Stored, const LOG: bool>(
 /// The backward of one contiguous row: `gi = y * (g - sum(g * y))` for softmax,
 /// `gi = g - exp(y) * sum(g)` for log_softmax.
 #[inline(always)]
-fn row_backward<I: Isa, S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [S]) {
+fn row_backward<I: Isa, A: Acc, const LOG: bool>(g: &[A], y: &[A], gi: &mut [A]) {
     if LOG {
-        let sum = lanes_reduce(g, S::A::ZERO, S::load, |a, b| a + b);
+        let sum = lanes_reduce(g, A::ZERO, |v| v, |a, b| a + b);
         for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
-            *o = S::store(gv.load() - yv.load().exp_u20::<I>() * sum);
+            *o = gv - yv.exp_u20::<I>() * sum;
         }
     } else {
-        let sum = lanes_reduce2(g, y, S::A::ZERO, |a, b| a.load() * b.load(), |a, b| a + b);
+        let sum = lanes_reduce2(g, y, A::ZERO, |a, b| a * b, |a, b| a + b);
         for ((o, &gv), &yv) in gi.iter_mut().zip(g).zip(y) {
-            *o = S::store(yv.load() * (gv.load() - sum));
+            *o = yv * (gv - sum);
         }
     }
 }
@@ -434,25 +434,21 @@ fn row_backward<I: Isa, S: Stored, const LOG: bool>(g: &[S], y: &[S], gi: &mut [
 /// The backward of the `w` lines `j0..j0 + w` of one outer block, side by side.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn block_backward<I: Isa, S: Stored, const LOG: bool>(
-    g: &[S],
-    y: &[S],
-    gi: &mut [S],
+fn block_backward<I: Isa, A: Acc, const LOG: bool>(
+    g: &[A],
+    y: &[A],
+    gi: &mut [A],
     dim: usize,
     inner: usize,
     j0: usize,
     w: usize,
 ) {
-    let mut sum = [S::A::ZERO; BLOCK];
+    let mut sum = [A::ZERO; BLOCK];
     let sum = &mut sum[..w];
     for d in 0..dim {
         let (gr, yr) = (&g[d * inner + j0..][..w], &y[d * inner + j0..][..w]);
         for ((s, &gv), &yv) in sum.iter_mut().zip(gr).zip(yr) {
-            *s = if LOG {
-                *s + gv.load()
-            } else {
-                *s + gv.load() * yv.load()
-            };
+            *s = if LOG { *s + gv } else { *s + gv * yv };
         }
     }
     for d in 0..dim {
@@ -460,11 +456,95 @@ fn block_backward<I: Isa, S: Stored, const LOG: bool>(
         let out = &mut gi[d * inner + j0..][..w];
         for (((o, &gv), &yv), &s) in out.iter_mut().zip(gr).zip(yr).zip(sum.iter()) {
             *o = if LOG {
-                S::store(gv.load() - yv.load().exp_u20::<I>() * s)
+                gv - yv.exp_u20::<I>() * s
             } else {
-                S::store(yv.load() * (gv.load() - s))
+                yv * (gv - s)
             };
         }
+    }
+}
+
+/// The lines of one work item: a row (`inner == 1`) or `w` lines from `j0` of an outer block.
+#[derive(Clone, Copy)]
+struct Lines {
+    dim: usize,
+    inner: usize,
+    j0: usize,
+    w: usize,
+}
+
+impl Lines {
+    /// The same lines gathered side by side (`dim` runs of `w`), as `widen_lines` lays them.
+    fn packed(self) -> Lines {
+        let w = if self.inner == 1 { 1 } else { self.w };
+        Lines {
+            dim: self.dim,
+            inner: w,
+            j0: 0,
+            w,
+        }
+    }
+
+    /// The elements of `x` these lines take, `dim` runs of `w` (the whole row when `inner` is
+    /// 1), widened side by side into `dst`.
+    ///
+    /// # Safety
+    /// As [`Stored::widen`].
+    #[inline(always)]
+    unsafe fn widen<I: Isa, S: Stored>(self, x: &[S], dst: &mut [S::A]) {
+        if self.inner == 1 {
+            // SAFETY: forwarded contract.
+            return unsafe { S::widen::<I>(x, dst) };
+        }
+        for d in 0..self.dim {
+            let run = &x[d * self.inner + self.j0..][..self.w];
+            // SAFETY: forwarded contract.
+            unsafe { S::widen::<I>(run, &mut dst[d * self.w..][..self.w]) };
+        }
+    }
+
+    /// The inverse of [`Lines::widen`]: `src`, packed, rounded into these lines of `y`.
+    ///
+    /// # Safety
+    /// As [`Stored::widen`].
+    #[inline(always)]
+    unsafe fn narrow<I: Isa, S: Stored>(self, src: &[S::A], y: &mut [S]) {
+        if self.inner == 1 {
+            // SAFETY: forwarded contract.
+            return unsafe { S::narrow::<I>(src, y) };
+        }
+        for d in 0..self.dim {
+            let run = &mut y[d * self.inner + self.j0..][..self.w];
+            // SAFETY: forwarded contract.
+            unsafe { S::narrow::<I>(&src[d * self.w..][..self.w], run) };
+        }
+    }
+
+    /// How many elements `packed` lines hold.
+    fn packed_len(self) -> usize {
+        if self.inner == 1 {
+            self.dim
+        } else {
+            self.dim * self.w
+        }
+    }
+}
+
+#[inline(always)]
+fn forward_lines<I: Isa, A: Acc, const LOG: bool>(x: &[A], y: &mut [A], l: Lines) {
+    if l.inner == 1 {
+        row_forward::<I, A, LOG>(x, y);
+    } else {
+        block_forward::<I, A, LOG>(x, y, l.dim, l.inner, l.j0, l.w);
+    }
+}
+
+#[inline(always)]
+fn backward_lines<I: Isa, A: Acc, const LOG: bool>(g: &[A], y: &[A], gi: &mut [A], l: Lines) {
+    if l.inner == 1 {
+        row_backward::<I, A, LOG>(g, y, gi);
+    } else {
+        block_backward::<I, A, LOG>(g, y, gi, l.dim, l.inner, l.j0, l.w);
     }
 }
 
@@ -504,9 +584,11 @@ fn forward_typed<S: Stored, const LOG: bool>(
     let grain = (GRAIN_SIZE as usize / (d * inner.min(BLOCK)).max(1)).max(1) as i64;
     let cap = kernel_capability();
     parallel_for(0, items as i64, grain, |b, e| {
-        with_isa!(cap, S::ISA, I => run_isa::<I, _>(
+        with_isa!(cap, CpuCapability::Avx512, I => run_isa::<I, _>(
             #[inline(always)]
             || {
+                // The float lines of reduced types, grown to the largest item.
+                let mut scratch: Vec<S::A> = Vec::new();
                 for item in b as usize..e as usize {
                     let (o, blk) = (item / per, item % per);
                     let base = o * d * inner;
@@ -519,12 +601,22 @@ fn forward_typed<S: Stored, const LOG: bool>(
                         std::slice::from_raw_parts_mut(y_ptr.get().cast::<S>().add(base), len)
                     };
                     let xs = &x[base..base + len];
-                    if inner == 1 {
-                        row_forward::<I, S, LOG>(xs, y);
-                    } else {
-                        let j0 = blk * BLOCK;
-                        block_forward::<I, S, LOG>(xs, y, d, inner, j0, (inner - j0).min(BLOCK));
+                    let j0 = blk * BLOCK;
+                    let lines = Lines { dim: d, inner, j0, w: (inner - j0).min(BLOCK) };
+                    if let (Some(xa), Some(ya)) = (S::as_acc(xs), S::as_acc_mut(y)) {
+                        forward_lines::<I, S::A, LOG>(xa, ya, lines);
+                        continue;
                     }
+                    // Reduced types: the lines widened side by side, the float loops, one
+                    // rounding at the store (PyTorch's float buffer in its reduced kernels).
+                    let m = lines.packed_len();
+                    scratch.resize(2 * m, S::A::ZERO);
+                    let (xa, ya) = scratch.split_at_mut(m);
+                    // SAFETY: inside `run_isa::<I, _>`, which checked I against the CPU.
+                    unsafe { lines.widen::<I, S>(xs, xa) };
+                    forward_lines::<I, S::A, LOG>(xa, ya, lines.packed());
+                    // SAFETY: as above.
+                    unsafe { lines.narrow::<I, S>(ya, y) };
                 }
             }
         ))
@@ -552,9 +644,11 @@ fn backward_typed<S: Stored, const LOG: bool>(
     let grain = (GRAIN_SIZE as usize / (d * inner.min(BLOCK)).max(1)).max(1) as i64;
     let cap = kernel_capability();
     parallel_for(0, items as i64, grain, |b, e| {
-        with_isa!(cap, S::ISA, I => run_isa::<I, _>(
+        with_isa!(cap, CpuCapability::Avx512, I => run_isa::<I, _>(
             #[inline(always)]
             || {
+                // The float lines of reduced types, grown to the largest item.
+                let mut scratch: Vec<S::A> = Vec::new();
                 for item in b as usize..e as usize {
                     let (o, blk) = (item / per, item % per);
                     let base = o * d * inner;
@@ -564,13 +658,27 @@ fn backward_typed<S: Stored, const LOG: bool>(
                         std::slice::from_raw_parts_mut(gi_ptr.get().cast::<S>().add(base), len)
                     };
                     let (gr, yr) = (&gs[base..base + len], &ys[base..base + len]);
-                    if inner == 1 {
-                        row_backward::<I, S, LOG>(gr, yr, gi);
-                    } else {
-                        let j0 = blk * BLOCK;
-                        let w = (inner - j0).min(BLOCK);
-                        block_backward::<I, S, LOG>(gr, yr, gi, d, inner, j0, w);
+                    let j0 = blk * BLOCK;
+                    let lines = Lines { dim: d, inner, j0, w: (inner - j0).min(BLOCK) };
+                    if let (Some(ga), Some(ya), Some(gia)) =
+                        (S::as_acc(gr), S::as_acc(yr), S::as_acc_mut(gi))
+                    {
+                        backward_lines::<I, S::A, LOG>(ga, ya, gia, lines);
+                        continue;
                     }
+                    // Reduced types: as in `forward_typed`.
+                    let m = lines.packed_len();
+                    scratch.resize(3 * m, S::A::ZERO);
+                    let (ga, rest) = scratch.split_at_mut(m);
+                    let (ya, gia) = rest.split_at_mut(m);
+                    // SAFETY: inside `run_isa::<I, _>`, which checked I against the CPU.
+                    unsafe {
+                        lines.widen::<I, S>(gr, ga);
+                        lines.widen::<I, S>(yr, ya);
+                    }
+                    backward_lines::<I, S::A, LOG>(ga, ya, gia, lines.packed());
+                    // SAFETY: as above.
+                    unsafe { lines.narrow::<I, S>(gia, gi) };
                 }
             }
         ))
