@@ -148,13 +148,18 @@ fn softmax_reduced_precision() {
 }
 
 /// float16 and bfloat16 compute in float and round once, at the store: each result is the
-/// float computation on the widened operands, rounded, bit for bit. Rows with a tail, and
-/// lines along dim 0 in more than one block of 256.
+/// float computation on the widened operands, rounded, bit for bit. Rows with a tail, lines
+/// along dim 0 in more than one block of 256, and blocks that hold every line of an outer index.
 #[test]
 fn reduced_softmax_is_the_float_result_rounded_once() {
     let float = |t: &Tensor| t.to_dtype(ScalarType::Float).unwrap();
     for dtype in [ScalarType::Half, ScalarType::BFloat16] {
-        for (sizes, dim) in [(vec![3, 37], 1), (vec![2, 1100], 1), (vec![5, 300], 0)] {
+        for (sizes, dim) in [
+            (vec![3, 37], 1),
+            (vec![2, 1100], 1),
+            (vec![5, 300], 0),
+            (vec![2, 3, 20], 1),
+        ] {
             let x = tensor(&sizes, 7).to_dtype(dtype).unwrap();
             let g = tensor(&sizes, 9).to_dtype(dtype).unwrap();
             for log in [false, true] {

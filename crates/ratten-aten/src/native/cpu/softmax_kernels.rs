@@ -464,7 +464,8 @@ fn block_backward<I: Isa, A: Acc, const LOG: bool>(
     }
 }
 
-/// The lines of one work item: a row (`inner == 1`) or `w` lines from `j0` of an outer block.
+/// The lines of one work item: a row (`inner == 1`, so `w == 1`) or `w` lines from `j0` of an
+/// outer block.
 #[derive(Clone, Copy)]
 struct Lines {
     dim: usize,
@@ -474,25 +475,30 @@ struct Lines {
 }
 
 impl Lines {
-    /// The same lines gathered side by side (`dim` runs of `w`), as `widen_lines` lays them.
+    /// The same lines side by side (`dim` runs of `w`), as [`Lines::widen`] lays them: a row
+    /// stays a row.
     fn packed(self) -> Lines {
-        let w = if self.inner == 1 { 1 } else { self.w };
         Lines {
             dim: self.dim,
-            inner: w,
+            inner: self.w,
             j0: 0,
-            w,
+            w: self.w,
         }
     }
 
-    /// The elements of `x` these lines take, `dim` runs of `w` (the whole row when `inner` is
-    /// 1), widened side by side into `dst`.
+    /// How many elements the lines hold.
+    fn len(self) -> usize {
+        self.dim * self.w
+    }
+
+    /// The elements of `x` these lines take, widened side by side into `dst`: one run when
+    /// they are all of `x` (a row, or every line of a block), else one per `dim` index.
     ///
     /// # Safety
     /// As [`Stored::widen`].
     #[inline(always)]
     unsafe fn widen<I: Isa, S: Stored>(self, x: &[S], dst: &mut [S::A]) {
-        if self.inner == 1 {
+        if self.w == self.inner {
             // SAFETY: forwarded contract.
             return unsafe { S::widen::<I>(x, dst) };
         }
@@ -509,7 +515,7 @@ impl Lines {
     /// As [`Stored::widen`].
     #[inline(always)]
     unsafe fn narrow<I: Isa, S: Stored>(self, src: &[S::A], y: &mut [S]) {
-        if self.inner == 1 {
+        if self.w == self.inner {
             // SAFETY: forwarded contract.
             return unsafe { S::narrow::<I>(src, y) };
         }
@@ -517,15 +523,6 @@ impl Lines {
             let run = &mut y[d * self.inner + self.j0..][..self.w];
             // SAFETY: forwarded contract.
             unsafe { S::narrow::<I>(&src[d * self.w..][..self.w], run) };
-        }
-    }
-
-    /// How many elements `packed` lines hold.
-    fn packed_len(self) -> usize {
-        if self.inner == 1 {
-            self.dim
-        } else {
-            self.dim * self.w
         }
     }
 }
@@ -609,7 +606,7 @@ fn forward_typed<S: Stored, const LOG: bool>(
                     }
                     // Reduced types: the lines widened side by side, the float loops, one
                     // rounding at the store (PyTorch's float buffer in its reduced kernels).
-                    let m = lines.packed_len();
+                    let m = lines.len();
                     scratch.resize(2 * m, S::A::ZERO);
                     let (xa, ya) = scratch.split_at_mut(m);
                     // SAFETY: inside `run_isa::<I, _>`, which checked I against the CPU.
@@ -667,7 +664,7 @@ fn backward_typed<S: Stored, const LOG: bool>(
                         continue;
                     }
                     // Reduced types: as in `forward_typed`.
-                    let m = lines.packed_len();
+                    let m = lines.len();
                     scratch.resize(3 * m, S::A::ZERO);
                     let (ga, rest) = scratch.split_at_mut(m);
                     let (ya, gia) = rest.split_at_mut(m);
